@@ -1,0 +1,121 @@
+//! What every command needs: config, the clock, the masker, and loading a source.
+
+use super::Cli;
+use crate::brokers;
+use crate::config::Config;
+use crate::core::catalog::Catalog;
+use crate::core::filter::Filter;
+use crate::core::masking::Masker;
+use crate::core::ports::{ScanEvent, SourceError, SourceInfo};
+use crate::core::sanitize;
+use crate::core::source::SourceRef;
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use std::ops::ControlFlow;
+
+/// A usage problem (bad source, bad filter, unsupported kind): exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
+    Err(UsageError(msg.into()).into())
+}
+
+pub struct Context {
+    pub config: Config,
+    pub now: DateTime<Utc>,
+    pub read_only: bool,
+}
+
+/// A source scanned into a catalog.
+pub struct Loaded {
+    pub catalog: Catalog,
+    pub info: SourceInfo,
+}
+
+impl Context {
+    pub fn new(cli: &Cli) -> anyhow::Result<Self> {
+        let config = Config::load(cli.config.as_deref()).map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
+        let now = match &cli.now {
+            Some(t) => DateTime::parse_from_rfc3339(t)
+                .map_err(|e| UsageError(format!("--now / DLQ_TRIAGE_NOW must be RFC 3339: {e}")))?
+                .with_timezone(&Utc),
+            None => Utc::now(),
+        };
+        Ok(Context { config, now, read_only: cli.read_only })
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.now.timestamp_millis()
+    }
+
+    /// Resolve a source argument: a named source from config first, then a URI.
+    pub fn resolve_source(&self, arg: &str) -> anyhow::Result<SourceRef> {
+        if let Some(named) = self.config.sources.get(arg) {
+            return SourceRef::parse(&named.uri).map_err(|e| UsageError(format!("source `{arg}` in config: {e}")).into());
+        }
+        SourceRef::parse(arg).map_err(|e| UsageError(e).into())
+    }
+
+    pub fn parse_filter(&self, expr: Option<&str>) -> anyhow::Result<Filter> {
+        match expr {
+            None => Ok(Filter::all()),
+            Some(e) => Filter::parse(e).map_err(|e| UsageError(format!("bad --filter: {e}")).into()),
+        }
+    }
+
+    pub fn masker(&self) -> anyhow::Result<Masker> {
+        Masker::new(&self.config.masking, crate::config::mask_hash_key()).map_err(|e| UsageError(e).into())
+    }
+
+    /// Scan the whole source into a catalog.
+    pub fn load(&self, arg: &str) -> anyhow::Result<Loaded> {
+        let source = self.resolve_source(arg)?;
+        let mut src = brokers::open(&source).map_err(|e| match e {
+            SourceError::Unsupported(m) => anyhow::Error::new(UsageError(m)),
+            other => anyhow::Error::new(other),
+        })?;
+        let info = src.info();
+        let mut catalog = Catalog::new(self.masker()?, self.config.conventions.clone());
+        src.scan(&mut |ev| {
+            match ev {
+                ScanEvent::Letter(raw) => {
+                    catalog.ingest(raw);
+                }
+                ScanEvent::Problem { location, message } => catalog.record_problem(location, message),
+                ScanEvent::Progress { .. } => {}
+            }
+            ControlFlow::Continue(())
+        })
+        .with_context(|| format!("scanning {}", info.label))?;
+        Ok(Loaded { catalog, info })
+    }
+}
+
+/// Report unreadable records on stderr (human output only; JSON carries them inline).
+pub fn report_problems(catalog: &Catalog) {
+    let (problems, count) = catalog.problems();
+    if count == 0 {
+        return;
+    }
+    eprintln!("warning: {count} record(s) could not be read and are not counted:");
+    for p in problems.iter().take(5) {
+        eprintln!("  {}: {}", sanitize::clean(&p.location), sanitize::line(&p.message, 200));
+    }
+    if count > 5 {
+        eprintln!("  … and {} more", count - 5);
+    }
+}
+
+/// Problems as JSON: `{"count": N, "first": [{"location", "message"}]}`.
+pub fn problems_json(catalog: &Catalog) -> serde_json::Value {
+    let (problems, count) = catalog.problems();
+    serde_json::json!({
+        "count": count,
+        "first": problems.iter().take(20).map(|p| serde_json::json!({
+            "location": p.location,
+            "message": sanitize::line(&p.message, 500),
+        })).collect::<Vec<_>>(),
+    })
+}

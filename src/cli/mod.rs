@@ -1,0 +1,90 @@
+//! The scriptable command line: clap definitions and dispatch. Every command loads a
+//! source into a core [`Catalog`](crate::core::catalog::Catalog) and renders it as a
+//! human table or stable JSON.
+
+mod context;
+mod list;
+mod summary;
+mod table;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+pub use context::{Context, UsageError};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "dlq-triage",
+    version,
+    about = "Dead-letter-queue triage for Kafka and RabbitMQ",
+    long_about = "Dead-letter-queue triage for Kafka and RabbitMQ: see what is failing, grouped by reason, consumer version and age; inspect masked payloads; discard or replay with a tamper-evident ledger.",
+    after_help = "Sources: kafka://host:9092/topic[,topic2]  amqp://user:pass@host:5672/vhost?queue=q  file://dump.ndjson (or a .ndjson path)  demo  or a name from [sources] in config.toml.\nFilters: reason=… version=… event=invoice.* schema=3 age>1h age<15m key=… origin=… state=open|discarded attempt>=3 and bare words (fuzzy)."
+)]
+pub struct Cli {
+    /// Config file [default: $XDG_CONFIG_HOME/dlq-triage/config.toml]
+    #[arg(long, global = true, env = "DLQ_TRIAGE_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Disable every write (ledger, broker); caps any role at viewing.
+    #[arg(long, global = true, env = "DLQ_TRIAGE_READ_ONLY", value_parser = clap::builder::FalseyValueParser::new())]
+    pub read_only: bool,
+
+    /// librdkafka property for kafka:// sources, as kcat takes it (repeatable).
+    #[arg(short = 'X', global = true, value_name = "KEY=VALUE")]
+    pub kafka_props: Vec<String>,
+
+    /// Fix the clock (RFC 3339), for reproducible ages in tests and demos.
+    #[arg(long, global = true, env = "DLQ_TRIAGE_NOW", hide = true)]
+    pub now: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Groups of dead letters with counts, oldest/newest age and inflow.
+    Summary(SummaryArgs),
+    /// The letters themselves: id, age, key, attempt, state, reason, masked preview.
+    List(ListArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SummaryArgs {
+    /// kafka://…, amqp://…, a .ndjson dump, demo, or a named source.
+    pub source: String,
+    /// Dimensions, comma-separated: reason, version, age, event, schema, origin,
+    /// consumer, exception, state, topic [default: reason,version,age]
+    #[arg(long, short = 'g', env = "DLQ_TRIAGE_GROUP_BY")]
+    pub group_by: Option<String>,
+    /// Only letters matching this filter expression.
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Stable JSON output (documented in the README).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    pub source: String,
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// At most this many letters (0 = all).
+    #[arg(long, short = 'n', default_value_t = 50)]
+    pub limit: usize,
+    /// Order: newest, oldest, or position (as stored in the DLQ).
+    #[arg(long, default_value = "newest", value_parser = ["newest", "oldest", "position"])]
+    pub sort: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let ctx = Context::new(&cli)?;
+    match cli.command {
+        Command::Summary(a) => summary::run(&ctx, &a),
+        Command::List(a) => list::run(&ctx, &a),
+    }
+}

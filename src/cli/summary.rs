@@ -1,0 +1,133 @@
+//! `dlq-triage summary`: what is failing, grouped.
+
+use super::context::{problems_json, report_problems, usage, Context};
+use super::table::Table;
+use super::SummaryArgs;
+use crate::core::grouping::{Dim, GroupIndex, DEFAULT_DIMS};
+use crate::core::store::NO_TIME;
+use crate::core::timefmt::format_age_ms;
+use chrono::{DateTime, SecondsFormat};
+use serde_json::{json, Map, Value};
+use std::io::Write;
+
+pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
+    let dims = match a.group_by.as_deref().or(ctx.config.group_by.as_deref()) {
+        Some(g) => match Dim::parse_list(g) {
+            Ok(d) => d,
+            Err(e) => return usage(format!("bad --group-by: {e}")),
+        },
+        None => DEFAULT_DIMS.to_vec(),
+    };
+    let mut filter = ctx.parse_filter(a.filter.as_deref())?;
+    let loaded = ctx.load(&a.source)?;
+    let store = &loaded.catalog.store;
+    let now = ctx.now_ms();
+    let idx = GroupIndex::build(store, &dims, now, Some(&mut filter));
+    let groups = idx.sorted(store);
+    let ts = |ms: i64| {
+        (ms != NO_TIME)
+            .then(|| DateTime::from_timestamp_millis(ms))
+            .flatten()
+            .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+    };
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let groups_json: Vec<Value> = groups
+            .iter()
+            .map(|(k, g)| {
+                let mut o = Map::new();
+                for (d, label) in dims.iter().zip(idx.labels(store, k)) {
+                    o.insert(d.json_key().into(), Value::String(label));
+                }
+                o.insert("count".into(), json!(g.count));
+                o.insert("share".into(), json!(round(g.count as f64 / idx.total().max(1) as f64, 4)));
+                o.insert("oldest".into(), json!(ts(g.oldest_ms)));
+                o.insert("newest".into(), json!(ts(g.newest_ms)));
+                o.insert("inflow_per_min".into(), json!(round(g.inflow_per_min(), 2)));
+                o.insert(
+                    "event_types".into(),
+                    json!(g.event_types.iter().map(|s| store.sym(*s)).collect::<Vec<_>>()),
+                );
+                Value::Object(o)
+            })
+            .collect();
+        let mut doc = json!({
+            "source": loaded.info.label,
+            "total": store.len(),
+            "matched": idx.total(),
+            "scanned_at": ctx.now.to_rfc3339_opts(SecondsFormat::Secs, true),
+            "group_by": dims.iter().map(|d| d.name()).collect::<Vec<_>>(),
+            "groups": groups_json,
+            "problems": problems_json(&loaded.catalog),
+        });
+        if !filter.is_empty() {
+            doc["filter"] = json!(filter.source());
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+
+    let total_inflow: f64 = groups.iter().map(|(_, g)| g.inflow_per_min()).sum();
+    let oldest = groups.iter().map(|(_, g)| g.oldest_ms).filter(|&t| t != NO_TIME).min();
+    writeln!(
+        out,
+        "{} · {} letters{} · +{:.1}/min · oldest {}",
+        crate::core::sanitize::clean(&loaded.info.label),
+        store.len(),
+        if filter.is_empty() { String::new() } else { format!(" · {} match `{}`", idx.total(), crate::core::sanitize::clean(filter.source())) },
+        total_inflow,
+        oldest.map_or("-".into(), |o| format_age_ms(now - o)),
+    )?;
+    writeln!(out, "{}", loaded.info.browse_effect)?;
+    writeln!(out)?;
+    let mut cols: Vec<(&'static str, bool, usize)> = vec![
+        ("COUNT", true, 10),
+        ("SHARE", true, 6),
+        ("OLDEST", true, 8),
+        ("NEWEST", true, 8),
+        ("/MIN", true, 7),
+    ];
+    for d in &dims {
+        cols.push((dim_header(*d), false, if *d == Dim::Reason { 60 } else { 32 }));
+    }
+    let mut t = Table::new(&cols);
+    let age = |ms: i64| if ms == NO_TIME { "-".into() } else { format_age_ms(now - ms) };
+    for (k, g) in &groups {
+        let mut cells = vec![
+            g.count.to_string(),
+            format!("{:.1}%", 100.0 * g.count as f64 / idx.total().max(1) as f64),
+            age(g.oldest_ms),
+            age(g.newest_ms),
+            format!("{:.2}", g.inflow_per_min()),
+        ];
+        cells.extend(idx.labels(store, k).into_iter().map(|l| if l.is_empty() { "-".into() } else { l }));
+        t.row(cells);
+    }
+    write!(out, "{}", t.render())?;
+    if groups.is_empty() {
+        writeln!(out, "(no letters{})", if filter.is_empty() { "" } else { " match the filter" })?;
+    }
+    out.flush()?;
+    report_problems(&loaded.catalog);
+    Ok(())
+}
+
+fn dim_header(d: Dim) -> &'static str {
+    match d {
+        Dim::Reason => "REASON",
+        Dim::Version => "VERSION",
+        Dim::Age => "AGE",
+        Dim::Event => "EVENT",
+        Dim::Schema => "SCHEMA",
+        Dim::Origin => "ORIGIN",
+        Dim::Consumer => "CONSUMER",
+        Dim::Exception => "EXCEPTION",
+        Dim::State => "STATE",
+        Dim::Container => "TOPIC",
+    }
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (x * p).round() / p
+}

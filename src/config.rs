@@ -1,0 +1,224 @@
+//! Configuration: XDG paths, `config.toml`, `DLQ_TRIAGE_*` environment overrides.
+//!
+//! Precedence, highest first: command-line flag, environment variable, config file,
+//! built-in default. Flags and their environment variables are wired in clap (`env = …`);
+//! this module loads the file and resolves paths.
+
+use crate::core::conventions::user::UserMappingConfig;
+use crate::core::conventions::UserMapping;
+use crate::core::masking::MaskConfig;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config {path} is invalid: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// A named source, like a k9s context: `[sources.orders] uri = "kafka://…"`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NamedSource {
+    pub uri: String,
+    /// librdkafka properties for this source (same as repeated `-X key=value`).
+    #[serde(default)]
+    pub kafka: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    theme: Option<String>,
+    #[serde(default)]
+    group_by: Option<String>,
+    #[serde(default)]
+    roles_file: Option<PathBuf>,
+    #[serde(default)]
+    ledger: Option<PathBuf>,
+    #[serde(default)]
+    sources: BTreeMap<String, NamedSource>,
+    #[serde(default)]
+    masking: MaskConfig,
+    #[serde(default)]
+    conventions: Vec<UserMappingConfig>,
+}
+
+/// The loaded configuration.
+#[derive(Debug, Default)]
+pub struct Config {
+    /// The file it came from, if any.
+    pub path: Option<PathBuf>,
+    pub theme: Option<String>,
+    pub group_by: Option<String>,
+    pub roles_file: Option<PathBuf>,
+    pub ledger: Option<PathBuf>,
+    pub sources: BTreeMap<String, NamedSource>,
+    pub masking: MaskConfig,
+    pub conventions: Vec<UserMapping>,
+}
+
+/// `$XDG_CONFIG_HOME/dlq-triage`, else `~/.config/dlq-triage`.
+pub fn config_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_CONFIG_HOME", ".config")
+}
+
+/// `$XDG_STATE_HOME/dlq-triage`, else `~/.local/state/dlq-triage`.
+pub fn state_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_STATE_HOME", ".local/state")
+}
+
+fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    let base = std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))?;
+    Some(base.join("dlq-triage"))
+}
+
+impl Config {
+    /// Load from an explicit path (must exist) or the default location (may be absent).
+    pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        let (path, must_exist) = match explicit {
+            Some(p) => (p.to_path_buf(), true),
+            None => match config_dir() {
+                Some(d) => (d.join("config.toml"), false),
+                None => return Ok(Config::default()),
+            },
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Config::parse(&text, &path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid { path: path.to_path_buf(), message };
+        let file: ConfigFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let conventions = file
+            .conventions
+            .into_iter()
+            .map(UserMapping::try_from)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        if let Some(g) = &file.group_by {
+            crate::core::grouping::Dim::parse_list(g).map_err(|e| invalid(format!("group_by: {e}")))?;
+        }
+        for (name, s) in &file.sources {
+            crate::core::source::SourceRef::parse(&s.uri).map_err(|e| invalid(format!("sources.{name}.uri: {e}")))?;
+        }
+        // Validate masking classes now rather than at first use.
+        crate::core::masking::Masker::new(&file.masking, Vec::new()).map_err(invalid)?;
+        Ok(Config {
+            path: Some(path.to_path_buf()),
+            theme: file.theme,
+            group_by: file.group_by,
+            roles_file: file.roles_file,
+            ledger: file.ledger,
+            sources: file.sources,
+            masking: file.masking,
+            conventions,
+        })
+    }
+}
+
+/// The per-installation key for keyed-hash masking, created on first use (mode 0600) so
+/// hashes stay comparable across runs and exports. Falls back to a per-process key.
+pub fn mask_hash_key() -> Vec<u8> {
+    if let Ok(k) = std::env::var("DLQ_TRIAGE_MASK_KEY") {
+        if !k.is_empty() {
+            return k.into_bytes();
+        }
+    }
+    let Some(dir) = state_dir() else {
+        return random_key();
+    };
+    let path = dir.join("mask.key");
+    if let Ok(k) = std::fs::read(&path) {
+        if k.len() >= 16 {
+            return k;
+        }
+    }
+    let key = random_key();
+    let written = std::fs::create_dir_all(&dir).and_then(|_| write_private(&path, &key));
+    if written.is_err() {
+        // Unwritable state dir: hashes are comparable within this run only.
+        return key;
+    }
+    key
+}
+
+fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)?.write_all(data)
+}
+
+fn random_key() -> Vec<u8> {
+    use std::io::Read;
+    let mut k = vec![0u8; 32];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut k)).is_err() {
+        // No urandom: derive from the process's randomly seeded hasher state.
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in k.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(std::process::id() as u64);
+            chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
+        }
+    }
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/config").join(name)
+    }
+
+    #[test]
+    fn valid_config_loads_every_section() {
+        let c = Config::load(Some(&fixture("valid.toml"))).expect("valid config");
+        assert_eq!(c.theme.as_deref(), Some("high-contrast"));
+        assert_eq!(c.sources["orders"].uri, "kafka://127.0.0.1:9092/orders.dlq");
+        assert_eq!(c.sources["orders"].kafka["security.protocol"], "SASL_SSL");
+        assert_eq!(c.conventions.len(), 1);
+        assert_eq!(c.conventions[0].name, "acme");
+        assert_eq!(c.masking.extra_fields, vec!["internal_note".to_string()]);
+    }
+
+    #[test]
+    fn invalid_configs_name_the_problem() {
+        for (file, needle) in [
+            ("unknown-key.toml", "colour"),
+            ("bad-mapping.toml", "json:error"),
+            ("bad-field.toml", "reason_cod"),
+            ("bad-group.toml", "colour"),
+            ("bad-source.toml", "sources.broken.uri"),
+            ("bad-mask-class.toml", "emial"),
+            ("not-toml.toml", "invalid"),
+        ] {
+            let err = Config::load(Some(&fixture(file))).expect_err(file).to_string();
+            assert!(err.contains(needle), "{file}: {err}");
+            assert!(err.contains(file), "{file}: error should name the file: {err}");
+        }
+    }
+
+    #[test]
+    fn missing_default_is_fine_missing_explicit_is_not() {
+        assert!(Config::load(Some(Path::new("/nonexistent/dlq-triage.toml"))).is_err());
+    }
+}

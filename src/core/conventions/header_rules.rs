@@ -1,0 +1,227 @@
+//! Header conventions that are a flat list of header → field rules: Spring Kafka,
+//! Kafka Connect, MassTransit, NServiceBus, Azure-style and plain `x-` headers.
+
+use super::{Candidates, Field};
+use crate::core::model::{Convention, HeaderValue, Origin, RawLetter};
+use crate::core::timefmt;
+
+/// How to read a header's value.
+#[derive(Clone, Copy)]
+pub(super) enum Read {
+    Text,
+    /// `Type: message` text: the type goes to exception_type, the whole to reason_detail.
+    ErrorText,
+    /// A retry count: attempts = retries + 1.
+    RetriesPlusOne,
+    /// Epoch milliseconds as an 8-byte big-endian long or decimal text.
+    EpochMillis,
+    /// `Ns.Type, Assembly, Version=…;Other` → `Ns.Type`.
+    TypeList,
+}
+
+pub(super) struct Rule {
+    pub header: &'static str,
+    pub field: Field,
+    pub read: Read,
+}
+
+const fn r(header: &'static str, field: Field) -> Rule {
+    Rule { header, field, read: Read::Text }
+}
+
+const fn rr(header: &'static str, field: Field, read: Read) -> Rule {
+    Rule { header, field, read }
+}
+
+/// A Kafka origin spread over three headers.
+pub(super) struct KafkaOrigin {
+    pub topic: &'static str,
+    pub partition: &'static str,
+    pub offset: &'static str,
+}
+
+pub(super) struct HeaderConvention {
+    pub convention: Convention,
+    pub rules: &'static [Rule],
+    pub origin: Option<KafkaOrigin>,
+    /// Headers matched case-insensitively (.NET stacks vary the case).
+    pub case_insensitive: bool,
+}
+
+pub(super) const SPRING: HeaderConvention = HeaderConvention {
+    convention: Convention::SpringKafka,
+    rules: &[
+        // The cause is the real failure; the outer type is usually
+        // ListenerExecutionFailedException.
+        r("kafka_dlt-exception-cause-fqcn", Field::ExceptionType),
+        r("kafka_dlt-exception-fqcn", Field::ExceptionType),
+        r("kafka_dlt-exception-message", Field::ReasonDetail),
+        r("kafka_dlt-key-exception-fqcn", Field::ExceptionType),
+        r("kafka_dlt-key-exception-message", Field::ReasonDetail),
+        r("kafka_dlt-original-consumer-group", Field::Consumer),
+        rr("kafka_dlt-original-timestamp", Field::OccurredAt, Read::EpochMillis),
+    ],
+    origin: Some(KafkaOrigin {
+        topic: "kafka_dlt-original-topic",
+        partition: "kafka_dlt-original-partition",
+        offset: "kafka_dlt-original-offset",
+    }),
+    case_insensitive: false,
+};
+
+pub(super) const CONNECT: HeaderConvention = HeaderConvention {
+    convention: Convention::KafkaConnect,
+    rules: &[
+        r("__connect.errors.exception.class.name", Field::ExceptionType),
+        r("__connect.errors.class.name", Field::ExceptionType),
+        r("__connect.errors.exception.message", Field::ReasonDetail),
+        r("__connect.errors.connector.name", Field::Consumer),
+    ],
+    origin: Some(KafkaOrigin {
+        topic: "__connect.errors.topic",
+        partition: "__connect.errors.partition",
+        offset: "__connect.errors.offset",
+    }),
+    case_insensitive: false,
+};
+
+pub(super) const MASSTRANSIT: HeaderConvention = HeaderConvention {
+    convention: Convention::MassTransit,
+    rules: &[
+        r("MT-Fault-ExceptionType", Field::ExceptionType),
+        r("MT-Fault-Message", Field::ReasonDetail),
+        r("MT-Fault-ConsumerType", Field::Consumer),
+        r("MT-Host-AssemblyVersion", Field::ConsumerVersion),
+        rr("MT-Fault-RetryCount", Field::Attempt, Read::RetriesPlusOne),
+        r("MT-Fault-Timestamp", Field::LastFailedAt),
+        r("MT-Fault-MessageType", Field::EventType),
+        r("MT-Reason", Field::DeathReason),
+    ],
+    origin: None,
+    case_insensitive: true,
+};
+
+pub(super) const NSERVICEBUS: HeaderConvention = HeaderConvention {
+    convention: Convention::NServiceBus,
+    rules: &[
+        r("NServiceBus.ExceptionInfo.ExceptionType", Field::ExceptionType),
+        r("NServiceBus.ExceptionInfo.Message", Field::ReasonDetail),
+        r("NServiceBus.ProcessingEndpoint", Field::Consumer),
+        r("NServiceBus.TimeOfFailure", Field::LastFailedAt),
+        rr("NServiceBus.Retries", Field::Attempt, Read::RetriesPlusOne),
+        r("NServiceBus.MessageId", Field::MessageId),
+        r("NServiceBus.CorrelationId", Field::CorrelationId),
+        rr("NServiceBus.EnclosedMessageTypes", Field::EventType, Read::TypeList),
+        r("NServiceBus.FailedQ", Field::Origin),
+    ],
+    origin: None,
+    case_insensitive: true,
+};
+
+pub(super) const AZURE: HeaderConvention = HeaderConvention {
+    convention: Convention::AzureServiceBus,
+    rules: &[
+        r("DeadLetterReason", Field::ReasonCode),
+        r("DeadLetterErrorDescription", Field::ReasonDetail),
+        r("DeliveryCount", Field::Attempt),
+    ],
+    origin: None,
+    case_insensitive: true,
+};
+
+/// Hand-rolled retry/DLQ pipelines. Generic, so they rank below the frameworks.
+pub(super) const X_HEADERS: HeaderConvention = HeaderConvention {
+    convention: Convention::XHeaders,
+    rules: &[
+        r("x-reason-code", Field::ReasonCode),
+        rr("x-error", Field::ReasonDetail, Read::ErrorText),
+        r("x-exception-type", Field::ExceptionType),
+        r("x-consumer", Field::Consumer),
+        r("x-consumer-version", Field::ConsumerVersion),
+        r("x-attempt", Field::Attempt),
+        rr("x-delivery-count", Field::Attempt, Read::RetriesPlusOne),
+        r("x-message-id", Field::MessageId),
+        r("x-correlation-id", Field::CorrelationId),
+        r("x-event-type", Field::EventType),
+        r("x-schema-version", Field::SchemaVersion),
+        r("x-first-failed-at", Field::FirstFailedAt),
+        r("x-last-failed-at", Field::LastFailedAt),
+    ],
+    origin: Some(KafkaOrigin {
+        topic: "x-original-topic",
+        partition: "x-original-partition",
+        offset: "x-original-offset",
+    }),
+    case_insensitive: false,
+};
+
+/// Framework conventions in priority order (x-headers run later, after x-death).
+pub(super) const CONVENTIONS: [&HeaderConvention; 5] =
+    [&SPRING, &CONNECT, &MASSTRANSIT, &NSERVICEBUS, &AZURE];
+
+pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates) {
+    let lookup = |name: &str| {
+        if conv.case_insensitive {
+            raw.header_ci(name)
+        } else {
+            raw.header(name)
+        }
+    };
+    let cv = &conv.convention;
+    for rule in conv.rules {
+        let Some(value) = lookup(rule.header) else {
+            continue;
+        };
+        let loc = || format!("header {}", rule.header);
+        match rule.read {
+            Read::Text => {
+                if let Some(t) = value.as_nonempty_text() {
+                    c.offer_text(rule.field, &t, cv, loc);
+                }
+            }
+            Read::ErrorText => {
+                if let Some(t) = value.as_nonempty_text() {
+                    let first_line = t.lines().next().unwrap_or(&t);
+                    if let (Some(ty), _) = crate::core::fingerprint::split_exception(first_line) {
+                        c.offer_text(Field::ExceptionType, ty, cv, loc);
+                    }
+                    c.offer_text(rule.field, &t, cv, loc);
+                }
+            }
+            Read::RetriesPlusOne => {
+                if let Some(n) = value.as_i64_lenient().and_then(|n| u32::try_from(n).ok()) {
+                    c.offer_attempt(n.saturating_add(1), cv, format!("header {} + 1", rule.header));
+                }
+            }
+            Read::EpochMillis => {
+                if let Some(t) = value.as_i64_lenient().and_then(timefmt::from_epoch_guess) {
+                    c.offer_time(rule.field, t, cv, loc());
+                }
+            }
+            Read::TypeList => {
+                if let Some(t) = value.as_nonempty_text() {
+                    let first = t.split(';').next().unwrap_or(&t);
+                    let ty = first.split(',').next().unwrap_or(first);
+                    c.offer_text(rule.field, ty, cv, loc);
+                }
+            }
+        }
+    }
+    if let Some(o) = &conv.origin {
+        if let Some(topic) = lookup(o.topic).and_then(HeaderValue::as_nonempty_text) {
+            let partition = lookup(o.partition)
+                .and_then(HeaderValue::as_i64_lenient)
+                .and_then(|p| i32::try_from(p).ok());
+            let offset = lookup(o.offset).and_then(HeaderValue::as_i64_lenient);
+            c.offer_origin(
+                Origin::Kafka {
+                    topic,
+                    partition,
+                    offset,
+                },
+                cv,
+                format!("headers {} / {} / {}", o.topic, o.partition, o.offset),
+            );
+        }
+    }
+}

@@ -1,0 +1,858 @@
+//! Masking: the only way payload, header and error text reaches a view, an export or a log.
+//!
+//! Two layers. *Field-name rules* mask the value under a sensitive key (JSON keys, header
+//! names, `key=value` / `"key": "value"` in text) whatever it looks like. *Value detectors*
+//! find emails, Luhn-valid card numbers, IBANs, JWTs, bearer/basic credentials, phone
+//! numbers and long digit runs anywhere. JSON is masked on its token structure by an
+//! iterative walker (no recursion, so hostile nesting depth cannot overflow the stack),
+//! which also pretty-prints and stops early once a preview is long enough.
+
+use crate::core::model::HeaderValue;
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use sha2::Sha256;
+use std::collections::BTreeMap;
+
+/// What to do with a sensitive value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Keep a hint: `j***@e***.com`, `**** 4242`.
+    Hint,
+    /// Replace entirely: `[redacted]`.
+    Redact,
+    /// A short keyed hash, so equal values stay comparable without being shown.
+    Hash,
+}
+
+/// What kind of value it is, which decides the shape of the hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    Email,
+    Phone,
+    Name,
+    Address,
+    Card,
+    Iban,
+    NationalId,
+    Secret,
+    Digits,
+    Generic,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Email => "email",
+            Class::Phone => "phone",
+            Class::Name => "name",
+            Class::Address => "address",
+            Class::Card => "card",
+            Class::Iban => "iban",
+            Class::NationalId => "national_id",
+            Class::Secret => "secret",
+            Class::Digits => "digits",
+            Class::Generic => "generic",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Class> {
+        [
+            Class::Email,
+            Class::Phone,
+            Class::Name,
+            Class::Address,
+            Class::Card,
+            Class::Iban,
+            Class::NationalId,
+            Class::Secret,
+            Class::Digits,
+            Class::Generic,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+}
+
+/// Field names (normalised: lowercase, no `_-. `) that are sensitive when they *contain*
+/// the token.
+const CONTAINS_RULES: &[(&str, Class)] = &[
+    ("password", Class::Secret),
+    ("passwd", Class::Secret),
+    ("secret", Class::Secret),
+    ("token", Class::Secret),
+    ("authorization", Class::Secret),
+    ("cookie", Class::Secret),
+    ("apikey", Class::Secret),
+    ("privatekey", Class::Secret),
+    ("accesskey", Class::Secret),
+    ("credential", Class::Secret),
+    ("sessionid", Class::Secret),
+    ("cvv", Class::Secret),
+    ("cvc", Class::Secret),
+    ("email", Class::Email),
+    ("phone", Class::Phone),
+    ("mobile", Class::Phone),
+    ("msisdn", Class::Phone),
+    ("iban", Class::Iban),
+    ("cardnumber", Class::Card),
+    ("creditcard", Class::Card),
+    ("ssn", Class::NationalId),
+    ("taxid", Class::NationalId),
+    ("taxnumber", Class::NationalId),
+    ("nationalid", Class::NationalId),
+    ("passport", Class::NationalId),
+    ("socialsecurity", Class::NationalId),
+    ("dateofbirth", Class::NationalId),
+    ("birthdate", Class::NationalId),
+    ("address", Class::Address),
+    ("street", Class::Address),
+    ("postcode", Class::Address),
+    ("postalcode", Class::Address),
+];
+
+/// Field names sensitive only when they are *exactly* the token (`name` yes, `topic_name` no).
+const EXACT_RULES: &[(&str, Class)] = &[
+    ("name", Class::Name),
+    ("firstname", Class::Name),
+    ("lastname", Class::Name),
+    ("fullname", Class::Name),
+    ("givenname", Class::Name),
+    ("familyname", Class::Name),
+    ("surname", Class::Name),
+    ("middlename", Class::Name),
+    ("displayname", Class::Name),
+    ("customername", Class::Name),
+    ("contactname", Class::Name),
+    ("holdername", Class::Name),
+    ("cardholder", Class::Name),
+    ("cardholdername", Class::Name),
+    ("accountholder", Class::Name),
+    ("billingname", Class::Name),
+    ("shippingname", Class::Name),
+    ("recipientname", Class::Name),
+    ("username", Class::Name),
+    ("pan", Class::Card),
+    ("card", Class::Card),
+    ("dob", Class::NationalId),
+    ("zip", Class::Address),
+    ("zipcode", Class::Address),
+    ("city", Class::Address),
+    ("auth", Class::Secret),
+    ("pin", Class::Secret),
+];
+
+/// `[masking]` in config.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaskConfig {
+    /// Action for every class without an explicit one (default `hint`).
+    #[serde(default)]
+    pub default_action: Option<Action>,
+    /// Per-class actions, e.g. `email = "hash"`.
+    #[serde(default)]
+    pub actions: BTreeMap<String, Action>,
+    /// Extra field names to mask (exact match after normalisation).
+    #[serde(default)]
+    pub extra_fields: Vec<String>,
+    /// Field names never masked by name (value detectors still apply).
+    #[serde(default)]
+    pub allow_fields: Vec<String>,
+}
+
+/// A compiled policy plus the key for keyed hashes.
+#[derive(Debug, Clone)]
+pub struct Masker {
+    default_action: Action,
+    actions: BTreeMap<Class, Action>,
+    extra: Vec<String>,
+    allow: Vec<String>,
+    hash_key: Vec<u8>,
+}
+
+/// Output layout for JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Compact,
+    Pretty,
+}
+
+/// Indentation stops growing here, so absurd nesting stays readable.
+const MAX_INDENT_LEVELS: usize = 24;
+
+impl Masker {
+    pub fn new(cfg: &MaskConfig, hash_key: Vec<u8>) -> Result<Self, String> {
+        let mut actions = BTreeMap::new();
+        for (class, action) in &cfg.actions {
+            let c = Class::parse(class).ok_or_else(|| {
+                format!("masking.actions: unknown class `{class}` (known: email, phone, name, address, card, iban, national_id, secret, digits, generic)")
+            })?;
+            actions.insert(c, *action);
+        }
+        Ok(Masker {
+            default_action: cfg.default_action.unwrap_or(Action::Hint),
+            actions,
+            extra: cfg.extra_fields.iter().map(|f| normalize_name(f)).collect(),
+            allow: cfg.allow_fields.iter().map(|f| normalize_name(f)).collect(),
+            hash_key,
+        })
+    }
+
+    /// Default policy with the given hash key.
+    pub fn with_key(hash_key: Vec<u8>) -> Self {
+        Masker {
+            default_action: Action::Hint,
+            actions: BTreeMap::new(),
+            extra: Vec::new(),
+            allow: Vec::new(),
+            hash_key,
+        }
+    }
+
+    fn action(&self, class: Class) -> Action {
+        if let Some(a) = self.actions.get(&class) {
+            return *a;
+        }
+        match class {
+            // Secrets never keep a hint, whatever the default.
+            Class::Secret => Action::Redact,
+            _ => self.default_action,
+        }
+    }
+
+    /// The class a field name is sensitive as, if any.
+    pub fn field_class(&self, name: &str) -> Option<Class> {
+        let n = normalize_name(name);
+        if n.is_empty() || self.allow.contains(&n) {
+            return None;
+        }
+        if self.extra.contains(&n) {
+            return Some(Class::Generic);
+        }
+        if let Some((_, c)) = EXACT_RULES.iter().find(|(t, _)| *t == n) {
+            return Some(*c);
+        }
+        CONTAINS_RULES
+            .iter()
+            .find(|(t, _)| n.contains(t))
+            .map(|(_, c)| *c)
+    }
+
+    /// Mask a whole value known to be sensitive as `class`.
+    pub fn mask_value(&self, class: Class, value: &str) -> String {
+        match self.action(class) {
+            Action::Redact => "[redacted]".to_string(),
+            Action::Hash => format!("#{}", self.keyed_hash(value)),
+            Action::Hint => hint(class, value),
+        }
+    }
+
+    fn keyed_hash(&self, value: &str) -> String {
+        // HMAC accepts keys of any length; new_from_slice cannot fail for HMAC.
+        match Hmac::<Sha256>::new_from_slice(&self.hash_key) {
+            Ok(mut mac) => {
+                mac.update(value.as_bytes());
+                let out = mac.finalize().into_bytes();
+                out[..5].iter().map(|b| format!("{b:02x}")).collect()
+            }
+            Err(_) => "hash-unavailable".into(),
+        }
+    }
+
+    /// Mask free text: `key=value` pairs under sensitive names, then value detectors.
+    pub fn mask_text(&self, s: &str) -> String {
+        let b = s.as_bytes();
+        let mut out = String::with_capacity(s.len());
+        let mut last = 0;
+        let mut i = 0;
+        while i < b.len() {
+            let boundary = i == 0 || !is_word_byte(b[i - 1]);
+            if boundary {
+                if let Some((end, rep)) = self
+                    .detect_pair(s, i)
+                    .or_else(|| self.detect_value(s, i))
+                {
+                    out.push_str(&s[last..i]);
+                    out.push_str(&rep);
+                    i = end;
+                    last = end;
+                    continue;
+                }
+                // Skip the rest of a word so detectors only start at boundaries.
+                if is_word_byte(b[i]) {
+                    while i < b.len() && is_word_byte(b[i]) {
+                        i += 1;
+                    }
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        out.push_str(&s[last..]);
+        out
+    }
+
+    /// `name = value`, `name: value`, `"name": "value"` with a sensitive name.
+    fn detect_pair(&self, s: &str, i: usize) -> Option<(usize, String)> {
+        let b = s.as_bytes();
+        let mut j = i;
+        while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'-' | b'.')) {
+            j += 1;
+        }
+        if j == i {
+            return None;
+        }
+        let class = self.field_class(&s[i..j])?;
+        let mut k = j;
+        if k < b.len() && matches!(b[k], b'"' | b'\'') {
+            k += 1;
+        }
+        while k < b.len() && b[k] == b' ' {
+            k += 1;
+        }
+        if k >= b.len() || !matches!(b[k], b'=' | b':') {
+            return None;
+        }
+        k += 1;
+        while k < b.len() && b[k] == b' ' {
+            k += 1;
+        }
+        let (vstart, vend, next) = if k < b.len() && matches!(b[k], b'"' | b'\'') {
+            let q = b[k];
+            let mut e = k + 1;
+            while e < b.len() && b[e] != q {
+                if b[e] == b'\\' {
+                    e += 1;
+                }
+                e += 1;
+            }
+            let e = e.min(b.len());
+            (k + 1, e, e)
+        } else {
+            let mut e = k;
+            // Authorization values have a scheme and a credential: take both.
+            let stop = |c: u8| c.is_ascii_whitespace() || matches!(c, b'&' | b',' | b';' | b'}' | b']' | b')');
+            while e < b.len() && !stop(b[e]) {
+                e += 1;
+            }
+            if class == Class::Secret && e < b.len() && b[e] == b' ' {
+                let scheme = &s[k..e];
+                if scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("basic") {
+                    e += 1;
+                    while e < b.len() && !stop(b[e]) {
+                        e += 1;
+                    }
+                }
+            }
+            (k, e, e)
+        };
+        if vstart >= vend {
+            return None;
+        }
+        let value = &s[vstart..vend];
+        Some((next, format!("{}{}", &s[i..vstart], self.mask_value(class, value))))
+    }
+
+    /// A detectable value starting at byte `i` (a word boundary).
+    fn detect_value(&self, s: &str, i: usize) -> Option<(usize, String)> {
+        let b = s.as_bytes();
+        let c = b[i];
+        if c.eq_ignore_ascii_case(&b'b') {
+            for scheme in ["bearer ", "basic "] {
+                if s.len() >= i + scheme.len() && s[i..].is_char_boundary(scheme.len())
+                    && s[i..i + scheme.len()].eq_ignore_ascii_case(scheme)
+                {
+                    let start = i + scheme.len();
+                    let mut e = start;
+                    while e < b.len() && (b[e].is_ascii_alphanumeric() || matches!(b[e], b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')) {
+                        e += 1;
+                    }
+                    if e - start >= 8 {
+                        return Some((e, format!("{}{}", &s[i..start], self.mask_value(Class::Secret, &s[start..e]))));
+                    }
+                }
+            }
+        }
+        if s[i..].starts_with("eyJ") {
+            if let Some(end) = jwt_end(b, i) {
+                return Some((end, self.mask_value(Class::Secret, &s[i..end])));
+            }
+        }
+        if let Some(end) = email_end(b, i) {
+            return Some((end, self.mask_value(Class::Email, &s[i..end])));
+        }
+        if c == b'+' || c.is_ascii_digit() {
+            if let Some((end, class)) = digits_end(b, i) {
+                return Some((end, self.mask_value(class, &s[i..end])));
+            }
+        }
+        if c.is_ascii_uppercase() {
+            if let Some(end) = iban_end(b, i) {
+                return Some((end, self.mask_value(Class::Iban, &s[i..end])));
+            }
+        }
+        None
+    }
+
+    /// Mask a header value for display: by header name first, then detectors.
+    pub fn mask_header(&self, name: &str, value: &HeaderValue) -> String {
+        let text = match value {
+            HeaderValue::Table(_) | HeaderValue::Array(_) => render_header(value),
+            other => other.as_text().map(|t| t.into_owned()).unwrap_or_default(),
+        };
+        match self.field_class(name) {
+            Some(class) => self.mask_value(class, &text),
+            None => self.mask_text(&text),
+        }
+    }
+
+    /// Mask a JSON document. `max_out` bounds the output (a preview stops early and
+    /// the flag says so). Errors when the input is not JSON.
+    pub fn mask_json(&self, input: &[u8], layout: Layout, max_out: usize) -> Result<(String, bool), String> {
+        JsonMasker { m: self, layout, max_out }.run(input)
+    }
+
+    /// Mask a payload whatever it is; JSON structurally, text by detectors, binary not
+    /// shown. Returns the masked text and whether it was cut at `max_out`.
+    pub fn mask_payload(&self, payload: &[u8], layout: Layout, max_out: usize) -> (String, bool) {
+        let looks_json = matches!(payload.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{') | Some(b'['));
+        if looks_json {
+            if let Ok(r) = self.mask_json(payload, layout, max_out) {
+                return r;
+            }
+        }
+        let text = String::from_utf8_lossy(payload);
+        let mut masked = self.mask_text(&text);
+        let cut = masked.len() > max_out;
+        if cut {
+            let mut at = max_out;
+            while !masked.is_char_boundary(at) {
+                at -= 1;
+            }
+            masked.truncate(at);
+        }
+        (masked, cut)
+    }
+}
+
+/// One-line rendering of a typed AMQP header (tables and arrays).
+pub fn render_header(v: &HeaderValue) -> String {
+    match v {
+        HeaderValue::Null => "null".into(),
+        HeaderValue::Table(fields) => {
+            let inner: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={}", render_header(v))).collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        HeaderValue::Array(items) => {
+            let inner: Vec<String> = items.iter().map(render_header).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        other => other.as_text().map(|t| t.into_owned()).unwrap_or_default(),
+    }
+}
+
+/// Lowercase, without `_ - . ` and spaces: `Card_Number` → `cardnumber`.
+pub fn normalize_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn is_word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+fn stars(n: usize) -> String {
+    "*".repeat(n.clamp(3, 8))
+}
+
+/// The hint shape per class.
+fn hint(class: Class, v: &str) -> String {
+    let v = v.trim();
+    let first = |s: &str| s.chars().next().map(String::from).unwrap_or_default();
+    let digits: String = v.chars().filter(char::is_ascii_digit).collect();
+    let last_digits = |n: usize| digits[digits.len().saturating_sub(n)..].to_string();
+    match class {
+        Class::Email => match v.split_once('@') {
+            Some((user, domain)) => {
+                let (host, tld) = domain.rsplit_once('.').unwrap_or((domain, ""));
+                let tld = if tld.is_empty() { String::new() } else { format!(".{tld}") };
+                format!("{}***@{}***{}", first(user), first(host), tld)
+            }
+            None => "***".into(),
+        },
+        Class::Card if digits.len() >= 12 => format!("**** {}", last_digits(4)),
+        Class::Iban if v.len() > 8 => {
+            let compact: String = v.chars().filter(|c| !c.is_whitespace()).collect();
+            format!("{}** **** {}", &compact[..2.min(compact.len())], &compact[compact.len().saturating_sub(4)..])
+        }
+        Class::Phone if digits.len() >= 6 => format!("***{}", last_digits(2)),
+        Class::Digits if digits.len() >= 12 => format!("{}{}", stars(digits.len() - 4), last_digits(4)),
+        Class::Name => v
+            .split_whitespace()
+            .map(|w| format!("{}***", first(w)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Class::Secret => "[redacted]".into(),
+        _ if v.chars().count() >= 6 => format!("{}***", first(v)),
+        _ => "***".into(),
+    }
+}
+
+fn jwt_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut e = i;
+    let mut dots = 0;
+    while e < b.len() && (b[e].is_ascii_alphanumeric() || matches!(b[e], b'-' | b'_' | b'.')) {
+        if b[e] == b'.' {
+            dots += 1;
+        }
+        e += 1;
+    }
+    (dots == 2 && e - i >= 20).then_some(e)
+}
+
+fn email_end(b: &[u8], i: usize) -> Option<usize> {
+    let is_local = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
+    let mut e = i;
+    while e < b.len() && is_local(b[e]) {
+        e += 1;
+    }
+    if e == i || e >= b.len() || b[e] != b'@' {
+        return None;
+    }
+    let dstart = e + 1;
+    let mut d = dstart;
+    while d < b.len() && (b[d].is_ascii_alphanumeric() || matches!(b[d], b'.' | b'-')) {
+        d += 1;
+    }
+    while d > dstart && b[d - 1] == b'.' {
+        d -= 1;
+    }
+    let domain = &b[dstart..d];
+    let tld_ok = domain
+        .iter()
+        .rposition(|&c| c == b'.')
+        .is_some_and(|p| p > 0 && domain.len() - p > 2 && domain[p + 1..].iter().all(u8::is_ascii_alphabetic));
+    tld_ok.then_some(d)
+}
+
+/// Cards (13–19 digits, Luhn), phones (`+` and 8–15 digits), long digit runs (≥ 9).
+fn digits_end(b: &[u8], i: usize) -> Option<(usize, Class)> {
+    let phone = b[i] == b'+';
+    let start = if phone { i + 1 } else { i };
+    if start >= b.len() || !b[start].is_ascii_digit() {
+        return None;
+    }
+    // Digits with single separators between groups.
+    let mut e = start;
+    let mut digits = Vec::with_capacity(20);
+    let mut last_digit_end = start;
+    while e < b.len() {
+        if b[e].is_ascii_digit() {
+            digits.push(b[e] - b'0');
+            e += 1;
+            last_digit_end = e;
+        } else if matches!(b[e], b' ' | b'-') || (phone && matches!(b[e], b'(' | b')' | b'.')) {
+            if e + 1 < b.len() && (b[e + 1].is_ascii_digit() || (phone && b[e + 1] == b'(')) {
+                e += 1;
+            } else {
+                break;
+            }
+        } else {
+            break;
+        }
+    }
+    // Not glued to a following word (`123abc`).
+    if last_digit_end < b.len() && is_word_byte(b[last_digit_end]) {
+        return None;
+    }
+    if phone {
+        return (8..=15).contains(&digits.len()).then_some((last_digit_end, Class::Phone));
+    }
+    if (13..=19).contains(&digits.len()) && luhn(&digits) {
+        return Some((last_digit_end, Class::Card));
+    }
+    // Long contiguous run only (separated groups are more likely dates or amounts).
+    let mut run_end = start;
+    while run_end < b.len() && b[run_end].is_ascii_digit() {
+        run_end += 1;
+    }
+    if run_end - start >= 9 && (run_end >= b.len() || !is_word_byte(b[run_end])) {
+        return Some((run_end, Class::Digits));
+    }
+    None
+}
+
+fn luhn(digits: &[u8]) -> bool {
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(k, &d)| {
+            let d = u32::from(d);
+            if k % 2 == 1 {
+                let x = d * 2;
+                if x > 9 { x - 9 } else { x }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum % 10 == 0
+}
+
+/// IBAN: 2 letters, 2 digits, then alphanumerics (groups of 4 may be space-separated);
+/// accepted only with a valid mod-97 checksum. Tries the longest candidate first.
+fn iban_end(b: &[u8], i: usize) -> Option<usize> {
+    if b.len() < i + 15 || !b[i + 1].is_ascii_uppercase() || !b[i + 2].is_ascii_digit() || !b[i + 3].is_ascii_digit() {
+        return None;
+    }
+    let mut chars = Vec::with_capacity(34);
+    let mut ends = Vec::new();
+    let mut e = i;
+    while e < b.len() && chars.len() < 34 {
+        if b[e].is_ascii_alphanumeric() {
+            chars.push(b[e].to_ascii_uppercase());
+            e += 1;
+            if e >= b.len() || !b[e].is_ascii_alphanumeric() {
+                ends.push((e, chars.len()));
+            }
+        } else if b[e] == b' ' && e + 1 < b.len() && b[e + 1].is_ascii_alphanumeric() {
+            e += 1;
+        } else {
+            break;
+        }
+    }
+    ends.into_iter()
+        .rev()
+        .find(|&(_, n)| (15..=34).contains(&n) && iban_valid(&chars[..n]))
+        .map(|(e, _)| e)
+}
+
+fn iban_valid(chars: &[u8]) -> bool {
+    let rearranged = chars[4..].iter().chain(&chars[..4]);
+    let mut rem: u32 = 0;
+    for &c in rearranged {
+        let v = if c.is_ascii_digit() { u32::from(c - b'0') } else { u32::from(c - b'A') + 10 };
+        rem = if v >= 10 { (rem * 100 + v) % 97 } else { (rem * 10 + v) % 97 };
+    }
+    rem == 1
+}
+
+/// Iterative JSON token walker that masks and re-emits.
+struct JsonMasker<'a> {
+    m: &'a Masker,
+    layout: Layout,
+    max_out: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Just opened: a key (objects) or a value (arrays), or the closer.
+    FirstOrEnd,
+    Key,
+    Colon,
+    Value,
+    CommaOrEnd,
+}
+
+struct Frame {
+    is_object: bool,
+    /// A sensitive class inherited from an enclosing key: mask every scalar below.
+    inherited: Option<Class>,
+    /// The class of the key just read (objects), for the next value.
+    pending: Option<Class>,
+    expect: Expect,
+}
+
+impl JsonMasker<'_> {
+    fn run(&self, input: &[u8]) -> Result<(String, bool), String> {
+        let mut out = String::with_capacity(input.len().min(self.max_out.saturating_add(64)));
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut i = skip_ws(input, 0);
+        let err = |i: usize, what: &str| Err(format!("{what} at byte {i}"));
+        let mut root_done = false;
+        while !root_done {
+            i = skip_ws(input, i);
+            if out.len() > self.max_out {
+                return Ok((truncate_at(out, self.max_out), true));
+            }
+            let Some(&c) = input.get(i) else {
+                return err(i, "unexpected end of JSON");
+            };
+            let depth = stack.len();
+            let mut class = None;
+            if let Some(top) = stack.last_mut() {
+                match (top.expect, c) {
+                    (Expect::FirstOrEnd | Expect::CommaOrEnd, b'}' | b']') => {
+                        if c != if top.is_object { b'}' } else { b']' } {
+                            return err(i, "mismatched bracket");
+                        }
+                        let was_empty = top.expect == Expect::FirstOrEnd;
+                        stack.pop();
+                        if !was_empty {
+                            self.newline(&mut out, stack.len());
+                        }
+                        out.push(c as char);
+                        i += 1;
+                        root_done = stack.is_empty();
+                        continue;
+                    }
+                    (Expect::CommaOrEnd, b',') => {
+                        out.push(',');
+                        top.expect = if top.is_object { Expect::Key } else { Expect::Value };
+                        i += 1;
+                        self.newline(&mut out, depth);
+                        continue;
+                    }
+                    (Expect::Colon, b':') => {
+                        out.push(':');
+                        if self.layout == Layout::Pretty {
+                            out.push(' ');
+                        }
+                        top.expect = Expect::Value;
+                        i += 1;
+                        continue;
+                    }
+                    (Expect::FirstOrEnd | Expect::Key, b'"') if top.is_object => {
+                        let Some((key, end)) = read_string(input, i) else {
+                            return err(i, "bad string");
+                        };
+                        top.pending = top.inherited.or_else(|| self.m.field_class(&key));
+                        top.expect = Expect::Colon;
+                        // Keys can be PII too (maps keyed by email): detectors only.
+                        push_json_string(&mut out, &self.m.mask_text(&key));
+                        i = end;
+                        continue;
+                    }
+                    (Expect::FirstOrEnd | Expect::Value, _) if !top.is_object || top.expect == Expect::Value => {
+                        class = if top.is_object { top.pending.take() } else { top.inherited };
+                        top.expect = Expect::CommaOrEnd;
+                    }
+                    _ => return err(i, "unexpected character"),
+                }
+            }
+            // A value.
+            match c {
+                b'{' | b'[' => {
+                    out.push(c as char);
+                    stack.push(Frame {
+                        is_object: c == b'{',
+                        inherited: class,
+                        pending: None,
+                        expect: Expect::FirstOrEnd,
+                    });
+                    i += 1;
+                    let j = skip_ws(input, i);
+                    if !matches!(input.get(j), Some(b'}') | Some(b']')) {
+                        self.newline(&mut out, stack.len());
+                    }
+                    continue;
+                }
+                b'"' => {
+                    let Some((s, end)) = read_string(input, i) else {
+                        return err(i, "bad string");
+                    };
+                    let masked = match class {
+                        Some(cl) => self.m.mask_value(cl, &s),
+                        None => self.m.mask_text(&s),
+                    };
+                    push_json_string(&mut out, &masked);
+                    i = end;
+                }
+                _ => {
+                    let end = scalar_end(input, i);
+                    let Ok(tok) = std::str::from_utf8(&input[i..end]) else {
+                        return err(i, "bad token");
+                    };
+                    let valid = matches!(tok, "true" | "false" | "null")
+                        || (!tok.is_empty() && serde_json::from_str::<serde_json::Number>(tok).is_ok());
+                    if !valid {
+                        return err(i, "bad literal");
+                    }
+                    match class {
+                        Some(cl) if tok != "null" => push_json_string(&mut out, &self.m.mask_value(cl, tok)),
+                        _ => {
+                            // Card numbers and long ids stored as JSON numbers.
+                            let masked = self.m.mask_text(tok);
+                            if masked == tok {
+                                out.push_str(tok);
+                            } else {
+                                push_json_string(&mut out, &masked);
+                            }
+                        }
+                    }
+                    i = end;
+                }
+            }
+            root_done = stack.is_empty();
+        }
+        if skip_ws(input, i) < input.len() {
+            return err(i, "trailing characters after JSON");
+        }
+        if out.len() > self.max_out {
+            return Ok((truncate_at(out, self.max_out), true));
+        }
+        Ok((out, false))
+    }
+
+    fn newline(&self, out: &mut String, depth: usize) {
+        if self.layout == Layout::Pretty {
+            out.push('\n');
+            for _ in 0..depth.min(MAX_INDENT_LEVELS) {
+                out.push_str("  ");
+            }
+        }
+    }
+}
+
+fn truncate_at(mut s: String, max: usize) -> String {
+    let mut at = max.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    s.truncate(at);
+    s
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+fn scalar_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'-' | b'+' | b'.')) {
+        i += 1;
+    }
+    i
+}
+
+/// Read a JSON string starting at the opening quote; returns the decoded text and the
+/// index after the closing quote.
+fn read_string(b: &[u8], i: usize) -> Option<(String, usize)> {
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'"' => {
+                let s: String = serde_json::from_slice(&b[i..=j]).ok()?;
+                return Some((s, j + 1));
+            }
+            b'\\' => j += 2,
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+fn push_json_string(out: &mut String, s: &str) {
+    match serde_json::to_string(s) {
+        Ok(q) => out.push_str(&q),
+        Err(_) => out.push_str("\"\""),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,16 @@
+//! The broker-agnostic domain. Imports no terminal, Kafka or AMQP crate (a test in
+//! `tests/architecture.rs` enforces it).
+
+pub mod catalog;
+pub mod conventions;
+pub mod dump;
+pub mod filter;
+pub mod fingerprint;
+pub mod grouping;
+pub mod masking;
+pub mod model;
+pub mod ports;
+pub mod sanitize;
+pub mod source;
+pub mod store;
+pub mod timefmt;

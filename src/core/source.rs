@@ -1,0 +1,208 @@
+//! Source URIs: `kafka://`, `amqp://`/`amqps://`, `file://` or a `.ndjson` path, `demo`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Clone, PartialEq, Eq)]
+pub enum SourceRef {
+    Kafka {
+        brokers: Vec<String>,
+        topics: Vec<String>,
+    },
+    Amqp {
+        tls: bool,
+        user: String,
+        password: String,
+        host: String,
+        port: u16,
+        vhost: String,
+        queues: Vec<String>,
+    },
+    File {
+        path: PathBuf,
+    },
+    Demo,
+}
+
+impl SourceRef {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SourceRef::Kafka { .. } => "kafka",
+            SourceRef::Amqp { .. } => "rabbitmq",
+            SourceRef::File { .. } => "file",
+            SourceRef::Demo => "demo",
+        }
+    }
+
+    /// Parse a source argument. Errors say what a valid one looks like.
+    pub fn parse(s: &str) -> Result<SourceRef, String> {
+        let s = s.trim();
+        if s == "demo" {
+            return Ok(SourceRef::Demo);
+        }
+        if let Some(rest) = s.strip_prefix("kafka://") {
+            return parse_kafka(rest);
+        }
+        if let Some(rest) = s.strip_prefix("amqps://") {
+            return parse_amqp(rest, true);
+        }
+        if let Some(rest) = s.strip_prefix("amqp://") {
+            return parse_amqp(rest, false);
+        }
+        if let Some(rest) = s.strip_prefix("file://") {
+            if rest.is_empty() {
+                return Err("file:// needs a path, e.g. file://dump.ndjson".into());
+            }
+            return Ok(SourceRef::File { path: PathBuf::from(rest) });
+        }
+        if s.contains("://") {
+            return Err(format!(
+                "unknown source scheme in `{}`: use kafka://, amqp://, amqps://, file:// or demo",
+                crate::core::sanitize::clean(s)
+            ));
+        }
+        if s.ends_with(".ndjson") || s.ends_with(".jsonl") {
+            return Ok(SourceRef::File { path: PathBuf::from(s) });
+        }
+        Err(format!(
+            "`{}` is not a source: use kafka://host:9092/topic, amqp://user:pass@host:5672/vhost?queue=q, a .ndjson dump, or demo (or a named source from config.toml)",
+            crate::core::sanitize::clean(s)
+        ))
+    }
+}
+
+fn parse_kafka(rest: &str) -> Result<SourceRef, String> {
+    let (hosts, topics) = rest
+        .split_once('/')
+        .ok_or("kafka:// needs topics: kafka://host:9092/topic[,topic2]")?;
+    let brokers: Vec<String> = hosts.split(',').filter(|h| !h.is_empty()).map(str::to_string).collect();
+    let topics: Vec<String> = topics.split(',').filter(|t| !t.is_empty()).map(str::to_string).collect();
+    if brokers.is_empty() {
+        return Err("kafka:// needs at least one host:port".into());
+    }
+    if topics.is_empty() {
+        return Err("kafka:// needs at least one topic after the `/`".into());
+    }
+    Ok(SourceRef::Kafka { brokers, topics })
+}
+
+fn pct_decode(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s.get(i + 1..i + 3).ok_or_else(|| format!("bad %-escape in `{s}`"))?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("bad %-escape in `{s}`"))?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("%-escapes in `{s}` are not UTF-8"))
+}
+
+fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, String> {
+    let usage = "amqp://user:pass@host:5672/vhost?queue=q1[,q2]";
+    let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = before_query.split_once('/').unwrap_or((before_query, ""));
+    let (userinfo, hostport) = match authority.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, authority),
+    };
+    let (user, password) = match userinfo {
+        Some(u) => {
+            let (user, pass) = u.split_once(':').unwrap_or((u, ""));
+            (pct_decode(user)?, pct_decode(pass)?)
+        }
+        None => ("guest".to_string(), "guest".to_string()),
+    };
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) => (h.to_string(), p.parse::<u16>().map_err(|_| format!("bad port `{p}` in {usage}"))?),
+        None => (hostport.to_string(), if tls { 5671 } else { 5672 }),
+    };
+    if host.is_empty() {
+        return Err(format!("amqp source needs a host: {usage}"));
+    }
+    let vhost = if path.is_empty() { "/".to_string() } else { pct_decode(path)? };
+    let mut queues = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("queue", v)) => {
+                for q in v.split(',').filter(|q| !q.is_empty()) {
+                    queues.push(pct_decode(q)?);
+                }
+            }
+            _ => return Err(format!("unknown amqp source parameter `{pair}`: {usage}")),
+        }
+    }
+    if queues.is_empty() {
+        return Err(format!("amqp source needs ?queue=NAME: {usage}"));
+    }
+    Ok(SourceRef::Amqp { tls, user, password, host, port, vhost, queues })
+}
+
+/// Display never shows the password.
+impl fmt::Display for SourceRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceRef::Kafka { brokers, topics } => write!(f, "kafka://{}/{}", brokers.join(","), topics.join(",")),
+            SourceRef::Amqp { tls, user, host, port, vhost, queues, .. } => {
+                let scheme = if *tls { "amqps" } else { "amqp" };
+                let vh = if vhost == "/" { "%2f".to_string() } else { vhost.clone() };
+                write!(f, "{scheme}://{user}:***@{host}:{port}/{vh}?queue={}", queues.join(","))
+            }
+            SourceRef::File { path } => write!(f, "file://{}", path.display()),
+            SourceRef::Demo => f.write_str("demo"),
+        }
+    }
+}
+
+impl fmt::Debug for SourceRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_all_kinds() {
+        assert_eq!(
+            SourceRef::parse("kafka://a:9092,b:9092/invoices.dlq,payments.dlq"),
+            Ok(SourceRef::Kafka {
+                brokers: vec!["a:9092".into(), "b:9092".into()],
+                topics: vec!["invoices.dlq".into(), "payments.dlq".into()],
+            })
+        );
+        let a = SourceRef::parse("amqp://u:p%40ss@rabbit:5673/%2f?queue=q1,q2").expect("valid");
+        assert_eq!(
+            a,
+            SourceRef::Amqp {
+                tls: false,
+                user: "u".into(),
+                password: "p@ss".into(),
+                host: "rabbit".into(),
+                port: 5673,
+                vhost: "/".into(),
+                queues: vec!["q1".into(), "q2".into()],
+            }
+        );
+        assert!(!a.to_string().contains("p@ss"), "{a}");
+        assert!(matches!(SourceRef::parse("amqps://h/v?queue=q"), Ok(SourceRef::Amqp { tls: true, port: 5671, .. })));
+        assert_eq!(SourceRef::parse("x.ndjson"), Ok(SourceRef::File { path: "x.ndjson".into() }));
+        assert_eq!(SourceRef::parse("file://d/x.txt"), Ok(SourceRef::File { path: "d/x.txt".into() }));
+        assert_eq!(SourceRef::parse("demo"), Ok(SourceRef::Demo));
+    }
+
+    #[test]
+    fn explains_bad_sources() {
+        assert!(SourceRef::parse("kafka://host").is_err_and(|e| e.contains("topic")));
+        assert!(SourceRef::parse("amqp://h/v").is_err_and(|e| e.contains("queue")));
+        assert!(SourceRef::parse("nats://x").is_err_and(|e| e.contains("scheme")));
+        assert!(SourceRef::parse("orders").is_err());
+    }
+}
