@@ -80,29 +80,30 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
     )?;
     writeln!(out, "{}", loaded.info.browse_effect)?;
     writeln!(out)?;
-    let mut cols: Vec<(&'static str, bool, usize)> = vec![
+    let labels: Vec<&str> = dims.iter().map(|d| d.name()).collect();
+    let mut t = Table::new(&[
         ("COUNT", true, 10),
         ("SHARE", true, 6),
         ("OLDEST", true, 8),
         ("NEWEST", true, 8),
         ("/MIN", true, 7),
-    ];
-    for d in &dims {
-        cols.push((dim_header(*d), false, if *d == Dim::Reason { 60 } else { 32 }));
-    }
-    let mut t = Table::new(&cols);
+        ("INFLOW 1h", false, 12),
+        ("GROUP", false, 72),
+    ]);
     let age = |ms: i64| if ms == NO_TIME { "-".into() } else { format_age_ms(now - ms) };
-    for (k, g) in &groups {
-        let mut cells = vec![
-            g.count.to_string(),
-            format!("{:.1}%", 100.0 * g.count as f64 / idx.total().max(1) as f64),
-            age(g.oldest_ms),
-            age(g.newest_ms),
-            format!("{:.2}", g.inflow_per_min()),
-        ];
-        cells.extend(idx.labels(store, k).into_iter().map(|l| if l.is_empty() { "-".into() } else { l }));
-        t.row(cells);
+    for n in idx.tree(store) {
+        let label = if n.label.is_empty() { "(none)".to_string() } else { n.label.clone() };
+        t.row(vec![
+            n.count.to_string(),
+            format!("{:.1}%", 100.0 * n.count as f64 / idx.total().max(1) as f64),
+            age(n.oldest_ms),
+            age(n.newest_ms),
+            format!("{:.1}", n.inflow_per_min()),
+            sparkline(&n.spark),
+            format!("{}{label}", "  ".repeat(n.depth)),
+        ]);
     }
+    writeln!(out, "grouped by {}", labels.join(" › "))?;
     write!(out, "{}", t.render())?;
     if groups.is_empty() {
         writeln!(out, "(no letters{})", if filter.is_empty() { "" } else { " match the filter" })?;
@@ -112,19 +113,17 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn dim_header(d: Dim) -> &'static str {
-    match d {
-        Dim::Reason => "REASON",
-        Dim::Version => "VERSION",
-        Dim::Age => "AGE",
-        Dim::Event => "EVENT",
-        Dim::Schema => "SCHEMA",
-        Dim::Origin => "ORIGIN",
-        Dim::Consumer => "CONSUMER",
-        Dim::Exception => "EXCEPTION",
-        Dim::State => "STATE",
-        Dim::Container => "TOPIC",
+/// Unicode block sparkline, blank when there was no inflow.
+pub fn sparkline(values: &[u32]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().copied().max().unwrap_or(0);
+    if max == 0 {
+        return String::new();
     }
+    values
+        .iter()
+        .map(|&v| if v == 0 { ' ' } else { BARS[((v as usize * 7) / max as usize).min(7)] })
+        .collect()
 }
 
 fn round(x: f64, digits: i32) -> f64 {

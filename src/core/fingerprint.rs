@@ -143,37 +143,33 @@ fn classify(t: &str) -> String {
     if t.len() >= 16 && digits >= 3 && !t.contains('/') {
         return "<id>".into();
     }
-    // Mixed token like `cus-8812` or `INV-2026-001`: keep letters, replace digit runs ≥ 2.
-    let mut s = String::with_capacity(t.len());
-    let mut run = 0usize;
-    let mut run_start = 0usize;
-    let bytes = t.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        if b.is_ascii_digit() {
-            if run == 0 {
-                run_start = i;
-            }
-            run += 1;
-        } else {
-            push_run(&mut s, &t[run_start..i], run);
-            run = 0;
-            s.push(b as char);
-        }
-    }
-    push_run(&mut s, &t[run_start..], run);
-    // Non-ASCII letters: fall back to the original token (bytes above were ASCII-pushed).
+    // Mixed token like `cus-8812`, `acc-7` or `INV-2026-001`: numeric segments become
+    // `<n>`; digits glued to letters only when long (`user1234`), so `utf8`/`Int32` stay.
     if !t.is_ascii() {
         return t.to_string();
     }
-    s
-}
-
-fn push_run(s: &mut String, run_text: &str, run: usize) {
-    match run {
-        0 => {}
-        1 => s.push_str(run_text),
-        _ => s.push_str("<n>"),
+    let bytes = t.as_bytes();
+    let mut s = String::with_capacity(t.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let after_letter = start > 0 && bytes[start - 1].is_ascii_alphabetic();
+            let before_letter = i < bytes.len() && bytes[i].is_ascii_alphabetic();
+            if (!after_letter && !before_letter) || i - start >= 3 {
+                s.push_str("<n>");
+            } else {
+                s.push_str(&t[start..i]);
+            }
+        } else {
+            s.push(bytes[i] as char);
+            i += 1;
+        }
     }
+    s
 }
 
 fn is_uuid(t: &str) -> bool {
@@ -232,6 +228,8 @@ mod tests {
         assert_eq!(fp.as_deref(), Some("user <email> has no account <hex>"));
         let fp = fingerprint(None, Some("customer cus-8812 blocked"));
         assert_eq!(fp.as_deref(), Some("customer cus-<n> blocked"));
+        assert_eq!(normalize("acc-7 and acc-42 in INV-2026-001"), "acc-<n> and acc-<n> in INV-<n>-<n>");
+        assert_eq!(normalize("utf8 Int32 user12345"), "utf8 Int32 user<n>");
     }
 
     #[test]

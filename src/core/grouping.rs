@@ -313,6 +313,93 @@ impl GroupIndex {
     }
 }
 
+/// One line of the group tree: a prefix of the grouping dimensions with merged stats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeNode {
+    /// 0 for the first dimension.
+    pub depth: usize,
+    /// Dimension values from the root down to this node.
+    pub path: Vec<u32>,
+    pub label: String,
+    pub count: u64,
+    pub oldest_ms: i64,
+    pub newest_ms: i64,
+    pub last_hour: u64,
+    pub spark: [u32; SPARK_BUCKETS],
+}
+
+impl TreeNode {
+    pub fn inflow_per_min(&self) -> f64 {
+        self.last_hour as f64 / 60.0
+    }
+}
+
+fn min_time(a: i64, b: i64) -> i64 {
+    match (a == NO_TIME, b == NO_TIME) {
+        (true, _) => b,
+        (_, true) => a,
+        _ => a.min(b),
+    }
+}
+
+impl GroupIndex {
+    /// The groups as a tree (first dimension at the root), depth-first. Siblings are
+    /// ordered largest first, except age buckets, which keep their natural order.
+    pub fn tree(&self, store: &LetterStore) -> Vec<TreeNode> {
+        let mut nodes: Vec<TreeNode> = Vec::new();
+        let mut index: HashMap<Vec<u32>, usize> = HashMap::new();
+        for (key, g) in &self.groups {
+            let vals = key.values();
+            for depth in 0..vals.len() {
+                let path = vals[..=depth].to_vec();
+                let i = *index.entry(path.clone()).or_insert_with(|| {
+                    nodes.push(TreeNode {
+                        depth,
+                        label: self.dims[depth].label(store, vals[depth]),
+                        path,
+                        count: 0,
+                        oldest_ms: NO_TIME,
+                        newest_ms: NO_TIME,
+                        last_hour: 0,
+                        spark: [0; SPARK_BUCKETS],
+                    });
+                    nodes.len() - 1
+                });
+                let n = &mut nodes[i];
+                n.count += g.count;
+                n.oldest_ms = min_time(n.oldest_ms, g.oldest_ms);
+                n.newest_ms = n.newest_ms.max(g.newest_ms);
+                n.last_hour += g.last_hour;
+                for (a, b) in n.spark.iter_mut().zip(g.spark) {
+                    *a += b;
+                }
+            }
+        }
+        // Sort: by each ancestor's rank, then own rank.
+        let rank = |n: &TreeNode| -> (std::cmp::Reverse<u64>, u32, String) {
+            if self.dims[n.depth] == Dim::Age {
+                (std::cmp::Reverse(0), n.path[n.depth], String::new())
+            } else {
+                (std::cmp::Reverse(n.count), 0, n.label.clone())
+            }
+        };
+        let keys: Vec<Vec<(std::cmp::Reverse<u64>, u32, String)>> = nodes
+            .iter()
+            .map(|n| {
+                (0..=n.depth)
+                    .map(|d| {
+                        let anc = &nodes[index[&n.path[..=d].to_vec()]];
+                        rank(anc)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..nodes.len()).collect();
+        order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+        order.into_iter().map(|i| nodes[i].clone()).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,7 +443,7 @@ mod tests {
         assert_eq!(g.newest_ms, now - 2 * min);
         assert_eq!(g.last_hour, 2);
         assert_eq!(g.spark[SPARK_BUCKETS - 1], 1); // 2 minutes ago
-        assert_eq!(g.spark[SPARK_BUCKETS - 2], 1); // 10 minutes ago
+        assert_eq!(g.spark[SPARK_BUCKETS - 3], 1); // 10 minutes ago: the 10-15m bucket
         assert!((g.inflow_per_min() - 2.0 / 60.0).abs() < 1e-9);
         assert_eq!(g.event_types.len(), 1);
 
@@ -389,6 +476,37 @@ mod tests {
             let l = live.get(&k).expect("same groups");
             assert_eq!((l.count, l.oldest_ms, l.last_hour), (g.count, g.oldest_ms, g.last_hour));
         }
+    }
+
+    #[test]
+    fn tree_nests_and_sums() {
+        let now = 1_790_000_000_000;
+        let min = 60_000;
+        let mut store = LetterStore::new();
+        for (reason, version, age) in [
+            ("tax", "r2", 2 * min),
+            ("tax", "r2", 70 * min),
+            ("tax", "r1", 90 * min),
+            ("amount", "r2", 3 * min),
+        ] {
+            store.push(&extract(letter(reason, version, now - age), &[]), "");
+        }
+        let idx = GroupIndex::build(&store, &DEFAULT_DIMS, now, None);
+        let lines: Vec<(usize, String, u64)> = idx.tree(&store).into_iter().map(|n| (n.depth, n.label, n.count)).collect();
+        assert_eq!(
+            lines,
+            vec![
+                (0, "tax".into(), 3),
+                (1, "r2".into(), 2),
+                (2, "<5m".into(), 1),
+                (2, "1h-24h".into(), 1),
+                (1, "r1".into(), 1),
+                (2, "1h-24h".into(), 1),
+                (0, "amount".into(), 1),
+                (1, "r2".into(), 1),
+                (2, "<5m".into(), 1),
+            ]
+        );
     }
 
     #[test]
