@@ -15,7 +15,10 @@ fn main() -> anyhow::Result<()> {
     };
     let scale: f64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(0.3);
     let mut out = std::io::stdout().lock();
-    for l in incident(42, now, Scale(scale)).iter().chain(&convention_samples(42, now, 6)) {
+    for l in incident(42, now, Scale(scale))
+        .iter()
+        .chain(&convention_samples(42, now, 6))
+    {
         writeln!(out, "{}", to_line(l, false))?;
     }
     Ok(())

@@ -14,7 +14,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("config {path} is invalid: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -92,14 +95,19 @@ impl Config {
         };
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Config::default())
+            }
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
         Config::parse(&text, &path)
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let invalid = |message: String| ConfigError::Invalid { path: path.to_path_buf(), message };
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
         let file: ConfigFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
         let conventions = file
             .conventions
@@ -108,10 +116,12 @@ impl Config {
             .collect::<Result<Vec<_>, _>>()
             .map_err(invalid)?;
         if let Some(g) = &file.group_by {
-            crate::core::grouping::Dim::parse_list(g).map_err(|e| invalid(format!("group_by: {e}")))?;
+            crate::core::grouping::Dim::parse_list(g)
+                .map_err(|e| invalid(format!("group_by: {e}")))?;
         }
         for (name, s) in &file.sources {
-            crate::core::source::SourceRef::parse(&s.uri).map_err(|e| invalid(format!("sources.{name}.uri: {e}")))?;
+            crate::core::source::SourceRef::parse(&s.uri)
+                .map_err(|e| invalid(format!("sources.{name}.uri: {e}")))?;
         }
         // Validate masking classes now rather than at first use.
         crate::core::masking::Masker::new(&file.masking, Vec::new()).map_err(invalid)?;
@@ -169,7 +179,10 @@ fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
 fn random_key() -> Vec<u8> {
     use std::io::Read;
     let mut k = vec![0u8; 32];
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut k)).is_err() {
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut k))
+        .is_err()
+    {
         // No urandom: derive from the process's randomly seeded hasher state.
         use std::hash::{BuildHasher, Hasher};
         for chunk in k.chunks_mut(8) {
@@ -186,7 +199,9 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/config").join(name)
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/config")
+            .join(name)
     }
 
     #[test]
@@ -211,9 +226,14 @@ mod tests {
             ("bad-mask-class.toml", "emial"),
             ("not-toml.toml", "invalid"),
         ] {
-            let err = Config::load(Some(&fixture(file))).expect_err(file).to_string();
+            let err = Config::load(Some(&fixture(file)))
+                .expect_err(file)
+                .to_string();
             assert!(err.contains(needle), "{file}: {err}");
-            assert!(err.contains(file), "{file}: error should name the file: {err}");
+            assert!(
+                err.contains(file),
+                "{file}: error should name the file: {err}"
+            );
         }
     }
 

@@ -40,12 +40,20 @@ impl Rng {
     /// Crockford base32, like ULIDs.
     pub fn ulidish(&mut self, len: usize) -> String {
         const A: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-        (0..len).map(|_| A[self.below(32) as usize] as char).collect()
+        (0..len)
+            .map(|_| A[self.below(32) as usize] as char)
+            .collect()
     }
 }
 
-const FIRST: &[&str] = &["Jane", "Marco", "Aiko", "Lena", "Tomás", "Priya", "Oliver", "Fatima", "Sven", "Chloé", "Noah", "Amara"];
-const LAST: &[&str] = &["Doe", "Rossi", "Tanaka", "Müller", "García", "Patel", "Smith", "Haddad", "Berg", "Martin", "Okafor", "Kowalski"];
+const FIRST: &[&str] = &[
+    "Jane", "Marco", "Aiko", "Lena", "Tomás", "Priya", "Oliver", "Fatima", "Sven", "Chloé", "Noah",
+    "Amara",
+];
+const LAST: &[&str] = &[
+    "Doe", "Rossi", "Tanaka", "Müller", "García", "Patel", "Smith", "Haddad", "Berg", "Martin",
+    "Okafor", "Kowalski",
+];
 const CITIES: &[(&str, &str, &str)] = &[
     ("Paris", "75001", "FR"),
     ("Berlin", "10115", "DE"),
@@ -53,10 +61,25 @@ const CITIES: &[(&str, &str, &str)] = &[
     ("Lyon", "69002", "FR"),
     ("Hamburg", "20095", "DE"),
 ];
-const STREETS: &[&str] = &["Rue de Rivoli", "Unter den Linden", "Calle Mayor", "Quai Saint-Antoine", "Jungfernstieg"];
+const STREETS: &[&str] = &[
+    "Rue de Rivoli",
+    "Unter den Linden",
+    "Calle Mayor",
+    "Quai Saint-Antoine",
+    "Jungfernstieg",
+];
 /// Test card numbers (Luhn-valid, publicly documented as test numbers).
-const CARDS: &[&str] = &["4242424242424242", "4000056655665556", "5555555555554444", "378282246310005"];
-const IBANS: &[&str] = &["DE89370400440532013000", "GB82WEST12345698765432", "FR1420041010050500013M02606"];
+const CARDS: &[&str] = &[
+    "4242424242424242",
+    "4000056655665556",
+    "5555555555554444",
+    "378282246310005",
+];
+const IBANS: &[&str] = &[
+    "DE89370400440532013000",
+    "GB82WEST12345698765432",
+    "FR1420041010050500013M02606",
+];
 
 pub const INVOICES_DLQ: &str = "invoices.dlq";
 pub const PAYMENTS_DLQ: &str = "payments.dlq";
@@ -87,7 +110,12 @@ fn person(rng: &mut Rng) -> Person {
     let ascii = |s: &str| s.to_lowercase().replace(['á', 'é'], "e").replace('ü', "u");
     Person {
         name: format!("{first} {last}"),
-        email: format!("{}.{}@{}", ascii(first), ascii(last), rng.pick(&["example.com", "mail.example.org", "corp.example.net"])),
+        email: format!(
+            "{}.{}@{}",
+            ascii(first),
+            ascii(last),
+            rng.pick(&["example.com", "mail.example.org", "corp.example.net"])
+        ),
         customer_id: format!("cus-{}", 1000 + rng.below(9000)),
         street: format!("{} {}", 1 + rng.below(120), rng.pick(STREETS)),
         city,
@@ -139,14 +167,30 @@ pub fn incident(seed: u64, now: DateTime<Utc>, scale: Scale) -> Vec<RawLetter> {
         for _ in 0..count {
             let age = recent_age(&mut rng, min_age, max_age);
             origin_offset += 1 + rng.below(40) as i64;
-            drafts.push(invoice_letter(&mut rng, now, age, version, "customer_tax_profile_missing", false, origin_offset));
+            drafts.push(invoice_letter(
+                &mut rng,
+                now,
+                age,
+                version,
+                "customer_tax_profile_missing",
+                false,
+                origin_offset,
+            ));
         }
     }
     // 2. A producer deploy 2h ago started sending amounts as strings (permanent).
     for _ in 0..n(scale, 301) {
         let age = recent_age(&mut rng, MIN, 2 * HOUR);
         origin_offset += 1 + rng.below(40) as i64;
-        drafts.push(invoice_letter(&mut rng, now, age, "release-2026-09-21", "amount_not_a_number", true, origin_offset));
+        drafts.push(invoice_letter(
+            &mut rng,
+            now,
+            age,
+            "release-2026-09-21",
+            "amount_not_a_number",
+            true,
+            origin_offset,
+        ));
     }
     // 3. Payment gateway timeouts exhausted the retry budget (transient), mostly hours ago.
     let mut pay_offset = 51_000i64;
@@ -178,14 +222,22 @@ fn assign_coords(mut drafts: Vec<Draft>) -> Vec<RawLetter> {
         .into_iter()
         .map(|d| {
             let partition = match &d.key {
-                Some(k) => (k.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b))) % DLQ_PARTITIONS as u32) as i32,
+                Some(k) => {
+                    (k.bytes()
+                        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)))
+                        % DLQ_PARTITIONS as u32) as i32
+                }
                 None => 0,
             };
             let off = next.entry((d.topic, partition)).or_insert(0);
             let offset = *off;
             *off += 1;
             RawLetter {
-                coords: Some(Coords::Kafka { topic: d.topic.to_string(), partition, offset }),
+                coords: Some(Coords::Kafka {
+                    topic: d.topic.to_string(),
+                    partition,
+                    offset,
+                }),
                 key: d.key.map(String::into_bytes),
                 headers: d.headers,
                 properties: Vec::new(),
@@ -211,7 +263,16 @@ fn invoice_letter(
     let cents = 5_000 + rng.below(400_000);
     let amount = if string_amount {
         let whole = cents / 100;
-        json!(format!("{},{:03}.{:02}", whole / 1000, whole % 1000, cents % 100))
+        if whole >= 1000 {
+            json!(format!(
+                "{},{:03}.{:02}",
+                whole / 1000,
+                whole % 1000,
+                cents % 100
+            ))
+        } else {
+            json!(format!("{whole}.{:02}", cents % 100))
+        }
     } else {
         json!(cents as f64 / 100.0)
     };
@@ -253,7 +314,14 @@ fn invoice_letter(
             h("x-original-topic", "invoices"),
             h("x-original-partition", &(rng.below(6)).to_string()),
             h("x-original-offset", &origin_offset.to_string()),
-            h("traceparent", &format!("00-{:032x}-{:016x}-01", rng.next_u64() as u128 * 7919, rng.next_u64())),
+            h(
+                "traceparent",
+                &format!(
+                    "00-{:032x}-{:016x}-01",
+                    rng.next_u64() as u128 * 7919,
+                    rng.next_u64()
+                ),
+            ),
         ],
         payload: body.to_string().into_bytes(),
     }
@@ -272,6 +340,7 @@ fn payment_letter(rng: &mut Rng, now: DateTime<Utc>, age_ms: i64, origin_offset:
         "billing_email": p.email,
         "iban": *rng.pick(IBANS),
     });
+    let version = *rng.pick(&["v3.4.1", "v3.4.1", "v3.4.0"]);
     let region = rng.pick(&["psp-eu-1", "psp-eu-2"]);
     Draft {
         topic: PAYMENTS_DLQ,
@@ -279,24 +348,46 @@ fn payment_letter(rng: &mut Rng, now: DateTime<Utc>, age_ms: i64, origin_offset:
         key: Some(account),
         headers: vec![
             h("x-reason-code", "attempt_budget_exhausted"),
-            h("x-error", &format!("GatewayTimeoutException: upstream {region} timed out after {} ms", 30_000 + rng.below(3) * 5_000)),
+            h(
+                "x-error",
+                &format!(
+                    "GatewayTimeoutException: upstream {region} timed out after {} ms",
+                    30_000 + rng.below(3) * 5_000
+                ),
+            ),
             h("x-attempt", "5"),
             h("x-consumer", "payment-worker"),
-            h("x-consumer-version", *rng.pick(&["v3.4.1", "v3.4.1", "v3.4.0"])),
+            h("x-consumer-version", version),
             h("x-event-type", "payment.capture.requested"),
             h("x-schema-version", "2"),
             h("x-message-id", &format!("pm_{}", rng.ulidish(20))),
-            h("x-correlation-id", &format!("corr-{}", rng.ulidish(12).to_lowercase())),
+            h(
+                "x-correlation-id",
+                &format!("corr-{}", rng.ulidish(12).to_lowercase()),
+            ),
             h("x-original-topic", "payments"),
             h("x-original-partition", &rng.below(4).to_string()),
             h("x-original-offset", &origin_offset.to_string()),
-            h("authorization", &format!("Bearer eyJhbGciOiJIUzI1NiJ9.{}.{}", rng.ulidish(24), rng.ulidish(16))),
+            h(
+                "authorization",
+                &format!(
+                    "Bearer eyJhbGciOiJIUzI1NiJ9.{}.{}",
+                    rng.ulidish(24),
+                    rng.ulidish(16)
+                ),
+            ),
         ],
         payload: body.to_string().into_bytes(),
     }
 }
 
-fn poison_letter(rng: &mut Rng, now: DateTime<Utc>, age_ms: i64, i: u32, origin_offset: i64) -> Draft {
+fn poison_letter(
+    rng: &mut Rng,
+    now: DateTime<Utc>,
+    age_ms: i64,
+    i: u32,
+    origin_offset: i64,
+) -> Draft {
     let at = now - Duration::milliseconds(age_ms);
     let p = person(rng);
     let (payload, error): (Vec<u8>, String) = match i % 4 {
@@ -328,7 +419,14 @@ fn poison_letter(rng: &mut Rng, now: DateTime<Utc>, age_ms: i64, i: u32, origin_
             h("x-error", &error),
             h("x-attempt", "1"),
             h("x-consumer", "invoice-worker"),
-            h("x-consumer-version", if age_ms > 6 * HOUR { "release-2026-09-14" } else { "release-2026-09-21" }),
+            h(
+                "x-consumer-version",
+                if age_ms > 6 * HOUR {
+                    "release-2026-09-14"
+                } else {
+                    "release-2026-09-21"
+                },
+            ),
             h("x-original-topic", "invoices"),
             h("x-original-partition", &rng.below(6).to_string()),
             h("x-original-offset", &origin_offset.to_string()),
@@ -348,18 +446,38 @@ fn spring_letter(rng: &mut Rng, now: DateTime<Utc>, age_ms: i64, origin_offset: 
         at,
         key: Some(account.clone()),
         headers: vec![
-            h("kafka_dlt-exception-fqcn", "org.springframework.kafka.listener.ListenerExecutionFailedException"),
-            h("kafka_dlt-exception-cause-fqcn", "com.acme.ledger.LedgerLockTimeoutException"),
+            h(
+                "kafka_dlt-exception-fqcn",
+                "org.springframework.kafka.listener.ListenerExecutionFailedException",
+            ),
+            h(
+                "kafka_dlt-exception-cause-fqcn",
+                "com.acme.ledger.LedgerLockTimeoutException",
+            ),
             h(
                 "kafka_dlt-exception-message",
-                &format!("Lock on account {account} held by tx {holder} not released after {} ms", 5_000 + rng.below(5) * 1000),
+                &format!(
+                    "Lock on account {account} held by tx {holder} not released after {} ms",
+                    5_000 + rng.below(5) * 1000
+                ),
             ),
             h("kafka_dlt-original-topic", "ledger-postings"),
-            Header::new("kafka_dlt-original-partition", HeaderValue::Bytes(partition.to_be_bytes().to_vec())),
-            Header::new("kafka_dlt-original-offset", HeaderValue::Bytes(origin_offset.to_be_bytes().to_vec())),
+            Header::new(
+                "kafka_dlt-original-partition",
+                HeaderValue::Bytes(partition.to_be_bytes().to_vec()),
+            ),
+            Header::new(
+                "kafka_dlt-original-offset",
+                HeaderValue::Bytes(origin_offset.to_be_bytes().to_vec()),
+            ),
             Header::new(
                 "kafka_dlt-original-timestamp",
-                HeaderValue::Bytes((at - Duration::seconds(20)).timestamp_millis().to_be_bytes().to_vec()),
+                HeaderValue::Bytes(
+                    (at - Duration::seconds(20))
+                        .timestamp_millis()
+                        .to_be_bytes()
+                        .to_vec(),
+                ),
             ),
             h("kafka_dlt-original-consumer-group", "ledger-sync"),
         ],
@@ -373,10 +491,18 @@ pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<R
     let mut rng = Rng::new(seed.wrapping_add(1));
     let mut out = Vec::new();
     let mut position = 0u64;
-    let amqp = |headers: Vec<Header>, props: Vec<(String, String)>, payload: Vec<u8>, position: &mut u64| {
+    let amqp = |headers: Vec<Header>,
+                props: Vec<(String, String)>,
+                payload: Vec<u8>,
+                position: &mut u64| {
         *position += 1;
         RawLetter {
-            coords: Some(Coords::Amqp { vhost: "/".into(), queue: "billing.dlq".into(), position: *position, stream_offset: None }),
+            coords: Some(Coords::Amqp {
+                vhost: "/".into(),
+                queue: "billing.dlq".into(),
+                position: *position,
+                stream_offset: None,
+            }),
             key: None,
             headers,
             properties: props,
@@ -388,14 +514,24 @@ pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<R
         // RabbitMQ: rejected by the consumer, or expired in the retry queue.
         let p = person(&mut rng);
         let died = now - Duration::milliseconds(recent_age(&mut rng, 3 * MIN, 26 * HOUR));
-        let (reason, queue) = if i % 3 == 0 { ("expired", "billing.retry") } else { ("rejected", "billing.work") };
+        let (reason, queue) = if i % 3 == 0 {
+            ("expired", "billing.retry")
+        } else {
+            ("rejected", "billing.work")
+        };
         let death = HeaderValue::Table(vec![
             ("count".into(), HeaderValue::Int(1 + i64::from(i % 3))),
             ("reason".into(), HeaderValue::text(reason)),
             ("queue".into(), HeaderValue::text(queue)),
-            ("time".into(), HeaderValue::Timestamp(died.timestamp() as u64)),
+            (
+                "time".into(),
+                HeaderValue::Timestamp(died.timestamp() as u64),
+            ),
             ("exchange".into(), HeaderValue::text("billing")),
-            ("routing-keys".into(), HeaderValue::Array(vec![HeaderValue::text("invoice.paid")])),
+            (
+                "routing-keys".into(),
+                HeaderValue::Array(vec![HeaderValue::text("invoice.paid")]),
+            ),
         ]);
         let body = json!({"invoice_id": format!("INV-2026-{:06}", rng.below(1_000_000)), "paid_by": p.email, "phone": "+49 170 1234567"});
         out.push(amqp(
@@ -405,7 +541,10 @@ pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<R
                 h("x-first-death-reason", reason),
                 h("x-first-death-exchange", "billing"),
             ],
-            vec![("message_id".into(), format!("rb-{}", rng.ulidish(10))), ("content_type".into(), "application/json".into())],
+            vec![
+                ("message_id".into(), format!("rb-{}", rng.ulidish(10))),
+                ("content_type".into(), "application/json".into()),
+            ],
             body.to_string().into_bytes(),
             &mut position,
         ));
@@ -416,16 +555,27 @@ pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<R
             vec![
                 h("MT-Reason", "fault"),
                 h("MT-Fault-ExceptionType", "System.InvalidOperationException"),
-                h("MT-Fault-Message", &format!("Order {} not found", 8000 + rng.below(2000))),
-                h("MT-Fault-ConsumerType", "Billing.Consumers.SettleOrderConsumer"),
-                h("MT-Fault-MessageType", "urn:message:Billing.Contracts:SettleOrder"),
+                h(
+                    "MT-Fault-Message",
+                    &format!("Order {} not found", 8000 + rng.below(2000)),
+                ),
+                h(
+                    "MT-Fault-ConsumerType",
+                    "Billing.Consumers.SettleOrderConsumer",
+                ),
+                h(
+                    "MT-Fault-MessageType",
+                    "urn:message:Billing.Contracts:SettleOrder",
+                ),
                 h("MT-Fault-Timestamp", &ts(at)),
                 Header::new("MT-Fault-RetryCount", HeaderValue::Int(2)),
                 h("MT-Host-AssemblyVersion", "2.7.0.0"),
                 h("MT-Host-MachineName", "billing-7f9c"),
             ],
             vec![("message_id".into(), format!("mt-{}", rng.ulidish(12)))],
-            json!({"orderId": 8000 + rng.below(2000), "customerName": person(&mut rng).name}).to_string().into_bytes(),
+            json!({"orderId": 8000 + rng.below(2000), "customerName": person(&mut rng).name})
+                .to_string()
+                .into_bytes(),
             &mut position,
         ));
 
@@ -433,17 +583,44 @@ pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<R
         let at = now - Duration::milliseconds(recent_age(&mut rng, 30 * MIN, 9 * DAY));
         out.push(amqp(
             vec![
-                h("NServiceBus.MessageId", &format!("{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}", rng.next_u64() as u32, rng.below(65536), rng.below(4096), rng.below(4096), rng.next_u64() & 0xffff_ffff_ffff)),
-                h("NServiceBus.ExceptionInfo.ExceptionType", "Billing.PaymentDeclinedException"),
-                h("NServiceBus.ExceptionInfo.Message", &format!("Card ending {} declined: insufficient funds", 1000 + rng.below(9000))),
+                h(
+                    "NServiceBus.MessageId",
+                    &format!(
+                        "{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}",
+                        rng.next_u64() as u32,
+                        rng.below(65536),
+                        rng.below(4096),
+                        rng.below(4096),
+                        rng.next_u64() & 0xffff_ffff_ffff
+                    ),
+                ),
+                h(
+                    "NServiceBus.ExceptionInfo.ExceptionType",
+                    "Billing.PaymentDeclinedException",
+                ),
+                h(
+                    "NServiceBus.ExceptionInfo.Message",
+                    &format!(
+                        "Card ending {} declined: insufficient funds",
+                        1000 + rng.below(9000)
+                    ),
+                ),
                 h("NServiceBus.ProcessingEndpoint", "Billing.Endpoint"),
                 h("NServiceBus.FailedQ", "Billing.Endpoint"),
-                h("NServiceBus.TimeOfFailure", &at.format("%Y-%m-%d %H:%M:%S:%6f Z").to_string()),
-                h("NServiceBus.EnclosedMessageTypes", "Billing.Messages.ChargeCard, Billing.Messages, Version=1.4.0.0"),
+                h(
+                    "NServiceBus.TimeOfFailure",
+                    &at.format("%Y-%m-%d %H:%M:%S:%6f Z").to_string(),
+                ),
+                h(
+                    "NServiceBus.EnclosedMessageTypes",
+                    "Billing.Messages.ChargeCard, Billing.Messages, Version=1.4.0.0",
+                ),
                 h("NServiceBus.Retries", "3"),
             ],
             Vec::new(),
-            json!({"CardNumber": "4000056655665556", "Amount": 42.0}).to_string().into_bytes(),
+            json!({"CardNumber": "4000056655665556", "Amount": 42.0})
+                .to_string()
+                .into_bytes(),
             &mut position,
         ));
 
@@ -451,10 +628,16 @@ pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<R
         out.push(amqp(
             vec![
                 h("DeadLetterReason", "MaxDeliveryCountExceeded"),
-                h("DeadLetterErrorDescription", "Message could not be consumed after 10 delivery attempts."),
+                h(
+                    "DeadLetterErrorDescription",
+                    "Message could not be consumed after 10 delivery attempts.",
+                ),
                 Header::new("DeliveryCount", HeaderValue::Int(10)),
             ],
-            vec![("timestamp".into(), ts(now - Duration::milliseconds(recent_age(&mut rng, HOUR, 2 * DAY))))],
+            vec![(
+                "timestamp".into(),
+                ts(now - Duration::milliseconds(recent_age(&mut rng, HOUR, 2 * DAY))),
+            )],
             b"plain text body: refund for jane.doe@example.com".to_vec(),
             &mut position,
         ));
@@ -463,18 +646,34 @@ pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<R
     for i in 0..per_kind {
         let at = now - Duration::milliseconds(recent_age(&mut rng, 5 * MIN, 5 * HOUR));
         out.push(RawLetter {
-            coords: Some(Coords::Kafka { topic: "connect.dlq".into(), partition: 0, offset: i64::from(i) }),
+            coords: Some(Coords::Kafka {
+                topic: "connect.dlq".into(),
+                partition: 0,
+                offset: i64::from(i),
+            }),
             key: Some(format!("row-{}", rng.below(100_000)).into_bytes()),
             headers: vec![
                 h("__connect.errors.topic", "crm.contacts"),
                 h("__connect.errors.partition", "2"),
-                h("__connect.errors.offset", &(40_000 + i64::from(i)).to_string()),
+                h(
+                    "__connect.errors.offset",
+                    &(40_000 + i64::from(i)).to_string(),
+                ),
                 h("__connect.errors.connector.name", "crm-postgres-sink"),
                 h("__connect.errors.task.id", "0"),
                 h("__connect.errors.stage", "VALUE_CONVERTER"),
-                h("__connect.errors.class.name", "io.confluent.connect.avro.AvroConverter"),
-                h("__connect.errors.exception.class.name", "org.apache.kafka.connect.errors.DataException"),
-                h("__connect.errors.exception.message", &format!("Unknown magic byte! at offset {}", 40_000 + i)),
+                h(
+                    "__connect.errors.class.name",
+                    "io.confluent.connect.avro.AvroConverter",
+                ),
+                h(
+                    "__connect.errors.exception.class.name",
+                    "org.apache.kafka.connect.errors.DataException",
+                ),
+                h(
+                    "__connect.errors.exception.message",
+                    &format!("Unknown magic byte! at offset {}", 40_000 + i),
+                ),
             ],
             properties: Vec::new(),
             payload: vec![0x00, 0x13, 0x37, 0xfe, 0xff, 0x10, 0x02],
@@ -491,7 +690,10 @@ mod tests {
 
     #[test]
     fn deterministic_per_seed_and_sized() {
-        let now = Utc.with_ymd_and_hms(2026, 11, 29, 18, 0, 0).single().expect("valid");
+        let now = Utc
+            .with_ymd_and_hms(2026, 11, 29, 18, 0, 0)
+            .single()
+            .expect("valid");
         let a = incident(7, now, Scale(1.0));
         let b = incident(7, now, Scale(1.0));
         let c = incident(8, now, Scale(1.0));

@@ -14,12 +14,20 @@ pub struct FileSource {
 impl FileSource {
     pub fn open(path: &Path) -> Result<Self, SourceError> {
         let meta = std::fs::metadata(path).map_err(|e| {
-            SourceError::Unavailable(format!("cannot read dump {}: {e}", crate::core::sanitize::clean(&path.display().to_string())))
+            SourceError::Unavailable(format!(
+                "cannot read dump {}: {e}",
+                crate::core::sanitize::clean(&path.display().to_string())
+            ))
         })?;
         if meta.is_dir() {
-            return Err(SourceError::Unavailable(format!("{} is a directory, not a dump file", path.display())));
+            return Err(SourceError::Unavailable(format!(
+                "{} is a directory, not a dump file",
+                path.display()
+            )));
         }
-        Ok(FileSource { path: path.to_path_buf() })
+        Ok(FileSource {
+            path: path.to_path_buf(),
+        })
     }
 }
 
@@ -31,9 +39,13 @@ impl DlqSource for FileSource {
         }
     }
 
-    fn scan(&mut self, sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>) -> Result<(), SourceError> {
-        let f = File::open(&self.path)
-            .map_err(|e| SourceError::Unavailable(format!("cannot open {}: {e}", self.path.display())))?;
+    fn scan(
+        &mut self,
+        sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<(), SourceError> {
+        let f = File::open(&self.path).map_err(|e| {
+            SourceError::Unavailable(format!("cannot open {}: {e}", self.path.display()))
+        })?;
         let mut reader = DumpReader::new(BufReader::with_capacity(1 << 16, f));
         let mut done = 0u64;
         while let Some(rec) = reader.next_record() {
@@ -42,9 +54,15 @@ impl DlqSource for FileSource {
                     done += 1;
                     ScanEvent::Letter(raw)
                 }
-                Err(DumpError::BadLine { line, message }) => ScanEvent::Problem { location: format!("line {line}"), message },
+                Err(DumpError::BadLine { line, message }) => ScanEvent::Problem {
+                    location: format!("line {line}"),
+                    message,
+                },
                 Err(DumpError::Io(e)) => {
-                    return Err(SourceError::Failed(format!("reading {}: {e}", self.path.display())));
+                    return Err(SourceError::Failed(format!(
+                        "reading {}: {e}",
+                        self.path.display()
+                    )));
                 }
             };
             if sink(ev).is_break() {
@@ -54,7 +72,10 @@ impl DlqSource for FileSource {
                 return Ok(());
             }
         }
-        let _ = sink(ScanEvent::Progress { done, total: Some(done) });
+        let _ = sink(ScanEvent::Progress {
+            done,
+            total: Some(done),
+        });
         Ok(())
     }
 }

@@ -36,14 +36,19 @@ pub struct Loaded {
 
 impl Context {
     pub fn new(cli: &Cli) -> anyhow::Result<Self> {
-        let config = Config::load(cli.config.as_deref()).map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
+        let config = Config::load(cli.config.as_deref())
+            .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
         let now = match &cli.now {
             Some(t) => DateTime::parse_from_rfc3339(t)
                 .map_err(|e| UsageError(format!("--now / DLQ_TRIAGE_NOW must be RFC 3339: {e}")))?
                 .with_timezone(&Utc),
             None => Utc::now(),
         };
-        Ok(Context { config, now, read_only: cli.read_only })
+        Ok(Context {
+            config,
+            now,
+            read_only: cli.read_only,
+        })
     }
 
     pub fn now_ms(&self) -> i64 {
@@ -53,7 +58,8 @@ impl Context {
     /// Resolve a source argument: a named source from config first, then a URI.
     pub fn resolve_source(&self, arg: &str) -> anyhow::Result<SourceRef> {
         if let Some(named) = self.config.sources.get(arg) {
-            return SourceRef::parse(&named.uri).map_err(|e| UsageError(format!("source `{arg}` in config: {e}")).into());
+            return SourceRef::parse(&named.uri)
+                .map_err(|e| UsageError(format!("source `{arg}` in config: {e}")).into());
         }
         SourceRef::parse(arg).map_err(|e| UsageError(e).into())
     }
@@ -61,12 +67,15 @@ impl Context {
     pub fn parse_filter(&self, expr: Option<&str>) -> anyhow::Result<Filter> {
         match expr {
             None => Ok(Filter::all()),
-            Some(e) => Filter::parse(e).map_err(|e| UsageError(format!("bad --filter: {e}")).into()),
+            Some(e) => {
+                Filter::parse(e).map_err(|e| UsageError(format!("bad --filter: {e}")).into())
+            }
         }
     }
 
     pub fn masker(&self) -> anyhow::Result<Masker> {
-        Masker::new(&self.config.masking, crate::config::mask_hash_key()).map_err(|e| UsageError(e).into())
+        Masker::new(&self.config.masking, crate::config::mask_hash_key())
+            .map_err(|e| UsageError(e).into())
     }
 
     /// Scan the whole source into a catalog.
@@ -83,12 +92,15 @@ impl Context {
                 ScanEvent::Letter(raw) => {
                     catalog.ingest(raw);
                 }
-                ScanEvent::Problem { location, message } => catalog.record_problem(location, message),
+                ScanEvent::Problem { location, message } => {
+                    catalog.record_problem(location, message)
+                }
                 ScanEvent::Progress { .. } => {}
             }
             ControlFlow::Continue(())
         })
         .with_context(|| format!("scanning {}", info.label))?;
+        catalog.shrink_to_fit();
         Ok(Loaded { catalog, info })
     }
 }
@@ -101,7 +113,11 @@ pub fn report_problems(catalog: &Catalog) {
     }
     eprintln!("warning: {count} record(s) could not be read and are not counted:");
     for p in problems.iter().take(5) {
-        eprintln!("  {}: {}", sanitize::clean(&p.location), sanitize::line(&p.message, 200));
+        eprintln!(
+            "  {}: {}",
+            sanitize::clean(&p.location),
+            sanitize::line(&p.message, 200)
+        );
     }
     if count > 5 {
         eprintln!("  … and {} more", count - 5);

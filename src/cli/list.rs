@@ -82,9 +82,17 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
     for r in ids.iter().filter_map(|i| store.row(*i)) {
         t.row(vec![
             store.id(r).to_string(),
-            if r.at_ms == NO_TIME { "-".into() } else { format_age_ms(now - r.at_ms) },
+            if r.at_ms == NO_TIME {
+                "-".into()
+            } else {
+                format_age_ms(now - r.at_ms)
+            },
             store.key(r).to_string(),
-            if r.attempt > 0 { r.attempt.to_string() } else { "-".into() },
+            if r.attempt > 0 {
+                r.attempt.to_string()
+            } else {
+                "-".into()
+            },
             r.state.as_str().to_string(),
             store.sym(r.reason).to_string(),
             store.preview(r).to_string(),
@@ -96,7 +104,11 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
         "{} of {} letters shown{}",
         ids.len(),
         matched,
-        if matched < store.len() { format!(" ({} in the source)", store.len()) } else { String::new() }
+        if matched < store.len() {
+            format!(" ({} in the source)", store.len())
+        } else {
+            String::new()
+        }
     )?;
     out.flush()?;
     report_problems(&loaded.catalog);

@@ -40,13 +40,20 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
                     o.insert(d.json_key().into(), Value::String(label));
                 }
                 o.insert("count".into(), json!(g.count));
-                o.insert("share".into(), json!(round(g.count as f64 / idx.total().max(1) as f64, 4)));
+                o.insert(
+                    "share".into(),
+                    json!(round(g.count as f64 / idx.total().max(1) as f64, 4)),
+                );
                 o.insert("oldest".into(), json!(ts(g.oldest_ms)));
                 o.insert("newest".into(), json!(ts(g.newest_ms)));
                 o.insert("inflow_per_min".into(), json!(round(g.inflow_per_min(), 2)));
                 o.insert(
                     "event_types".into(),
-                    json!(g.event_types.iter().map(|s| store.sym(*s)).collect::<Vec<_>>()),
+                    json!(g
+                        .event_types
+                        .iter()
+                        .map(|s| store.sym(*s))
+                        .collect::<Vec<_>>()),
                 );
                 Value::Object(o)
             })
@@ -68,13 +75,25 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
     }
 
     let total_inflow: f64 = groups.iter().map(|(_, g)| g.inflow_per_min()).sum();
-    let oldest = groups.iter().map(|(_, g)| g.oldest_ms).filter(|&t| t != NO_TIME).min();
+    let oldest = groups
+        .iter()
+        .map(|(_, g)| g.oldest_ms)
+        .filter(|&t| t != NO_TIME)
+        .min();
     writeln!(
         out,
         "{} · {} letters{} · +{:.1}/min · oldest {}",
         crate::core::sanitize::clean(&loaded.info.label),
         store.len(),
-        if filter.is_empty() { String::new() } else { format!(" · {} match `{}`", idx.total(), crate::core::sanitize::clean(filter.source())) },
+        if filter.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " · {} match `{}`",
+                idx.total(),
+                crate::core::sanitize::clean(filter.source())
+            )
+        },
         total_inflow,
         oldest.map_or("-".into(), |o| format_age_ms(now - o)),
     )?;
@@ -90,9 +109,19 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         ("INFLOW 1h", false, 12),
         ("GROUP", false, 72),
     ]);
-    let age = |ms: i64| if ms == NO_TIME { "-".into() } else { format_age_ms(now - ms) };
+    let age = |ms: i64| {
+        if ms == NO_TIME {
+            "-".into()
+        } else {
+            format_age_ms(now - ms)
+        }
+    };
     for n in idx.tree(store) {
-        let label = if n.label.is_empty() { "(none)".to_string() } else { n.label.clone() };
+        let label = if n.label.is_empty() {
+            "(none)".to_string()
+        } else {
+            n.label.clone()
+        };
         t.row(vec![
             n.count.to_string(),
             format!("{:.1}%", 100.0 * n.count as f64 / idx.total().max(1) as f64),
@@ -106,7 +135,15 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
     writeln!(out, "grouped by {}", labels.join(" › "))?;
     write!(out, "{}", t.render())?;
     if groups.is_empty() {
-        writeln!(out, "(no letters{})", if filter.is_empty() { "" } else { " match the filter" })?;
+        writeln!(
+            out,
+            "(no letters{})",
+            if filter.is_empty() {
+                ""
+            } else {
+                " match the filter"
+            }
+        )?;
     }
     out.flush()?;
     report_problems(&loaded.catalog);
@@ -122,7 +159,13 @@ pub fn sparkline(values: &[u32]) -> String {
     }
     values
         .iter()
-        .map(|&v| if v == 0 { ' ' } else { BARS[((v as usize * 7) / max as usize).min(7)] })
+        .map(|&v| {
+            if v == 0 {
+                ' '
+            } else {
+                BARS[((v as usize * 7) / max as usize).min(7)]
+            }
+        })
         .collect()
 }
 

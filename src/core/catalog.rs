@@ -6,7 +6,7 @@ use crate::core::model::DeadLetter;
 use crate::core::store::{LetterStore, RowId};
 
 /// Length of the masked one-line preview kept per letter, in bytes.
-pub const PREVIEW_BYTES: usize = 60;
+pub const PREVIEW_BYTES: usize = 48;
 /// How much of a payload the preview looks at.
 const PREVIEW_INPUT: usize = 4096;
 /// How many unreadable records are kept for reporting (all are counted).
@@ -49,7 +49,12 @@ impl Catalog {
     /// Extract, mask a preview, index. Returns the row and the full letter.
     pub fn ingest(&mut self, raw: crate::core::model::RawLetter) -> (RowId, DeadLetter) {
         let dl = extract(raw, &self.mappings);
-        let preview = preview(&self.masker, &dl.raw.payload);
+        let focus = dl
+            .payload_span
+            .clone()
+            .and_then(|r| dl.raw.payload.get(r))
+            .unwrap_or(&dl.raw.payload);
+        let preview = preview(&self.masker, focus);
         let id = self.store.push(&dl, &preview);
         (id, dl)
     }
@@ -59,6 +64,11 @@ impl Catalog {
         if self.problems.len() < MAX_KEPT_PROBLEMS {
             self.problems.push(Problem { location, message });
         }
+    }
+
+    /// Release growth slack once a scan is complete.
+    pub fn shrink_to_fit(&mut self) {
+        self.store.shrink_to_fit();
     }
 
     /// The first problems (up to 100) and how many there were in all.

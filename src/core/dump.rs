@@ -167,7 +167,9 @@ pub fn header_from_json(v: &Value) -> Result<HeaderValue, String> {
 
 fn object_header(o: &Map<String, Value>) -> Result<HeaderValue, String> {
     if o.len() != 1 {
-        return Err("a header object must be exactly one of {\"b64\"}, {\"ts\"}, {\"table\"}".into());
+        return Err(
+            "a header object must be exactly one of {\"b64\"}, {\"ts\"}, {\"table\"}".into(),
+        );
     }
     match o.iter().next() {
         Some((k, Value::String(s))) if k == "b64" => B64
@@ -197,11 +199,18 @@ fn object_header(o: &Map<String, Value>) -> Result<HeaderValue, String> {
 
 /// Decode one dump line.
 pub fn from_line(line: &[u8]) -> Result<RawLetter, String> {
-    let d: DumpLine = serde_json::from_slice(line).map_err(|e| format!("not a dump record: {e}"))?;
+    let d: DumpLine =
+        serde_json::from_slice(line).map_err(|e| format!("not a dump record: {e}"))?;
     if d.v != 1 {
-        return Err(format!("unsupported dump version {} (this build reads version 1)", d.v));
+        return Err(format!(
+            "unsupported dump version {} (this build reads version 1)",
+            d.v
+        ));
     }
-    let bytes = |text: Option<String>, b64: Option<String>, what: &str| -> Result<Option<Vec<u8>>, String> {
+    let bytes = |text: Option<String>,
+                 b64: Option<String>,
+                 what: &str|
+     -> Result<Option<Vec<u8>>, String> {
         match (text, b64) {
             (Some(_), Some(_)) => Err(format!("both `{what}` and `{what}_b64` are set")),
             (Some(t), None) => Ok(Some(t.into_bytes())),
@@ -315,19 +324,27 @@ impl<R: BufRead> DumpReader<R> {
             if line.is_empty() {
                 continue;
             }
-            return Some(from_line(line).map(|r| (self.line_no, r)).map_err(|message| {
-                DumpError::BadLine {
-                    line: self.line_no,
-                    message,
-                }
-            }));
+            return Some(
+                from_line(line)
+                    .map(|r| (self.line_no, r))
+                    .map_err(|message| DumpError::BadLine {
+                        line: self.line_no,
+                        message,
+                    }),
+            );
         }
     }
 }
 
 fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &b[start..end]
 }
 
@@ -346,7 +363,10 @@ mod tests {
             key: Some(b"cus-8812".to_vec()),
             headers: vec![
                 Header::new("x-error", HeaderValue::text("SyntaxError: boom")),
-                Header::new("kafka_dlt-original-partition", HeaderValue::Bytes(vec![0, 0, 0, 3])),
+                Header::new(
+                    "kafka_dlt-original-partition",
+                    HeaderValue::Bytes(vec![0, 0, 0, 3]),
+                ),
                 Header::new("bin", HeaderValue::Bytes(vec![0xff, 0x00])),
                 Header::new(
                     "x-death",
@@ -386,8 +406,14 @@ mod tests {
         }
         assert_eq!(results.len(), 4);
         assert_eq!(results[0], Ok(1));
-        assert!(results[1].as_ref().is_err_and(|e| e.starts_with("line 3:")), "{results:?}");
-        assert!(results[2].as_ref().is_err_and(|e| e.starts_with("line 4:")), "{results:?}");
+        assert!(
+            results[1].as_ref().is_err_and(|e| e.starts_with("line 3:")),
+            "{results:?}"
+        );
+        assert!(
+            results[2].as_ref().is_err_and(|e| e.starts_with("line 4:")),
+            "{results:?}"
+        );
         assert_eq!(results[3], Ok(5));
     }
 

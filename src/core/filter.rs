@@ -26,7 +26,9 @@ impl fmt::Display for FilterError {
 impl std::error::Error for FilterError {}
 
 fn fail<T>(message: impl Into<String>) -> Result<T, FilterError> {
-    Err(FilterError { message: message.into() })
+    Err(FilterError {
+        message: message.into(),
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,14 +72,40 @@ impl SymField {
 #[derive(Debug, Clone)]
 enum Term {
     /// Text field against patterns; results cached per symbol (0 = unknown, 1 = yes, 2 = no).
-    Sym { field: SymField, negate: bool, patterns: Vec<String>, cache: Vec<u8> },
-    Key { negate: bool, patterns: Vec<String> },
-    Id { negate: bool, patterns: Vec<String> },
-    Age { op: Op, ms: i64 },
-    Attempt { op: Op, n: u32 },
-    Replays { op: Op, n: u32 },
-    State { negate: bool, states: Vec<TriageState> },
-    Body { negate: bool, kinds: Vec<BodyKind> },
+    Sym {
+        field: SymField,
+        negate: bool,
+        patterns: Vec<String>,
+        cache: Vec<u8>,
+    },
+    Key {
+        negate: bool,
+        patterns: Vec<String>,
+    },
+    Id {
+        negate: bool,
+        patterns: Vec<String>,
+    },
+    Age {
+        op: Op,
+        ms: i64,
+    },
+    Attempt {
+        op: Op,
+        n: u32,
+    },
+    Replays {
+        op: Op,
+        n: u32,
+    },
+    State {
+        negate: bool,
+        states: Vec<TriageState>,
+    },
+    Body {
+        negate: bool,
+        kinds: Vec<BodyKind>,
+    },
     Fuzzy(String),
 }
 
@@ -110,14 +138,22 @@ impl Filter {
         for tok in tokenize(expr)? {
             terms.push(parse_term(&tok)?);
         }
-        Ok(Filter { terms, source: expr.trim().to_string() })
+        Ok(Filter {
+            terms,
+            source: expr.trim().to_string(),
+        })
     }
 
     /// Does the letter match every term?
     pub fn matches(&mut self, store: &LetterStore, r: &Row, now_ms: i64) -> bool {
         for t in &mut self.terms {
             let ok = match t {
-                Term::Sym { field, negate, patterns, cache } => {
+                Term::Sym {
+                    field,
+                    negate,
+                    patterns,
+                    cache,
+                } => {
                     let sym = field.get(r) as usize;
                     if cache.len() <= sym {
                         cache.resize(store.syms.len().max(sym + 1), 0);
@@ -130,7 +166,9 @@ impl Filter {
                 }
                 Term::Key { negate, patterns } => any_glob(patterns, store.key(r)) != *negate,
                 Term::Id { negate, patterns } => any_glob(patterns, store.id(r)) != *negate,
-                Term::Age { op, ms } => r.at_ms != NO_TIME && compare(now_ms.saturating_sub(r.at_ms), *op, *ms),
+                Term::Age { op, ms } => {
+                    r.at_ms != NO_TIME && compare(now_ms.saturating_sub(r.at_ms), *op, *ms)
+                }
                 Term::Attempt { op, n } => compare(i64::from(r.attempt), *op, i64::from(*n)),
                 Term::Replays { op, n } => compare(i64::from(r.replay_count), *op, i64::from(*n)),
                 Term::State { negate, states } => states.contains(&r.state) != *negate,
@@ -195,7 +233,9 @@ fn tokenize(expr: &str) -> Result<Vec<String>, FilterError> {
 
 fn parse_term(tok: &str) -> Result<Term, FilterError> {
     // Find the operator after a field name made of letters/underscores.
-    let name_end = tok.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(tok.len());
+    let name_end = tok
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(tok.len());
     let rest = &tok[name_end..];
     let (op, value) = if let Some(v) = rest.strip_prefix("!=") {
         (Op::Ne, v)
@@ -217,7 +257,9 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
     };
     let name = &tok[..name_end];
     if name_end == 0 {
-        return fail(format!("`{tok}`: missing field name before the operator (fields: {FIELDS})"));
+        return fail(format!(
+            "`{tok}`: missing field name before the operator (fields: {FIELDS})"
+        ));
     }
     let alts: Vec<String> = value.split('|').map(str::to_string).collect();
     let negate = match op {
@@ -226,11 +268,18 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
         _ if matches!(name, "age" | "attempt" | "replays") => false,
         _ => {
             return fail(format!(
-                "`{tok}`: `{name}` compares with = or != only; <, > work on age, attempt and replays"
-            ))
+            "`{tok}`: `{name}` compares with = or != only; <, > work on age, attempt and replays"
+        ))
         }
     };
-    let sym = |field| Ok(Term::Sym { field, negate, patterns: alts.clone(), cache: Vec::new() });
+    let sym = |field| {
+        Ok(Term::Sym {
+            field,
+            negate,
+            patterns: alts.clone(),
+            cache: Vec::new(),
+        })
+    };
     match name {
         "reason" => sym(SymField::Reason),
         "version" => sym(SymField::Version),
@@ -240,21 +289,32 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
         "consumer" => sym(SymField::Consumer),
         "exception" => sym(SymField::Exception),
         "topic" | "queue" => sym(SymField::Container),
-        "key" => Ok(Term::Key { negate, patterns: alts }),
-        "id" => Ok(Term::Id { negate, patterns: alts }),
+        "key" => Ok(Term::Key {
+            negate,
+            patterns: alts,
+        }),
+        "id" => Ok(Term::Id {
+            negate,
+            patterns: alts,
+        }),
         "age" => {
             if matches!(op, Op::Eq | Op::Ne) {
                 return fail(format!("`{tok}`: age takes < or >, e.g. age>1h or age<15m"));
             }
-            let ms = parse_duration_ms(value)
-                .ok_or_else(|| FilterError { message: format!("`{tok}`: `{value}` is not a duration like 90s, 15m, 1h, 2d") })?;
+            let ms = parse_duration_ms(value).ok_or_else(|| FilterError {
+                message: format!("`{tok}`: `{value}` is not a duration like 90s, 15m, 1h, 2d"),
+            })?;
             Ok(Term::Age { op, ms })
         }
         "attempt" | "replays" => {
-            let n: u32 = value
-                .parse()
-                .map_err(|_| FilterError { message: format!("`{tok}`: `{value}` is not a whole number") })?;
-            Ok(if name == "attempt" { Term::Attempt { op, n } } else { Term::Replays { op, n } })
+            let n: u32 = value.parse().map_err(|_| FilterError {
+                message: format!("`{tok}`: `{value}` is not a whole number"),
+            })?;
+            Ok(if name == "attempt" {
+                Term::Attempt { op, n }
+            } else {
+                Term::Replays { op, n }
+            })
         }
         "state" => {
             let states = alts
@@ -276,12 +336,16 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
                     "text" => Ok(BodyKind::Text),
                     "binary" => Ok(BodyKind::Binary),
                     "empty" => Ok(BodyKind::Empty),
-                    _ => fail(format!("`{tok}`: unknown body kind `{s}` (json, broken-json, text, binary, empty)")),
+                    _ => fail(format!(
+                        "`{tok}`: unknown body kind `{s}` (json, broken-json, text, binary, empty)"
+                    )),
                 })
                 .collect::<Result<_, _>>()?;
             Ok(Term::Body { negate, kinds })
         }
-        _ => fail(format!("unknown filter field `{name}` in `{tok}` (fields: {FIELDS})")),
+        _ => fail(format!(
+            "unknown filter field `{name}` in `{tok}` (fields: {FIELDS})"
+        )),
     }
 }
 
@@ -325,25 +389,53 @@ pub fn fuzzy_match(needle: &str, hay: &str) -> Option<usize> {
     if needle.is_empty() {
         return Some(0);
     }
+    // Fast path without allocation for ASCII (ids, keys, reason codes, most previews).
+    if needle.is_ascii() && hay.is_ascii() {
+        return fuzzy_ascii(needle.as_bytes(), hay.as_bytes());
+    }
     let h = hay.to_lowercase();
     if h.contains(needle) {
         return Some(0);
     }
     let n: Vec<char> = needle.chars().collect();
+    let hc: Vec<char> = h.chars().collect();
+    subsequence_span(&n, &hc)
+}
+
+fn fuzzy_ascii(n: &[u8], h: &[u8]) -> Option<usize> {
+    if n.len() > h.len() {
+        return None;
+    }
+    let first = n[0];
+    let contains = h.windows(n.len()).any(|w| {
+        w[0].to_ascii_lowercase() == first
+            && w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b)
+    });
+    if contains {
+        return Some(0);
+    }
     if n.len() < 3 {
         return None;
     }
-    let hc: Vec<char> = h.chars().collect();
+    let lower: Vec<u8> = h.iter().map(u8::to_ascii_lowercase).collect();
+    subsequence_span(n, &lower)
+}
+
+/// Shortest window (≤ 2 × needle length) containing the needle as a subsequence.
+fn subsequence_span<T: PartialEq>(n: &[T], h: &[T]) -> Option<usize> {
+    if n.len() < 3 {
+        return None;
+    }
     let max_span = 2 * n.len();
     let mut best: Option<usize> = None;
-    for start in 0..hc.len() {
-        if hc[start] != n[0] {
+    for start in 0..h.len() {
+        if h[start] != n[0] {
             continue;
         }
         let mut k = 1;
         let mut j = start + 1;
-        while k < n.len() && j < hc.len() && j - start < max_span {
-            if hc[j] == n[k] {
+        while k < n.len() && j < h.len() && j - start < max_span {
+            if h[j] == n[k] {
                 k += 1;
             }
             j += 1;

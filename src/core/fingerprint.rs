@@ -28,7 +28,10 @@ pub fn split_exception(text: &str) -> (Option<&str>, &str) {
 /// `IllegalStateException`.
 pub fn short_type(t: &str) -> &str {
     let t = t.trim();
-    t.rsplit(['.', '$', '+']).next().filter(|s| !s.is_empty()).unwrap_or(t)
+    t.rsplit(['.', '$', '+'])
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or(t)
 }
 
 /// Fingerprint from an optional exception type and an optional message.
@@ -133,7 +136,9 @@ fn classify(t: &str) -> String {
     if digits == 0 {
         return t.to_string();
     }
-    if t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b',' | b'-' | b'+')) {
+    if t.bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b',' | b'-' | b'+'))
+    {
         return "<n>".into();
     }
     let hex_body = t.strip_prefix("0x").unwrap_or(t);
@@ -216,19 +221,33 @@ mod tests {
         );
         assert_eq!(
             fp.as_deref(),
-            Some("TaxProfileMissingException: No tax profile for customer <str> (id <uuid>) at <ts>")
+            Some(
+                "TaxProfileMissingException: No tax profile for customer <str> (id <uuid>) at <ts>"
+            )
         );
     }
 
     #[test]
     fn embedded_type_and_emails_and_hex() {
-        let fp = fingerprint(None, Some("SyntaxError: Unexpected token } in JSON at position 42"));
-        assert_eq!(fp.as_deref(), Some("SyntaxError: Unexpected token } in JSON at position <n>"));
-        let fp = fingerprint(None, Some("user jane.doe@example.com has no account deadbeef00ff"));
+        let fp = fingerprint(
+            None,
+            Some("SyntaxError: Unexpected token } in JSON at position 42"),
+        );
+        assert_eq!(
+            fp.as_deref(),
+            Some("SyntaxError: Unexpected token } in JSON at position <n>")
+        );
+        let fp = fingerprint(
+            None,
+            Some("user jane.doe@example.com has no account deadbeef00ff"),
+        );
         assert_eq!(fp.as_deref(), Some("user <email> has no account <hex>"));
         let fp = fingerprint(None, Some("customer cus-8812 blocked"));
         assert_eq!(fp.as_deref(), Some("customer cus-<n> blocked"));
-        assert_eq!(normalize("acc-7 and acc-42 in INV-2026-001"), "acc-<n> and acc-<n> in INV-<n>-<n>");
+        assert_eq!(
+            normalize("acc-7 and acc-42 in INV-2026-001"),
+            "acc-<n> and acc-<n> in INV-<n>-<n>"
+        );
         assert_eq!(normalize("utf8 Int32 user12345"), "utf8 Int32 user<n>");
     }
 

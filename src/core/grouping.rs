@@ -90,7 +90,10 @@ impl Dim {
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let d = Dim::parse(part).ok_or_else(|| {
                 let known: Vec<_> = Dim::ALL.iter().map(|d| d.name()).collect();
-                format!("unknown group dimension `{part}` (known: {})", known.join(", "))
+                format!(
+                    "unknown group dimension `{part}` (known: {})",
+                    known.join(", ")
+                )
             })?;
             if dims.contains(&d) {
                 return Err(format!("group dimension `{part}` is listed twice"));
@@ -220,7 +223,12 @@ impl GroupIndex {
     }
 
     /// Index every row of the store that passes the filter.
-    pub fn build(store: &LetterStore, dims: &[Dim], now_ms: i64, mut filter: Option<&mut Filter>) -> Self {
+    pub fn build(
+        store: &LetterStore,
+        dims: &[Dim],
+        now_ms: i64,
+        mut filter: Option<&mut Filter>,
+    ) -> Self {
         let mut idx = GroupIndex::new(dims, now_ms);
         for (i, r) in store.rows().iter().enumerate() {
             if let Some(f) = filter.as_deref_mut() {
@@ -254,7 +262,10 @@ impl GroupIndex {
     }
 
     pub fn key_of(&self, r: &Row) -> GroupKey {
-        let mut k = GroupKey { vals: [0; MAX_DIMS], len: self.dims.len() as u8 };
+        let mut k = GroupKey {
+            vals: [0; MAX_DIMS],
+            len: self.dims.len() as u8,
+        };
         for (slot, d) in k.vals.iter_mut().zip(&self.dims) {
             *slot = d.value(r, self.now_ms);
         }
@@ -282,7 +293,10 @@ impl GroupIndex {
                 g.spark[bucket] += 1;
             }
         }
-        if r.event != 0 && g.event_types.len() < MAX_EVENT_TYPES && !g.event_types.contains(&r.event) {
+        if r.event != 0
+            && g.event_types.len() < MAX_EVENT_TYPES
+            && !g.event_types.contains(&r.event)
+        {
             g.event_types.push(r.event);
         }
         self.total += 1;
@@ -294,7 +308,8 @@ impl GroupIndex {
 
     /// Groups, largest first; ties broken by label so output is stable.
     pub fn sorted(&self, store: &LetterStore) -> Vec<(GroupKey, &GroupStats)> {
-        let mut v: Vec<(GroupKey, &GroupStats)> = self.groups.iter().map(|(k, g)| (*k, g)).collect();
+        let mut v: Vec<(GroupKey, &GroupStats)> =
+            self.groups.iter().map(|(k, g)| (*k, g)).collect();
         v.sort_by(|a, b| {
             b.1.count
                 .cmp(&a.1.count)
@@ -474,7 +489,10 @@ mod tests {
         assert_eq!(live.total(), rebuilt.total());
         for (k, g) in rebuilt.sorted(&store) {
             let l = live.get(&k).expect("same groups");
-            assert_eq!((l.count, l.oldest_ms, l.last_hour), (g.count, g.oldest_ms, g.last_hour));
+            assert_eq!(
+                (l.count, l.oldest_ms, l.last_hour),
+                (g.count, g.oldest_ms, g.last_hour)
+            );
         }
     }
 
@@ -492,7 +510,11 @@ mod tests {
             store.push(&extract(letter(reason, version, now - age), &[]), "");
         }
         let idx = GroupIndex::build(&store, &DEFAULT_DIMS, now, None);
-        let lines: Vec<(usize, String, u64)> = idx.tree(&store).into_iter().map(|n| (n.depth, n.label, n.count)).collect();
+        let lines: Vec<(usize, String, u64)> = idx
+            .tree(&store)
+            .into_iter()
+            .map(|n| (n.depth, n.label, n.count))
+            .collect();
         assert_eq!(
             lines,
             vec![
@@ -511,7 +533,10 @@ mod tests {
 
     #[test]
     fn parse_dims() {
-        assert_eq!(Dim::parse_list("reason, version,age"), Ok(DEFAULT_DIMS.to_vec()));
+        assert_eq!(
+            Dim::parse_list("reason, version,age"),
+            Ok(DEFAULT_DIMS.to_vec())
+        );
         assert!(Dim::parse_list("reason,colour").is_err_and(|e| e.contains("colour")));
         assert!(Dim::parse_list("reason,reason").is_err());
         assert!(Dim::parse_list("").is_err());

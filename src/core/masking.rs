@@ -222,6 +222,9 @@ impl Masker {
 
     /// The class a field name is sensitive as, if any.
     pub fn field_class(&self, name: &str) -> Option<Class> {
+        if name.len() > 64 {
+            return None; // not a field name
+        }
         let n = normalize_name(name);
         if n.is_empty() || self.allow.contains(&n) {
             return None;
@@ -268,9 +271,7 @@ impl Masker {
         while i < b.len() {
             let boundary = i == 0 || !is_word_byte(b[i - 1]);
             if boundary {
-                if let Some((end, rep)) = self
-                    .detect_pair(s, i)
-                    .or_else(|| self.detect_value(s, i))
+                if let Some((end, rep)) = self.detect_pair(s, i).or_else(|| self.detect_value(s, i))
                 {
                     out.push_str(&s[last..i]);
                     out.push_str(&rep);
@@ -302,7 +303,7 @@ impl Masker {
         if j == i {
             return None;
         }
-        let class = self.field_class(&s[i..j])?;
+        // Cheap structural check first: only `name=`/`name:` can be a pair.
         let mut k = j;
         if k < b.len() && matches!(b[k], b'"' | b'\'') {
             k += 1;
@@ -313,6 +314,7 @@ impl Masker {
         if k >= b.len() || !matches!(b[k], b'=' | b':') {
             return None;
         }
+        let class = self.field_class(&s[i..j])?;
         k += 1;
         while k < b.len() && b[k] == b' ' {
             k += 1;
@@ -331,7 +333,9 @@ impl Masker {
         } else {
             let mut e = k;
             // Authorization values have a scheme and a credential: take both.
-            let stop = |c: u8| c.is_ascii_whitespace() || matches!(c, b'&' | b',' | b';' | b'}' | b']' | b')');
+            let stop = |c: u8| {
+                c.is_ascii_whitespace() || matches!(c, b'&' | b',' | b';' | b'}' | b']' | b')')
+            };
             while e < b.len() && !stop(b[e]) {
                 e += 1;
             }
@@ -350,7 +354,10 @@ impl Masker {
             return None;
         }
         let value = &s[vstart..vend];
-        Some((next, format!("{}{}", &s[i..vstart], self.mask_value(class, value))))
+        Some((
+            next,
+            format!("{}{}", &s[i..vstart], self.mask_value(class, value)),
+        ))
     }
 
     /// A detectable value starting at byte `i` (a word boundary).
@@ -359,16 +366,27 @@ impl Masker {
         let c = b[i];
         if c.eq_ignore_ascii_case(&b'b') {
             for scheme in ["bearer ", "basic "] {
-                if s.len() >= i + scheme.len() && s[i..].is_char_boundary(scheme.len())
+                if s.len() >= i + scheme.len()
+                    && s[i..].is_char_boundary(scheme.len())
                     && s[i..i + scheme.len()].eq_ignore_ascii_case(scheme)
                 {
                     let start = i + scheme.len();
                     let mut e = start;
-                    while e < b.len() && (b[e].is_ascii_alphanumeric() || matches!(b[e], b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')) {
+                    while e < b.len()
+                        && (b[e].is_ascii_alphanumeric()
+                            || matches!(b[e], b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-'))
+                    {
                         e += 1;
                     }
                     if e - start >= 8 {
-                        return Some((e, format!("{}{}", &s[i..start], self.mask_value(Class::Secret, &s[start..e]))));
+                        return Some((
+                            e,
+                            format!(
+                                "{}{}",
+                                &s[i..start],
+                                self.mask_value(Class::Secret, &s[start..e])
+                            ),
+                        ));
                     }
                 }
             }
@@ -408,14 +426,27 @@ impl Masker {
 
     /// Mask a JSON document. `max_out` bounds the output (a preview stops early and
     /// the flag says so). Errors when the input is not JSON.
-    pub fn mask_json(&self, input: &[u8], layout: Layout, max_out: usize) -> Result<(String, bool), String> {
-        JsonMasker { m: self, layout, max_out }.run(input)
+    pub fn mask_json(
+        &self,
+        input: &[u8],
+        layout: Layout,
+        max_out: usize,
+    ) -> Result<(String, bool), String> {
+        JsonMasker {
+            m: self,
+            layout,
+            max_out,
+        }
+        .run(input)
     }
 
     /// Mask a payload whatever it is; JSON structurally, text by detectors, binary not
     /// shown. Returns the masked text and whether it was cut at `max_out`.
     pub fn mask_payload(&self, payload: &[u8], layout: Layout, max_out: usize) -> (String, bool) {
-        let looks_json = matches!(payload.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{') | Some(b'['));
+        let looks_json = matches!(
+            payload.iter().find(|b| !b.is_ascii_whitespace()),
+            Some(b'{') | Some(b'[')
+        );
         if looks_json {
             if let Ok(r) = self.mask_json(payload, layout, max_out) {
                 return r;
@@ -440,7 +471,10 @@ pub fn render_header(v: &HeaderValue) -> String {
     match v {
         HeaderValue::Null => "null".into(),
         HeaderValue::Table(fields) => {
-            let inner: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={}", render_header(v))).collect();
+            let inner: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| format!("{k}={}", render_header(v)))
+                .collect();
             format!("{{{}}}", inner.join(", "))
         }
         HeaderValue::Array(items) => {
@@ -477,7 +511,11 @@ fn hint(class: Class, v: &str) -> String {
         Class::Email => match v.split_once('@') {
             Some((user, domain)) => {
                 let (host, tld) = domain.rsplit_once('.').unwrap_or((domain, ""));
-                let tld = if tld.is_empty() { String::new() } else { format!(".{tld}") };
+                let tld = if tld.is_empty() {
+                    String::new()
+                } else {
+                    format!(".{tld}")
+                };
                 format!("{}***@{}***{}", first(user), first(host), tld)
             }
             None => "***".into(),
@@ -485,10 +523,16 @@ fn hint(class: Class, v: &str) -> String {
         Class::Card if digits.len() >= 12 => format!("**** {}", last_digits(4)),
         Class::Iban if v.len() > 8 => {
             let compact: String = v.chars().filter(|c| !c.is_whitespace()).collect();
-            format!("{}** **** {}", &compact[..2.min(compact.len())], &compact[compact.len().saturating_sub(4)..])
+            format!(
+                "{}** **** {}",
+                &compact[..2.min(compact.len())],
+                &compact[compact.len().saturating_sub(4)..]
+            )
         }
         Class::Phone if digits.len() >= 6 => format!("***{}", last_digits(2)),
-        Class::Digits if digits.len() >= 12 => format!("{}{}", stars(digits.len() - 4), last_digits(4)),
+        Class::Digits if digits.len() >= 12 => {
+            format!("{}{}", stars(digits.len() - 4), last_digits(4))
+        }
         Class::Name => v
             .split_whitespace()
             .map(|w| format!("{}***", first(w)))
@@ -513,7 +557,8 @@ fn jwt_end(b: &[u8], i: usize) -> Option<usize> {
 }
 
 fn email_end(b: &[u8], i: usize) -> Option<usize> {
-    let is_local = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
+    let is_local =
+        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
     let mut e = i;
     while e < b.len() && is_local(b[e]) {
         e += 1;
@@ -530,10 +575,9 @@ fn email_end(b: &[u8], i: usize) -> Option<usize> {
         d -= 1;
     }
     let domain = &b[dstart..d];
-    let tld_ok = domain
-        .iter()
-        .rposition(|&c| c == b'.')
-        .is_some_and(|p| p > 0 && domain.len() - p > 2 && domain[p + 1..].iter().all(u8::is_ascii_alphabetic));
+    let tld_ok = domain.iter().rposition(|&c| c == b'.').is_some_and(|p| {
+        p > 0 && domain.len() - p > 2 && domain[p + 1..].iter().all(u8::is_ascii_alphabetic)
+    });
     tld_ok.then_some(d)
 }
 
@@ -568,7 +612,9 @@ fn digits_end(b: &[u8], i: usize) -> Option<(usize, Class)> {
         return None;
     }
     if phone {
-        return (8..=15).contains(&digits.len()).then_some((last_digit_end, Class::Phone));
+        return (8..=15)
+            .contains(&digits.len())
+            .then_some((last_digit_end, Class::Phone));
     }
     if (13..=19).contains(&digits.len()) && luhn(&digits) {
         return Some((last_digit_end, Class::Card));
@@ -593,7 +639,11 @@ fn luhn(digits: &[u8]) -> bool {
             let d = u32::from(d);
             if k % 2 == 1 {
                 let x = d * 2;
-                if x > 9 { x - 9 } else { x }
+                if x > 9 {
+                    x - 9
+                } else {
+                    x
+                }
             } else {
                 d
             }
@@ -605,7 +655,11 @@ fn luhn(digits: &[u8]) -> bool {
 /// IBAN: 2 letters, 2 digits, then alphanumerics (groups of 4 may be space-separated);
 /// accepted only with a valid mod-97 checksum. Tries the longest candidate first.
 fn iban_end(b: &[u8], i: usize) -> Option<usize> {
-    if b.len() < i + 15 || !b[i + 1].is_ascii_uppercase() || !b[i + 2].is_ascii_digit() || !b[i + 3].is_ascii_digit() {
+    if b.len() < i + 15
+        || !b[i + 1].is_ascii_uppercase()
+        || !b[i + 2].is_ascii_digit()
+        || !b[i + 3].is_ascii_digit()
+    {
         return None;
     }
     let mut chars = Vec::with_capacity(34);
@@ -634,8 +688,16 @@ fn iban_valid(chars: &[u8]) -> bool {
     let rearranged = chars[4..].iter().chain(&chars[..4]);
     let mut rem: u32 = 0;
     for &c in rearranged {
-        let v = if c.is_ascii_digit() { u32::from(c - b'0') } else { u32::from(c - b'A') + 10 };
-        rem = if v >= 10 { (rem * 100 + v) % 97 } else { (rem * 10 + v) % 97 };
+        let v = if c.is_ascii_digit() {
+            u32::from(c - b'0')
+        } else {
+            u32::from(c - b'A') + 10
+        };
+        rem = if v >= 10 {
+            (rem * 100 + v) % 97
+        } else {
+            (rem * 10 + v) % 97
+        };
     }
     rem == 1
 }
@@ -701,7 +763,11 @@ impl JsonMasker<'_> {
                     }
                     (Expect::CommaOrEnd, b',') => {
                         out.push(',');
-                        top.expect = if top.is_object { Expect::Key } else { Expect::Value };
+                        top.expect = if top.is_object {
+                            Expect::Key
+                        } else {
+                            Expect::Value
+                        };
                         i += 1;
                         self.newline(&mut out, depth);
                         continue;
@@ -726,8 +792,14 @@ impl JsonMasker<'_> {
                         i = end;
                         continue;
                     }
-                    (Expect::FirstOrEnd | Expect::Value, _) if !top.is_object || top.expect == Expect::Value => {
-                        class = if top.is_object { top.pending.take() } else { top.inherited };
+                    (Expect::FirstOrEnd | Expect::Value, _)
+                        if !top.is_object || top.expect == Expect::Value =>
+                    {
+                        class = if top.is_object {
+                            top.pending.take()
+                        } else {
+                            top.inherited
+                        };
                         top.expect = Expect::CommaOrEnd;
                     }
                     _ => return err(i, "unexpected character"),
@@ -767,12 +839,15 @@ impl JsonMasker<'_> {
                         return err(i, "bad token");
                     };
                     let valid = matches!(tok, "true" | "false" | "null")
-                        || (!tok.is_empty() && serde_json::from_str::<serde_json::Number>(tok).is_ok());
+                        || (!tok.is_empty()
+                            && serde_json::from_str::<serde_json::Number>(tok).is_ok());
                     if !valid {
                         return err(i, "bad literal");
                     }
                     match class {
-                        Some(cl) if tok != "null" => push_json_string(&mut out, &self.m.mask_value(cl, tok)),
+                        Some(cl) if tok != "null" => {
+                            push_json_string(&mut out, &self.m.mask_value(cl, tok))
+                        }
                         _ => {
                             // Card numbers and long ids stored as JSON numbers.
                             let masked = self.m.mask_text(tok);

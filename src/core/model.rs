@@ -105,9 +105,9 @@ impl HeaderValue {
             HeaderValue::Float(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Some(*x as i64),
             HeaderValue::Bytes(b) => {
                 let ascii_num = !b.is_empty()
-                    && b.iter().enumerate().all(|(i, c)| {
-                        c.is_ascii_digit() || (i == 0 && *c == b'-' && b.len() > 1)
-                    });
+                    && b.iter()
+                        .enumerate()
+                        .all(|(i, c)| c.is_ascii_digit() || (i == 0 && *c == b'-' && b.len() > 1));
                 if ascii_num {
                     std::str::from_utf8(b).ok()?.parse().ok()
                 } else {
@@ -442,6 +442,9 @@ pub struct DeadLetter {
     pub event: EventMeta,
     /// How many times dlq-triage replayed it before (`x-dlq-replay-count`).
     pub replay_count: u32,
+    /// Where the business payload sits inside a JSON envelope (`payload`/`data`), so
+    /// previews show the data rather than envelope metadata shown elsewhere.
+    pub payload_span: Option<std::ops::Range<usize>>,
 }
 
 impl DeadLetter {

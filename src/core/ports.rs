@@ -20,9 +20,15 @@ pub enum SourceError {
 pub enum ScanEvent {
     Letter(RawLetter),
     /// A record that could not be decoded, with where it was; the scan goes on.
-    Problem { location: String, message: String },
+    Problem {
+        location: String,
+        message: String,
+    },
     /// Progress estimate; `total` is a guess (watermarks, file size).
-    Progress { done: u64, total: Option<u64> },
+    Progress {
+        done: u64,
+        total: Option<u64>,
+    },
 }
 
 /// What browsing does to the broker, stated in every front end (DESIGN §11).
@@ -38,5 +44,8 @@ pub trait DlqSource {
 
     /// Stream every letter to `sink` until the initial scan is complete (or the sink
     /// breaks). Problems with single records are reported as events, not errors.
-    fn scan(&mut self, sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>) -> Result<(), SourceError>;
+    fn scan(
+        &mut self,
+        sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<(), SourceError>;
 }

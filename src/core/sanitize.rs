@@ -21,10 +21,7 @@ pub enum Mode {
 /// Is this character one that must never reach a terminal raw?
 pub fn is_unsafe_char(c: char) -> bool {
     let u = c as u32;
-    u < 0x20
-        || u == 0x7f
-        || (0x80..=0x9f).contains(&u)
-        || is_format_char(c)
+    u < 0x20 || u == 0x7f || (0x80..=0x9f).contains(&u) || is_format_char(c)
 }
 
 /// Bidi controls, zero-width and other invisible format characters (Unicode Cf that
@@ -143,7 +140,10 @@ mod tests {
 
     #[test]
     fn invalid_utf8_becomes_hex() {
-        assert_eq!(sanitize_bytes(b"ok\xff\xfe!", Mode::Line, 100), "ok\\xff\\xfe!");
+        assert_eq!(
+            sanitize_bytes(b"ok\xff\xfe!", Mode::Line, 100),
+            "ok\\xff\\xfe!"
+        );
     }
 
     #[test]

@@ -53,7 +53,9 @@ impl SourceRef {
             if rest.is_empty() {
                 return Err("file:// needs a path, e.g. file://dump.ndjson".into());
             }
-            return Ok(SourceRef::File { path: PathBuf::from(rest) });
+            return Ok(SourceRef::File {
+                path: PathBuf::from(rest),
+            });
         }
         if s.contains("://") {
             return Err(format!(
@@ -62,7 +64,9 @@ impl SourceRef {
             ));
         }
         if s.ends_with(".ndjson") || s.ends_with(".jsonl") {
-            return Ok(SourceRef::File { path: PathBuf::from(s) });
+            return Ok(SourceRef::File {
+                path: PathBuf::from(s),
+            });
         }
         Err(format!(
             "`{}` is not a source: use kafka://host:9092/topic, amqp://user:pass@host:5672/vhost?queue=q, a .ndjson dump, or demo (or a named source from config.toml)",
@@ -75,8 +79,16 @@ fn parse_kafka(rest: &str) -> Result<SourceRef, String> {
     let (hosts, topics) = rest
         .split_once('/')
         .ok_or("kafka:// needs topics: kafka://host:9092/topic[,topic2]")?;
-    let brokers: Vec<String> = hosts.split(',').filter(|h| !h.is_empty()).map(str::to_string).collect();
-    let topics: Vec<String> = topics.split(',').filter(|t| !t.is_empty()).map(str::to_string).collect();
+    let brokers: Vec<String> = hosts
+        .split(',')
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .collect();
+    let topics: Vec<String> = topics
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect();
     if brokers.is_empty() {
         return Err("kafka:// needs at least one host:port".into());
     }
@@ -92,7 +104,9 @@ fn pct_decode(s: &str) -> Result<String, String> {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' {
-            let hex = s.get(i + 1..i + 3).ok_or_else(|| format!("bad %-escape in `{s}`"))?;
+            let hex = s
+                .get(i + 1..i + 3)
+                .ok_or_else(|| format!("bad %-escape in `{s}`"))?;
             out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("bad %-escape in `{s}`"))?);
             i += 3;
         } else {
@@ -119,13 +133,21 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, String> {
         None => ("guest".to_string(), "guest".to_string()),
     };
     let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) => (h.to_string(), p.parse::<u16>().map_err(|_| format!("bad port `{p}` in {usage}"))?),
+        Some((h, p)) => (
+            h.to_string(),
+            p.parse::<u16>()
+                .map_err(|_| format!("bad port `{p}` in {usage}"))?,
+        ),
         None => (hostport.to_string(), if tls { 5671 } else { 5672 }),
     };
     if host.is_empty() {
         return Err(format!("amqp source needs a host: {usage}"));
     }
-    let vhost = if path.is_empty() { "/".to_string() } else { pct_decode(path)? };
+    let vhost = if path.is_empty() {
+        "/".to_string()
+    } else {
+        pct_decode(path)?
+    };
     let mut queues = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
@@ -140,18 +162,44 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, String> {
     if queues.is_empty() {
         return Err(format!("amqp source needs ?queue=NAME: {usage}"));
     }
-    Ok(SourceRef::Amqp { tls, user, password, host, port, vhost, queues })
+    Ok(SourceRef::Amqp {
+        tls,
+        user,
+        password,
+        host,
+        port,
+        vhost,
+        queues,
+    })
 }
 
 /// Display never shows the password.
 impl fmt::Display for SourceRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SourceRef::Kafka { brokers, topics } => write!(f, "kafka://{}/{}", brokers.join(","), topics.join(",")),
-            SourceRef::Amqp { tls, user, host, port, vhost, queues, .. } => {
+            SourceRef::Kafka { brokers, topics } => {
+                write!(f, "kafka://{}/{}", brokers.join(","), topics.join(","))
+            }
+            SourceRef::Amqp {
+                tls,
+                user,
+                host,
+                port,
+                vhost,
+                queues,
+                ..
+            } => {
                 let scheme = if *tls { "amqps" } else { "amqp" };
-                let vh = if vhost == "/" { "%2f".to_string() } else { vhost.clone() };
-                write!(f, "{scheme}://{user}:***@{host}:{port}/{vh}?queue={}", queues.join(","))
+                let vh = if vhost == "/" {
+                    "%2f".to_string()
+                } else {
+                    vhost.clone()
+                };
+                write!(
+                    f,
+                    "{scheme}://{user}:***@{host}:{port}/{vh}?queue={}",
+                    queues.join(",")
+                )
             }
             SourceRef::File { path } => write!(f, "file://{}", path.display()),
             SourceRef::Demo => f.write_str("demo"),
@@ -192,9 +240,26 @@ mod tests {
             }
         );
         assert!(!a.to_string().contains("p@ss"), "{a}");
-        assert!(matches!(SourceRef::parse("amqps://h/v?queue=q"), Ok(SourceRef::Amqp { tls: true, port: 5671, .. })));
-        assert_eq!(SourceRef::parse("x.ndjson"), Ok(SourceRef::File { path: "x.ndjson".into() }));
-        assert_eq!(SourceRef::parse("file://d/x.txt"), Ok(SourceRef::File { path: "d/x.txt".into() }));
+        assert!(matches!(
+            SourceRef::parse("amqps://h/v?queue=q"),
+            Ok(SourceRef::Amqp {
+                tls: true,
+                port: 5671,
+                ..
+            })
+        ));
+        assert_eq!(
+            SourceRef::parse("x.ndjson"),
+            Ok(SourceRef::File {
+                path: "x.ndjson".into()
+            })
+        );
+        assert_eq!(
+            SourceRef::parse("file://d/x.txt"),
+            Ok(SourceRef::File {
+                path: "d/x.txt".into()
+            })
+        );
         assert_eq!(SourceRef::parse("demo"), Ok(SourceRef::Demo));
     }
 

@@ -54,7 +54,10 @@ impl Interner {
 
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.names.iter().map(|s| 2 * s.len() + 2 * 16 + 8).sum::<usize>()
+        self.names
+            .iter()
+            .map(|s| 2 * s.len() + 2 * 16 + 8)
+            .sum::<usize>()
             + self.map.capacity() * (16 + 4 + 1)
     }
 }
@@ -142,7 +145,6 @@ impl LetterStore {
     pub fn rows(&self) -> &[Row] {
         &self.rows
     }
-
 }
 
 /// The value of an optional extracted text field, or "".
@@ -159,7 +161,11 @@ impl LetterStore {
         let version = self.syms.intern(text(&f.consumer_version));
         let event = self.syms.intern(text(&e.event_type));
         let schema = self.syms.intern(text(&e.schema_version));
-        let origin_label = f.origin.as_ref().map(|o| o.value.label()).unwrap_or_default();
+        let origin_label = f
+            .origin
+            .as_ref()
+            .map(|o| o.value.label())
+            .unwrap_or_default();
         let origin = self.syms.intern(&origin_label);
         let consumer = self.syms.intern(text(&f.consumer));
         let exception_short = f
@@ -168,14 +174,30 @@ impl LetterStore {
             .map_or("", |t| crate::core::fingerprint::short_type(&t.value));
         let exception = self.syms.intern(exception_short);
         let (container, partition, offset) = match &dl.raw.coords {
-            Some(Coords::Kafka { topic, partition, offset }) => (self.syms.intern(topic), *partition, *offset),
-            Some(Coords::Amqp { queue, position, stream_offset, .. }) => {
-                (self.syms.intern(queue), -1, stream_offset.unwrap_or(*position as i64))
-            }
+            Some(Coords::Kafka {
+                topic,
+                partition,
+                offset,
+            }) => (self.syms.intern(topic), *partition, *offset),
+            Some(Coords::Amqp {
+                queue,
+                position,
+                stream_offset,
+                ..
+            }) => (
+                self.syms.intern(queue),
+                -1,
+                stream_offset.unwrap_or(*position as i64),
+            ),
             None => (0, -1, -1),
         };
         let id = capped(&dl.id.value.0, MAX_TEXT);
-        let key_lossy = dl.raw.key.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+        let key_lossy = dl
+            .raw
+            .key
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
         let key = capped(&key_lossy, MAX_TEXT);
         let preview = capped(masked_preview, u16::MAX as usize);
         let text_at = self.arena.len() as u64;
@@ -183,7 +205,10 @@ impl LetterStore {
         self.arena.extend_from_slice(key.as_bytes());
         self.arena.extend_from_slice(preview.as_bytes());
         let row = Row {
-            at_ms: dl.dead_lettered_at.as_ref().map_or(NO_TIME, |t| t.value.timestamp_millis()),
+            at_ms: dl
+                .dead_lettered_at
+                .as_ref()
+                .map_or(NO_TIME, |t| t.value.timestamp_millis()),
             reason,
             version,
             event,
@@ -198,7 +223,10 @@ impl LetterStore {
             id_len: id.len() as u16,
             key_len: key.len() as u16,
             preview_len: preview.len() as u16,
-            attempt: f.attempt.as_ref().map_or(0, |a| a.value.min(u16::MAX as u32) as u16),
+            attempt: f
+                .attempt
+                .as_ref()
+                .map_or(0, |a| a.value.min(u16::MAX as u32) as u16),
             replay_count: dl.replay_count.min(255) as u8,
             state: TriageState::Open,
             body: dl.body,
@@ -209,7 +237,10 @@ impl LetterStore {
 
     fn slice(&self, at: u64, len: u16) -> &str {
         let start = at as usize;
-        let bytes = self.arena.get(start..start + len as usize).unwrap_or_default();
+        let bytes = self
+            .arena
+            .get(start..start + len as usize)
+            .unwrap_or_default();
         // Written from &str slices cut on char boundaries: always valid UTF-8.
         std::str::from_utf8(bytes).unwrap_or("")
     }
@@ -223,7 +254,10 @@ impl LetterStore {
     }
 
     pub fn preview(&self, r: &Row) -> &str {
-        self.slice(r.text_at + u64::from(r.id_len) + u64::from(r.key_len), r.preview_len)
+        self.slice(
+            r.text_at + u64::from(r.id_len) + u64::from(r.key_len),
+            r.preview_len,
+        )
     }
 
     pub fn sym(&self, s: Sym) -> &str {
@@ -240,6 +274,12 @@ impl LetterStore {
         } else {
             format!("{c}#{}", r.offset)
         }
+    }
+
+    /// Release growth slack (Vec doubling) once the initial scan is complete.
+    pub fn shrink_to_fit(&mut self) {
+        self.rows.shrink_to_fit();
+        self.arena.shrink_to_fit();
     }
 
     pub fn set_state(&mut self, id: RowId, state: TriageState) {
@@ -263,7 +303,9 @@ impl LetterStore {
 
     /// Heap bytes held for letter metadata (rows, arena, interner), for the memory budget.
     pub fn heap_bytes(&self) -> usize {
-        self.rows.capacity() * std::mem::size_of::<Row>() + self.arena.capacity() + self.syms.heap_bytes()
+        self.rows.capacity() * std::mem::size_of::<Row>()
+            + self.arena.capacity()
+            + self.syms.heap_bytes()
     }
 }
 
@@ -273,7 +315,11 @@ mod tests {
 
     #[test]
     fn row_stays_small() {
-        assert!(std::mem::size_of::<Row>() <= 80, "{}", std::mem::size_of::<Row>());
+        assert!(
+            std::mem::size_of::<Row>() <= 80,
+            "{}",
+            std::mem::size_of::<Row>()
+        );
     }
 
     #[test]

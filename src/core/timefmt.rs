@@ -21,7 +21,9 @@ pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
     let ns = s.strip_suffix(" Z").unwrap_or(s);
     if let Some((head, frac)) = ns.rsplit_once(':') {
         if head.len() == 19 && frac.bytes().all(|b| b.is_ascii_digit()) {
-            if let Ok(t) = NaiveDateTime::parse_from_str(&format!("{head}.{frac}"), "%Y-%m-%d %H:%M:%S%.f") {
+            if let Ok(t) =
+                NaiveDateTime::parse_from_str(&format!("{head}.{frac}"), "%Y-%m-%d %H:%M:%S%.f")
+            {
                 return Some(Utc.from_utc_datetime(&t));
             }
         }
@@ -87,11 +89,19 @@ pub fn format_age_ms(ms: i64) -> String {
         60..=3599 => format!("{}m", s / 60),
         3600..=86_399 => {
             let (h, m) = (s / 3600, (s % 3600) / 60);
-            if m == 0 { format!("{h}h") } else { format!("{h}h{m}m") }
+            if m == 0 {
+                format!("{h}h")
+            } else {
+                format!("{h}h{m}m")
+            }
         }
         _ => {
             let (d, h) = (s / 86_400, (s % 86_400) / 3600);
-            if h == 0 { format!("{d}d") } else { format!("{d}d{h}h") }
+            if h == 0 {
+                format!("{d}d")
+            } else {
+                format!("{d}d{h}h")
+            }
         }
     }
 }
@@ -140,7 +150,10 @@ impl AgeBucket {
     }
 
     pub fn from_index(i: u32) -> Self {
-        Self::ALL.get(i as usize).copied().unwrap_or(AgeBucket::Unknown)
+        Self::ALL
+            .get(i as usize)
+            .copied()
+            .unwrap_or(AgeBucket::Unknown)
     }
 }
 
@@ -150,13 +163,19 @@ mod tests {
 
     #[test]
     fn parses_convention_timestamps() {
-        let want = Utc.with_ymd_and_hms(2026, 9, 21, 10, 4, 31).single().expect("valid");
+        let want = Utc
+            .with_ymd_and_hms(2026, 9, 21, 10, 4, 31)
+            .single()
+            .expect("valid");
         assert_eq!(parse_timestamp("2026-09-21T10:04:31Z"), Some(want));
         assert_eq!(parse_timestamp("2026-09-21T12:04:31+02:00"), Some(want));
         assert_eq!(parse_timestamp("2026-09-21 10:04:31:000000 Z"), Some(want));
         assert_eq!(parse_timestamp("2026-09-21 10:04:31"), Some(want));
         assert_eq!(parse_timestamp(&want.timestamp().to_string()), Some(want));
-        assert_eq!(parse_timestamp(&want.timestamp_millis().to_string()), Some(want));
+        assert_eq!(
+            parse_timestamp(&want.timestamp_millis().to_string()),
+            Some(want)
+        );
         assert_eq!(parse_timestamp("yesterday"), None);
     }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// Only the envelope's own fields are materialised; the business payload is skipped.
 #[derive(Deserialize, Default)]
-struct Envelope {
+pub(super) struct Envelope<'a> {
     message_id: Option<Value>,
     event_type: Option<Value>,
     schema_version: Option<Value>,
@@ -16,6 +16,21 @@ struct Envelope {
     correlation_id: Option<Value>,
     payload_ref: Option<Value>,
     failure: Option<Value>,
+    /// The business payload inside the envelope, borrowed (never parsed here).
+    #[serde(borrow, default)]
+    payload: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    data: Option<&'a serde_json::value::RawValue>,
+}
+
+impl Envelope<'_> {
+    /// Byte range of the inner business payload within `body`, for previews.
+    pub(super) fn payload_span(&self, body: &[u8]) -> Option<std::ops::Range<usize>> {
+        let raw = self.payload.or(self.data)?.get();
+        let start = (raw.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+        let end = start + raw.len();
+        (end <= body.len() && raw.starts_with(['{', '['])).then_some(start..end)
+    }
 }
 
 const TOP: [(&str, Field); 6] = [
@@ -42,11 +57,13 @@ const FAILURE: [(&str, Field); 12] = [
     ("origin", Field::Origin),
 ];
 
-pub(super) fn apply(payload: &[u8], c: &mut Candidates) {
-    // Top-level arrays and type mismatches are simply "not an envelope".
-    let Ok(env) = serde_json::from_slice::<Envelope>(payload) else {
-        return;
-    };
+/// Parse a JSON object body once, as an envelope (every field is optional and untyped,
+/// so any valid object parses). `Err` means the body is not a valid JSON object.
+pub(super) fn parse(payload: &[u8]) -> Result<Envelope<'_>, serde_json::Error> {
+    serde_json::from_slice::<Envelope>(payload)
+}
+
+pub(super) fn apply(env: &Envelope<'_>, c: &mut Candidates) {
     let conv = Convention::BodyEnvelope;
     let top = [
         &env.message_id,

@@ -26,11 +26,19 @@ pub(super) struct Rule {
 }
 
 const fn r(header: &'static str, field: Field) -> Rule {
-    Rule { header, field, read: Read::Text }
+    Rule {
+        header,
+        field,
+        read: Read::Text,
+    }
 }
 
 const fn rr(header: &'static str, field: Field, read: Read) -> Rule {
-    Rule { header, field, read }
+    Rule {
+        header,
+        field,
+        read,
+    }
 }
 
 /// A Kafka origin spread over three headers.
@@ -46,6 +54,9 @@ pub(super) struct HeaderConvention {
     pub origin: Option<KafkaOrigin>,
     /// Headers matched case-insensitively (.NET stacks vary the case).
     pub case_insensitive: bool,
+    /// Lowercase name prefixes: a letter with no header starting with one of them is
+    /// skipped without trying each rule (most letters carry one convention only).
+    pub prefixes: &'static [&'static str],
 }
 
 pub(super) const SPRING: HeaderConvention = HeaderConvention {
@@ -59,7 +70,11 @@ pub(super) const SPRING: HeaderConvention = HeaderConvention {
         r("kafka_dlt-key-exception-fqcn", Field::ExceptionType),
         r("kafka_dlt-key-exception-message", Field::ReasonDetail),
         r("kafka_dlt-original-consumer-group", Field::Consumer),
-        rr("kafka_dlt-original-timestamp", Field::OccurredAt, Read::EpochMillis),
+        rr(
+            "kafka_dlt-original-timestamp",
+            Field::OccurredAt,
+            Read::EpochMillis,
+        ),
     ],
     origin: Some(KafkaOrigin {
         topic: "kafka_dlt-original-topic",
@@ -67,12 +82,16 @@ pub(super) const SPRING: HeaderConvention = HeaderConvention {
         offset: "kafka_dlt-original-offset",
     }),
     case_insensitive: false,
+    prefixes: &["kafka_dlt-"],
 };
 
 pub(super) const CONNECT: HeaderConvention = HeaderConvention {
     convention: Convention::KafkaConnect,
     rules: &[
-        r("__connect.errors.exception.class.name", Field::ExceptionType),
+        r(
+            "__connect.errors.exception.class.name",
+            Field::ExceptionType,
+        ),
         r("__connect.errors.class.name", Field::ExceptionType),
         r("__connect.errors.exception.message", Field::ReasonDetail),
         r("__connect.errors.connector.name", Field::Consumer),
@@ -83,6 +102,7 @@ pub(super) const CONNECT: HeaderConvention = HeaderConvention {
         offset: "__connect.errors.offset",
     }),
     case_insensitive: false,
+    prefixes: &["__connect.errors."],
 };
 
 pub(super) const MASSTRANSIT: HeaderConvention = HeaderConvention {
@@ -99,23 +119,32 @@ pub(super) const MASSTRANSIT: HeaderConvention = HeaderConvention {
     ],
     origin: None,
     case_insensitive: true,
+    prefixes: &["mt-"],
 };
 
 pub(super) const NSERVICEBUS: HeaderConvention = HeaderConvention {
     convention: Convention::NServiceBus,
     rules: &[
-        r("NServiceBus.ExceptionInfo.ExceptionType", Field::ExceptionType),
+        r(
+            "NServiceBus.ExceptionInfo.ExceptionType",
+            Field::ExceptionType,
+        ),
         r("NServiceBus.ExceptionInfo.Message", Field::ReasonDetail),
         r("NServiceBus.ProcessingEndpoint", Field::Consumer),
         r("NServiceBus.TimeOfFailure", Field::LastFailedAt),
         rr("NServiceBus.Retries", Field::Attempt, Read::RetriesPlusOne),
         r("NServiceBus.MessageId", Field::MessageId),
         r("NServiceBus.CorrelationId", Field::CorrelationId),
-        rr("NServiceBus.EnclosedMessageTypes", Field::EventType, Read::TypeList),
+        rr(
+            "NServiceBus.EnclosedMessageTypes",
+            Field::EventType,
+            Read::TypeList,
+        ),
         r("NServiceBus.FailedQ", Field::Origin),
     ],
     origin: None,
     case_insensitive: true,
+    prefixes: &["nservicebus."],
 };
 
 pub(super) const AZURE: HeaderConvention = HeaderConvention {
@@ -127,6 +156,7 @@ pub(super) const AZURE: HeaderConvention = HeaderConvention {
     ],
     origin: None,
     case_insensitive: true,
+    prefixes: &["deadletter", "deliverycount"],
 };
 
 /// Hand-rolled retry/DLQ pipelines. Generic, so they rank below the frameworks.
@@ -153,6 +183,7 @@ pub(super) const X_HEADERS: HeaderConvention = HeaderConvention {
         offset: "x-original-offset",
     }),
     case_insensitive: false,
+    prefixes: &["x-"],
 };
 
 /// Framework conventions in priority order (x-headers run later, after x-death).
@@ -160,6 +191,15 @@ pub(super) const CONVENTIONS: [&HeaderConvention; 5] =
     [&SPRING, &CONNECT, &MASSTRANSIT, &NSERVICEBUS, &AZURE];
 
 pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates) {
+    let present = raw.headers.iter().any(|h| {
+        conv.prefixes.iter().any(|p| {
+            h.name.len() >= p.len()
+                && h.name.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())
+        })
+    });
+    if !present {
+        return;
+    }
     let lookup = |name: &str| {
         if conv.case_insensitive {
             raw.header_ci(name)
@@ -190,7 +230,11 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
             }
             Read::RetriesPlusOne => {
                 if let Some(n) = value.as_i64_lenient().and_then(|n| u32::try_from(n).ok()) {
-                    c.offer_attempt(n.saturating_add(1), cv, format!("header {} + 1", rule.header));
+                    c.offer_attempt(
+                        n.saturating_add(1),
+                        cv,
+                        format!("header {} + 1", rule.header),
+                    );
                 }
             }
             Read::EpochMillis => {

@@ -15,8 +15,8 @@ pub mod user;
 
 use crate::core::fingerprint;
 use crate::core::model::{
-    BodyKind, Convention, DeadLetter, EventMeta, Failure, LetterId, Origin, Provenance,
-    RawLetter, Sourced,
+    BodyKind, Convention, DeadLetter, EventMeta, Failure, LetterId, Origin, Provenance, RawLetter,
+    Sourced,
 };
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
@@ -247,35 +247,42 @@ impl Candidates {
     }
 }
 
-/// What the payload is, with the parse error for broken JSON.
-fn classify_body(payload: &[u8]) -> (BodyKind, Option<String>) {
+/// What the payload is, with the parse error for broken JSON, and the envelope when the
+/// body is a JSON object (parsed once for both purposes).
+fn classify_body(payload: &[u8]) -> (BodyKind, Option<String>, Option<envelope::Envelope<'_>>) {
     let first = payload.iter().find(|b| !b.is_ascii_whitespace());
     match first {
-        None => (BodyKind::Empty, None),
-        Some(b'{') | Some(b'[') => match serde_json::from_slice::<serde::de::IgnoredAny>(payload) {
-            Ok(_) => (BodyKind::Json, None),
-            Err(e) => (BodyKind::BrokenJson, Some(e.to_string())),
+        None => (BodyKind::Empty, None, None),
+        Some(b'{') => match envelope::parse(payload) {
+            Ok(env) => (BodyKind::Json, None, Some(env)),
+            Err(e) => (BodyKind::BrokenJson, Some(e.to_string()), None),
+        },
+        Some(b'[') => match serde_json::from_slice::<serde::de::IgnoredAny>(payload) {
+            Ok(_) => (BodyKind::Json, None, None),
+            Err(e) => (BodyKind::BrokenJson, Some(e.to_string()), None),
         },
         Some(_) => match std::str::from_utf8(payload) {
             Ok(s) if !s.chars().any(|c| c.is_control() && !c.is_whitespace()) => {
-                (BodyKind::Text, None)
+                (BodyKind::Text, None, None)
             }
-            _ => (BodyKind::Binary, None),
+            _ => (BodyKind::Binary, None, None),
         },
     }
 }
 
 /// Run every convention on one raw letter.
 pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
-    let (body, body_error) = classify_body(&raw.payload);
+    let (body, body_error, env) = classify_body(&raw.payload);
     let mut c = Candidates::default();
 
     for m in mappings {
         user::apply(m, &raw, body, &mut c);
     }
-    if body == BodyKind::Json {
-        envelope::apply(&raw.payload, &mut c);
+    let payload_span = env.as_ref().and_then(|e| e.payload_span(&raw.payload));
+    if let Some(env) = &env {
+        envelope::apply(env, &mut c);
     }
+    drop(env);
     for conv in header_rules::CONVENTIONS {
         header_rules::apply(conv, &raw, &mut c);
     }
@@ -290,7 +297,9 @@ pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
             from: prov(&Convention::Broker, "record timestamp".into()),
         });
     }
-    finish(raw, body, body_error, c)
+    let mut dl = finish(raw, body, body_error, c);
+    dl.payload_span = payload_span;
+    dl
 }
 
 fn amqp_properties(raw: &RawLetter, c: &mut Candidates) {
@@ -307,7 +316,12 @@ fn amqp_properties(raw: &RawLetter, c: &mut Candidates) {
     }
 }
 
-fn finish(raw: RawLetter, body: BodyKind, body_error: Option<String>, mut c: Candidates) -> DeadLetter {
+fn finish(
+    raw: RawLetter,
+    body: BodyKind,
+    body_error: Option<String>,
+    mut c: Candidates,
+) -> DeadLetter {
     let derived = |loc: &str| prov(&Convention::Derived, loc.to_string());
     if c.failure.reason_code.is_none() {
         let fp = fingerprint::fingerprint(
@@ -359,6 +373,7 @@ fn finish(raw: RawLetter, body: BodyKind, body_error: Option<String>, mut c: Can
         failure: c.failure,
         event: c.event,
         replay_count,
+        payload_span: None,
     }
 }
 
@@ -376,7 +391,10 @@ fn derived_id(raw: &RawLetter) -> Sourced<LetterId> {
     h.update([0]);
     h.update(&raw.payload);
     for hd in &raw.headers {
-        if hd.name.starts_with("x-death") || hd.name.starts_with("x-first-death") || hd.name.starts_with("x-last-death") {
+        if hd.name.starts_with("x-death")
+            || hd.name.starts_with("x-first-death")
+            || hd.name.starts_with("x-last-death")
+        {
             h.update(hd.name.as_bytes());
             h.update(format!("{:?}", hd.value).as_bytes());
         }

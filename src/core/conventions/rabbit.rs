@@ -30,19 +30,23 @@ pub fn death_entries(raw: &RawLetter) -> Vec<DeathEntry> {
             reason: t.field("reason").and_then(HeaderValue::as_nonempty_text),
             count: t.field("count").and_then(HeaderValue::as_i64_lenient),
             time: t.field("time").and_then(|v| match v {
-                HeaderValue::Timestamp(s) => i64::try_from(*s).ok().and_then(timefmt::from_epoch_guess),
-                other => other.as_i64_lenient().and_then(timefmt::from_epoch_guess).or_else(|| {
-                    other.as_text().and_then(|t| timefmt::parse_timestamp(&t))
-                }),
+                HeaderValue::Timestamp(s) => {
+                    i64::try_from(*s).ok().and_then(timefmt::from_epoch_guess)
+                }
+                other => other
+                    .as_i64_lenient()
+                    .and_then(timefmt::from_epoch_guess)
+                    .or_else(|| other.as_text().and_then(|t| timefmt::parse_timestamp(&t))),
             }),
             // An empty exchange name is the default exchange: meaningful, so keep "".
             exchange: t
                 .field("exchange")
                 .and_then(|v| v.as_text().map(|s| s.trim().to_string())),
             routing_keys: match t.field("routing-keys") {
-                Some(HeaderValue::Array(keys)) => {
-                    keys.iter().filter_map(HeaderValue::as_nonempty_text).collect()
-                }
+                Some(HeaderValue::Array(keys)) => keys
+                    .iter()
+                    .filter_map(HeaderValue::as_nonempty_text)
+                    .collect(),
                 Some(other) => other.as_nonempty_text().into_iter().collect(),
                 None => Vec::new(),
             },
@@ -77,7 +81,9 @@ pub(super) fn apply(raw: &RawLetter, c: &mut Candidates) {
     }
     if let Some(d) = deaths.first() {
         if let Some(reason) = &d.reason {
-            c.offer_text(Field::DeathReason, reason, &conv, || "x-death[0].reason".into());
+            c.offer_text(Field::DeathReason, reason, &conv, || {
+                "x-death[0].reason".into()
+            });
         }
         if let Some(t) = d.time {
             c.offer_time(Field::DeadLetteredAt, t, &conv, "x-death[0].time".into());

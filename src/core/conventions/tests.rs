@@ -4,7 +4,10 @@ use crate::core::model::{Coords, Header, HeaderValue};
 use chrono::TimeZone;
 
 fn fixture(name: &str) -> RawLetter {
-    let path = format!("{}/tests/fixtures/conventions/{name}.ndjson", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/conventions/{name}.ndjson",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     from_line(text.trim().as_bytes()).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
@@ -18,7 +21,9 @@ fn v<T: Clone>(s: &Option<Sourced<T>>) -> T {
 }
 
 fn loc<T>(s: &Option<Sourced<T>>) -> (Convention, String) {
-    s.as_ref().map(|s| (s.from.convention.clone(), s.from.location.clone())).expect("field present")
+    s.as_ref()
+        .map(|s| (s.from.convention.clone(), s.from.location.clone()))
+        .expect("field present")
 }
 
 fn t(s: &str) -> DateTime<Utc> {
@@ -39,7 +44,10 @@ fn body_envelope_every_field() {
     let f = &d.failure;
     // The envelope beats the generic x- headers on the same letter.
     assert_eq!(v(&f.reason_code), "customer_tax_profile_missing");
-    assert_eq!(loc(&f.reason_code), (Convention::BodyEnvelope, "body /failure/reason_code".into()));
+    assert_eq!(
+        loc(&f.reason_code),
+        (Convention::BodyEnvelope, "body /failure/reason_code".into())
+    );
     assert_eq!(v(&f.consumer), "invoice-worker");
     assert_eq!(v(&f.consumer_version), "release-2026-09-21");
     assert_eq!(v(&f.attempt), 4);
@@ -47,6 +55,12 @@ fn body_envelope_every_field() {
     assert_eq!(v(&f.last_failed_at), t("2026-09-21T10:04:31Z"));
     assert_eq!(v(&d.dead_lettered_at), t("2026-09-21T10:04:31Z"));
     assert_eq!(loc(&d.dead_lettered_at).0, Convention::Broker);
+    // Previews focus on the business payload inside the envelope.
+    let span = d.payload_span.clone().expect("envelope has a payload");
+    assert_eq!(
+        &d.raw.payload[span],
+        br#"{"customer":{"email":"jane.doe@example.com"}}"#
+    );
 }
 
 #[test]
@@ -54,15 +68,25 @@ fn plain_x_headers_every_field() {
     let d = dl("x-headers");
     let f = &d.failure;
     assert_eq!(v(&f.reason_code), "attempt_budget_exhausted");
-    assert_eq!(loc(&f.reason_code), (Convention::XHeaders, "header x-reason-code".into()));
+    assert_eq!(
+        loc(&f.reason_code),
+        (Convention::XHeaders, "header x-reason-code".into())
+    );
     assert_eq!(v(&f.exception_type), "GatewayTimeoutException");
-    assert_eq!(v(&f.reason_detail), "GatewayTimeoutException: upstream psp-eu-2 timed out after 30000 ms");
+    assert_eq!(
+        v(&f.reason_detail),
+        "GatewayTimeoutException: upstream psp-eu-2 timed out after 30000 ms"
+    );
     assert_eq!(v(&f.attempt), 5);
     assert_eq!(v(&f.consumer), "payment-worker");
     assert_eq!(v(&f.consumer_version), "v3.4.1");
     assert_eq!(
         v(&f.origin),
-        Origin::Kafka { topic: "payments".into(), partition: Some(2), offset: Some(51234) }
+        Origin::Kafka {
+            topic: "payments".into(),
+            partition: Some(2),
+            offset: Some(51234)
+        }
     );
     assert_eq!(d.id.value.0, "pm_1");
     assert_eq!(v(&d.event.correlation_id), "corr-2");
@@ -76,9 +100,21 @@ fn spring_kafka_binary_integers() {
     let d = dl("spring-kafka");
     let f = &d.failure;
     // The cause type is the real failure, not ListenerExecutionFailedException.
-    assert_eq!(v(&f.exception_type), "com.acme.ledger.LedgerLockTimeoutException");
-    assert_eq!(loc(&f.exception_type), (Convention::SpringKafka, "header kafka_dlt-exception-cause-fqcn".into()));
-    assert_eq!(v(&f.reason_detail), "Lock on account acc-7 held by tx 9f3a11c2 not released after 5000 ms");
+    assert_eq!(
+        v(&f.exception_type),
+        "com.acme.ledger.LedgerLockTimeoutException"
+    );
+    assert_eq!(
+        loc(&f.exception_type),
+        (
+            Convention::SpringKafka,
+            "header kafka_dlt-exception-cause-fqcn".into()
+        )
+    );
+    assert_eq!(
+        v(&f.reason_detail),
+        "Lock on account acc-7 held by tx 9f3a11c2 not released after 5000 ms"
+    );
     assert_eq!(
         v(&f.reason_code),
         "LedgerLockTimeoutException: Lock on account acc-<n> held by tx <hex> not released after <n> ms"
@@ -86,10 +122,19 @@ fn spring_kafka_binary_integers() {
     assert_eq!(loc(&f.reason_code).0, Convention::Derived);
     assert_eq!(
         v(&f.origin),
-        Origin::Kafka { topic: "ledger-postings".into(), partition: Some(3), offset: Some(88121) }
+        Origin::Kafka {
+            topic: "ledger-postings".into(),
+            partition: Some(3),
+            offset: Some(88121)
+        }
     );
     assert_eq!(v(&f.consumer), "ledger-sync");
-    assert_eq!(v(&d.event.occurred_at), Utc.timestamp_millis_opt(1_790_000_000_000).single().expect("valid"));
+    assert_eq!(
+        v(&d.event.occurred_at),
+        Utc.timestamp_millis_opt(1_790_000_000_000)
+            .single()
+            .expect("valid")
+    );
     // No message id: the Kafka coordinates are the id.
     assert_eq!(d.id.value.0, "ledger.DLT/0/3");
 }
@@ -99,13 +144,20 @@ fn kafka_connect_every_field() {
     let d = dl("kafka-connect");
     let f = &d.failure;
     assert_eq!(d.body, BodyKind::Binary);
-    assert_eq!(v(&f.exception_type), "org.apache.kafka.connect.errors.DataException");
+    assert_eq!(
+        v(&f.exception_type),
+        "org.apache.kafka.connect.errors.DataException"
+    );
     assert_eq!(v(&f.reason_detail), "Unknown magic byte!");
     assert_eq!(v(&f.reason_code), "DataException: Unknown magic byte!");
     assert_eq!(v(&f.consumer), "crm-postgres-sink");
     assert_eq!(
         v(&f.origin),
-        Origin::Kafka { topic: "crm.contacts".into(), partition: Some(2), offset: Some(40000) }
+        Origin::Kafka {
+            topic: "crm.contacts".into(),
+            partition: Some(2),
+            offset: Some(40000)
+        }
     );
     assert_eq!(loc(&f.origin).0, Convention::KafkaConnect);
 }
@@ -123,14 +175,29 @@ fn rabbitmq_x_death_family() {
             queue: Some("billing.work".into())
         }
     );
-    assert_eq!(loc(&f.origin), (Convention::RabbitMqDeath, "x-death[1] exchange + routing-keys".into()));
+    assert_eq!(
+        loc(&f.origin),
+        (
+            Convention::RabbitMqDeath,
+            "x-death[1] exchange + routing-keys".into()
+        )
+    );
     assert_eq!(v(&f.death_reason), "expired");
     // No exception anywhere: the broker's death reason is the reason code.
     assert_eq!(v(&f.reason_code), "expired");
     assert_eq!(v(&f.attempt), 3);
-    assert_eq!(v(&f.first_failed_at), Utc.timestamp_opt(1_790_000_000, 0).single().expect("valid"));
-    assert_eq!(v(&f.last_failed_at), Utc.timestamp_opt(1_790_003_600, 0).single().expect("valid"));
-    assert_eq!(v(&d.dead_lettered_at), Utc.timestamp_opt(1_790_003_600, 0).single().expect("valid"));
+    assert_eq!(
+        v(&f.first_failed_at),
+        Utc.timestamp_opt(1_790_000_000, 0).single().expect("valid")
+    );
+    assert_eq!(
+        v(&f.last_failed_at),
+        Utc.timestamp_opt(1_790_003_600, 0).single().expect("valid")
+    );
+    assert_eq!(
+        v(&d.dead_lettered_at),
+        Utc.timestamp_opt(1_790_003_600, 0).single().expect("valid")
+    );
     assert_eq!(d.id.value.0, "rb-1");
     assert_eq!(loc(&d.event.message_id).0, Convention::AmqpProperties);
     assert_eq!(v(&d.event.correlation_id), "corr-3");
@@ -161,7 +228,10 @@ fn masstransit_every_field() {
     let f = &d.failure;
     assert_eq!(v(&f.exception_type), "System.InvalidOperationException");
     assert_eq!(v(&f.reason_detail), "Order 8812 not found");
-    assert_eq!(v(&f.reason_code), "InvalidOperationException: Order <n> not found");
+    assert_eq!(
+        v(&f.reason_code),
+        "InvalidOperationException: Order <n> not found"
+    );
     assert_eq!(v(&f.consumer), "Billing.Consumers.SettleOrderConsumer");
     assert_eq!(v(&f.consumer_version), "2.7.0.0");
     // Header names matched case-insensitively; retries + 1 = attempts.
@@ -170,7 +240,10 @@ fn masstransit_every_field() {
     assert_eq!(v(&f.last_failed_at), t("2026-09-21T14:00:00Z"));
     assert_eq!(v(&d.dead_lettered_at), t("2026-09-21T14:00:00Z"));
     assert_eq!(v(&f.death_reason), "fault");
-    assert_eq!(v(&d.event.event_type), "urn:message:Billing.Contracts:SettleOrder");
+    assert_eq!(
+        v(&d.event.event_type),
+        "urn:message:Billing.Contracts:SettleOrder"
+    );
     assert_eq!(d.id.value.0, "mt-1");
 }
 
@@ -180,11 +253,17 @@ fn nservicebus_every_field() {
     let f = &d.failure;
     assert_eq!(v(&f.exception_type), "Billing.PaymentDeclinedException");
     assert_eq!(v(&f.reason_detail), "Card ending 4242 declined");
-    assert_eq!(v(&f.reason_code), "PaymentDeclinedException: Card ending <n> declined");
+    assert_eq!(
+        v(&f.reason_code),
+        "PaymentDeclinedException: Card ending <n> declined"
+    );
     assert_eq!(v(&f.consumer), "Billing.Endpoint");
     assert_eq!(v(&f.attempt), 4);
     assert_eq!(v(&f.last_failed_at), t("2026-09-21T15:00:00Z"));
-    assert_eq!(v(&f.origin), Origin::Endpoint("Billing.Endpoint@host".into()));
+    assert_eq!(
+        v(&f.origin),
+        Origin::Endpoint("Billing.Endpoint@host".into())
+    );
     assert_eq!(d.id.value.0, "3f2b8c1e-0d1a-4b7e-9a55-0c2f8e9d1a77");
     assert_eq!(v(&d.event.correlation_id), "corr-4");
     assert_eq!(v(&d.event.event_type), "Billing.Messages.ChargeCard");
@@ -196,7 +275,10 @@ fn azure_style_every_field() {
     let f = &d.failure;
     assert_eq!(v(&f.reason_code), "MaxDeliveryCountExceeded");
     assert_eq!(loc(&f.reason_code).0, Convention::AzureServiceBus);
-    assert_eq!(v(&f.reason_detail), "Message could not be consumed after 10 delivery attempts.");
+    assert_eq!(
+        v(&f.reason_detail),
+        "Message could not be consumed after 10 delivery attempts."
+    );
     assert_eq!(v(&f.attempt), 10);
     assert_eq!(d.body, BodyKind::Text);
 }
@@ -217,7 +299,10 @@ fn user_mapping_runs_first() {
     let d = extract(fixture("user-mapping"), &[m]);
     let f = &d.failure;
     assert_eq!(v(&f.reason_code), "ACME-4711");
-    assert_eq!(loc(&f.reason_code), (Convention::User("acme".into()), "body /error/code".into()));
+    assert_eq!(
+        loc(&f.reason_code),
+        (Convention::User("acme".into()), "body /error/code".into())
+    );
     assert_eq!(v(&f.consumer_version), "2026.09.3");
     assert_eq!(v(&f.reason_detail), "ledger closed");
     assert_eq!(d.id.value.0, "k-1");
@@ -229,15 +314,25 @@ fn specific_convention_beats_generic() {
     let f = &d.failure;
     // Spring (framework) beats plain x- headers for origin and detail.
     assert_eq!(loc(&f.origin).0, Convention::SpringKafka);
-    assert_eq!(v(&f.reason_detail), "Listener failed; order 77 in state SHIPPED");
+    assert_eq!(
+        v(&f.reason_detail),
+        "Listener failed; order 77 in state SHIPPED"
+    );
     // The x-error type fills what Spring did not give.
-    assert_eq!(v(&f.exception_type), "org.springframework.kafka.listener.ListenerExecutionFailedException");
+    assert_eq!(
+        v(&f.exception_type),
+        "org.springframework.kafka.listener.ListenerExecutionFailedException"
+    );
 }
 
 #[test]
 fn poison_pill_without_metadata() {
     let raw = RawLetter {
-        coords: Some(Coords::Kafka { topic: "t".into(), partition: 0, offset: 1 }),
+        coords: Some(Coords::Kafka {
+            topic: "t".into(),
+            partition: 0,
+            offset: 1,
+        }),
         payload: b"{\"amount\": 1,500.00".to_vec(),
         ..RawLetter::default()
     };
@@ -250,7 +345,10 @@ fn poison_pill_without_metadata() {
 #[test]
 fn hostile_inputs_never_panic() {
     let deep = "[".repeat(10_000) + &"]".repeat(10_000);
-    let huge = format!("{{\"message_id\":\"big\",\"blob\":\"{}\"}}", "x".repeat(10 * 1024 * 1024));
+    let huge = format!(
+        "{{\"message_id\":\"big\",\"blob\":\"{}\"}}",
+        "x".repeat(10 * 1024 * 1024)
+    );
     let bodies: Vec<Vec<u8>> = vec![
         deep.into_bytes(),
         huge.into_bytes(),
@@ -261,7 +359,10 @@ fn hostile_inputs_never_panic() {
     for body in bodies {
         let raw = RawLetter {
             headers: vec![
-                Header::new("kafka_dlt-original-partition", HeaderValue::Bytes(vec![1, 2, 3])),
+                Header::new(
+                    "kafka_dlt-original-partition",
+                    HeaderValue::Bytes(vec![1, 2, 3]),
+                ),
                 Header::new("x-attempt", HeaderValue::Bytes(vec![0xff, 0xff])),
                 Header::new("x-death", HeaderValue::Bytes(b"not a table".to_vec())),
                 Header::new("x-error", HeaderValue::Bytes(vec![0x1b, b'[', b'2', b'J'])),

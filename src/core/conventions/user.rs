@@ -58,15 +58,25 @@ impl TryFrom<UserMappingConfig> for UserMapping {
         for (name, sources) in cfg.fields {
             let field = Field::parse(&name).ok_or_else(|| {
                 let known: Vec<_> = Field::ALL.iter().map(|f| f.name()).collect();
-                format!("convention `{}`: unknown field `{name}` (known: {})", cfg.name, known.join(", "))
+                format!(
+                    "convention `{}`: unknown field `{name}` (known: {})",
+                    cfg.name,
+                    known.join(", ")
+                )
             })?;
             let parsed = sources
                 .iter()
-                .map(|s| FieldSource::parse(s).map_err(|e| format!("convention `{}`, field `{name}`: {e}", cfg.name)))
+                .map(|s| {
+                    FieldSource::parse(s)
+                        .map_err(|e| format!("convention `{}`, field `{name}`: {e}", cfg.name))
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             fields.push((field, parsed));
         }
-        Ok(UserMapping { name: cfg.name, fields })
+        Ok(UserMapping {
+            name: cfg.name,
+            fields,
+        })
     }
 }
 
@@ -83,14 +93,23 @@ pub(super) fn apply(m: &UserMapping, raw: &RawLetter, body: BodyKind, c: &mut Ca
     for (field, sources) in &m.fields {
         for src in sources {
             let (value, loc) = match src {
-                FieldSource::Header(h) => (raw.header(h).and_then(|v| v.as_nonempty_text()), format!("header {h}")),
+                FieldSource::Header(h) => (
+                    raw.header(h).and_then(|v| v.as_nonempty_text()),
+                    format!("header {h}"),
+                ),
                 FieldSource::JsonPointer(p) => (
-                    json.as_ref().and_then(|j| j.pointer(p)).and_then(json_scalar_text),
+                    json.as_ref()
+                        .and_then(|j| j.pointer(p))
+                        .and_then(json_scalar_text),
                     format!("body {p}"),
                 ),
-                FieldSource::AmqpProperty(p) => (raw.property(p).map(str::to_string), format!("property {p}")),
+                FieldSource::AmqpProperty(p) => {
+                    (raw.property(p).map(str::to_string), format!("property {p}"))
+                }
                 FieldSource::Key => (
-                    raw.key.as_ref().map(|k| String::from_utf8_lossy(k).into_owned()),
+                    raw.key
+                        .as_ref()
+                        .map(|k| String::from_utf8_lossy(k).into_owned()),
                     "record key".to_string(),
                 ),
             };

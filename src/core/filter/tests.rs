@@ -9,10 +9,42 @@ const NOW: i64 = 1_790_000_000_000;
 fn store() -> LetterStore {
     let mut s = LetterStore::new();
     for (id, reason, version, event, age_min, key, attempt) in [
-        ("m1", "customer_tax_profile_missing", "release-2026-09-21", "invoice.issue.requested", 10, "cus-8812", "4"),
-        ("m2", "customer_tax_profile_missing", "release-2026-09-14", "invoice.issue.requested", 3000, "cus-9120", "4"),
-        ("m3", "amount_not_a_number", "release-2026-09-21", "invoice.cancel.requested", 70, "cus-1", "1"),
-        ("m4", "Order <n> not found", "2.7.0.0", "payment.capture.requested", 2, "acc-42", "7"),
+        (
+            "m1",
+            "customer_tax_profile_missing",
+            "release-2026-09-21",
+            "invoice.issue.requested",
+            10,
+            "cus-8812",
+            "4",
+        ),
+        (
+            "m2",
+            "customer_tax_profile_missing",
+            "release-2026-09-14",
+            "invoice.issue.requested",
+            3000,
+            "cus-9120",
+            "4",
+        ),
+        (
+            "m3",
+            "amount_not_a_number",
+            "release-2026-09-21",
+            "invoice.cancel.requested",
+            70,
+            "cus-1",
+            "1",
+        ),
+        (
+            "m4",
+            "Order <n> not found",
+            "2.7.0.0",
+            "payment.capture.requested",
+            2,
+            "acc-42",
+            "7",
+        ),
     ] {
         let raw = RawLetter {
             headers: vec![
@@ -28,7 +60,10 @@ fn store() -> LetterStore {
             timestamp: DateTime::from_timestamp_millis(NOW - age_min * 60_000),
             ..RawLetter::default()
         };
-        s.push(&extract(raw, &[]), "{\"customer\":{\"email\":\"j***@e***.com\"}}");
+        s.push(
+            &extract(raw, &[]),
+            "{\"customer\":{\"email\":\"j***@e***.com\"}}",
+        );
     }
     s
 }
@@ -36,13 +71,20 @@ fn store() -> LetterStore {
 fn ids(expr: &str) -> Vec<String> {
     let s = store();
     let mut f = Filter::parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
-    s.rows().iter().filter(|r| f.matches(&s, r, NOW)).map(|r| s.id(r).to_string()).collect()
+    s.rows()
+        .iter()
+        .filter(|r| f.matches(&s, r, NOW))
+        .map(|r| s.id(r).to_string())
+        .collect()
 }
 
 #[test]
 fn documented_terms() {
     assert_eq!(ids("reason=customer_tax_profile_missing"), ["m1", "m2"]);
-    assert_eq!(ids("reason=customer_tax_profile_missing version=release-2026-09-21"), ["m1"]);
+    assert_eq!(
+        ids("reason=customer_tax_profile_missing version=release-2026-09-21"),
+        ["m1"]
+    );
     assert_eq!(ids("event=invoice.*"), ["m1", "m2", "m3"]);
     assert_eq!(ids("event=*.cancel.*|payment.*"), ["m3", "m4"]);
     assert_eq!(ids("schema=3"), ["m1", "m2", "m3", "m4"]);

@@ -8,9 +8,18 @@ fn m() -> Masker {
 #[test]
 fn hints_have_the_documented_shape() {
     let m = m();
-    assert_eq!(m.mask_value(Class::Email, "jane.doe@example.com"), "j***@e***.com");
-    assert_eq!(m.mask_value(Class::Card, "4242 4242 4242 4242"), "**** 4242");
-    assert_eq!(m.mask_value(Class::Iban, "DE89370400440532013000"), "DE** **** 3000");
+    assert_eq!(
+        m.mask_value(Class::Email, "jane.doe@example.com"),
+        "j***@e***.com"
+    );
+    assert_eq!(
+        m.mask_value(Class::Card, "4242 4242 4242 4242"),
+        "**** 4242"
+    );
+    assert_eq!(
+        m.mask_value(Class::Iban, "DE89370400440532013000"),
+        "DE** **** 3000"
+    );
     assert_eq!(m.mask_value(Class::Name, "Jane Doe"), "J*** D***");
     assert_eq!(m.mask_value(Class::Phone, "+49 170 1234567"), "***67");
     assert_eq!(m.mask_value(Class::Secret, "hunter2"), "[redacted]");
@@ -18,7 +27,10 @@ fn hints_have_the_documented_shape() {
 
 #[test]
 fn keyed_hash_is_comparable_but_keyed() {
-    let cfg = MaskConfig { default_action: Some(Action::Hash), ..MaskConfig::default() };
+    let cfg = MaskConfig {
+        default_action: Some(Action::Hash),
+        ..MaskConfig::default()
+    };
     let a = Masker::new(&cfg, b"k1".to_vec()).expect("valid");
     let b = Masker::new(&cfg, b"k2".to_vec()).expect("valid");
     let x = a.mask_value(Class::Email, "jane@example.com");
@@ -35,12 +47,32 @@ fn json_field_rules_and_detectors() {
         "topic_name":"invoices","amount":"1,500.00","note":"call +49 170 1234567 or mail bob@corp.example.net",
         "card":{"number":4242424242424242,"holder_name":"Jane Doe"},"password":"hunter2","Authorization":"Bearer abc.def.ghi",
         "iban":"GB82WEST12345698765432","ok":true,"n":null,"list":[1,2,3]}"#;
-    let (out, cut) = m.mask_json(input, Layout::Compact, usize::MAX).expect("valid json");
+    let (out, cut) = m
+        .mask_json(input, Layout::Compact, usize::MAX)
+        .expect("valid json");
     assert!(!cut);
-    for secret in ["Jane", "jane.doe", "Rivoli", "Paris", "FR12345678901", "1234567", "bob@", "4242424242424242", "hunter2", "abc.def", "GB82WEST"] {
+    for secret in [
+        "Jane",
+        "jane.doe",
+        "Rivoli",
+        "Paris",
+        "FR12345678901",
+        "1234567",
+        "bob@",
+        "4242424242424242",
+        "hunter2",
+        "abc.def",
+        "GB82WEST",
+    ] {
         assert!(!out.contains(secret), "{secret} leaked: {out}");
     }
-    for kept in ["\"topic_name\":\"invoices\"", "\"amount\":\"1,500.00\"", "\"ok\":true", "\"n\":null", "[1,2,3]"] {
+    for kept in [
+        "\"topic_name\":\"invoices\"",
+        "\"amount\":\"1,500.00\"",
+        "\"ok\":true",
+        "\"n\":null",
+        "[1,2,3]",
+    ] {
         assert!(out.contains(kept), "{kept} missing: {out}");
     }
     let v: serde_json::Value = serde_json::from_str(&out).expect("masked output is JSON");
@@ -50,7 +82,13 @@ fn json_field_rules_and_detectors() {
 
 #[test]
 fn pretty_output_is_valid_json() {
-    let (out, _) = m().mask_json(br#"{"a":[{"b":{}},[]],"email":"x@y.org"}"#, Layout::Pretty, usize::MAX).expect("json");
+    let (out, _) = m()
+        .mask_json(
+            br#"{"a":[{"b":{}},[]],"email":"x@y.org"}"#,
+            Layout::Pretty,
+            usize::MAX,
+        )
+        .expect("json");
     assert!(out.contains("\n  \"a\": ["), "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("pretty output parses");
     assert_eq!(v["email"], "x***@y***.org");
@@ -59,7 +97,9 @@ fn pretty_output_is_valid_json() {
 #[test]
 fn preview_stops_early() {
     let big = format!("{{\"a\":\"{}\",\"b\":1}}", "x".repeat(1000));
-    let (out, cut) = m().mask_json(big.as_bytes(), Layout::Compact, 40).expect("json");
+    let (out, cut) = m()
+        .mask_json(big.as_bytes(), Layout::Compact, 40)
+        .expect("json");
     assert!(cut);
     assert!(out.len() <= 40);
 }
@@ -67,10 +107,23 @@ fn preview_stops_early() {
 #[test]
 fn broken_json_is_rejected_and_text_fallback_masks_pairs() {
     let m = m();
-    for bad in [&b"{\"a\":}"[..], b"{\"a\" 1}", b"{\"a\":1,}", b"[1 2]", b"{\"a\":1}}", b"{'a':1}", b"{\"a\":tru}"] {
-        assert!(m.mask_json(bad, Layout::Compact, usize::MAX).is_err(), "{}", String::from_utf8_lossy(bad));
+    for bad in [
+        &b"{\"a\":}"[..],
+        b"{\"a\" 1}",
+        b"{\"a\":1,}",
+        b"[1 2]",
+        b"{\"a\":1}}",
+        b"{'a':1}",
+        b"{\"a\":tru}",
+    ] {
+        assert!(
+            m.mask_json(bad, Layout::Compact, usize::MAX).is_err(),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
     }
-    let broken = br#"{"customer":{"email":"jane@example.com","name":"Jane Doe","password": "hunter2""#;
+    let broken =
+        br#"{"customer":{"email":"jane@example.com","name":"Jane Doe","password": "hunter2""#;
     let (out, _) = m.mask_payload(broken, Layout::Compact, usize::MAX);
     for secret in ["jane@", "Jane Doe", "hunter2"] {
         assert!(!out.contains(secret), "{secret} leaked: {out}");
@@ -81,7 +134,13 @@ fn broken_json_is_rejected_and_text_fallback_masks_pairs() {
 fn text_detectors_and_pairs() {
     let m = m();
     let out = m.mask_text("password=hunter2&user=bob token: s3cr3t-t0ken Authorization: Bearer eyJhbGciOi.eyJzdWIiOi.sig123456 card 4000 0566 5566 5556 acct 123456789012 order 8812 at 2026-09-21");
-    for secret in ["hunter2", "s3cr3t", "eyJhbGciOi", "4000 0566", "123456789012"] {
+    for secret in [
+        "hunter2",
+        "s3cr3t",
+        "eyJhbGciOi",
+        "4000 0566",
+        "123456789012",
+    ] {
         assert!(!out.contains(secret), "{secret} leaked: {out}");
     }
     assert!(out.contains("order 8812 at 2026-09-21"), "{out}");
@@ -92,9 +151,21 @@ fn text_detectors_and_pairs() {
 #[test]
 fn headers_by_name_then_detectors() {
     let m = m();
-    assert_eq!(m.mask_header("Authorization", &HeaderValue::text("Bearer abc")), "[redacted]");
-    assert_eq!(m.mask_header("x-user-email", &HeaderValue::text("a.b@c.com")), "a***@c***.com");
-    assert_eq!(m.mask_header("x-error", &HeaderValue::text("no profile for jane@example.com")), "no profile for j***@e***.com");
+    assert_eq!(
+        m.mask_header("Authorization", &HeaderValue::text("Bearer abc")),
+        "[redacted]"
+    );
+    assert_eq!(
+        m.mask_header("x-user-email", &HeaderValue::text("a.b@c.com")),
+        "a***@c***.com"
+    );
+    assert_eq!(
+        m.mask_header(
+            "x-error",
+            &HeaderValue::text("no profile for jane@example.com")
+        ),
+        "no profile for j***@e***.com"
+    );
     assert_eq!(m.mask_header("x-attempt", &HeaderValue::Int(4)), "4");
 }
 
@@ -103,22 +174,40 @@ fn config_extra_allow_and_actions() {
     let cfg = MaskConfig {
         extra_fields: vec!["internal_note".into()],
         allow_fields: vec!["name".into()],
-        actions: [("email".to_string(), Action::Redact)].into_iter().collect(),
+        actions: [("email".to_string(), Action::Redact)]
+            .into_iter()
+            .collect(),
         ..MaskConfig::default()
     };
     let m = Masker::new(&cfg, vec![1]).expect("valid");
     let (out, _) = m
-        .mask_json(br#"{"internal_note":"VIP customer","name":"Widget","email":"a@b.com"}"#, Layout::Compact, usize::MAX)
+        .mask_json(
+            br#"{"internal_note":"VIP customer","name":"Widget","email":"a@b.com"}"#,
+            Layout::Compact,
+            usize::MAX,
+        )
         .expect("json");
-    assert_eq!(out, r#"{"internal_note":"V***","name":"Widget","email":"[redacted]"}"#);
-    assert!(Masker::new(&MaskConfig { actions: [("emial".to_string(), Action::Hash)].into_iter().collect(), ..MaskConfig::default() }, vec![]).is_err());
+    assert_eq!(
+        out,
+        r#"{"internal_note":"V***","name":"Widget","email":"[redacted]"}"#
+    );
+    assert!(Masker::new(
+        &MaskConfig {
+            actions: [("emial".to_string(), Action::Hash)].into_iter().collect(),
+            ..MaskConfig::default()
+        },
+        vec![]
+    )
+    .is_err());
 }
 
 #[test]
 fn hostile_nesting_and_size() {
     let m = m();
     let deep = "[".repeat(100_000) + &"]".repeat(100_000);
-    let (out, _) = m.mask_json(deep.as_bytes(), Layout::Pretty, 10_000).expect("deep but valid");
+    let (out, _) = m
+        .mask_json(deep.as_bytes(), Layout::Pretty, 10_000)
+        .expect("deep but valid");
     assert!(out.len() <= 10_000);
     let (out, _) = m.mask_payload(&vec![b'{'; 1_000_000], Layout::Compact, 100);
     assert!(out.len() <= 100);
@@ -126,10 +215,31 @@ fn hostile_nesting_and_size() {
 
 fn secret_value() -> impl Strategy<Value = String> {
     prop_oneof![
-        ("[a-z]{1,8}(\\.[a-z]{1,6})?", "[a-z]{2,8}", "(com|org|net|io|de)").prop_map(|(u, d, t)| format!("{u}@{d}.{t}")),
-        prop::sample::select(vec!["4242424242424242", "4000 0566 5566 5556", "5555-5555-5555-4444", "378282246310005"]).prop_map(String::from),
-        prop::sample::select(vec!["DE89370400440532013000", "GB82 WEST 1234 5698 7654 32", "FR1420041010050500013M02606"]).prop_map(String::from),
-        ("[A-Za-z0-9_-]{10,20}", "[A-Za-z0-9_-]{10,20}", "[A-Za-z0-9_-]{8,16}").prop_map(|(a, b, c)| format!("eyJ{a}.{b}.{c}")),
+        (
+            "[a-z]{1,8}(\\.[a-z]{1,6})?",
+            "[a-z]{2,8}",
+            "(com|org|net|io|de)"
+        )
+            .prop_map(|(u, d, t)| format!("{u}@{d}.{t}")),
+        prop::sample::select(vec![
+            "4242424242424242",
+            "4000 0566 5566 5556",
+            "5555-5555-5555-4444",
+            "378282246310005"
+        ])
+        .prop_map(String::from),
+        prop::sample::select(vec![
+            "DE89370400440532013000",
+            "GB82 WEST 1234 5698 7654 32",
+            "FR1420041010050500013M02606"
+        ])
+        .prop_map(String::from),
+        (
+            "[A-Za-z0-9_-]{10,20}",
+            "[A-Za-z0-9_-]{10,20}",
+            "[A-Za-z0-9_-]{8,16}"
+        )
+            .prop_map(|(a, b, c)| format!("eyJ{a}.{b}.{c}")),
         "[0-9]{9,15}".prop_map(|d| format!("9{d}")),
         "[0-9]{8,12}".prop_map(|d| format!("+49 {d}")),
     ]

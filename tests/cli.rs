@@ -1,0 +1,455 @@
+//! The binary, end to end: exit codes, JSON shapes, human output, hostile input.
+
+use chrono::{DateTime, Duration, Utc};
+use dlq_triage::core::dump::to_line;
+use dlq_triage::core::model::{Coords, Header, HeaderValue, RawLetter};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const NOW: &str = "2026-11-29T18:00:00Z";
+
+fn now() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(NOW)
+        .expect("valid")
+        .with_timezone(&Utc)
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Env {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+            .args(args)
+            .env("DLQ_TRIAGE_NOW", NOW)
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("XDG_STATE_HOME", self.dir.path().join("state"))
+            .env_remove("DLQ_TRIAGE_CONFIG")
+            .env_remove("DLQ_TRIAGE_GROUP_BY")
+            .env_remove("NO_COLOR")
+            .output()
+            .expect("binary runs")
+    }
+
+    fn dump(&self, name: &str, letters: &[RawLetter], extra: &[&[u8]]) -> PathBuf {
+        let p = self.dir.path().join(name);
+        let mut f = std::fs::File::create(&p).expect("create dump");
+        for l in letters {
+            writeln!(f, "{}", to_line(l, false)).expect("write");
+        }
+        for e in extra {
+            f.write_all(e).expect("write");
+            f.write_all(b"\n").expect("write");
+        }
+        p
+    }
+}
+
+fn letter(i: i64, reason: &str, version: &str, age_min: i64) -> RawLetter {
+    RawLetter {
+        coords: Some(Coords::Kafka { topic: "orders.dlq".into(), partition: (i % 3) as i32, offset: i }),
+        key: Some(format!("cus-{i}").into_bytes()),
+        headers: vec![
+            Header::new("x-reason-code", HeaderValue::text(reason)),
+            Header::new("x-consumer-version", HeaderValue::text(version)),
+            Header::new("x-event-type", HeaderValue::text("invoice.issue.requested")),
+            Header::new("x-message-id", HeaderValue::text(&format!("msg-{i}"))),
+        ],
+        properties: vec![],
+        payload: format!("{{\"customer\":{{\"email\":\"user{i}@example.com\",\"name\":\"Jane Doe\"}},\"amount\":{i}}}").into_bytes(),
+        timestamp: Some(now() - Duration::minutes(age_min)),
+    }
+}
+
+/// 10 tax/r2 (2 under 5 minutes, 8 within the hour), 4 tax/r1 (2 days), 3 amount/r2 (3 hours).
+fn mixed() -> Vec<RawLetter> {
+    let mut v = Vec::new();
+    let mut i = 0;
+    let mut add = |reason: &str, version: &str, ages: &[i64]| {
+        for a in ages {
+            v.push(letter(i, reason, version, *a));
+            i += 1;
+        }
+    };
+    add("tax", "r2", &[1, 3, 10, 12, 20, 30, 40, 50, 55, 59]);
+    add("tax", "r1", &[2880, 2890, 2900, 2910]);
+    add("amount", "r2", &[180, 181, 182]);
+    v
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}, stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn group_counts(doc: &Value) -> Vec<(Vec<String>, u64)> {
+    let dims: Vec<String> = doc["group_by"]
+        .as_array()
+        .expect("group_by")
+        .iter()
+        .map(|d| d.as_str().expect("str").to_string())
+        .collect();
+    let key = |d: &str| {
+        match d {
+            "reason" => "reason_code",
+            "version" => "consumer_version",
+            "age" => "age_bucket",
+            "event" => "event_type",
+            other => panic!("unexpected dim {other}"),
+        }
+        .to_string()
+    };
+    doc["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                dims.iter()
+                    .map(|d| g[key(d)].as_str().expect("label").to_string())
+                    .collect(),
+                g["count"].as_u64().expect("count"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn summary_json_has_the_documented_shape_and_counts() {
+    let env = Env::new();
+    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let doc = json(&env.run(&["summary", p.to_str().expect("utf8"), "--json"]));
+    assert_eq!(doc["total"], 17);
+    assert_eq!(doc["matched"], 17);
+    assert_eq!(doc["scanned_at"], NOW);
+    assert_eq!(
+        doc["group_by"],
+        serde_json::json!(["reason", "version", "age"])
+    );
+    assert!(doc["source"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("file://")));
+    let g0 = &doc["groups"][0];
+    for field in [
+        "reason_code",
+        "consumer_version",
+        "age_bucket",
+        "count",
+        "oldest",
+        "newest",
+        "inflow_per_min",
+        "event_types",
+        "share",
+    ] {
+        assert!(g0.get(field).is_some(), "missing {field} in {g0}");
+    }
+    let mut counts = group_counts(&doc);
+    counts.sort();
+    let s = |a: &str, b: &str, c: &str| vec![a.to_string(), b.to_string(), c.to_string()];
+    assert_eq!(
+        counts,
+        vec![
+            (s("amount", "r2", "1h-24h"), 3),
+            (s("tax", "r1", "1d-7d"), 4),
+            (s("tax", "r2", "5m-1h"), 8),
+            (s("tax", "r2", "<5m"), 2),
+        ]
+    );
+    let tax_recent = doc["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .find(|g| g["age_bucket"] == "5m-1h")
+        .expect("group");
+    assert_eq!(tax_recent["oldest"], "2026-11-29T17:01:00Z");
+    assert_eq!(tax_recent["newest"], "2026-11-29T17:50:00Z");
+    assert_eq!(tax_recent["inflow_per_min"], 0.13); // 8 letters in the last hour / 60
+    assert_eq!(
+        tax_recent["event_types"],
+        serde_json::json!(["invoice.issue.requested"])
+    );
+}
+
+#[test]
+fn group_by_and_filter_change_the_result() {
+    let env = Env::new();
+    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let path = p.to_str().expect("utf8");
+    let by_reason = json(&env.run(&["summary", path, "--group-by", "reason", "--json"]));
+    let mut c = group_counts(&by_reason);
+    c.sort();
+    assert_eq!(
+        c,
+        vec![
+            (vec!["amount".to_string()], 3),
+            (vec!["tax".to_string()], 14)
+        ]
+    );
+
+    let filtered = json(&env.run(&[
+        "summary",
+        path,
+        "-g",
+        "version",
+        "--filter",
+        "reason=tax age<1h",
+        "--json",
+    ]));
+    assert_eq!(filtered["total"], 17);
+    assert_eq!(filtered["matched"], 10);
+    assert_eq!(filtered["filter"], "reason=tax age<1h");
+    assert_eq!(group_counts(&filtered), vec![(vec!["r2".to_string()], 10)]);
+
+    let list = json(&env.run(&[
+        "list",
+        path,
+        "--filter",
+        "version=r1",
+        "--json",
+        "--sort",
+        "oldest",
+    ]));
+    assert_eq!(list["matched"], 4);
+    let letters = list["letters"].as_array().expect("letters");
+    assert_eq!(letters.len(), 4);
+    let l0 = &letters[0];
+    for field in [
+        "id",
+        "coords",
+        "key",
+        "dead_lettered_at",
+        "reason_code",
+        "consumer_version",
+        "event_type",
+        "attempt",
+        "state",
+        "body",
+        "preview",
+    ] {
+        assert!(l0.get(field).is_some(), "missing {field} in {l0}");
+    }
+    assert_eq!(l0["id"], "msg-13"); // oldest of tax/r1
+    assert_eq!(l0["state"], "open");
+    // Previews are masked.
+    let preview = l0["preview"].as_str().expect("preview");
+    assert!(
+        !preview.contains("example.com") && !preview.contains("Jane"),
+        "{preview}"
+    );
+
+    let limited = json(&env.run(&["list", path, "--limit", "2", "--json"]));
+    assert_eq!(limited["letters"].as_array().map(Vec::len), Some(2));
+    assert_eq!(limited["letters"][0]["id"], "msg-0"); // newest first by default
+}
+
+#[test]
+fn human_summary_is_a_tree() {
+    let env = Env::new();
+    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let out = env.run(&["summary", p.to_str().expect("utf8")]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).expect("utf8");
+    assert!(text.contains("17 letters"), "{text}");
+    assert!(text.contains("grouped by reason › version › age"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let tax = lines
+        .iter()
+        .position(|l| l.ends_with("  tax"))
+        .expect("tax row");
+    assert!(lines[tax].trim_start().starts_with("14 "), "{}", lines[tax]);
+    assert!(lines[tax + 1].ends_with("    r2"), "{}", lines[tax + 1]);
+}
+
+#[test]
+fn exit_codes_and_messages() {
+    let env = Env::new();
+    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let path = p.to_str().expect("utf8");
+    for (args, code, needle) in [
+        (
+            vec!["summary", path, "--filter", "colour=red"],
+            2,
+            "unknown filter field",
+        ),
+        (
+            vec!["summary", path, "--group-by", "colour"],
+            2,
+            "unknown group dimension",
+        ),
+        (vec!["summary", "nats://x"], 2, "unknown source scheme"),
+        (vec!["summary", "kafka://127.0.0.1:1/t"], 2, "not supported"),
+        (
+            vec!["summary", "/nonexistent/dump.ndjson"],
+            1,
+            "cannot read dump",
+        ),
+        (vec!["summary", "orders"], 2, "not a source"),
+        (vec!["bogus"], 2, "unrecognized subcommand"),
+        (
+            vec!["summary", path, "--config", "/nonexistent/c.toml"],
+            2,
+            "cannot read config",
+        ),
+    ] {
+        let out = env.run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn named_sources_from_config() {
+    let env = Env::new();
+    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let cfg_dir = env.dir.path().join("config/dlq-triage");
+    std::fs::create_dir_all(&cfg_dir).expect("mkdir");
+    std::fs::write(
+        cfg_dir.join("config.toml"),
+        format!(
+            "group_by = \"reason\"\n[sources.incident]\nuri = \"file://{}\"\n",
+            p.display()
+        ),
+    )
+    .expect("write");
+    let doc = json(&env.run(&["summary", "incident", "--json"]));
+    assert_eq!(doc["total"], 17);
+    assert_eq!(doc["group_by"], serde_json::json!(["reason"]));
+}
+
+#[test]
+fn malformed_input_is_reported_never_a_panic() {
+    let env = Env::new();
+    let mut letters = mixed();
+    let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+    letters.push(RawLetter {
+        payload: deep.into_bytes(),
+        ..letter(100, "deep", "r9", 5)
+    });
+    letters.push(RawLetter {
+        payload: vec![b'x'; 10 * 1024 * 1024],
+        ..letter(101, "huge", "r9", 5)
+    });
+    letters.push(RawLetter {
+        payload: vec![0xff, 0xfe, 0xfd, 0x00],
+        ..letter(102, "binary", "r9", 5)
+    });
+    letters.push(RawLetter {
+        payload: b"{\"amount\": 1,500.00".to_vec(),
+        ..letter(103, "truncated", "r9", 5)
+    });
+    let mut bin_hdr = letter(104, "binhdr", "r9", 5);
+    bin_hdr.headers.push(Header::new(
+        "kafka_dlt-original-offset",
+        HeaderValue::Bytes(vec![0xff; 3]),
+    ));
+    bin_hdr.headers.push(Header::new(
+        "x-weird",
+        HeaderValue::Bytes(vec![0x1b, b']', b'0', b';', b'p', 0x07]),
+    ));
+    letters.push(bin_hdr);
+    let p = env.dump(
+        "bad.ndjson",
+        &letters,
+        &[
+            b"{\"payload\": \"truncated",
+            &[0xff, 0xfe, b'{', b'}'],
+            b"{\"headers\":[[\"h\",{\"b64\":\"!!\"}]]}",
+        ],
+    );
+    let path = p.to_str().expect("utf8");
+    let out = env.run(&["summary", path]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("3 record(s) could not be read"), "{err}");
+    for line in [23, 24, 25] {
+        assert!(
+            err.contains(&format!("line {line}:")),
+            "line {line} not named: {err}"
+        );
+    }
+    let doc = json(&env.run(&["summary", path, "--json", "-g", "reason"]));
+    assert_eq!(doc["total"], 22);
+    assert_eq!(doc["problems"]["count"], 3);
+    assert_eq!(doc["problems"]["first"][0]["location"], "line 23");
+    let list = env.run(&["list", path, "--limit", "0"]);
+    assert!(list.status.success());
+    assert!(!list.stdout.contains(&0x1b), "raw ESC reached stdout");
+}
+
+#[test]
+fn escape_sequences_print_as_visible_escapes() {
+    let env = Env::new();
+    let mut l = letter(1, "evil\x1b]0;pwned\x07", "r1", 5);
+    l.payload = b"\xe2\x80\xae\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b]0;title\x07 hello".to_vec();
+    l.key = Some(b"k\x1b[31mred".to_vec());
+    let p = env.dump("evil.ndjson", &[l], &[]);
+    for args in [
+        vec!["list", p.to_str().expect("utf8")],
+        vec!["summary", p.to_str().expect("utf8")],
+    ] {
+        let out = env.run(&args);
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).expect("utf8");
+        assert!(
+            !text
+                .chars()
+                .any(|c| c == '\x1b' || c == '\x07' || c == '\u{202e}'),
+            "{text:?}"
+        );
+        assert!(text.contains("\\x1b"), "{text}");
+    }
+    let out = env.run(&["list", p.to_str().expect("utf8")]);
+    let text = String::from_utf8(out.stdout).expect("utf8");
+    assert!(text.contains("\\x1b]52;c;"), "{text}");
+    assert!(text.contains("\\u{202e}"), "{text}");
+}
+
+#[test]
+fn the_shipped_example_dump_loads_cleanly() {
+    let env = Env::new();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson");
+    let doc = json(&env.run(&[
+        "summary",
+        example.to_str().expect("utf8"),
+        "--json",
+        "-g",
+        "reason",
+    ]));
+    assert_eq!(doc["problems"]["count"], 0);
+    assert!(
+        doc["total"].as_u64().is_some_and(|t| t > 300),
+        "{}",
+        doc["total"]
+    );
+    let reasons: Vec<&str> = doc["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .filter_map(|g| g["reason_code"].as_str())
+        .collect();
+    for r in [
+        "customer_tax_profile_missing",
+        "amount_not_a_number",
+        "attempt_budget_exhausted",
+        "expired",
+        "MaxDeliveryCountExceeded",
+    ] {
+        assert!(reasons.contains(&r), "{r} not in {reasons:?}");
+    }
+}
