@@ -59,7 +59,7 @@ fn body_envelope_every_field() {
     let span = d.payload_span.clone().expect("envelope has a payload");
     assert_eq!(
         &d.raw.payload[span],
-        br#"{"customer":{"email":"jane.doe@example.com"}}"#
+        br#"{"customer": {"email": "jane.doe@example.com"}}"#
     );
 }
 
