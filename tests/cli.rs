@@ -453,3 +453,206 @@ fn the_shipped_example_dump_loads_cleanly() {
         assert!(reasons.contains(&r), "{r} not in {reasons:?}");
     }
 }
+
+#[test]
+fn show_prints_provenance_masked_headers_and_payload() {
+    let env = Env::new();
+    let mut l = letter(7, "tax", "r2", 3);
+    l.headers.push(Header::new(
+        "authorization",
+        HeaderValue::text("Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"),
+    ));
+    l.headers.push(Header::new(
+        "x-error",
+        HeaderValue::text("NoProfile: no tax profile for jane.roe@example.com"),
+    ));
+    let p = env.dump("one.ndjson", &[l], &[]);
+    let path = p.to_str().expect("utf8");
+    let out = env.run(&["show", path, "msg-7"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf8");
+    for needle in [
+        "letter msg-7  ← header x-message-id (x-headers)",
+        "reason         tax  ← header x-reason-code (x-headers)",
+        "authorization",
+        "[redacted]",
+        "payload · json",
+        "\"email\": \"u***@e***.com\"",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    for secret in ["user7@example.com", "Jane Doe", "eyJhbGci", "jane.roe@"] {
+        assert!(!text.contains(secret), "{secret} leaked:\n{text}");
+    }
+    // By coordinates too, and as JSON.
+    let doc = json(&env.run(&["show", path, "orders.dlq/1/7", "--json"]));
+    assert_eq!(doc["id"]["value"], "msg-7");
+    assert_eq!(doc["failure"]["reason_code"]["convention"], "x-headers");
+    assert_eq!(doc["payload"]["masked"], true);
+    assert_eq!(doc["payload"]["view"], "json");
+    assert!(!doc.to_string().contains("user7@example.com"));
+    let missing = env.run(&["show", path, "nope"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no letter with id"));
+    let unmask = env.run(&["show", path, "msg-7", "--unmask"]);
+    assert_eq!(unmask.status.code(), Some(2));
+}
+
+#[test]
+fn show_hex_dumps_binary_and_guards_size() {
+    let env = Env::new();
+    let mut bin = letter(1, "bin", "r1", 3);
+    bin.payload = [&[0u8, 1, 2][..], b" mail jane@example.com ", &[0xff; 40]].concat();
+    let mut huge = letter(2, "huge", "r1", 3);
+    huge.payload = format!("{{\"blob\":\"{}\"}}", "x".repeat(10 * 1024 * 1024)).into_bytes();
+    let p = env.dump("bin.ndjson", &[bin, huge], &[]);
+    let path = p.to_str().expect("utf8");
+    let text = String::from_utf8(env.run(&["show", path, "msg-1"]).stdout).expect("utf8");
+    assert!(
+        text.contains("payload · binary") && text.contains("00000000  00 01 02"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("jane") && !text.contains("6a 61 6e 65"),
+        "{text}"
+    );
+    let out = env.run(&["show", path, "msg-2"]);
+    assert!(out.status.success());
+    assert!(
+        out.stdout.len() < 200 * 1024,
+        "size guard: {} bytes printed",
+        out.stdout.len()
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("10.0 MiB; the rest is hidden"));
+}
+
+#[test]
+fn diff_two_letters_structurally_masked() {
+    let env = Env::new();
+    let a = letter(1, "amount", "r2", 3);
+    let mut b = letter(2, "amount", "r2", 4);
+    b.payload = b"{\"customer\":{\"email\":\"other@example.com\",\"name\":\"Jane Doe\"},\"amount\":\"1,500.00\",\"extra\":true}".to_vec();
+    let p = env.dump("two.ndjson", &[a, b], &[]);
+    let path = p.to_str().expect("utf8");
+    let doc = json(&env.run(&["diff", path, "msg-1", "msg-2", "--json"]));
+    assert_eq!(doc["payload"]["kind"], "json");
+    let changes = doc["payload"]["changes"].as_array().expect("changes");
+    let ops: Vec<(String, String)> = changes
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap_or("").to_string(),
+                c["op"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        ops.contains(&("/amount".into(), "changed".into())),
+        "{ops:?}"
+    );
+    assert!(
+        ops.contains(&("/customer/email".into(), "changed".into())),
+        "{ops:?}"
+    );
+    assert!(ops.contains(&("/extra".into(), "added".into())), "{ops:?}");
+    assert!(
+        !ops.iter().any(|(p, _)| p == "/customer/name"),
+        "unchanged name reported: {ops:?}"
+    );
+    let s = doc.to_string();
+    assert!(
+        !s.contains("other@example.com") && !s.contains("user1@example.com"),
+        "{s}"
+    );
+    let human = String::from_utf8(env.run(&["diff", path, "msg-1", "msg-2"]).stdout).expect("utf8");
+    assert!(
+        human.contains("~ /amount") && human.contains("→ \"1,500.00\""),
+        "{human}"
+    );
+}
+
+#[test]
+fn export_is_masked_and_reads_back() {
+    let env = Env::new();
+    let mut letters = mixed();
+    letters[0].headers.push(Header::new(
+        "authorization",
+        HeaderValue::text("Bearer sekrit-token-123"),
+    ));
+    letters[1].payload = vec![0x00, b'j', b'@', b'x', b'.', b'c', b'o', b'm', 0xff];
+    let p = env.dump("mixed.ndjson", &letters, &[]);
+    let path = p.to_str().expect("utf8");
+    let out_path = env.dir.path().join("export.ndjson");
+    let out = env.run(&[
+        "export",
+        path,
+        "--filter",
+        "reason=tax",
+        "--out",
+        out_path.to_str().expect("utf8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exported 14 masked letter(s) of 17"));
+    let text = std::fs::read_to_string(&out_path).expect("export written");
+    assert_eq!(text.lines().count(), 14);
+    assert!(text.lines().all(|l| l.contains("\"masked\":true")));
+    for secret in ["@example.com", "Jane Doe", "sekrit", "j@x.com"] {
+        assert!(!text.contains(secret), "{secret} leaked into export");
+    }
+    assert!(!env.dir.path().join("export.ndjson.partial").exists());
+    // The export is itself a source, and groups the same way.
+    let doc = json(&env.run(&[
+        "summary",
+        out_path.to_str().expect("utf8"),
+        "--json",
+        "-g",
+        "reason,version",
+    ]));
+    assert_eq!(doc["total"], 14);
+    assert_eq!(doc["problems"]["count"], 0);
+    let mut counts = group_counts(&doc);
+    counts.sort();
+    assert_eq!(
+        counts,
+        vec![
+            (vec!["tax".to_string(), "r1".to_string()], 4),
+            (vec!["tax".to_string(), "r2".to_string()], 10)
+        ]
+    );
+    // To stdout as well.
+    let stdout = env.run(&["export", path, "-f", "reason=amount"]);
+    assert_eq!(String::from_utf8_lossy(&stdout.stdout).lines().count(), 3);
+}
+
+#[test]
+fn json_output_escapes_what_terminals_interpret() {
+    let env = Env::new();
+    let mut l = letter(1, "evil\u{202e}\u{9b}31m", "r1", 5);
+    l.payload = "{\"note\":\"\u{202e}\u{85}\u{7f}\"}".as_bytes().to_vec();
+    let p = env.dump("evil.ndjson", &[l], &[]);
+    let path = p.to_str().expect("utf8");
+    for args in [
+        vec!["summary", path, "--json"],
+        vec!["list", path, "--json"],
+        vec!["show", path, "msg-1", "--json"],
+        vec!["export", path],
+    ] {
+        let out = env.run(&args);
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8(out.stdout).expect("utf8");
+        assert!(
+            !text
+                .chars()
+                .any(dlq_triage::core::sanitize::is_unsafe_char_in_output),
+            "{args:?}: {text:?}"
+        );
+    }
+}

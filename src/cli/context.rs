@@ -6,9 +6,11 @@ use crate::config::Config;
 use crate::core::catalog::Catalog;
 use crate::core::filter::Filter;
 use crate::core::masking::Masker;
+use crate::core::model::DeadLetter;
 use crate::core::ports::{ScanEvent, SourceError, SourceInfo};
 use crate::core::sanitize;
 use crate::core::source::SourceRef;
+use crate::core::store::RowId;
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use std::ops::ControlFlow;
@@ -80,6 +82,17 @@ impl Context {
 
     /// Scan the whole source into a catalog.
     pub fn load(&self, arg: &str) -> anyhow::Result<Loaded> {
+        self.load_visit(arg, |_, _, _| Ok(()))
+    }
+
+    /// Scan the whole source, handing every full letter (payload included) to `visit`
+    /// right after it is indexed; only metadata is kept afterwards. `visit` failing
+    /// stops the scan with that error.
+    pub fn load_visit(
+        &self,
+        arg: &str,
+        mut visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Loaded> {
         let source = self.resolve_source(arg)?;
         let mut src = brokers::open(&source).map_err(|e| match e {
             SourceError::Unsupported(m) => anyhow::Error::new(UsageError(m)),
@@ -87,10 +100,15 @@ impl Context {
         })?;
         let info = src.info();
         let mut catalog = Catalog::new(self.masker()?, self.config.conventions.clone());
+        let mut failed: Option<anyhow::Error> = None;
         src.scan(&mut |ev| {
             match ev {
                 ScanEvent::Letter(raw) => {
-                    catalog.ingest(raw);
+                    let (row, dl) = catalog.ingest(raw);
+                    if let Err(e) = visit(&catalog, row, dl) {
+                        failed = Some(e);
+                        return ControlFlow::Break(());
+                    }
                 }
                 ScanEvent::Problem { location, message } => {
                     catalog.record_problem(location, message)
@@ -100,6 +118,9 @@ impl Context {
             ControlFlow::Continue(())
         })
         .with_context(|| format!("scanning {}", info.label))?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
         catalog.shrink_to_fit();
         Ok(Loaded { catalog, info })
     }

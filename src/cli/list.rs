@@ -13,6 +13,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
     let mut filter = ctx.parse_filter(a.filter.as_deref())?;
     let loaded = ctx.load(&a.source)?;
     let store = &loaded.catalog.store;
+    let masker = loaded.catalog.masker();
     let now = ctx.now_ms();
     let mut ids: Vec<RowId> = store
         .rows()
@@ -41,7 +42,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
                 json!({
                     "id": store.id(r),
                     "coords": opt(&store.coords_label(r)),
-                    "key": opt(store.key(r)),
+                    "key": opt(&masker.mask_text(store.key(r))),
                     "dead_lettered_at": (r.at_ms != NO_TIME).then(|| DateTime::from_timestamp_millis(r.at_ms)).flatten()
                         .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
                     "reason_code": store.sym(r.reason),
@@ -67,8 +68,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
         if !filter.is_empty() {
             doc["filter"] = json!(filter.source());
         }
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(());
+        return super::output::print_json(&doc);
     }
     let mut t = Table::new(&[
         ("ID", false, 36),
@@ -87,7 +87,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
             } else {
                 format_age_ms(now - r.at_ms)
             },
-            store.key(r).to_string(),
+            masker.mask_text(store.key(r)),
             if r.attempt > 0 {
                 r.attempt.to_string()
             } else {

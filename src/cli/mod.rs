@@ -3,7 +3,11 @@
 //! human table or stable JSON.
 
 mod context;
+mod diff;
+mod export;
 mod list;
+pub mod output;
+mod show;
 mod summary;
 mod table;
 
@@ -47,6 +51,44 @@ pub enum Command {
     Summary(SummaryArgs),
     /// The letters themselves: id, age, key, attempt, state, reason, masked preview.
     List(ListArgs),
+    /// One letter: failure fields with provenance, headers, masked payload.
+    Show(ShowArgs),
+    /// Compare two letters' payloads and headers (masked).
+    Diff(DiffArgs),
+    /// Masked NDJSON dump of the (filtered) letters, readable back as a file source.
+    Export(ExportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    pub source: String,
+    /// Letter id (message id) or coordinates (`topic/partition/offset`).
+    pub id: String,
+    /// Show the raw payload (needs the privileged role and a reason; not in this build).
+    #[arg(long, hide = true)]
+    pub unmask: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    pub source: String,
+    pub id: String,
+    pub other_id: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    pub source: String,
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Write here instead of stdout (atomically: a partial file is never left behind
+    /// under this name).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -86,5 +128,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Summary(a) => summary::run(&ctx, &a),
         Command::List(a) => list::run(&ctx, &a),
+        Command::Show(a) => show::run(&ctx, &a),
+        Command::Diff(a) => diff::run(&ctx, &a),
+        Command::Export(a) => export::run(&ctx, &a),
     }
 }

@@ -70,8 +70,7 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         if !filter.is_empty() {
             doc["filter"] = json!(filter.source());
         }
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(());
+        return super::output::print_json(&doc);
     }
 
     let total_inflow: f64 = groups.iter().map(|(_, g)| g.inflow_per_min()).sum();

@@ -264,19 +264,34 @@ impl Masker {
 
     /// Mask free text: `key=value` pairs under sensitive names, then value detectors.
     pub fn mask_text(&self, s: &str) -> String {
-        let b = s.as_bytes();
+        let spans = self.sensitive_spans(s);
+        if spans.is_empty() {
+            return s.to_string();
+        }
         let mut out = String::with_capacity(s.len());
         let mut last = 0;
+        for (range, rep) in spans {
+            out.push_str(&s[last..range.start]);
+            out.push_str(&rep);
+            last = range.end;
+        }
+        out.push_str(&s[last..]);
+        out
+    }
+
+    /// Byte ranges of `s` that must not be shown, with their masked replacement; in order,
+    /// non-overlapping. Used where text cannot simply be rewritten (hex dumps).
+    pub fn sensitive_spans(&self, s: &str) -> Vec<(std::ops::Range<usize>, String)> {
+        let b = s.as_bytes();
+        let mut spans = Vec::new();
         let mut i = 0;
         while i < b.len() {
             let boundary = i == 0 || !is_word_byte(b[i - 1]);
             if boundary {
                 if let Some((end, rep)) = self.detect_pair(s, i).or_else(|| self.detect_value(s, i))
                 {
-                    out.push_str(&s[last..i]);
-                    out.push_str(&rep);
+                    spans.push((i..end, rep));
                     i = end;
-                    last = end;
                     continue;
                 }
                 // Skip the rest of a word so detectors only start at boundaries.
@@ -289,8 +304,7 @@ impl Masker {
             }
             i += 1;
         }
-        out.push_str(&s[last..]);
-        out
+        spans
     }
 
     /// `name = value`, `name: value`, `"name": "value"` with a sensitive name.
@@ -436,8 +450,27 @@ impl Masker {
             m: self,
             layout,
             max_out,
+            root_class: None,
         }
         .run(input)
+    }
+
+    /// Mask a JSON value that sits under `class` (a sensitive key higher up), e.g. a
+    /// sub-document reported by a diff.
+    pub fn mask_json_under(
+        &self,
+        class: Option<Class>,
+        input: &[u8],
+        layout: Layout,
+    ) -> Result<String, String> {
+        JsonMasker {
+            m: self,
+            layout,
+            max_out: usize::MAX,
+            root_class: class,
+        }
+        .run(input)
+        .map(|r| r.0)
     }
 
     /// Mask a payload whatever it is; JSON structurally, text by detectors, binary not
@@ -463,6 +496,78 @@ impl Masker {
             masked.truncate(at);
         }
         (masked, cut)
+    }
+}
+
+impl Masker {
+    /// Mask a header value keeping its type and structure (so an exported `x-death`
+    /// still parses): tables by their field names, text by name then detectors.
+    pub fn mask_header_value(&self, name: &str, value: &HeaderValue) -> HeaderValue {
+        let class = self.field_class(name);
+        match value {
+            HeaderValue::Table(fields) => HeaderValue::Table(
+                fields
+                    .iter()
+                    .map(|(k, v)| {
+                        let masked = match class {
+                            Some(_) => self.mask_header_value(name, v),
+                            None => self.mask_header_value(k, v),
+                        };
+                        (k.clone(), masked)
+                    })
+                    .collect(),
+            ),
+            HeaderValue::Array(items) => HeaderValue::Array(
+                items
+                    .iter()
+                    .map(|v| self.mask_header_value(name, v))
+                    .collect(),
+            ),
+            HeaderValue::Bytes(b) => {
+                let text = String::from_utf8_lossy(b);
+                let masked = match class {
+                    Some(c) => self.mask_value(c, &text),
+                    None => self.mask_text(&text),
+                };
+                if masked == text && std::str::from_utf8(b).is_ok() {
+                    value.clone()
+                } else if masked == text {
+                    HeaderValue::Bytes(self.mask_binary(b))
+                } else {
+                    HeaderValue::Bytes(masked.into_bytes())
+                }
+            }
+            HeaderValue::Null => HeaderValue::Null,
+            other => match class {
+                Some(c) => HeaderValue::Bytes(
+                    self.mask_value(c, &other.as_text().unwrap_or_default())
+                        .into_bytes(),
+                ),
+                None => other.clone(),
+            },
+        }
+    }
+
+    /// Mask arbitrary bytes in place: printable runs go through the detectors and every
+    /// byte of a sensitive span becomes `*`; everything else (and the length) is kept.
+    pub fn mask_binary(&self, bytes: &[u8]) -> Vec<u8> {
+        let projection: String = bytes
+            .iter()
+            .map(|&b| {
+                if b.is_ascii_graphic() || b == b' ' {
+                    b as char
+                } else {
+                    '.'
+                }
+            })
+            .collect();
+        let mut out = bytes.to_vec();
+        for (range, _) in self.sensitive_spans(&projection) {
+            for b in &mut out[range] {
+                *b = b'*';
+            }
+        }
+        out
     }
 }
 
@@ -707,6 +812,8 @@ struct JsonMasker<'a> {
     m: &'a Masker,
     layout: Layout,
     max_out: usize,
+    /// Class inherited by the root value.
+    root_class: Option<Class>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -744,7 +851,11 @@ impl JsonMasker<'_> {
                 return err(i, "unexpected end of JSON");
             };
             let depth = stack.len();
-            let mut class = None;
+            let mut class = if stack.is_empty() {
+                self.root_class
+            } else {
+                None
+            };
             if let Some(top) = stack.last_mut() {
                 match (top.expect, c) {
                     (Expect::FirstOrEnd | Expect::CommaOrEnd, b'}' | b']') => {

@@ -3,12 +3,14 @@
 
 pub mod catalog;
 pub mod conventions;
+pub mod diff;
 pub mod dump;
 pub mod filter;
 pub mod fingerprint;
 pub mod grouping;
 pub mod masking;
 pub mod model;
+pub mod payload_view;
 pub mod ports;
 pub mod sanitize;
 pub mod source;

@@ -24,6 +24,11 @@ pub fn is_unsafe_char(c: char) -> bool {
     u < 0x20 || u == 0x7f || (0x80..=0x9f).contains(&u) || is_format_char(c)
 }
 
+/// Like [`is_unsafe_char`] but allowing the newline, for checking multi-line output.
+pub fn is_unsafe_char_in_output(c: char) -> bool {
+    c != '\n' && is_unsafe_char(c)
+}
+
 /// Bidi controls, zero-width and other invisible format characters (Unicode Cf that
 /// matter in terminals), plus line/paragraph separators.
 fn is_format_char(c: char) -> bool {

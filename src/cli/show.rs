@@ -1,0 +1,307 @@
+//! `dlq-triage show`: one letter's failure metadata with provenance, masked headers and
+//! the masked payload.
+
+use super::context::{Context, UsageError};
+use super::ShowArgs;
+use crate::core::masking::Masker;
+use crate::core::model::{DeadLetter, Sourced};
+use crate::core::payload_view::{self, ViewKind};
+use crate::core::sanitize::{self, human_bytes, Mode};
+use crate::core::timefmt::format_age_ms;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Value};
+use std::fmt::Display;
+use std::io::Write;
+
+/// Output guard for the payload view.
+const MAX_PAYLOAD_OUT: usize = 64 * 1024;
+
+/// Find letters by id or coordinates, keeping full letters only for matches.
+pub fn find_letters(
+    ctx: &Context,
+    source: &str,
+    ids: &[&str],
+) -> anyhow::Result<(Vec<Vec<DeadLetter>>, super::context::Loaded)> {
+    let mut found: Vec<Vec<DeadLetter>> = vec![Vec::new(); ids.len()];
+    let loaded = ctx.load_visit(source, |_, _, dl| {
+        let coords = dl
+            .raw
+            .coords
+            .as_ref()
+            .map(|c| c.to_string())
+            .unwrap_or_default();
+        for (i, id) in ids.iter().enumerate() {
+            if dl.id.value.0 == *id || coords == *id {
+                found[i].push(dl.clone());
+            }
+        }
+        Ok(())
+    })?;
+    for (i, id) in ids.iter().enumerate() {
+        if found[i].is_empty() {
+            return Err(anyhow::anyhow!(
+                "no letter with id or coordinates `{}` in {} (find ids with: dlq-triage list SOURCE --filter 'id=…' or a bare word)",
+                sanitize::clean(id),
+                sanitize::clean(&loaded.info.label)
+            ));
+        }
+        // Newest first: a failed-again copy shares the message id with older copies.
+        found[i].sort_by_key(|d| std::cmp::Reverse(d.dead_lettered_at.as_ref().map(|t| t.value)));
+    }
+    Ok((found, loaded))
+}
+
+pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
+    if a.unmask {
+        return Err(UsageError(
+            "--unmask needs the audit ledger and the privileged role, which this build does not have yet; payloads are always masked".into(),
+        )
+        .into());
+    }
+    let (found, loaded) = find_letters(ctx, &a.source, &[a.id.as_str()])?;
+    let copies = &found[0];
+    let dl = &copies[0];
+    let masker = loaded.catalog.masker();
+    let view = payload_view::render(masker, &dl.raw.payload, dl.body, MAX_PAYLOAD_OUT);
+    if a.json {
+        return super::output::print_json(&letter_json(
+            masker,
+            dl,
+            &view,
+            &loaded.info.label,
+            copies.len(),
+        ));
+    }
+    let now = ctx.now_ms();
+    let mut out = std::io::stdout().lock();
+    let clean = |s: &str| sanitize::line(s, 300);
+    let from = |p: &crate::core::model::Provenance| format!("  ← {}", clean(&p.to_string()));
+    let field = |out: &mut dyn Write,
+                 label: &str,
+                 value: String,
+                 prov: Option<&crate::core::model::Provenance>|
+     -> std::io::Result<()> {
+        writeln!(
+            out,
+            "  {label:<14} {}{}",
+            clean(&value),
+            prov.map(from).unwrap_or_default()
+        )
+    };
+    writeln!(out, "letter {}{}", clean(&dl.id.value.0), from(&dl.id.from))?;
+    if copies.len() > 1 {
+        writeln!(
+            out,
+            "  note: {} letters share this id (dead-lettered again?); showing the newest",
+            copies.len()
+        )?;
+    }
+    writeln!(out, "  {:<14} {}", "source", clean(&loaded.info.label))?;
+    if let Some(c) = &dl.raw.coords {
+        field(&mut out, "coords", c.to_string(), None)?;
+    }
+    if let Some(k) = &dl.raw.key {
+        field(
+            &mut out,
+            "key",
+            masker.mask_text(&String::from_utf8_lossy(k)),
+            None,
+        )?;
+    }
+    if let Some(t) = &dl.dead_lettered_at {
+        let age = format_age_ms(now - t.value.timestamp_millis());
+        field(
+            &mut out,
+            "dead-lettered",
+            format!("{} ({age} ago)", rfc(t.value)),
+            Some(&t.from),
+        )?;
+    }
+    field(&mut out, "state", "open".into(), None)?;
+    if dl.replay_count > 0 {
+        field(
+            &mut out,
+            "replayed",
+            format!("{} time(s) by dlq-triage", dl.replay_count),
+            None,
+        )?;
+    }
+    writeln!(out, "failure")?;
+    let f = &dl.failure;
+    let text_field = |out: &mut dyn Write,
+                      label: &str,
+                      s: &Option<Sourced<String>>,
+                      mask: bool|
+     -> std::io::Result<()> {
+        match s {
+            Some(s) => field(
+                out,
+                label,
+                if mask {
+                    masker.mask_text(&s.value)
+                } else {
+                    s.value.clone()
+                },
+                Some(&s.from),
+            ),
+            None => Ok(()),
+        }
+    };
+    text_field(&mut out, "reason", &f.reason_code, false)?;
+    text_field(&mut out, "detail", &f.reason_detail, true)?;
+    text_field(&mut out, "exception", &f.exception_type, false)?;
+    text_field(&mut out, "death reason", &f.death_reason, false)?;
+    text_field(&mut out, "consumer", &f.consumer, false)?;
+    text_field(&mut out, "version", &f.consumer_version, false)?;
+    if let Some(a) = &f.attempt {
+        field(&mut out, "attempt", a.value.to_string(), Some(&a.from))?;
+    }
+    for (label, t) in [
+        ("first failed", &f.first_failed_at),
+        ("last failed", &f.last_failed_at),
+    ] {
+        if let Some(t) = t {
+            field(&mut out, label, rfc(t.value), Some(&t.from))?;
+        }
+    }
+    if let Some(o) = &f.origin {
+        field(&mut out, "origin", o.value.to_string(), Some(&o.from))?;
+    }
+    writeln!(out, "event")?;
+    let e = &dl.event;
+    text_field(&mut out, "type", &e.event_type, false)?;
+    text_field(&mut out, "schema", &e.schema_version, false)?;
+    text_field(&mut out, "correlation", &e.correlation_id, true)?;
+    if let Some(t) = &e.occurred_at {
+        field(&mut out, "occurred at", rfc(t.value), Some(&t.from))?;
+    }
+    text_field(&mut out, "payload ref", &e.payload_ref, true)?;
+    writeln!(out, "headers ({})", dl.raw.headers.len())?;
+    let width = dl
+        .raw
+        .headers
+        .iter()
+        .map(|h| h.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(40);
+    for h in &dl.raw.headers {
+        writeln!(
+            out,
+            "  {:<width$}  {}",
+            clean(&h.name),
+            sanitize::line(&masker.mask_header(&h.name, &h.value), 200)
+        )?;
+    }
+    for (k, v) in &dl.raw.properties {
+        writeln!(
+            out,
+            "  {:<width$}  {}",
+            clean(&format!("(amqp) {k}")),
+            clean(&masker.mask_text(v))
+        )?;
+    }
+    writeln!(
+        out,
+        "payload · {} · {} · masked{}",
+        dl.body.as_str(),
+        human_bytes(dl.raw.payload.len() as u64),
+        if view.kind == ViewKind::Hex {
+            " · hex"
+        } else {
+            ""
+        }
+    )?;
+    if let Some(err) = &dl.body_error {
+        writeln!(out, "  does not parse: {}", clean(err))?;
+    }
+    let body = sanitize::sanitize_str(&view.text, Mode::Block, usize::MAX);
+    writeln!(out, "{body}")?;
+    if view.truncated {
+        writeln!(
+            out,
+            "… [payload is {}; the rest is hidden — use `export` for all of it]",
+            human_bytes(view.total_bytes as u64)
+        )?;
+    }
+    Ok(())
+}
+
+fn rfc(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn sourced<T: Display>(s: &Option<Sourced<T>>, mask: impl Fn(String) -> String) -> Value {
+    match s {
+        Some(s) => json!({
+            "value": mask(s.value.to_string()),
+            "convention": s.from.convention.to_string(),
+            "location": s.from.location,
+        }),
+        None => Value::Null,
+    }
+}
+
+fn sourced_time(s: &Option<Sourced<DateTime<Utc>>>) -> Value {
+    match s {
+        Some(s) => {
+            json!({"value": rfc(s.value), "convention": s.from.convention.to_string(), "location": s.from.location})
+        }
+        None => Value::Null,
+    }
+}
+
+/// The `show --json` document.
+pub fn letter_json(
+    masker: &Masker,
+    dl: &DeadLetter,
+    view: &payload_view::PayloadView,
+    source: &str,
+    copies: usize,
+) -> Value {
+    let plain = |s: String| s;
+    let masked = |s: String| masker.mask_text(&s);
+    let f = &dl.failure;
+    let e = &dl.event;
+    json!({
+        "source": source,
+        "id": sourced(&Some(dl.id.clone()), plain),
+        "copies": copies,
+        "coords": dl.raw.coords.as_ref().map(|c| c.to_string()),
+        "key": dl.raw.key.as_ref().map(|k| masker.mask_text(&String::from_utf8_lossy(k))),
+        "dead_lettered_at": sourced_time(&dl.dead_lettered_at),
+        "state": "open",
+        "replay_count": dl.replay_count,
+        "failure": {
+            "reason_code": sourced(&f.reason_code, plain),
+            "reason_detail": sourced(&f.reason_detail, masked),
+            "exception_type": sourced(&f.exception_type, plain),
+            "death_reason": sourced(&f.death_reason, plain),
+            "consumer": sourced(&f.consumer, plain),
+            "consumer_version": sourced(&f.consumer_version, plain),
+            "attempt": sourced(&f.attempt, plain),
+            "first_failed_at": sourced_time(&f.first_failed_at),
+            "last_failed_at": sourced_time(&f.last_failed_at),
+            "origin": sourced(&f.origin, plain),
+        },
+        "event": {
+            "message_id": sourced(&e.message_id, plain),
+            "event_type": sourced(&e.event_type, plain),
+            "schema_version": sourced(&e.schema_version, plain),
+            "correlation_id": sourced(&e.correlation_id, masked),
+            "occurred_at": sourced_time(&e.occurred_at),
+            "payload_ref": sourced(&e.payload_ref, masked),
+        },
+        "headers": dl.raw.headers.iter().map(|h| json!({"name": h.name, "value": masker.mask_header(&h.name, &h.value)})).collect::<Vec<_>>(),
+        "properties": dl.raw.properties.iter().map(|(k, v)| json!({"name": k, "value": masker.mask_text(v)})).collect::<Vec<_>>(),
+        "payload": {
+            "body": dl.body.as_str(),
+            "parse_error": dl.body_error,
+            "view": view.kind.as_str(),
+            "bytes": view.total_bytes,
+            "masked": true,
+            "truncated": view.truncated,
+            "text": view.text,
+        },
+    })
+}
