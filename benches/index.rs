@@ -139,17 +139,32 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
 
-    // Masking 1 KiB JSON payloads (the detail view and export path).
-    let payload = templates
+    // Masking 1 KiB JSON payloads (the detail view and export path): a real envelope
+    // padded with a free-text note carrying an email and a card number.
+    let base = templates
         .iter()
         .map(|t| &t.raw.payload)
-        .find(|p| p.len() >= 700 && p.starts_with(b"{"))
+        .find(|p| p.len() >= 600 && p.starts_with(b"{"))
         .cloned()
         .unwrap_or_default();
-    let mut kib = payload.clone();
-    kib.truncate(kib.len().min(1024));
+    let mut doc: serde_json::Value = serde_json::from_slice(&base).unwrap_or_default();
+    let note_prefix =
+        "customer called about card 4242 4242 4242 4242, reach at jane.doe@example.com; ";
+    doc["note"] = serde_json::Value::String(note_prefix.to_string());
+    let pad = 1024usize.saturating_sub(serde_json::to_vec(&doc).map(|v| v.len()).unwrap_or(0));
+    doc["note"] = serde_json::Value::String(format!("{note_prefix}{}", "x".repeat(pad)));
+    let payload = serde_json::to_vec(&doc).unwrap_or_default();
     let mut g = c.benchmark_group("masking");
     g.throughput(Throughput::Bytes(payload.len() as u64));
+    g.bench_function(format!("mask_json_compact_{}B", payload.len()), |b| {
+        b.iter(|| {
+            black_box(
+                masker
+                    .mask_json(&payload, Layout::Compact, usize::MAX)
+                    .map(|r| r.0.len()),
+            )
+        })
+    });
     g.bench_function(format!("mask_json_pretty_{}B", payload.len()), |b| {
         b.iter(|| {
             black_box(

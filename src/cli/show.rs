@@ -167,8 +167,17 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
     if let Some(o) = &f.origin {
         field(&mut out, "origin", o.value.to_string(), Some(&o.from))?;
     }
-    writeln!(out, "event")?;
     let e = &dl.event;
+    let no_event = e.event_type.is_none()
+        && e.schema_version.is_none()
+        && e.correlation_id.is_none()
+        && e.occurred_at.is_none()
+        && e.payload_ref.is_none();
+    writeln!(
+        out,
+        "event{}",
+        if no_event { " (no event metadata)" } else { "" }
+    )?;
     text_field(&mut out, "type", &e.event_type, false)?;
     text_field(&mut out, "schema", &e.schema_version, false)?;
     text_field(&mut out, "correlation", &e.correlation_id, true)?;

@@ -1017,27 +1017,51 @@ fn scalar_end(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Read a JSON string starting at the opening quote; returns the decoded text and the
-/// index after the closing quote.
+/// index after the closing quote. Strings without escapes are sliced directly.
 fn read_string(b: &[u8], i: usize) -> Option<(String, usize)> {
     let mut j = i + 1;
+    let mut escaped = false;
     while j < b.len() {
         match b[j] {
             b'"' => {
+                if !escaped {
+                    let s = std::str::from_utf8(&b[i + 1..j]).ok()?;
+                    if s.bytes().any(|c| c < 0x20) {
+                        return None; // raw control characters are not valid JSON
+                    }
+                    return Some((s.to_string(), j + 1));
+                }
                 let s: String = serde_json::from_slice(&b[i..=j]).ok()?;
                 return Some((s, j + 1));
             }
-            b'\\' => j += 2,
+            b'\\' => {
+                escaped = true;
+                j += 2;
+            }
             _ => j += 1,
         }
     }
     None
 }
 
+/// Append `s` as a JSON string literal.
 fn push_json_string(out: &mut String, s: &str) {
-    match serde_json::to_string(s) {
-        Ok(q) => out.push_str(&q),
-        Err(_) => out.push_str("\"\""),
+    out.reserve(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = std::fmt::Write::write_fmt(out, format_args!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
     }
+    out.push('"');
 }
 
 #[cfg(test)]
