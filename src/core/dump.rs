@@ -24,30 +24,13 @@ pub enum DumpError {
     Io(#[from] std::io::Error),
 }
 
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum DumpCoords {
-    Kafka {
-        topic: String,
-        partition: i32,
-        offset: i64,
-    },
-    Amqp {
-        vhost: String,
-        queue: String,
-        position: u64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        stream_offset: Option<i64>,
-    },
-}
-
 #[derive(Serialize, Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
 struct DumpLine {
     #[serde(default = "one")]
     v: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    coords: Option<DumpCoords>,
+    coords: Option<Coords>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timestamp: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,28 +60,7 @@ pub fn to_line(raw: &RawLetter, masked: bool) -> String {
     let (payload, payload_b64) = split_bytes(Some(&raw.payload));
     let line = DumpLine {
         v: 1,
-        coords: raw.coords.as_ref().map(|c| match c.clone() {
-            Coords::Kafka {
-                topic,
-                partition,
-                offset,
-            } => DumpCoords::Kafka {
-                topic,
-                partition,
-                offset,
-            },
-            Coords::Amqp {
-                vhost,
-                queue,
-                position,
-                stream_offset,
-            } => DumpCoords::Amqp {
-                vhost,
-                queue,
-                position,
-                stream_offset,
-            },
-        }),
+        coords: raw.coords.clone(),
         timestamp: raw
             .timestamp
             .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
@@ -239,28 +201,7 @@ pub fn from_line(line: &[u8]) -> Result<RawLetter, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(RawLetter {
-        coords: d.coords.map(|c| match c {
-            DumpCoords::Kafka {
-                topic,
-                partition,
-                offset,
-            } => Coords::Kafka {
-                topic,
-                partition,
-                offset,
-            },
-            DumpCoords::Amqp {
-                vhost,
-                queue,
-                position,
-                stream_offset,
-            } => Coords::Amqp {
-                vhost,
-                queue,
-                position,
-                stream_offset,
-            },
-        }),
+        coords: d.coords,
         key: bytes(d.key, d.key_b64, "key")?,
         headers,
         properties: d.properties.into_iter().collect(),

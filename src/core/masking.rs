@@ -551,24 +551,41 @@ impl Masker {
     /// Mask arbitrary bytes in place: printable runs go through the detectors and every
     /// byte of a sensitive span becomes `*`; everything else (and the length) is kept.
     pub fn mask_binary(&self, bytes: &[u8]) -> Vec<u8> {
-        let projection: String = bytes
+        let hidden = self.sensitive_bytes(bytes);
+        bytes
             .iter()
-            .map(|&b| {
-                if b.is_ascii_graphic() || b == b' ' {
-                    b as char
-                } else {
-                    '.'
-                }
-            })
-            .collect();
-        let mut out = bytes.to_vec();
+            .zip(hidden)
+            .map(|(&b, h)| if h { b'*' } else { b })
+            .collect()
+    }
+
+    /// For each byte of a binary blob, whether it lies in a sensitive span, judged on its
+    /// printable-ASCII projection (non-printables as `.`).
+    pub fn sensitive_bytes(&self, bytes: &[u8]) -> Vec<bool> {
+        let projection = printable_projection(bytes);
+        let mut hidden = vec![false; bytes.len()];
         for (range, _) in self.sensitive_spans(&projection) {
-            for b in &mut out[range] {
-                *b = b'*';
+            for h in &mut hidden[range] {
+                *h = true;
             }
         }
-        out
+        hidden
     }
+}
+
+/// Bytes as printable ASCII, one char per byte (`.` for the rest), so byte offsets and
+/// char offsets coincide.
+pub fn printable_projection(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '.'
+            }
+        })
+        .collect()
 }
 
 /// One-line rendering of a typed AMQP header (tables and arrays).

@@ -8,8 +8,10 @@ use chrono::{DateTime, Utc};
 use std::borrow::Cow;
 use std::fmt;
 
-/// Where a letter sits now, in broker terms.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Where a letter sits now, in broker terms. Serialized as in the dump format:
+/// `{"kafka":{…}}` or `{"amqp":{…}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Coords {
     Kafka {
         topic: String,
@@ -22,6 +24,7 @@ pub enum Coords {
         /// Position in our browse order (deliveries are not addressable on classic queues).
         position: u64,
         /// Set for stream queues, which are addressable by offset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         stream_offset: Option<i64>,
     },
 }

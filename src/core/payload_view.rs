@@ -74,22 +74,8 @@ pub fn render(masker: &Masker, payload: &[u8], body: BodyKind, max_out: usize) -
 /// byte inside a sensitive span is shown as `**` and `*`, in both columns, since hex of
 /// an email is as readable as the email.
 pub fn hex_dump(masker: &Masker, bytes: &[u8]) -> String {
-    let projection: String = bytes
-        .iter()
-        .map(|&b| {
-            if b.is_ascii_graphic() || b == b' ' {
-                b as char
-            } else {
-                '.'
-            }
-        })
-        .collect();
-    let mut hidden = vec![false; bytes.len()];
-    for (range, _) in masker.sensitive_spans(&projection) {
-        for h in &mut hidden[range] {
-            *h = true;
-        }
-    }
+    let projection = crate::core::masking::printable_projection(bytes);
+    let hidden = masker.sensitive_bytes(bytes);
     let mut out = String::new();
     for (line, chunk) in bytes.chunks(16).enumerate() {
         let base = line * 16;
