@@ -292,7 +292,11 @@ fn exit_codes_and_messages() {
             "unknown group dimension",
         ),
         (vec!["summary", "nats://x"], 2, "unknown source scheme"),
-        (vec!["summary", "kafka://127.0.0.1:1/t"], 2, "not supported"),
+        (
+            vec!["summary", "amqp://127.0.0.1:1/v?queue=q"],
+            2,
+            "not supported",
+        ),
         (
             vec!["summary", "/nonexistent/dump.ndjson"],
             1,
@@ -655,4 +659,41 @@ fn json_output_escapes_what_terminals_interpret() {
             "{args:?}: {text:?}"
         );
     }
+}
+
+#[test]
+fn demo_summary_matches_the_seeded_scenario() {
+    let env = Env::new();
+    let doc = json(&env.run(&["summary", "demo", "--json", "-g", "reason"]));
+    let expected = dlq_triage::scenario::incident(42, now(), dlq_triage::scenario::Scale(1.0));
+    assert_eq!(doc["total"].as_u64(), Some(expected.len() as u64));
+    assert!(
+        doc["source"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("demo · kafka://127.0.0.1:")),
+        "{}",
+        doc["source"]
+    );
+    let count = |reason: &str| {
+        doc["groups"]
+            .as_array()
+            .expect("groups")
+            .iter()
+            .find(|g| g["reason_code"] == reason)
+            .and_then(|g| g["count"].as_u64())
+    };
+    assert_eq!(count("customer_tax_profile_missing"), Some(612));
+    assert_eq!(count("amount_not_a_number"), Some(301));
+    assert_eq!(count("attempt_budget_exhausted"), Some(280));
+    let out = env.run(&["demo"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Demo: an in-process Kafka mock cluster"));
+}
+
+#[test]
+fn kafka_flags_are_validated() {
+    let env = Env::new();
+    let out = env.run(&["summary", "kafka://127.0.0.1:1/t", "-X", "novalue"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-X takes key=value"));
 }

@@ -1,14 +1,34 @@
 //! Adapters from real sources to core's ports.
 
+pub mod demo;
 pub mod file;
+pub mod kafka;
 
 use crate::core::ports::{DlqSource, SourceError};
 use crate::core::source::SourceRef;
+use chrono::{DateTime, Utc};
+
+/// What opening a source may need besides its URI.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// librdkafka properties (`-X key=value`, named-source `kafka` tables).
+    pub kafka_props: Vec<(String, String)>,
+    /// The clock, for the demo's relative ages.
+    pub now: Option<DateTime<Utc>>,
+}
 
 /// Open a source for scanning.
-pub fn open(source: &SourceRef) -> Result<Box<dyn DlqSource>, SourceError> {
+pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>, SourceError> {
     match source {
         SourceRef::File { path } => Ok(Box::new(file::FileSource::open(path)?)),
+        SourceRef::Kafka { brokers, topics } => Ok(Box::new(kafka::KafkaSource::new(
+            brokers.clone(),
+            topics.clone(),
+            opts.kafka_props.clone(),
+        ))),
+        SourceRef::Demo => Ok(Box::new(demo::DemoSource::start(
+            opts.now.unwrap_or_else(Utc::now),
+        )?)),
         other => Err(SourceError::Unsupported(format!(
             "{} sources are not supported by this build yet; use an exported .ndjson dump for now",
             other.kind()

@@ -28,6 +28,8 @@ pub struct Context {
     pub config: Config,
     pub now: DateTime<Utc>,
     pub read_only: bool,
+    /// `-X key=value` properties, in order.
+    pub kafka_props: Vec<(String, String)>,
 }
 
 /// A source scanned into a catalog.
@@ -46,10 +48,22 @@ impl Context {
                 .with_timezone(&Utc),
             None => Utc::now(),
         };
+        let kafka_props = cli
+            .kafka_props
+            .iter()
+            .map(|kv| match kv.split_once('=') {
+                Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+                _ => Err(UsageError(format!(
+                    "-X takes key=value, got `{}`",
+                    sanitize::clean(kv)
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Context {
             config,
             now,
             read_only: cli.read_only,
+            kafka_props,
         })
     }
 
@@ -94,7 +108,24 @@ impl Context {
         mut visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
     ) -> anyhow::Result<Loaded> {
         let source = self.resolve_source(arg)?;
-        let mut src = brokers::open(&source).map_err(|e| match e {
+        // Named sources bring their own librdkafka properties; -X wins over them.
+        let mut kafka_props: Vec<(String, String)> = self
+            .config
+            .sources
+            .get(arg)
+            .map(|s| {
+                s.kafka
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        kafka_props.extend(self.kafka_props.iter().cloned());
+        let opts = brokers::OpenOptions {
+            kafka_props,
+            now: Some(self.now),
+        };
+        let mut src = brokers::open(&source, &opts).map_err(|e| match e {
             SourceError::Unsupported(m) => anyhow::Error::new(UsageError(m)),
             other => anyhow::Error::new(other),
         })?;

@@ -3,6 +3,7 @@
 //! human table or stable JSON.
 
 mod context;
+mod demo;
 mod diff;
 mod export;
 mod list;
@@ -47,6 +48,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// The embedded demo: an in-process Kafka cluster seeded with a live-looking incident.
+    Demo(DemoArgs),
     /// Groups of dead letters with counts, oldest/newest age and inflow.
     Summary(SummaryArgs),
     /// The letters themselves: id, age, key, attempt, state, reason, masked preview.
@@ -92,6 +95,16 @@ pub struct ExportArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Only run the seeded broker and print its address, until Ctrl-C.
+    #[arg(long)]
+    pub serve: bool,
+    /// Scenario seed (same seed, same incident).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+#[derive(Args, Debug)]
 pub struct SummaryArgs {
     /// kafka://…, amqp://…, a .ndjson dump, demo, or a named source.
     pub source: String,
@@ -126,6 +139,7 @@ pub struct ListArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let ctx = Context::new(&cli)?;
     match cli.command {
+        Command::Demo(a) => demo::run(&ctx, &a),
         Command::Summary(a) => summary::run(&ctx, &a),
         Command::List(a) => list::run(&ctx, &a),
         Command::Show(a) => show::run(&ctx, &a),

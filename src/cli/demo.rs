@@ -1,0 +1,42 @@
+//! `dlq-triage demo`: the incident on an in-process Kafka cluster. Until the TUI lands it
+//! prints the demo's summary; `--serve` keeps the cluster up for kcat or a second terminal.
+
+use super::context::Context;
+use super::{DemoArgs, SummaryArgs};
+use crate::brokers::demo::Demo;
+use crate::scenario::Scale;
+use std::io::Write;
+
+pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {
+    if !a.serve {
+        let args = SummaryArgs {
+            source: "demo".into(),
+            group_by: None,
+            filter: None,
+            json: false,
+        };
+        return super::summary::run(ctx, &args);
+    }
+    let demo = Demo::start(a.seed, ctx.now, Scale(1.0))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "demo broker: {}", demo.bootstrap())?;
+    writeln!(
+        out,
+        "topics:      {} ({} letters seeded)",
+        demo.topics.join(", "),
+        demo.seeded
+    )?;
+    writeln!(out, "try:         dlq-triage summary {}", demo.uri())?;
+    writeln!(
+        out,
+        "             kcat -C -b {} -t {} -e -q",
+        demo.bootstrap(),
+        demo.topics[0]
+    )?;
+    writeln!(out, "Ctrl-C stops it.")?;
+    out.flush()?;
+    drop(out);
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
