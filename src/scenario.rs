@@ -485,6 +485,118 @@ fn spring_letter(rng: &mut Rng, now: DateTime<Utc>, age_ms: i64, origin_offset: 
     }
 }
 
+/// One new dead letter arriving now (the demo's live trickle): mostly the tax-profile
+/// incident, some string amounts, as the scenario's two live problems.
+pub fn fresh_letter(rng: &mut Rng, now: DateTime<Utc>) -> RawLetter {
+    let reason = if rng.below(10) < 7 {
+        "customer_tax_profile_missing"
+    } else {
+        "amount_not_a_number"
+    };
+    let origin_offset = 99_000 + rng.below(1000) as i64;
+    let d = invoice_letter(
+        rng,
+        now,
+        0,
+        "release-2026-09-21",
+        reason,
+        reason == "amount_not_a_number",
+        origin_offset,
+    );
+    let mut v = assign_coords(vec![d]);
+    v.pop().unwrap_or_default()
+}
+
+/// What the simulated consumer does with a (replayed) message on an origin topic:
+/// `Ok` when processing succeeds, `Err(reason)` when it dead-letters again. The rules
+/// follow the story: tax profiles were mostly fixed (85% succeed), string amounts fail
+/// until a revision turns them into numbers, gateway timeouts were transient, poison
+/// pills stay poison.
+pub fn consumer_verdict(raw: &RawLetter) -> Result<(), &'static str> {
+    let Ok(body) = serde_json::from_slice::<serde_json::Value>(&raw.payload) else {
+        return Err("poison: unparseable JSON");
+    };
+    let reason = body
+        .pointer("/failure/reason_code")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .or_else(|| {
+            raw.header("x-reason-code")
+                .and_then(|v| v.as_nonempty_text())
+        });
+    let amount_is_string = body
+        .pointer("/payload/amount")
+        .is_some_and(|a| a.is_string());
+    if amount_is_string {
+        return Err("amount_not_a_number");
+    }
+    if reason.as_deref() == Some("customer_tax_profile_missing") {
+        let id = body
+            .pointer("/message_id")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default();
+        let h = id
+            .bytes()
+            .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
+        if h % 100 >= 85 {
+            return Err("customer_tax_profile_missing");
+        }
+    }
+    Ok(())
+}
+
+/// The DLQ topic an origin topic dead-letters into.
+pub fn dlq_for(origin: &str) -> &'static str {
+    match origin {
+        "invoices" => INVOICES_DLQ,
+        _ => PAYMENTS_DLQ,
+    }
+}
+
+/// The dead letter the simulated consumer writes when a message fails again: same key,
+/// headers and message id; the envelope's attempt and last failure time move on.
+pub fn dead_letter_again(raw: &RawLetter, reason: &str, now: DateTime<Utc>) -> RawLetter {
+    let origin = raw
+        .coords
+        .as_ref()
+        .map(|c| c.container().to_string())
+        .unwrap_or_default();
+    let mut payload = raw.payload.clone();
+    if let Ok(mut body) = serde_json::from_slice::<serde_json::Value>(&raw.payload) {
+        if let Some(f) = body.get_mut("failure").and_then(|f| f.as_object_mut()) {
+            let attempt = f.get("attempt").and_then(|a| a.as_u64()).unwrap_or(0);
+            f.insert("attempt".into(), json!(attempt + 1));
+            f.insert("last_failed_at".into(), json!(ts(now)));
+            f.insert("reason_code".into(), json!(reason));
+        }
+        payload = body.to_string().into_bytes();
+    }
+    let mut headers: Vec<Header> = raw
+        .headers
+        .iter()
+        .filter(|h| h.name != "x-original-topic")
+        .cloned()
+        .collect();
+    headers.push(h("x-original-topic", &origin));
+    let partition = raw.key.as_ref().map_or(0, |k| {
+        (k.iter()
+            .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(*b)))
+            % DLQ_PARTITIONS as u32) as i32
+    });
+    RawLetter {
+        coords: Some(Coords::Kafka {
+            topic: dlq_for(&origin).to_string(),
+            partition,
+            offset: 0,
+        }),
+        key: raw.key.clone(),
+        headers,
+        properties: Vec::new(),
+        payload,
+        timestamp: Some(now),
+    }
+}
+
 /// Letters in the other conventions, on a RabbitMQ DLQ (`billing.dlq`) and a Kafka
 /// Connect DLQ: x-death with real AMQP types, MassTransit, NServiceBus, Azure-style.
 pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<RawLetter> {
@@ -687,6 +799,76 @@ pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<R
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn consumer_verdicts_follow_the_story() {
+        let now = Utc
+            .with_ymd_and_hms(2026, 11, 29, 18, 0, 0)
+            .single()
+            .expect("valid");
+        let letters = incident(7, now, Scale(1.0));
+        let verdict = |reason: &str| {
+            let ls: Vec<&RawLetter> = letters
+                .iter()
+                .filter(|l| {
+                    crate::core::conventions::extract((*l).clone(), &[]).reason_code() == reason
+                })
+                .collect();
+            let ok = ls.iter().filter(|l| consumer_verdict(l).is_ok()).count();
+            (ok, ls.len())
+        };
+        let (ok, n) = verdict("customer_tax_profile_missing");
+        assert!(ok * 100 / n > 70 && ok < n, "{ok}/{n} tax replays succeed");
+        assert_eq!(verdict("amount_not_a_number").0, 0);
+        let (ok, n) = verdict("attempt_budget_exhausted");
+        assert_eq!(ok, n);
+        // A revision that makes the amount a number fixes it.
+        let mut fixed = letters
+            .iter()
+            .find(|l| {
+                crate::core::conventions::extract((*l).clone(), &[]).reason_code()
+                    == "amount_not_a_number"
+            })
+            .cloned()
+            .expect("an amount letter");
+        let mut body: serde_json::Value = serde_json::from_slice(&fixed.payload).expect("json");
+        body["payload"]["amount"] = json!(1500.0);
+        body["failure"]["reason_code"] = json!("amount_not_a_number");
+        fixed.payload = body.to_string().into_bytes();
+        assert!(consumer_verdict(&fixed).is_ok());
+        let tax = letters
+            .iter()
+            .find(|l| {
+                crate::core::conventions::extract((*l).clone(), &[]).reason_code()
+                    == "customer_tax_profile_missing"
+            })
+            .cloned()
+            .expect("a tax letter");
+        let replayed = RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "invoices".into(),
+                partition: 0,
+                offset: 1,
+            }),
+            ..tax.clone()
+        };
+        let again = dead_letter_again(&replayed, "x", now);
+        let d = crate::core::conventions::extract(again, &[]);
+        assert_eq!(
+            d.id.value,
+            crate::core::conventions::extract(tax, &[]).id.value
+        );
+        assert_eq!(d.failure.attempt.as_ref().map(|a| a.value), Some(5));
+        assert_eq!(d.reason_code(), "x");
+        assert_eq!(
+            d.raw
+                .coords
+                .as_ref()
+                .map(|c| c.container().to_string())
+                .as_deref(),
+            Some(INVOICES_DLQ)
+        );
+    }
 
     #[test]
     fn deterministic_per_seed_and_sized() {

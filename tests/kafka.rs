@@ -150,3 +150,255 @@ fn bad_client_properties_are_reported() {
     let err = scan(&mut src).expect_err("bad property").to_string();
     assert!(err.contains("no.such.property"), "{err}");
 }
+
+#[test]
+fn tail_picks_up_new_letters_after_the_scan() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("live.dlq", 2, 1).expect("topic");
+    let bootstrap = cluster.bootstrap_servers();
+    produce_all(&bootstrap, &letters("live.dlq", 10, 2)).expect("seeded");
+    let mut src = KafkaSource::new(vec![bootstrap.clone()], vec!["live.dlq".into()], Vec::new());
+    assert_eq!(scan(&mut src).expect("scan").len(), 10);
+    // New arrivals while tailing.
+    let later: Vec<RawLetter> = letters("live.dlq", 16, 2).into_iter().skip(10).collect();
+    let b2 = bootstrap.clone();
+    let producer = std::thread::spawn(move || produce_all(&b2, &later));
+    let mut got = Vec::new();
+    let started = std::time::Instant::now();
+    src.tail(&mut |ev| {
+        if let ScanEvent::Letter(l) = ev {
+            got.push(l);
+        }
+        if got.len() == 6 || started.elapsed() > std::time::Duration::from_secs(60) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .expect("tail");
+    producer.join().expect("producer thread").expect("produced");
+    let mut ids: Vec<String> = got
+        .iter()
+        .filter_map(|l| l.header("x-message-id").and_then(|v| v.as_nonempty_text()))
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        vec!["m-10", "m-11", "m-12", "m-13", "m-14", "m-15"],
+        "only new letters, each once"
+    );
+}
+
+#[test]
+fn fetch_one_letter_by_offset_and_publish_with_confirmation() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("f.dlq", 2, 1).expect("topic");
+    cluster.create_topic("orders", 3, 1).expect("topic");
+    let bootstrap = cluster.bootstrap_servers();
+    let sent = letters("f.dlq", 20, 2);
+    produce_all(&bootstrap, &sent).expect("seeded");
+    let mut src = KafkaSource::new(vec![bootstrap.clone()], vec!["f.dlq".into()], Vec::new());
+    let got = src
+        .fetch(&Coords::Kafka {
+            topic: "f.dlq".into(),
+            partition: 1,
+            offset: 3,
+        })
+        .expect("fetched");
+    // Partition 1 holds odd letters in order: offset 3 is letter 7.
+    assert_eq!(
+        got.header("x-message-id")
+            .and_then(|v| v.as_nonempty_text())
+            .as_deref(),
+        Some("m-7")
+    );
+    assert_eq!(got.payload, sent[7].payload);
+    let missing = src.fetch(&Coords::Kafka {
+        topic: "f.dlq".into(),
+        partition: 0,
+        offset: 999,
+    });
+    assert!(missing.is_err());
+
+    use dlq_triage::brokers::kafka::KafkaPublisher;
+    use dlq_triage::core::ports::{Outgoing, Publisher, Target};
+    let mut publisher = KafkaPublisher::new(
+        &[bootstrap.clone()],
+        &[],
+        std::time::Duration::from_secs(10),
+    )
+    .expect("publisher");
+    let msg = Outgoing {
+        target: Target::Kafka {
+            topic: "orders".into(),
+        },
+        key: Some(b"cus-8812".to_vec()),
+        headers: vec![Header::new("x-dlq-replay-id", HeaderValue::text("rp-1"))],
+        payload: b"{\"amount\":1500}".to_vec(),
+    };
+    let first = publisher.publish(&msg).expect("confirmed");
+    let second = publisher.publish(&msg).expect("confirmed");
+    let loc = |c: &dlq_triage::core::ports::Confirmed| c.location.clone().expect("location");
+    let (l1, l2) = (loc(&first), loc(&second));
+    // Same key, same partition (murmur2), consecutive offsets.
+    let part = |l: &str| l.rsplit('/').nth(1).map(str::to_string);
+    assert_eq!(part(&l1), part(&l2), "{l1} {l2}");
+    let mut check = KafkaSource::new(vec![bootstrap], vec!["orders".into()], Vec::new());
+    let back = scan(&mut check).expect("scan orders");
+    assert_eq!(back.len(), 2);
+    assert_eq!(back[0].key.as_deref(), Some(&b"cus-8812"[..]));
+    assert_eq!(
+        back[0]
+            .header("x-dlq-replay-id")
+            .and_then(|v| v.as_nonempty_text())
+            .as_deref(),
+        Some("rp-1")
+    );
+}
+
+#[test]
+fn publish_to_a_downed_broker_is_a_failure_not_a_success() {
+    use dlq_triage::brokers::kafka::KafkaPublisher;
+    use dlq_triage::core::ports::{Outgoing, Publisher, Target};
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("orders", 1, 1).expect("topic");
+    let mut publisher = KafkaPublisher::new(
+        &[cluster.bootstrap_servers()],
+        &[],
+        std::time::Duration::from_secs(3),
+    )
+    .expect("publisher");
+    let msg = Outgoing {
+        target: Target::Kafka {
+            topic: "orders".into(),
+        },
+        key: None,
+        headers: vec![],
+        payload: b"x".to_vec(),
+    };
+    publisher.publish(&msg).expect("first publish confirmed");
+    cluster.broker_down(1).expect("broker down");
+    let err = publisher
+        .publish(&msg)
+        .expect_err("no broker, no confirmation")
+        .to_string();
+    assert!(
+        err.contains("not confirmed") || err.contains("no delivery report"),
+        "{err}"
+    );
+}
+
+#[test]
+fn broker_down_mid_scan_is_a_clear_error_not_a_hang() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("big.dlq", 2, 1).expect("topic");
+    produce_all(&cluster.bootstrap_servers(), &letters("big.dlq", 2000, 2)).expect("seeded");
+    let mut src = KafkaSource::new(
+        vec![cluster.bootstrap_servers()],
+        vec!["big.dlq".into()],
+        vec![
+            ("message.max.bytes".into(), "1000".into()),
+            ("fetch.max.bytes".into(), "1024".into()),
+            ("max.partition.fetch.bytes".into(), "1024".into()),
+            ("queued.min.messages".into(), "1".into()),
+            ("queued.max.messages.kbytes".into(), "1".into()),
+        ],
+    )
+    .with_stall_timeout(std::time::Duration::from_secs(3));
+    let mut seen = 0;
+    let result = src.scan(&mut |ev| {
+        if let ScanEvent::Letter(_) = ev {
+            seen += 1;
+            if seen == 10 {
+                let _ = cluster.broker_down(1);
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    // Either it had already fetched everything before the broker went away, or it stops
+    // with a message naming the problem; it must not hang or panic.
+    match result {
+        Ok(()) => assert_eq!(seen, 2000),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.contains("no progress reading `big.dlq`"), "{msg}");
+            assert!(seen >= 10 && seen < 2000, "{seen}");
+        }
+    }
+}
+
+#[test]
+fn demo_consumer_dead_letters_failed_replays_again_with_the_same_id() {
+    use dlq_triage::brokers::demo::{Demo, Simulator};
+    use dlq_triage::brokers::kafka::KafkaPublisher;
+    use dlq_triage::core::conventions::extract;
+    use dlq_triage::core::ports::{Outgoing, Publisher, Target};
+    use dlq_triage::scenario::{consumer_verdict, Scale, INVOICES_DLQ};
+
+    let demo = Demo::start(3, Utc::now(), Scale(0.05)).expect("demo");
+    let _sim = Simulator::start(demo.bootstrap(), 3, None).expect("simulator");
+    let mut dlq = KafkaSource::new(
+        vec![demo.bootstrap()],
+        vec![INVOICES_DLQ.into()],
+        Vec::new(),
+    );
+    let before: Vec<_> = scan(&mut dlq)
+        .expect("scan")
+        .into_iter()
+        .map(|r| extract(r, &[]))
+        .collect();
+    let pick = |reason: &str, ok: bool| {
+        before
+            .iter()
+            .find(|d| d.reason_code() == reason && consumer_verdict(&d.raw).is_ok() == ok)
+            .cloned()
+            .unwrap_or_else(|| panic!("a {reason} letter"))
+    };
+    let bad = pick("amount_not_a_number", false);
+    let good = pick("customer_tax_profile_missing", true);
+    let mut publisher =
+        KafkaPublisher::new(&[demo.bootstrap()], &[], std::time::Duration::from_secs(10))
+            .expect("publisher");
+    for d in [&bad, &good] {
+        publisher
+            .publish(&Outgoing {
+                target: Target::Kafka {
+                    topic: "invoices".into(),
+                },
+                key: d.raw.key.clone(),
+                headers: d.raw.headers.clone(),
+                payload: d.raw.payload.clone(),
+            })
+            .expect("replay confirmed");
+    }
+    let count = |letters: &[dlq_triage::core::model::DeadLetter], id: &str| {
+        letters.iter().filter(|d| d.id.value.0 == id).count()
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let now: Vec<_> = scan(&mut dlq)
+            .expect("scan")
+            .into_iter()
+            .map(|r| extract(r, &[]))
+            .collect();
+        if count(&now, &bad.id.value.0) == 2 {
+            assert_eq!(
+                count(&now, &good.id.value.0),
+                1,
+                "a successful replay must not come back"
+            );
+            let again = now
+                .iter()
+                .filter(|d| d.id.value == bad.id.value)
+                .max_by_key(|d| d.failure.attempt.as_ref().map(|a| a.value))
+                .expect("copy");
+            assert_eq!(again.failure.attempt.as_ref().map(|a| a.value), Some(5));
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "failed replay never came back to the DLQ"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}

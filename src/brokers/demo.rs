@@ -158,6 +158,77 @@ pub fn produce_all(bootstrap: &str, letters: &[RawLetter]) -> Result<(), SourceE
     Ok(())
 }
 
+/// The demo's live side, on its own threads with its own clients (the mock cluster
+/// itself stays on the thread that owns it): a trickle of new dead letters and the
+/// simulated consumer of the origin topics. Stops and joins on drop.
+pub struct Simulator {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Simulator {
+    /// `trickle_every`: how often a new dead letter arrives (None: no trickle).
+    pub fn start(
+        bootstrap: String,
+        seed: u64,
+        trickle_every: Option<Duration>,
+    ) -> Result<Self, SourceError> {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        use std::sync::atomic::AtomicBool;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut handles = Vec::new();
+        if let Some(every) = trickle_every {
+            let (stop, bootstrap) = (stop.clone(), bootstrap.clone());
+            handles.push(std::thread::spawn(move || {
+                let mut rng = crate::scenario::Rng::new(seed ^ 0x7777);
+                let mut waited = Duration::ZERO;
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    waited += Duration::from_millis(100);
+                    if waited >= every {
+                        waited = Duration::ZERO;
+                        let letter = crate::scenario::fresh_letter(&mut rng, Utc::now());
+                        let _ = produce_all(&bootstrap, &[letter]);
+                    }
+                }
+            }));
+        }
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("group.id", "demo-invoice-worker")
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .map_err(|e| SourceError::Failed(format!("demo consumer: {e}")))?;
+        let topics: Vec<&str> = ORIGIN_TOPICS.iter().map(|(t, _)| *t).collect();
+        consumer
+            .subscribe(&topics)
+            .map_err(|e| SourceError::Failed(format!("demo consumer: {e}")))?;
+        let stop2 = stop.clone();
+        handles.push(std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) else {
+                    continue;
+                };
+                let raw = super::kafka::to_raw(&msg);
+                if let Err(reason) = crate::scenario::consumer_verdict(&raw) {
+                    let again = crate::scenario::dead_letter_again(&raw, reason, Utc::now());
+                    let _ = produce_all(&bootstrap, &[again]);
+                }
+            }
+        }));
+        Ok(Simulator { stop, handles })
+    }
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
 /// The `demo` source: a fresh seeded cluster read through the Kafka adapter.
 pub struct DemoSource {
     // Field order matters: the consumer side is dropped before the cluster.

@@ -8,28 +8,98 @@
 //! early. One consumer per topic, because librdkafka's EOF event names only the partition.
 
 use crate::core::model::{Coords, Header, HeaderValue, RawLetter};
-use crate::core::ports::{DlqSource, ScanEvent, SourceError, SourceInfo};
-use chrono::DateTime;
+use crate::core::ports::{
+    Confirmed, DlqSource, Outgoing, Publisher, ScanEvent, SourceError, SourceInfo, Target,
+};
+use chrono::{DateTime, Utc};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::{Headers, Message};
-use rdkafka::{Offset, TopicPartitionList};
-use std::collections::HashSet;
+use rdkafka::message::{Header as KHeader, Headers, Message, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, ProducerContext};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// How long to wait for cluster metadata before calling the broker unreachable.
 const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
 /// A scan with no message and no end-of-partition for this long is failed, not hung.
-const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(100);
+
+/// Where to start reading each partition.
+pub trait OffsetLookup {
+    /// First offset at or after `since` per partition (`Offset::End` when none).
+    fn offsets_for_time(
+        &self,
+        topic: &str,
+        partitions: &[i32],
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(i32, Offset)>, SourceError>;
+}
+
+impl OffsetLookup for BaseConsumer {
+    fn offsets_for_time(
+        &self,
+        topic: &str,
+        partitions: &[i32],
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(i32, Offset)>, SourceError> {
+        let mut tpl = TopicPartitionList::new();
+        for p in partitions {
+            tpl.add_partition_offset(topic, *p, Offset::Offset(since.timestamp_millis()))
+                .map_err(|e| SourceError::Failed(format!("--since on {topic}/{p}: {e}")))?;
+        }
+        let res = self.offsets_for_times(tpl, METADATA_TIMEOUT).map_err(|e| {
+            SourceError::Failed(format!("looking up offsets for --since on `{topic}`: {e}"))
+        })?;
+        Ok(res
+            .elements_for_topic(topic)
+            .iter()
+            .map(|e| (e.partition(), e.offset()))
+            .collect())
+    }
+}
+
+/// Start offsets for a scan: the beginning, or the lookup's answer for `--since`. A
+/// partition the lookup did not answer for is read from the beginning (never skipped:
+/// reading too much is safe, missing letters is not).
+pub fn start_offsets(
+    lookup: &dyn OffsetLookup,
+    topic: &str,
+    partitions: &[i32],
+    since: Option<DateTime<Utc>>,
+) -> Result<Vec<(i32, Offset)>, SourceError> {
+    let Some(since) = since else {
+        return Ok(partitions.iter().map(|p| (*p, Offset::Beginning)).collect());
+    };
+    let found: HashMap<i32, Offset> = lookup
+        .offsets_for_time(topic, partitions, since)?
+        .into_iter()
+        .collect();
+    Ok(partitions
+        .iter()
+        .map(|p| {
+            let o = match found.get(p) {
+                Some(o @ (Offset::Offset(_) | Offset::End)) => *o,
+                _ => Offset::Beginning,
+            };
+            (*p, o)
+        })
+        .collect())
+}
 
 pub struct KafkaSource {
     brokers: Vec<String>,
     topics: Vec<String>,
     /// librdkafka properties from `-X key=value` and config, applied last.
     props: Vec<(String, String)>,
+    since: Option<DateTime<Utc>>,
+    stall_timeout: Duration,
+    /// Next offset per (topic, partition) after the scan, where `tail` continues.
+    positions: Vec<(String, i32, Offset)>,
 }
 
 impl KafkaSource {
@@ -38,10 +108,24 @@ impl KafkaSource {
             brokers,
             topics,
             props,
+            since: None,
+            stall_timeout: STALL_TIMEOUT,
+            positions: Vec::new(),
         }
     }
 
-    fn consumer(&self) -> Result<BaseConsumer, SourceError> {
+    /// Only letters dead-lettered at or after `since` (by broker timestamp).
+    pub fn with_since(mut self, since: Option<DateTime<Utc>>) -> Self {
+        self.since = since;
+        self
+    }
+
+    pub fn with_stall_timeout(mut self, t: Duration) -> Self {
+        self.stall_timeout = t;
+        self
+    }
+
+    fn config(&self) -> ClientConfig {
         let mut cfg = ClientConfig::new();
         cfg.set("bootstrap.servers", self.brokers.join(","))
             // assign() needs a group.id but never joins the group: use a throwaway one.
@@ -58,7 +142,11 @@ impl KafkaSource {
         for (k, v) in &self.props {
             cfg.set(k, v);
         }
-        cfg.create().map_err(|e| {
+        cfg
+    }
+
+    fn consumer(&self) -> Result<BaseConsumer, SourceError> {
+        self.config().create().map_err(|e| {
             SourceError::Unavailable(format!(
                 "cannot create a Kafka client: {e} (check -X properties)"
             ))
@@ -105,7 +193,7 @@ impl KafkaSource {
     }
 
     fn scan_topic(
-        &self,
+        &mut self,
         topic: &str,
         done: &mut u64,
         total: &mut u64,
@@ -113,19 +201,21 @@ impl KafkaSource {
     ) -> Result<ControlFlow<()>, SourceError> {
         let consumer = self.consumer()?;
         let parts = self.partitions(&consumer, topic)?;
+        let starts = start_offsets(&consumer, topic, &parts, self.since)?;
         let mut tpl = TopicPartitionList::new();
-        for p in &parts {
+        for (p, start) in &starts {
             // Progress estimate only.
             if let Ok((lo, hi)) = consumer.fetch_watermarks(topic, *p, Duration::from_secs(5)) {
                 *total += u64::try_from(hi - lo).unwrap_or(0);
             }
-            tpl.add_partition_offset(topic, *p, Offset::Beginning)
+            tpl.add_partition_offset(topic, *p, *start)
                 .map_err(|e| SourceError::Failed(format!("assigning {topic}/{p}: {e}")))?;
         }
         consumer
             .assign(&tpl)
             .map_err(|e| SourceError::Failed(format!("assigning partitions of `{topic}`: {e}")))?;
-        let mut pending: HashSet<i32> = parts.into_iter().collect();
+        let mut pending: HashSet<i32> = parts.iter().copied().collect();
+        let mut next: HashMap<i32, i64> = HashMap::new();
         let mut last_progress = Instant::now();
         let mut last_error: Option<KafkaError> = None;
         while !pending.is_empty() {
@@ -133,6 +223,7 @@ impl KafkaSource {
                 Some(Ok(msg)) => {
                     last_progress = Instant::now();
                     *done += 1;
+                    next.insert(msg.partition(), msg.offset() + 1);
                     if sink(ScanEvent::Letter(to_raw(&msg))).is_break() {
                         return Ok(ControlFlow::Break(()));
                     }
@@ -156,17 +247,23 @@ impl KafkaSource {
                 }
                 None => {}
             }
-            if last_progress.elapsed() > STALL_TIMEOUT {
+            if last_progress.elapsed() > self.stall_timeout {
                 let mut left: Vec<i32> = pending.iter().copied().collect();
                 left.sort_unstable();
                 return Err(SourceError::Failed(format!(
                     "no progress reading `{topic}` for {}s (partitions {left:?} unfinished){}",
-                    STALL_TIMEOUT.as_secs(),
+                    self.stall_timeout.as_secs(),
                     last_error
                         .map(|e| format!("; last error: {e}"))
                         .unwrap_or_default()
                 )));
             }
+        }
+        // Where tail continues: after the last letter seen, else where the scan started
+        // (an empty partition, or one --since skipped entirely).
+        for (p, start) in starts {
+            let o = next.get(&p).map_or(start, |n| Offset::Offset(*n));
+            self.positions.push((topic.to_string(), p, o));
         }
         Ok(ControlFlow::Continue(()))
     }
@@ -221,6 +318,7 @@ impl DlqSource for KafkaSource {
     ) -> Result<(), SourceError> {
         let mut done = 0u64;
         let mut total = 0u64;
+        self.positions.clear();
         for topic in self.topics.clone() {
             if self
                 .scan_topic(&topic, &mut done, &mut total, sink)?
@@ -234,5 +332,240 @@ impl DlqSource for KafkaSource {
             total: Some(done),
         });
         Ok(())
+    }
+
+    fn tail(
+        &mut self,
+        sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<(), SourceError> {
+        if self.positions.is_empty() {
+            return Err(SourceError::Failed(
+                "tail needs a completed scan first".into(),
+            ));
+        }
+        let mut cfg = self.config();
+        cfg.set("enable.partition.eof", "false");
+        let consumer: BaseConsumer = cfg
+            .create()
+            .map_err(|e| SourceError::Unavailable(format!("cannot create a Kafka client: {e}")))?;
+        let mut tpl = TopicPartitionList::new();
+        for (t, p, o) in &self.positions {
+            tpl.add_partition_offset(t, *p, *o)
+                .map_err(|e| SourceError::Failed(format!("assigning {t}/{p}: {e}")))?;
+        }
+        consumer
+            .assign(&tpl)
+            .map_err(|e| SourceError::Failed(format!("assigning for tail: {e}")))?;
+        loop {
+            match consumer.poll(POLL) {
+                Some(Ok(msg)) => {
+                    let raw = to_raw(&msg);
+                    if let Some(pos) = self
+                        .positions
+                        .iter_mut()
+                        .find(|(t, p, _)| t == msg.topic() && *p == msg.partition())
+                    {
+                        pos.2 = Offset::Offset(msg.offset() + 1);
+                    }
+                    if sink(ScanEvent::Letter(raw)).is_break() {
+                        return Ok(());
+                    }
+                }
+                Some(Err(_)) => {}
+                // Give the sink a chance to stop even when nothing arrives.
+                None => {
+                    if sink(ScanEvent::Progress {
+                        done: 0,
+                        total: None,
+                    })
+                    .is_break()
+                    {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SourceError> {
+        let Coords::Kafka {
+            topic,
+            partition,
+            offset,
+        } = coords
+        else {
+            return Err(SourceError::Unsupported(format!(
+                "{coords} is not a Kafka location"
+            )));
+        };
+        let consumer = self.consumer()?;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))
+            .map_err(|e| SourceError::Failed(format!("assigning {coords}: {e}")))?;
+        consumer
+            .assign(&tpl)
+            .map_err(|e| SourceError::Failed(format!("assigning {coords}: {e}")))?;
+        let started = Instant::now();
+        while started.elapsed() < self.stall_timeout {
+            match consumer.poll(POLL) {
+                Some(Ok(msg)) if msg.offset() == *offset => return Ok(to_raw(&msg)),
+                // Compaction or retention removed it; the broker skipped ahead.
+                Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => {
+                    return Err(SourceError::Unavailable(format!(
+                        "{coords} no longer exists (retention or compaction)"
+                    )))
+                }
+                Some(Err(_)) | None => {}
+            }
+        }
+        Err(SourceError::Failed(format!(
+            "fetching {coords}: no answer within {}s",
+            self.stall_timeout.as_secs()
+        )))
+    }
+}
+
+/// Delivery reports go back to the waiting `publish` call.
+struct Confirmations;
+
+impl ClientContext for Confirmations {}
+
+impl ProducerContext for Confirmations {
+    type DeliveryOpaque = Box<mpsc::Sender<Result<(i32, i64), String>>>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, reply: Self::DeliveryOpaque) {
+        let r = match result {
+            Ok(m) => Ok((m.partition(), m.offset())),
+            Err((e, _)) => Err(e.to_string()),
+        };
+        let _ = reply.send(r);
+    }
+}
+
+/// Publishes with `acks=all` and the idempotent producer, one confirmed message at a time
+/// (the replay engine decides the rate). Keys partition like the Java client (murmur2),
+/// so a replayed letter lands where its producer would have put it.
+pub struct KafkaPublisher {
+    producer: BaseProducer<Confirmations>,
+    timeout: Duration,
+}
+
+impl KafkaPublisher {
+    pub fn new(
+        brokers: &[String],
+        props: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Self, SourceError> {
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", brokers.join(","))
+            .set("acks", "all")
+            .set("enable.idempotence", "true")
+            .set("partitioner", "murmur2_random")
+            .set("message.timeout.ms", timeout.as_millis().to_string())
+            .set("client.id", "dlq-triage-replay");
+        for (k, v) in props {
+            cfg.set(k, v);
+        }
+        let producer = cfg.create_with_context(Confirmations).map_err(|e| {
+            SourceError::Unavailable(format!("cannot create a Kafka producer: {e}"))
+        })?;
+        Ok(KafkaPublisher { producer, timeout })
+    }
+}
+
+impl Publisher for KafkaPublisher {
+    fn publish(&mut self, msg: &Outgoing) -> Result<Confirmed, SourceError> {
+        let Target::Kafka { topic } = &msg.target else {
+            return Err(SourceError::Unsupported(
+                "a Kafka publisher publishes to Kafka topics only".into(),
+            ));
+        };
+        let mut headers = OwnedHeaders::new_with_capacity(msg.headers.len());
+        for h in &msg.headers {
+            let value = match &h.value {
+                HeaderValue::Null => None,
+                HeaderValue::Bytes(b) => Some(b.clone()),
+                other => other.as_text().map(|t| t.into_owned().into_bytes()),
+            };
+            headers = headers.insert(KHeader {
+                key: &h.name,
+                value: value.as_ref(),
+            });
+        }
+        let (tx, rx) = mpsc::channel();
+        let mut record = BaseRecord::with_opaque_to(topic, Box::new(tx))
+            .payload(&msg.payload)
+            .headers(headers);
+        if let Some(k) = &msg.key {
+            record = record.key(k);
+        }
+        self.producer
+            .send(record)
+            .map_err(|(e, _)| SourceError::Failed(format!("publishing to `{topic}`: {e}")))?;
+        // Wait for the broker's verdict; message.timeout.ms bounds it.
+        let deadline = Instant::now() + self.timeout + Duration::from_secs(5);
+        loop {
+            self.producer.poll(Duration::from_millis(10));
+            match rx.try_recv() {
+                Ok(Ok((p, o))) => {
+                    return Ok(Confirmed {
+                        location: Some(format!("{topic}/{p}/{o}")),
+                    })
+                }
+                Ok(Err(e)) => {
+                    return Err(SourceError::Failed(format!(
+                        "publishing to `{topic}` was not confirmed: {e}"
+                    )))
+                }
+                Err(mpsc::TryRecvError::Empty) if Instant::now() < deadline => {}
+                Err(_) => {
+                    return Err(SourceError::Failed(format!(
+                        "publishing to `{topic}`: no delivery report"
+                    )))
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// librdkafka's mock cluster answers offsets_for_times with End (upstream bug), so
+    /// the `--since` logic is tested against a fake lookup.
+    struct Fake(Vec<(i32, Offset)>);
+
+    impl OffsetLookup for Fake {
+        fn offsets_for_time(
+            &self,
+            _: &str,
+            _: &[i32],
+            _: DateTime<Utc>,
+        ) -> Result<Vec<(i32, Offset)>, SourceError> {
+            Ok(self.0.clone())
+        }
+    }
+
+    #[test]
+    fn since_uses_the_lookup_and_never_skips_unanswered_partitions() {
+        let since = DateTime::from_timestamp(1_790_000_000, 0);
+        let fake = Fake(vec![
+            (0, Offset::Offset(42)),
+            (1, Offset::End),
+            (2, Offset::Invalid),
+        ]);
+        let got = start_offsets(&fake, "t", &[0, 1, 2, 3], since).expect("lookup");
+        assert_eq!(
+            got,
+            vec![
+                (0, Offset::Offset(42)),
+                (1, Offset::End),
+                (2, Offset::Beginning),
+                (3, Offset::Beginning)
+            ]
+        );
+        let all = start_offsets(&fake, "t", &[0, 1], None).expect("no lookup");
+        assert_eq!(all, vec![(0, Offset::Beginning), (1, Offset::Beginning)]);
     }
 }

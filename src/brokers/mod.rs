@@ -15,6 +15,8 @@ pub struct OpenOptions {
     pub kafka_props: Vec<(String, String)>,
     /// The clock, for the demo's relative ages.
     pub now: Option<DateTime<Utc>>,
+    /// Only letters dead-lettered at or after this time (Kafka: offsets_for_times).
+    pub since: Option<DateTime<Utc>>,
 }
 
 /// Open a source for scanning.

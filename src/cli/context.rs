@@ -30,6 +30,7 @@ pub struct Context {
     pub read_only: bool,
     /// `-X key=value` properties, in order.
     pub kafka_props: Vec<(String, String)>,
+    pub since: Option<DateTime<Utc>>,
 }
 
 /// A source scanned into a catalog.
@@ -59,11 +60,24 @@ impl Context {
                 ))),
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let since = match &cli.since {
+            None => None,
+            Some(d) => {
+                let ms = crate::core::timefmt::parse_duration_ms(d).ok_or_else(|| {
+                    UsageError(format!(
+                        "--since takes a duration like 90s, 15m, 2h, 1d; got `{}`",
+                        sanitize::clean(d)
+                    ))
+                })?;
+                Some(now - chrono::Duration::milliseconds(ms))
+            }
+        };
         Ok(Context {
             config,
             now,
             read_only: cli.read_only,
             kafka_props,
+            since,
         })
     }
 
@@ -94,19 +108,8 @@ impl Context {
             .map_err(|e| UsageError(e).into())
     }
 
-    /// Scan the whole source into a catalog.
-    pub fn load(&self, arg: &str) -> anyhow::Result<Loaded> {
-        self.load_visit(arg, |_, _, _| Ok(()))
-    }
-
-    /// Scan the whole source, handing every full letter (payload included) to `visit`
-    /// right after it is indexed; only metadata is kept afterwards. `visit` failing
-    /// stops the scan with that error.
-    pub fn load_visit(
-        &self,
-        arg: &str,
-        mut visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
-    ) -> anyhow::Result<Loaded> {
+    /// Open a source (named or URI) with the options of this run.
+    pub fn open(&self, arg: &str) -> anyhow::Result<Box<dyn crate::core::ports::DlqSource>> {
         let source = self.resolve_source(arg)?;
         // Named sources bring their own librdkafka properties; -X wins over them.
         let mut kafka_props: Vec<(String, String)> = self
@@ -124,11 +127,29 @@ impl Context {
         let opts = brokers::OpenOptions {
             kafka_props,
             now: Some(self.now),
+            since: self.since,
         };
-        let mut src = brokers::open(&source, &opts).map_err(|e| match e {
+        let src = brokers::open(&source, &opts).map_err(|e| match e {
             SourceError::Unsupported(m) => anyhow::Error::new(UsageError(m)),
             other => anyhow::Error::new(other),
         })?;
+        Ok(src)
+    }
+
+    /// Scan the whole source into a catalog.
+    pub fn load(&self, arg: &str) -> anyhow::Result<Loaded> {
+        self.load_visit(arg, |_, _, _| Ok(()))
+    }
+
+    /// Scan the whole source, handing every full letter (payload included) to `visit`
+    /// right after it is indexed; only metadata is kept afterwards. `visit` failing
+    /// stops the scan with that error.
+    pub fn load_visit(
+        &self,
+        arg: &str,
+        mut visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Loaded> {
+        let mut src = self.open(arg)?;
         let info = src.info();
         let mut catalog = Catalog::new(self.masker()?, self.config.conventions.clone());
         let mut failed: Option<anyhow::Error> = None;

@@ -3,7 +3,7 @@
 
 use super::context::Context;
 use super::{DemoArgs, SummaryArgs};
-use crate::brokers::demo::Demo;
+use crate::brokers::demo::{Demo, Simulator};
 use crate::scenario::Scale;
 use std::io::Write;
 
@@ -18,6 +18,12 @@ pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {
         return super::summary::run(ctx, &args);
     }
     let demo = Demo::start(a.seed, ctx.now, Scale(1.0))?;
+    // A new dead letter every few seconds, and the simulated consumer that replays land on.
+    let _sim = Simulator::start(
+        demo.bootstrap(),
+        a.seed,
+        Some(std::time::Duration::from_secs(4)),
+    )?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "demo broker: {}", demo.bootstrap())?;
     writeln!(
@@ -32,6 +38,14 @@ pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {
         "             kcat -C -b {} -t {} -e -q",
         demo.bootstrap(),
         demo.topics[0]
+    )?;
+    writeln!(
+        out,
+        "live:        a new dead letter every 4 s; replays to invoices/payments/ledger-postings"
+    )?;
+    writeln!(
+        out,
+        "             are processed by a simulated consumer and fail again per the scenario"
     )?;
     writeln!(out, "Ctrl-C stops it.")?;
     out.flush()?;

@@ -38,6 +38,11 @@ pub struct Cli {
     #[arg(short = 'X', global = true, value_name = "KEY=VALUE")]
     pub kafka_props: Vec<String>,
 
+    /// Kafka: read only letters dead-lettered within this long (e.g. 2h, 1d), found with
+    /// offsets_for_times instead of reading whole topics.
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub since: Option<String>,
+
     /// Fix the clock (RFC 3339), for reproducible ages in tests and demos.
     #[arg(long, global = true, env = "DLQ_TRIAGE_NOW", hide = true)]
     pub now: Option<String>,

@@ -22,6 +22,25 @@ pub fn find_letters(
     source: &str,
     ids: &[&str],
 ) -> anyhow::Result<(Vec<Vec<DeadLetter>>, super::context::Loaded)> {
+    // Kafka coordinates address one record: fetch it instead of scanning whole topics.
+    if let [id] = ids {
+        if let Some(coords) = kafka_coords(id) {
+            let mut src = ctx.open(source)?;
+            match src.fetch(&coords) {
+                Ok(raw) => {
+                    let catalog = crate::core::catalog::Catalog::new(
+                        ctx.masker()?,
+                        ctx.config.conventions.clone(),
+                    );
+                    let dl = crate::core::conventions::extract(raw, catalog.mappings());
+                    let info = src.info();
+                    return Ok((vec![vec![dl]], super::context::Loaded { catalog, info }));
+                }
+                Err(crate::core::ports::SourceError::Unsupported(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
     let mut found: Vec<Vec<DeadLetter>> = vec![Vec::new(); ids.len()];
     let loaded = ctx.load_visit(source, |_, _, dl| {
         let coords = dl
@@ -49,6 +68,19 @@ pub fn find_letters(
         found[i].sort_by_key(|d| std::cmp::Reverse(d.dead_lettered_at.as_ref().map(|t| t.value)));
     }
     Ok((found, loaded))
+}
+
+/// `topic/partition/offset`, if the id has that shape.
+fn kafka_coords(id: &str) -> Option<crate::core::model::Coords> {
+    let mut parts = id.rsplitn(3, '/');
+    let offset = parts.next()?.parse().ok()?;
+    let partition = parts.next()?.parse().ok()?;
+    let topic = parts.next().filter(|t| !t.is_empty())?;
+    Some(crate::core::model::Coords::Kafka {
+        topic: topic.to_string(),
+        partition,
+        offset,
+    })
 }
 
 pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {

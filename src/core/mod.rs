@@ -10,6 +10,7 @@ pub mod fingerprint;
 pub mod grouping;
 pub mod masking;
 pub mod model;
+pub mod payload_cache;
 pub mod payload_view;
 pub mod ports;
 pub mod sanitize;

@@ -1,14 +1,14 @@
 //! The traits broker adapters implement. Core and the front ends only see these.
 
-use crate::core::model::RawLetter;
+use crate::core::model::{Coords, Header, RawLetter};
 use std::ops::ControlFlow;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    /// The source kind is recognised but this build cannot read it yet.
+    /// The source kind (or this operation on it) is not supported by this build.
     #[error("{0}")]
     Unsupported(String),
-    /// Could not connect, authenticate, or find the topic/queue/file.
+    /// Could not connect, authenticate, or find the topic/queue/file/letter.
     #[error("{0}")]
     Unavailable(String),
     #[error("{0}")]
@@ -48,4 +48,57 @@ pub trait DlqSource {
         &mut self,
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<(), SourceError>;
+
+    /// After `scan`, stream letters that arrive from now on until the sink breaks.
+    fn tail(
+        &mut self,
+        _sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<(), SourceError> {
+        Err(SourceError::Unsupported(format!(
+            "{} cannot be tailed",
+            self.info().label
+        )))
+    }
+
+    /// One letter's full bytes by its coordinates (payloads are not kept after a scan).
+    fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SourceError> {
+        Err(SourceError::Unsupported(format!(
+            "{} cannot fetch {coords}",
+            self.info().label
+        )))
+    }
+}
+
+/// Where a message is published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Kafka {
+        topic: String,
+    },
+    Amqp {
+        exchange: String,
+        routing_key: String,
+    },
+}
+
+/// A message to publish: key, headers and payload exactly as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    pub target: Target,
+    pub key: Option<Vec<u8>>,
+    pub headers: Vec<Header>,
+    pub payload: Vec<u8>,
+}
+
+/// The broker's confirmation of one publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confirmed {
+    /// Where it landed (`topic/partition/offset`), when the broker says.
+    pub location: Option<String>,
+}
+
+/// Publishes and waits for the broker's confirmation: a message counts as published only
+/// once confirmed (Kafka `acks=all`, RabbitMQ publisher confirms + mandatory).
+pub trait Publisher {
+    fn publish(&mut self, msg: &Outgoing) -> Result<Confirmed, SourceError>;
 }
