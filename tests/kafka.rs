@@ -223,7 +223,7 @@ fn fetch_one_letter_by_offset_and_publish_with_confirmation() {
     use dlq_triage::brokers::kafka::KafkaPublisher;
     use dlq_triage::core::ports::{Outgoing, Publisher, Target};
     let mut publisher = KafkaPublisher::new(
-        &[bootstrap.clone()],
+        std::slice::from_ref(&bootstrap),
         &[],
         std::time::Duration::from_secs(10),
     )
@@ -322,7 +322,7 @@ fn broker_down_mid_scan_is_a_clear_error_not_a_hang() {
         Err(e) => {
             let msg = e.to_string();
             assert!(msg.contains("no progress reading `big.dlq`"), "{msg}");
-            assert!(seen >= 10 && seen < 2000, "{seen}");
+            assert!((10..2000).contains(&seen), "{seen}");
         }
     }
 }
