@@ -75,6 +75,40 @@ impl Demo {
         })
     }
 
+    /// Seed `topic` with `n` realistic letters (the incident's letters, cycled) spread
+    /// over `partitions`, produced in chunks so memory stays flat. The mock keeps about
+    /// 5 MiB per partition, so large benchmarks need many partitions.
+    pub fn seed_bench(
+        &self,
+        topic: &str,
+        n: usize,
+        partitions: i32,
+        now: DateTime<Utc>,
+    ) -> Result<(), SourceError> {
+        self.cluster
+            .create_topic(topic, partitions, 1)
+            .map_err(|e| SourceError::Failed(format!("demo: creating {topic}: {e}")))?;
+        let templates = incident(7, now, Scale(1.0));
+        let bootstrap = self.bootstrap();
+        let mut i = 0usize;
+        while i < n {
+            let chunk: Vec<RawLetter> = (i..(i + 50_000).min(n))
+                .map(|k| {
+                    let mut l = templates[k % templates.len()].clone();
+                    l.coords = Some(Coords::Kafka {
+                        topic: topic.to_string(),
+                        partition: (k % partitions as usize) as i32,
+                        offset: 0,
+                    });
+                    l
+                })
+                .collect();
+            i += chunk.len();
+            produce_all(&bootstrap, &chunk)?;
+        }
+        Ok(())
+    }
+
     pub fn bootstrap(&self) -> String {
         self.cluster.bootstrap_servers()
     }

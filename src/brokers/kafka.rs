@@ -20,7 +20,8 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, ProducerContex
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// How long to wait for cluster metadata before calling the broker unreachable.
@@ -138,6 +139,12 @@ impl KafkaSource {
             .set("enable.partition.eof", "true")
             .set("auto.offset.reset", "earliest")
             .set("socket.timeout.ms", "10000")
+            // librdkafka 2.x postpones a partition's next fetch by a full second when
+            // the local queue is over its thresholds; with many partitions that stalls
+            // whole scans. A browse wants the data as fast as it can be indexed.
+            .set("fetch.queue.backoff.ms", "10")
+            // End-of-partition is known only after an empty fetch; don't wait long for it.
+            .set("fetch.wait.max.ms", "100")
             .set("client.id", "dlq-triage");
         for (k, v) in &self.props {
             cfg.set(k, v);
@@ -192,6 +199,9 @@ impl KafkaSource {
         Ok(parts)
     }
 
+    /// Read one topic to end-of-partition. Polling runs on its own thread and hands
+    /// owned batches over a bounded channel, so librdkafka and our per-letter work
+    /// (conventions, masking, indexing in the sink) overlap instead of taking turns.
     fn scan_topic(
         &mut self,
         topic: &str,
@@ -202,70 +212,127 @@ impl KafkaSource {
         let consumer = self.consumer()?;
         let parts = self.partitions(&consumer, topic)?;
         let starts = start_offsets(&consumer, topic, &parts, self.since)?;
+        // The total is only a progress estimate: it is computed off the scan's path
+        // (two round trips per partition add up on topics with hundreds of them).
+        let estimate = Arc::new(AtomicU64::new(0));
+        {
+            let (estimate, parts, topic, probe) = (
+                estimate.clone(),
+                parts.clone(),
+                topic.to_string(),
+                self.consumer()?,
+            );
+            std::thread::spawn(move || {
+                for p in parts {
+                    if let Ok((lo, hi)) = probe.fetch_watermarks(&topic, p, Duration::from_secs(5))
+                    {
+                        estimate.fetch_add(u64::try_from(hi - lo).unwrap_or(0), Ordering::Relaxed);
+                    }
+                }
+            });
+        }
         let mut tpl = TopicPartitionList::new();
         for (p, start) in &starts {
-            // Progress estimate only.
-            if let Ok((lo, hi)) = consumer.fetch_watermarks(topic, *p, Duration::from_secs(5)) {
-                *total += u64::try_from(hi - lo).unwrap_or(0);
-            }
             tpl.add_partition_offset(topic, *p, *start)
                 .map_err(|e| SourceError::Failed(format!("assigning {topic}/{p}: {e}")))?;
         }
         consumer
             .assign(&tpl)
             .map_err(|e| SourceError::Failed(format!("assigning partitions of `{topic}`: {e}")))?;
-        let mut pending: HashSet<i32> = parts.iter().copied().collect();
-        let mut next: HashMap<i32, i64> = HashMap::new();
-        let mut last_progress = Instant::now();
-        let mut last_error: Option<KafkaError> = None;
-        while !pending.is_empty() {
-            match consumer.poll(POLL) {
-                Some(Ok(msg)) => {
-                    last_progress = Instant::now();
-                    *done += 1;
-                    next.insert(msg.partition(), msg.offset() + 1);
-                    if sink(ScanEvent::Letter(to_raw(&msg))).is_break() {
-                        return Ok(ControlFlow::Break(()));
+
+        let (tx, rx) = mpsc::sync_channel::<Result<Vec<RawLetter>, SourceError>>(8);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stall_timeout = self.stall_timeout;
+        let topic_owned = topic.to_string();
+        let stop_poller = stop.clone();
+        let poller = std::thread::spawn(move || -> HashMap<i32, i64> {
+            let mut pending: HashSet<i32> = parts.iter().copied().collect();
+            let mut next: HashMap<i32, i64> = HashMap::new();
+            let mut last_progress = Instant::now();
+            let mut last_error: Option<KafkaError> = None;
+            let mut batch = Vec::with_capacity(1024);
+            while !pending.is_empty() && !stop_poller.load(std::sync::atomic::Ordering::Relaxed) {
+                match consumer.poll(if batch.is_empty() {
+                    POLL
+                } else {
+                    Duration::ZERO
+                }) {
+                    Some(Ok(msg)) => {
+                        last_progress = Instant::now();
+                        next.insert(msg.partition(), msg.offset() + 1);
+                        batch.push(to_raw(&msg));
+                        if batch.len() >= 1024 && tx.send(Ok(std::mem::take(&mut batch))).is_err() {
+                            return next;
+                        }
+                        continue;
                     }
-                    if *done % 50_000 == 0
-                        && sink(ScanEvent::Progress {
-                            done: *done,
-                            total: Some(*total),
-                        })
-                        .is_break()
-                    {
-                        return Ok(ControlFlow::Break(()));
+                    Some(Err(KafkaError::PartitionEOF(p))) => {
+                        last_progress = Instant::now();
+                        pending.remove(&p);
                     }
-                }
-                Some(Err(KafkaError::PartitionEOF(p))) => {
-                    last_progress = Instant::now();
-                    pending.remove(&p);
-                }
-                Some(Err(e)) => {
                     // librdkafka retries transport errors itself; remember for the report.
-                    last_error = Some(e);
+                    Some(Err(e)) => last_error = Some(e),
+                    None => {}
                 }
-                None => {}
+                if !batch.is_empty() && tx.send(Ok(std::mem::take(&mut batch))).is_err() {
+                    return next;
+                }
+                if last_progress.elapsed() > stall_timeout {
+                    let mut left: Vec<i32> = pending.iter().copied().collect();
+                    left.sort_unstable();
+                    let _ = tx.send(Err(SourceError::Failed(format!(
+                        "no progress reading `{topic_owned}` for {}s (partitions {left:?} unfinished){}",
+                        stall_timeout.as_secs(),
+                        last_error.map(|e| format!("; last error: {e}")).unwrap_or_default()
+                    ))));
+                    return next;
+                }
             }
-            if last_progress.elapsed() > self.stall_timeout {
-                let mut left: Vec<i32> = pending.iter().copied().collect();
-                left.sort_unstable();
-                return Err(SourceError::Failed(format!(
-                    "no progress reading `{topic}` for {}s (partitions {left:?} unfinished){}",
-                    self.stall_timeout.as_secs(),
-                    last_error
-                        .map(|e| format!("; last error: {e}"))
-                        .unwrap_or_default()
-                )));
+            if !batch.is_empty() {
+                let _ = tx.send(Ok(batch));
+            }
+            next
+        });
+        let mut outcome: Result<ControlFlow<()>, SourceError> = Ok(ControlFlow::Continue(()));
+        'recv: for item in rx.iter() {
+            match item {
+                Ok(letters) => {
+                    for raw in letters {
+                        *done += 1;
+                        if sink(ScanEvent::Letter(raw)).is_break()
+                            || (*done % 50_000 == 0
+                                && sink(ScanEvent::Progress {
+                                    done: *done,
+                                    total: Some(*total + estimate.load(Ordering::Relaxed)),
+                                })
+                                .is_break())
+                        {
+                            outcome = Ok(ControlFlow::Break(()));
+                            break 'recv;
+                        }
+                    }
+                }
+                Err(e) => {
+                    outcome = Err(e);
+                    break 'recv;
+                }
             }
         }
-        // Where tail continues: after the last letter seen, else where the scan started
-        // (an empty partition, or one --since skipped entirely).
-        for (p, start) in starts {
-            let o = next.get(&p).map_or(start, |n| Offset::Offset(*n));
-            self.positions.push((topic.to_string(), p, o));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(rx);
+        *total += estimate.load(Ordering::Relaxed);
+        let next = poller
+            .join()
+            .map_err(|_| SourceError::Failed(format!("the reader of `{topic}` crashed")))?;
+        if matches!(outcome, Ok(ControlFlow::Continue(()))) {
+            // Where tail continues: after the last letter seen, else where the scan
+            // started (an empty partition, or one --since skipped entirely).
+            for (p, start) in starts {
+                let o = next.get(&p).map_or(start, |n| Offset::Offset(*n));
+                self.positions.push((topic.to_string(), p, o));
+            }
         }
-        Ok(ControlFlow::Continue(()))
+        outcome
     }
 }
 

@@ -15,6 +15,9 @@ use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use std::ops::ControlFlow;
 
+/// Letters per ingest batch.
+const BATCH: usize = 4096;
+
 /// A usage problem (bad source, bad filter, unsupported kind): exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -137,29 +140,52 @@ impl Context {
     }
 
     /// Scan the whole source into a catalog.
-    pub fn load(&self, arg: &str) -> anyhow::Result<Loaded> {
-        self.load_visit(arg, |_, _, _| Ok(()))
+    pub fn load(&self, arg: &str, previews: bool) -> anyhow::Result<Loaded> {
+        self.load_with(arg, previews, |_, _, _| Ok(()))
+    }
+
+    /// Scan with previews, visiting every full letter (see `load_with`).
+    pub fn load_visit(
+        &self,
+        arg: &str,
+        visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Loaded> {
+        self.load_with(arg, true, visit)
     }
 
     /// Scan the whole source, handing every full letter (payload included) to `visit`
     /// right after it is indexed; only metadata is kept afterwards. `visit` failing
     /// stops the scan with that error.
-    pub fn load_visit(
+    pub fn load_with(
         &self,
         arg: &str,
+        previews: bool,
         mut visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
     ) -> anyhow::Result<Loaded> {
         let mut src = self.open(arg)?;
         let info = src.info();
-        let mut catalog = Catalog::new(self.masker()?, self.config.conventions.clone());
+        let mut catalog =
+            Catalog::new(self.masker()?, self.config.conventions.clone()).with_previews(previews);
         let mut failed: Option<anyhow::Error> = None;
+        // Letters are ingested in batches so conventions and previews use every core.
+        let mut batch: Vec<crate::core::model::RawLetter> = Vec::with_capacity(BATCH);
+        let mut flush = |catalog: &mut Catalog,
+                         batch: &mut Vec<crate::core::model::RawLetter>|
+         -> anyhow::Result<()> {
+            for (row, dl) in catalog.ingest_batch(std::mem::take(batch)) {
+                visit(catalog, row, dl)?;
+            }
+            Ok(())
+        };
         src.scan(&mut |ev| {
             match ev {
                 ScanEvent::Letter(raw) => {
-                    let (row, dl) = catalog.ingest(raw);
-                    if let Err(e) = visit(&catalog, row, dl) {
-                        failed = Some(e);
-                        return ControlFlow::Break(());
+                    batch.push(raw);
+                    if batch.len() >= BATCH {
+                        if let Err(e) = flush(&mut catalog, &mut batch) {
+                            failed = Some(e);
+                            return ControlFlow::Break(());
+                        }
                     }
                 }
                 ScanEvent::Problem { location, message } => {
@@ -173,6 +199,7 @@ impl Context {
         if let Some(e) = failed {
             return Err(e);
         }
+        flush(&mut catalog, &mut batch)?;
         catalog.shrink_to_fit();
         Ok(Loaded { catalog, info })
     }

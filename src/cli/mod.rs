@@ -107,6 +107,9 @@ pub struct DemoArgs {
     /// Scenario seed (same seed, same incident).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Benchmarks: also seed `bench.dlq` (256 partitions) with this many letters.
+    #[arg(long, hide = true, value_name = "N")]
+    pub bench: Option<usize>,
 }
 
 #[derive(Args, Debug)]

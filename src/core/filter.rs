@@ -128,6 +128,11 @@ impl Filter {
         self.terms.is_empty()
     }
 
+    /// Does any term search the masked preview (bare fuzzy words)?
+    pub fn needs_previews(&self) -> bool {
+        self.terms.iter().any(|t| matches!(t, Term::Fuzzy(_)))
+    }
+
     /// The text it was parsed from.
     pub fn source(&self) -> &str {
         &self.source

@@ -225,11 +225,30 @@ impl Masker {
         if name.len() > 64 {
             return None; // not a field name
         }
-        let n = normalize_name(name);
-        if n.is_empty() || self.allow.contains(&n) {
+        // Normalise on the stack: this runs for every key of every previewed payload.
+        let mut buf = [0u8; 64];
+        let mut len = 0;
+        if name.is_ascii() {
+            for b in name
+                .bytes()
+                .filter(|b| !matches!(b, b'_' | b'-' | b'.' | b' '))
+            {
+                buf[len] = b.to_ascii_lowercase();
+                len += 1;
+            }
+            // ASCII in, ASCII out.
+            return std::str::from_utf8(&buf[..len])
+                .ok()
+                .and_then(|n| self.class_of_normalized(n));
+        }
+        self.class_of_normalized(&normalize_name(name))
+    }
+
+    fn class_of_normalized(&self, n: &str) -> Option<Class> {
+        if n.is_empty() || self.allow.iter().any(|a| a == n) {
             return None;
         }
-        if self.extra.contains(&n) {
+        if self.extra.iter().any(|e| e == n) {
             return Some(Class::Generic);
         }
         if let Some((_, c)) = EXACT_RULES.iter().find(|(t, _)| *t == n) {

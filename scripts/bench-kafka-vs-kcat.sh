@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Load rate of `dlq-triage summary` against `kcat -C -e` on the same topic of the same
+# broker, side by side in one run (DESIGN §14: ours ≥ 0.9 × kcat).
+#
+#   scripts/bench-kafka-vs-kcat.sh [LETTERS]        (default 1000000; needs kcat: apt-get install kcat)
+#
+# The broker is `dlq-triage demo --serve --bench N`: librdkafka's mock cluster in-process,
+# seeded with N realistic dead letters (~700-byte JSON envelopes plus headers) across 256
+# partitions (the mock keeps ~5 MiB per partition). Each tool reads the whole topic from the beginning to end-of-partition.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-1000000}
+command -v kcat >/dev/null || { echo "kcat is needed: apt-get install kcat" >&2; exit 1; }
+cargo build --release --quiet
+BIN=target/release/dlq-triage
+LOG=$(mktemp)
+"$BIN" demo --serve --bench "$N" >"$LOG" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true; rm -f "$LOG"' EXIT
+echo "seeding $N letters…"
+for _ in $(seq 1 600); do
+    grep -q '^bench:' "$LOG" && break
+    kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
+    sleep 1
+done
+ADDR=$(awk '/^demo broker:/ {print $3}' "$LOG")
+echo "broker $ADDR"
+
+now() { date +%s.%N; }
+# The first read after seeding is slower for whoever goes first: warm up, then alternate.
+kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%o\n' >/dev/null
+ROUNDS=3
+: >"$LOG.times"
+for r in $(seq 1 $ROUNDS); do
+    t0=$(now); KCAT_N=$(kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%o\n' | wc -l); t1=$(now)
+    OURS_N=$("$BIN" summary "kafka://$ADDR/bench.dlq" --json | awk -F'[:,]' '/"total"/ {gsub(/ /,"",$2); print $2; exit}'); t2=$(now)
+    echo "$KCAT_N $OURS_N $(echo "$t1 - $t0" | bc) $(echo "$t2 - $t1" | bc)" >>"$LOG.times"
+    echo "round $r: kcat $(echo "$t1 - $t0" | bc) s, dlq-triage $(echo "$t2 - $t1" | bc) s"
+done
+awk -v r=$ROUNDS '
+    { n1 = $1; n2 = $2; k[NR] = $3; o[NR] = $4 }
+    END {
+        asort(k); asort(o); m = int((r + 1) / 2); K = k[m]; O = o[m];
+        printf "median of %d rounds\n", r;
+        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s\n", n1, K, n1 / K;
+        printf "dlq-triage  %8d letters in %6.2f s  %9.0f letters/s  (conventions, masked previews, grouping)\n", n2, O, n2 / O;
+        printf "ratio (ours / kcat rate): %.2f   target >= 0.90\n", (n2 / O) / (n1 / K);
+    }' "$LOG.times"
+rm -f "$LOG.times"
