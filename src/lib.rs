@@ -8,3 +8,4 @@ pub mod cli;
 pub mod config;
 pub mod core;
 pub mod scenario;
+pub mod tui;

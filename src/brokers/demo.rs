@@ -265,7 +265,9 @@ impl Drop for Simulator {
 
 /// The `demo` source: a fresh seeded cluster read through the Kafka adapter.
 pub struct DemoSource {
-    // Field order matters: the consumer side is dropped before the cluster.
+    // Field order matters: the simulator and the consumer side are dropped before the
+    // cluster they talk to.
+    simulator: Option<Simulator>,
     kafka: KafkaSource,
     demo: Demo,
 }
@@ -274,7 +276,24 @@ impl DemoSource {
     pub fn start(now: DateTime<Utc>) -> Result<Self, SourceError> {
         let demo = Demo::start(42, now, Scale(1.0))?;
         let kafka = KafkaSource::new(vec![demo.bootstrap()], demo.topics.clone(), Vec::new());
-        Ok(DemoSource { kafka, demo })
+        Ok(DemoSource {
+            simulator: None,
+            kafka,
+            demo,
+        })
+    }
+
+    /// Start the live side (trickle of new letters, simulated consumer): for the TUI,
+    /// where the incident should keep moving.
+    pub fn go_live(&mut self) -> Result<(), SourceError> {
+        if self.simulator.is_none() {
+            self.simulator = Some(Simulator::start(
+                self.demo.bootstrap(),
+                42,
+                Some(Duration::from_secs(4)),
+            )?);
+        }
+        Ok(())
     }
 }
 
@@ -291,5 +310,19 @@ impl DlqSource for DemoSource {
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<(), SourceError> {
         self.kafka.scan(sink)
+    }
+
+    /// Tailing the demo brings it to life: new letters trickle in and replays are
+    /// processed by the simulated consumer.
+    fn tail(
+        &mut self,
+        sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<(), SourceError> {
+        self.go_live()?;
+        self.kafka.tail(sink)
+    }
+
+    fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SourceError> {
+        self.kafka.fetch(coords)
     }
 }

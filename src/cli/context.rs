@@ -111,8 +111,10 @@ impl Context {
             .map_err(|e| UsageError(e).into())
     }
 
-    /// Open a source (named or URI) with the options of this run.
-    pub fn open(&self, arg: &str) -> anyhow::Result<Box<dyn crate::core::ports::DlqSource>> {
+    /// What to open for a source argument (named or URI) and with which options. Both
+    /// are `Send`, so a worker thread can open the source itself (the demo's mock cluster
+    /// must live on the thread that uses it).
+    pub fn source_plan(&self, arg: &str) -> anyhow::Result<(SourceRef, brokers::OpenOptions)> {
         let source = self.resolve_source(arg)?;
         // Named sources bring their own librdkafka properties; -X wins over them.
         let mut kafka_props: Vec<(String, String)> = self
@@ -132,11 +134,13 @@ impl Context {
             now: Some(self.now),
             since: self.since,
         };
-        let src = brokers::open(&source, &opts).map_err(|e| match e {
-            SourceError::Unsupported(m) => anyhow::Error::new(UsageError(m)),
-            other => anyhow::Error::new(other),
-        })?;
-        Ok(src)
+        Ok((source, opts))
+    }
+
+    /// Open a source (named or URI) with the options of this run.
+    pub fn open(&self, arg: &str) -> anyhow::Result<Box<dyn crate::core::ports::DlqSource>> {
+        let (source, opts) = self.source_plan(arg)?;
+        open_planned(&source, &opts)
     }
 
     /// Scan the whole source into a catalog.
@@ -203,6 +207,17 @@ impl Context {
         catalog.shrink_to_fit();
         Ok(Loaded { catalog, info })
     }
+}
+
+/// Open a planned source, mapping "unsupported" to a usage error (exit code 2).
+pub fn open_planned(
+    source: &SourceRef,
+    opts: &brokers::OpenOptions,
+) -> anyhow::Result<Box<dyn crate::core::ports::DlqSource>> {
+    brokers::open(source, opts).map_err(|e| match e {
+        SourceError::Unsupported(m) => anyhow::Error::new(UsageError(m)),
+        other => anyhow::Error::new(other),
+    })
 }
 
 /// Report unreadable records on stderr (human output only; JSON carries them inline).

@@ -9,6 +9,9 @@ use std::io::Write;
 
 pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {
     if !a.serve {
+        eprintln!(
+            "(stdout is not a terminal: printing the demo's summary instead of opening the TUI)"
+        );
         let args = SummaryArgs {
             source: "demo".into(),
             group_by: None,

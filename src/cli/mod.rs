@@ -11,6 +11,7 @@ pub mod output;
 mod show;
 mod summary;
 mod table;
+mod tui;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ pub use context::{Context, UsageError};
 #[derive(Parser, Debug)]
 #[command(
     name = "dlq-triage",
+    args_conflicts_with_subcommands = true,
     version,
     about = "Dead-letter-queue triage for Kafka and RabbitMQ",
     long_about = "Dead-letter-queue triage for Kafka and RabbitMQ: see what is failing, grouped by reason, consumer version and age; inspect masked payloads; discard or replay with a tamper-evident ledger.",
@@ -47,12 +49,23 @@ pub struct Cli {
     #[arg(long, global = true, env = "DLQ_TRIAGE_NOW", hide = true)]
     pub now: Option<String>,
 
+    /// TUI theme: default, light, high-contrast, mono, or NAME.toml in the config dir's
+    /// themes/ [default: config `theme`, or mono when NO_COLOR is set]
+    #[arg(long, global = true, env = "DLQ_TRIAGE_THEME", value_name = "NAME")]
+    pub theme: Option<String>,
+
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+
+    /// Open the TUI on this source (same as `dlq-triage tui SOURCE`).
+    #[arg(value_name = "SOURCE")]
+    pub source: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// The triage TUI on a source.
+    Tui(TuiArgs),
     /// The embedded demo: an in-process Kafka cluster seeded with a live-looking incident.
     Demo(DemoArgs),
     /// Groups of dead letters with counts, oldest/newest age and inflow.
@@ -97,6 +110,11 @@ pub struct ExportArgs {
     /// under this name).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct TuiArgs {
+    pub source: String,
 }
 
 #[derive(Args, Debug)]
@@ -146,7 +164,22 @@ pub struct ListArgs {
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let ctx = Context::new(&cli)?;
-    match cli.command {
+    let theme = cli.theme.as_deref();
+    let command =
+        match (cli.command, cli.source) {
+            (Some(c), _) => c,
+            (None, Some(source)) => return tui::run(&ctx, &source, theme),
+            (None, None) => return Err(UsageError(
+                "nothing to do: try `dlq-triage demo`, `dlq-triage SOURCE`, or `dlq-triage --help`"
+                    .into(),
+            )
+            .into()),
+        };
+    match command {
+        Command::Tui(a) => tui::run(&ctx, &a.source, theme),
+        Command::Demo(a) if !a.serve && std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+            tui::run(&ctx, "demo", theme)
+        }
         Command::Demo(a) => demo::run(&ctx, &a),
         Command::Summary(a) => summary::run(&ctx, &a),
         Command::List(a) => list::run(&ctx, &a),

@@ -110,19 +110,35 @@ impl Catalog {
 
     /// Conventions plus masked preview: the per-letter work that needs no index.
     fn prepare(&self, raw: crate::core::model::RawLetter) -> (DeadLetter, String) {
-        let dl = extract(raw, &self.mappings);
         if !self.previews {
-            return (dl, String::new());
+            return (extract(raw, &self.mappings), String::new());
         }
-        let focus = dl
-            .payload_span
-            .clone()
-            .and_then(|r| dl.raw.payload.get(r))
-            .unwrap_or(&dl.raw.payload);
-        let preview = preview(&self.masker, focus);
-        (dl, preview)
+        prepare_letter(&self.masker, &self.mappings, raw)
     }
 
+    /// Index a letter prepared elsewhere (a worker thread) with [`prepare_letter`].
+    pub fn push_prepared(&mut self, dl: &DeadLetter, preview: &str) -> RowId {
+        self.store.push(dl, preview)
+    }
+}
+
+/// Conventions plus masked preview for one letter; pure, so any thread can run it.
+pub fn prepare_letter(
+    masker: &Masker,
+    mappings: &[UserMapping],
+    raw: crate::core::model::RawLetter,
+) -> (DeadLetter, String) {
+    let dl = extract(raw, mappings);
+    let focus = dl
+        .payload_span
+        .clone()
+        .and_then(|r| dl.raw.payload.get(r))
+        .unwrap_or(&dl.raw.payload);
+    let preview = preview(masker, focus);
+    (dl, preview)
+}
+
+impl Catalog {
     pub fn record_problem(&mut self, location: String, message: String) {
         self.problem_count += 1;
         if self.problems.len() < MAX_KEPT_PROBLEMS {

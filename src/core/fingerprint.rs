@@ -136,14 +136,16 @@ fn classify(t: &str) -> String {
     if digits == 0 {
         return t.to_string();
     }
+    // Long hex or digit runs are identifiers (a tx id `9f3a11c2` and `12345678` alike):
+    // one placeholder, or letters would split by whether an id happened to be all digits.
+    let hex_body = t.strip_prefix("0x").unwrap_or(t);
+    if hex_body.len() >= 8 && hex_body.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return "<id>".into();
+    }
     if t.bytes()
         .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b',' | b'-' | b'+'))
     {
         return "<n>".into();
-    }
-    let hex_body = t.strip_prefix("0x").unwrap_or(t);
-    if hex_body.len() >= 8 && hex_body.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return "<hex>".into();
     }
     if t.len() >= 16 && digits >= 3 && !t.contains('/') {
         return "<id>".into();
@@ -241,7 +243,11 @@ mod tests {
             None,
             Some("user jane.doe@example.com has no account deadbeef00ff"),
         );
-        assert_eq!(fp.as_deref(), Some("user <email> has no account <hex>"));
+        assert_eq!(fp.as_deref(), Some("user <email> has no account <id>"));
+        assert_eq!(
+            normalize("tx 9f3a11c2 and tx 12345678"),
+            "tx <id> and tx <id>"
+        );
         let fp = fingerprint(None, Some("customer cus-8812 blocked"));
         assert_eq!(fp.as_deref(), Some("customer cus-<n> blocked"));
         assert_eq!(

@@ -302,6 +302,17 @@ impl GroupIndex {
         self.total += 1;
     }
 
+    /// Letters of every group under a tree node (`prefix` of the dimension values).
+    pub fn members_under(&self, prefix: &[u32]) -> Vec<RowId> {
+        let mut out = Vec::new();
+        for (k, g) in &self.groups {
+            if k.values().starts_with(prefix) {
+                out.extend_from_slice(&g.members);
+            }
+        }
+        out
+    }
+
     pub fn get(&self, key: &GroupKey) -> Option<&GroupStats> {
         self.groups.get(key)
     }

@@ -1,13 +1,15 @@
-//! Payload bytes kept within a memory budget. The store holds metadata only; views ask
-//! here first and re-fetch from the source (by coordinates) when a payload was evicted.
+//! Full letters (payload bytes included) kept within a memory budget. The store holds
+//! metadata only; views ask here first and re-fetch from the source (by coordinates)
+//! when a letter was evicted.
 
+use crate::core::model::RawLetter;
 use crate::core::store::RowId;
 use std::collections::{HashMap, VecDeque};
 
 pub struct PayloadCache {
     budget: usize,
     used: usize,
-    map: HashMap<RowId, Vec<u8>>,
+    map: HashMap<RowId, RawLetter>,
     /// Least recently used first.
     order: VecDeque<RowId>,
 }
@@ -23,34 +25,42 @@ impl PayloadCache {
         }
     }
 
-    pub fn get(&mut self, id: RowId) -> Option<&[u8]> {
+    pub fn get(&mut self, id: RowId) -> Option<&RawLetter> {
         if self.map.contains_key(&id) {
             self.touch(id);
         }
-        self.map.get(&id).map(Vec::as_slice)
+        self.map.get(&id)
     }
 
     /// Keep a payload, evicting the least recently used until it fits. A payload larger
     /// than the whole budget is not kept (it will be re-fetched when shown).
-    pub fn put(&mut self, id: RowId, payload: Vec<u8>) {
+    pub fn put(&mut self, id: RowId, letter: RawLetter) {
         if let Some(old) = self.map.remove(&id) {
-            self.used -= old.len();
+            self.used -= size_of_letter(&old);
             self.order.retain(|x| *x != id);
         }
-        if payload.len() > self.budget {
+        let size = size_of_letter(&letter);
+        if size > self.budget {
             return;
         }
-        while self.used + payload.len() > self.budget {
+        while self.used + size > self.budget {
             let Some(victim) = self.order.pop_front() else {
                 break;
             };
             if let Some(v) = self.map.remove(&victim) {
-                self.used -= v.len();
+                self.used -= size_of_letter(&v);
             }
         }
-        self.used += payload.len();
+        self.used += size;
         self.order.push_back(id);
-        self.map.insert(id, payload);
+        self.map.insert(id, letter);
+    }
+
+    /// Forget everything (e.g. before a rescan).
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.order.clear();
+        self.used = 0;
     }
 
     fn touch(&mut self, id: RowId) {
@@ -73,24 +83,41 @@ impl PayloadCache {
     }
 }
 
+/// Approximate bytes a letter holds.
+fn size_of_letter(l: &RawLetter) -> usize {
+    l.payload.len()
+        + l.key.as_ref().map_or(0, Vec::len)
+        + l.headers.iter().map(|h| h.name.len() + 32).sum::<usize>()
+        + 64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn letter(n: usize) -> RawLetter {
+        RawLetter {
+            payload: vec![0; n],
+            ..RawLetter::default()
+        }
+    }
+
     #[test]
     fn evicts_least_recently_used_within_budget() {
-        let mut c = PayloadCache::new(10);
-        c.put(1, vec![1; 4]);
-        c.put(2, vec![2; 4]);
+        // Each letter costs its payload + 64 bytes of overhead.
+        let mut c = PayloadCache::new(300);
+        c.put(1, letter(36));
+        c.put(2, letter(36));
         assert!(c.get(1).is_some()); // 1 is now most recent
-        c.put(3, vec![3; 4]); // evicts 2
+        c.put(3, letter(36)); // 300 budget, 100 each: fits three
+        c.put(4, letter(36)); // evicts 2, the least recently used
         assert!(c.get(2).is_none());
-        assert!(c.get(1).is_some() && c.get(3).is_some());
-        assert_eq!(c.used_bytes(), 8);
-        c.put(4, vec![4; 11]); // larger than the budget: not kept, nothing evicted
-        assert!(c.get(4).is_none());
-        assert_eq!(c.len(), 2);
-        c.put(1, vec![9; 2]); // replacing updates the accounting
-        assert_eq!(c.used_bytes(), 6);
+        assert!(c.get(1).is_some() && c.get(3).is_some() && c.get(4).is_some());
+        assert_eq!(c.used_bytes(), 300);
+        c.put(5, letter(1000)); // larger than the budget: not kept, nothing evicted
+        assert!(c.get(5).is_none());
+        assert_eq!(c.len(), 3);
+        c.put(1, letter(0)); // replacing updates the accounting
+        assert_eq!(c.used_bytes(), 264);
     }
 }

@@ -117,7 +117,7 @@ fn spring_kafka_binary_integers() {
     );
     assert_eq!(
         v(&f.reason_code),
-        "LedgerLockTimeoutException: Lock on account acc-<n> held by tx <hex> not released after <n> ms"
+        "LedgerLockTimeoutException: Lock on account acc-<n> held by tx <id> not released after <n> ms"
     );
     assert_eq!(loc(&f.reason_code).0, Convention::Derived);
     assert_eq!(

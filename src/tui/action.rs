@@ -1,0 +1,71 @@
+//! Everything that can happen to the TUI: keys (through the keymap), mouse, resize, and
+//! the worker's reports. `update` is the only consumer.
+
+use crate::core::model::{DeadLetter, RawLetter};
+use crate::core::store::RowId;
+use crate::tui::state::Tab;
+
+#[derive(Debug)]
+pub enum Action {
+    Quit,
+    ToggleHelp,
+    FocusNext,
+    FocusPrev,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    /// Expand a group / open a letter / move right.
+    Open,
+    /// Collapse a group / move left.
+    Close,
+    StartFuzzy,
+    StartExpr,
+    InputChar(char),
+    InputBackspace,
+    InputSubmit,
+    /// Esc: leave input, close help, or clear the filter.
+    Cancel,
+    CycleGrouping,
+    ToggleSort,
+    ToggleMark,
+    SetTab(Tab),
+    NextTab,
+    Copy,
+    Diff,
+    /// A key for a ledger action (discard, replay, edit, unmask) not in this build.
+    NeedsLedger(&'static str),
+    /// Mouse: click at a cell, scroll wheel.
+    Click {
+        column: u16,
+        row: u16,
+    },
+    Scroll {
+        column: u16,
+        row: u16,
+        down: bool,
+    },
+    Resize,
+    /// Clock tick (ages move on).
+    Tick(i64),
+    /// From the worker.
+    Letters(Vec<(DeadLetter, String)>),
+    Live(Vec<(DeadLetter, String)>),
+    Progress {
+        done: u64,
+        total: Option<u64>,
+    },
+    ScanDone,
+    ScanFailed(String),
+    Fetched(RowId, Result<RawLetter, String>),
+}
+
+/// What `update` asks the outside world to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Fetch(RowId, crate::core::model::Coords),
+    /// Copy this (already masked) text to the clipboard.
+    Copy(String),
+}

@@ -1,0 +1,236 @@
+//! Keys → actions, with descriptions: the help overlay is generated from this table.
+
+use crate::tui::action::Action;
+use crate::tui::state::{AppState, Input, Tab};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// One binding: the keys as shown in help, what it does, and the action.
+pub struct Binding {
+    pub keys: &'static str,
+    pub help: &'static str,
+    pub matches: fn(&KeyEvent) -> bool,
+    pub action: fn() -> Action,
+}
+
+fn ch(e: &KeyEvent, c: char) -> bool {
+    e.code == KeyCode::Char(c) && !e.modifiers.contains(KeyModifiers::CONTROL)
+}
+
+/// The bindings in normal mode, in help order.
+pub const BINDINGS: &[Binding] = &[
+    Binding {
+        keys: "j ↓ / k ↑",
+        help: "move down / up",
+        matches: |e| ch(e, 'j') || e.code == KeyCode::Down,
+        action: || Action::Down,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| ch(e, 'k') || e.code == KeyCode::Up,
+        action: || Action::Up,
+    },
+    Binding {
+        keys: "PgDn PgUp",
+        help: "page down / up",
+        matches: |e| {
+            e.code == KeyCode::PageDown
+                || (e.code == KeyCode::Char('d') && e.modifiers.contains(KeyModifiers::CONTROL))
+        },
+        action: || Action::PageDown,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| {
+            e.code == KeyCode::PageUp
+                || (e.code == KeyCode::Char('u') && e.modifiers.contains(KeyModifiers::CONTROL))
+        },
+        action: || Action::PageUp,
+    },
+    Binding {
+        keys: "Home End",
+        help: "first / last",
+        matches: |e| e.code == KeyCode::Home,
+        action: || Action::Top,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| e.code == KeyCode::End || ch(e, 'G'),
+        action: || Action::Bottom,
+    },
+    Binding {
+        keys: "Enter l →",
+        help: "expand group / open letter",
+        matches: |e| e.code == KeyCode::Enter || ch(e, 'l') || e.code == KeyCode::Right,
+        action: || Action::Open,
+    },
+    Binding {
+        keys: "h ←",
+        help: "collapse group / back",
+        matches: |e| ch(e, 'h') || e.code == KeyCode::Left,
+        action: || Action::Close,
+    },
+    Binding {
+        keys: "Tab S-Tab",
+        help: "next / previous pane",
+        matches: |e| e.code == KeyCode::Tab,
+        action: || Action::FocusNext,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| e.code == KeyCode::BackTab,
+        action: || Action::FocusPrev,
+    },
+    Binding {
+        keys: "/",
+        help: "fuzzy filter (id, key, reason, masked preview)",
+        matches: |e| ch(e, '/'),
+        action: || Action::StartFuzzy,
+    },
+    Binding {
+        keys: "f",
+        help: "filter expression (reason=… age>1h …)",
+        matches: |e| ch(e, 'f'),
+        action: || Action::StartExpr,
+    },
+    Binding {
+        keys: "Esc",
+        help: "cancel input / clear filter / close help",
+        matches: |e| e.code == KeyCode::Esc,
+        action: || Action::Cancel,
+    },
+    Binding {
+        keys: "g",
+        help: "change grouping",
+        matches: |e| ch(e, 'g'),
+        action: || Action::CycleGrouping,
+    },
+    Binding {
+        keys: "s",
+        help: "sort letters newest / oldest first",
+        matches: |e| ch(e, 's'),
+        action: || Action::ToggleSort,
+    },
+    Binding {
+        keys: "space",
+        help: "mark letter (diff compares with the mark)",
+        matches: |e| ch(e, ' '),
+        action: || Action::ToggleMark,
+    },
+    Binding {
+        keys: "1-4 ] ",
+        help: "detail tab: failure, headers, payload, diff / next",
+        matches: |e| ch(e, ']'),
+        action: || Action::NextTab,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| ch(e, '1'),
+        action: || Action::SetTab(Tab::Failure),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| ch(e, '2'),
+        action: || Action::SetTab(Tab::Headers),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| ch(e, '3'),
+        action: || Action::SetTab(Tab::Payload),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| ch(e, '4'),
+        action: || Action::SetTab(Tab::Diff),
+    },
+    Binding {
+        keys: "D",
+        help: "diff selected letter against the marked one",
+        matches: |e| ch(e, 'D'),
+        action: || Action::Diff,
+    },
+    Binding {
+        keys: "y",
+        help: "copy the masked payload (OSC 52: works over SSH/tmux)",
+        matches: |e| ch(e, 'y'),
+        action: || Action::Copy,
+    },
+    Binding {
+        keys: "d r e u",
+        help: "discard / replay / edit / unmask (need the ledger)",
+        matches: |e| ch(e, 'd'),
+        action: || Action::NeedsLedger("discard"),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| ch(e, 'r'),
+        action: || Action::NeedsLedger("replay"),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| ch(e, 'e'),
+        action: || Action::NeedsLedger("edit"),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        matches: |e| ch(e, 'u'),
+        action: || Action::NeedsLedger("unmask"),
+    },
+    Binding {
+        keys: "?",
+        help: "this help",
+        matches: |e| ch(e, '?'),
+        action: || Action::ToggleHelp,
+    },
+    Binding {
+        keys: "q Ctrl-C",
+        help: "quit (the broker is left as it was)",
+        matches: |e| {
+            ch(e, 'q')
+                || (e.code == KeyCode::Char('c') && e.modifiers.contains(KeyModifiers::CONTROL))
+        },
+        action: || Action::Quit,
+    },
+];
+
+/// The action for a key in the current state (input mode captures typing).
+pub fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
+    if e.code == KeyCode::Char('c') && e.modifiers.contains(KeyModifiers::CONTROL) {
+        return Some(Action::Quit);
+    }
+    if state.input != Input::None {
+        return match e.code {
+            KeyCode::Enter => Some(Action::InputSubmit),
+            KeyCode::Esc => Some(Action::Cancel),
+            KeyCode::Backspace => Some(Action::InputBackspace),
+            KeyCode::Char(c) if !e.modifiers.contains(KeyModifiers::CONTROL) => {
+                Some(Action::InputChar(c))
+            }
+            _ => None,
+        };
+    }
+    if state.show_help {
+        return match e.code {
+            KeyCode::Char('q') => Some(Action::Quit),
+            _ => Some(Action::ToggleHelp),
+        };
+    }
+    BINDINGS
+        .iter()
+        .find(|b| (b.matches)(e))
+        .map(|b| (b.action)())
+}
+
+/// The one-line hint shown at the bottom.
+pub const FOOTER: &str =
+    " ? help  / fuzzy  f filter  g group  s sort  space mark  D diff  y copy  Tab pane  q quit";

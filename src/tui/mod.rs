@@ -1,0 +1,236 @@
+//! The triage TUI: terminal setup and restore, and the event loop (drain all pending
+//! events → update → draw only if something changed, so an idle TUI writes nothing).
+
+pub mod action;
+pub mod keymap;
+pub mod state;
+pub mod theme;
+pub mod update;
+pub mod views;
+pub mod worker;
+
+use crate::core::catalog::Catalog;
+use crate::core::ports::SourceInfo;
+use action::{Action, Command};
+use crossterm::event::{Event, KeyEventKind, MouseButton, MouseEventKind};
+use ratatui::backend::Backend;
+use ratatui::Terminal;
+use state::AppState;
+use std::io::Write;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+use theme::Theme;
+
+/// Everything the loop reacts to.
+#[derive(Debug)]
+pub enum AppEvent {
+    Term(Event),
+    Action(Action),
+}
+
+/// Payload bytes kept in memory for the detail pane (the rest is re-fetched).
+pub const CACHE_BUDGET: usize = 256 * 1024 * 1024;
+/// Most events handled before a frame is drawn, so a flood of letters cannot starve input.
+const MAX_EVENTS_PER_FRAME: usize = 512;
+
+/// Map a terminal event to an action.
+pub fn action_for_event(state: &AppState, ev: &Event) -> Option<Action> {
+    match ev {
+        Event::Key(k) if k.kind != KeyEventKind::Release => keymap::action_for(state, k),
+        Event::Mouse(m) => match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => Some(Action::Click {
+                column: m.column,
+                row: m.row,
+            }),
+            MouseEventKind::ScrollDown => Some(Action::Scroll {
+                column: m.column,
+                row: m.row,
+                down: true,
+            }),
+            MouseEventKind::ScrollUp => Some(Action::Scroll {
+                column: m.column,
+                row: m.row,
+                down: false,
+            }),
+            _ => None,
+        },
+        Event::Resize(_, _) => Some(Action::Resize),
+        _ => None,
+    }
+}
+
+/// The event loop, generic over the backend so tests can run it on a `TestBackend` or a
+/// byte-counting writer. `clock` gives epoch milliseconds; `tick` is how often the clock
+/// is checked (ages only redraw when a minute has passed).
+pub fn run_loop<B: Backend>(
+    terminal: &mut Terminal<B>,
+    state: &mut AppState,
+    theme: &Theme,
+    rx: &Receiver<AppEvent>,
+    mut on_command: impl FnMut(Command),
+    clock: impl Fn() -> i64,
+    tick: Duration,
+) -> anyhow::Result<()> {
+    let size = |t: &Terminal<B>| t.size().map(|s| (s.width, s.height)).unwrap_or((80, 24));
+    let sz = size(terminal);
+    for c in update::update(state, Action::Resize, sz) {
+        on_command(c);
+    }
+    terminal
+        .draw(|f| views::render(f, state, theme))
+        .map_err(|e| anyhow::anyhow!("drawing: {e}"))?;
+    loop {
+        let first = match rx.recv_timeout(tick) {
+            Ok(ev) => Some(ev),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        };
+        let mut events: Vec<AppEvent> = Vec::new();
+        match first {
+            None => {
+                let now = clock();
+                if now / 60_000 != state.now_ms / 60_000 {
+                    events.push(AppEvent::Action(Action::Tick(now)));
+                }
+            }
+            Some(ev) => {
+                events.push(ev);
+                while events.len() < MAX_EVENTS_PER_FRAME {
+                    match rx.try_recv() {
+                        Ok(ev) => events.push(ev),
+                        Err(_) => break,
+                    }
+                }
+            }
+        }
+        let sz = size(terminal);
+        let mut changed = false;
+        for ev in events {
+            // Map each key against the state as the previous ones left it (typing `/abc`
+            // fast must land in the input line).
+            let action = match ev {
+                AppEvent::Action(a) => Some(a),
+                AppEvent::Term(e) => action_for_event(state, &e),
+            };
+            let Some(action) = action else { continue };
+            changed = true;
+            for c in update::update(state, action, sz) {
+                on_command(c);
+            }
+            if state.quit {
+                return Ok(());
+            }
+        }
+        if !changed {
+            continue;
+        }
+        terminal
+            .draw(|f| views::render(f, state, theme))
+            .map_err(|e| anyhow::anyhow!("drawing: {e}"))?;
+    }
+}
+
+/// Put the terminal back: raw mode off, main screen, mouse released.
+fn restore() {
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(
+        out,
+        crossterm::event::DisableMouseCapture,
+        crossterm::terminal::LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = crossterm::terminal::disable_raw_mode();
+}
+
+/// Copy text with OSC 52 (works over SSH; tmux needs `set-clipboard on`). The text is
+/// the masked rendering, never raw payload bytes.
+fn copy_osc52(text: &str) {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    let mut out = std::io::stdout();
+    let _ = write!(out, "\x1b]52;c;{b64}\x07");
+    let _ = out.flush();
+}
+
+/// Run the TUI on a source until the user quits.
+pub fn run(
+    plan: (crate::core::source::SourceRef, crate::brokers::OpenOptions),
+    catalog: Catalog,
+    label: String,
+    now_ms: i64,
+    theme: Theme,
+    read_only: bool,
+) -> anyhow::Result<()> {
+    let (source, opts) = plan;
+    let info = SourceInfo {
+        label,
+        browse_effect: match &source {
+            crate::core::source::SourceRef::Kafka { .. } | crate::core::source::SourceRef::Demo => {
+                "Kafka: browsing is read-only — partitions are assigned, no group is joined, nothing is committed".into()
+            }
+            crate::core::source::SourceRef::File { .. } => "File: read-only, the dump is never modified".into(),
+            crate::core::source::SourceRef::Amqp { .. } => "RabbitMQ".into(),
+        },
+    };
+    let (tx, rx) = mpsc::channel();
+    let (req_tx, req_rx) = mpsc::channel();
+    worker::spawn(
+        source,
+        opts,
+        catalog.masker().clone(),
+        catalog.mappings().to_vec(),
+        tx.clone(),
+        req_rx,
+    );
+    let mut state = AppState::new(info, catalog, now_ms, CACHE_BUDGET);
+    state.read_only = read_only;
+
+    crossterm::terminal::enable_raw_mode()
+        .map_err(|e| anyhow::anyhow!("this needs a terminal: {e}"))?;
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        prev(info);
+    }));
+    let mut out = std::io::stdout();
+    crossterm::execute!(
+        out,
+        crossterm::terminal::EnterAlternateScreen,
+        crossterm::event::EnableMouseCapture
+    )
+    .map_err(|e| anyhow::anyhow!("setting up the terminal: {e}"))?;
+    // The terminal must exist before the input thread starts: creating it reads the
+    // cursor position from the terminal, which a concurrent event reader would swallow.
+    let terminal = Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
+        .map_err(|e| anyhow::anyhow!("terminal: {e}"));
+    let input_tx = tx;
+    std::thread::spawn(move || {
+        while let Ok(ev) = crossterm::event::read() {
+            if input_tx.send(AppEvent::Term(ev)).is_err() {
+                break;
+            }
+        }
+    });
+    let result = (|| {
+        let mut terminal = terminal?;
+        terminal
+            .clear()
+            .map_err(|e| anyhow::anyhow!("terminal: {e}"))?;
+        run_loop(
+            &mut terminal,
+            &mut state,
+            &theme,
+            &rx,
+            |c| match c {
+                Command::Fetch(row, coords) => {
+                    let _ = req_tx.send(worker::Request::Fetch(row, coords));
+                }
+                Command::Copy(text) => copy_osc52(&text),
+            },
+            || chrono::Utc::now().timestamp_millis(),
+            Duration::from_secs(5),
+        )
+    })();
+    restore();
+    result
+}

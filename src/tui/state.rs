@@ -1,0 +1,181 @@
+//! Everything the TUI shows, as plain data. Only `update` changes it.
+
+use crate::core::catalog::Catalog;
+use crate::core::diff::Diff;
+use crate::core::filter::Filter;
+use crate::core::grouping::{Dim, GroupIndex, TreeNode};
+use crate::core::model::DeadLetter;
+use crate::core::payload_cache::PayloadCache;
+use crate::core::payload_view::PayloadView;
+use crate::core::ports::SourceInfo;
+use crate::core::store::RowId;
+use std::collections::{BTreeSet, HashSet};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Groups,
+    Letters,
+    Detail,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Failure,
+    Headers,
+    Payload,
+    Diff,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 4] = [Tab::Failure, Tab::Headers, Tab::Payload, Tab::Diff];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Failure => "Failure",
+            Tab::Headers => "Headers",
+            Tab::Payload => "Payload",
+            Tab::Diff => "Diff",
+        }
+    }
+}
+
+/// A line being typed at the bottom of the screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    None,
+    /// `/`: fuzzy words.
+    Fuzzy(String),
+    /// `f`: a filter expression.
+    Expr(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ScanStatus {
+    pub done: u64,
+    pub total: Option<u64>,
+    pub complete: bool,
+    pub error: Option<String>,
+    /// Letters that arrived after the initial scan (tail).
+    pub live: u64,
+}
+
+/// The selected letter, ready to render: the full letter, its masked payload view, and
+/// the diff against the marked letter if asked for.
+#[derive(Debug, Clone)]
+pub struct Detail {
+    pub row: RowId,
+    pub letter: DeadLetter,
+    pub payload: PayloadView,
+    pub diff: Option<(RowId, Diff)>,
+}
+
+/// Grouping presets `g` cycles through.
+pub const GROUPINGS: [&[Dim]; 6] = [
+    &[Dim::Reason, Dim::Version, Dim::Age],
+    &[Dim::Reason, Dim::Age],
+    &[Dim::Version, Dim::Reason],
+    &[Dim::Event, Dim::Reason],
+    &[Dim::Origin, Dim::Reason],
+    &[Dim::Consumer, Dim::Reason, Dim::Version],
+];
+
+pub struct AppState {
+    pub info: SourceInfo,
+    pub now_ms: i64,
+    pub catalog: Catalog,
+    pub grouping: usize,
+    pub index: GroupIndex,
+    pub filter: Filter,
+    /// The group tree (all nodes), recomputed when the index changes.
+    pub tree: Vec<TreeNode>,
+    /// Paths of expanded nodes.
+    pub expanded: HashSet<Vec<u32>>,
+    /// Indices into `tree` of the nodes currently visible.
+    pub visible: Vec<usize>,
+    pub group_cursor: usize,
+    pub group_offset: usize,
+    /// Letters of the selected node, newest first (or oldest, see `newest_first`).
+    pub letters: Vec<RowId>,
+    pub letters_dirty: bool,
+    pub letter_cursor: usize,
+    pub letter_offset: usize,
+    pub newest_first: bool,
+    pub marks: BTreeSet<RowId>,
+    pub focus: Pane,
+    pub tab: Tab,
+    pub detail: Option<Detail>,
+    pub detail_scroll: u16,
+    /// A letter whose bytes were requested from the source.
+    pub pending_fetch: Option<RowId>,
+    pub cache: PayloadCache,
+    pub input: Input,
+    pub message: Option<(String, Level)>,
+    pub show_help: bool,
+    pub scan: ScanStatus,
+    pub role: &'static str,
+    pub read_only: bool,
+    /// Rows available to the lists (set by the view on resize), for paging.
+    pub page: usize,
+    pub quit: bool,
+}
+
+impl AppState {
+    pub fn new(info: SourceInfo, catalog: Catalog, now_ms: i64, cache_budget: usize) -> Self {
+        let dims = GROUPINGS[0];
+        AppState {
+            info,
+            now_ms,
+            catalog,
+            grouping: 0,
+            index: GroupIndex::new(dims, now_ms),
+            filter: Filter::all(),
+            tree: Vec::new(),
+            expanded: HashSet::new(),
+            visible: Vec::new(),
+            group_cursor: 0,
+            group_offset: 0,
+            letters: Vec::new(),
+            letters_dirty: true,
+            letter_cursor: 0,
+            letter_offset: 0,
+            newest_first: true,
+            marks: BTreeSet::new(),
+            focus: Pane::Groups,
+            tab: Tab::Failure,
+            detail: None,
+            detail_scroll: 0,
+            pending_fetch: None,
+            cache: PayloadCache::new(cache_budget),
+            input: Input::None,
+            message: None,
+            show_help: false,
+            scan: ScanStatus::default(),
+            role: "operator",
+            read_only: false,
+            page: 10,
+            quit: false,
+        }
+    }
+
+    pub fn dims(&self) -> &'static [Dim] {
+        GROUPINGS[self.grouping % GROUPINGS.len()]
+    }
+
+    /// The tree node under the group cursor.
+    pub fn selected_node(&self) -> Option<&TreeNode> {
+        self.visible
+            .get(self.group_cursor)
+            .and_then(|i| self.tree.get(*i))
+    }
+
+    pub fn selected_row(&self) -> Option<RowId> {
+        self.letters.get(self.letter_cursor).copied()
+    }
+}

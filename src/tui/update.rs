@@ -1,0 +1,461 @@
+//! `update(state, action) -> commands`: all state changes, no I/O.
+
+use crate::core::conventions::extract;
+use crate::core::diff::diff_payloads;
+use crate::core::filter::Filter;
+use crate::core::grouping::{Dim, GroupIndex};
+use crate::core::model::DeadLetter;
+use crate::core::payload_view;
+use crate::core::store::{RowId, NO_TIME};
+use crate::tui::action::{Action, Command};
+use crate::tui::state::{AppState, Detail, Input, Level, Pane, Tab, GROUPINGS};
+use crate::tui::views::layout::{layout, Areas};
+
+/// Payload view output cap in the detail pane.
+const DETAIL_PAYLOAD_MAX: usize = 256 * 1024;
+/// Re-sorting a huge group on every batch would stall the UI; wait for the scan.
+const LIVE_LETTERS_LIMIT: usize = 200_000;
+
+pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Command> {
+    let mut cmds = Vec::new();
+    match action {
+        Action::Quit => state.quit = true,
+        Action::ToggleHelp => state.show_help = !state.show_help,
+        Action::FocusNext => {
+            state.focus = match state.focus {
+                Pane::Groups => Pane::Letters,
+                Pane::Letters => Pane::Detail,
+                Pane::Detail => Pane::Groups,
+            }
+        }
+        Action::FocusPrev => {
+            state.focus = match state.focus {
+                Pane::Groups => Pane::Detail,
+                Pane::Letters => Pane::Groups,
+                Pane::Detail => Pane::Letters,
+            }
+        }
+        Action::Up => move_cursor(state, -1),
+        Action::Down => move_cursor(state, 1),
+        Action::PageUp => move_cursor(state, -(state.page.max(1) as i64)),
+        Action::PageDown => move_cursor(state, state.page.max(1) as i64),
+        Action::Top => move_cursor(state, i64::MIN / 2),
+        Action::Bottom => move_cursor(state, i64::MAX / 2),
+        Action::Open => match state.focus {
+            Pane::Groups => {
+                let path = state.selected_node().map(|n| n.path.clone());
+                let leaf = path.as_ref().is_some_and(|p| p.len() == state.dims().len());
+                match path {
+                    Some(p) if !leaf && !state.expanded.contains(&p) => {
+                        state.expanded.insert(p);
+                        refresh_visible(state);
+                    }
+                    _ => state.focus = Pane::Letters,
+                }
+            }
+            Pane::Letters => state.focus = Pane::Detail,
+            Pane::Detail => {}
+        },
+        Action::Close => match state.focus {
+            Pane::Groups => {
+                if let Some(node) = state.selected_node() {
+                    let path = node.path.clone();
+                    if state.expanded.remove(&path) {
+                        refresh_visible(state);
+                    } else if path.len() > 1 {
+                        // Jump to the parent.
+                        let parent = path[..path.len() - 1].to_vec();
+                        if let Some(pos) = state
+                            .visible
+                            .iter()
+                            .position(|i| state.tree[*i].path == parent)
+                        {
+                            state.group_cursor = pos;
+                            state.letters_dirty = true;
+                        }
+                    }
+                }
+            }
+            Pane::Letters => state.focus = Pane::Groups,
+            Pane::Detail => state.focus = Pane::Letters,
+        },
+        Action::StartFuzzy => state.input = Input::Fuzzy(String::new()),
+        Action::StartExpr => state.input = Input::Expr(state.filter.source().to_string()),
+        Action::InputChar(c) => match &mut state.input {
+            Input::Fuzzy(s) | Input::Expr(s) => s.push(c),
+            Input::None => {}
+        },
+        Action::InputBackspace => match &mut state.input {
+            Input::Fuzzy(s) | Input::Expr(s) => {
+                s.pop();
+            }
+            Input::None => {}
+        },
+        Action::InputSubmit => {
+            let expr = match std::mem::replace(&mut state.input, Input::None) {
+                Input::Fuzzy(words) => words,
+                Input::Expr(e) => e,
+                Input::None => String::new(),
+            };
+            match Filter::parse(&expr) {
+                Ok(f) => {
+                    state.filter = f;
+                    rebuild_index(state);
+                    let n = state.index.total();
+                    state.message = Some((
+                        if state.filter.is_empty() {
+                            "filter cleared".into()
+                        } else {
+                            format!("{n} letters match `{expr}`")
+                        },
+                        Level::Info,
+                    ));
+                }
+                Err(e) => state.message = Some((format!("bad filter: {e}"), Level::Error)),
+            }
+        }
+        Action::Cancel => {
+            if state.input != Input::None {
+                state.input = Input::None;
+            } else if state.show_help {
+                state.show_help = false;
+            } else if !state.filter.is_empty() {
+                state.filter = Filter::all();
+                rebuild_index(state);
+                state.message = Some(("filter cleared".into(), Level::Info));
+            }
+        }
+        Action::CycleGrouping => {
+            state.grouping = (state.grouping + 1) % GROUPINGS.len();
+            state.expanded.clear();
+            rebuild_index(state);
+            let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
+            state.message = Some((format!("grouped by {}", names.join(" › ")), Level::Info));
+        }
+        Action::ToggleSort => {
+            state.newest_first = !state.newest_first;
+            state.letters_dirty = true;
+        }
+        Action::ToggleMark => {
+            if let Some(row) = state.selected_row() {
+                if !state.marks.remove(&row) {
+                    state.marks.insert(row);
+                }
+            }
+        }
+        Action::SetTab(t) => {
+            state.tab = t;
+            state.detail_scroll = 0;
+        }
+        Action::NextTab => {
+            let i = Tab::ALL.iter().position(|t| *t == state.tab).unwrap_or(0);
+            state.tab = Tab::ALL[(i + 1) % Tab::ALL.len()];
+            state.detail_scroll = 0;
+        }
+        Action::Diff => {
+            state.tab = Tab::Diff;
+            state.detail_scroll = 0;
+            if state.marks.is_empty() {
+                state.message = Some((
+                    "mark a letter with space, select another, then D".into(),
+                    Level::Warn,
+                ));
+            }
+        }
+        Action::Copy => match &state.detail {
+            Some(d) => {
+                cmds.push(Command::Copy(d.payload.text.clone()));
+                state.message = Some(("masked payload copied".into(), Level::Info));
+            }
+            None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
+        },
+        Action::NeedsLedger(what) => {
+            state.message = Some((
+                format!("{what} needs the audit ledger, which this build does not have yet (see the README roadmap)"),
+                Level::Warn,
+            ));
+        }
+        Action::Click { column, row } => click(state, layout(size.0, size.1), column, row),
+        Action::Scroll { column, row, down } => {
+            let a = layout(size.0, size.1);
+            let delta = if down { 3 } else { -3 };
+            if contains(a.groups, column, row) {
+                state.focus = Pane::Groups;
+                move_cursor(state, delta);
+            } else if contains(a.letters, column, row) {
+                state.focus = Pane::Letters;
+                move_cursor(state, delta);
+            } else if contains(a.detail, column, row) {
+                state.detail_scroll = (i64::from(state.detail_scroll) + delta).max(0) as u16;
+            }
+        }
+        Action::Resize => {}
+        Action::Tick(now_ms) => {
+            // Ages move on: regroup when a minute has passed (age buckets, inflow).
+            if now_ms / 60_000 != state.now_ms / 60_000 {
+                state.now_ms = now_ms;
+                rebuild_index(state);
+            }
+        }
+        Action::Letters(batch) => ingest(state, batch, false),
+        Action::Live(batch) => ingest(state, batch, true),
+        Action::Progress { done, total } => {
+            state.scan.done = state.scan.done.max(done);
+            state.scan.total = total;
+        }
+        Action::ScanDone => {
+            state.scan.complete = true;
+            state.scan.total = Some(state.catalog.store.len() as u64);
+            state.letters_dirty = true;
+        }
+        Action::ScanFailed(e) => {
+            state.scan.error = Some(e.clone());
+            state.message = Some((e, Level::Error));
+        }
+        Action::Fetched(row, result) => {
+            if state.pending_fetch == Some(row) {
+                state.pending_fetch = None;
+            }
+            match result {
+                Ok(raw) => state.cache.put(row, raw),
+                Err(e) => {
+                    state.message = Some((format!("could not fetch the letter: {e}"), Level::Error))
+                }
+            }
+            state.detail = None;
+        }
+    }
+    state.page = usize::from(layout(size.0, size.1).letters.height.saturating_sub(3)).max(1);
+    if state.letters_dirty {
+        refresh_letters(state);
+    }
+    sync_detail(state, &mut cmds);
+    cmds
+}
+
+fn contains(r: ratatui::layout::Rect, column: u16, row: u16) -> bool {
+    column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height
+}
+
+fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
+    // Lists start one row below their border (two for the letters header row).
+    if contains(a.groups, column, row) {
+        state.focus = Pane::Groups;
+        let i = state.group_offset + usize::from(row.saturating_sub(a.groups.y + 1));
+        if i < state.visible.len() {
+            state.group_cursor = i;
+            state.letters_dirty = true;
+        }
+    } else if contains(a.letters, column, row) {
+        state.focus = Pane::Letters;
+        let i = state.letter_offset + usize::from(row.saturating_sub(a.letters.y + 2));
+        if i < state.letters.len() {
+            state.letter_cursor = i;
+        }
+    } else if contains(a.detail, column, row) {
+        state.focus = Pane::Detail;
+    }
+}
+
+fn move_cursor(state: &mut AppState, delta: i64) {
+    let step = |cur: usize, len: usize| -> usize {
+        if len == 0 {
+            return 0;
+        }
+        (cur as i64).saturating_add(delta).clamp(0, len as i64 - 1) as usize
+    };
+    match state.focus {
+        Pane::Groups => {
+            let new = step(state.group_cursor, state.visible.len());
+            if new != state.group_cursor {
+                state.group_cursor = new;
+                state.letters_dirty = true;
+            }
+        }
+        Pane::Letters => state.letter_cursor = step(state.letter_cursor, state.letters.len()),
+        Pane::Detail => {
+            state.detail_scroll =
+                (i64::from(state.detail_scroll) + delta).clamp(0, i64::from(u16::MAX)) as u16;
+        }
+    }
+}
+
+/// Index a batch of prepared letters; live ones are counted as arrivals.
+fn ingest(state: &mut AppState, batch: Vec<(DeadLetter, String)>, live: bool) {
+    for (dl, preview) in batch {
+        let row = state.catalog.push_prepared(&dl, &preview);
+        state.cache.put(row, dl.raw);
+        if let Some(r) = state.catalog.store.row(row).copied() {
+            if state.filter.matches(&state.catalog.store, &r, state.now_ms) {
+                state.index.add(row, &r);
+            }
+        }
+        if live {
+            state.scan.live += 1;
+        } else {
+            state.scan.done += 1;
+        }
+    }
+    refresh_tree(state);
+}
+
+/// Rebuild the group index for the current grouping, filter and clock.
+pub fn rebuild_index(state: &mut AppState) {
+    let dims: &[Dim] = state.dims();
+    state.index = GroupIndex::build(
+        &state.catalog.store,
+        dims,
+        state.now_ms,
+        Some(&mut state.filter),
+    );
+    refresh_tree(state);
+}
+
+/// Recompute the tree from the index, keeping the selected node if it still exists.
+pub fn refresh_tree(state: &mut AppState) {
+    let selected = state.selected_node().map(|n| n.path.clone());
+    state.tree = state.index.tree(&state.catalog.store);
+    let top_open = state
+        .tree
+        .iter()
+        .any(|n| n.depth == 0 && state.expanded.contains(&n.path));
+    if !top_open && state.dims().len() > 1 {
+        // First view: open the biggest group down to the leaves, as in the sketch.
+        if let Some(first) = state.tree.first() {
+            let top = first.path.clone();
+            state.expanded.insert(top.clone());
+            if let Some(child) = state
+                .tree
+                .iter()
+                .find(|n| n.path.len() == 2 && n.path[0] == top[0])
+            {
+                state.expanded.insert(child.path.clone());
+            }
+        }
+    }
+    refresh_visible(state);
+    if let Some(p) = selected {
+        if let Some(pos) = state.visible.iter().position(|i| state.tree[*i].path == p) {
+            state.group_cursor = pos;
+        }
+    }
+    state.letters_dirty = true;
+}
+
+/// Which tree nodes are visible given the expanded set.
+pub fn refresh_visible(state: &mut AppState) {
+    state.visible = state
+        .tree
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| (1..n.path.len()).all(|d| state.expanded.contains(&n.path[..d])))
+        .map(|(i, _)| i)
+        .collect();
+    state.group_cursor = state
+        .group_cursor
+        .min(state.visible.len().saturating_sub(1));
+    state.letters_dirty = true;
+}
+
+/// The letters of the selected node, sorted, keeping the selected letter.
+fn refresh_letters(state: &mut AppState) {
+    let Some(path) = state.selected_node().map(|n| n.path.clone()) else {
+        state.letters.clear();
+        state.letters_dirty = false;
+        return;
+    };
+    let members = state.index.members_under(&path);
+    if members.len() > LIVE_LETTERS_LIMIT && !state.scan.complete && !state.letters.is_empty() {
+        return; // stay dirty; sorted once the scan completes
+    }
+    let keep = state.selected_row();
+    let store = &state.catalog.store;
+    let at = |r: &RowId| store.row(*r).map_or(NO_TIME, |x| x.at_ms);
+    let mut letters = members;
+    if state.newest_first {
+        letters.sort_unstable_by_key(|r| (std::cmp::Reverse(at(r)), *r));
+    } else {
+        letters.sort_unstable_by_key(|r| (at(r) == NO_TIME, at(r), *r));
+    }
+    state.letters = letters;
+    state.letter_cursor = keep
+        .and_then(|k| state.letters.iter().position(|r| *r == k))
+        .unwrap_or(0)
+        .min(state.letters.len().saturating_sub(1));
+    state.letters_dirty = false;
+}
+
+/// Make the detail pane show the selected letter: from the cache, or ask the worker.
+fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
+    let Some(row) = state.selected_row() else {
+        state.detail = None;
+        return;
+    };
+    let want_diff = state.tab == Tab::Diff;
+    let mark = state.marks.iter().rev().find(|m| **m != row).copied();
+    if let Some(d) = &state.detail {
+        let diff_ok = !want_diff || d.diff.as_ref().map(|x| x.0) == mark;
+        if d.row == row && diff_ok {
+            return;
+        }
+    }
+    let Some(raw) = state.cache.get(row).cloned() else {
+        state.detail = None;
+        if state.pending_fetch != Some(row) {
+            let coords = state
+                .catalog
+                .store
+                .row(row)
+                .and_then(|r| row_coords(state, r));
+            match coords {
+                Some(c) => {
+                    state.pending_fetch = Some(row);
+                    cmds.push(Command::Fetch(row, c));
+                }
+                None => {
+                    state.message = Some((
+                        "this letter's bytes are not in memory (payload budget) and the source cannot re-fetch them".into(),
+                        Level::Warn,
+                    ))
+                }
+            }
+        }
+        return;
+    };
+    let mut diff = None;
+    if want_diff {
+        if let Some(m) = mark {
+            if let Some(other) = state.cache.get(m).cloned() {
+                diff = Some((
+                    m,
+                    diff_payloads(state.catalog.masker(), &other.payload, &raw.payload),
+                ));
+            }
+        }
+    }
+    let letter = extract(raw, state.catalog.mappings());
+    let payload = payload_view::render(
+        state.catalog.masker(),
+        &letter.raw.payload,
+        letter.body,
+        DETAIL_PAYLOAD_MAX,
+    );
+    if state.detail.as_ref().map(|d| d.row) != Some(row) {
+        state.detail_scroll = 0;
+    }
+    state.detail = Some(Detail {
+        row,
+        letter,
+        payload,
+        diff,
+    });
+}
+
+fn row_coords(state: &AppState, r: &crate::core::store::Row) -> Option<crate::core::model::Coords> {
+    let store = &state.catalog.store;
+    (r.partition >= 0).then(|| crate::core::model::Coords::Kafka {
+        topic: store.sym(r.container).to_string(),
+        partition: r.partition,
+        offset: r.offset,
+    })
+}

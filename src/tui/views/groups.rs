@@ -1,0 +1,99 @@
+//! The group tree: reason › version › age by default, with counts, oldest age and a
+//! one-hour inflow sparkline.
+
+use super::layout::list_offset;
+use super::{fit, pane, sparkline};
+use crate::core::sanitize;
+use crate::core::store::NO_TIME;
+use crate::core::timefmt::format_age_ms;
+use crate::tui::state::{AppState, Pane};
+use crate::tui::theme::Theme;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let focused = s.focus == Pane::Groups;
+    let dims: Vec<&str> = s.dims().iter().map(|d| d.name()).collect();
+    let block = pane(
+        Line::from(format!(" Groups  {} ", dims.join(" › "))),
+        focused,
+        t,
+    );
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let h = usize::from(inner.height);
+    let w = usize::from(inner.width);
+    if s.visible.is_empty() {
+        let msg = if s.scan.complete {
+            "(no letters)"
+        } else {
+            "(loading…)"
+        };
+        f.render_widget(Paragraph::new(Span::styled(msg, t.get("ui.dim"))), inner);
+        return;
+    }
+    // Labels first: on narrow terminals the oldest age and the sparkline give way.
+    let show_spark = w >= 56;
+    let show_oldest = w >= 40;
+    let stats_w = 7 + if show_oldest { 7 } else { 0 } + if show_spark { 13 } else { 0 };
+    let label_w = w.saturating_sub(stats_w);
+    let offset = list_offset(s.group_cursor, h);
+    let mut lines = Vec::with_capacity(h);
+    for (pos, idx) in s.visible.iter().enumerate().skip(offset).take(h) {
+        let n = &s.tree[*idx];
+        let leaf = n.depth + 1 == s.dims().len();
+        let marker = if leaf {
+            "  "
+        } else if s.expanded.contains(&n.path) {
+            "▾ "
+        } else {
+            "▸ "
+        };
+        let label = if n.label.is_empty() {
+            "(none)".to_string()
+        } else {
+            sanitize::line(&n.label, 200)
+        };
+        let text = fit(&format!("{}{marker}{label}", "  ".repeat(n.depth)), label_w);
+        let oldest = if n.oldest_ms == NO_TIME {
+            "-".into()
+        } else {
+            format_age_ms(s.now_ms - n.oldest_ms)
+        };
+        let selected = pos == s.group_cursor;
+        let base = if selected {
+            if focused {
+                t.get("ui.selection")
+            } else {
+                t.get("ui.selection_unfocused")
+            }
+        } else if n.depth == 0 {
+            t.get("ui.header")
+        } else {
+            t.get("ui.text")
+        };
+        let mut spans = vec![
+            Span::styled(format!("{text:<label_w$}"), base),
+            Span::styled(
+                format!("{:>7}", n.count),
+                if selected { base } else { t.get("ui.count") },
+            ),
+        ];
+        if show_oldest {
+            spans.push(Span::styled(
+                format!("{oldest:>7}"),
+                if selected { base } else { t.get("ui.dim") },
+            ));
+        }
+        if show_spark {
+            spans.push(Span::styled(
+                format!(" {}", sparkline(&n.spark)),
+                if selected { base } else { t.get("ui.spark") },
+            ));
+        }
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}

@@ -1,0 +1,92 @@
+//! The letters of the selected group: a virtualised list (only visible rows are built),
+//! masked previews, marks.
+
+use super::layout::list_offset;
+use super::{fit, pane};
+use crate::core::sanitize;
+use crate::core::store::NO_TIME;
+use crate::core::timefmt::format_age_ms;
+use crate::tui::state::{AppState, Pane};
+use crate::tui::theme::Theme;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let focused = s.focus == Pane::Letters;
+    let node = s
+        .selected_node()
+        .map(|n| sanitize::line(&n.label, 60))
+        .unwrap_or_default();
+    let order = if s.newest_first {
+        "newest first"
+    } else {
+        "oldest first"
+    };
+    let title = Line::from(format!(" Letters  {node} · {} · {order} ", s.letters.len()));
+    let block = pane(title, focused, t);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let w = usize::from(inner.width);
+    let h = usize::from(inner.height).saturating_sub(1);
+    let store = &s.catalog.store;
+    let masker = s.catalog.masker();
+    let (id_w, age_w, key_w, att_w, state_w) = (if w >= 100 { 30 } else { 18 }, 6, 12, 3, 7);
+    let fixed = 2 + id_w + 1 + age_w + 1 + key_w + 1 + att_w + 1 + state_w + 1;
+    let prev_w = w.saturating_sub(fixed);
+    let mut lines = vec![Line::from(Span::styled(
+        fit(
+            &format!(
+                "  {:<id_w$} {:>age_w$} {:<key_w$} {:>att_w$} {:<state_w$} {}",
+                "ID", "AGE", "KEY", "#", "STATE", "PREVIEW"
+            ),
+            w,
+        ),
+        t.get("ui.dim"),
+    ))];
+    let offset = list_offset(s.letter_cursor, h.max(1));
+    for (pos, row) in s.letters.iter().enumerate().skip(offset).take(h) {
+        let Some(r) = store.row(*row) else { continue };
+        let age = if r.at_ms == NO_TIME {
+            "-".into()
+        } else {
+            format_age_ms(s.now_ms - r.at_ms)
+        };
+        let key = sanitize::line(&masker.mask_text(store.key(r)), 200);
+        let attempt = if r.attempt > 0 {
+            r.attempt.to_string()
+        } else {
+            "-".into()
+        };
+        let mark = if s.marks.contains(row) { "● " } else { "  " };
+        let text = format!(
+            "{:<id_w$} {age:>age_w$} {:<key_w$} {attempt:>att_w$} {:<state_w$} {}",
+            fit(&sanitize::line(store.id(r), 200), id_w),
+            fit(&key, key_w),
+            r.state.as_str(),
+            fit(&sanitize::line(store.preview(r), 200), prev_w),
+        );
+        let selected = pos == s.letter_cursor;
+        let style = if selected {
+            if focused {
+                t.get("ui.selection")
+            } else {
+                t.get("ui.selection_unfocused")
+            }
+        } else {
+            t.get(&format!("state.{}", r.state.as_str().replace('-', "_")))
+        };
+        lines.push(Line::from(vec![
+            Span::styled(mark, t.get("ui.mark")),
+            Span::styled(fit(&text, w.saturating_sub(2)), style),
+        ]));
+    }
+    if s.letters.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "  (select a group)",
+            t.get("ui.dim"),
+        )));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}

@@ -1,0 +1,77 @@
+//! Pure render functions: state in, frame out.
+
+mod detail;
+mod groups;
+mod help;
+pub mod layout;
+mod letters;
+mod status;
+
+use crate::tui::state::AppState;
+use crate::tui::theme::Theme;
+use ratatui::style::Style;
+use ratatui::widgets::{Block, BorderType, Borders};
+use ratatui::Frame;
+
+pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
+    let area = f.area();
+    let a = layout::layout(area.width, area.height);
+    status::title(f, a.title, s, t);
+    status::effect(f, a.effect, s, t);
+    groups::render(f, a.groups, s, t);
+    letters::render(f, a.letters, s, t);
+    detail::render(f, a.detail, s, t);
+    status::footer(f, a.footer, s, t);
+    if s.show_help {
+        help::render(f, area, t);
+    }
+}
+
+/// A bordered pane block, highlighted when focused.
+pub(crate) fn pane<'a>(title: ratatui::text::Line<'a>, focused: bool, t: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
+        .border_style(if focused {
+            t.get("ui.border_focus")
+        } else {
+            t.get("ui.border")
+        })
+        .title(title)
+        .title_style(t.get("ui.title"))
+        .style(Style::default())
+}
+
+/// Truncate to `w` display columns (chars; the sanitizer already made text single-width
+/// safe enough for a terminal), with an ellipsis.
+pub(crate) fn fit(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(w.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Unicode block sparkline, spaces for empty buckets.
+pub(crate) fn sparkline(values: &[u32]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().copied().max().unwrap_or(0);
+    if max == 0 {
+        return " ".repeat(values.len());
+    }
+    values
+        .iter()
+        .map(|&v| {
+            if v == 0 {
+                ' '
+            } else {
+                BARS[((v as usize * 7) / max as usize).min(7)]
+            }
+        })
+        .collect()
+}

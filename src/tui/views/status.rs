@@ -1,0 +1,142 @@
+//! The title line, the browse-effect/progress line and the footer.
+
+use super::fit;
+use crate::core::sanitize;
+use crate::core::store::NO_TIME;
+use crate::core::timefmt::format_age_ms;
+use crate::tui::keymap::FOOTER;
+use crate::tui::state::{AppState, Input, Level};
+use crate::tui::theme::Theme;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let total = s.catalog.store.len();
+    let inflow: f64 = s
+        .tree
+        .iter()
+        .filter(|n| n.depth == 0)
+        .map(|n| n.inflow_per_min())
+        .sum();
+    let oldest = s
+        .tree
+        .iter()
+        .filter(|n| n.depth == 0 && n.oldest_ms != NO_TIME)
+        .map(|n| n.oldest_ms)
+        .min();
+    let mut parts = vec![
+        Span::styled(" dlq-triage", t.get("ui.title")),
+        Span::styled(
+            format!(" · {}", sanitize::line(&s.info.label, 80)),
+            t.get("ui.header"),
+        ),
+        Span::styled(format!(" · {total} letters"), t.get("ui.count")),
+        Span::styled(format!(" · +{inflow:.1}/min"), t.get("ui.text")),
+        Span::styled(
+            format!(
+                " · oldest {}",
+                oldest.map_or("-".into(), |o| format_age_ms(s.now_ms - o))
+            ),
+            t.get("ui.text"),
+        ),
+        Span::styled(format!(" · {}", s.role), t.get("ui.dim")),
+    ];
+    if s.read_only {
+        parts.push(Span::styled(" · read-only", t.get("ui.warn")));
+    }
+    if !s.filter.is_empty() {
+        parts.push(Span::styled(
+            format!(
+                " · {} match · filter: {}",
+                s.index.total(),
+                sanitize::line(s.filter.source(), 60)
+            ),
+            t.get("ui.warn"),
+        ));
+    }
+    f.render_widget(
+        Paragraph::new(Line::from(parts)).style(t.get("ui.status")),
+        area,
+    );
+}
+
+pub fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let progress = if let Some(e) = &s.scan.error {
+        Span::styled(
+            format!("scan failed: {}", sanitize::line(e, 60)),
+            t.get("ui.error"),
+        )
+    } else if s.scan.complete {
+        Span::styled(
+            format!("scan complete · +{} live", s.scan.live),
+            t.get("ui.info"),
+        )
+    } else {
+        let pct = s
+            .scan
+            .total
+            .filter(|t| *t > 0)
+            .map(|tot| (s.scan.done * 100 / tot).min(99));
+        let bar_len = 10;
+        let filled = pct.map_or(0, |p| (p as usize * bar_len) / 100);
+        Span::styled(
+            format!(
+                "scan {}{} {}",
+                "█".repeat(filled),
+                "░".repeat(bar_len - filled),
+                pct.map_or(format!("{} read", s.scan.done), |p| format!("{p}%"))
+            ),
+            t.get("ui.warn"),
+        )
+    };
+    let width = usize::from(area.width);
+    let right = progress.content.chars().count() + 1;
+    let left = fit(
+        &format!(" {}", s.info.browse_effect),
+        width.saturating_sub(right + 1),
+    );
+    let pad = width.saturating_sub(left.chars().count() + right);
+    let line = Line::from(vec![
+        Span::styled(left, t.get("ui.dim")),
+        Span::raw(" ".repeat(pad)),
+        progress,
+        Span::raw(" "),
+    ]);
+    f.render_widget(Paragraph::new(line), area);
+}
+
+pub fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let width = usize::from(area.width);
+    let line = match &s.input {
+        Input::Fuzzy(w) => Line::from(vec![
+            Span::styled(" / ", t.get("ui.title")),
+            Span::styled(format!("{}▏", sanitize::line(w, 200)), t.get("ui.text")),
+            Span::styled("  Enter apply · Esc cancel", t.get("ui.dim")),
+        ]),
+        Input::Expr(e) => Line::from(vec![
+            Span::styled(" filter: ", t.get("ui.title")),
+            Span::styled(format!("{}▏", sanitize::line(e, 200)), t.get("ui.text")),
+            Span::styled(
+                "  reason=… version=… event=inv.* age>1h state=open|… · Enter · Esc",
+                t.get("ui.dim"),
+            ),
+        ]),
+        Input::None => match &s.message {
+            Some((m, level)) => {
+                let style = match level {
+                    Level::Info => t.get("ui.info"),
+                    Level::Warn => t.get("ui.warn"),
+                    Level::Error => t.get("ui.error"),
+                };
+                Line::from(Span::styled(
+                    fit(&format!(" {}", sanitize::line(m, 300)), width),
+                    style,
+                ))
+            }
+            None => Line::from(Span::styled(fit(FOOTER, width), t.get("ui.footer"))),
+        },
+    };
+    f.render_widget(Paragraph::new(line), area);
+}

@@ -1,0 +1,305 @@
+//! The TUI on a fixed dump and a fixed clock: whole screens driven by key sequences
+//! (insta snapshots of `TestBackend`), hostile payloads, and what reaches the terminal.
+
+use chrono::DateTime;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use dlq_triage::brokers::file::FileSource;
+use dlq_triage::core::catalog::{prepare_letter, Catalog};
+use dlq_triage::core::dump::to_line;
+use dlq_triage::core::masking::Masker;
+use dlq_triage::core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_triage::core::ports::{DlqSource, ScanEvent, SourceInfo};
+use dlq_triage::tui::action::Action;
+use dlq_triage::tui::state::AppState;
+use dlq_triage::tui::theme::Theme;
+use dlq_triage::tui::update::update;
+use dlq_triage::tui::{action_for_event, run_loop, views, AppEvent};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+const NOW: &str = "2026-11-29T18:00:00Z";
+
+fn now_ms() -> i64 {
+    DateTime::parse_from_rfc3339(NOW)
+        .expect("valid")
+        .timestamp_millis()
+}
+
+/// A state loaded from a dump the way the worker would feed it.
+fn state_from(path: &Path, size: (u16, u16)) -> AppState {
+    let masker = Masker::with_key(b"tui-test".to_vec());
+    let mut src = FileSource::open(path).expect("dump");
+    let mut batch = Vec::new();
+    src.scan(&mut |ev| {
+        if let ScanEvent::Letter(raw) = ev {
+            batch.push(prepare_letter(&masker, &[], raw));
+        }
+        ControlFlow::Continue(())
+    })
+    .expect("scan");
+    let info = SourceInfo {
+        label: format!(
+            "file://{}",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("")
+        ),
+        browse_effect: "File: read-only, the dump is never modified".into(),
+    };
+    let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), now_ms(), 64 << 20);
+    update(&mut s, Action::Letters(batch), size);
+    update(&mut s, Action::ScanDone, size);
+    s
+}
+
+fn example() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson")
+}
+
+fn key(c: KeyCode) -> Event {
+    Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+/// Feed keys ("j", "Enter", "Tab", or text typed char by char with a leading ':').
+fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) {
+    for k in keys {
+        let events: Vec<Event> = match *k {
+            "Enter" => vec![key(KeyCode::Enter)],
+            "Tab" => vec![key(KeyCode::Tab)],
+            "Esc" => vec![key(KeyCode::Esc)],
+            "Down" => vec![key(KeyCode::Down)],
+            text if text.starts_with(':') => {
+                text[1..].chars().map(|c| key(KeyCode::Char(c))).collect()
+            }
+            one => vec![key(KeyCode::Char(one.chars().next().expect("a key")))],
+        };
+        for e in events {
+            if let Some(a) = action_for_event(s, &e) {
+                update(s, a, size);
+            }
+        }
+    }
+}
+
+fn screen(s: &AppState, size: (u16, u16)) -> String {
+    let theme = Theme::load(Some("mono")).expect("theme");
+    let mut t = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
+    t.draw(|f| views::render(f, s, &theme)).expect("draw");
+    let buf = t.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width)
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn first_screen_tells_the_incident_at_200x60() {
+    let size = (200, 60);
+    let s = state_from(&example(), size);
+    let text = screen(&s, size);
+    insta::assert_snapshot!("first_screen_200x60", text);
+    assert!(text.contains("▾ customer_tax_profile_missing"));
+    assert!(text.contains("429 letters"));
+}
+
+#[test]
+fn first_screen_at_80x24() {
+    let size = (80, 24);
+    let s = state_from(&example(), size);
+    insta::assert_snapshot!("first_screen_80x24", screen(&s, size));
+}
+
+#[test]
+fn navigate_to_a_letter_and_its_masked_payload() {
+    let size = (140, 44);
+    let mut s = state_from(&example(), size);
+    // Down to amount_not_a_number, open it, into the letters, payload tab.
+    // Tree: tax ▾, r2 ▾, <5m, 5m-1h, 1h-24h, r1 ▸, amount ▸ — six rows down.
+    press(
+        &mut s,
+        &["j", "j", "j", "j", "j", "j", "Enter", "Tab", "3"],
+        size,
+    );
+    let text = screen(&s, size);
+    insta::assert_snapshot!("amount_payload", text);
+    assert!(text.contains("Letters  amount_not_a_number"), "{text}");
+    assert!(text.contains("\"amount\": \""), "{text}");
+    assert!(
+        !text.contains("@example.com")
+            && !text.contains("@corp.example.net")
+            && !text.contains("@mail.example.org"),
+        "unmasked email on screen:\n{text}"
+    );
+}
+
+#[test]
+fn filter_grouping_help_and_diff() {
+    let size = (140, 44);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["f"], size);
+    // The expression input starts with the current filter (empty); type a new one.
+    press(
+        &mut s,
+        &[":reason=attempt_budget_exhausted version=v3.4.0", "Enter"],
+        size,
+    );
+    let filtered = screen(&s, size);
+    assert!(
+        filtered.contains("26 match · filter: reason=attempt_budget"),
+        "{filtered}"
+    );
+    press(&mut s, &["Esc", "g"], size);
+    let regrouped = screen(&s, size);
+    assert!(regrouped.contains("Groups  reason › age"), "{regrouped}");
+    press(&mut s, &["?"], size);
+    let help = screen(&s, size);
+    assert!(
+        help.contains("fuzzy filter") && help.contains("quit"),
+        "{help}"
+    );
+    press(&mut s, &["Esc", "Tab", " ", "Down", "D"], size);
+    let diff = screen(&s, size);
+    assert!(
+        diff.contains("marked letter") && diff.contains("→ selected"),
+        "{diff}"
+    );
+    insta::assert_snapshot!("diff_tab", diff);
+}
+
+#[test]
+fn bad_filter_says_why_and_keeps_the_view() {
+    let size = (120, 30);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["f", ":colour=red", "Enter"], size);
+    let text = screen(&s, size);
+    assert!(
+        text.contains("bad filter: unknown filter field `colour`"),
+        "{text}"
+    );
+    assert!(text.contains("429 letters"));
+}
+
+#[test]
+fn hostile_payload_renders_as_visible_escapes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("evil.ndjson");
+    let evil = RawLetter {
+        coords: Some(Coords::Kafka {
+            topic: "evil.dlq".into(),
+            partition: 0,
+            offset: 1,
+        }),
+        key: Some(b"k\x1b[31mred".to_vec()),
+        headers: vec![Header::new(
+            "x-error",
+            HeaderValue::text("Boom: \u{1b}]0;pwned\u{7} \u{202e}gnp.exe"),
+        )],
+        properties: vec![],
+        payload: b"{\"note\":\"\\u001b]52;c;cm0gLXJmIH4=\\u0007\\u001b[2J\"}".to_vec(),
+        timestamp: DateTime::from_timestamp_millis(now_ms() - 60_000),
+    };
+    let mut f = std::fs::File::create(&path).expect("create");
+    writeln!(f, "{}", to_line(&evil, false)).expect("write");
+    let size = (120, 30);
+    let mut s = state_from(&path, size);
+    for tab in ["1", "2", "3"] {
+        press(&mut s, &[tab], size);
+        let text = screen(&s, size);
+        assert!(
+            !text
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{202e}'),
+            "raw control on screen:\n{text}"
+        );
+        if tab == "3" {
+            assert!(text.contains("\\u001b]52;c;"), "{text}");
+        }
+        if tab == "2" {
+            assert!(
+                text.contains("\\x1b]0;pwned\\x07") && text.contains("\\u{202e}"),
+                "{text}"
+            );
+        }
+    }
+}
+
+/// A writer that counts what reaches the "terminal".
+#[derive(Clone, Default)]
+struct Counting(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Counting {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn idle_writes_nothing_and_a_move_writes_only_changed_cells() {
+    let size = (120, 40);
+    let mut state = state_from(&example(), size);
+    let out = Counting::default();
+    let bytes = out.0.clone();
+    let len = move || bytes.lock().map(|b| b.len()).unwrap_or(0);
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let backend = ratatui::backend::CrosstermBackend::new(out);
+        let mut terminal = Terminal::with_options(
+            backend,
+            ratatui::TerminalOptions {
+                viewport: ratatui::Viewport::Fixed(ratatui::layout::Rect::new(
+                    0, 0, size.0, size.1,
+                )),
+            },
+        )
+        .expect("terminal");
+        let theme = Theme::load(Some("default")).expect("theme");
+        run_loop(
+            &mut terminal,
+            &mut state,
+            &theme,
+            &rx,
+            |_| {},
+            now_ms,
+            Duration::from_millis(20),
+        )
+        .expect("loop");
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let first_frame = len();
+    assert!(
+        first_frame > 1000,
+        "the first frame draws the screen ({first_frame} bytes)"
+    );
+    std::thread::sleep(Duration::from_millis(400)); // ~20 idle ticks
+    assert_eq!(
+        len(),
+        first_frame,
+        "an idle TUI must not write to the terminal"
+    );
+    tx.send(AppEvent::Term(key(KeyCode::Char('j'))))
+        .expect("loop alive");
+    std::thread::sleep(Duration::from_millis(300));
+    let moved = len() - first_frame;
+    assert!(
+        moved > 0 && moved * 4 < first_frame,
+        "a selection move wrote {moved} bytes (full frame {first_frame})"
+    );
+    tx.send(AppEvent::Term(key(KeyCode::Char('q'))))
+        .expect("loop alive");
+    handle.join().expect("loop ends on q");
+}

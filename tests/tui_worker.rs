@@ -1,0 +1,66 @@
+//! The TUI's worker against the demo source: the initial scan, then live arrivals from
+//! the demo's trickle, then a fetch by coordinates.
+
+use dlq_triage::brokers::OpenOptions;
+use dlq_triage::core::masking::Masker;
+use dlq_triage::core::source::SourceRef;
+use dlq_triage::tui::action::Action;
+use dlq_triage::tui::worker::{spawn, Request};
+use dlq_triage::tui::AppEvent;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[test]
+fn demo_worker_scans_then_streams_live_letters_and_fetches() {
+    let (tx, rx) = mpsc::channel();
+    let (req_tx, req_rx) = mpsc::channel();
+    spawn(
+        SourceRef::Demo,
+        OpenOptions::default(),
+        Masker::with_key(vec![1]),
+        Vec::new(),
+        tx,
+        req_rx,
+    );
+    let (mut scanned, mut live, mut done) = (0usize, 0usize, false);
+    let mut coords = None;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) && !(done && live > 0) {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(AppEvent::Action(Action::Letters(b))) => {
+                coords = coords.or_else(|| b.first().and_then(|(d, _)| d.raw.coords.clone()));
+                scanned += b.len();
+            }
+            Ok(AppEvent::Action(Action::Live(b))) => live += b.len(),
+            Ok(AppEvent::Action(Action::ScanDone)) => done = true,
+            Ok(AppEvent::Action(Action::ScanFailed(e))) => panic!("scan failed: {e}"),
+            _ => {}
+        }
+    }
+    assert!(done, "scan did not complete");
+    assert_eq!(scanned, 1332);
+    assert!(
+        live > 0,
+        "no live letter arrived within a minute (the demo trickles one every 4 s)"
+    );
+    let coords = coords.expect("letters carry coordinates");
+    req_tx
+        .send(Request::Fetch(7, coords.clone()))
+        .expect("worker alive");
+    let started = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(AppEvent::Action(Action::Fetched(7, Ok(raw)))) => {
+                assert_eq!(raw.coords, Some(coords));
+                break;
+            }
+            Ok(AppEvent::Action(Action::Fetched(7, Err(e)))) => panic!("fetch failed: {e}"),
+            Ok(_) => {}
+            Err(_) => panic!("no fetch answer"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "fetch never answered"
+        );
+    }
+}
