@@ -303,7 +303,9 @@ fn exit_codes_and_messages() {
             "cannot read dump",
         ),
         (vec!["summary", "orders"], 2, "not a source"),
-        (vec!["bogus"], 2, "unrecognized subcommand"),
+        (vec!["sumary", "x.ndjson"], 2, "Usage:"),
+        (vec!["bogus"], 2, "neither a command nor a source"),
+        (vec![], 2, "nothing to do"),
         (
             vec!["summary", path, "--config", "/nonexistent/c.toml"],
             2,

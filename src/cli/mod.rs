@@ -165,16 +165,27 @@ pub struct ListArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let ctx = Context::new(&cli)?;
     let theme = cli.theme.as_deref();
-    let command =
-        match (cli.command, cli.source) {
-            (Some(c), _) => c,
-            (None, Some(source)) => return tui::run(&ctx, &source, theme),
-            (None, None) => return Err(UsageError(
+    let command = match (cli.command, cli.source) {
+        (Some(c), _) => c,
+        (None, Some(source)) => {
+            let bare_word = !source.contains(['/', ':', '.']) && source != "demo";
+            if bare_word && !ctx.config.sources.contains_key(&source) {
+                return Err(UsageError(format!(
+                    "`{}` is neither a command nor a source. Commands: demo, tui, summary, list, show, diff, export (see --help); sources: kafka://host:9092/topic, a .ndjson dump, demo, or a name from [sources] in config.toml",
+                    crate::core::sanitize::clean(&source)
+                ))
+                .into());
+            }
+            return tui::run(&ctx, &source, theme);
+        }
+        (None, None) => {
+            return Err(UsageError(
                 "nothing to do: try `dlq-triage demo`, `dlq-triage SOURCE`, or `dlq-triage --help`"
                     .into(),
             )
-            .into()),
-        };
+            .into())
+        }
+    };
     match command {
         Command::Tui(a) => tui::run(&ctx, &a.source, theme),
         Command::Demo(a) if !a.serve && std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
