@@ -303,3 +303,53 @@ fn idle_writes_nothing_and_a_move_writes_only_changed_cells() {
         .expect("loop alive");
     handle.join().expect("loop ends on q");
 }
+
+#[test]
+fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
+    let masker = Masker::with_key(vec![1]);
+    let base = now_ms();
+    // 30,000 letters of one reason with scrambled times.
+    let batch: Vec<_> = (0..30_000u64)
+        .map(|i| {
+            let age_s = (i * 7919) % 30_000;
+            let raw = RawLetter {
+                coords: Some(Coords::Kafka {
+                    topic: "big.dlq".into(),
+                    partition: 0,
+                    offset: i as i64,
+                }),
+                headers: vec![Header::new("x-reason-code", HeaderValue::text("same"))],
+                payload: b"{}".to_vec(),
+                timestamp: DateTime::from_timestamp_millis(base - age_s as i64 * 1000),
+                ..RawLetter::default()
+            };
+            prepare_letter(&masker, &[], raw)
+        })
+        .collect();
+    let size = (120, 40);
+    let info = SourceInfo {
+        label: "big".into(),
+        browse_effect: String::new(),
+    };
+    let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), base, 1 << 20);
+    update(&mut s, Action::Letters(batch), size);
+    update(&mut s, Action::ScanDone, size);
+    let at = |s: &AppState, i: usize| {
+        s.catalog
+            .store
+            .row(s.letters[i])
+            .map(|r| r.at_ms)
+            .unwrap_or(0)
+    };
+    assert_eq!(s.letters.len(), 30_000);
+    assert!(s.letters_sorted < 30_000, "big groups are sorted lazily");
+    assert_eq!(at(&s, 0), base, "the newest letter is first");
+    assert!((1..s.letters_sorted).all(|i| at(&s, i - 1) >= at(&s, i)));
+    press(&mut s, &["Tab"], size);
+    for _ in 0..2 {
+        update(&mut s, Action::Bottom, size);
+    }
+    assert_eq!(s.letters_sorted, 30_000, "paging to the end sorts the rest");
+    assert!((1..30_000).all(|i| at(&s, i - 1) >= at(&s, i)));
+    assert_eq!(at(&s, 29_999), base - 29_999_000);
+}

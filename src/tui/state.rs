@@ -104,6 +104,9 @@ pub struct AppState {
     /// Letters of the selected node, newest first (or oldest, see `newest_first`).
     pub letters: Vec<RowId>,
     pub letters_dirty: bool,
+    /// How many leading entries of `letters` are in order (big groups are sorted
+    /// lazily: the first pages at once, the rest when paged to).
+    pub letters_sorted: usize,
     pub letter_cursor: usize,
     pub letter_offset: usize,
     pub newest_first: bool,
@@ -143,6 +146,7 @@ impl AppState {
             group_offset: 0,
             letters: Vec::new(),
             letters_dirty: true,
+            letters_sorted: 0,
             letter_cursor: 0,
             letter_offset: 0,
             newest_first: true,

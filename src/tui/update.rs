@@ -272,7 +272,12 @@ fn move_cursor(state: &mut AppState, delta: i64) {
                 state.letters_dirty = true;
             }
         }
-        Pane::Letters => state.letter_cursor = step(state.letter_cursor, state.letters.len()),
+        Pane::Letters => {
+            state.letter_cursor = step(state.letter_cursor, state.letters.len());
+            if state.letter_cursor + 2 * state.page >= state.letters_sorted {
+                sort_letters(state, usize::MAX);
+            }
+        }
         Pane::Detail => {
             state.detail_scroll =
                 (i64::from(state.detail_scroll) + delta).clamp(0, i64::from(u16::MAX)) as u16;
@@ -369,20 +374,50 @@ fn refresh_letters(state: &mut AppState) {
         return; // stay dirty; sorted once the scan completes
     }
     let keep = state.selected_row();
-    let store = &state.catalog.store;
-    let at = |r: &RowId| store.row(*r).map_or(NO_TIME, |x| x.at_ms);
-    let mut letters = members;
-    if state.newest_first {
-        letters.sort_unstable_by_key(|r| (std::cmp::Reverse(at(r)), *r));
-    } else {
-        letters.sort_unstable_by_key(|r| (at(r) == NO_TIME, at(r), *r));
-    }
-    state.letters = letters;
+    state.letters = members;
+    state.letters_sorted = 0;
+    sort_letters(state, SORT_AHEAD);
     state.letter_cursor = keep
         .and_then(|k| state.letters.iter().position(|r| *r == k))
         .unwrap_or(0)
         .min(state.letters.len().saturating_sub(1));
     state.letters_dirty = false;
+}
+
+/// Sorted prefix kept ahead of the cursor; beyond it the rest is sorted on demand.
+const SORT_AHEAD: usize = 4096;
+
+/// Put at least the first `want` letters in order (all of them for small groups). A
+/// partial selection is O(n), a full sort of half a million letters is not.
+pub fn sort_letters(state: &mut AppState, want: usize) {
+    let len = state.letters.len();
+    if state.letters_sorted >= len.min(want) {
+        return;
+    }
+    let store = &state.catalog.store;
+    let at = |r: &RowId| store.row(*r).map_or(NO_TIME, |x| x.at_ms);
+    let newest = state.newest_first;
+    // Unknown times sort last in either order.
+    let key = |r: &RowId| {
+        let t = at(r);
+        let rank = if t == NO_TIME {
+            i64::MAX
+        } else if newest {
+            -t
+        } else {
+            t
+        };
+        (rank, *r)
+    };
+    let letters = &mut state.letters;
+    if len / 4 <= want {
+        letters.sort_unstable_by_key(key);
+        state.letters_sorted = len;
+    } else {
+        letters.select_nth_unstable_by_key(want, key);
+        letters[..want].sort_unstable_by_key(key);
+        state.letters_sorted = want;
+    }
 }
 
 /// Make the detail pane show the selected letter: from the cache, or ask the worker.

@@ -1,0 +1,164 @@
+//! The TUI at incident scale: 1,000,000 letters loaded, then keystroke → frame times
+//! (update + full render; p50/p99 printed) and bytes written to the terminal per
+//! selection move. `cargo bench --bench tui`.
+
+use chrono::{TimeZone, Utc};
+use criterion::{criterion_group, criterion_main, Criterion};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use dlq_triage::core::catalog::{prepare_letter, Catalog};
+use dlq_triage::core::masking::Masker;
+use dlq_triage::core::ports::SourceInfo;
+use dlq_triage::scenario::{incident, Scale};
+use dlq_triage::tui::action::Action;
+use dlq_triage::tui::state::AppState;
+use dlq_triage::tui::theme::Theme;
+use dlq_triage::tui::update::update;
+use dlq_triage::tui::{action_for_event, views};
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const N: usize = 1_000_000;
+const SIZE: (u16, u16) = (200, 60);
+
+#[derive(Clone, Default)]
+struct Sink(Arc<Mutex<usize>>);
+
+impl Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut n) = self.0.lock() {
+            *n += b.len();
+        }
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn loaded() -> AppState {
+    let now = Utc
+        .with_ymd_and_hms(2026, 11, 29, 18, 0, 0)
+        .single()
+        .expect("valid time");
+    let masker = Masker::with_key(b"bench".to_vec());
+    let templates: Vec<_> = incident(42, now, Scale(1.0))
+        .into_iter()
+        .map(|r| prepare_letter(&masker, &[], r))
+        .collect();
+    let info = SourceInfo {
+        label: "bench".into(),
+        browse_effect: "bench".into(),
+    };
+    // A small payload cache: the bench measures the index and the views, not payloads.
+    let mut s = AppState::new(
+        info,
+        Catalog::new(masker, Vec::new()),
+        now.timestamp_millis(),
+        8 << 20,
+    );
+    let mut i = 0;
+    while i < N {
+        let batch: Vec<_> = (i..(i + 20_000).min(N))
+            .map(|k| templates[k % templates.len()].clone())
+            .collect();
+        i += batch.len();
+        update(&mut s, Action::Letters(batch), SIZE);
+    }
+    update(&mut s, Action::ScanDone, SIZE);
+    s
+}
+
+fn key(c: KeyCode) -> Event {
+    Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
+    v.sort();
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p) as usize];
+    (at(0.5), at(0.99), v[v.len() - 1])
+}
+
+fn bench(c: &mut Criterion) {
+    let started = Instant::now();
+    let mut s = loaded();
+    eprintln!(
+        "\nloaded {} letters into the TUI state in {:.2?}",
+        s.catalog.store.len(),
+        started.elapsed()
+    );
+    let theme = Theme::load(Some("default")).expect("theme");
+    let sink = Sink::default();
+    let count = sink.0.clone();
+    let mut term = Terminal::with_options(
+        CrosstermBackend::new(sink),
+        TerminalOptions {
+            viewport: Viewport::Fixed(Rect::new(0, 0, SIZE.0, SIZE.1)),
+        },
+    )
+    .expect("terminal");
+    let written = || count.lock().map(|n| *n).unwrap_or(0);
+    let mut press = |s: &mut AppState, term: &mut Terminal<_>, e: Event| {
+        if let Some(a) = action_for_event(s, &e) {
+            update(s, a, SIZE);
+        }
+        term.draw(|f| views::render(f, s, &theme)).expect("draw");
+    };
+    press(&mut s, &mut term, key(KeyCode::Home));
+
+    // Keystroke → frame, in each pane.
+    for (pane, keys) in [
+        ("letters", vec![KeyCode::Tab]),
+        ("groups", vec![KeyCode::BackTab]),
+        ("detail", vec![KeyCode::Tab, KeyCode::Tab]),
+    ] {
+        for k in keys {
+            press(&mut s, &mut term, key(k));
+        }
+        let mut times = Vec::new();
+        let mut bytes = Vec::new();
+        for i in 0..200 {
+            let before = written();
+            let t = Instant::now();
+            press(
+                &mut s,
+                &mut term,
+                key(if i % 40 < 20 {
+                    KeyCode::Down
+                } else {
+                    KeyCode::Up
+                }),
+            );
+            times.push(t.elapsed());
+            bytes.push(written() - before);
+        }
+        let (p50, p99, max) = percentiles(times);
+        bytes.sort_unstable();
+        eprintln!(
+            "{pane:>7}: keystroke → frame p50 {p50:.2?} p99 {p99:.2?} max {max:.2?}; bytes per move p50 {} max {}",
+            bytes[bytes.len() / 2],
+            bytes[bytes.len() - 1]
+        );
+    }
+    let t = Instant::now();
+    press(&mut s, &mut term, key(KeyCode::Char('g')));
+    eprintln!("regroup (g) at 1M: {:.2?}", t.elapsed());
+
+    let mut g = c.benchmark_group("tui_1m");
+    g.sample_size(20);
+    g.bench_function("letters_down_frame", |b| {
+        b.iter(|| {
+            if let Some(a) = action_for_event(&s, &key(KeyCode::Down)) {
+                update(&mut s, a, SIZE);
+            }
+            term.draw(|f| views::render(f, &s, &theme)).expect("draw");
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
