@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
     )
     .expect("terminal");
     let written = || count.lock().map(|n| *n).unwrap_or(0);
-    let mut press = |s: &mut AppState, term: &mut Terminal<_>, e: Event| {
+    let press = |s: &mut AppState, term: &mut Terminal<_>, e: Event| {
         if let Some(a) = action_for_event(s, &e) {
             update(s, a, SIZE);
         }
