@@ -293,9 +293,9 @@ fn exit_codes_and_messages() {
         ),
         (vec!["summary", "nats://x"], 2, "unknown source scheme"),
         (
-            vec!["summary", "amqp://127.0.0.1:1/v?queue=q"],
-            2,
-            "not supported",
+            vec!["summary", "amqp://guest:secret@127.0.0.1:1/v?queue=q"],
+            1,
+            "cannot connect to amqp://guest:***@127.0.0.1:1",
         ),
         (
             vec!["summary", "/nonexistent/dump.ndjson"],

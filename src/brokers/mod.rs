@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod file;
 pub mod kafka;
+pub mod rabbitmq;
 
 use crate::core::ports::{DlqSource, SourceError};
 use crate::core::source::SourceRef;
@@ -31,9 +32,30 @@ pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>
         SourceRef::Demo => Ok(Box::new(demo::DemoSource::start(
             opts.now.unwrap_or_else(Utc::now),
         )?)),
-        other => Err(SourceError::Unsupported(format!(
-            "{} sources are not supported by this build yet; use an exported .ndjson dump for now",
-            other.kind()
-        ))),
+        SourceRef::Amqp { .. } if opts.since.is_some() => Err(SourceError::Unsupported(
+            "--since works on kafka:// sources; for RabbitMQ use --filter 'age<DURATION'".into(),
+        )),
+        SourceRef::Amqp {
+            tls,
+            user,
+            password,
+            host,
+            port,
+            vhost,
+            queues,
+        } => {
+            let target = rabbitmq::AmqpTarget {
+                tls: *tls,
+                user: user.clone(),
+                password: password.clone(),
+                host: host.clone(),
+                port: *port,
+                vhost: vhost.clone(),
+            };
+            Ok(Box::new(rabbitmq::RabbitSource::new(
+                target,
+                queues.clone(),
+            )?))
+        }
     }
 }

@@ -102,3 +102,9 @@ pub struct Confirmed {
 pub trait Publisher {
     fn publish(&mut self, msg: &Outgoing) -> Result<Confirmed, SourceError>;
 }
+
+/// Removes one letter from the DLQ where the broker supports it (RabbitMQ ack). Called
+/// only after the decision is in the ledger.
+pub trait Settler {
+    fn settle(&mut self, coords: &Coords) -> Result<(), SourceError>;
+}

@@ -169,7 +169,9 @@ pub fn run(
                 "Kafka: browsing is read-only — partitions are assigned, no group is joined, nothing is committed".into()
             }
             crate::core::source::SourceRef::File { .. } => "File: read-only, the dump is never modified".into(),
-            crate::core::source::SourceRef::Amqp { .. } => "RabbitMQ".into(),
+            crate::core::source::SourceRef::Amqp { .. } => {
+                "RabbitMQ: browsed messages are held unacked while open and requeued on exit (quorum queues count a redelivery)".into()
+            }
         },
     };
     let (tx, rx) = mpsc::channel();

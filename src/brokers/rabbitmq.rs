@@ -1,0 +1,556 @@
+//! RabbitMQ DLQ queues through lapin.
+//!
+//! Classic and quorum queues are browsed by consuming with manual ack and a bounded
+//! prefetch: what is shown is what this client holds unacked. Nothing is acked by
+//! browsing; closing the channel (on exit, or when the source is dropped) hands every
+//! held message back to the queue. Quorum queues count that as a redelivery. Settling a
+//! letter acks exactly that delivery. Publishing uses publisher confirms and `mandatory`,
+//! so an unroutable message is a failure, never a silent success.
+
+use crate::core::model::{Coords, Header, HeaderValue, RawLetter};
+use crate::core::ports::{
+    Confirmed, DlqSource, Outgoing, Publisher, ScanEvent, Settler, SourceError, SourceInfo, Target,
+};
+use futures_lite::StreamExt;
+use lapin::message::Delivery;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldArray, FieldTable, LongString, ShortString};
+use lapin::Confirmation;
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+/// Most messages one browse holds per queue (the broker's prefetch is a u16).
+pub const MAX_BROWSE: u16 = 10_000;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A browse ends when this long passes without a new delivery.
+const IDLE: Duration = Duration::from_millis(1500);
+
+/// Where and how to connect.
+#[derive(Clone)]
+pub struct AmqpTarget {
+    pub tls: bool,
+    pub user: String,
+    pub password: String,
+    pub host: String,
+    pub port: u16,
+    pub vhost: String,
+}
+
+impl AmqpTarget {
+    fn uri(&self) -> String {
+        let enc = |s: &str| -> String {
+            s.bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect()
+        };
+        let scheme = if self.tls { "amqps" } else { "amqp" };
+        format!(
+            "{scheme}://{}:{}@{}:{}/{}",
+            enc(&self.user),
+            enc(&self.password),
+            self.host,
+            self.port,
+            enc(&self.vhost)
+        )
+    }
+
+    fn display(&self) -> String {
+        let scheme = if self.tls { "amqps" } else { "amqp" };
+        let vh = if self.vhost == "/" {
+            "%2f".to_string()
+        } else {
+            self.vhost.clone()
+        };
+        format!(
+            "{scheme}://{}:***@{}:{}/{vh}",
+            self.user, self.host, self.port
+        )
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, SourceError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| SourceError::Failed(format!("starting the AMQP runtime: {e}")))
+}
+
+/// Connect with a bounded wait and a message that says what to check.
+fn connect(rt: &tokio::runtime::Runtime, t: &AmqpTarget) -> Result<Connection, SourceError> {
+    let uri = t.uri();
+    let res = rt.block_on(async {
+        tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            Connection::connect(&uri, ConnectionProperties::default()),
+        )
+        .await
+    });
+    match res {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => {
+            let msg = e.to_string();
+            let hint = if msg.contains("ACCESS_REFUSED") || msg.to_lowercase().contains("auth") {
+                format!("RabbitMQ refused the credentials for user `{}`", t.user)
+            } else if msg.contains("NOT_ALLOWED") || msg.contains("vhost") {
+                format!(
+                    "vhost `{}` does not exist or user `{}` may not use it",
+                    t.vhost, t.user
+                )
+            } else {
+                "check the address, port and TLS (amqps://)".to_string()
+            };
+            Err(SourceError::Unavailable(format!(
+                "cannot connect to {}: {msg}. {hint}",
+                t.display()
+            )))
+        }
+        Err(_) => Err(SourceError::Unavailable(format!(
+            "cannot connect to {} within {}s: check the address and network",
+            t.display(),
+            CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// Typed AMQP field value → our header value, faithfully (tables stay tables).
+pub fn from_amqp(v: &AMQPValue) -> HeaderValue {
+    match v {
+        AMQPValue::Boolean(b) => HeaderValue::Bool(*b),
+        AMQPValue::ShortShortInt(i) => HeaderValue::Int(i64::from(*i)),
+        AMQPValue::ShortShortUInt(i) => HeaderValue::Int(i64::from(*i)),
+        AMQPValue::ShortInt(i) => HeaderValue::Int(i64::from(*i)),
+        AMQPValue::ShortUInt(i) => HeaderValue::Int(i64::from(*i)),
+        AMQPValue::LongInt(i) => HeaderValue::Int(i64::from(*i)),
+        AMQPValue::LongUInt(i) => HeaderValue::Int(i64::from(*i)),
+        AMQPValue::LongLongInt(i) => HeaderValue::Int(*i),
+        AMQPValue::Float(f) => HeaderValue::Float(f64::from(*f)),
+        AMQPValue::Double(f) => HeaderValue::Float(*f),
+        AMQPValue::DecimalValue(d) => HeaderValue::Bytes(format!("{d:?}").into_bytes()),
+        AMQPValue::ShortString(s) => HeaderValue::Bytes(s.as_str().as_bytes().to_vec()),
+        AMQPValue::LongString(s) => HeaderValue::Bytes(s.as_bytes().to_vec()),
+        AMQPValue::FieldArray(a) => {
+            HeaderValue::Array(a.as_slice().iter().map(from_amqp).collect())
+        }
+        AMQPValue::Timestamp(t) => HeaderValue::Timestamp(*t),
+        AMQPValue::FieldTable(t) => HeaderValue::Table(
+            t.inner()
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), from_amqp(v)))
+                .collect(),
+        ),
+        AMQPValue::ByteArray(b) => HeaderValue::Bytes(b.as_slice().to_vec()),
+        AMQPValue::Void => HeaderValue::Null,
+    }
+}
+
+/// Our header value → AMQP (for publishing replays).
+pub fn to_amqp(v: &HeaderValue) -> AMQPValue {
+    match v {
+        HeaderValue::Null => AMQPValue::Void,
+        HeaderValue::Bytes(b) => AMQPValue::LongString(LongString::from(b.clone())),
+        HeaderValue::Int(i) => AMQPValue::LongLongInt(*i),
+        HeaderValue::Float(f) => AMQPValue::Double(*f),
+        HeaderValue::Bool(b) => AMQPValue::Boolean(*b),
+        HeaderValue::Timestamp(t) => AMQPValue::Timestamp(*t),
+        HeaderValue::Array(items) => AMQPValue::FieldArray(FieldArray::from(
+            items.iter().map(to_amqp).collect::<Vec<_>>(),
+        )),
+        HeaderValue::Table(fields) => {
+            AMQPValue::FieldTable(table(fields.iter().map(|(k, v)| (k.as_str(), v))))
+        }
+    }
+}
+
+fn table<'a>(fields: impl Iterator<Item = (&'a str, &'a HeaderValue)>) -> FieldTable {
+    let mut t = FieldTable::default();
+    for (k, v) in fields {
+        t.insert(ShortString::from(k), to_amqp(v));
+    }
+    t
+}
+
+/// A delivery as a raw letter at `position` in our browse of `queue`.
+fn to_raw(d: &Delivery, vhost: &str, queue: &str, position: u64) -> RawLetter {
+    let p = &d.properties;
+    let mut properties = Vec::new();
+    let mut prop = |name: &str, v: Option<String>| {
+        if let Some(v) = v {
+            properties.push((name.to_string(), v));
+        }
+    };
+    prop(
+        "message_id",
+        p.message_id().as_ref().map(|s| s.as_str().to_string()),
+    );
+    prop(
+        "correlation_id",
+        p.correlation_id().as_ref().map(|s| s.as_str().to_string()),
+    );
+    prop("type", p.kind().as_ref().map(|s| s.as_str().to_string()));
+    prop(
+        "app_id",
+        p.app_id().as_ref().map(|s| s.as_str().to_string()),
+    );
+    prop(
+        "content_type",
+        p.content_type().as_ref().map(|s| s.as_str().to_string()),
+    );
+    prop("timestamp", p.timestamp().map(|t| t.to_string()));
+    prop("exchange", Some(d.exchange.as_str().to_string()));
+    prop("routing_key", Some(d.routing_key.as_str().to_string()));
+    let headers = p
+        .headers()
+        .as_ref()
+        .map(|h| {
+            h.inner()
+                .iter()
+                .map(|(k, v)| Header::new(k.as_str(), from_amqp(v)))
+                .collect()
+        })
+        .unwrap_or_default();
+    RawLetter {
+        coords: Some(Coords::Amqp {
+            vhost: vhost.to_string(),
+            queue: queue.to_string(),
+            position,
+            stream_offset: None,
+        }),
+        key: None,
+        headers,
+        properties,
+        payload: d.data.clone(),
+        // AMQP has no broker timestamp of the DLQ record: the dead-lettering time comes
+        // from x-death (the publish-time property is kept above as `timestamp`).
+        timestamp: None,
+    }
+}
+
+/// Browsing RabbitMQ DLQ queues.
+pub struct RabbitSource {
+    target: AmqpTarget,
+    queues: Vec<String>,
+    browse_limit: u16,
+    rt: tokio::runtime::Runtime,
+    conn: Option<Connection>,
+    /// Channels holding browsed deliveries unacked, per queue.
+    held: HashMap<String, Channel>,
+    /// Delivery tag of every browsed letter.
+    tags: HashMap<(String, u64), u64>,
+}
+
+impl RabbitSource {
+    pub fn new(target: AmqpTarget, queues: Vec<String>) -> Result<Self, SourceError> {
+        Ok(RabbitSource {
+            target,
+            queues,
+            browse_limit: MAX_BROWSE,
+            rt: runtime()?,
+            conn: None,
+            held: HashMap::new(),
+            tags: HashMap::new(),
+        })
+    }
+
+    pub fn with_browse_limit(mut self, n: u16) -> Self {
+        self.browse_limit = n.max(1);
+        self
+    }
+
+    /// (Re)connect if needed. A lost connection loses every held delivery (the broker
+    /// requeues them), so their tags are forgotten too.
+    fn ensure_connected(&mut self) -> Result<(), SourceError> {
+        if self.conn.as_ref().is_none_or(|c| !c.status().connected()) {
+            self.held.clear();
+            self.tags.clear();
+            self.conn = Some(connect(&self.rt, &self.target)?);
+        }
+        Ok(())
+    }
+
+    /// Messages in a queue, from a passive declare on a short-lived channel (a failed
+    /// declare closes its channel, so never on the browsing one).
+    fn count(&mut self, queue: &str) -> Result<u32, SourceError> {
+        let vhost = self.target.vhost.clone();
+        self.ensure_connected()?;
+        let conn = self
+            .conn
+            .as_ref()
+            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+        self.rt.block_on(async {
+            let ch = conn
+                .create_channel()
+                .await
+                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+            let q = ch
+                .queue_declare(
+                    ShortString::from(queue),
+                    QueueDeclareOptions {
+                        passive: true,
+                        ..Default::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await
+                .map_err(|e| {
+                    SourceError::Unavailable(format!(
+                        "queue `{queue}` in vhost `{vhost}`: {e} (does it exist?)"
+                    ))
+                })?;
+            let _ = ch.close(200, ShortString::from("probe done")).await;
+            Ok(q.message_count())
+        })
+    }
+
+    /// Release everything held: the broker requeues unacked deliveries of a closed
+    /// channel.
+    pub fn release(&mut self) {
+        let held: Vec<Channel> = self.held.drain().map(|(_, c)| c).collect();
+        self.tags.clear();
+        self.rt.block_on(async {
+            for ch in held {
+                let _ = ch
+                    .close(200, ShortString::from("dlq-triage browse done"))
+                    .await;
+            }
+        });
+    }
+
+    fn browse(
+        &mut self,
+        queue: &str,
+        sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, SourceError> {
+        let count = self.count(queue)?;
+        if count > u32::from(self.browse_limit) {
+            let flow = sink(ScanEvent::Problem {
+                location: format!("queue {queue}"),
+                message: format!(
+                    "{count} messages; only the first {} are browsed (held unacked). Narrow down, or settle to see more",
+                    self.browse_limit
+                ),
+            });
+            if flow.is_break() {
+                return Ok(flow);
+            }
+        }
+        let want = count.min(u32::from(self.browse_limit));
+        if let Some(old) = self.held.remove(queue) {
+            self.tags.retain(|(q, _), _| q != queue);
+            self.rt.block_on(async {
+                let _ = old.close(200, ShortString::from("re-browse")).await;
+            });
+        }
+        let vhost = self.target.vhost.clone();
+        let prefetch = u16::try_from(want.max(1)).unwrap_or(self.browse_limit);
+        self.ensure_connected()?;
+        let conn = self
+            .conn
+            .as_ref()
+            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+        let (channel, deliveries) = self.rt.block_on(async {
+            let ch = conn
+                .create_channel()
+                .await
+                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+            ch.basic_qos(prefetch, BasicQosOptions::default())
+                .await
+                .map_err(|e| SourceError::Failed(format!("basic.qos on `{queue}`: {e}")))?;
+            let mut consumer = ch
+                .basic_consume(
+                    ShortString::from(queue),
+                    ShortString::from(""),
+                    BasicConsumeOptions {
+                        no_ack: false,
+                        ..Default::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await
+                .map_err(|e| SourceError::Failed(format!("consuming `{queue}`: {e}")))?;
+            let mut got = Vec::new();
+            while (got.len() as u32) < want {
+                match tokio::time::timeout(IDLE, consumer.next()).await {
+                    Ok(Some(Ok(d))) => got.push(d),
+                    Ok(Some(Err(e))) => {
+                        return Err(SourceError::Failed(format!("browsing `{queue}`: {e}")))
+                    }
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            Ok::<_, SourceError>((ch, got))
+        })?;
+        let mut flow = ControlFlow::Continue(());
+        for (i, d) in deliveries.iter().enumerate() {
+            let position = i as u64 + 1;
+            self.tags
+                .insert((queue.to_string(), position), d.delivery_tag);
+            if flow.is_continue() {
+                flow = sink(ScanEvent::Letter(to_raw(d, &vhost, queue, position)));
+            }
+        }
+        self.held.insert(queue.to_string(), channel);
+        Ok(flow)
+    }
+}
+
+impl DlqSource for RabbitSource {
+    fn info(&self) -> SourceInfo {
+        SourceInfo {
+            label: format!("{}?queue={}", self.target.display(), self.queues.join(",")),
+            browse_effect: "RabbitMQ: browsed messages are held unacked while open and requeued on exit (quorum queues count a redelivery)".into(),
+        }
+    }
+
+    fn scan(
+        &mut self,
+        sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<(), SourceError> {
+        for q in self.queues.clone() {
+            if self.browse(&q, sink)?.is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Settler for RabbitSource {
+    fn settle(&mut self, coords: &Coords) -> Result<(), SourceError> {
+        let Coords::Amqp {
+            queue, position, ..
+        } = coords
+        else {
+            return Err(SourceError::Unsupported(format!(
+                "{coords} is not a RabbitMQ letter"
+            )));
+        };
+        let tag = self
+            .tags
+            .get(&(queue.clone(), *position))
+            .copied()
+            .ok_or_else(|| {
+                SourceError::Unavailable(format!(
+                    "{coords} is not held by this browse (re-browse first)"
+                ))
+            })?;
+        let ch = self.held.get(queue).ok_or_else(|| {
+            SourceError::Unavailable(format!("queue `{queue}` is not being browsed"))
+        })?;
+        self.rt
+            .block_on(ch.basic_ack(tag, BasicAckOptions::default()))
+            .map_err(|e| {
+                SourceError::Failed(format!(
+                    "acking {coords}: {e} (the letter stays in the DLQ)"
+                ))
+            })?;
+        self.tags.remove(&(queue.clone(), *position));
+        Ok(())
+    }
+}
+
+impl Drop for RabbitSource {
+    fn drop(&mut self) {
+        self.release();
+        if let Some(c) = self.conn.take() {
+            let _ = self.rt.block_on(c.close(200, ShortString::from("bye")));
+        }
+    }
+}
+
+/// Publishes with publisher confirms and `mandatory`.
+pub struct RabbitPublisher {
+    rt: tokio::runtime::Runtime,
+    _conn: Connection,
+    channel: Channel,
+}
+
+impl RabbitPublisher {
+    pub fn new(target: &AmqpTarget) -> Result<Self, SourceError> {
+        let rt = runtime()?;
+        let conn = connect(&rt, target)?;
+        let channel = rt.block_on(async {
+            let ch = conn
+                .create_channel()
+                .await
+                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+            ch.confirm_select(ConfirmSelectOptions::default())
+                .await
+                .map_err(|e| SourceError::Failed(format!("confirm.select: {e}")))?;
+            Ok::<_, SourceError>(ch)
+        })?;
+        Ok(RabbitPublisher {
+            rt,
+            _conn: conn,
+            channel,
+        })
+    }
+}
+
+impl Publisher for RabbitPublisher {
+    fn publish(&mut self, msg: &Outgoing) -> Result<Confirmed, SourceError> {
+        let Target::Amqp {
+            exchange,
+            routing_key,
+        } = &msg.target
+        else {
+            return Err(SourceError::Unsupported(
+                "a RabbitMQ publisher publishes to exchanges only".into(),
+            ));
+        };
+        let mut props = BasicProperties::default().with_delivery_mode(2);
+        if !msg.headers.is_empty() {
+            props = props.with_headers(table(
+                msg.headers.iter().map(|h| (h.name.as_str(), &h.value)),
+            ));
+        }
+        if let Some(id) = msg
+            .headers
+            .iter()
+            .find(|h| h.name == "x-message-id")
+            .and_then(|h| h.value.as_nonempty_text())
+        {
+            props = props.with_message_id(ShortString::from(id));
+        }
+        let where_ = if exchange.is_empty() {
+            "the default exchange".to_string()
+        } else {
+            format!("exchange `{exchange}`")
+        };
+        let confirmation = self.rt.block_on(async {
+            let confirm = self
+                .channel
+                .basic_publish(
+                    ShortString::from(exchange.as_str()),
+                    ShortString::from(routing_key.as_str()),
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..Default::default()
+                    },
+                    &msg.payload,
+                    props,
+                )
+                .await?;
+            confirm.await
+        });
+        match confirmation {
+            Ok(Confirmation::Ack(None)) => Ok(Confirmed { location: Some(format!("{exchange}/{routing_key}")) }),
+            Ok(Confirmation::Ack(Some(_))) => Err(SourceError::Failed(format!(
+                "unroutable: no queue is bound to {where_} for routing key `{routing_key}` (returned by the broker)"
+            ))),
+            Ok(Confirmation::Nack(_)) => Err(SourceError::Failed(format!("the broker refused (nack) the publish to {where_}"))),
+            Ok(Confirmation::NotRequested) => Err(SourceError::Failed("publisher confirms are not enabled".into())),
+            Err(e) => Err(SourceError::Failed(format!("publishing to {where_}: {e}"))),
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! The RabbitMQ adapter against the real server on 127.0.0.1:5672 (guest/guest). Each
+//! test declares its own uniquely named queues with real dead-lettering (consumer reject,
+//! TTL expiry, max-length), so `x-death` is the broker's own, and deletes them after.
+//! Without a server these tests skip with a message, unless DLQ_TRIAGE_REQUIRE_BROKERS=1.
+
+use dlq_triage::brokers::rabbitmq::{AmqpTarget, RabbitPublisher, RabbitSource};
+use dlq_triage::core::conventions::extract;
+use dlq_triage::core::model::{DeadLetter, Origin};
+use dlq_triage::core::ports::{DlqSource, Outgoing, Publisher, ScanEvent, Settler, Target};
+use futures_lite::StreamExt;
+use lapin::options::*;
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::{BasicProperties, Connection, ConnectionProperties, ExchangeKind};
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+fn target() -> AmqpTarget {
+    AmqpTarget {
+        tls: false,
+        user: "guest".into(),
+        password: "guest".into(),
+        host: "127.0.0.1".into(),
+        port: 5672,
+        vhost: "/".into(),
+    }
+}
+
+/// Is the server there? Fails instead of skipping when CI requires brokers.
+fn rabbit_available() -> bool {
+    let up = std::net::TcpStream::connect_timeout(
+        &"127.0.0.1:5672".parse().expect("addr"),
+        Duration::from_secs(2),
+    )
+    .is_ok();
+    if !up {
+        assert!(
+            std::env::var("DLQ_TRIAGE_REQUIRE_BROKERS").as_deref() != Ok("1"),
+            "RabbitMQ is required (DLQ_TRIAGE_REQUIRE_BROKERS=1) but nothing listens on 127.0.0.1:5672"
+        );
+        eprintln!("SKIPPED: RabbitMQ is not running on 127.0.0.1:5672 (start it with `rabbitmq-server -detached`)");
+    }
+    up
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A work exchange + queue dead-lettering into a DLQ, plus TTL and max-length queues
+/// dead-lettering into the same DLQ. Deleted on drop.
+struct Topology {
+    id: String,
+    rt: tokio::runtime::Runtime,
+    conn: Connection,
+}
+
+impl Topology {
+    fn new(tag: &str) -> Self {
+        let id = format!(
+            "{tag}.{}.{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        );
+        let rt = rt();
+        let conn = rt
+            .block_on(Connection::connect(
+                "amqp://guest:guest@127.0.0.1:5672/%2f",
+                ConnectionProperties::default(),
+            ))
+            .expect("connect");
+        let t = Topology { id, rt, conn };
+        t.rt.block_on(async {
+            let ch = t.conn.create_channel().await.expect("channel");
+            let s = |x: &str| ShortString::from(x);
+            let dlx_args = |extra: Vec<(&str, AMQPValue)>| {
+                let mut a = FieldTable::default();
+                a.insert(
+                    s("x-dead-letter-exchange"),
+                    AMQPValue::LongString(LongString::from(t.n("dlx").into_bytes())),
+                );
+                for (k, v) in extra {
+                    a.insert(s(k), v);
+                }
+                a
+            };
+            ch.exchange_declare(
+                s(&t.n("dlx")),
+                ExchangeKind::Fanout,
+                ExchangeDeclareOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("dlx");
+            ch.exchange_declare(
+                s(&t.n("orders")),
+                ExchangeKind::Direct,
+                ExchangeDeclareOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("orders");
+            ch.queue_declare(
+                s(&t.n("dlq")),
+                QueueDeclareOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("dlq");
+            ch.queue_bind(
+                s(&t.n("dlq")),
+                s(&t.n("dlx")),
+                s(""),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("bind dlq");
+            ch.queue_declare(
+                s(&t.n("work")),
+                QueueDeclareOptions::default(),
+                dlx_args(vec![]),
+            )
+            .await
+            .expect("work");
+            ch.queue_bind(
+                s(&t.n("work")),
+                s(&t.n("orders")),
+                s("order.created"),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("bind work");
+            ch.queue_declare(
+                s(&t.n("ttl")),
+                QueueDeclareOptions::default(),
+                dlx_args(vec![("x-message-ttl", AMQPValue::LongInt(1))]),
+            )
+            .await
+            .expect("ttl");
+            ch.queue_declare(
+                s(&t.n("max")),
+                QueueDeclareOptions::default(),
+                dlx_args(vec![("x-max-length", AMQPValue::LongInt(1))]),
+            )
+            .await
+            .expect("max");
+        });
+        t
+    }
+
+    fn n(&self, what: &str) -> String {
+        format!("{what}.{}", self.id)
+    }
+
+    fn publish(&self, exchange: &str, rk: &str, id: &str, body: &str) {
+        self.rt.block_on(async {
+            let ch = self.conn.create_channel().await.expect("channel");
+            let mut h = FieldTable::default();
+            h.insert(
+                ShortString::from("x-consumer-version"),
+                AMQPValue::LongString(LongString::from(b"v1".to_vec())),
+            );
+            ch.basic_publish(
+                ShortString::from(exchange),
+                ShortString::from(rk),
+                BasicPublishOptions::default(),
+                body.as_bytes(),
+                BasicProperties::default()
+                    .with_message_id(ShortString::from(id))
+                    .with_headers(h),
+            )
+            .await
+            .expect("publish")
+            .await
+            .expect("confirm");
+        });
+    }
+
+    /// Consume `n` from the work queue and reject them: the broker dead-letters them.
+    fn reject_from_work(&self, n: usize) {
+        self.rt.block_on(async {
+            let ch = self.conn.create_channel().await.expect("channel");
+            let mut c = ch
+                .basic_consume(
+                    ShortString::from(self.n("work")),
+                    ShortString::from(""),
+                    BasicConsumeOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .expect("consume");
+            for _ in 0..n {
+                let d = tokio::time::timeout(Duration::from_secs(10), c.next())
+                    .await
+                    .expect("delivery in time")
+                    .expect("stream")
+                    .expect("delivery");
+                d.reject(BasicRejectOptions { requeue: false })
+                    .await
+                    .expect("reject");
+            }
+            let _ = ch.close(200, ShortString::from("done")).await;
+        });
+    }
+
+    fn count(&self, queue: &str) -> u32 {
+        self.rt.block_on(async {
+            let ch = self.conn.create_channel().await.expect("channel");
+            let q = ch
+                .queue_declare(
+                    ShortString::from(queue),
+                    QueueDeclareOptions {
+                        passive: true,
+                        ..Default::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await
+                .expect("passive");
+            let _ = ch.close(200, ShortString::from("done")).await;
+            q.message_count()
+        })
+    }
+
+    fn wait_for(&self, queue: &str, n: u32) {
+        let started = Instant::now();
+        while self.count(queue) < n {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{queue} never reached {n} messages"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        self.rt.block_on(async {
+            if let Ok(ch) = self.conn.create_channel().await {
+                for q in ["dlq", "work", "ttl", "max"] {
+                    let _ = ch
+                        .queue_delete(ShortString::from(self.n(q)), QueueDeleteOptions::default())
+                        .await;
+                }
+                for e in ["dlx", "orders"] {
+                    let _ = ch
+                        .exchange_delete(
+                            ShortString::from(self.n(e)),
+                            ExchangeDeleteOptions::default(),
+                        )
+                        .await;
+                }
+            }
+        });
+    }
+}
+
+fn browse(src: &mut RabbitSource) -> (Vec<DeadLetter>, Vec<String>) {
+    let mut letters = Vec::new();
+    let mut problems = Vec::new();
+    src.scan(&mut |ev| {
+        match ev {
+            ScanEvent::Letter(raw) => letters.push(extract(raw, &[])),
+            ScanEvent::Problem { message, .. } => problems.push(message),
+            ScanEvent::Progress { .. } => {}
+        }
+        ControlFlow::Continue(())
+    })
+    .expect("browse");
+    (letters, problems)
+}
+
+/// 5 rejected by the consumer, 3 expired by TTL, 2 pushed out by max-length.
+fn seeded(tag: &str) -> Topology {
+    let t = Topology::new(tag);
+    for i in 0..5 {
+        t.publish(
+            &t.n("orders"),
+            "order.created",
+            &format!("m-{i}"),
+            &format!("{{\"order\":{i},\"email\":\"jane{i}@example.com\"}}"),
+        );
+    }
+    t.reject_from_work(5);
+    for i in 0..3 {
+        t.publish("", &t.n("ttl"), &format!("t-{i}"), "{}");
+    }
+    for i in 0..3 {
+        t.publish("", &t.n("max"), &format!("x-{i}"), "{}");
+    }
+    t.wait_for(&t.n("dlq"), 10);
+    t
+}
+
+#[test]
+fn browse_groups_real_dead_letters_by_reason_and_origin_and_releases_them() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = seeded("browse");
+    let mut src = RabbitSource::new(target(), vec![t.n("dlq")]).expect("source");
+    let (letters, problems) = browse(&mut src);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(letters.len(), 10);
+    let count = |r: &str| letters.iter().filter(|d| d.reason_code() == r).count();
+    assert_eq!(
+        (count("rejected"), count("expired"), count("maxlen")),
+        (5, 3, 2)
+    );
+    let rejected = letters
+        .iter()
+        .find(|d| d.id.value.0 == "m-3")
+        .expect("m-3 by its message id");
+    assert_eq!(
+        rejected.failure.origin.as_ref().map(|o| o.value.clone()),
+        Some(Origin::Amqp {
+            exchange: t.n("orders"),
+            routing_keys: vec!["order.created".into()],
+            queue: Some(t.n("work"))
+        })
+    );
+    assert_eq!(
+        rejected
+            .failure
+            .consumer_version
+            .as_ref()
+            .map(|v| v.value.as_str()),
+        Some("v1")
+    );
+    assert!(rejected.dead_lettered_at.is_some(), "x-death time");
+    // While browsed, the messages are held (unacked), not gone; after, all are back.
+    drop(src);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        t.count(&t.n("dlq")),
+        10,
+        "browse-then-exit must leave the DLQ as it was"
+    );
+}
+
+#[test]
+fn settle_removes_exactly_that_letter() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = seeded("settle");
+    let mut src = RabbitSource::new(target(), vec![t.n("dlq")]).expect("source");
+    let (letters, _) = browse(&mut src);
+    let victim = letters.iter().find(|d| d.id.value.0 == "m-2").expect("m-2");
+    src.settle(victim.raw.coords.as_ref().expect("coords"))
+        .expect("acked");
+    // Settling something not held is refused, not guessed.
+    let bogus = dlq_triage::core::model::Coords::Amqp {
+        vhost: "/".into(),
+        queue: t.n("dlq"),
+        position: 999,
+        stream_offset: None,
+    };
+    assert!(src.settle(&bogus).is_err());
+    drop(src);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(t.count(&t.n("dlq")), 9);
+    let mut again = RabbitSource::new(target(), vec![t.n("dlq")]).expect("source");
+    let (after, _) = browse(&mut again);
+    let ids: Vec<&str> = after.iter().map(|d| d.id.value.0.as_str()).collect();
+    assert!(!ids.contains(&"m-2") && ids.contains(&"m-1"), "{ids:?}");
+}
+
+#[test]
+fn browse_limit_is_reported_not_silent() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = seeded("limit");
+    let mut src = RabbitSource::new(target(), vec![t.n("dlq")])
+        .expect("source")
+        .with_browse_limit(4);
+    let (letters, problems) = browse(&mut src);
+    assert_eq!(letters.len(), 4);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("10 messages; only the first 4")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn publish_is_confirmed_and_unroutable_is_a_failure() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = Topology::new("publish");
+    let mut p = RabbitPublisher::new(&target()).expect("publisher");
+    let msg = |rk: &str| Outgoing {
+        target: Target::Amqp {
+            exchange: t.n("orders"),
+            routing_key: rk.into(),
+        },
+        key: None,
+        headers: vec![dlq_triage::core::model::Header::new(
+            "x-dlq-replay-id",
+            dlq_triage::core::model::HeaderValue::text("rp-1"),
+        )],
+        payload: b"{}".to_vec(),
+    };
+    let err = p
+        .publish(&msg("nowhere"))
+        .expect_err("unroutable")
+        .to_string();
+    assert!(err.contains("unroutable"), "{err}");
+    p.publish(&msg("order.created")).expect("confirmed");
+    t.wait_for(&t.n("work"), 1);
+}
+
+#[test]
+fn missing_queue_and_bad_credentials_are_clear() {
+    if !rabbit_available() {
+        return;
+    }
+    let mut src =
+        RabbitSource::new(target(), vec!["no.such.queue.dlq-triage".into()]).expect("source");
+    let err = src
+        .scan(&mut |_| ControlFlow::Continue(()))
+        .expect_err("missing queue")
+        .to_string();
+    assert!(
+        err.contains("no.such.queue.dlq-triage") && err.contains("does it exist"),
+        "{err}"
+    );
+    let bad = AmqpTarget {
+        password: "wrong".into(),
+        ..target()
+    };
+    let mut src = RabbitSource::new(bad, vec!["q".into()]).expect("source");
+    let err = src
+        .scan(&mut |_| ControlFlow::Continue(()))
+        .expect_err("bad password")
+        .to_string();
+    assert!(
+        err.contains("guest") && !err.contains("wrong"),
+        "names the user, never the password: {err}"
+    );
+}
