@@ -622,6 +622,14 @@ pub fn render_header(v: &HeaderValue) -> String {
             let inner: Vec<String> = items.iter().map(render_header).collect();
             format!("[{}]", inner.join(", "))
         }
+        // A timestamp is not PII, and as a bare number the digit-run detector would hide it.
+        HeaderValue::Timestamp(t) => i64::try_from(*t)
+            .ok()
+            .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
+            .map_or_else(
+                || t.to_string(),
+                |d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ),
         other => other.as_text().map(|t| t.into_owned()).unwrap_or_default(),
     }
 }

@@ -167,6 +167,14 @@ fn headers_by_name_then_detectors() {
         "no profile for j***@e***.com"
     );
     assert_eq!(m.mask_header("x-attempt", &HeaderValue::Int(4)), "4");
+    let death = HeaderValue::Array(vec![HeaderValue::Table(vec![(
+        "time".into(),
+        HeaderValue::Timestamp(1_790_000_000),
+    )])]);
+    assert_eq!(
+        m.mask_header("x-death", &death),
+        "[{time=2026-09-21T14:13:20Z}]"
+    );
 }
 
 #[test]

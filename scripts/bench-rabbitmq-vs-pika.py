@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Browse throughput on a RabbitMQ DLQ: dlq-triage against a plain pika consumer with
+the same prefetch, side by side in one run. Both hold every message unacked and release
+them (requeue), so the DLQ is left as it was.
+
+    pip install pika
+    scripts/bench-rabbitmq-vs-pika.py [LETTERS]      # default 100000; needs 127.0.0.1:5672 guest/guest
+
+The DLQ is filled by real dead-lettering: messages published to a work queue with a 1 ms
+TTL expire into it, so every letter carries the broker's own x-death.
+"""
+import os
+import subprocess
+import sys
+import time
+
+import pika
+
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+PREFETCH = min(N, 10_000)  # dlq-triage holds at most 10,000 per queue (u16 prefetch)
+SUFFIX = f"{os.getpid()}"
+DLQ, WORK = f"bench.dlq.{SUFFIX}", f"bench.work.{SUFFIX}"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "dlq-triage")
+
+params = pika.ConnectionParameters("127.0.0.1", 5672, "/", pika.PlainCredentials("guest", "guest"))
+conn = pika.BlockingConnection(params)
+ch = conn.channel()
+ch.queue_declare(DLQ, durable=False)
+ch.queue_declare(WORK, durable=False, arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": DLQ, "x-message-ttl": 1})
+body = ('{"message_id":"m","event_type":"invoice.issue.requested","payload":{"customer":{"email":"jane@example.com"},"amount":"1,500.00"},'
+        '"failure":{"reason_code":"amount_not_a_number","consumer":"invoice-worker","consumer_version":"release-2026-09-21","attempt":4}}')
+print(f"filling {DLQ} with {N} dead letters…", flush=True)
+for i in range(N):
+    ch.basic_publish("", WORK, body.replace('"m"', f'"m-{i}"'), pika.BasicProperties(message_id=f"m-{i}"))
+while ch.queue_declare(DLQ, passive=True).method.message_count < N:
+    time.sleep(0.2)
+
+
+def pika_browse():
+    c = pika.BlockingConnection(params)
+    b = c.channel()
+    b.basic_qos(prefetch_count=PREFETCH)
+    got = 0
+    for method, props, payload in b.consume(DLQ, auto_ack=False, inactivity_timeout=1.5):
+        if method is None:
+            break
+        got += 1
+        if got >= PREFETCH:
+            break
+    b.cancel()
+    c.close()  # unacked messages go back to the queue
+    return got
+
+
+def ours():
+    out = subprocess.run([BIN, "summary", f"amqp://guest:guest@127.0.0.1:5672/%2f?queue={DLQ}", "--json"],
+                         capture_output=True, text=True, check=True)
+    total = [l for l in out.stdout.splitlines() if '"total"' in l][0]
+    return int(total.split(":")[1].strip().strip(","))
+
+
+rows = []
+for r in range(3):
+    t0 = time.time(); a = pika_browse(); t1 = time.time(); b = ours(); t2 = time.time()
+    rows.append((t1 - t0, t2 - t1, a, b))
+    print(f"round {r + 1}: pika {a} in {t1 - t0:.2f}s, dlq-triage {b} in {t2 - t1:.2f}s", flush=True)
+rows.sort(key=lambda x: x[0])
+pk = sorted(x[0] for x in rows)[1]
+us = sorted(x[1] for x in rows)[1]
+a, b = rows[1][2], rows[1][3]
+print(f"median: pika {a} letters in {pk:.2f}s ({a / pk:.0f}/s), dlq-triage {b} in {us:.2f}s ({b / us:.0f}/s) "
+      f"— ratio {(b / us) / (a / pk):.2f}; dlq-triage also extracts conventions, masks previews and groups")
+left = ch.queue_declare(DLQ, passive=True).method.message_count
+print(f"{DLQ} still holds {left} messages (browsing released them)")
+ch.queue_delete(DLQ)
+ch.queue_delete(WORK)
+conn.close()
