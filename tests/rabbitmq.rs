@@ -450,3 +450,59 @@ fn missing_queue_and_bad_credentials_are_clear() {
         "names the user, never the password: {err}"
     );
 }
+
+/// Close one named client connection from the server side, as a consumer timeout, an
+/// operator or a broker restart would.
+fn server_closes(connection_name: &str) {
+    let out = std::process::Command::new("rabbitmqctl")
+        .args(["list_connections", "pid", "client_properties"])
+        .output()
+        .expect("rabbitmqctl runs (it ships with the server)");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let pid = listing
+        .lines()
+        .find(|l| l.contains(connection_name))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("connection {connection_name} not listed:\n{listing}"))
+        .to_string();
+    let status = std::process::Command::new("rabbitmqctl")
+        .args(["close_connection", &pid, "closed by the dlq-triage test"])
+        .status()
+        .expect("rabbitmqctl runs");
+    assert!(status.success());
+}
+
+#[test]
+fn a_connection_closed_by_the_server_mid_browse_loses_nothing() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = seeded("closed");
+    let name = format!("dlq-triage test browse {}", t.id);
+    let mut src = RabbitSource::new(target(), vec![t.n("dlq")])
+        .expect("source")
+        .with_connection_name(&name);
+    let (letters, _) = browse(&mut src);
+    assert_eq!(letters.len(), 10);
+    assert_eq!(
+        t.count(&t.n("dlq")),
+        0,
+        "browsed messages are held unacked (not ready)"
+    );
+    server_closes(&name);
+    t.wait_for(&t.n("dlq"), 10);
+    // The old browse is gone: acting on it is refused, never guessed.
+    let held = letters[0].raw.coords.clone().expect("coords");
+    assert!(
+        src.settle(&held).is_err(),
+        "a settle on a closed browse must fail"
+    );
+    // The next browse reconnects and sees every letter again, once.
+    let (again, _) = browse(&mut src);
+    let mut ids: Vec<String> = again.iter().map(|d| d.id.value.0.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 10, "{ids:?}");
+    drop(src);
+    t.wait_for(&t.n("dlq"), 10);
+}

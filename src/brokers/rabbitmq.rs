@@ -79,22 +79,31 @@ impl AmqpTarget {
     }
 }
 
+/// A runtime with its own worker thread, so lapin's I/O loop keeps running between our
+/// calls: heartbeats go out while a browse sits open in the TUI, and a connection or
+/// channel closed by the server is noticed at once (a current-thread runtime would only
+/// run it inside `block_on`, and an ack on a dead channel would look like success).
 fn runtime() -> Result<tokio::runtime::Runtime, SourceError> {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("dlq-triage-amqp")
         .enable_all()
         .build()
         .map_err(|e| SourceError::Failed(format!("starting the AMQP runtime: {e}")))
 }
 
-/// Connect with a bounded wait and a message that says what to check.
-fn connect(rt: &tokio::runtime::Runtime, t: &AmqpTarget) -> Result<Connection, SourceError> {
+/// Connect with a bounded wait and a message that says what to check. The connection is
+/// named, so operators can see (and close) it in the management UI and `rabbitmqctl`.
+fn connect(
+    rt: &tokio::runtime::Runtime,
+    t: &AmqpTarget,
+    name: &str,
+) -> Result<Connection, SourceError> {
     let uri = t.uri();
+    let props = ConnectionProperties::default()
+        .with_connection_name(LongString::from(name.as_bytes().to_vec()));
     let res = rt.block_on(async {
-        tokio::time::timeout(
-            CONNECT_TIMEOUT,
-            Connection::connect(&uri, ConnectionProperties::default()),
-        )
-        .await
+        tokio::time::timeout(CONNECT_TIMEOUT, Connection::connect(&uri, props)).await
     });
     match res {
         Ok(Ok(c)) => Ok(c),
@@ -247,6 +256,7 @@ pub struct RabbitSource {
     held: HashMap<String, Channel>,
     /// Delivery tag of every browsed letter.
     tags: HashMap<(String, u64), u64>,
+    connection_name: String,
 }
 
 impl RabbitSource {
@@ -259,7 +269,13 @@ impl RabbitSource {
             conn: None,
             held: HashMap::new(),
             tags: HashMap::new(),
+            connection_name: format!("dlq-triage browse (pid {})", std::process::id()),
         })
+    }
+
+    pub fn with_connection_name(mut self, name: &str) -> Self {
+        self.connection_name = name.to_string();
+        self
     }
 
     pub fn with_browse_limit(mut self, n: u16) -> Self {
@@ -273,7 +289,7 @@ impl RabbitSource {
         if self.conn.as_ref().is_none_or(|c| !c.status().connected()) {
             self.held.clear();
             self.tags.clear();
-            self.conn = Some(connect(&self.rt, &self.target)?);
+            self.conn = Some(connect(&self.rt, &self.target, &self.connection_name)?);
         }
         Ok(())
     }
@@ -447,6 +463,15 @@ impl Settler for RabbitSource {
         let ch = self.held.get(queue).ok_or_else(|| {
             SourceError::Unavailable(format!("queue `{queue}` is not being browsed"))
         })?;
+        // basic.ack has no reply: on a dead channel it would "succeed" while the broker
+        // has already requeued the message. Refuse unless the delivery is still ours.
+        let alive =
+            self.conn.as_ref().is_some_and(|c| c.status().connected()) && ch.status().connected();
+        if !alive {
+            return Err(SourceError::Unavailable(format!(
+                "{coords}: the browse holding it was closed (by the broker, a timeout or a restart); the letter is back in the queue — re-browse, nothing was acked"
+            )));
+        }
         self.rt
             .block_on(ch.basic_ack(tag, BasicAckOptions::default()))
             .map_err(|e| {
@@ -478,7 +503,11 @@ pub struct RabbitPublisher {
 impl RabbitPublisher {
     pub fn new(target: &AmqpTarget) -> Result<Self, SourceError> {
         let rt = runtime()?;
-        let conn = connect(&rt, target)?;
+        let conn = connect(
+            &rt,
+            target,
+            &format!("dlq-triage replay (pid {})", std::process::id()),
+        )?;
         let channel = rt.block_on(async {
             let ch = conn
                 .create_channel()
