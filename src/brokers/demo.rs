@@ -2,13 +2,12 @@
 //! `scenario`, read through the real Kafka adapter. No broker needed.
 
 use super::kafka::KafkaSource;
-use crate::core::model::{Coords, HeaderValue, RawLetter};
+use crate::core::model::{Coords, RawLetter};
 use crate::core::ports::{DlqSource, ScanEvent, SourceError, SourceInfo};
 use crate::scenario::{incident, Scale, DLQ_PARTITIONS, INVOICES_DLQ, PAYMENTS_DLQ};
 use chrono::{DateTime, Utc};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header as KHeader, OwnedHeaders};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{
     BaseProducer, BaseRecord, DefaultProducerContext, DeliveryResult, Producer, ProducerContext,
@@ -137,18 +136,7 @@ pub fn produce_all(bootstrap: &str, letters: &[RawLetter]) -> Result<(), SourceE
         else {
             continue;
         };
-        let mut headers = OwnedHeaders::new_with_capacity(l.headers.len());
-        for h in &l.headers {
-            let value = match &h.value {
-                HeaderValue::Null => None,
-                HeaderValue::Bytes(b) => Some(b.clone()),
-                other => other.as_text().map(|t| t.into_owned().into_bytes()),
-            };
-            headers = headers.insert(KHeader {
-                key: &h.name,
-                value: value.as_ref(),
-            });
-        }
+        let headers = super::kafka::kafka_headers(&l.headers);
         let mut record = BaseRecord::to(topic)
             .partition(*partition)
             .payload(&l.payload)

@@ -336,6 +336,23 @@ impl KafkaSource {
     }
 }
 
+/// Our headers as Kafka headers: bytes stay bytes, typed values (from AMQP) become text.
+pub fn kafka_headers(headers: &[Header]) -> OwnedHeaders {
+    let mut out = OwnedHeaders::new_with_capacity(headers.len());
+    for h in headers {
+        let value = match &h.value {
+            HeaderValue::Null => None,
+            HeaderValue::Bytes(b) => Some(b.clone()),
+            other => other.as_text().map(|t| t.into_owned().into_bytes()),
+        };
+        out = out.insert(KHeader {
+            key: &h.name,
+            value: value.as_ref(),
+        });
+    }
+    out
+}
+
 /// An owned letter from a Kafka message. Header values are bytes or null.
 pub fn to_raw<M: Message>(msg: &M) -> RawLetter {
     let headers = msg
@@ -547,18 +564,7 @@ impl Publisher for KafkaPublisher {
                 "a Kafka publisher publishes to Kafka topics only".into(),
             ));
         };
-        let mut headers = OwnedHeaders::new_with_capacity(msg.headers.len());
-        for h in &msg.headers {
-            let value = match &h.value {
-                HeaderValue::Null => None,
-                HeaderValue::Bytes(b) => Some(b.clone()),
-                other => other.as_text().map(|t| t.into_owned().into_bytes()),
-            };
-            headers = headers.insert(KHeader {
-                key: &h.name,
-                value: value.as_ref(),
-            });
-        }
+        let headers = kafka_headers(&msg.headers);
         let (tx, rx) = mpsc::channel();
         let mut record = BaseRecord::with_opaque_to(topic, Box::new(tx))
             .payload(&msg.payload)

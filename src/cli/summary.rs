@@ -3,7 +3,7 @@
 use super::context::{problems_json, report_problems, usage, Context};
 use super::table::Table;
 use super::SummaryArgs;
-use crate::core::grouping::{Dim, GroupIndex, DEFAULT_DIMS};
+use crate::core::grouping::{sparkline, Dim, GroupIndex, DEFAULT_DIMS};
 use crate::core::store::NO_TIME;
 use crate::core::timefmt::format_age_ms;
 use chrono::{DateTime, SecondsFormat};
@@ -147,25 +147,6 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
     out.flush()?;
     report_problems(&loaded.catalog);
     Ok(())
-}
-
-/// Unicode block sparkline, blank when there was no inflow.
-pub fn sparkline(values: &[u32]) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let max = values.iter().copied().max().unwrap_or(0);
-    if max == 0 {
-        return String::new();
-    }
-    values
-        .iter()
-        .map(|&v| {
-            if v == 0 {
-                ' '
-            } else {
-                BARS[((v as usize * 7) / max as usize).min(7)]
-            }
-        })
-        .collect()
 }
 
 fn round(x: f64, digits: i32) -> f64 {

@@ -339,6 +339,23 @@ impl GroupIndex {
     }
 }
 
+/// A one-line sparkline of bucket counts (▁…█), a space for an empty bucket, so a burst
+/// and a quiet hour look different at a glance.
+pub fn sparkline(values: &[u32]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().copied().max().unwrap_or(0);
+    values
+        .iter()
+        .map(|&v| {
+            if v == 0 || max == 0 {
+                ' '
+            } else {
+                BARS[((v as usize * 7) / max as usize).min(7)]
+            }
+        })
+        .collect()
+}
+
 /// One line of the group tree: a prefix of the grouping dimensions with merged stats.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreeNode {

@@ -2,7 +2,8 @@
 //! one-hour inflow sparkline.
 
 use super::layout::list_offset;
-use super::{fit, pane, sparkline};
+use super::{fit, pane};
+use crate::core::grouping::sparkline;
 use crate::core::sanitize;
 use crate::core::store::NO_TIME;
 use crate::core::timefmt::format_age_ms;

@@ -56,22 +56,3 @@ pub(crate) fn fit(s: &str, w: usize) -> String {
     out.push('…');
     out
 }
-
-/// Unicode block sparkline, spaces for empty buckets.
-pub(crate) fn sparkline(values: &[u32]) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let max = values.iter().copied().max().unwrap_or(0);
-    if max == 0 {
-        return " ".repeat(values.len());
-    }
-    values
-        .iter()
-        .map(|&v| {
-            if v == 0 {
-                ' '
-            } else {
-                BARS[((v as usize * 7) / max as usize).min(7)]
-            }
-        })
-        .collect()
-}
