@@ -353,3 +353,27 @@ fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
     assert!((1..30_000).all(|i| at(&s, i - 1) >= at(&s, i)));
     assert_eq!(at(&s, 29_999), base - 29_999_000);
 }
+
+#[test]
+fn command_palette_groups_filters_and_explains_mistakes() {
+    let size = (140, 40);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["::", ":group origin,reason", "Enter"], size);
+    let grouped = screen(&s, size);
+    assert!(grouped.contains("Groups  origin › reason"), "{grouped}");
+    assert!(grouped.contains("grouped by origin › reason"), "{grouped}");
+    press(
+        &mut s,
+        &["::", ":filter reason=expired|rejected", "Enter"],
+        size,
+    );
+    assert!(screen(&s, size).contains("6 match · filter: reason=expired|rejected"));
+    press(&mut s, &["::", ":sort oldest", "Enter"], size);
+    assert!(!s.newest_first);
+    press(&mut s, &["::", ":frobnicate", "Enter"], size);
+    assert!(screen(&s, size).contains("unknown command `frobnicate`"));
+    press(&mut s, &["::", ":group colour", "Enter"], size);
+    assert!(screen(&s, size).contains("unknown group dimension `colour`"));
+    press(&mut s, &["::", ":quit", "Enter"], size);
+    assert!(s.quit);
+}

@@ -23,6 +23,7 @@ pub enum Action {
     Close,
     StartFuzzy,
     StartExpr,
+    StartCommand,
     InputChar(char),
     InputBackspace,
     InputSubmit,

@@ -103,6 +103,12 @@ pub const BINDINGS: &[Binding] = &[
         action: || Action::Cancel,
     },
     Binding {
+        keys: ":",
+        help: "command: group DIMS, filter EXPR, clear, sort oldest, tab payload, help, quit",
+        matches: |e| ch(e, ':'),
+        action: || Action::StartCommand,
+    },
+    Binding {
         keys: "g",
         help: "change grouping",
         matches: |e| ch(e, 'g'),
@@ -233,4 +239,4 @@ pub fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
 
 /// The one-line hint shown at the bottom.
 pub const FOOTER: &str =
-    " ? help  / fuzzy  f filter  g group  s sort  space mark  D diff  y copy  Tab pane  q quit";
+    " ? help  / fuzzy  f filter  : command  g group  s sort  space mark  D diff  y copy  Tab pane  q quit";

@@ -142,6 +142,37 @@ fn restore() {
     let _ = crossterm::terminal::disable_raw_mode();
 }
 
+/// Copies go to the system clipboard on a local desktop session, else through the
+/// terminal (OSC 52: works over SSH; tmux needs `set-clipboard on`). Only ever masked text.
+struct Clipboard {
+    /// Kept for the TUI's lifetime: on X11 the copied text lives as long as its owner.
+    system: Option<arboard::Clipboard>,
+}
+
+impl Clipboard {
+    fn new() -> Self {
+        let var = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+        let local =
+            (var("DISPLAY") || var("WAYLAND_DISPLAY")) && !var("SSH_CONNECTION") && !var("SSH_TTY");
+        Clipboard {
+            system: if local {
+                arboard::Clipboard::new().ok()
+            } else {
+                None
+            },
+        }
+    }
+
+    fn copy(&mut self, text: &str) {
+        if let Some(cb) = self.system.as_mut() {
+            if cb.set_text(text.to_string()).is_ok() {
+                return;
+            }
+        }
+        copy_osc52(text);
+    }
+}
+
 /// Copy text with OSC 52 (works over SSH; tmux needs `set-clipboard on`). The text is
 /// the masked rendering, never raw payload bytes.
 fn copy_osc52(text: &str) {
@@ -213,6 +244,7 @@ pub fn run(
             }
         }
     });
+    let mut clipboard = Clipboard::new();
     let result = (|| {
         let mut terminal = terminal?;
         terminal
@@ -227,7 +259,7 @@ pub fn run(
                 Command::Fetch(row, coords) => {
                     let _ = req_tx.send(worker::Request::Fetch(row, coords));
                 }
-                Command::Copy(text) => copy_osc52(&text),
+                Command::Copy(text) => clipboard.copy(&text),
             },
             || chrono::Utc::now().timestamp_millis(),
             Duration::from_secs(5),

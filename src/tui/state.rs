@@ -47,6 +47,8 @@ pub enum Input {
     Fuzzy(String),
     /// `f`: a filter expression.
     Expr(String),
+    /// `:`: a command (`group reason,version`, `filter …`, `sort oldest`, `help`, `quit`).
+    Command(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,11 +88,16 @@ pub const GROUPINGS: [&[Dim]; 6] = [
     &[Dim::Consumer, Dim::Reason, Dim::Version],
 ];
 
+/// Commands the `:` palette understands, for its hint line and `:help`.
+pub const PALETTE: &str = "group DIMS · filter EXPR · clear · sort newest|oldest · tab failure|headers|payload|diff · help · quit";
+
 pub struct AppState {
     pub info: SourceInfo,
     pub now_ms: i64,
     pub catalog: Catalog,
     pub grouping: usize,
+    /// Dimensions chosen in the palette (`:group …`), overriding the presets.
+    pub custom_dims: Option<Vec<Dim>>,
     pub index: GroupIndex,
     pub filter: Filter,
     /// The group tree (all nodes), recomputed when the index changes.
@@ -137,6 +144,7 @@ impl AppState {
             now_ms,
             catalog,
             grouping: 0,
+            custom_dims: None,
             index: GroupIndex::new(dims, now_ms),
             filter: Filter::all(),
             tree: Vec::new(),
@@ -168,8 +176,11 @@ impl AppState {
         }
     }
 
-    pub fn dims(&self) -> &'static [Dim] {
-        GROUPINGS[self.grouping % GROUPINGS.len()]
+    pub fn dims(&self) -> &[Dim] {
+        match &self.custom_dims {
+            Some(d) => d,
+            None => GROUPINGS[self.grouping % GROUPINGS.len()],
+        }
     }
 
     /// The tree node under the group cursor.

@@ -81,12 +81,13 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         },
         Action::StartFuzzy => state.input = Input::Fuzzy(String::new()),
         Action::StartExpr => state.input = Input::Expr(state.filter.source().to_string()),
+        Action::StartCommand => state.input = Input::Command(String::new()),
         Action::InputChar(c) => match &mut state.input {
-            Input::Fuzzy(s) | Input::Expr(s) => s.push(c),
+            Input::Fuzzy(s) | Input::Expr(s) | Input::Command(s) => s.push(c),
             Input::None => {}
         },
         Action::InputBackspace => match &mut state.input {
-            Input::Fuzzy(s) | Input::Expr(s) => {
+            Input::Fuzzy(s) | Input::Expr(s) | Input::Command(s) => {
                 s.pop();
             }
             Input::None => {}
@@ -95,6 +96,10 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             let expr = match std::mem::replace(&mut state.input, Input::None) {
                 Input::Fuzzy(words) => words,
                 Input::Expr(e) => e,
+                Input::Command(c) => {
+                    run_command(state, c.trim());
+                    return finish(state, cmds, size);
+                }
                 Input::None => String::new(),
             };
             match Filter::parse(&expr) {
@@ -126,6 +131,7 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             }
         }
         Action::CycleGrouping => {
+            state.custom_dims = None;
             state.grouping = (state.grouping + 1) % GROUPINGS.len();
             state.expanded.clear();
             rebuild_index(state);
@@ -225,12 +231,86 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             state.detail = None;
         }
     }
+    finish(state, cmds, size)
+}
+
+/// After any action: page size, the letter list, the detail pane.
+fn finish(state: &mut AppState, mut cmds: Vec<Command>, size: (u16, u16)) -> Vec<Command> {
     state.page = usize::from(layout(size.0, size.1).letters.height.saturating_sub(3)).max(1);
     if state.letters_dirty {
         refresh_letters(state);
     }
     sync_detail(state, &mut cmds);
     cmds
+}
+
+/// The `:` palette.
+fn run_command(state: &mut AppState, line: &str) {
+    let (cmd, arg) = line
+        .split_once(char::is_whitespace)
+        .map_or((line, ""), |(c, a)| (c, a.trim()));
+    let result: Result<String, String> = match cmd {
+        "group" | "g" => Dim::parse_list(arg).map(|dims| {
+            state.custom_dims = Some(dims);
+            state.expanded.clear();
+            rebuild_index(state);
+            let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
+            format!("grouped by {}", names.join(" › "))
+        }),
+        "filter" | "f" => Filter::parse(arg)
+            .map_err(|e| format!("bad filter: {e}"))
+            .map(|f| {
+                state.filter = f;
+                rebuild_index(state);
+                format!("{} letters match", state.index.total())
+            }),
+        "clear" => {
+            state.filter = Filter::all();
+            rebuild_index(state);
+            Ok("filter cleared".into())
+        }
+        "sort" => match arg {
+            "newest" | "" => Ok(true),
+            "oldest" => Ok(false),
+            other => Err(format!("sort takes newest or oldest, not `{other}`")),
+        }
+        .map(|newest| {
+            state.newest_first = newest;
+            state.letters_dirty = true;
+            format!("{} first", if newest { "newest" } else { "oldest" })
+        }),
+        "tab" => match Tab::ALL
+            .iter()
+            .find(|t| t.title().eq_ignore_ascii_case(arg))
+        {
+            Some(t) => {
+                state.tab = *t;
+                state.detail_scroll = 0;
+                Ok(format!("{} tab", t.title()))
+            }
+            None => Err(format!(
+                "tab takes failure, headers, payload or diff, not `{arg}`"
+            )),
+        },
+        "help" | "?" => {
+            state.show_help = true;
+            Ok(String::new())
+        }
+        "quit" | "q" => {
+            state.quit = true;
+            Ok(String::new())
+        }
+        "" => Ok(String::new()),
+        other => Err(format!(
+            "unknown command `{other}`: {}",
+            crate::tui::state::PALETTE
+        )),
+    };
+    state.message = match result {
+        Ok(m) if m.is_empty() => None,
+        Ok(m) => Some((m, Level::Info)),
+        Err(e) => Some((e, Level::Error)),
+    };
 }
 
 fn contains(r: ratatui::layout::Rect, column: u16, row: u16) -> bool {
@@ -306,10 +386,10 @@ fn ingest(state: &mut AppState, batch: Vec<(DeadLetter, String)>, live: bool) {
 
 /// Rebuild the group index for the current grouping, filter and clock.
 pub fn rebuild_index(state: &mut AppState) {
-    let dims: &[Dim] = state.dims();
+    let dims: Vec<Dim> = state.dims().to_vec();
     state.index = GroupIndex::build(
         &state.catalog.store,
-        dims,
+        &dims,
         state.now_ms,
         Some(&mut state.filter),
     );

@@ -123,6 +123,11 @@ pub fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 t.get("ui.dim"),
             ),
         ]),
+        Input::Command(c) => Line::from(vec![
+            Span::styled(" :", t.get("ui.title")),
+            Span::styled(format!("{}▏", sanitize::line(c, 200)), t.get("ui.text")),
+            Span::styled(format!("  {}", crate::tui::state::PALETTE), t.get("ui.dim")),
+        ]),
         Input::None => match &s.message {
             Some((m, level)) => {
                 let style = match level {
