@@ -506,3 +506,164 @@ fn a_connection_closed_by_the_server_mid_browse_loses_nothing() {
     drop(src);
     t.wait_for(&t.n("dlq"), 10);
 }
+
+const MGMT: &str = "http://127.0.0.1:15672";
+
+/// The management API is optional for users but required in CI (it detects quorum
+/// delivery limits and streams).
+fn management_available() -> bool {
+    let up = std::net::TcpStream::connect_timeout(
+        &"127.0.0.1:15672".parse().expect("addr"),
+        Duration::from_secs(2),
+    )
+    .is_ok();
+    if !up {
+        assert!(
+            std::env::var("DLQ_TRIAGE_REQUIRE_BROKERS").as_deref() != Ok("1"),
+            "the RabbitMQ management API is required in CI: rabbitmq-plugins enable rabbitmq_management"
+        );
+        eprintln!("SKIPPED: RabbitMQ management API not on :15672 (rabbitmq-plugins enable rabbitmq_management)");
+    }
+    up
+}
+
+fn declare(t: &Topology, name: &str, args: Vec<(&str, AMQPValue)>) {
+    t.rt.block_on(async {
+        let ch = t.conn.create_channel().await.expect("channel");
+        let mut a = FieldTable::default();
+        for (k, v) in args {
+            a.insert(ShortString::from(k), v);
+        }
+        ch.queue_declare(
+            ShortString::from(name),
+            QueueDeclareOptions {
+                durable: true,
+                ..Default::default()
+            },
+            a,
+        )
+        .await
+        .expect("declare");
+    });
+}
+
+fn delete(t: &Topology, name: &str) {
+    t.rt.block_on(async {
+        if let Ok(ch) = t.conn.create_channel().await {
+            let _ = ch
+                .queue_delete(ShortString::from(name), QueueDeleteOptions::default())
+                .await;
+        }
+    });
+}
+
+#[test]
+fn quorum_delivery_limit_is_warned_before_browsing() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("quorum");
+    let q = t.n("qdlq");
+    declare(
+        &t,
+        &q,
+        vec![
+            (
+                "x-queue-type",
+                AMQPValue::LongString(LongString::from(b"quorum".to_vec())),
+            ),
+            ("x-delivery-limit", AMQPValue::LongInt(3)),
+        ],
+    );
+    t.publish("", &q, "q-1", "{}");
+    t.wait_for(&q, 1);
+    let mut src = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_management(MGMT);
+    let (letters, problems) = browse(&mut src);
+    assert_eq!(letters.len(), 1);
+    assert!(
+        problems.iter().any(|p| p.contains("delivery-limit 3")),
+        "{problems:?}"
+    );
+    drop(src);
+    delete(&t, &q);
+}
+
+#[test]
+fn streams_are_read_by_offset_without_consuming() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("stream");
+    let q = t.n("sdlq");
+    declare(
+        &t,
+        &q,
+        vec![(
+            "x-queue-type",
+            AMQPValue::LongString(LongString::from(b"stream".to_vec())),
+        )],
+    );
+    for i in 0..5 {
+        t.publish("", &q, &format!("s-{i}"), "{}");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut src = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_management(MGMT);
+    for round in 0..2 {
+        let (letters, _) = browse(&mut src);
+        assert_eq!(
+            letters.len(),
+            5,
+            "round {round}: a stream keeps its messages"
+        );
+        let offsets: Vec<Option<i64>> = letters
+            .iter()
+            .map(|d| match &d.raw.coords {
+                Some(dlq_triage::core::model::Coords::Amqp { stream_offset, .. }) => *stream_offset,
+                _ => None,
+            })
+            .collect();
+        assert!(offsets.iter().all(Option::is_some), "{offsets:?}");
+        let coords = letters[0].raw.coords.clone().expect("coords");
+        assert!(
+            src.settle(&coords).is_err(),
+            "a stream cannot delete one message"
+        );
+    }
+    drop(src);
+    delete(&t, &q);
+}
+
+#[test]
+fn queues_command_flags_dead_letter_queues() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("listing");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args(["queues", "amqp://guest:guest@127.0.0.1:5672/%2f", "--json"])
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let find = |name: &str| {
+        doc["queues"]
+            .as_array()
+            .and_then(|qs| qs.iter().find(|q| q["name"] == name).cloned())
+    };
+    assert_eq!(
+        find(&t.n("dlq")).map(|q| q["looks_like_dlq"].clone()),
+        Some(serde_json::json!(true))
+    );
+    assert_eq!(
+        find(&t.n("work")).map(|q| q["looks_like_dlq"].clone()),
+        Some(serde_json::json!(false))
+    );
+}

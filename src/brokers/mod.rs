@@ -4,6 +4,7 @@ pub mod demo;
 pub mod file;
 pub mod kafka;
 pub mod rabbitmq;
+pub mod rabbitmq_mgmt;
 
 use crate::core::ports::{DlqSource, SourceError};
 use crate::core::source::SourceRef;
@@ -18,6 +19,8 @@ pub struct OpenOptions {
     pub now: Option<DateTime<Utc>>,
     /// Only letters dead-lettered at or after this time (Kafka: offsets_for_times).
     pub since: Option<DateTime<Utc>>,
+    /// RabbitMQ management API base URL; default `http://HOST:15672` when reachable.
+    pub management_url: Option<String>,
 }
 
 /// Open a source for scanning.
@@ -52,10 +55,13 @@ pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>
                 port: *port,
                 vhost: vhost.clone(),
             };
-            Ok(Box::new(rabbitmq::RabbitSource::new(
-                target,
-                queues.clone(),
-            )?))
+            let mgmt = opts
+                .management_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{host}:15672"));
+            Ok(Box::new(
+                rabbitmq::RabbitSource::new(target, queues.clone())?.with_management(&mgmt),
+            ))
         }
     }
 }

@@ -257,6 +257,8 @@ pub struct RabbitSource {
     /// Delivery tag of every browsed letter.
     tags: HashMap<(String, u64), u64>,
     connection_name: String,
+    /// Queue types and limits, when the management API is reachable.
+    management: Option<super::rabbitmq_mgmt::Management>,
 }
 
 impl RabbitSource {
@@ -270,7 +272,18 @@ impl RabbitSource {
             held: HashMap::new(),
             tags: HashMap::new(),
             connection_name: format!("dlq-triage browse (pid {})", std::process::id()),
+            management: None,
         })
+    }
+
+    /// Use the management API (`http://host:15672`) to learn queue types and limits.
+    pub fn with_management(mut self, base_url: &str) -> Self {
+        self.management = Some(super::rabbitmq_mgmt::Management::new(
+            base_url,
+            &self.target.user,
+            &self.target.password,
+        ));
+        self
     }
 
     pub fn with_connection_name(mut self, name: &str) -> Self {
@@ -348,6 +361,30 @@ impl RabbitSource {
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, SourceError> {
         let count = self.count(queue)?;
+        let info = self
+            .management
+            .as_ref()
+            .and_then(|m| m.queue(&self.target.vhost, queue).ok());
+        if let Some(info) = &info {
+            if info.kind == "stream" {
+                // AMQP's declare reports 0 for streams and the management API's counts
+                // are sampled (stale for seconds): read until idle, up to the limit.
+                return self.browse_stream(queue, u32::from(self.browse_limit), sink);
+            }
+            if info.kind == "quorum" {
+                if let Some(limit) = info.delivery_limit() {
+                    let flow = sink(ScanEvent::Problem {
+                        location: format!("queue {queue}"),
+                        message: format!(
+                            "quorum queue with delivery-limit {limit}: releasing a browse counts a redelivery, and messages reaching {limit} deliveries are dead-lettered or dropped — browse it sparingly"
+                        ),
+                    });
+                    if flow.is_break() {
+                        return Ok(flow);
+                    }
+                }
+            }
+        }
         if count > u32::from(self.browse_limit) {
             let flow = sink(ScanEvent::Problem {
                 location: format!("queue {queue}"),
@@ -420,6 +457,78 @@ impl RabbitSource {
     }
 }
 
+impl RabbitSource {
+    /// Streams are read by offset from the start, without consuming: acks on a stream
+    /// only grant credit, the messages stay. Nothing is held.
+    fn browse_stream(
+        &mut self,
+        queue: &str,
+        count: u32,
+        sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, SourceError> {
+        let vhost = self.target.vhost.clone();
+        self.ensure_connected()?;
+        let conn = self
+            .conn
+            .as_ref()
+            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+        let want = count.min(u32::from(self.browse_limit));
+        let deliveries = self.rt.block_on(async {
+            let ch = conn
+                .create_channel()
+                .await
+                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+            ch.basic_qos(500, BasicQosOptions::default())
+                .await
+                .map_err(|e| SourceError::Failed(format!("basic.qos on `{queue}`: {e}")))?;
+            let mut args = FieldTable::default();
+            args.insert(
+                ShortString::from("x-stream-offset"),
+                AMQPValue::LongString(LongString::from(b"first".to_vec())),
+            );
+            let mut consumer = ch
+                .basic_consume(
+                    ShortString::from(queue),
+                    ShortString::from(""),
+                    BasicConsumeOptions::default(),
+                    args,
+                )
+                .await
+                .map_err(|e| SourceError::Failed(format!("reading stream `{queue}`: {e}")))?;
+            let mut got = Vec::new();
+            while (got.len() as u32) < want {
+                match tokio::time::timeout(IDLE, consumer.next()).await {
+                    Ok(Some(Ok(d))) => {
+                        let _ = d.ack(BasicAckOptions::default()).await;
+                        got.push(d);
+                    }
+                    Ok(Some(Err(e))) => {
+                        return Err(SourceError::Failed(format!(
+                            "reading stream `{queue}`: {e}"
+                        )))
+                    }
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            let _ = ch.close(200, ShortString::from("stream read")).await;
+            Ok::<_, SourceError>(got)
+        })?;
+        for (i, d) in deliveries.iter().enumerate() {
+            let mut raw = to_raw(d, &vhost, queue, i as u64 + 1);
+            let offset = raw
+                .header("x-stream-offset")
+                .and_then(HeaderValue::as_i64_lenient);
+            if let Some(Coords::Amqp { stream_offset, .. }) = raw.coords.as_mut() {
+                *stream_offset = offset;
+            }
+            if sink(ScanEvent::Letter(raw)).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
 impl DlqSource for RabbitSource {
     fn info(&self) -> SourceInfo {
         SourceInfo {
@@ -443,6 +552,15 @@ impl DlqSource for RabbitSource {
 
 impl Settler for RabbitSource {
     fn settle(&mut self, coords: &Coords) -> Result<(), SourceError> {
+        if let Coords::Amqp {
+            stream_offset: Some(_),
+            ..
+        } = coords
+        {
+            return Err(SourceError::Unsupported(
+                "a stream cannot delete one message (it is append-only): a discard is recorded in the ledger only".into(),
+            ));
+        }
         let Coords::Amqp {
             queue, position, ..
         } = coords

@@ -34,6 +34,7 @@ pub struct Context {
     /// `-X key=value` properties, in order.
     pub kafka_props: Vec<(String, String)>,
     pub since: Option<DateTime<Utc>>,
+    pub management_url: Option<String>,
 }
 
 /// A source scanned into a catalog.
@@ -81,6 +82,7 @@ impl Context {
             read_only: cli.read_only,
             kafka_props,
             since,
+            management_url: cli.management_url.clone(),
         })
     }
 
@@ -133,6 +135,7 @@ impl Context {
             kafka_props,
             now: Some(self.now),
             since: self.since,
+            management_url: self.management_url.clone(),
         };
         Ok((source, opts))
     }

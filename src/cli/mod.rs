@@ -8,6 +8,7 @@ mod diff;
 mod export;
 mod list;
 pub mod output;
+mod queues;
 mod show;
 mod summary;
 mod table;
@@ -39,6 +40,16 @@ pub struct Cli {
     /// librdkafka property for kafka:// sources, as kcat takes it (repeatable).
     #[arg(short = 'X', global = true, value_name = "KEY=VALUE")]
     pub kafka_props: Vec<String>,
+
+    /// RabbitMQ management API, for queue types, quorum delivery limits, streams and
+    /// `queues` [default: http://HOST:15672 when reachable]
+    #[arg(
+        long,
+        global = true,
+        env = "DLQ_TRIAGE_MANAGEMENT_URL",
+        value_name = "URL"
+    )]
+    pub management_url: Option<String>,
 
     /// Kafka: read only letters dead-lettered within this long (e.g. 2h, 1d), found with
     /// offsets_for_times instead of reading whole topics.
@@ -78,6 +89,19 @@ pub enum Command {
     Diff(DiffArgs),
     /// Masked NDJSON dump of the (filtered) letters, readable back as a file source.
     Export(ExportArgs),
+    /// RabbitMQ: list a vhost's queues (management API) and flag likely DLQs.
+    Queues(QueuesArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct QueuesArgs {
+    /// amqp://user:pass@host:5672/vhost (no ?queue= needed).
+    pub source: String,
+    /// Only queues that look like DLQs.
+    #[arg(long)]
+    pub dlq: bool,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -197,5 +221,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Show(a) => show::run(&ctx, &a),
         Command::Diff(a) => diff::run(&ctx, &a),
         Command::Export(a) => export::run(&ctx, &a),
+        Command::Queues(a) => queues::run(&ctx, &a),
     }
 }
