@@ -6,7 +6,7 @@
 use dlq_triage::brokers::rabbitmq::{AmqpTarget, RabbitPublisher, RabbitSource};
 use dlq_triage::core::conventions::extract;
 use dlq_triage::core::model::{DeadLetter, Origin};
-use dlq_triage::core::ports::{DlqSource, Outgoing, Publisher, ScanEvent, Settler, Target};
+use dlq_triage::core::ports::{DlqSource, Outgoing, Publisher, ScanEvent, Settled, Target};
 use futures_lite::StreamExt;
 use lapin::options::*;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
@@ -628,8 +628,9 @@ fn streams_are_read_by_offset_without_consuming() {
             .collect();
         assert!(offsets.iter().all(Option::is_some), "{offsets:?}");
         let coords = letters[0].raw.coords.clone().expect("coords");
-        assert!(
-            src.settle(&coords).is_err(),
+        assert_eq!(
+            src.settle(&coords).ok(),
+            Some(Settled::LedgerOnly),
             "a stream cannot delete one message"
         );
     }
@@ -665,5 +666,79 @@ fn queues_command_flags_dead_letter_queues() {
     assert_eq!(
         find(&t.n("work")).map(|q| q["looks_like_dlq"].clone()),
         Some(serde_json::json!(false))
+    );
+}
+
+#[test]
+fn a_crash_between_ledger_and_ack_is_applied_exactly_once_later() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = seeded("crash");
+    let dir = tempfile::tempdir().expect("tmp");
+    let ledger = dir.path().join("ledger.db");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
+    let run = |args: &[&str], crash: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
+        c.args(args)
+            .env("DLQ_TRIAGE_LEDGER", &ledger)
+            .env("DLQ_TRIAGE_ACTOR", "bob")
+            .env("XDG_STATE_HOME", dir.path());
+        if crash {
+            c.env("DLQ_TRIAGE_TEST_CRASH_AFTER_LEDGER", "1");
+        }
+        c.output().expect("binary runs")
+    };
+    // Dies after committing the decision, before the ack.
+    let crashed = run(
+        &[
+            "discard",
+            &uri,
+            "--filter",
+            "id=m-2",
+            "--reason",
+            "duplicate order",
+            "--yes",
+        ],
+        true,
+    );
+    assert!(
+        !crashed.status.success(),
+        "the test hook aborts the process"
+    );
+    t.wait_for(&t.n("dlq"), 10); // the dead connection released everything: nothing lost
+                                 // The next browse applies the recorded decision…
+    let summary = run(&["summary", &uri, "--json"], false);
+    assert!(
+        summary.status.success(),
+        "{}",
+        String::from_utf8_lossy(&summary.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&summary.stderr).contains("reconciled"),
+        "{}",
+        String::from_utf8_lossy(&summary.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&summary.stdout).expect("json");
+    assert_eq!(
+        doc["matched"], 9,
+        "the discarded letter has left the open view"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(t.count(&t.n("dlq")), 9, "m-2 acked");
+    // …exactly once.
+    let again = run(&["summary", &uri, "--json"], false);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("reconciled"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(t.count(&t.n("dlq")), 9);
+    let mut src = RabbitSource::new(target(), vec![t.n("dlq")]).expect("source");
+    let (left, _) = browse(&mut src);
+    assert!(!left.iter().any(|d| d.id.value.0 == "m-2"));
+    drop(src);
+    let verify = run(&["audit", "verify"], false);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
     );
 }

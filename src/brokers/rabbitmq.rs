@@ -9,7 +9,7 @@
 
 use crate::core::model::{Coords, Header, HeaderValue, RawLetter};
 use crate::core::ports::{
-    Confirmed, DlqSource, Outgoing, Publisher, ScanEvent, Settler, SourceError, SourceInfo, Target,
+    Confirmed, DlqSource, Outgoing, Publisher, ScanEvent, Settled, SourceError, SourceInfo, Target,
 };
 use futures_lite::StreamExt;
 use lapin::message::Delivery;
@@ -548,10 +548,29 @@ impl DlqSource for RabbitSource {
         }
         Ok(())
     }
+
+    fn settle(&mut self, coords: &Coords) -> Result<Settled, SourceError> {
+        self.settle_letter(coords)
+    }
 }
 
-impl Settler for RabbitSource {
-    fn settle(&mut self, coords: &Coords) -> Result<(), SourceError> {
+impl RabbitSource {
+    /// `DlqSource::settle`: ack classic/quorum deliveries; streams are ledger-only.
+    fn settle_letter(&mut self, coords: &Coords) -> Result<Settled, SourceError> {
+        if let Coords::Amqp {
+            stream_offset: Some(_),
+            ..
+        } = coords
+        {
+            return Ok(Settled::LedgerOnly);
+        }
+        self.ack_letter(coords).map(|()| Settled::Removed)
+    }
+}
+
+impl RabbitSource {
+    /// Ack exactly the held delivery of this letter.
+    fn ack_letter(&mut self, coords: &Coords) -> Result<(), SourceError> {
         if let Coords::Amqp {
             stream_offset: Some(_),
             ..

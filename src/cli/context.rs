@@ -35,12 +35,20 @@ pub struct Context {
     pub kafka_props: Vec<(String, String)>,
     pub since: Option<DateTime<Utc>>,
     pub management_url: Option<String>,
+    /// The ledger file (flag, environment, config, or the state dir).
+    pub ledger_path: Option<std::path::PathBuf>,
 }
 
-/// A source scanned into a catalog.
+/// A source scanned into a catalog. The source stays open as long as this lives
+/// (RabbitMQ: the browsed deliveries stay held, so a discard can settle them).
 pub struct Loaded {
     pub catalog: Catalog,
     pub info: SourceInfo,
+    pub source: Option<Box<dyn crate::core::ports::DlqSource>>,
+    /// The source's key in the ledger (its URI without the password).
+    pub source_key: String,
+    /// Coordinates per row, for settling (kept only when a ledger is in use).
+    pub coords: Vec<Option<crate::core::model::Coords>>,
 }
 
 impl Context {
@@ -76,6 +84,11 @@ impl Context {
                 Some(now - chrono::Duration::milliseconds(ms))
             }
         };
+        let ledger_path = cli
+            .ledger
+            .clone()
+            .or_else(|| config.ledger.clone())
+            .or_else(|| crate::config::state_dir().map(|d| d.join("ledger.db")));
         Ok(Context {
             config,
             now,
@@ -83,6 +96,7 @@ impl Context {
             kafka_props,
             since,
             management_url: cli.management_url.clone(),
+            ledger_path,
         })
     }
 
@@ -169,7 +183,10 @@ impl Context {
         previews: bool,
         mut visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
     ) -> anyhow::Result<Loaded> {
+        let (source_ref, _) = self.source_plan(arg)?;
+        let source_key = source_ref.to_string();
         let mut src = self.open(arg)?;
+        let mut coords: Vec<Option<crate::core::model::Coords>> = Vec::new();
         let info = src.info();
         let mut catalog =
             Catalog::new(self.masker()?, self.config.conventions.clone()).with_previews(previews);
@@ -180,6 +197,10 @@ impl Context {
                          batch: &mut Vec<crate::core::model::RawLetter>|
          -> anyhow::Result<()> {
             for (row, dl) in catalog.ingest_batch(std::mem::take(batch)) {
+                if coords.len() <= row as usize {
+                    coords.resize(row as usize + 1, None);
+                }
+                coords[row as usize] = dl.raw.coords.clone();
                 visit(catalog, row, dl)?;
             }
             Ok(())
@@ -208,7 +229,93 @@ impl Context {
         }
         flush(&mut catalog, &mut batch)?;
         catalog.shrink_to_fit();
-        Ok(Loaded { catalog, info })
+        let mut loaded = Loaded {
+            catalog,
+            info,
+            source: Some(src),
+            source_key,
+            coords,
+        };
+        self.apply_ledger(&mut loaded)?;
+        Ok(loaded)
+    }
+}
+
+impl Context {
+    /// Open the ledger for writing (created on first use).
+    pub fn ledger(&self) -> anyhow::Result<crate::core::ledger::Ledger> {
+        let path = self.ledger_path.clone().ok_or_else(|| {
+            UsageError("no ledger location: set --ledger or XDG_STATE_HOME/HOME".into())
+        })?;
+        Ok(crate::core::ledger::Ledger::open(
+            &path,
+            &crate::core::ledger::current_actor(),
+        )?)
+    }
+
+    /// Bring the ledger's decisions to a scanned source: recorded states on the letters,
+    /// and decisions recorded but never confirmed by the broker (a crash, a dropped
+    /// connection) applied now — once. Read-only runs and runs without a ledger file only
+    /// show states.
+    fn apply_ledger(&self, loaded: &mut Loaded) -> anyhow::Result<()> {
+        let Some(path) = self.ledger_path.as_ref().filter(|p| p.exists()) else {
+            return Ok(());
+        };
+        let mut ledger =
+            crate::core::ledger::Ledger::open(path, &crate::core::ledger::current_actor())?;
+        let decisions = ledger.decisions(&loaded.source_key)?;
+        if decisions.is_empty() {
+            return Ok(());
+        }
+        let mut rows_by_id: std::collections::HashMap<&str, Vec<RowId>> =
+            std::collections::HashMap::new();
+        let store = &loaded.catalog.store;
+        for (i, r) in store.rows().iter().enumerate() {
+            rows_by_id.entry(store.id(r)).or_default().push(i as RowId);
+        }
+        let mut to_mark = Vec::new();
+        let mut pending = Vec::new();
+        for d in &decisions {
+            if let Some(rows) = rows_by_id.get(d.letter_id.as_str()) {
+                to_mark.extend(rows.iter().copied());
+                if d.applied_at.is_none() {
+                    pending.push((d.id, rows.clone()));
+                }
+            }
+        }
+        for r in to_mark {
+            loaded
+                .catalog
+                .store
+                .set_state(r, crate::core::model::TriageState::Discarded);
+        }
+        if self.read_only || pending.is_empty() {
+            return Ok(());
+        }
+        let Some(src) = loaded.source.as_mut() else {
+            return Ok(());
+        };
+        for (decision, rows) in pending {
+            for row in rows {
+                if let Some(c) = loaded.coords.get(row as usize).cloned().flatten() {
+                    match src.settle(&c) {
+                        Ok(_) => {
+                            ledger.mark_applied(decision)?;
+                            eprintln!(
+                                "reconciled: a recorded discard ({}) was applied to the broker now",
+                                sanitize::clean(&c.to_string())
+                            );
+                        }
+                        Err(e) => eprintln!(
+                            "warning: a recorded discard could not be applied yet ({}): {}",
+                            sanitize::clean(&c.to_string()),
+                            sanitize::clean(&e.to_string())
+                        ),
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 

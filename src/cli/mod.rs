@@ -2,9 +2,11 @@
 //! source into a core [`Catalog`](crate::core::catalog::Catalog) and renders it as a
 //! human table or stable JSON.
 
+mod audit;
 mod context;
 mod demo;
 mod diff;
+mod discard;
 mod export;
 mod list;
 pub mod output;
@@ -40,6 +42,10 @@ pub struct Cli {
     /// librdkafka property for kafka:// sources, as kcat takes it (repeatable).
     #[arg(short = 'X', global = true, value_name = "KEY=VALUE")]
     pub kafka_props: Vec<String>,
+
+    /// The ledger (SQLite) [default: $XDG_STATE_HOME/dlq-triage/ledger.db]
+    #[arg(long, global = true, env = "DLQ_TRIAGE_LEDGER", value_name = "PATH")]
+    pub ledger: Option<PathBuf>,
 
     /// RabbitMQ management API, for queue types, quorum delivery limits, streams and
     /// `queues` [default: http://HOST:15672 when reachable]
@@ -91,6 +97,34 @@ pub enum Command {
     Export(ExportArgs),
     /// RabbitMQ: list a vhost's queues (management API) and flag likely DLQs.
     Queues(QueuesArgs),
+    /// Discard letters with a recorded reason: ledger first, then the broker (RabbitMQ
+    /// ack; Kafka and files are ledger-only).
+    Discard(DiscardArgs),
+    /// The tamper-evident audit log: `list` or `verify`.
+    Audit(AuditArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DiscardArgs {
+    pub source: String,
+    /// Which letters (required: there is no "discard everything" by accident).
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: String,
+    /// Why, for the ledger and whoever reads it later.
+    #[arg(long)]
+    pub reason: String,
+    /// Do not ask (scripts).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// list (default) or verify
+    #[arg(default_value = "list", value_parser = ["list", "verify"])]
+    pub what: String,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -222,5 +256,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Diff(a) => diff::run(&ctx, &a),
         Command::Export(a) => export::run(&ctx, &a),
         Command::Queues(a) => queues::run(&ctx, &a),
+        Command::Discard(a) => discard::run(&ctx, &a),
+        Command::Audit(a) => audit::run(&ctx, &a),
     }
 }

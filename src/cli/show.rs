@@ -34,7 +34,15 @@ pub fn find_letters(
                     );
                     let dl = crate::core::conventions::extract(raw, catalog.mappings());
                     let info = src.info();
-                    return Ok((vec![vec![dl]], super::context::Loaded { catalog, info }));
+                    let source_key = ctx.source_plan(source)?.0.to_string();
+                    let loaded = super::context::Loaded {
+                        catalog,
+                        info,
+                        source: Some(src),
+                        source_key,
+                        coords: Vec::new(),
+                    };
+                    return Ok((vec![vec![dl]], loaded));
                 }
                 Err(crate::core::ports::SourceError::Unsupported(_)) => {}
                 Err(e) => return Err(e.into()),

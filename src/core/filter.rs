@@ -149,8 +149,14 @@ impl Filter {
         })
     }
 
-    /// Does the letter match every term?
+    /// Does the letter match every term? Without a `state=` term, discarded letters are
+    /// left out: they have left the open groups, and `state=discarded` shows them.
     pub fn matches(&mut self, store: &LetterStore, r: &Row, now_ms: i64) -> bool {
+        if r.state == TriageState::Discarded
+            && !self.terms.iter().any(|t| matches!(t, Term::State { .. }))
+        {
+            return false;
+        }
         for t in &mut self.terms {
             let ok = match t {
                 Term::Sym {

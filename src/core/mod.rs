@@ -8,6 +8,7 @@ pub mod dump;
 pub mod filter;
 pub mod fingerprint;
 pub mod grouping;
+pub mod ledger;
 pub mod masking;
 pub mod model;
 pub mod payload_cache;

@@ -60,6 +60,13 @@ pub trait DlqSource {
         )))
     }
 
+    /// Remove one letter from the DLQ where the broker can (RabbitMQ: ack the held
+    /// delivery). Kafka, files and streams cannot delete one message: the decision lives
+    /// in the ledger only. Call only after the ledger recorded the decision.
+    fn settle(&mut self, _coords: &Coords) -> Result<Settled, SourceError> {
+        Ok(Settled::LedgerOnly)
+    }
+
     /// One letter's full bytes by its coordinates (payloads are not kept after a scan).
     fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SourceError> {
         Err(SourceError::Unsupported(format!(
@@ -67,6 +74,15 @@ pub trait DlqSource {
             self.info().label
         )))
     }
+}
+
+/// What settling did to the broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// Gone from the DLQ (acked).
+    Removed,
+    /// The broker keeps it; the ledger's decision is what counts.
+    LedgerOnly,
 }
 
 /// Where a message is published.
@@ -101,10 +117,4 @@ pub struct Confirmed {
 /// once confirmed (Kafka `acks=all`, RabbitMQ publisher confirms + mandatory).
 pub trait Publisher {
     fn publish(&mut self, msg: &Outgoing) -> Result<Confirmed, SourceError>;
-}
-
-/// Removes one letter from the DLQ where the broker supports it (RabbitMQ ack). Called
-/// only after the decision is in the ledger.
-pub trait Settler {
-    fn settle(&mut self, coords: &Coords) -> Result<(), SourceError>;
 }

@@ -1,0 +1,80 @@
+//! `dlq-triage audit list|verify`: the hash-chained audit log.
+
+use super::context::Context;
+use super::table::Table;
+use super::AuditArgs;
+use serde_json::json;
+use std::io::Write;
+
+pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
+    let path = ctx
+        .ledger_path
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no ledger location"))?;
+    if !path.exists() {
+        anyhow::bail!(
+            "no ledger at {} yet: nothing has been recorded",
+            path.display()
+        );
+    }
+    let ledger = ctx.ledger()?;
+    let mut out = std::io::stdout().lock();
+    if a.what == "verify" {
+        let v = ledger.verify()?;
+        if a.json {
+            super::output::print_json(
+                &json!({"ledger": path.display().to_string(), "verification": v}),
+            )?;
+        } else if v.ok {
+            writeln!(
+                out,
+                "ok: {} audit entries, chain intact ({})",
+                v.entries,
+                path.display()
+            )?;
+        } else {
+            writeln!(
+                out,
+                "TAMPERED: entry {} — {} ({} entries, {})",
+                v.first_bad_seq.unwrap_or(0),
+                v.problem.clone().unwrap_or_default(),
+                v.entries,
+                path.display()
+            )?;
+        }
+        if !v.ok {
+            anyhow::bail!(
+                "the audit chain is broken at entry {}",
+                v.first_bad_seq.unwrap_or(0)
+            );
+        }
+        return Ok(());
+    }
+    let entries = ledger.audit_entries()?;
+    if a.json {
+        return super::output::print_json(
+            &json!({"ledger": path.display().to_string(), "entries": entries}),
+        );
+    }
+    let mut t = Table::new(&[
+        ("SEQ", true, 8),
+        ("AT", false, 24),
+        ("ACTOR", false, 20),
+        ("ACTION", false, 12),
+        ("TARGET", false, 36),
+        ("DETAIL", false, 80),
+    ]);
+    for e in &entries {
+        t.row(vec![
+            e.seq.to_string(),
+            e.at.clone(),
+            e.actor.clone(),
+            e.action.clone(),
+            e.target.clone(),
+            e.detail.clone(),
+        ]);
+    }
+    write!(out, "{}", t.render())?;
+    writeln!(out, "{} entries in {}", entries.len(), path.display())?;
+    Ok(())
+}

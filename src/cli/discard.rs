@@ -1,0 +1,114 @@
+//! `dlq-triage discard SOURCE --filter EXPR --reason TEXT`: ledger first, then the
+//! broker. Each letter's decision is committed before its ack; a crash in between leaves
+//! a pending decision that the next browse applies, once.
+
+use super::context::{usage, Context};
+use super::DiscardArgs;
+use crate::core::model::TriageState;
+use crate::core::ports::Settled;
+use crate::core::sanitize;
+use std::io::{BufRead, IsTerminal, Write};
+
+pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
+    if ctx.read_only {
+        return usage("--read-only: discard is a write; run without --read-only");
+    }
+    let reason = a.reason.trim();
+    if reason.is_empty() {
+        return usage("--reason must say why (it is recorded in the ledger)");
+    }
+    let mut filter = ctx.parse_filter(Some(&a.filter))?;
+    if filter.is_empty() {
+        return usage(
+            "--filter must select letters, e.g. --filter 'reason=amount_not_a_number age>1d'",
+        );
+    }
+    let mut ledger = ctx.ledger()?;
+    let mut loaded = ctx.load(&a.source, filter.needs_previews())?;
+    let now = ctx.now_ms();
+    let store = &loaded.catalog.store;
+    let targets: Vec<(u32, String)> = store
+        .rows()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.state == TriageState::Open && filter.matches(store, r, now))
+        .map(|(i, r)| (i as u32, store.id(r).to_string()))
+        .collect();
+    let label = sanitize::clean(&loaded.info.label);
+    if targets.is_empty() {
+        println!(
+            "no open letters match `{}` in {label}",
+            sanitize::clean(&a.filter)
+        );
+        return Ok(());
+    }
+    if !a.yes {
+        if !std::io::stdin().is_terminal() {
+            return usage(format!(
+                "about to discard {} letters: confirm in a terminal, or pass --yes",
+                targets.len()
+            ));
+        }
+        eprint!(
+            "Discard {} letters from {label} (reason: {})?\n  RabbitMQ: each is acked (removed from the DLQ) after the ledger records it.\n  Kafka, streams, files: recorded in the ledger only (one record cannot be deleted).\nType yes to continue: ",
+            targets.len(),
+            sanitize::clean(reason)
+        );
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if answer.trim() != "yes" {
+            println!("nothing discarded");
+            return Ok(());
+        }
+    }
+    let crash_after_ledger =
+        std::env::var("DLQ_TRIAGE_TEST_CRASH_AFTER_LEDGER").is_ok_and(|v| v == "1");
+    let (mut removed, mut ledger_only, mut failed) = (0u64, 0u64, 0u64);
+    for (row, id) in &targets {
+        let coords = loaded.coords.get(*row as usize).cloned().flatten();
+        let decision = ledger.record_discard(
+            &loaded.source_key,
+            id,
+            coords.as_ref().map(|c| c.to_string()).as_deref(),
+            reason,
+        )?;
+        if crash_after_ledger {
+            // Test hook: die between the ledger write and the broker (see tests/ledger.rs).
+            std::process::abort();
+        }
+        let settled = match (loaded.source.as_mut(), coords.as_ref()) {
+            (Some(src), Some(c)) => src.settle(c),
+            _ => Ok(Settled::LedgerOnly),
+        };
+        match settled {
+            Ok(s) => {
+                ledger.mark_applied(decision.id)?;
+                loaded.catalog.store.set_state(*row, TriageState::Discarded);
+                match s {
+                    Settled::Removed => removed += 1,
+                    Settled::LedgerOnly => ledger_only += 1,
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!(
+                    "warning: {}: recorded, not yet applied to the broker: {}",
+                    sanitize::clean(id),
+                    sanitize::clean(&e.to_string())
+                );
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "discarded {} letters from {label}: {removed} removed from the DLQ, {ledger_only} recorded in the ledger only{}",
+        targets.len(),
+        if failed > 0 { format!(", {failed} pending (applied on the next browse)") } else { String::new() }
+    )?;
+    writeln!(out, "ledger: {}", ledger.path().display())?;
+    if failed > 0 {
+        anyhow::bail!("{failed} discards are recorded but not yet applied to the broker");
+    }
+    Ok(())
+}
