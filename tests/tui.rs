@@ -377,3 +377,45 @@ fn command_palette_groups_filters_and_explains_mistakes() {
     press(&mut s, &["::", ":quit", "Enter"], size);
     assert!(s.quit);
 }
+
+#[test]
+fn discard_needs_a_reason_and_the_letter_leaves_the_open_groups() {
+    let size = (140, 40);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["Tab"], size);
+    let row = s.selected_row().expect("a letter");
+    let open_before = s.index.total();
+    // Enter without a reason: refused.
+    press(&mut s, &["d", "Enter"], size);
+    assert!(screen(&s, size).contains("a discard needs a reason"));
+    // With a reason: a Discard command for the worker.
+    press(&mut s, &["d"], size);
+    assert!(screen(&s, size).contains("discard 1 letter(s) — reason:"));
+    let mut cmds = Vec::new();
+    for c in ":dup of INV-1".chars().skip(1) {
+        if let Some(a) = action_for_event(&s, &key(KeyCode::Char(c))) {
+            cmds.extend(update(&mut s, a, size));
+        }
+    }
+    cmds.extend(update(&mut s, Action::InputSubmit, size));
+    assert!(
+        cmds.iter().any(|c| matches!(c, dlq_triage::tui::action::Command::Discard { rows, reason } if rows[0].0 == row && reason == "dup of INV-1")),
+        "{cmds:?}"
+    );
+    update(
+        &mut s,
+        Action::DiscardDone {
+            rows: vec![row],
+            message: "discarded 1".into(),
+            ok: true,
+        },
+        size,
+    );
+    assert_eq!(
+        s.index.total(),
+        open_before - 1,
+        "the discarded letter left the open groups"
+    );
+    press(&mut s, &["f", ":state=discarded", "Enter"], size);
+    assert_eq!(s.index.total(), 1);
+}

@@ -5,7 +5,7 @@ use dlq_triage::brokers::OpenOptions;
 use dlq_triage::core::masking::Masker;
 use dlq_triage::core::source::SourceRef;
 use dlq_triage::tui::action::Action;
-use dlq_triage::tui::worker::{spawn, Request};
+use dlq_triage::tui::worker::{spawn, LedgerPlan, Request};
 use dlq_triage::tui::AppEvent;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -14,6 +14,13 @@ use std::time::{Duration, Instant};
 fn demo_worker_scans_then_streams_live_letters_and_fetches() {
     let (tx, rx) = mpsc::channel();
     let (req_tx, req_rx) = mpsc::channel();
+    let dir = tempfile::tempdir().expect("tmp");
+    let ledger = dir.path().join("ledger.db");
+    let plan = LedgerPlan {
+        path: Some(ledger.clone()),
+        source_key: "demo".into(),
+        read_only: false,
+    };
     spawn(
         SourceRef::Demo,
         OpenOptions::default(),
@@ -21,7 +28,9 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
         Vec::new(),
         tx,
         req_rx,
+        plan,
     );
+    let mut first_id = None;
     let (mut scanned, mut live, mut done) = (0usize, 0usize, false);
     let mut coords = None;
     let started = Instant::now();
@@ -29,6 +38,7 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
         match rx.recv_timeout(Duration::from_secs(1)) {
             Ok(AppEvent::Action(Action::Letters(b))) => {
                 coords = coords.or_else(|| b.first().and_then(|(d, _)| d.raw.coords.clone()));
+                first_id = first_id.or_else(|| b.first().map(|(d, _)| d.id.value.0.clone()));
                 scanned += b.len();
             }
             Ok(AppEvent::Action(Action::Live(b))) => live += b.len(),

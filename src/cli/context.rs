@@ -274,46 +274,38 @@ impl Context {
             rows_by_id.entry(store.id(r)).or_default().push(i as RowId);
         }
         let mut to_mark = Vec::new();
-        let mut pending = Vec::new();
         for d in &decisions {
             if let Some(rows) = rows_by_id.get(d.letter_id.as_str()) {
                 to_mark.extend(rows.iter().copied());
-                if d.applied_at.is_none() {
-                    pending.push((d.id, rows.clone()));
-                }
             }
         }
-        for r in to_mark {
+        for r in &to_mark {
             loaded
                 .catalog
                 .store
-                .set_state(r, crate::core::model::TriageState::Discarded);
+                .set_state(*r, crate::core::model::TriageState::Discarded);
         }
-        if self.read_only || pending.is_empty() {
+        if self.read_only {
             return Ok(());
         }
         let Some(src) = loaded.source.as_mut() else {
             return Ok(());
         };
-        for (decision, rows) in pending {
-            for row in rows {
-                if let Some(c) = loaded.coords.get(row as usize).cloned().flatten() {
-                    match src.settle(&c) {
-                        Ok(_) => {
-                            ledger.mark_applied(decision)?;
-                            eprintln!(
-                                "reconciled: a recorded discard ({}) was applied to the broker now",
-                                sanitize::clean(&c.to_string())
-                            );
-                        }
-                        Err(e) => eprintln!(
-                            "warning: a recorded discard could not be applied yet ({}): {}",
-                            sanitize::clean(&c.to_string()),
-                            sanitize::clean(&e.to_string())
-                        ),
-                    }
-                }
-            }
+        let store = &loaded.catalog.store;
+        let coords = &loaded.coords;
+        let coords_of = |id: &str| -> Vec<crate::core::model::Coords> {
+            (0..store.len())
+                .filter(|i| store.row(*i as RowId).is_some_and(|r| store.id(r) == id))
+                .filter_map(|i| coords.get(i).cloned().flatten())
+                .collect()
+        };
+        for note in crate::core::decisions::reconcile(
+            &mut ledger,
+            src.as_mut(),
+            &loaded.source_key,
+            &coords_of,
+        )? {
+            eprintln!("{}", sanitize::clean(&note));
         }
         Ok(())
     }

@@ -4,8 +4,8 @@
 
 use super::context::{usage, Context};
 use super::DiscardArgs;
+use crate::core::decisions::{discard, Discarded};
 use crate::core::model::TriageState;
-use crate::core::ports::Settled;
 use crate::core::sanitize;
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -66,38 +66,38 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
     let (mut removed, mut ledger_only, mut failed) = (0u64, 0u64, 0u64);
     for (row, id) in &targets {
         let coords = loaded.coords.get(*row as usize).cloned().flatten();
-        let decision = ledger.record_discard(
-            &loaded.source_key,
-            id,
-            coords.as_ref().map(|c| c.to_string()).as_deref(),
-            reason,
-        )?;
-        if crash_after_ledger {
-            // Test hook: die between the ledger write and the broker (see tests/ledger.rs).
-            std::process::abort();
-        }
-        let settled = match (loaded.source.as_mut(), coords.as_ref()) {
-            (Some(src), Some(c)) => src.settle(c),
-            _ => Ok(Settled::LedgerOnly),
-        };
-        match settled {
-            Ok(s) => {
-                ledger.mark_applied(decision.id)?;
-                loaded.catalog.store.set_state(*row, TriageState::Discarded);
-                match s {
-                    Settled::Removed => removed += 1,
-                    Settled::LedgerOnly => ledger_only += 1,
-                }
+        // Test hook: die between the ledger write and the broker (see tests/rabbitmq.rs).
+        let mut after_record = || {
+            if crash_after_ledger {
+                std::process::abort();
             }
-            Err(e) => {
+        };
+        let outcome = match loaded.source.as_mut() {
+            Some(src) => discard(
+                &mut ledger,
+                src.as_mut(),
+                &loaded.source_key,
+                id,
+                coords.as_ref(),
+                reason,
+                &mut after_record,
+            )?,
+            None => Discarded::Pending("the source is closed".into()),
+        };
+        match outcome {
+            Discarded::Removed => removed += 1,
+            Discarded::LedgerOnly => ledger_only += 1,
+            Discarded::Pending(e) => {
                 failed += 1;
                 eprintln!(
                     "warning: {}: recorded, not yet applied to the broker: {}",
                     sanitize::clean(id),
-                    sanitize::clean(&e.to_string())
+                    sanitize::clean(&e)
                 );
+                continue;
             }
         }
+        loaded.catalog.store.set_state(*row, TriageState::Discarded);
     }
     let mut out = std::io::stdout().lock();
     writeln!(

@@ -19,5 +19,18 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
         other => other.to_string(),
     };
     let catalog = Catalog::new(ctx.masker()?, ctx.config.conventions.clone());
-    crate::tui::run(plan, catalog, label, ctx.now_ms(), theme, ctx.read_only)
+    let ledger = crate::tui::worker::LedgerPlan {
+        path: ctx.ledger_path.clone(),
+        source_key: plan.0.to_string(),
+        read_only: ctx.read_only,
+    };
+    crate::tui::run(
+        plan,
+        catalog,
+        label,
+        ctx.now_ms(),
+        theme,
+        ctx.read_only,
+        ledger,
+    )
 }

@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod conventions;
+pub mod decisions;
 pub mod diff;
 pub mod dump;
 pub mod filter;

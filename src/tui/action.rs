@@ -36,8 +36,18 @@ pub enum Action {
     NextTab,
     Copy,
     Diff,
-    /// A key for a ledger action (discard, replay, edit, unmask) not in this build.
+    /// A key for an action not in this build yet (replay, edit, unmask).
     NeedsLedger(&'static str),
+    /// `d`: discard the marked letters, or the selected one.
+    StartDiscard,
+    /// From the worker: letters the ledger says are discarded.
+    Discarded(Vec<String>),
+    /// From the worker: a discard finished (rows done, and a summary line).
+    DiscardDone {
+        rows: Vec<RowId>,
+        message: String,
+        ok: bool,
+    },
     /// Mouse: click at a cell, scroll wheel.
     Click {
         column: u16,
@@ -69,4 +79,9 @@ pub enum Command {
     Fetch(RowId, crate::core::model::Coords),
     /// Copy this (already masked) text to the clipboard.
     Copy(String),
+    /// Record and apply a discard (the worker: ledger first, then the broker).
+    Discard {
+        rows: Vec<(RowId, String)>,
+        reason: String,
+    },
 }

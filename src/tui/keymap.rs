@@ -169,10 +169,16 @@ pub const BINDINGS: &[Binding] = &[
         action: || Action::Copy,
     },
     Binding {
-        keys: "d r e u",
-        help: "discard / replay / edit / unmask (need the ledger)",
+        keys: "d",
+        help: "discard the marked letters (or the selected one), with a reason",
         matches: |e| ch(e, 'd'),
-        action: || Action::NeedsLedger("discard"),
+        action: || Action::StartDiscard,
+    },
+    Binding {
+        keys: "r e u",
+        help: "replay / edit / unmask (not in this build yet)",
+        matches: |e| ch(e, 'r'),
+        action: || Action::NeedsLedger("replay"),
     },
     Binding {
         keys: "",

@@ -191,6 +191,7 @@ pub fn run(
     now_ms: i64,
     theme: Theme,
     read_only: bool,
+    ledger: worker::LedgerPlan,
 ) -> anyhow::Result<()> {
     let (source, opts) = plan;
     let info = SourceInfo {
@@ -214,6 +215,7 @@ pub fn run(
         catalog.mappings().to_vec(),
         tx.clone(),
         req_rx,
+        ledger,
     );
     let mut state = AppState::new(info, catalog, now_ms, CACHE_BUDGET);
     state.read_only = read_only;
@@ -260,6 +262,9 @@ pub fn run(
                     let _ = req_tx.send(worker::Request::Fetch(row, coords));
                 }
                 Command::Copy(text) => clipboard.copy(&text),
+                Command::Discard { rows, reason } => {
+                    let _ = req_tx.send(worker::Request::Discard { rows, reason });
+                }
             },
             || chrono::Utc::now().timestamp_millis(),
             Duration::from_secs(5),

@@ -49,6 +49,8 @@ pub enum Input {
     Expr(String),
     /// `:`: a command (`group reason,version`, `filter …`, `sort oldest`, `help`, `quit`).
     Command(String),
+    /// `d`: the reason for discarding these letters (mandatory).
+    DiscardReason(String, Vec<RowId>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

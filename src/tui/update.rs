@@ -82,12 +82,58 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         Action::StartFuzzy => state.input = Input::Fuzzy(String::new()),
         Action::StartExpr => state.input = Input::Expr(state.filter.source().to_string()),
         Action::StartCommand => state.input = Input::Command(String::new()),
+        Action::StartDiscard => {
+            let rows: Vec<RowId> = if state.marks.is_empty() {
+                state.selected_row().into_iter().collect()
+            } else {
+                state.marks.iter().copied().collect()
+            };
+            if state.read_only {
+                state.message = Some(("--read-only: discard is a write".into(), Level::Warn));
+            } else if rows.is_empty() {
+                state.message = Some(("select or mark letters to discard".into(), Level::Warn));
+            } else {
+                state.input = Input::DiscardReason(String::new(), rows);
+            }
+        }
+        Action::Discarded(ids) => {
+            let ids: std::collections::HashSet<String> = ids.into_iter().collect();
+            let rows: Vec<RowId> = (0..state.catalog.store.len() as RowId)
+                .filter(|r| {
+                    state
+                        .catalog
+                        .store
+                        .row(*r)
+                        .is_some_and(|x| ids.contains(state.catalog.store.id(x)))
+                })
+                .collect();
+            for r in rows {
+                state
+                    .catalog
+                    .store
+                    .set_state(r, crate::core::model::TriageState::Discarded);
+            }
+            rebuild_index(state);
+        }
+        Action::DiscardDone { rows, message, ok } => {
+            for r in &rows {
+                state
+                    .catalog
+                    .store
+                    .set_state(*r, crate::core::model::TriageState::Discarded);
+                state.marks.remove(r);
+            }
+            rebuild_index(state);
+            state.message = Some((message, if ok { Level::Info } else { Level::Error }));
+        }
         Action::InputChar(c) => match &mut state.input {
-            Input::Fuzzy(s) | Input::Expr(s) | Input::Command(s) => s.push(c),
+            Input::Fuzzy(s) | Input::Expr(s) | Input::Command(s) | Input::DiscardReason(s, _) => {
+                s.push(c)
+            }
             Input::None => {}
         },
         Action::InputBackspace => match &mut state.input {
-            Input::Fuzzy(s) | Input::Expr(s) | Input::Command(s) => {
+            Input::Fuzzy(s) | Input::Expr(s) | Input::Command(s) | Input::DiscardReason(s, _) => {
                 s.pop();
             }
             Input::None => {}
@@ -98,6 +144,25 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
                 Input::Expr(e) => e,
                 Input::Command(c) => {
                     run_command(state, c.trim());
+                    return finish(state, cmds, size);
+                }
+                Input::DiscardReason(reason, rows) => {
+                    let reason = reason.trim().to_string();
+                    if reason.is_empty() {
+                        state.message = Some((
+                            "a discard needs a reason; nothing discarded".into(),
+                            Level::Warn,
+                        ));
+                    } else {
+                        let store = &state.catalog.store;
+                        let rows: Vec<(RowId, String)> = rows
+                            .iter()
+                            .filter_map(|r| store.row(*r).map(|x| (*r, store.id(x).to_string())))
+                            .collect();
+                        state.message =
+                            Some((format!("discarding {} letter(s)…", rows.len()), Level::Info));
+                        cmds.push(Command::Discard { rows, reason });
+                    }
                     return finish(state, cmds, size);
                 }
                 Input::None => String::new(),

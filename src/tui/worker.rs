@@ -5,6 +5,8 @@
 use crate::brokers::{self, OpenOptions};
 use crate::core::catalog::prepare_letter;
 use crate::core::conventions::UserMapping;
+use crate::core::decisions::{discard, reconcile, Discarded};
+use crate::core::ledger::{current_actor, Ledger};
 use crate::core::masking::Masker;
 use crate::core::model::Coords;
 use crate::core::ports::{DlqSource, ScanEvent, SourceError};
@@ -20,6 +22,20 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub enum Request {
     Fetch(RowId, Coords),
+    /// Discard these letters: ledger first, then the broker (here, where the source
+    /// holds the deliveries).
+    Discard {
+        rows: Vec<(RowId, String)>,
+        reason: String,
+    },
+}
+
+/// Where decisions are recorded, for this source.
+#[derive(Debug, Clone, Default)]
+pub struct LedgerPlan {
+    pub path: Option<std::path::PathBuf>,
+    pub source_key: String,
+    pub read_only: bool,
 }
 
 /// Letters per batch sent to the UI, and the longest a partial batch waits.
@@ -33,14 +49,28 @@ pub fn spawn(
     mappings: Vec<UserMapping>,
     events: Sender<AppEvent>,
     requests: Receiver<Request>,
+    ledger: LedgerPlan,
 ) {
     std::thread::spawn(move || {
+        // Coordinates by letter id, where settling needs them (RabbitMQ holds at most
+        // 10,000 deliveries per queue; Kafka and files settle in the ledger only).
+        let keep_coords = matches!(source, SourceRef::Amqp { .. });
+        let mut coords_by_id: std::collections::HashMap<String, Vec<Coords>> =
+            std::collections::HashMap::new();
         let send = |a: Action| events.send(AppEvent::Action(a)).is_ok();
         let mut src = match brokers::open(&source, &opts) {
             Ok(s) => s,
             Err(e) => {
                 send(Action::ScanFailed(e.to_string()));
-                serve(None, &requests, &events);
+                serve(
+                    None,
+                    &requests,
+                    &events,
+                    &mut Decisions {
+                        plan: ledger,
+                        coords_by_id: Default::default(),
+                    },
+                );
                 return;
             }
         };
@@ -50,7 +80,18 @@ pub fn spawn(
         let mut gone = false;
         let result = src.scan(&mut |ev| {
             match ev {
-                ScanEvent::Letter(raw) => batch.push(prepare_letter(&masker, &mappings, raw)),
+                ScanEvent::Letter(raw) => {
+                    let prepared = prepare_letter(&masker, &mappings, raw);
+                    if keep_coords {
+                        if let Some(c) = &prepared.0.raw.coords {
+                            coords_by_id
+                                .entry(prepared.0.id.value.0.clone())
+                                .or_default()
+                                .push(c.clone());
+                        }
+                    }
+                    batch.push(prepared);
+                }
                 ScanEvent::Progress { done, total } => {
                     gone |= !send(Action::Progress { done, total })
                 }
@@ -77,8 +118,13 @@ pub fn spawn(
             Ok(()) => send(Action::ScanDone),
             Err(e) => send(Action::ScanFailed(e.to_string())),
         };
+        let mut ctx = Decisions {
+            plan: ledger,
+            coords_by_id,
+        };
+        ctx.after_scan(src.as_mut(), &events);
         for r in postponed {
-            handle(src.as_mut(), r, &events);
+            handle(src.as_mut(), r, &events, &mut ctx);
         }
         // Tail until the UI goes away, pausing to serve fetches.
         loop {
@@ -108,10 +154,10 @@ pub fn spawn(
                 send(Action::Live(live));
             }
             match (tailed, pending) {
-                (Ok(()), Some(r)) => handle(src.as_mut(), r, &events),
+                (Ok(()), Some(r)) => handle(src.as_mut(), r, &events, &mut ctx),
                 (Ok(()), None) => return,
                 (Err(SourceError::Unsupported(_)), _) | (Err(_), _) => {
-                    serve(Some(src.as_mut()), &requests, &events);
+                    serve(Some(src.as_mut()), &requests, &events, &mut ctx);
                     return;
                 }
             }
@@ -119,13 +165,106 @@ pub fn spawn(
     });
 }
 
-fn handle(src: &mut dyn DlqSource, r: Request, events: &Sender<AppEvent>) {
-    match r {
-        Request::Fetch(row, coords) => {
-            let result = src.fetch(&coords).map_err(|e| e.to_string());
-            let _ = events.send(AppEvent::Action(Action::Fetched(row, result)));
+/// The worker's view of the ledger.
+struct Decisions {
+    plan: LedgerPlan,
+    coords_by_id: std::collections::HashMap<String, Vec<Coords>>,
+}
+
+impl Decisions {
+    fn open(&self) -> Result<Ledger, String> {
+        let path = self
+            .plan
+            .path
+            .as_ref()
+            .ok_or("no ledger location (set --ledger)")?;
+        Ledger::open(path, &current_actor()).map_err(|e| e.to_string())
+    }
+
+    /// Show recorded states, and apply decisions a crash left pending.
+    fn after_scan(&mut self, src: &mut dyn DlqSource, events: &Sender<AppEvent>) {
+        if !self.plan.path.as_ref().is_some_and(|p| p.exists()) {
+            return;
+        }
+        let Ok(mut ledger) = self.open() else { return };
+        if let Ok(ds) = ledger.decisions(&self.plan.source_key) {
+            let _ = events.send(AppEvent::Action(Action::Discarded(
+                ds.into_iter().map(|d| d.letter_id).collect(),
+            )));
+        }
+        if !self.plan.read_only {
+            let coords = &self.coords_by_id;
+            let coords_of = |id: &str| coords.get(id).cloned().unwrap_or_default();
+            let _ = reconcile(&mut ledger, src, &self.plan.source_key, &coords_of);
         }
     }
+
+    fn discard(
+        &mut self,
+        src: &mut dyn DlqSource,
+        rows: Vec<(RowId, String)>,
+        reason: &str,
+    ) -> Action {
+        let mut ledger = match self.open() {
+            Ok(l) => l,
+            Err(e) => {
+                return Action::DiscardDone {
+                    rows: Vec::new(),
+                    message: format!("discard refused: {e}"),
+                    ok: false,
+                }
+            }
+        };
+        let (mut removed, mut only, mut pending, mut done) = (0, 0, 0, Vec::new());
+        for (row, id) in rows {
+            let coords = self.coords_by_id.get(&id).and_then(|v| v.first()).cloned();
+            match discard(
+                &mut ledger,
+                src,
+                &self.plan.source_key,
+                &id,
+                coords.as_ref(),
+                reason,
+                &mut || {},
+            ) {
+                Ok(Discarded::Removed) => removed += 1,
+                Ok(Discarded::LedgerOnly) => only += 1,
+                Ok(Discarded::Pending(_)) => pending += 1,
+                Err(e) => {
+                    return Action::DiscardDone {
+                        rows: done,
+                        message: format!("ledger error, stopped: {e}"),
+                        ok: false,
+                    }
+                }
+            }
+            done.push(row);
+        }
+        let message = format!(
+            "discarded {}: {removed} removed from the DLQ, {only} in the ledger only{}",
+            done.len(),
+            if pending > 0 {
+                format!(", {pending} pending (applied on the next browse)")
+            } else {
+                String::new()
+            }
+        );
+        Action::DiscardDone {
+            rows: done,
+            message,
+            ok: pending == 0,
+        }
+    }
+}
+
+fn handle(src: &mut dyn DlqSource, r: Request, events: &Sender<AppEvent>, ctx: &mut Decisions) {
+    let action = match r {
+        Request::Fetch(row, coords) => {
+            Action::Fetched(row, src.fetch(&coords).map_err(|e| e.to_string()))
+        }
+        Request::Discard { rows, reason } => ctx.discard(src, rows, &reason),
+    };
+    let _ = events.send(AppEvent::Action(action));
 }
 
 /// Serve fetches (or refuse them) until the UI goes away.
@@ -133,16 +272,23 @@ fn serve(
     mut src: Option<&mut dyn DlqSource>,
     requests: &Receiver<Request>,
     events: &Sender<AppEvent>,
+    ctx: &mut Decisions,
 ) {
     for r in requests.iter() {
-        match (src.as_deref_mut(), r) {
-            (Some(s), r) => handle(s, r, events),
-            (None, Request::Fetch(row, _)) => {
-                let _ = events.send(AppEvent::Action(Action::Fetched(
-                    row,
-                    Err("the source is not open".into()),
-                )));
+        let action = match (src.as_deref_mut(), r) {
+            (Some(s), r) => {
+                handle(s, r, events, ctx);
+                continue;
             }
-        }
+            (None, Request::Fetch(row, _)) => {
+                Action::Fetched(row, Err("the source is not open".into()))
+            }
+            (None, Request::Discard { .. }) => Action::DiscardDone {
+                rows: Vec::new(),
+                message: "the source is not open; nothing discarded".into(),
+                ok: false,
+            },
+        };
+        let _ = events.send(AppEvent::Action(action));
     }
 }

@@ -128,6 +128,17 @@ pub fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             Span::styled(format!("{}▏", sanitize::line(c, 200)), t.get("ui.text")),
             Span::styled(format!("  {}", crate::tui::state::PALETTE), t.get("ui.dim")),
         ]),
+        Input::DiscardReason(r, rows) => Line::from(vec![
+            Span::styled(
+                format!(" discard {} letter(s) — reason: ", rows.len()),
+                t.get("ui.warn"),
+            ),
+            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get("ui.text")),
+            Span::styled(
+                "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels",
+                t.get("ui.dim"),
+            ),
+        ]),
         Input::None => match &s.message {
             Some((m, level)) => {
                 let style = match level {
