@@ -451,7 +451,26 @@ pub fn current_actor() -> String {
         .filter(|a| !a.is_empty())
         .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
         .or_else(|| std::env::var("LOGNAME").ok().filter(|u| !u.is_empty()))
+        .or_else(os_user)
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// The process owner's name from /etc/passwd (no environment needed: cron, tmux, sudo -i).
+fn os_user() -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let uid = std::fs::metadata("/proc/self").ok()?.uid();
+        let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+        passwd.lines().find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 2 && f[2].parse() == Ok(uid)).then(|| f[0].to_string())
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
 }
 
 #[cfg(test)]
