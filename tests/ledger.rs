@@ -207,3 +207,157 @@ fn discard_refuses_without_confirmation_reason_or_when_read_only() {
                 .is_some_and(|e| e.is_empty())
     );
 }
+
+/// Run as `user` with a roles file.
+fn run_as(env: &Env, roles: &Path, user: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args(args)
+        .env("DLQ_TRIAGE_NOW", "2026-11-29T18:00:00Z")
+        .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
+        .env("XDG_STATE_HOME", env.dir.path().join("state"))
+        .env("DLQ_TRIAGE_ACTOR", user)
+        .env("DLQ_TRIAGE_ROLES_FILE", roles)
+        .env_remove("DLQ_TRIAGE_LEDGER")
+        .stdin(Stdio::null())
+        .output()
+        .expect("binary runs")
+}
+
+#[test]
+fn roles_gate_payloads_actions_and_unmask_and_refusals_are_audited() {
+    let env = Env::new();
+    let ex = example();
+    let roles = env.dir.path().join("roles.toml");
+    std::fs::write(
+        &roles,
+        "privileged = [\"alice\"]\noperator = [\"bob\"]\nviewer = [\"*\"]\n",
+    )
+    .expect("roles");
+    let id = "msg_01K5F39XMCJ9DAGFY80Y88ZV6B";
+
+    // A viewer sees metadata and groups, never payloads, and cannot act.
+    let list = json(&run_as(
+        &env,
+        &roles,
+        "carol",
+        &["list", &ex, "--json", "--limit", "3"],
+    ));
+    assert!(list["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .all(|l| l["preview"].is_null()));
+    let show = run_as(&env, &roles, "carol", &["show", &ex, id]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains("payload · hidden") && !text.contains("\"amount\""),
+        "{text}"
+    );
+    let refused = run_as(
+        &env,
+        &roles,
+        "carol",
+        &[
+            "discard",
+            &ex,
+            "--filter",
+            "reason=expired",
+            "--reason",
+            "x",
+            "--yes",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr)
+        .contains("discarding needs the operator role; you are viewer"));
+    assert_eq!(
+        run_as(&env, &roles, "carol", &["export", &ex])
+            .status
+            .code(),
+        Some(1)
+    );
+
+    // An operator sees masked payloads but cannot unmask.
+    let op = run_as(
+        &env,
+        &roles,
+        "bob",
+        &[
+            "show",
+            &ex,
+            id,
+            "--unmask",
+            "--reason",
+            "customer ticket 991",
+        ],
+    );
+    assert_eq!(op.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&op.stderr)
+        .contains("unmasking needs the privileged role; you are operator"));
+
+    // Privileged: raw payload, audited before it is shown.
+    let un = run_as(
+        &env,
+        &roles,
+        "alice",
+        &[
+            "show",
+            &ex,
+            id,
+            "--unmask",
+            "--reason",
+            "customer ticket 991",
+        ],
+    );
+    assert!(
+        un.status.success(),
+        "{}",
+        String::from_utf8_lossy(&un.stderr)
+    );
+    let raw = String::from_utf8_lossy(&un.stdout);
+    assert!(
+        raw.contains("UNMASKED (audited)") && raw.contains("@"),
+        "{raw}"
+    );
+    let masked = String::from_utf8_lossy(&run_as(&env, &roles, "alice", &["show", &ex, id]).stdout)
+        .to_string();
+    assert!(
+        masked.contains("masked") && !masked.contains("UNMASKED"),
+        "unmask lasts for that command only"
+    );
+    let no_reason = run_as(
+        &env,
+        &roles,
+        "alice",
+        &["show", &ex, id, "--unmask", "--reason", " "],
+    );
+    assert_eq!(no_reason.status.code(), Some(2));
+
+    let audit = json(&run_as(&env, &roles, "alice", &["audit", "list", "--json"]));
+    let entries: Vec<(String, String)> = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap_or("").to_string(),
+                e["action"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    for want in [("carol", "denied"), ("bob", "denied"), ("alice", "unmask")] {
+        assert!(
+            entries.contains(&(want.0.to_string(), want.1.to_string())),
+            "{want:?} not in {entries:?}"
+        );
+    }
+    assert_eq!(
+        json(&run_as(
+            &env,
+            &roles,
+            "alice",
+            &["audit", "verify", "--json"]
+        ))["verification"]["ok"],
+        true
+    );
+}

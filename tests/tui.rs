@@ -419,3 +419,73 @@ fn discard_needs_a_reason_and_the_letter_leaves_the_open_groups() {
     press(&mut s, &["f", ":state=discarded", "Enter"], size);
     assert_eq!(s.index.total(), 1);
 }
+
+#[test]
+fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
+    use dlq_triage::core::access::Role;
+    use dlq_triage::tui::action::Command as Cmd;
+    let size = (140, 40);
+    let mut s = state_from(&example(), size);
+    s.role = Role::Viewer;
+    press(&mut s, &["Tab", "3"], size);
+    let text = screen(&s, size);
+    assert!(
+        text.contains("(hidden: viewer)") && text.contains("payloads are hidden"),
+        "{text}"
+    );
+    assert!(!text.contains("\"amount\""), "{text}");
+    let cmds = update(&mut s, Action::StartDiscard, size);
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, Cmd::Audit { action, .. } if action == "denied")),
+        "{cmds:?}"
+    );
+    assert!(
+        screen(&s, size).contains("refused: discarding needs the operator role; you are viewer")
+    );
+
+    // Operators cannot unmask; privileged users can, after a reason and an audit entry.
+    s.role = Role::Operator;
+    let cmds = update(&mut s, Action::StartUnmask, size);
+    assert!(cmds
+        .iter()
+        .any(|c| matches!(c, Cmd::Audit { action, .. } if action == "denied")));
+    s.role = Role::Privileged;
+    update(&mut s, Action::StartUnmask, size);
+    let mut cmds = Vec::new();
+    for c in "ticket 991".chars() {
+        cmds.extend(update(&mut s, Action::InputChar(c), size));
+    }
+    cmds.extend(update(&mut s, Action::InputSubmit, size));
+    let row = cmds
+        .iter()
+        .find_map(|c| match c {
+            Cmd::Audit {
+                action,
+                unmask_row: Some(r),
+                detail,
+                ..
+            } if action == "unmask" && detail.contains("ticket 991") => Some(*r),
+            _ => None,
+        })
+        .expect("an unmask audit request");
+    assert!(
+        !screen(&s, size).contains("UNMASKED"),
+        "nothing is shown before the audit is written"
+    );
+    update(&mut s, Action::Unmasked(row, Ok(())), size);
+    let text = screen(&s, size);
+    assert!(
+        text.contains("UNMASKED (audited, this session only)"),
+        "{text}"
+    );
+    let shown = s
+        .detail
+        .as_ref()
+        .map(|d| d.payload.text.clone())
+        .unwrap_or_default();
+    assert!(
+        shown.contains("@") && !shown.contains("***"),
+        "the raw payload: {shown}"
+    );
+}

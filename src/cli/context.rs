@@ -37,6 +37,8 @@ pub struct Context {
     pub management_url: Option<String>,
     /// The ledger file (flag, environment, config, or the state dir).
     pub ledger_path: Option<std::path::PathBuf>,
+    /// The user's role (roles file, capped by --read-only).
+    pub role: crate::core::access::Role,
 }
 
 /// A source scanned into a catalog. The source stays open as long as this lives
@@ -89,6 +91,15 @@ impl Context {
             .clone()
             .or_else(|| config.ledger.clone())
             .or_else(|| crate::config::state_dir().map(|d| d.join("ledger.db")));
+        let actor = crate::core::ledger::current_actor();
+        let roles_file = cli.roles_file.clone().or_else(|| config.roles_file.clone());
+        let role = crate::core::access::resolve(
+            roles_file.as_deref(),
+            &actor,
+            &crate::core::access::os_groups(&actor),
+            cli.read_only,
+        )
+        .map_err(|e| UsageError(sanitize::clean(&e)))?;
         Ok(Context {
             config,
             now,
@@ -97,6 +108,7 @@ impl Context {
             since,
             management_url: cli.management_url.clone(),
             ledger_path,
+            role,
         })
     }
 
@@ -242,6 +254,35 @@ impl Context {
 }
 
 impl Context {
+    /// Check a permission; a refusal says which role it needs and is audited (unless
+    /// --read-only, which writes nothing).
+    pub fn require(&self, p: crate::core::access::Permission, target: &str) -> anyhow::Result<()> {
+        match crate::core::access::check(self.role, p) {
+            Ok(()) => Ok(()),
+            Err(denied) => {
+                if !self.read_only {
+                    if let Ok(mut l) = self.ledger() {
+                        let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
+                        let _ = l.audit("denied", target, &detail);
+                    }
+                }
+                Err(anyhow::anyhow!(
+                    "refused: {denied}{}",
+                    if self.read_only {
+                        " (--read-only caps everyone at viewer)"
+                    } else {
+                        ""
+                    }
+                ))
+            }
+        }
+    }
+
+    /// Whether payloads (masked) may be shown at all.
+    pub fn may_view_payloads(&self) -> bool {
+        crate::core::access::check(self.role, crate::core::access::Permission::ViewPayload).is_ok()
+    }
+
     /// Open the ledger for writing (created on first use).
     pub fn ledger(&self) -> anyhow::Result<crate::core::ledger::Ledger> {
         let path = self.ledger_path.clone().ok_or_else(|| {

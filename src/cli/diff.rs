@@ -91,6 +91,7 @@ fn print_diff(out: &mut dyn Write, d: &Diff) -> std::io::Result<usize> {
 }
 
 pub fn run(ctx: &Context, a: &DiffArgs) -> anyhow::Result<()> {
+    ctx.require(crate::core::access::Permission::ViewPayload, &a.source)?;
     let (found, loaded) = find_letters(ctx, &a.source, &[a.id.as_str(), a.other_id.as_str()])?;
     let (x, y) = (&found[0][0], &found[1][0]);
     let masker: &Masker = loaded.catalog.masker();

@@ -13,6 +13,7 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
     if ctx.read_only {
         return usage("--read-only: discard is a write; run without --read-only");
     }
+    ctx.require(crate::core::access::Permission::Discard, &a.source)?;
     let reason = a.reason.trim();
     if reason.is_empty() {
         return usage("--reason must say why (it is recorded in the ledger)");

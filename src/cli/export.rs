@@ -45,6 +45,7 @@ pub fn masked_raw(masker: &Masker, dl: &DeadLetter) -> RawLetter {
 }
 
 pub fn run(ctx: &Context, a: &ExportArgs) -> anyhow::Result<()> {
+    ctx.require(crate::core::access::Permission::ViewPayload, &a.source)?;
     let mut filter = ctx.parse_filter(a.filter.as_deref())?;
     let now = ctx.now_ms();
     // Write to a temporary file next to the target and rename at the end, so an

@@ -53,7 +53,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
                     "replay_count": r.replay_count,
                     "state": r.state.as_str(),
                     "body": r.body.as_str(),
-                    "preview": store.preview(r),
+                    "preview": if ctx.may_view_payloads() { Some(store.preview(r)) } else { None },
                 })
             })
             .collect();
@@ -95,7 +95,11 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
             },
             r.state.as_str().to_string(),
             store.sym(r.reason).to_string(),
-            store.preview(r).to_string(),
+            if ctx.may_view_payloads() {
+                store.preview(r).to_string()
+            } else {
+                "(hidden: viewer)".to_string()
+            },
         ]);
     }
     write!(out, "{}", t.render())?;

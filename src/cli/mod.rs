@@ -43,6 +43,16 @@ pub struct Cli {
     #[arg(short = 'X', global = true, value_name = "KEY=VALUE")]
     pub kafka_props: Vec<String>,
 
+    /// Roles file (viewer/operator/privileged by user or group:NAME)
+    /// [default: config `roles_file`, else /etc/dlq-triage/roles.toml if it exists]
+    #[arg(
+        long,
+        global = true,
+        env = "DLQ_TRIAGE_ROLES_FILE",
+        value_name = "PATH"
+    )]
+    pub roles_file: Option<PathBuf>,
+
     /// The ledger (SQLite) [default: $XDG_STATE_HOME/dlq-triage/ledger.db]
     #[arg(long, global = true, env = "DLQ_TRIAGE_LEDGER", value_name = "PATH")]
     pub ledger: Option<PathBuf>,
@@ -143,9 +153,12 @@ pub struct ShowArgs {
     pub source: String,
     /// Letter id (message id) or coordinates (`topic/partition/offset`).
     pub id: String,
-    /// Show the raw payload (needs the privileged role and a reason; not in this build).
-    #[arg(long, hide = true)]
+    /// Show the raw payload: needs the privileged role and --reason; audited.
+    #[arg(long, requires = "reason")]
     pub unmask: bool,
+    /// Why you need to see the raw payload (recorded in the audit log).
+    #[arg(long)]
+    pub reason: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

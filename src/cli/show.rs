@@ -92,25 +92,38 @@ fn kafka_coords(id: &str) -> Option<crate::core::model::Coords> {
 }
 
 pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
+    let reason = a.reason.as_deref().map(str::trim).unwrap_or("");
     if a.unmask {
-        return Err(UsageError(
-            "--unmask needs the audit ledger and the privileged role, which this build does not have yet; payloads are always masked".into(),
-        )
-        .into());
+        if reason.is_empty() {
+            return Err(
+                UsageError("--unmask needs --reason saying why (it is audited)".into()).into(),
+            );
+        }
+        ctx.require(crate::core::access::Permission::Unmask, &a.id)?;
     }
     let (found, loaded) = find_letters(ctx, &a.source, &[a.id.as_str()])?;
     let copies = &found[0];
     let dl = &copies[0];
     let masker = loaded.catalog.masker();
-    let view = payload_view::render(masker, &dl.raw.payload, dl.body, MAX_PAYLOAD_OUT);
+    let may_view = ctx.may_view_payloads();
+    let view = if a.unmask {
+        // Audited before anything is shown; a failed audit write shows nothing.
+        let detail = serde_json::json!({"reason": reason, "source": loaded.source_key}).to_string();
+        ctx.ledger()?.audit("unmask", &dl.id.value.0, &detail)?;
+        payload_view::render_unmasked(&dl.raw.payload, dl.body, MAX_PAYLOAD_OUT)
+    } else {
+        payload_view::render(masker, &dl.raw.payload, dl.body, MAX_PAYLOAD_OUT)
+    };
     if a.json {
-        return super::output::print_json(&letter_json(
-            masker,
-            dl,
-            &view,
-            &loaded.info.label,
-            copies.len(),
-        ));
+        let mut doc = letter_json(masker, dl, &view, &loaded.info.label, copies.len());
+        if a.unmask {
+            doc["payload"]["masked"] = serde_json::json!(false);
+        }
+        if !may_view {
+            doc["payload"] =
+                serde_json::json!({"hidden": "seeing payloads needs the operator role"});
+        }
+        return super::output::print_json(&doc);
     }
     let now = ctx.now_ms();
     let mut out = std::io::stdout().lock();
@@ -250,11 +263,23 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
             clean(&masker.mask_text(v))
         )?;
     }
+    if !may_view {
+        writeln!(
+            out,
+            "payload · hidden: seeing payloads needs the operator role (you are viewer)"
+        )?;
+        return Ok(());
+    }
     writeln!(
         out,
-        "payload · {} · {} · masked{}",
+        "payload · {} · {} · {}{}",
         dl.body.as_str(),
         human_bytes(dl.raw.payload.len() as u64),
+        if a.unmask {
+            "UNMASKED (audited)"
+        } else {
+            "masked"
+        },
         if view.kind == ViewKind::Hex {
             " · hex"
         } else {

@@ -24,13 +24,14 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
         source_key: plan.0.to_string(),
         read_only: ctx.read_only,
     };
-    crate::tui::run(
+    crate::tui::run(crate::tui::Setup {
         plan,
         catalog,
         label,
-        ctx.now_ms(),
+        now_ms: ctx.now_ms(),
         theme,
-        ctx.read_only,
+        read_only: ctx.read_only,
         ledger,
-    )
+        role: ctx.role,
+    })
 }

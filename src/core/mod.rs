@@ -1,6 +1,7 @@
 //! The broker-agnostic domain. Imports no terminal, Kafka or AMQP crate (a test in
 //! `tests/architecture.rs` enforces it).
 
+pub mod access;
 pub mod catalog;
 pub mod conventions;
 pub mod decisions;

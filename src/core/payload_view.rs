@@ -57,8 +57,53 @@ pub fn render(masker: &Masker, payload: &[u8], body: BodyKind, max_out: usize) -
             let shown = payload.len().min(HEX_LIMIT).min(max_out / 4);
             (
                 ViewKind::Hex,
-                hex_dump(masker, &payload[..shown]),
+                hex_dump(Some(masker), &payload[..shown]),
                 shown < payload.len(),
+            )
+        }
+    };
+    PayloadView {
+        kind,
+        text,
+        total_bytes: payload.len(),
+        truncated,
+    }
+}
+
+/// Render a payload **unmasked** — only after the privileged role, a reason and an audit
+/// entry. Still size-capped; the caller still sanitizes.
+pub fn render_unmasked(payload: &[u8], body: BodyKind, max_out: usize) -> PayloadView {
+    let cap = |mut t: String| {
+        let cut = t.len() > max_out;
+        if cut {
+            let mut at = max_out;
+            while !t.is_char_boundary(at) {
+                at -= 1;
+            }
+            t.truncate(at);
+        }
+        (t, cut)
+    };
+    let (kind, (text, truncated)) = match body {
+        BodyKind::Empty => (ViewKind::Empty, (String::new(), false)),
+        BodyKind::Json => match serde_json::from_slice::<serde_json::Value>(payload)
+            .and_then(|v| serde_json::to_string_pretty(&v))
+        {
+            Ok(t) => (ViewKind::Json, cap(t)),
+            Err(_) => (
+                ViewKind::Text,
+                cap(String::from_utf8_lossy(payload).into_owned()),
+            ),
+        },
+        BodyKind::BrokenJson | BodyKind::Text => (
+            ViewKind::Text,
+            cap(String::from_utf8_lossy(payload).into_owned()),
+        ),
+        BodyKind::Binary => {
+            let shown = payload.len().min(HEX_LIMIT).min(max_out / 4);
+            (
+                ViewKind::Hex,
+                (hex_dump(None, &payload[..shown]), shown < payload.len()),
             )
         }
     };
@@ -73,9 +118,9 @@ pub fn render(masker: &Masker, payload: &[u8], body: BodyKind, max_out: usize) -
 /// Classic 16-bytes-per-line hex dump. Printable runs are checked by the detectors; any
 /// byte inside a sensitive span is shown as `**` and `*`, in both columns, since hex of
 /// an email is as readable as the email.
-pub fn hex_dump(masker: &Masker, bytes: &[u8]) -> String {
+pub fn hex_dump(masker: Option<&Masker>, bytes: &[u8]) -> String {
     let projection = crate::core::masking::printable_projection(bytes);
-    let hidden = masker.sensitive_bytes(bytes);
+    let hidden = masker.map_or_else(|| vec![false; bytes.len()], |m| m.sensitive_bytes(bytes));
     let mut out = String::new();
     for (line, chunk) in bytes.chunks(16).enumerate() {
         let base = line * 16;
@@ -115,7 +160,7 @@ mod tests {
         let mut bytes = vec![0x00, 0x01];
         bytes.extend_from_slice(b" jane@example.com ");
         bytes.push(0xff);
-        let d = hex_dump(&m, &bytes);
+        let d = hex_dump(Some(&m), &bytes);
         assert!(!d.contains("jane"), "{d}");
         assert!(!d.contains("6a 61 6e 65"), "hex of 'jane' leaked: {d}");
         assert!(d.starts_with("00000000  00 01 20 ** **"), "{d}");

@@ -40,6 +40,10 @@ pub enum Action {
     NeedsLedger(&'static str),
     /// `d`: discard the marked letters, or the selected one.
     StartDiscard,
+    /// `u`: see the selected letter unmasked (privileged, with a reason).
+    StartUnmask,
+    /// From the worker: the unmask was audited (or why not).
+    Unmasked(RowId, Result<(), String>),
     /// From the worker: letters the ledger says are discarded.
     Discarded(Vec<String>),
     /// From the worker: a discard finished (rows done, and a summary line).
@@ -83,5 +87,12 @@ pub enum Command {
     Discard {
         rows: Vec<(RowId, String)>,
         reason: String,
+    },
+    /// Write an audit entry: an unmask (before anything is shown) or a refusal.
+    Audit {
+        action: String,
+        target: String,
+        detail: String,
+        unmask_row: Option<RowId>,
     },
 }

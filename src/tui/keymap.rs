@@ -175,8 +175,14 @@ pub const BINDINGS: &[Binding] = &[
         action: || Action::StartDiscard,
     },
     Binding {
-        keys: "r e u",
-        help: "replay / edit / unmask (not in this build yet)",
+        keys: "u",
+        help: "see the selected letter unmasked (privileged; reason; audited)",
+        matches: |e| ch(e, 'u'),
+        action: || Action::StartUnmask,
+    },
+    Binding {
+        keys: "r e",
+        help: "replay / edit (not in this build yet)",
         matches: |e| ch(e, 'r'),
         action: || Action::NeedsLedger("replay"),
     },

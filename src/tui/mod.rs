@@ -183,16 +183,30 @@ fn copy_osc52(text: &str) {
     let _ = out.flush();
 }
 
+/// Everything the TUI starts from.
+pub struct Setup {
+    pub plan: (crate::core::source::SourceRef, crate::brokers::OpenOptions),
+    pub catalog: Catalog,
+    pub label: String,
+    pub now_ms: i64,
+    pub theme: Theme,
+    pub read_only: bool,
+    pub ledger: worker::LedgerPlan,
+    pub role: crate::core::access::Role,
+}
+
 /// Run the TUI on a source until the user quits.
-pub fn run(
-    plan: (crate::core::source::SourceRef, crate::brokers::OpenOptions),
-    catalog: Catalog,
-    label: String,
-    now_ms: i64,
-    theme: Theme,
-    read_only: bool,
-    ledger: worker::LedgerPlan,
-) -> anyhow::Result<()> {
+pub fn run(setup: Setup) -> anyhow::Result<()> {
+    let Setup {
+        plan,
+        catalog,
+        label,
+        now_ms,
+        theme,
+        read_only,
+        ledger,
+        role,
+    } = setup;
     let (source, opts) = plan;
     let info = SourceInfo {
         label,
@@ -219,6 +233,7 @@ pub fn run(
     );
     let mut state = AppState::new(info, catalog, now_ms, CACHE_BUDGET);
     state.read_only = read_only;
+    state.role = role;
 
     crossterm::terminal::enable_raw_mode()
         .map_err(|e| anyhow::anyhow!("this needs a terminal: {e}"))?;
@@ -264,6 +279,19 @@ pub fn run(
                 Command::Copy(text) => clipboard.copy(&text),
                 Command::Discard { rows, reason } => {
                     let _ = req_tx.send(worker::Request::Discard { rows, reason });
+                }
+                Command::Audit {
+                    action,
+                    target,
+                    detail,
+                    unmask_row,
+                } => {
+                    let _ = req_tx.send(worker::Request::Audit {
+                        action,
+                        target,
+                        detail,
+                        unmask_row,
+                    });
                 }
             },
             || chrono::Utc::now().timestamp_millis(),

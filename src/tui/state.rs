@@ -51,6 +51,8 @@ pub enum Input {
     Command(String),
     /// `d`: the reason for discarding these letters (mandatory).
     DiscardReason(String, Vec<RowId>),
+    /// `u`: the reason for seeing this letter unmasked (mandatory, audited).
+    UnmaskReason(String, RowId),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +133,9 @@ pub struct AppState {
     pub message: Option<(String, Level)>,
     pub show_help: bool,
     pub scan: ScanStatus,
-    pub role: &'static str,
+    pub role: crate::core::access::Role,
+    /// Letters unmasked in this session (privileged, audited); forgotten on exit.
+    pub unmasked: std::collections::HashSet<RowId>,
     pub read_only: bool,
     /// Rows available to the lists (set by the view on resize), for paging.
     pub page: usize,
@@ -171,7 +175,8 @@ impl AppState {
             message: None,
             show_help: false,
             scan: ScanStatus::default(),
-            role: "operator",
+            role: crate::core::access::Role::Operator,
+            unmasked: std::collections::HashSet::new(),
             read_only: false,
             page: 10,
             quit: false,

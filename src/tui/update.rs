@@ -1,5 +1,6 @@
 //! `update(state, action) -> commands`: all state changes, no I/O.
 
+use crate::core::access::{check, Permission};
 use crate::core::conventions::extract;
 use crate::core::diff::diff_payloads;
 use crate::core::filter::Filter;
@@ -82,13 +83,35 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         Action::StartFuzzy => state.input = Input::Fuzzy(String::new()),
         Action::StartExpr => state.input = Input::Expr(state.filter.source().to_string()),
         Action::StartCommand => state.input = Input::Command(String::new()),
+        Action::StartUnmask => {
+            match (state.selected_row(), check(state.role, Permission::Unmask)) {
+                (None, _) => {
+                    state.message = Some(("select a letter to unmask".into(), Level::Warn))
+                }
+                (Some(row), Err(denied)) => refuse(state, &mut cmds, denied, row),
+                (Some(row), Ok(())) => state.input = Input::UnmaskReason(String::new(), row),
+            }
+        }
+        Action::Unmasked(row, result) => match result {
+            Ok(()) => {
+                state.unmasked.insert(row);
+                state.detail = None;
+                state.tab = Tab::Payload;
+                state.message = Some(("unmasked for this session (audited)".into(), Level::Warn));
+            }
+            Err(e) => state.message = Some((format!("not unmasked: {e}"), Level::Error)),
+        },
         Action::StartDiscard => {
             let rows: Vec<RowId> = if state.marks.is_empty() {
                 state.selected_row().into_iter().collect()
             } else {
                 state.marks.iter().copied().collect()
             };
-            if state.read_only {
+            if let (Err(denied), Some(row)) = (check(state.role, Permission::Discard), rows.first())
+            {
+                let row = *row;
+                refuse(state, &mut cmds, denied, row);
+            } else if state.read_only {
                 state.message = Some(("--read-only: discard is a write".into(), Level::Warn));
             } else if rows.is_empty() {
                 state.message = Some(("select or mark letters to discard".into(), Level::Warn));
@@ -127,13 +150,19 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             state.message = Some((message, if ok { Level::Info } else { Level::Error }));
         }
         Action::InputChar(c) => match &mut state.input {
-            Input::Fuzzy(s) | Input::Expr(s) | Input::Command(s) | Input::DiscardReason(s, _) => {
-                s.push(c)
-            }
+            Input::Fuzzy(s)
+            | Input::Expr(s)
+            | Input::Command(s)
+            | Input::DiscardReason(s, _)
+            | Input::UnmaskReason(s, _) => s.push(c),
             Input::None => {}
         },
         Action::InputBackspace => match &mut state.input {
-            Input::Fuzzy(s) | Input::Expr(s) | Input::Command(s) | Input::DiscardReason(s, _) => {
+            Input::Fuzzy(s)
+            | Input::Expr(s)
+            | Input::Command(s)
+            | Input::DiscardReason(s, _)
+            | Input::UnmaskReason(s, _) => {
                 s.pop();
             }
             Input::None => {}
@@ -144,6 +173,31 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
                 Input::Expr(e) => e,
                 Input::Command(c) => {
                     run_command(state, c.trim());
+                    return finish(state, cmds, size);
+                }
+                Input::UnmaskReason(reason, row) => {
+                    let reason = reason.trim().to_string();
+                    if reason.is_empty() {
+                        state.message = Some((
+                            "unmasking needs a reason; nothing shown".into(),
+                            Level::Warn,
+                        ));
+                    } else if let Some(id) = state
+                        .catalog
+                        .store
+                        .row(row)
+                        .map(|r| state.catalog.store.id(r).to_string())
+                    {
+                        let detail =
+                            serde_json::json!({"reason": reason, "source": state.info.label})
+                                .to_string();
+                        cmds.push(Command::Audit {
+                            action: "unmask".into(),
+                            target: id,
+                            detail,
+                            unmask_row: Some(row),
+                        });
+                    }
                     return finish(state, cmds, size);
                 }
                 Input::DiscardReason(reason, rows) => {
@@ -232,6 +286,12 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
                     Level::Warn,
                 ));
             }
+        }
+        Action::Copy if check(state.role, Permission::ViewPayload).is_err() => {
+            state.message = Some((
+                "copying needs the operator role (payloads are hidden from viewers)".into(),
+                Level::Warn,
+            ));
         }
         Action::Copy => match &state.detail {
             Some(d) => {
@@ -529,6 +589,29 @@ fn refresh_letters(state: &mut AppState) {
     state.letters_dirty = false;
 }
 
+/// Say why an action is refused, and have the refusal audited.
+fn refuse(
+    state: &mut AppState,
+    cmds: &mut Vec<Command>,
+    denied: crate::core::access::Denied,
+    row: RowId,
+) {
+    let target = state
+        .catalog
+        .store
+        .row(row)
+        .map(|r| state.catalog.store.id(r).to_string())
+        .unwrap_or_default();
+    let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
+    cmds.push(Command::Audit {
+        action: "denied".into(),
+        target,
+        detail,
+        unmask_row: None,
+    });
+    state.message = Some((format!("refused: {denied}"), Level::Error));
+}
+
 /// Sorted prefix kept ahead of the cursor; beyond it the rest is sorted on demand.
 const SORT_AHEAD: usize = 4096;
 
@@ -614,12 +697,16 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
         }
     }
     let letter = extract(raw, state.catalog.mappings());
-    let payload = payload_view::render(
-        state.catalog.masker(),
-        &letter.raw.payload,
-        letter.body,
-        DETAIL_PAYLOAD_MAX,
-    );
+    let payload = if state.unmasked.contains(&row) {
+        payload_view::render_unmasked(&letter.raw.payload, letter.body, DETAIL_PAYLOAD_MAX)
+    } else {
+        payload_view::render(
+            state.catalog.masker(),
+            &letter.raw.payload,
+            letter.body,
+            DETAIL_PAYLOAD_MAX,
+        )
+    };
     if state.detail.as_ref().map(|d| d.row) != Some(row) {
         state.detail_scroll = 0;
     }

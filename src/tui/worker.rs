@@ -28,6 +28,13 @@ pub enum Request {
         rows: Vec<(RowId, String)>,
         reason: String,
     },
+    /// Write an audit entry; for an unmask, answer whether it was recorded.
+    Audit {
+        action: String,
+        target: String,
+        detail: String,
+        unmask_row: Option<RowId>,
+    },
 }
 
 /// Where decisions are recorded, for this source.
@@ -257,12 +264,35 @@ impl Decisions {
     }
 }
 
+/// Audit entries need no source.
+fn handle_audit_only(r: Request, events: &Sender<AppEvent>, ctx: &mut Decisions) {
+    if let Request::Audit {
+        action,
+        target,
+        detail,
+        unmask_row,
+    } = r
+    {
+        let written = ctx.open().and_then(|mut l| {
+            l.audit(&action, &target, &detail)
+                .map_err(|e| e.to_string())
+        });
+        if let Some(row) = unmask_row {
+            let _ = events.send(AppEvent::Action(Action::Unmasked(row, written.map(|_| ()))));
+        }
+    }
+}
+
 fn handle(src: &mut dyn DlqSource, r: Request, events: &Sender<AppEvent>, ctx: &mut Decisions) {
     let action = match r {
         Request::Fetch(row, coords) => {
             Action::Fetched(row, src.fetch(&coords).map_err(|e| e.to_string()))
         }
         Request::Discard { rows, reason } => ctx.discard(src, rows, &reason),
+        r @ Request::Audit { .. } => {
+            handle_audit_only(r, events, ctx);
+            return;
+        }
     };
     let _ = events.send(AppEvent::Action(action));
 }
@@ -288,6 +318,10 @@ fn serve(
                 message: "the source is not open; nothing discarded".into(),
                 ok: false,
             },
+            (None, r @ Request::Audit { .. }) => {
+                handle_audit_only(r, events, ctx);
+                continue;
+            }
         };
         let _ = events.send(AppEvent::Action(action));
     }

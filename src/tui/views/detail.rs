@@ -32,10 +32,19 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let lines = match (&s.detail, s.selected_row()) {
+        (Some(_), _)
+            if matches!(s.tab, Tab::Payload | Tab::Diff)
+                && s.role < crate::core::access::Role::Operator =>
+        {
+            vec![Line::from(Span::styled(
+                "payloads are hidden: seeing them needs the operator role (you are viewer)",
+                t.get("ui.warn"),
+            ))]
+        }
         (Some(d), _) => match s.tab {
             Tab::Failure => failure(d, s, t),
             Tab::Headers => headers(d, s, t),
-            Tab::Payload => payload(d, t),
+            Tab::Payload => payload(d, s.unmasked.contains(&d.row), t),
             Tab::Diff => diff(d, t),
         },
         (None, Some(_)) if s.pending_fetch.is_some() => vec![Line::from(Span::styled(
@@ -190,15 +199,20 @@ fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
     out
 }
 
-fn payload<'a>(d: &Detail, t: &Theme) -> Vec<Line<'a>> {
+fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
     let v = &d.payload;
+    let (label, style) = if unmasked {
+        ("UNMASKED (audited, this session only)", t.get("ui.error"))
+    } else {
+        ("masked", t.get("ui.dim"))
+    };
     let mut out = vec![Line::from(Span::styled(
         format!(
-            "{} · {} · masked",
+            "{} · {} · {label}",
             d.letter.body.as_str(),
             human_bytes(v.total_bytes as u64)
         ),
-        t.get("ui.dim"),
+        style,
     ))];
     if let Some(e) = &d.letter.body_error {
         out.push(Line::from(Span::styled(

@@ -65,7 +65,11 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             fit(&sanitize::line(store.id(r), 200), id_w),
             fit(&key, key_w),
             r.state.as_str(),
-            fit(&sanitize::line(store.preview(r), 200), prev_w),
+            if s.role >= crate::core::access::Role::Operator {
+                fit(&sanitize::line(store.preview(r), 200), prev_w)
+            } else {
+                "(hidden: viewer)".to_string()
+            },
         );
         let selected = pos == s.letter_cursor;
         let style = if selected {

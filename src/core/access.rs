@@ -1,0 +1,219 @@
+//! Roles and the one permission check used by the CLI and the TUI.
+//!
+//! `viewer`: metadata and groups only — no payload, no actions. `operator`: masked
+//! payloads, discard, replay, edit. `privileged`: also unmask. Without a roles file
+//! everyone is an operator; with one, users it does not list are viewers. `--read-only`
+//! caps anyone at viewer.
+
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Viewer,
+    Operator,
+    Privileged,
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+            Role::Privileged => "privileged",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    /// See payloads (masked): previews, show, diff, export, the payload tab.
+    ViewPayload,
+    Discard,
+    Replay,
+    Edit,
+    /// See a payload unmasked (with a reason, audited).
+    Unmask,
+}
+
+impl Permission {
+    pub fn needs(self) -> Role {
+        match self {
+            Permission::Unmask => Role::Privileged,
+            _ => Role::Operator,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Permission::ViewPayload => "seeing payloads",
+            Permission::Discard => "discarding",
+            Permission::Replay => "replaying",
+            Permission::Edit => "editing payloads",
+            Permission::Unmask => "unmasking",
+        }
+    }
+}
+
+/// A refused action: what was asked, what it needs, what the user has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied {
+    pub permission: Permission,
+    pub needed: Role,
+    pub have: Role,
+}
+
+impl fmt::Display for Denied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} needs the {} role; you are {}",
+            self.permission.describe(),
+            self.needed,
+            self.have
+        )
+    }
+}
+
+pub fn check(role: Role, p: Permission) -> Result<(), Denied> {
+    if role >= p.needs() {
+        Ok(())
+    } else {
+        Err(Denied {
+            permission: p,
+            needed: p.needs(),
+            have: role,
+        })
+    }
+}
+
+/// `roles.toml`: who has which role, by user name, `group:NAME`, or `*`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RolesFile {
+    #[serde(default)]
+    pub privileged: Vec<String>,
+    #[serde(default)]
+    pub operator: Vec<String>,
+    #[serde(default)]
+    pub viewer: Vec<String>,
+}
+
+/// The default roles file, used when it exists.
+pub const DEFAULT_ROLES_FILE: &str = "/etc/dlq-triage/roles.toml";
+
+/// Resolve the user's role. `explicit` (flag/env/config) must exist; the default path
+/// may be absent (then: operator).
+pub fn resolve(
+    explicit: Option<&Path>,
+    user: &str,
+    groups: &[String],
+    read_only: bool,
+) -> Result<Role, String> {
+    let path = explicit.unwrap_or(Path::new(DEFAULT_ROLES_FILE));
+    let role = match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let f: RolesFile =
+                toml::from_str(&text).map_err(|e| format!("roles file {}: {e}", path.display()))?;
+            let listed = |list: &[String]| {
+                list.iter().any(|e| {
+                    e == "*"
+                        || e == user
+                        || e.strip_prefix("group:")
+                            .is_some_and(|g| groups.iter().any(|x| x == g))
+                })
+            };
+            if listed(&f.privileged) {
+                Role::Privileged
+            } else if listed(&f.operator) {
+                Role::Operator
+            } else {
+                Role::Viewer
+            }
+        }
+        Err(e) if explicit.is_none() && e.kind() == std::io::ErrorKind::NotFound => Role::Operator,
+        Err(e) => return Err(format!("roles file {}: {e}", path.display())),
+    };
+    Ok(if read_only {
+        role.min(Role::Viewer)
+    } else {
+        role
+    })
+}
+
+/// The user's groups from /etc/group (and the primary group from /etc/passwd).
+pub fn os_groups(user: &str) -> Vec<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    let primary_gid = passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 3 && f[0] == user).then(|| f[3].to_string())
+    });
+    group
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            let member = f.get(3).is_some_and(|m| m.split(',').any(|u| u == user));
+            let primary = f
+                .get(2)
+                .is_some_and(|gid| Some(gid.to_string()) == primary_gid);
+            (f.len() > 2 && (member || primary)).then(|| f[0].to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = d.path().join("roles.toml");
+        std::fs::write(&p, text).expect("write");
+        (d, p)
+    }
+
+    #[test]
+    fn roles_from_the_file_and_caps() {
+        let (_d, p) =
+            file("privileged = [\"alice\"]\noperator = [\"group:oncall\"]\nviewer = [\"*\"]\n");
+        let r = |u: &str, g: &[&str], ro| {
+            resolve(
+                Some(&p),
+                u,
+                &g.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                ro,
+            )
+        };
+        assert_eq!(r("alice", &[], false), Ok(Role::Privileged));
+        assert_eq!(r("bob", &["oncall"], false), Ok(Role::Operator));
+        assert_eq!(r("carol", &["sales"], false), Ok(Role::Viewer));
+        assert_eq!(
+            r("alice", &[], true),
+            Ok(Role::Viewer),
+            "--read-only caps at viewer"
+        );
+        let (_d2, p2) = file("operator = [\"bob\"]\n");
+        assert_eq!(
+            resolve(Some(&p2), "mallory", &[], false),
+            Ok(Role::Viewer),
+            "unlisted users are viewers"
+        );
+    }
+
+    #[test]
+    fn missing_files_and_checks() {
+        assert!(resolve(Some(Path::new("/nonexistent/roles.toml")), "a", &[], false).is_err());
+        let (_d, bad) = file("admins = [\"x\"]\n");
+        assert!(resolve(Some(&bad), "a", &[], false).is_err_and(|e| e.contains("admins")));
+        assert_eq!(check(Role::Operator, Permission::Discard), Ok(()));
+        let denied =
+            check(Role::Operator, Permission::Unmask).expect_err("operators cannot unmask");
+        assert_eq!(
+            denied.to_string(),
+            "unmasking needs the privileged role; you are operator"
+        );
+        assert!(check(Role::Viewer, Permission::ViewPayload).is_err());
+    }
+}
