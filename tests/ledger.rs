@@ -361,3 +361,82 @@ fn roles_gate_payloads_actions_and_unmask_and_refusals_are_audited() {
         true
     );
 }
+
+#[test]
+fn masked_edit_round_trip_changes_only_the_edited_path() {
+    let env = Env::new();
+    let ex = example();
+    let id = "msg_01K5F39XMCJ9DAGFY80Y88ZV6B";
+    let edit = |editor: &str, reason: &str| {
+        Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+            .args(["edit", &ex, id, "--reason", reason])
+            .env("XDG_STATE_HOME", env.dir.path().join("state"))
+            .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
+            .env("DLQ_TRIAGE_ACTOR", "bob")
+            .env("EDITOR", editor)
+            .env_remove("VISUAL")
+            .output()
+            .expect("binary runs")
+    };
+    // The operator fixes the amount on the masked payload; PII is never shown.
+    let out = edit(
+        r#"sed -i 's/"amount": "3,022.17"/"amount": 3022.17/'"#,
+        "amount as a number for the new schema",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("revision 1 of msg_01K5F39XMCJ9DAGFY80Y88ZV6B: changed /payload/amount"));
+    let conn = rusqlite::Connection::open(env.ledger()).expect("ledger");
+    let (payload, paths): (Vec<u8>, String) = conn
+        .query_row(
+            "SELECT payload, changed_paths FROM revisions WHERE letter_id = ?1 AND number = 1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("revision 1");
+    assert_eq!(paths, "[\"/payload/amount\"]");
+    let revised: Value = serde_json::from_slice(&payload).expect("json");
+    let line = std::fs::read_to_string(&ex)
+        .expect("example")
+        .lines()
+        .find(|l| l.contains(id))
+        .expect("letter line")
+        .to_string();
+    let dump: Value = serde_json::from_str(&line).expect("dump line");
+    let original: Value =
+        serde_json::from_str(dump["payload"].as_str().expect("payload")).expect("json");
+    assert_eq!(revised["payload"]["amount"], serde_json::json!(3022.17));
+    assert_eq!(
+        revised["payload"]["customer"], original["payload"]["customer"],
+        "PII byte-identical to the original"
+    );
+    let mut without_amount = revised.clone();
+    without_amount["payload"]["amount"] = original["payload"]["amount"].clone();
+    assert_eq!(without_amount, original, "nothing else changed");
+    // diff --revision shows exactly that change, masked.
+    let d = json(&env.run(&["diff", &ex, id, "--revision", "1", "--json"]));
+    let changes = d["payload"]["changes"].as_array().expect("changes");
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0]["path"], "/payload/amount");
+    // Editing a masked hint in place is refused (it would overwrite real data with ***).
+    let bad = edit(
+        r#"sed -i 's/"email": "\([a-z]\)\*\*\*@/"email": "\1***x@/'"#,
+        "oops",
+    );
+    assert_eq!(
+        bad.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&bad.stdout)
+    );
+    assert!(String::from_utf8_lossy(&bad.stderr)
+        .contains("masked values were edited in place at /payload/customer/email"));
+    // A failing editor saves nothing.
+    assert_eq!(edit("false", "x").status.code(), Some(1));
+    let v = json(&env.run(&["audit", "verify", "--json"]));
+    assert_eq!(v["verification"]["entries"], 1, "one edit, one audit entry");
+}

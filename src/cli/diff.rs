@@ -92,8 +92,33 @@ fn print_diff(out: &mut dyn Write, d: &Diff) -> std::io::Result<usize> {
 
 pub fn run(ctx: &Context, a: &DiffArgs) -> anyhow::Result<()> {
     ctx.require(crate::core::access::Permission::ViewPayload, &a.source)?;
-    let (found, loaded) = find_letters(ctx, &a.source, &[a.id.as_str(), a.other_id.as_str()])?;
-    let (x, y) = (&found[0][0], &found[1][0]);
+    let other_id = a.other_id.clone().unwrap_or_default();
+    let ids: Vec<&str> = if a.revision.is_some() {
+        vec![a.id.as_str()]
+    } else {
+        vec![a.id.as_str(), other_id.as_str()]
+    };
+    let (found, loaded) = find_letters(ctx, &a.source, &ids)?;
+    let x = &found[0][0];
+    let revised;
+    let y = match a.revision {
+        Some(n) => {
+            let payload = ctx
+                .ledger()?
+                .revision(&loaded.source_key, &x.id.value.0, n)?
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{} has no revision {n}",
+                        crate::core::sanitize::clean(&x.id.value.0)
+                    )
+                })?;
+            let mut r = x.clone();
+            r.raw.payload = payload;
+            revised = r;
+            &revised
+        }
+        None => &found[1][0],
+    };
     let masker: &Masker = loaded.catalog.masker();
     let payload = diff_payloads(masker, &x.raw.payload, &y.raw.payload);
     let headers = diff_payloads(masker, &headers_doc(x), &headers_doc(y));

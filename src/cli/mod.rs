@@ -7,6 +7,7 @@ mod context;
 mod demo;
 mod diff;
 mod discard;
+mod edit;
 mod export;
 mod list;
 pub mod output;
@@ -112,6 +113,20 @@ pub enum Command {
     Discard(DiscardArgs),
     /// The tamper-evident audit log: `list` or `verify`.
     Audit(AuditArgs),
+    /// A payload revision, edited on the masked payload in $EDITOR (the original stays).
+    Edit(EditArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct EditArgs {
+    pub source: String,
+    pub id: String,
+    /// Why (recorded with the revision and in the audit log).
+    #[arg(long)]
+    pub reason: String,
+    /// Edit the raw payload (privileged; audited as an edit).
+    #[arg(long)]
+    pub unmasked: bool,
 }
 
 #[derive(Args, Debug)]
@@ -167,7 +182,12 @@ pub struct ShowArgs {
 pub struct DiffArgs {
     pub source: String,
     pub id: String,
-    pub other_id: String,
+    /// Another letter to compare with (or use --revision).
+    #[arg(required_unless_present = "revision")]
+    pub other_id: Option<String>,
+    /// Compare the letter with its payload revision N (from `edit`).
+    #[arg(long, conflicts_with = "other_id")]
+    pub revision: Option<i64>,
     #[arg(long)]
     pub json: bool,
 }
@@ -271,5 +291,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Queues(a) => queues::run(&ctx, &a),
         Command::Discard(a) => discard::run(&ctx, &a),
         Command::Audit(a) => audit::run(&ctx, &a),
+        Command::Edit(a) => edit::run(&ctx, &a),
     }
 }

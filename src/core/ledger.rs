@@ -332,6 +332,64 @@ impl Ledger {
         })
     }
 
+    /// Record revision N+1 of a letter's payload (the original is never touched).
+    pub fn record_revision(
+        &mut self,
+        source: &str,
+        letter_id: &str,
+        reason: &str,
+        changed_paths: &[String],
+        before: &[u8],
+        after: &[u8],
+    ) -> Result<i64, LedgerError> {
+        let path = self.path.display().to_string();
+        let err = |source| LedgerError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let actor = self.actor.clone();
+        let sha = |b: &[u8]| -> String {
+            Sha256::digest(b)
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect()
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        let number: i64 = tx
+            .query_row("SELECT COALESCE(MAX(number), 0) + 1 FROM revisions WHERE source = ?1 AND letter_id = ?2", params![source, letter_id], |r| r.get(0))
+            .map_err(&err)?;
+        let paths = serde_json::to_string(changed_paths).unwrap_or_default();
+        let detail = serde_json::json!({"source": source, "revision": number, "reason": reason, "changed": changed_paths, "sha256_before": sha(before), "sha256_after": sha(after)}).to_string();
+        let entry = Self::audit_in(&tx, &actor, "edit", letter_id, &detail).map_err(&err)?;
+        tx.execute(
+            "INSERT INTO revisions (source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![source, letter_id, number, actor, entry.at, reason, paths, sha(before), sha(after), after],
+        )
+        .map_err(&err)?;
+        tx.commit().map_err(&err)?;
+        Ok(number)
+    }
+
+    /// The payload of revision `number`, if it exists.
+    pub fn revision(
+        &self,
+        source: &str,
+        letter_id: &str,
+        number: i64,
+    ) -> Result<Option<Vec<u8>>, LedgerError> {
+        self.conn
+            .query_row(
+                "SELECT payload FROM revisions WHERE source = ?1 AND letter_id = ?2 AND number = ?3",
+                params![source, letter_id, number],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
     /// The broker confirmed: the decision is applied.
     pub fn mark_applied(&mut self, decision_id: i64) -> Result<(), LedgerError> {
         self.conn

@@ -16,6 +16,7 @@ pub mod model;
 pub mod payload_cache;
 pub mod payload_view;
 pub mod ports;
+pub mod revision;
 pub mod sanitize;
 pub mod source;
 pub mod store;
