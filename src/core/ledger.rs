@@ -457,6 +457,15 @@ impl Ledger {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
+    /// Audit entries about one letter (its decisions, revisions, unmasks, refusals).
+    pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, LedgerError> {
+        Ok(self
+            .audit_entries()?
+            .into_iter()
+            .filter(|e| e.target == letter_id)
+            .collect())
+    }
+
     /// Walk the chain: sequence numbers without gaps, each `prev_hash` the previous
     /// `hash`, each `hash` recomputed. Names the first entry that fails.
     pub fn verify(&self) -> Result<Verification, LedgerError> {

@@ -42,6 +42,8 @@ pub enum Action {
     StartDiscard,
     /// `u`: see the selected letter unmasked (privileged, with a reason).
     StartUnmask,
+    /// From the worker: a letter's ledger history.
+    History(RowId, Vec<String>),
     /// From the worker: the unmask was audited (or why not).
     Unmasked(RowId, Result<(), String>),
     /// From the worker: letters the ledger says are discarded.
@@ -88,6 +90,8 @@ pub enum Command {
         rows: Vec<(RowId, String)>,
         reason: String,
     },
+    /// Read a letter's ledger history.
+    History(RowId, String),
     /// Write an audit entry: an unmask (before anything is shown) or a refusal.
     Audit {
         action: String,

@@ -127,8 +127,8 @@ pub const BINDINGS: &[Binding] = &[
         action: || Action::ToggleMark,
     },
     Binding {
-        keys: "1-4 ] ",
-        help: "detail tab: failure, headers, payload, diff / next",
+        keys: "1-5 ]",
+        help: "detail tab: failure, headers, payload, diff, history / next",
         matches: |e| ch(e, ']'),
         action: || Action::NextTab,
     },

@@ -280,6 +280,9 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
                 Command::Discard { rows, reason } => {
                     let _ = req_tx.send(worker::Request::Discard { rows, reason });
                 }
+                Command::History(row, id) => {
+                    let _ = req_tx.send(worker::Request::History(row, id));
+                }
                 Command::Audit {
                     action,
                     target,

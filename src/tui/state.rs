@@ -24,10 +24,17 @@ pub enum Tab {
     Headers,
     Payload,
     Diff,
+    History,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 4] = [Tab::Failure, Tab::Headers, Tab::Payload, Tab::Diff];
+    pub const ALL: [Tab; 5] = [
+        Tab::Failure,
+        Tab::Headers,
+        Tab::Payload,
+        Tab::Diff,
+        Tab::History,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -35,6 +42,7 @@ impl Tab {
             Tab::Headers => "Headers",
             Tab::Payload => "Payload",
             Tab::Diff => "Diff",
+            Tab::History => "History",
         }
     }
 }
@@ -136,6 +144,8 @@ pub struct AppState {
     pub role: crate::core::access::Role,
     /// Letters unmasked in this session (privileged, audited); forgotten on exit.
     pub unmasked: std::collections::HashSet<RowId>,
+    /// The ledger's entries for a letter (History tab), as `at · actor · action · detail`.
+    pub history: Option<(RowId, Vec<String>)>,
     pub read_only: bool,
     /// Rows available to the lists (set by the view on resize), for paging.
     pub page: usize,
@@ -177,6 +187,7 @@ impl AppState {
             scan: ScanStatus::default(),
             role: crate::core::access::Role::Operator,
             unmasked: std::collections::HashSet::new(),
+            history: None,
             read_only: false,
             page: 10,
             quit: false,

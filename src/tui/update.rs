@@ -92,8 +92,10 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
                 (Some(row), Ok(())) => state.input = Input::UnmaskReason(String::new(), row),
             }
         }
+        Action::History(row, lines) => state.history = Some((row, lines)),
         Action::Unmasked(row, result) => match result {
             Ok(()) => {
+                state.history = None;
                 state.unmasked.insert(row);
                 state.detail = None;
                 state.tab = Tab::Payload;
@@ -139,6 +141,7 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             rebuild_index(state);
         }
         Action::DiscardDone { rows, message, ok } => {
+            state.history = None;
             for r in &rows {
                 state
                     .catalog
@@ -654,6 +657,17 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
         state.detail = None;
         return;
     };
+    if state.tab == Tab::History && state.history.as_ref().map(|h| h.0) != Some(row) {
+        if let Some(id) = state
+            .catalog
+            .store
+            .row(row)
+            .map(|r| state.catalog.store.id(r).to_string())
+        {
+            state.history = Some((row, vec!["reading the ledger…".into()]));
+            cmds.push(Command::History(row, id));
+        }
+    }
     let want_diff = state.tab == Tab::Diff;
     let mark = state.marks.iter().rev().find(|m| **m != row).copied();
     if let Some(d) = &state.detail {

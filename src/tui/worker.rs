@@ -28,6 +28,8 @@ pub enum Request {
         rows: Vec<(RowId, String)>,
         reason: String,
     },
+    /// A letter's ledger history.
+    History(RowId, String),
     /// Write an audit entry; for an unmask, answer whether it was recorded.
     Audit {
         action: String,
@@ -264,8 +266,32 @@ impl Decisions {
     }
 }
 
-/// Audit entries need no source.
+/// Ledger reads and audit entries need no source.
 fn handle_audit_only(r: Request, events: &Sender<AppEvent>, ctx: &mut Decisions) {
+    if let Request::History(row, id) = &r {
+        let lines = match ctx
+            .plan
+            .path
+            .as_ref()
+            .filter(|p| p.exists())
+            .map(|_| ctx.open())
+        {
+            None => vec!["nothing recorded for this letter (no ledger yet)".to_string()],
+            Some(Err(e)) => vec![format!("cannot read the ledger: {e}")],
+            Some(Ok(l)) => match l.history(id) {
+                Ok(entries) if entries.is_empty() => {
+                    vec!["nothing recorded for this letter".to_string()]
+                }
+                Ok(entries) => entries
+                    .iter()
+                    .map(|e| format!("{} · {} · {} · {}", e.at, e.actor, e.action, e.detail))
+                    .collect(),
+                Err(e) => vec![format!("cannot read the ledger: {e}")],
+            },
+        };
+        let _ = events.send(AppEvent::Action(Action::History(*row, lines)));
+        return;
+    }
     if let Request::Audit {
         action,
         target,
@@ -289,7 +315,7 @@ fn handle(src: &mut dyn DlqSource, r: Request, events: &Sender<AppEvent>, ctx: &
             Action::Fetched(row, src.fetch(&coords).map_err(|e| e.to_string()))
         }
         Request::Discard { rows, reason } => ctx.discard(src, rows, &reason),
-        r @ Request::Audit { .. } => {
+        r @ (Request::Audit { .. } | Request::History(..)) => {
             handle_audit_only(r, events, ctx);
             return;
         }
@@ -318,7 +344,7 @@ fn serve(
                 message: "the source is not open; nothing discarded".into(),
                 ok: false,
             },
-            (None, r @ Request::Audit { .. }) => {
+            (None, r @ (Request::Audit { .. } | Request::History(..))) => {
                 handle_audit_only(r, events, ctx);
                 continue;
             }

@@ -46,6 +46,16 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             Tab::Headers => headers(d, s, t),
             Tab::Payload => payload(d, s.unmasked.contains(&d.row), t),
             Tab::Diff => diff(d, t),
+            Tab::History => match &s.history {
+                Some((row, lines)) if *row == d.row => lines
+                    .iter()
+                    .map(|l| Line::from(Span::styled(clean(l), t.get("ui.text"))))
+                    .collect(),
+                _ => vec![Line::from(Span::styled(
+                    "reading the ledger…",
+                    t.get("ui.dim"),
+                ))],
+            },
         },
         (None, Some(_)) if s.pending_fetch.is_some() => vec![Line::from(Span::styled(
             "fetching the letter…",
