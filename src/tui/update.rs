@@ -304,10 +304,11 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
         },
         Action::NeedsLedger(what) => {
-            state.message = Some((
-                format!("{what} needs the audit ledger, which this build does not have yet (see the README roadmap)"),
-                Level::Warn,
-            ));
+            let text = match what {
+                "edit" => "editing from the TUI is not in this build: use `dlq-triage edit SOURCE ID --reason …` (masked, audited)".to_string(),
+                other => format!("{other} is not in this build yet (see the README roadmap)"),
+            };
+            state.message = Some((text, Level::Warn));
         }
         Action::Click { column, row } => click(state, layout(size.0, size.1), column, row),
         Action::Scroll { column, row, down } => {
