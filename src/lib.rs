@@ -7,5 +7,6 @@ pub mod brokers;
 pub mod cli;
 pub mod config;
 pub mod core;
+pub mod editor;
 pub mod scenario;
 pub mod tui;

@@ -489,3 +489,26 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
         "the raw payload: {shown}"
     );
 }
+
+#[test]
+fn edit_asks_for_a_reason_and_hands_the_payload_to_the_editor_command() {
+    use dlq_triage::tui::action::Command as Cmd;
+    let size = (140, 40);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["Tab"], size);
+    update(&mut s, Action::StartEdit, size);
+    assert!(screen(&s, size).contains("edit (revision) — reason:"));
+    let mut cmds = Vec::new();
+    for c in "amount fix".chars() {
+        cmds.extend(update(&mut s, Action::InputChar(c), size));
+    }
+    cmds.extend(update(&mut s, Action::InputSubmit, size));
+    assert!(cmds.iter().any(|c| matches!(c, Cmd::Edit { reason, payload, .. } if reason == "amount fix" && !payload.is_empty())), "{cmds:?}");
+    update(
+        &mut s,
+        Action::Edited(Ok("revision 1 saved: changed /payload/amount".into())),
+        size,
+    );
+    assert!(s.force_redraw, "the editor used the screen: repaint it");
+    assert!(screen(&s, size).contains("revision 1 saved"));
+}

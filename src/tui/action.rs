@@ -42,6 +42,10 @@ pub enum Action {
     StartDiscard,
     /// `u`: see the selected letter unmasked (privileged, with a reason).
     StartUnmask,
+    /// `e`: edit the selected letter's payload (masked) for a revision.
+    StartEdit,
+    /// After the editor: what happened.
+    Edited(Result<String, String>),
     /// From the worker: a letter's ledger history.
     History(RowId, Vec<String>),
     /// From the worker: the unmask was audited (or why not).
@@ -92,6 +96,12 @@ pub enum Command {
     },
     /// Read a letter's ledger history.
     History(RowId, String),
+    /// Suspend the TUI, edit this payload, record a revision.
+    Edit {
+        letter_id: String,
+        payload: Vec<u8>,
+        reason: String,
+    },
     /// Write an audit entry: an unmask (before anything is shown) or a refusal.
     Audit {
         action: String,

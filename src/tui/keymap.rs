@@ -196,7 +196,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: "",
         help: "",
         matches: |e| ch(e, 'e'),
-        action: || Action::NeedsLedger("edit"),
+        action: || Action::StartEdit,
     },
     Binding {
         keys: "",

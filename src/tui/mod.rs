@@ -124,9 +124,46 @@ pub fn run_loop<B: Backend>(
         if !changed {
             continue;
         }
+        if state.force_redraw {
+            state.force_redraw = false;
+            terminal
+                .clear()
+                .map_err(|e| anyhow::anyhow!("terminal: {e}"))?;
+        }
         terminal
             .draw(|f| views::render(f, state, theme))
             .map_err(|e| anyhow::anyhow!("drawing: {e}"))?;
+    }
+}
+
+/// Run the editor on a payload and record the revision (ledger first: nothing else
+/// changes). Returns a line for the status bar.
+fn edit_and_record(
+    masker: &crate::core::masking::Masker,
+    plan: &worker::LedgerPlan,
+    letter_id: &str,
+    payload: &[u8],
+    reason: &str,
+) -> Result<String, String> {
+    use crate::editor::{edit_payload, Edited};
+    match edit_payload(masker, payload, false)? {
+        Edited::Unchanged => Ok("no changes; nothing saved".into()),
+        Edited::Changed { after, paths } => {
+            let path = plan
+                .path
+                .as_ref()
+                .ok_or("no ledger location (set --ledger)")?;
+            let mut ledger =
+                crate::core::ledger::Ledger::open(path, &crate::core::ledger::current_actor())
+                    .map_err(|e| e.to_string())?;
+            let n = ledger
+                .record_revision(&plan.source_key, letter_id, reason, &paths, payload, &after)
+                .map_err(|e| e.to_string())?;
+            Ok(format!(
+                "revision {n} saved: changed {} (the original is unchanged)",
+                paths.join(", ")
+            ))
+        }
     }
 }
 
@@ -222,6 +259,8 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     };
     let (tx, rx) = mpsc::channel();
     let (req_tx, req_rx) = mpsc::channel();
+    let ledger_for_edits = ledger.clone();
+    let edit_events = tx.clone();
     worker::spawn(
         source,
         opts,
@@ -254,14 +293,28 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     let terminal = Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
         .map_err(|e| anyhow::anyhow!("terminal: {e}"));
     let input_tx = tx;
-    std::thread::spawn(move || {
-        while let Ok(ev) = crossterm::event::read() {
-            if input_tx.send(AppEvent::Term(ev)).is_err() {
-                break;
-            }
+    // Poll, never block in read(): a blocked read holds crossterm's event-reader lock, and
+    // every cursor-position query (ratatui clears on resize and on `clear()`) would then
+    // time out. Between polls the lock is free; a cursor reply read meanwhile stays in
+    // crossterm's internal queue for the query that asked for it.
+    std::thread::spawn(move || loop {
+        match crossterm::event::poll(Duration::from_millis(100)) {
+            Ok(true) => match crossterm::event::read() {
+                Ok(ev) => {
+                    if input_tx.send(AppEvent::Term(ev)).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            },
+            Ok(false) => {}
+            Err(_) => break,
         }
     });
     let mut clipboard = Clipboard::new();
+    let edit_masker = state.catalog.masker().clone();
+    let edit_ledger = ledger_for_edits;
+    let edit_tx = edit_events;
     let result = (|| {
         let mut terminal = terminal?;
         terminal
@@ -279,6 +332,24 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
                 Command::Copy(text) => clipboard.copy(&text),
                 Command::Discard { rows, reason } => {
                     let _ = req_tx.send(worker::Request::Discard { rows, reason });
+                }
+                Command::Edit {
+                    letter_id,
+                    payload,
+                    reason,
+                } => {
+                    // The editor needs the terminal: hand it over, then take it back.
+                    restore();
+                    let result =
+                        edit_and_record(&edit_masker, &edit_ledger, &letter_id, &payload, &reason);
+                    let _ = crossterm::terminal::enable_raw_mode();
+                    let _ = crossterm::execute!(
+                        std::io::stdout(),
+                        crossterm::terminal::EnterAlternateScreen,
+                        crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
+                        crossterm::event::EnableMouseCapture
+                    );
+                    let _ = edit_tx.send(AppEvent::Action(Action::Edited(result)));
                 }
                 Command::History(row, id) => {
                     let _ = req_tx.send(worker::Request::History(row, id));

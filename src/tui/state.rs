@@ -61,6 +61,8 @@ pub enum Input {
     DiscardReason(String, Vec<RowId>),
     /// `u`: the reason for seeing this letter unmasked (mandatory, audited).
     UnmaskReason(String, RowId),
+    /// `e`: the reason for a payload revision (mandatory).
+    EditReason(String, RowId),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +148,8 @@ pub struct AppState {
     pub unmasked: std::collections::HashSet<RowId>,
     /// The ledger's entries for a letter (History tab), as `at · actor · action · detail`.
     pub history: Option<(RowId, Vec<String>)>,
+    /// The screen was used by another program (the editor): repaint everything.
+    pub force_redraw: bool,
     pub read_only: bool,
     /// Rows available to the lists (set by the view on resize), for paging.
     pub page: usize,
@@ -188,6 +192,7 @@ impl AppState {
             role: crate::core::access::Role::Operator,
             unmasked: std::collections::HashSet::new(),
             history: None,
+            force_redraw: false,
             read_only: false,
             page: 10,
             quit: false,

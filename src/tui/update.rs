@@ -93,6 +93,19 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             }
         }
         Action::History(row, lines) => state.history = Some((row, lines)),
+        Action::StartEdit => match (state.selected_row(), check(state.role, Permission::Edit)) {
+            (None, _) => state.message = Some(("select a letter to edit".into(), Level::Warn)),
+            (Some(row), Err(denied)) => refuse(state, &mut cmds, denied, row),
+            (Some(row), Ok(())) => state.input = Input::EditReason(String::new(), row),
+        },
+        Action::Edited(result) => {
+            state.force_redraw = true;
+            state.history = None;
+            state.message = Some(match result {
+                Ok(m) => (m, Level::Info),
+                Err(e) => (e, Level::Error),
+            });
+        }
         Action::Unmasked(row, result) => match result {
             Ok(()) => {
                 state.history = None;
@@ -157,7 +170,8 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             | Input::Expr(s)
             | Input::Command(s)
             | Input::DiscardReason(s, _)
-            | Input::UnmaskReason(s, _) => s.push(c),
+            | Input::UnmaskReason(s, _)
+            | Input::EditReason(s, _) => s.push(c),
             Input::None => {}
         },
         Action::InputBackspace => match &mut state.input {
@@ -165,7 +179,8 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             | Input::Expr(s)
             | Input::Command(s)
             | Input::DiscardReason(s, _)
-            | Input::UnmaskReason(s, _) => {
+            | Input::UnmaskReason(s, _)
+            | Input::EditReason(s, _) => {
                 s.pop();
             }
             Input::None => {}
@@ -176,6 +191,35 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
                 Input::Expr(e) => e,
                 Input::Command(c) => {
                     run_command(state, c.trim());
+                    return finish(state, cmds, size);
+                }
+                Input::EditReason(reason, row) => {
+                    let reason = reason.trim().to_string();
+                    let letter = state.cache.get(row).cloned();
+                    let id = state
+                        .catalog
+                        .store
+                        .row(row)
+                        .map(|r| state.catalog.store.id(r).to_string());
+                    match (reason.is_empty(), letter, id) {
+                        (true, _, _) => {
+                            state.message = Some((
+                                "a revision needs a reason; nothing edited".into(),
+                                Level::Warn,
+                            ))
+                        }
+                        (false, Some(raw), Some(letter_id)) => cmds.push(Command::Edit {
+                            letter_id,
+                            payload: raw.payload,
+                            reason,
+                        }),
+                        _ => {
+                            state.message = Some((
+                                "open the letter first (its payload is not loaded)".into(),
+                                Level::Warn,
+                            ))
+                        }
+                    }
                     return finish(state, cmds, size);
                 }
                 Input::UnmaskReason(reason, row) => {
@@ -304,10 +348,7 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
         },
         Action::NeedsLedger(what) => {
-            let text = match what {
-                "edit" => "editing from the TUI is not in this build: use `dlq-triage edit SOURCE ID --reason …` (masked, audited)".to_string(),
-                other => format!("{other} is not in this build yet (see the README roadmap)"),
-            };
+            let text = format!("{what} is not in this build yet (see the README roadmap)");
             state.message = Some((text, Level::Warn));
         }
         Action::Click { column, row } => click(state, layout(size.0, size.1), column, row),

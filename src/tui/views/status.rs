@@ -139,6 +139,14 @@ pub fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 t.get("ui.dim"),
             ),
         ]),
+        Input::EditReason(r, _) => Line::from(vec![
+            Span::styled(" edit (revision) — reason: ", t.get("ui.warn")),
+            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get("ui.text")),
+            Span::styled(
+                "  opens $EDITOR on the masked payload · Enter · Esc cancels",
+                t.get("ui.dim"),
+            ),
+        ]),
         Input::UnmaskReason(r, _) => Line::from(vec![
             Span::styled(" unmask — reason: ", t.get("ui.warn")),
             Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get("ui.text")),
