@@ -19,17 +19,22 @@ impl Env {
         self.dir.path().join("state/dlq-triage/ledger.db")
     }
 
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-            .args(args)
+    /// The binary with a fixed clock, this test's config/state dirs, and `actor`.
+    fn command(&self, actor: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
+        c.args(args)
             .env("DLQ_TRIAGE_NOW", "2026-11-29T18:00:00Z")
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
             .env("XDG_STATE_HOME", self.dir.path().join("state"))
-            .env("DLQ_TRIAGE_ACTOR", "alice")
+            .env("DLQ_TRIAGE_ACTOR", actor)
             .env_remove("DLQ_TRIAGE_LEDGER")
-            .stdin(Stdio::null())
-            .output()
-            .expect("binary runs")
+            .env_remove("DLQ_TRIAGE_ROLES_FILE")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command("alice", args).output().expect("binary runs")
     }
 }
 
@@ -210,15 +215,8 @@ fn discard_refuses_without_confirmation_reason_or_when_read_only() {
 
 /// Run as `user` with a roles file.
 fn run_as(env: &Env, roles: &Path, user: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-        .args(args)
-        .env("DLQ_TRIAGE_NOW", "2026-11-29T18:00:00Z")
-        .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
-        .env("XDG_STATE_HOME", env.dir.path().join("state"))
-        .env("DLQ_TRIAGE_ACTOR", user)
+    env.command(user, args)
         .env("DLQ_TRIAGE_ROLES_FILE", roles)
-        .env_remove("DLQ_TRIAGE_LEDGER")
-        .stdin(Stdio::null())
         .output()
         .expect("binary runs")
 }
@@ -368,11 +366,7 @@ fn masked_edit_round_trip_changes_only_the_edited_path() {
     let ex = example();
     let id = "msg_01K5F39XMCJ9DAGFY80Y88ZV6B";
     let edit = |editor: &str, reason: &str| {
-        Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-            .args(["edit", &ex, id, "--reason", reason])
-            .env("XDG_STATE_HOME", env.dir.path().join("state"))
-            .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
-            .env("DLQ_TRIAGE_ACTOR", "bob")
+        env.command("bob", &["edit", &ex, id, "--reason", reason])
             .env("EDITOR", editor)
             .env_remove("VISUAL")
             .output()
