@@ -49,7 +49,7 @@ pub struct Loaded {
     pub source: Option<Box<dyn crate::core::ports::DlqSource>>,
     /// The source's key in the ledger (its URI without the password).
     pub source_key: String,
-    /// Coordinates per row, for settling (kept only when a ledger is in use).
+    /// Coordinates per row, for settling (kept for RabbitMQ sources only).
     pub coords: Vec<Option<crate::core::model::Coords>>,
 }
 
@@ -198,6 +198,9 @@ impl Context {
         let (source_ref, _) = self.source_plan(arg)?;
         let source_key = source_ref.to_string();
         let mut src = self.open(arg)?;
+        // Only RabbitMQ settles by coordinates (an ack of a held delivery); elsewhere the
+        // store's coordinate label is enough, and 1M Kafka letters should not pay for it.
+        let keep_coords = matches!(source_ref, SourceRef::Amqp { .. });
         let mut coords: Vec<Option<crate::core::model::Coords>> = Vec::new();
         let info = src.info();
         let mut catalog =
@@ -209,10 +212,12 @@ impl Context {
                          batch: &mut Vec<crate::core::model::RawLetter>|
          -> anyhow::Result<()> {
             for (row, dl) in catalog.ingest_batch(std::mem::take(batch)) {
-                if coords.len() <= row as usize {
-                    coords.resize(row as usize + 1, None);
+                if keep_coords {
+                    if coords.len() <= row as usize {
+                        coords.resize(row as usize + 1, None);
+                    }
+                    coords[row as usize] = dl.raw.coords.clone();
                 }
-                coords[row as usize] = dl.raw.coords.clone();
                 visit(catalog, row, dl)?;
             }
             Ok(())

@@ -4,7 +4,7 @@
 
 use super::context::{usage, Context};
 use super::DiscardArgs;
-use crate::core::decisions::{discard, Discarded};
+use crate::core::decisions::{discard, Discarded, Target};
 use crate::core::model::TriageState;
 use crate::core::sanitize;
 use std::io::{BufRead, IsTerminal, Write};
@@ -67,6 +67,13 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
     let (mut removed, mut ledger_only, mut failed) = (0u64, 0u64, 0u64);
     for (row, id) in &targets {
         let coords = loaded.coords.get(*row as usize).cloned().flatten();
+        // Kafka/files keep no Coords (nothing to settle): record where the letter sits.
+        let label = loaded
+            .catalog
+            .store
+            .row(*row)
+            .map(|r| loaded.catalog.store.coords_label(r))
+            .filter(|l| !l.is_empty());
         // Test hook: die between the ledger write and the broker (see tests/rabbitmq.rs).
         let mut after_record = || {
             if crash_after_ledger {
@@ -78,8 +85,11 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
                 &mut ledger,
                 src.as_mut(),
                 &loaded.source_key,
-                id,
-                coords.as_ref(),
+                Target {
+                    letter_id: id,
+                    coords: coords.as_ref(),
+                    location: label.as_deref(),
+                },
                 reason,
                 &mut after_record,
             )?,

@@ -16,23 +16,34 @@ pub enum Discarded {
     Pending(String),
 }
 
+/// Where a letter is, for settling and for the record.
+pub struct Target<'a> {
+    pub letter_id: &'a str,
+    /// What the broker needs to settle (RabbitMQ); `None` where nothing can be settled.
+    pub coords: Option<&'a Coords>,
+    /// Where it sits, for the record, when there are no `coords` (Kafka `topic/p/o`).
+    pub location: Option<&'a str>,
+}
+
 /// Record the decision durably, then settle on the broker, then mark it applied.
 /// `after_record` runs between the two (tests use it to crash exactly there).
 pub fn discard(
     ledger: &mut Ledger,
     src: &mut dyn DlqSource,
     source_key: &str,
-    letter_id: &str,
-    coords: Option<&Coords>,
+    target: Target<'_>,
     reason: &str,
     after_record: &mut dyn FnMut(),
 ) -> Result<Discarded, LedgerError> {
-    let decision = ledger.record_discard(
-        source_key,
+    let Target {
         letter_id,
-        coords.map(ToString::to_string).as_deref(),
-        reason,
-    )?;
+        coords,
+        location,
+    } = target;
+    let recorded = coords
+        .map(ToString::to_string)
+        .or_else(|| location.map(str::to_string));
+    let decision = ledger.record_discard(source_key, letter_id, recorded.as_deref(), reason)?;
     after_record();
     let settled = match coords {
         Some(c) => src.settle(c),

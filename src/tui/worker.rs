@@ -5,7 +5,7 @@
 use crate::brokers::{self, OpenOptions};
 use crate::core::catalog::prepare_letter;
 use crate::core::conventions::UserMapping;
-use crate::core::decisions::{discard, reconcile, Discarded};
+use crate::core::decisions::{discard, reconcile, Discarded, Target};
 use crate::core::ledger::{current_actor, Ledger};
 use crate::core::masking::Masker;
 use crate::core::model::Coords;
@@ -231,8 +231,11 @@ impl Decisions {
                 &mut ledger,
                 src,
                 &self.plan.source_key,
-                &id,
-                coords.as_ref(),
+                Target {
+                    letter_id: &id,
+                    coords: coords.as_ref(),
+                    location: None,
+                },
                 reason,
                 &mut || {},
             ) {
