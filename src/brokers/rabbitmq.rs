@@ -43,17 +43,7 @@ pub struct AmqpTarget {
 
 impl AmqpTarget {
     fn uri(&self) -> String {
-        let enc = |s: &str| -> String {
-            s.bytes()
-                .map(|b| {
-                    if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                        (b as char).to_string()
-                    } else {
-                        format!("%{b:02X}")
-                    }
-                })
-                .collect()
-        };
+        let enc = crate::core::source::pct_encode;
         let scheme = if self.tls { "amqps" } else { "amqp" };
         format!(
             "{scheme}://{}:{}@{}:{}/{}",
@@ -549,14 +539,8 @@ impl DlqSource for RabbitSource {
         Ok(())
     }
 
+    /// Classic/quorum: ack the held delivery. Streams cannot delete one message.
     fn settle(&mut self, coords: &Coords) -> Result<Settled, SourceError> {
-        self.settle_letter(coords)
-    }
-}
-
-impl RabbitSource {
-    /// `DlqSource::settle`: ack classic/quorum deliveries; streams are ledger-only.
-    fn settle_letter(&mut self, coords: &Coords) -> Result<Settled, SourceError> {
         if let Coords::Amqp {
             stream_offset: Some(_),
             ..

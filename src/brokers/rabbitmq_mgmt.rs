@@ -61,17 +61,7 @@ pub struct Management {
     agent: ureq::Agent,
 }
 
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
+use crate::core::source::pct_encode as enc;
 
 impl Management {
     pub fn new(base_url: &str, user: &str, password: &str) -> Self {

@@ -195,9 +195,9 @@ impl Context {
         previews: bool,
         mut visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
     ) -> anyhow::Result<Loaded> {
-        let (source_ref, _) = self.source_plan(arg)?;
+        let (source_ref, opts) = self.source_plan(arg)?;
         let source_key = source_ref.to_string();
-        let mut src = self.open(arg)?;
+        let mut src = open_planned(&source_ref, &opts)?;
         // Only RabbitMQ settles by coordinates (an ack of a held delivery); elsewhere the
         // store's coordinate label is enough, and 1M Kafka letters should not pay for it.
         let keep_coords = matches!(source_ref, SourceRef::Amqp { .. });
@@ -313,19 +313,22 @@ impl Context {
         if decisions.is_empty() {
             return Ok(());
         }
-        let mut rows_by_id: std::collections::HashMap<&str, Vec<RowId>> =
+        // Rows of the decided letters only (few), keyed by owned ids so the store can
+        // then be updated and the same map serves reconciliation.
+        let decided: std::collections::HashSet<&str> =
+            decisions.iter().map(|d| d.letter_id.as_str()).collect();
+        let mut rows_by_id: std::collections::HashMap<String, Vec<RowId>> =
             std::collections::HashMap::new();
         let store = &loaded.catalog.store;
         for (i, r) in store.rows().iter().enumerate() {
-            rows_by_id.entry(store.id(r)).or_default().push(i as RowId);
-        }
-        let mut to_mark = Vec::new();
-        for d in &decisions {
-            if let Some(rows) = rows_by_id.get(d.letter_id.as_str()) {
-                to_mark.extend(rows.iter().copied());
+            if decided.contains(store.id(r)) {
+                rows_by_id
+                    .entry(store.id(r).to_string())
+                    .or_default()
+                    .push(i as RowId);
             }
         }
-        for r in &to_mark {
+        for r in rows_by_id.values().flatten() {
             loaded
                 .catalog
                 .store
@@ -337,12 +340,13 @@ impl Context {
         let Some(src) = loaded.source.as_mut() else {
             return Ok(());
         };
-        let store = &loaded.catalog.store;
         let coords = &loaded.coords;
         let coords_of = |id: &str| -> Vec<crate::core::model::Coords> {
-            (0..store.len())
-                .filter(|i| store.row(*i as RowId).is_some_and(|r| store.id(r) == id))
-                .filter_map(|i| coords.get(i).cloned().flatten())
+            rows_by_id
+                .get(id)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| coords.get(*r as usize).cloned().flatten())
                 .collect()
         };
         for note in crate::core::decisions::reconcile(

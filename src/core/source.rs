@@ -98,6 +98,19 @@ fn parse_kafka(rest: &str) -> Result<SourceRef, String> {
     Ok(SourceRef::Kafka { brokers, topics })
 }
 
+/// Percent-encode everything but unreserved characters (RFC 3986), for URIs and paths.
+pub fn pct_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 fn pct_decode(s: &str) -> Result<String, String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -261,6 +274,16 @@ mod tests {
             })
         );
         assert_eq!(SourceRef::parse("demo"), Ok(SourceRef::Demo));
+    }
+
+    #[test]
+    fn percent_encoding_round_trips() {
+        assert_eq!(pct_encode("/"), "%2F");
+        assert_eq!(pct_encode("p@ss word"), "p%40ss%20word");
+        assert_eq!(
+            pct_decode(&pct_encode("ünï/côde")).as_deref(),
+            Ok("ünï/côde")
+        );
     }
 
     #[test]

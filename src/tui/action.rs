@@ -37,7 +37,7 @@ pub enum Action {
     Copy,
     Diff,
     /// A key for an action not in this build yet (replay, edit, unmask).
-    NeedsLedger(&'static str),
+    NotYet(&'static str),
     /// `d`: discard the marked letters, or the selected one.
     StartDiscard,
     /// `u`: see the selected letter unmasked (privileged, with a reason).

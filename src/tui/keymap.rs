@@ -184,13 +184,13 @@ pub const BINDINGS: &[Binding] = &[
         keys: "r e",
         help: "replay / edit (not in this build yet)",
         matches: |e| ch(e, 'r'),
-        action: || Action::NeedsLedger("replay"),
+        action: || Action::NotYet("replay"),
     },
     Binding {
         keys: "",
         help: "",
         matches: |e| ch(e, 'r'),
-        action: || Action::NeedsLedger("replay"),
+        action: || Action::NotYet("replay"),
     },
     Binding {
         keys: "",
@@ -202,7 +202,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: "",
         help: "",
         matches: |e| ch(e, 'u'),
-        action: || Action::NeedsLedger("unmask"),
+        action: || Action::NotYet("unmask"),
     },
     Binding {
         keys: "?",

@@ -347,7 +347,7 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             }
             None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
         },
-        Action::NeedsLedger(what) => {
+        Action::NotYet(what) => {
             let text = format!("{what} is not in this build yet (see the README roadmap)");
             state.message = Some((text, Level::Warn));
         }
