@@ -36,7 +36,7 @@ pub enum Action {
     NextTab,
     Copy,
     Diff,
-    /// A key for an action not in this build yet (replay, edit, unmask).
+    /// A key for an action not in this build yet (replay).
     NotYet(&'static str),
     /// `d`: discard the marked letters, or the selected one.
     StartDiscard,
