@@ -66,7 +66,11 @@ fn loaded() -> AppState {
             .map(|k| templates[k % templates.len()].clone())
             .collect();
         i += batch.len();
-        update(&mut s, Action::Letters(batch), SIZE);
+        update(
+            &mut s,
+            Action::Letters(batch.into_iter().map(Into::into).collect()),
+            SIZE,
+        );
     }
     update(&mut s, Action::ScanDone, SIZE);
     s

@@ -8,5 +8,6 @@ pub mod cli;
 pub mod config;
 pub mod core;
 pub mod editor;
+pub mod logging;
 pub mod scenario;
 pub mod tui;

@@ -12,6 +12,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = dlq_triage::logging::init(&cli.log_level) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -88,6 +88,21 @@ fn discard_is_recorded_leaves_the_open_groups_and_stays_viewable() {
     let shown = json(&env.run(&["list", &ex, "--json", "--filter", "state=discarded"]));
     assert_eq!(shown["matched"], 2);
     assert_eq!(shown["letters"][0]["state"], "discarded");
+    // `show` says so too, with who and why, in text and JSON.
+    let id = shown["letters"][0]["id"].as_str().expect("id").to_string();
+    let text = env.run(&["show", &ex, &id]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("discarded by alice") && text.contains("retry queue TTL misconfigured"),
+        "{text}"
+    );
+    let doc = json(&env.run(&["show", &ex, &id, "--json"]));
+    assert_eq!(doc["state"], "discarded");
+    assert_eq!(doc["decision"]["actor"], "alice");
+    assert_eq!(
+        doc["decision"]["reason"],
+        "retry queue TTL misconfigured; replaced by fix #88"
+    );
     // Again: nothing left to discard, nothing recorded twice.
     let again = env.run(&[
         "discard",
@@ -101,8 +116,15 @@ fn discard_is_recorded_leaves_the_open_groups_and_stays_viewable() {
     assert!(String::from_utf8_lossy(&again.stdout).contains("no open letters match"));
     let audit = json(&env.run(&["audit", "list", "--json"]));
     let entries = audit["entries"].as_array().expect("entries");
-    assert_eq!(entries.len(), 2);
-    assert_eq!(entries[0]["action"], "discard");
+    // Each discard is recorded, then its application (ledger-only for a file) is too.
+    let actions: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert_eq!(
+        actions,
+        ["discard", "discard-applied", "discard", "discard-applied"]
+    );
     assert_eq!(entries[0]["actor"], "alice");
     assert!(entries[0]["detail"]
         .as_str()

@@ -574,7 +574,7 @@ fn delete(t: &Topology, name: &str) {
 }
 
 #[test]
-fn quorum_delivery_limit_is_warned_before_browsing() {
+fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
     if !rabbit_available() || !management_available() {
         return;
     }
@@ -588,21 +588,45 @@ fn quorum_delivery_limit_is_warned_before_browsing() {
                 "x-queue-type",
                 AMQPValue::LongString(LongString::from(b"quorum".to_vec())),
             ),
-            ("x-delivery-limit", AMQPValue::LongInt(3)),
+            ("x-delivery-limit", AMQPValue::LongInt(1)),
         ],
     );
-    t.publish("", &q, "q-1", "{}");
-    t.wait_for(&q, 1);
+    for i in 0..10 {
+        t.publish("", &q, &format!("q-{i}"), "{}");
+    }
+    t.wait_for(&q, 10);
+    // Browsing again and again (what dropped all 10 before) is refused without
+    // consuming anything: nothing is lost.
+    for _ in 0..3 {
+        let mut src = RabbitSource::new(target(), vec![q.clone()])
+            .expect("source")
+            .with_management(MGMT);
+        let mut n = 0;
+        let err = src
+            .scan(&mut |ev| {
+                if matches!(ev, ScanEvent::Letter(_)) {
+                    n += 1;
+                }
+                ControlFlow::Continue(())
+            })
+            .expect_err("refused");
+        assert_eq!(n, 0);
+        assert!(err.to_string().contains("delivery-limit 1"), "{err}");
+    }
+    t.wait_for(&q, 10);
+    // Allowed: one browse, which says how many are left (none).
     let mut src = RabbitSource::new(target(), vec![q.clone()])
         .expect("source")
-        .with_management(MGMT);
+        .with_management(MGMT)
+        .with_queue_policy(None, true);
     let (letters, problems) = browse(&mut src);
-    assert_eq!(letters.len(), 1);
+    assert_eq!(letters.len(), 10);
     assert!(
-        problems.iter().any(|p| p.contains("delivery-limit 3")),
+        problems.iter().any(|p| p.contains("0 browse(s) left")),
         "{problems:?}"
     );
     drop(src);
+    t.wait_for(&q, 10);
     delete(&t, &q);
 }
 

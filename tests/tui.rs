@@ -50,7 +50,11 @@ fn state_from(path: &Path, size: (u16, u16)) -> AppState {
         browse_effect: "File: read-only, the dump is never modified".into(),
     };
     let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), now_ms(), 64 << 20);
-    update(&mut s, Action::Letters(batch), size);
+    update(
+        &mut s,
+        Action::Letters(batch.into_iter().map(Into::into).collect()),
+        size,
+    );
     update(&mut s, Action::ScanDone, size);
     s
 }
@@ -332,7 +336,11 @@ fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
         browse_effect: String::new(),
     };
     let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), base, 1 << 20);
-    update(&mut s, Action::Letters(batch), size);
+    update(
+        &mut s,
+        Action::Letters(batch.into_iter().map(Into::into).collect()),
+        size,
+    );
     update(&mut s, Action::ScanDone, size);
     let at = |s: &AppState, i: usize| {
         s.catalog

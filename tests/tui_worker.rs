@@ -2,10 +2,12 @@
 //! the demo's trickle, then a fetch by coordinates.
 
 use dlq_triage::brokers::OpenOptions;
+use dlq_triage::core::access::Role;
 use dlq_triage::core::masking::Masker;
+use dlq_triage::core::session::{Principal, Settings};
 use dlq_triage::core::source::SourceRef;
 use dlq_triage::tui::action::Action;
-use dlq_triage::tui::worker::{spawn, LedgerPlan, Request};
+use dlq_triage::tui::worker::{spawn, Request};
 use dlq_triage::tui::AppEvent;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -16,19 +18,23 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
     let (req_tx, req_rx) = mpsc::channel();
     let dir = tempfile::tempdir().expect("tmp");
     let ledger = dir.path().join("ledger.db");
-    let plan = LedgerPlan {
-        path: Some(ledger.clone()),
+    let settings = Settings {
         source_key: "demo".into(),
-        read_only: false,
+        principal: Principal {
+            actor: "tester".into(),
+            role: Role::Operator,
+            read_only: false,
+            ledger_path: Some(ledger.clone()),
+        },
+        masker: Masker::with_key(vec![1]),
+        mappings: Vec::new(),
     };
     spawn(
         SourceRef::Demo,
         OpenOptions::default(),
-        Masker::with_key(vec![1]),
-        Vec::new(),
+        settings,
         tx,
         req_rx,
-        plan,
     );
     let mut first_id = None;
     let (mut scanned, mut live, mut done) = (0usize, 0usize, false);
@@ -37,8 +43,8 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
     while started.elapsed() < Duration::from_secs(60) && !(done && live > 0) {
         match rx.recv_timeout(Duration::from_secs(1)) {
             Ok(AppEvent::Action(Action::Letters(b))) => {
-                coords = coords.or_else(|| b.first().and_then(|(d, _)| d.raw.coords.clone()));
-                first_id = first_id.or_else(|| b.first().map(|(d, _)| d.id.value.0.clone()));
+                coords = coords.or_else(|| b.first().and_then(|p| p.letter.raw.coords.clone()));
+                first_id = first_id.or_else(|| b.first().map(|p| p.letter.id.value.0.clone()));
                 scanned += b.len();
             }
             Ok(AppEvent::Action(Action::Live(b))) => live += b.len(),

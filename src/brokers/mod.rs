@@ -21,6 +21,10 @@ pub struct OpenOptions {
     pub since: Option<DateTime<Utc>>,
     /// RabbitMQ management API base URL; default `http://HOST:15672` when reachable.
     pub management_url: Option<String>,
+    /// RabbitMQ queue type stated by the operator (classic, quorum, stream).
+    pub queue_type: Option<String>,
+    /// Browse quorum queues with a delivery limit anyway.
+    pub allow_redelivery: bool,
 }
 
 /// Open a source for scanning.
@@ -60,7 +64,9 @@ pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>
                 .clone()
                 .unwrap_or_else(|| format!("http://{host}:15672"));
             Ok(Box::new(
-                rabbitmq::RabbitSource::new(target, queues.clone())?.with_management(&mgmt),
+                rabbitmq::RabbitSource::new(target, queues.clone())?
+                    .with_management(&mgmt)
+                    .with_queue_policy(opts.queue_type.clone(), opts.allow_redelivery),
             ))
         }
     }

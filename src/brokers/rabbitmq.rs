@@ -249,6 +249,10 @@ pub struct RabbitSource {
     connection_name: String,
     /// Queue types and limits, when the management API is reachable.
     management: Option<super::rabbitmq_mgmt::Management>,
+    /// The queue type the operator stated (`--queue-type`), when the API cannot say.
+    stated_type: Option<String>,
+    /// Browse quorum queues with a delivery limit anyway (`--allow-redelivery`).
+    allow_redelivery: bool,
 }
 
 impl RabbitSource {
@@ -263,6 +267,8 @@ impl RabbitSource {
             tags: HashMap::new(),
             connection_name: format!("dlq-triage browse (pid {})", std::process::id()),
             management: None,
+            stated_type: None,
+            allow_redelivery: false,
         })
     }
 
@@ -274,6 +280,99 @@ impl RabbitSource {
             &self.target.password,
         ));
         self
+    }
+
+    /// What the operator knows about the queues: their type, and whether browsing may
+    /// count redeliveries on a quorum queue with a delivery limit.
+    pub fn with_queue_policy(
+        mut self,
+        stated_type: Option<String>,
+        allow_redelivery: bool,
+    ) -> Self {
+        self.stated_type = stated_type;
+        self.allow_redelivery = allow_redelivery;
+        self
+    }
+
+    /// Consume the head message alone and give it back, to read its `x-delivery-count`
+    /// (`None`: empty queue; `Some(None)`: no such header). Costs that one message one
+    /// delivery on a quorum queue — never more than it can take (see `quorum_guard`).
+    fn probe_head(&mut self, queue: &str) -> Result<Option<Option<i64>>, SourceError> {
+        self.ensure_connected()?;
+        let conn = self
+            .conn
+            .as_ref()
+            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+        self.rt.block_on(async {
+            let ch = conn
+                .create_channel()
+                .await
+                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+            ch.basic_qos(1, BasicQosOptions::default())
+                .await
+                .map_err(|e| SourceError::Failed(format!("basic.qos on `{queue}`: {e}")))?;
+            let mut consumer = ch
+                .basic_consume(
+                    ShortString::from(queue),
+                    ShortString::from(""),
+                    BasicConsumeOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .map_err(|e| SourceError::Failed(format!("consuming `{queue}`: {e}")))?;
+            let head = match tokio::time::timeout(IDLE, consumer.next()).await {
+                Ok(Some(Ok(d))) => Some(
+                    to_raw(&d, "", queue, 0)
+                        .header("x-delivery-count")
+                        .and_then(HeaderValue::as_i64_lenient),
+                ),
+                _ => None,
+            };
+            let _ = ch.close(200, ShortString::from("probe done")).await;
+            Ok(head)
+        })
+    }
+
+    /// Never push a message past its delivery limit. Quorum queues count every return of
+    /// a browsed message as a delivery and dead-letter (or drop) a message returned more
+    /// than `delivery-limit` times, so: a quorum queue with a limit is browsed only when
+    /// the operator allows it, and never when the head message has no browse to spare; a
+    /// queue of unknown type whose head message carries `x-delivery-count` is not browsed
+    /// (learning that costs the head one delivery: give the type to avoid it).
+    /// Returns a line for the user when browsing goes ahead with a limit.
+    fn quorum_guard(
+        &mut self,
+        queue: &str,
+        kind: Option<&str>,
+        limit: Option<i64>,
+        count: u32,
+    ) -> Result<Option<String>, SourceError> {
+        match (kind, limit) {
+            (Some("quorum"), Some(limit)) => {
+                if !self.allow_redelivery {
+                    return Err(SourceError::Failed(format!(
+                        "refusing to browse quorum queue `{queue}`: it has delivery-limit {limit}, every browse returns each message once (counted as a delivery), and a message returned more than {limit} times is dead-lettered or dropped. Browse anyway with --allow-redelivery (each message takes at most {} browse(s) if nothing else redelivered it)",
+                        (limit - 1).max(0)
+                    )));
+                }
+                // No probe: delivering even one message could push it over. The counts
+                // are read from this browse and reported after it.
+                Ok(Some(format!(
+                    "quorum queue with delivery-limit {limit}: this browse counts one delivery per message (--allow-redelivery)"
+                )))
+            }
+            (Some("quorum"), None) => Ok(Some(
+                "quorum queue without a delivery limit: each browse counts one redelivery per message".into(),
+            )),
+            (None, _) if count == 0 => Ok(None),
+            (None, _) => match self.probe_head(queue)? {
+                Some(Some(count)) if !self.allow_redelivery => Err(SourceError::Failed(format!(
+                    "refusing to browse `{queue}`: its messages carry x-delivery-count ({count}), so it is a quorum queue, and its delivery limit is unknown without the management API. Give --management-url, or check the limit and pass --queue-type quorum --allow-redelivery"
+                ))),
+                _ => Ok(None),
+            },
+            _ => Ok(None),
+        }
     }
 
     pub fn with_connection_name(mut self, name: &str) -> Self {
@@ -355,24 +454,23 @@ impl RabbitSource {
             .management
             .as_ref()
             .and_then(|m| m.queue(&self.target.vhost, queue).ok());
-        if let Some(info) = &info {
-            if info.kind == "stream" {
-                // AMQP's declare reports 0 for streams and the management API's counts
-                // are sampled (stale for seconds): read until idle, up to the limit.
-                return self.browse_stream(queue, u32::from(self.browse_limit), sink);
-            }
-            if info.kind == "quorum" {
-                if let Some(limit) = info.delivery_limit() {
-                    let flow = sink(ScanEvent::Problem {
-                        location: format!("queue {queue}"),
-                        message: format!(
-                            "quorum queue with delivery-limit {limit}: releasing a browse counts a redelivery, and messages reaching {limit} deliveries are dead-lettered or dropped — browse it sparingly"
-                        ),
-                    });
-                    if flow.is_break() {
-                        return Ok(flow);
-                    }
-                }
+        let kind = info
+            .as_ref()
+            .map(|i| i.kind.clone())
+            .or_else(|| self.stated_type.clone());
+        if kind.as_deref() == Some("stream") {
+            // AMQP's declare reports 0 for streams and the management API's counts are
+            // sampled (stale for seconds): read until idle, up to the limit.
+            return self.browse_stream(queue, u32::from(self.browse_limit), sink);
+        }
+        let limit = info.as_ref().and_then(|i| i.delivery_limit());
+        if let Some(line) = self.quorum_guard(queue, kind.as_deref(), limit, count)? {
+            let flow = sink(ScanEvent::Problem {
+                location: format!("queue {queue}"),
+                message: line,
+            });
+            if flow.is_break() {
+                return Ok(flow);
             }
         }
         if count > u32::from(self.browse_limit) {
@@ -434,6 +532,27 @@ impl RabbitSource {
             Ok::<_, SourceError>((ch, got))
         })?;
         let mut flow = ControlFlow::Continue(());
+        if let (Some(limit), Some("quorum")) = (limit, kind.as_deref()) {
+            let most = deliveries
+                .iter()
+                .filter_map(|d| {
+                    to_raw(d, "", queue, 0)
+                        .header("x-delivery-count")
+                        .and_then(HeaderValue::as_i64_lenient)
+                })
+                .max()
+                .unwrap_or(0);
+            // On release each message has one more delivery than its header says.
+            let left = limit - (most + 1);
+            flow = sink(ScanEvent::Problem {
+                location: format!("queue {queue}"),
+                message: format!(
+                    "quorum queue delivery-limit {limit}: after this browse the most-redelivered message has {} deliveries; {} browse(s) left before messages are dead-lettered or dropped",
+                    most + 1,
+                    left.max(0)
+                ),
+            });
+        }
         for (i, d) in deliveries.iter().enumerate() {
             let position = i as u64 + 1;
             self.tags

@@ -19,18 +19,40 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
     }
     let ledger = ctx.ledger()?;
     let mut out = std::io::stdout().lock();
+    if a.what == "head" {
+        match ledger.head()? {
+            Some(h) if a.json => super::output::print_json(
+                &json!({"ledger": crate::core::sanitize::clean(&path.display().to_string()), "head": h}),
+            )?,
+            Some(h) => writeln!(out, "{h}")?,
+            None => anyhow::bail!("the audit log is empty"),
+        }
+        return Ok(());
+    }
     if a.what == "verify" {
-        let v = ledger.verify()?;
+        let expect = match a.expect_head.as_deref() {
+            Some(h) => Some(
+                h.parse::<crate::core::ledger::Head>()
+                    .map_err(|e| super::context::UsageError(format!("--expect-head: {e}")))?,
+            ),
+            None => None,
+        };
+        let v = ledger.verify(expect.as_ref())?;
         if a.json {
             super::output::print_json(
-                &json!({"ledger": path.display().to_string(), "verification": v}),
+                &json!({"ledger": crate::core::sanitize::clean(&path.display().to_string()), "verification": v}),
             )?;
         } else if v.ok {
             writeln!(
                 out,
-                "ok: {} audit entries, chain intact ({})",
+                "ok: {} audit entries, chain intact{} ({})",
                 v.entries,
-                path.display()
+                if expect.is_some() {
+                    ", anchor matches"
+                } else {
+                    ""
+                },
+                crate::core::sanitize::clean(&path.display().to_string())
             )?;
         } else {
             writeln!(
@@ -53,7 +75,7 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
     let entries = ledger.audit_entries()?;
     if a.json {
         return super::output::print_json(
-            &json!({"ledger": path.display().to_string(), "entries": entries}),
+            &json!({"ledger": crate::core::sanitize::clean(&path.display().to_string()), "entries": entries}),
         );
     }
     let mut t = Table::new(&[

@@ -7,16 +7,14 @@ use crate::core::catalog::Catalog;
 use crate::core::filter::Filter;
 use crate::core::masking::Masker;
 use crate::core::model::DeadLetter;
-use crate::core::ports::{ScanEvent, SourceError, SourceInfo};
+use crate::core::ports::{SourceError, SourceInfo};
 use crate::core::sanitize;
+use crate::core::session::{Principal, Session, SessionEvent, Settings};
 use crate::core::source::SourceRef;
 use crate::core::store::RowId;
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use std::ops::ControlFlow;
-
-/// Letters per ingest batch.
-const BATCH: usize = 4096;
 
 /// A usage problem (bad source, bad filter, unsupported kind): exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -35,22 +33,23 @@ pub struct Context {
     pub kafka_props: Vec<(String, String)>,
     pub since: Option<DateTime<Utc>>,
     pub management_url: Option<String>,
+    pub queue_type: Option<String>,
+    pub allow_redelivery: bool,
     /// The ledger file (flag, environment, config, or the state dir).
     pub ledger_path: Option<std::path::PathBuf>,
     /// The user's role (roles file, capped by --read-only).
     pub role: crate::core::access::Role,
 }
 
-/// A source scanned into a catalog. The source stays open as long as this lives
-/// (RabbitMQ: the browsed deliveries stay held, so a discard can settle them).
+/// A source scanned into a catalog, with the session that scanned it. The source stays
+/// open as long as this lives (RabbitMQ: the browsed deliveries stay held, so a discard
+/// can settle them).
 pub struct Loaded {
     pub catalog: Catalog,
+    pub session: Session,
     pub info: SourceInfo,
-    pub source: Option<Box<dyn crate::core::ports::DlqSource>>,
-    /// The source's key in the ledger (its URI without the password).
+    /// The source's key in the ledger (its URI without credentials).
     pub source_key: String,
-    /// Coordinates per row, for settling (kept for RabbitMQ sources only).
-    pub coords: Vec<Option<crate::core::model::Coords>>,
 }
 
 impl Context {
@@ -92,7 +91,12 @@ impl Context {
             .or_else(|| config.ledger.clone())
             .or_else(|| crate::config::state_dir().map(|d| d.join("ledger.db")));
         let actor = crate::core::ledger::current_actor();
-        let roles_file = cli.roles_file.clone().or_else(|| config.roles_file.clone());
+        let roles_file = crate::core::access::roles_file_for(
+            cli.roles_file.as_deref().or(config.roles_file.as_deref()),
+            crate::core::access::real_uid(),
+            cfg!(feature = "test-hooks"),
+        )
+        .map_err(|e| UsageError(sanitize::clean(&e)))?;
         let role = crate::core::access::resolve(
             roles_file.as_deref(),
             &actor,
@@ -107,6 +111,8 @@ impl Context {
             kafka_props,
             since,
             management_url: cli.management_url.clone(),
+            queue_type: cli.queue_type.clone(),
+            allow_redelivery: cli.allow_redelivery,
             ledger_path,
             role,
         })
@@ -162,6 +168,8 @@ impl Context {
             now: Some(self.now),
             since: self.since,
             management_url: self.management_url.clone(),
+            queue_type: self.queue_type.clone(),
+            allow_redelivery: self.allow_redelivery,
         };
         Ok((source, opts))
     }
@@ -188,7 +196,8 @@ impl Context {
 
     /// Scan the whole source, handing every full letter (payload included) to `visit`
     /// right after it is indexed; only metadata is kept afterwards. `visit` failing
-    /// stops the scan with that error.
+    /// stops the scan with that error. Decisions a crash left pending are applied after
+    /// the scan (notes on stderr).
     pub fn load_with(
         &self,
         arg: &str,
@@ -197,167 +206,90 @@ impl Context {
     ) -> anyhow::Result<Loaded> {
         let (source_ref, opts) = self.source_plan(arg)?;
         let source_key = source_ref.to_string();
-        let mut src = open_planned(&source_ref, &opts)?;
-        // Only RabbitMQ settles by coordinates (an ack of a held delivery); elsewhere the
-        // store's coordinate label is enough, and 1M Kafka letters should not pay for it.
-        let keep_coords = matches!(source_ref, SourceRef::Amqp { .. });
-        let mut coords: Vec<Option<crate::core::model::Coords>> = Vec::new();
-        let info = src.info();
+        let src = open_planned(&source_ref, &opts)?;
+        let mut session = Session::new(src, self.session_settings(&source_key)?)?;
+        let info = session.info().clone();
         let mut catalog =
             Catalog::new(self.masker()?, self.config.conventions.clone()).with_previews(previews);
         let mut failed: Option<anyhow::Error> = None;
-        // Letters are ingested in batches so conventions and previews use every core.
-        let mut batch: Vec<crate::core::model::RawLetter> = Vec::with_capacity(BATCH);
-        let mut flush = |catalog: &mut Catalog,
-                         batch: &mut Vec<crate::core::model::RawLetter>|
-         -> anyhow::Result<()> {
-            for (row, dl) in catalog.ingest_batch(std::mem::take(batch)) {
-                if keep_coords {
-                    if coords.len() <= row as usize {
-                        coords.resize(row as usize + 1, None);
-                    }
-                    coords[row as usize] = dl.raw.coords.clone();
-                }
-                visit(catalog, row, dl)?;
-            }
-            Ok(())
-        };
-        src.scan(&mut |ev| {
-            match ev {
-                ScanEvent::Letter(raw) => {
-                    batch.push(raw);
-                    if batch.len() >= BATCH {
-                        if let Err(e) = flush(&mut catalog, &mut batch) {
-                            failed = Some(e);
-                            return ControlFlow::Break(());
+        session
+            .scan(previews, &mut |ev| {
+                match ev {
+                    SessionEvent::Letters(batch) => {
+                        for p in batch {
+                            let row = catalog.push_prepared(&p.letter, &p.preview);
+                            if p.state != crate::core::model::TriageState::Open {
+                                catalog.store.set_state(row, p.state);
+                            }
+                            if let Err(e) = visit(&catalog, row, p.letter) {
+                                failed = Some(e);
+                                return ControlFlow::Break(());
+                            }
                         }
                     }
+                    SessionEvent::Problem(p) => catalog.record_problem(p.location, p.message),
+                    SessionEvent::Progress { .. } => {}
                 }
-                ScanEvent::Problem { location, message } => {
-                    catalog.record_problem(location, message)
-                }
-                ScanEvent::Progress { .. } => {}
-            }
-            ControlFlow::Continue(())
-        })
-        .with_context(|| format!("scanning {}", info.label))?;
+                ControlFlow::Continue(())
+            })
+            .with_context(|| format!("scanning {}", sanitize::clean(&info.label)))?;
         if let Some(e) = failed {
             return Err(e);
         }
-        flush(&mut catalog, &mut batch)?;
         catalog.shrink_to_fit();
-        let mut loaded = Loaded {
+        for note in session.reconcile() {
+            eprintln!("{}", sanitize::clean(&note));
+        }
+        Ok(Loaded {
             catalog,
+            session,
             info,
-            source: Some(src),
             source_key,
-            coords,
-        };
-        self.apply_ledger(&mut loaded)?;
-        Ok(loaded)
+        })
     }
-}
 
-impl Context {
+    /// Who acts and where it is recorded, for this run.
+    pub fn principal(&self) -> Principal {
+        Principal {
+            actor: crate::core::ledger::current_actor(),
+            role: self.role,
+            read_only: self.read_only,
+            ledger_path: self.ledger_path.clone(),
+        }
+    }
+
+    pub fn session_settings(&self, source_key: &str) -> anyhow::Result<Settings> {
+        Ok(Settings {
+            source_key: source_key.to_string(),
+            principal: self.principal(),
+            masker: self.masker()?,
+            mappings: self.config.conventions.clone(),
+        })
+    }
+
     /// Check a permission; a refusal says which role it needs and is audited (unless
     /// --read-only, which writes nothing).
     pub fn require(&self, p: crate::core::access::Permission, target: &str) -> anyhow::Result<()> {
-        match crate::core::access::check(self.role, p) {
-            Ok(()) => Ok(()),
-            Err(denied) => {
-                if !self.read_only {
-                    if let Ok(mut l) = self.ledger() {
-                        let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
-                        let _ = l.audit("denied", target, &detail);
-                    }
-                }
-                Err(anyhow::anyhow!(
-                    "refused: {denied}{}",
-                    if self.read_only {
-                        " (--read-only caps everyone at viewer)"
-                    } else {
-                        ""
-                    }
-                ))
-            }
-        }
+        Ok(self.principal().require(p, &redact_target(target))?)
     }
 
     /// Whether payloads (masked) may be shown at all.
     pub fn may_view_payloads(&self) -> bool {
-        crate::core::access::check(self.role, crate::core::access::Permission::ViewPayload).is_ok()
+        self.principal()
+            .may(crate::core::access::Permission::ViewPayload)
     }
 
     /// Open the ledger for writing (created on first use).
     pub fn ledger(&self) -> anyhow::Result<crate::core::ledger::Ledger> {
-        let path = self.ledger_path.clone().ok_or_else(|| {
-            UsageError("no ledger location: set --ledger or XDG_STATE_HOME/HOME".into())
-        })?;
-        Ok(crate::core::ledger::Ledger::open(
-            &path,
-            &crate::core::ledger::current_actor(),
-        )?)
+        Ok(self.principal().ledger()?)
     }
+}
 
-    /// Bring the ledger's decisions to a scanned source: recorded states on the letters,
-    /// and decisions recorded but never confirmed by the broker (a crash, a dropped
-    /// connection) applied now — once. Read-only runs and runs without a ledger file only
-    /// show states.
-    fn apply_ledger(&self, loaded: &mut Loaded) -> anyhow::Result<()> {
-        let Some(path) = self.ledger_path.as_ref().filter(|p| p.exists()) else {
-            return Ok(());
-        };
-        let mut ledger =
-            crate::core::ledger::Ledger::open(path, &crate::core::ledger::current_actor())?;
-        let decisions = ledger.decisions(&loaded.source_key)?;
-        if decisions.is_empty() {
-            return Ok(());
-        }
-        // Rows of the decided letters only (few), keyed by owned ids so the store can
-        // then be updated and the same map serves reconciliation.
-        let decided: std::collections::HashSet<&str> =
-            decisions.iter().map(|d| d.letter_id.as_str()).collect();
-        let mut rows_by_id: std::collections::HashMap<String, Vec<RowId>> =
-            std::collections::HashMap::new();
-        let store = &loaded.catalog.store;
-        for (i, r) in store.rows().iter().enumerate() {
-            if decided.contains(store.id(r)) {
-                rows_by_id
-                    .entry(store.id(r).to_string())
-                    .or_default()
-                    .push(i as RowId);
-            }
-        }
-        for r in rows_by_id.values().flatten() {
-            loaded
-                .catalog
-                .store
-                .set_state(*r, crate::core::model::TriageState::Discarded);
-        }
-        if self.read_only {
-            return Ok(());
-        }
-        let Some(src) = loaded.source.as_mut() else {
-            return Ok(());
-        };
-        let coords = &loaded.coords;
-        let coords_of = |id: &str| -> Vec<crate::core::model::Coords> {
-            rows_by_id
-                .get(id)
-                .into_iter()
-                .flatten()
-                .filter_map(|r| coords.get(*r as usize).cloned().flatten())
-                .collect()
-        };
-        for note in crate::core::decisions::reconcile(
-            &mut ledger,
-            src.as_mut(),
-            &loaded.source_key,
-            &coords_of,
-        )? {
-            eprintln!("{}", sanitize::clean(&note));
-        }
-        Ok(())
+/// A source argument as it may be recorded: credentials removed.
+fn redact_target(target: &str) -> String {
+    match SourceRef::parse(target) {
+        Ok(s) => s.to_string(),
+        Err(_) => crate::core::source::redact_uri_text(target),
     }
 }
 

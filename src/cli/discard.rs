@@ -4,9 +4,9 @@
 
 use super::context::{usage, Context};
 use super::DiscardArgs;
-use crate::core::decisions::{discard, Discarded, Target};
 use crate::core::model::TriageState;
 use crate::core::sanitize;
+use crate::core::session::DiscardTarget;
 use std::io::{BufRead, IsTerminal, Write};
 
 pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
@@ -24,16 +24,24 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
             "--filter must select letters, e.g. --filter 'reason=amount_not_a_number age>1d'",
         );
     }
-    let mut ledger = ctx.ledger()?;
     let mut loaded = ctx.load(&a.source, filter.needs_previews())?;
     let now = ctx.now_ms();
     let store = &loaded.catalog.store;
-    let targets: Vec<(u32, String)> = store
+    let rows: Vec<u32> = store
         .rows()
         .iter()
         .enumerate()
         .filter(|(_, r)| r.state == TriageState::Open && filter.matches(store, r, now))
-        .map(|(i, r)| (i as u32, store.id(r).to_string()))
+        .map(|(i, _)| i as u32)
+        .collect();
+    let targets: Vec<DiscardTarget> = rows
+        .iter()
+        .filter_map(|&i| store.row(i))
+        .map(|r| DiscardTarget {
+            letter_id: store.id(r).to_string(),
+            binding: store.binding(r),
+            location: store.coords_label(r),
+        })
         .collect();
     let label = sanitize::clean(&loaded.info.label);
     if targets.is_empty() {
@@ -62,64 +70,43 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     }
-    let crash_after_ledger =
-        std::env::var("DLQ_TRIAGE_TEST_CRASH_AFTER_LEDGER").is_ok_and(|v| v == "1");
-    let (mut removed, mut ledger_only, mut failed) = (0u64, 0u64, 0u64);
-    for (row, id) in &targets {
-        let coords = loaded.coords.get(*row as usize).cloned().flatten();
-        // Kafka/files keep no Coords (nothing to settle): record where the letter sits.
-        let label = loaded
+    // Test hook: die between the ledger write and the broker (see tests/rabbitmq.rs).
+    let crash_after_ledger = cfg!(feature = "test-hooks")
+        && std::env::var("DLQ_TRIAGE_TEST_CRASH_AFTER_LEDGER").is_ok_and(|v| v == "1");
+    let mut after_record = || {
+        if crash_after_ledger {
+            std::process::abort();
+        }
+    };
+    let report = loaded
+        .session
+        .discard(&targets, reason, &mut after_record)?;
+    for &i in &report.done {
+        loaded
             .catalog
             .store
-            .row(*row)
-            .map(|r| loaded.catalog.store.coords_label(r))
-            .filter(|l| !l.is_empty());
-        // Test hook: die between the ledger write and the broker (see tests/rabbitmq.rs).
-        let mut after_record = || {
-            if crash_after_ledger {
-                std::process::abort();
-            }
-        };
-        let outcome = match loaded.source.as_mut() {
-            Some(src) => discard(
-                &mut ledger,
-                src.as_mut(),
-                &loaded.source_key,
-                Target {
-                    letter_id: id,
-                    coords: coords.as_ref(),
-                    location: label.as_deref(),
-                },
-                reason,
-                &mut after_record,
-            )?,
-            None => Discarded::Pending("the source is closed".into()),
-        };
-        match outcome {
-            Discarded::Removed => removed += 1,
-            Discarded::LedgerOnly => ledger_only += 1,
-            Discarded::Pending(e) => {
-                failed += 1;
-                eprintln!(
-                    "warning: {}: recorded, not yet applied to the broker: {}",
-                    sanitize::clean(id),
-                    sanitize::clean(&e)
-                );
-                continue;
-            }
-        }
-        loaded.catalog.store.set_state(*row, TriageState::Discarded);
+            .set_state(rows[i], TriageState::Discarded);
+    }
+    for (id, e) in &report.pending {
+        eprintln!(
+            "warning: {}: recorded, not yet applied to the broker: {}",
+            sanitize::clean(id),
+            sanitize::clean(e)
+        );
+    }
+    for line in &report.already {
+        eprintln!("note: {}", sanitize::clean(line));
     }
     let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "discarded {} letters from {label}: {removed} removed from the DLQ, {ledger_only} recorded in the ledger only{}",
-        targets.len(),
-        if failed > 0 { format!(", {failed} pending (applied on the next browse)") } else { String::new() }
-    )?;
-    writeln!(out, "ledger: {}", ledger.path().display())?;
-    if failed > 0 {
-        anyhow::bail!("{failed} discards are recorded but not yet applied to the broker");
+    writeln!(out, "{}", report.summary(Some(&label)))?;
+    if let Some(p) = &ctx.ledger_path {
+        writeln!(out, "ledger: {}", sanitize::clean(&p.display().to_string()))?;
+    }
+    if !report.pending.is_empty() {
+        anyhow::bail!(
+            "{} discards are recorded but not yet applied to the broker",
+            report.pending.len()
+        );
     }
     Ok(())
 }

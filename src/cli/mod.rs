@@ -54,6 +54,17 @@ pub struct Cli {
     )]
     pub roles_file: Option<PathBuf>,
 
+    /// Log to $XDG_STATE_HOME/dlq-triage/dlq-triage.log: off, error, warn, info, debug
+    /// (never payload bytes).
+    #[arg(
+        long,
+        global = true,
+        env = "DLQ_TRIAGE_LOG_LEVEL",
+        default_value = "warn",
+        value_name = "LEVEL"
+    )]
+    pub log_level: String,
+
     /// The ledger (SQLite) [default: $XDG_STATE_HOME/dlq-triage/ledger.db]
     #[arg(long, global = true, env = "DLQ_TRIAGE_LEDGER", value_name = "PATH")]
     pub ledger: Option<PathBuf>,
@@ -67,6 +78,16 @@ pub struct Cli {
         value_name = "URL"
     )]
     pub management_url: Option<String>,
+
+    /// RabbitMQ: the queues' type when the management API cannot say (classic, quorum,
+    /// stream). Decides how they are browsed.
+    #[arg(long, global = true, value_name = "TYPE", value_parser = ["classic", "quorum", "stream"])]
+    pub queue_type: Option<String>,
+
+    /// RabbitMQ: browse a quorum queue that has a delivery limit although each browse
+    /// counts a delivery per message (never when the first message has none to spare).
+    #[arg(long, global = true)]
+    pub allow_redelivery: bool,
 
     /// Kafka: read only letters dead-lettered within this long (e.g. 2h, 1d), found with
     /// offsets_for_times instead of reading whole topics.
@@ -145,9 +166,14 @@ pub struct DiscardArgs {
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
-    /// list (default) or verify
-    #[arg(default_value = "list", value_parser = ["list", "verify"])]
+    /// list (default), verify, or head (the newest entry as SEQ:HASH, an anchor to keep
+    /// in a ticket)
+    #[arg(default_value = "list", value_parser = ["list", "verify", "head"])]
     pub what: String,
+    /// With verify: fail unless this anchor (from `audit head`) is still in the log
+    /// unchanged — catches entries removed from the end and rewritten logs.
+    #[arg(long, value_name = "SEQ:HASH")]
+    pub expect_head: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

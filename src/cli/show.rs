@@ -25,26 +25,30 @@ pub fn find_letters(
     // Kafka coordinates address one record: fetch it instead of scanning whole topics.
     if let [id] = ids {
         if let Some(coords) = kafka_coords(id) {
-            let mut src = ctx.open(source)?;
-            match src.fetch(&coords) {
+            let source_key = ctx.source_plan(source)?.0.to_string();
+            let mut session = crate::core::session::Session::new(
+                ctx.open(source)?,
+                ctx.session_settings(&source_key)?,
+            )?;
+            match session.fetch(&coords) {
                 Ok(raw) => {
                     let catalog = crate::core::catalog::Catalog::new(
                         ctx.masker()?,
                         ctx.config.conventions.clone(),
                     );
                     let dl = crate::core::conventions::extract(raw, catalog.mappings());
-                    let info = src.info();
-                    let source_key = ctx.source_plan(source)?.0.to_string();
+                    let info = session.info().clone();
                     let loaded = super::context::Loaded {
                         catalog,
+                        session,
                         info,
-                        source: Some(src),
                         source_key,
-                        coords: Vec::new(),
                     };
                     return Ok((vec![vec![dl]], loaded));
                 }
-                Err(crate::core::ports::SourceError::Unsupported(_)) => {}
+                Err(crate::core::session::SessionError::Source(
+                    crate::core::ports::SourceError::Unsupported(_),
+                )) => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -116,6 +120,9 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
     };
     if a.json {
         let mut doc = letter_json(masker, dl, &view, &loaded.info.label, copies.len());
+        let st = loaded.session.letter_state(dl).to_json();
+        doc["state"] = st["state"].clone();
+        doc["decision"] = st["decision"].clone();
         if a.unmask {
             doc["payload"]["masked"] = serde_json::json!(false);
         }
@@ -170,7 +177,12 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
             Some(&t.from),
         )?;
     }
-    field(&mut out, "state", "open".into(), None)?;
+    field(
+        &mut out,
+        "state",
+        loaded.session.letter_state(dl).describe(),
+        None,
+    )?;
     if dl.replay_count > 0 {
         field(
             &mut out,

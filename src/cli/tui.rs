@@ -9,29 +9,18 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
     let theme = Theme::load(theme.or(ctx.config.theme.as_deref()))
         .map_err(|e| UsageError(crate::core::sanitize::clean(&e)))?;
     let plan = ctx.source_plan(source)?;
-    if let SourceRef::Amqp { .. } = plan.0 {
-        return Err(
-            UsageError("RabbitMQ sources are not supported by this build yet".into()).into(),
-        );
-    }
     let label = match &plan.0 {
         SourceRef::Demo => "demo (in-process Kafka mock cluster)".to_string(),
         other => other.to_string(),
     };
     let catalog = Catalog::new(ctx.masker()?, ctx.config.conventions.clone());
-    let ledger = crate::tui::worker::LedgerPlan {
-        path: ctx.ledger_path.clone(),
-        source_key: plan.0.to_string(),
-        read_only: ctx.read_only,
-    };
+    let settings = ctx.session_settings(&plan.0.to_string())?;
     crate::tui::run(crate::tui::Setup {
         plan,
+        settings,
         catalog,
         label,
         now_ms: ctx.now_ms(),
         theme,
-        read_only: ctx.read_only,
-        ledger,
-        role: ctx.role,
     })
 }

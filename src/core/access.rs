@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Role {
@@ -102,6 +102,56 @@ pub struct RolesFile {
 
 /// The default roles file, used when it exists.
 pub const DEFAULT_ROLES_FILE: &str = "/etc/dlq-triage/roles.toml";
+
+/// The process's real uid (not the effective one: a setuid wrapper must not change who
+/// acts), from /proc.
+pub fn real_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|u| u.parse().ok())
+}
+
+/// Which roles file decides. Roles bind people to what they may see and do, so a user
+/// must not be able to pick a file they wrote: only root (or a test build) may name one
+/// (flag, environment or config); everyone else gets the system file, which must be owned
+/// by root and writable by nobody else.
+pub fn roles_file_for(
+    explicit: Option<&Path>,
+    uid: Option<u32>,
+    overrides_allowed: bool,
+) -> Result<Option<PathBuf>, String> {
+    if let Some(p) = explicit {
+        if uid == Some(0) || overrides_allowed {
+            return Ok(Some(p.to_path_buf()));
+        }
+        return Err(format!(
+            "a roles file can only be chosen by root: roles come from {DEFAULT_ROLES_FILE} (remove --roles-file, DLQ_TRIAGE_ROLES_FILE or roles_file in config)"
+        ));
+    }
+    let system = Path::new(DEFAULT_ROLES_FILE);
+    match std::fs::metadata(system) {
+        Err(_) => Ok(None),
+        Ok(m) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                if m.uid() != 0 || m.mode() & 0o022 != 0 {
+                    return Err(format!(
+                        "{DEFAULT_ROLES_FILE} must be owned by root and writable by root only (it is uid {} mode {:o}): fix it with chown root: and chmod 644",
+                        m.uid(),
+                        m.mode() & 0o777
+                    ));
+                }
+            }
+            #[cfg(not(unix))]
+            let _ = m;
+            Ok(Some(system.to_path_buf()))
+        }
+    }
+}
 
 /// Resolve the user's role. `explicit` (flag/env/config) must exist; the default path
 /// may be absent (then: operator).
@@ -200,6 +250,23 @@ mod tests {
             Ok(Role::Viewer),
             "unlisted users are viewers"
         );
+    }
+
+    #[test]
+    fn only_root_chooses_the_roles_file() {
+        let mine = Path::new("/home/alice/mine.toml");
+        let err = roles_file_for(Some(mine), Some(1000), false).expect_err("user override");
+        assert!(err.contains("only be chosen by root"), "{err}");
+        assert_eq!(
+            roles_file_for(Some(mine), Some(0), false),
+            Ok(Some(mine.to_path_buf()))
+        );
+        assert_eq!(
+            roles_file_for(Some(mine), Some(1000), true),
+            Ok(Some(mine.to_path_buf())),
+            "test builds may"
+        );
+        assert!(real_uid().is_some());
     }
 
     #[test]

@@ -1,8 +1,12 @@
-//! Applying decisions: ledger first, then the broker — one implementation for the CLI and
-//! the TUI.
+//! Applying decisions: ledger first, then the broker — one implementation for every
+//! front end.
+//!
+//! A decision binds to the exact letter it was made on, not to its id alone: the same
+//! message dead-lettered again carries the same id, and acking that new copy because an
+//! older one was discarded would drop a letter nobody reviewed.
 
-use crate::core::ledger::{Ledger, LedgerError};
-use crate::core::model::Coords;
+use crate::core::ledger::{Decision, Ledger, LedgerError};
+use crate::core::model::{Coords, RawLetter};
 use crate::core::ports::{DlqSource, Settled};
 
 /// What became of one discard.
@@ -19,10 +23,80 @@ pub enum Discarded {
 /// Where a letter is, for settling and for the record.
 pub struct Target<'a> {
     pub letter_id: &'a str,
+    /// The exact letter (see [`binding`]).
+    pub binding: &'a str,
     /// What the broker needs to settle (RabbitMQ); `None` where nothing can be settled.
     pub coords: Option<&'a Coords>,
     /// Where it sits, for the record, when there are no `coords` (Kafka `topic/p/o`).
     pub location: Option<&'a str>,
+}
+
+/// Headers that change while a letter merely sits in the DLQ and is browsed (quorum
+/// queues count redeliveries in `x-delivery-count`); they must not change its identity.
+const VOLATILE_HEADERS: [&str; 1] = ["x-delivery-count"];
+
+/// The identity of one dead letter, stable across browses and different for the same
+/// message dead-lettered again. Addressable records (Kafka, streams) are their position;
+/// a RabbitMQ queue message (or a dump line without coordinates) is a digest of its
+/// payload, key, headers (with `x-death` counts and times, which change on every new
+/// dead-lettering) and properties. `LetterStore::binding` renders the same string.
+pub fn binding(raw: &RawLetter) -> String {
+    match content_fp(raw) {
+        Some(fp) => content_label(fp),
+        None => match &raw.coords {
+            Some(c) => format!("at:{c}"),
+            None => String::new(),
+        },
+    }
+}
+
+/// How a content digest is written in a binding.
+pub fn content_label(fp: u64) -> String {
+    format!("sha256:{fp:016x}")
+}
+
+/// The content digest (first 64 bits of sha256, never 0) of a letter that has no stable
+/// position; `None` for Kafka records and stream messages.
+pub fn content_fp(raw: &RawLetter) -> Option<u64> {
+    use sha2::{Digest, Sha256};
+    match &raw.coords {
+        Some(Coords::Kafka { .. })
+        | Some(Coords::Amqp {
+            stream_offset: Some(_),
+            ..
+        }) => return None,
+        _ => {}
+    }
+    let mut h = Sha256::new();
+    let mut field = |b: &[u8]| {
+        h.update((b.len() as u64).to_le_bytes());
+        h.update(b);
+    };
+    field(&raw.payload);
+    field(raw.key.as_deref().unwrap_or_default());
+    for hd in &raw.headers {
+        if VOLATILE_HEADERS
+            .iter()
+            .any(|v| hd.name.eq_ignore_ascii_case(v))
+        {
+            continue;
+        }
+        field(hd.name.as_bytes());
+        field(format!("{:?}", hd.value).as_bytes());
+    }
+    for (k, v) in &raw.properties {
+        field(k.as_bytes());
+        field(v.as_bytes());
+    }
+    field(
+        &raw.timestamp
+            .map_or(0, |t| t.timestamp_millis())
+            .to_le_bytes(),
+    );
+    let d = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&d[..8]);
+    Some(u64::from_be_bytes(first).max(1))
 }
 
 /// Record the decision durably, then settle on the broker, then mark it applied.
@@ -37,13 +111,15 @@ pub fn discard(
 ) -> Result<Discarded, LedgerError> {
     let Target {
         letter_id,
+        binding,
         coords,
         location,
     } = target;
     let recorded = coords
         .map(ToString::to_string)
         .or_else(|| location.map(str::to_string));
-    let decision = ledger.record_discard(source_key, letter_id, recorded.as_deref(), reason)?;
+    let decision =
+        ledger.record_discard(source_key, letter_id, binding, recorded.as_deref(), reason)?;
     after_record();
     let settled = match coords {
         Some(c) => src.settle(c),
@@ -51,40 +127,76 @@ pub fn discard(
     };
     match settled {
         Ok(s) => {
-            ledger.mark_applied(decision.id)?;
-            Ok(match s {
-                Settled::Removed => Discarded::Removed,
-                Settled::LedgerOnly => Discarded::LedgerOnly,
-            })
+            let (how, out) = match s {
+                Settled::Removed => ("acked", Discarded::Removed),
+                Settled::LedgerOnly => ("ledger-only", Discarded::LedgerOnly),
+            };
+            ledger.mark_applied(&decision, how)?;
+            Ok(out)
         }
         Err(e) => Ok(Discarded::Pending(e.to_string())),
     }
 }
 
+/// A letter this browse holds that a pending decision may apply to.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub coords: Coords,
+    pub binding: String,
+}
+
 /// Apply decisions recorded but never confirmed (a crash, a dropped connection) to the
-/// letters this browse holds — each once. Returns a line per attempt for the user.
+/// exact letters they were made on, if this browse holds them — each once, each audited.
+/// A held letter with the same id but another binding is left alone and reported.
 pub fn reconcile(
     ledger: &mut Ledger,
     src: &mut dyn DlqSource,
     source_key: &str,
-    coords_of: &dyn Fn(&str) -> Vec<Coords>,
+    held_of: &dyn Fn(&str) -> Vec<Held>,
 ) -> Result<Vec<String>, LedgerError> {
     let mut notes = Vec::new();
     for d in ledger.pending(source_key)? {
-        for c in coords_of(&d.letter_id) {
-            match src.settle(&c) {
-                Ok(_) => {
-                    ledger.mark_applied(d.id)?;
-                    notes.push(format!(
-                        "reconciled: a recorded discard ({c}) was applied to the broker now"
-                    ));
-                    break;
-                }
-                Err(e) => notes.push(format!(
-                    "warning: a recorded discard could not be applied yet ({c}): {e}"
-                )),
-            }
+        let held = held_of(&d.letter_id);
+        let (same, other): (Vec<&Held>, Vec<&Held>) = held
+            .iter()
+            .partition(|h| Some(h.binding.as_str()) == d.binding.as_deref());
+        if same.is_empty() && !other.is_empty() {
+            notes.push(format!(
+                "note: a recorded discard of {} was not applied: the DLQ holds {} letter(s) with that id that are not the one decided on (dead-lettered again?); they stay in the DLQ",
+                d.letter_id,
+                other.len()
+            ));
+        }
+        if let Some(note) = apply_pending(ledger, src, &d, &same)? {
+            notes.push(note);
         }
     }
     Ok(notes)
+}
+
+fn apply_pending(
+    ledger: &mut Ledger,
+    src: &mut dyn DlqSource,
+    d: &Decision,
+    held: &[&Held],
+) -> Result<Option<String>, LedgerError> {
+    let mut last_err = None;
+    for h in held {
+        match src.settle(&h.coords) {
+            Ok(_) => {
+                ledger.mark_applied(d, "reconciled")?;
+                return Ok(Some(format!(
+                    "reconciled: the discard of {} recorded by {} at {} was applied to the broker now ({})",
+                    d.letter_id, d.actor, d.at, h.coords
+                )));
+            }
+            Err(e) => last_err = Some(format!("{}: {e}", h.coords)),
+        }
+    }
+    Ok(last_err.map(|e| {
+        format!(
+            "warning: a recorded discard of {} could not be applied yet ({e})",
+            d.letter_id
+        )
+    }))
 }

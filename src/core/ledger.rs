@@ -4,11 +4,15 @@
 //! touched, and marked applied only after the broker confirmed. A crash in between leaves
 //! a pending decision, which the next browse applies — once.
 //!
-//! Audit entries form a hash chain: `hash = sha256(prev_hash ‖ canonical entry)`, so an
-//! edited, deleted or reordered row breaks the chain at that row.
+//! Audit entries form a keyed hash chain: `hash = HMAC-SHA256(key, prev_hash ‖ canonical
+//! entry)` with a key kept outside the database (`<ledger>.key`, 0600), so an edited,
+//! deleted or reordered row breaks the chain at that row and cannot be re-chained without
+//! the key. Every decision and revision row is bound to its audit entry and checked
+//! against it by `verify`; truncation at the end is caught with an anchor (`head`).
 
 use chrono::{SecondsFormat, Utc};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use hmac::{Hmac, Mac};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -22,12 +26,22 @@ pub enum LedgerError {
     },
     #[error("ledger {path}: {message}")]
     Other { path: String, message: String },
+    /// Another decision already covers this exact letter (a concurrent run, or earlier).
+    #[error("{letter_id} was already {kind}ed by {actor} at {at} (reason: {reason})")]
+    AlreadyDecided {
+        letter_id: String,
+        kind: String,
+        actor: String,
+        at: String,
+        reason: String,
+    },
 }
 
 /// The schema version this build writes; older ledgers are migrated forward.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: [&str; 1] = [r#"
+const MIGRATIONS: [&str; 2] = [
+    r#"
 CREATE TABLE audit (
     seq INTEGER PRIMARY KEY,
     at TEXT NOT NULL,
@@ -81,7 +95,21 @@ CREATE TABLE replay_items (
     location TEXT,
     PRIMARY KEY (replay_id, letter_id)
 );
-"#];
+"#,
+    r#"
+-- Decisions bind to the exact letter they were made on (not just its id), and a letter
+-- can carry one discard only: a second writer is told who decided first.
+ALTER TABLE decisions ADD COLUMN binding TEXT;
+CREATE UNIQUE INDEX one_discard_per_letter ON decisions (source, letter_id, binding)
+    WHERE kind = 'discard' AND binding IS NOT NULL;
+ALTER TABLE revisions ADD COLUMN audit_seq INTEGER;
+UPDATE revisions SET audit_seq = (
+    SELECT seq FROM audit WHERE action = 'edit' AND target = revisions.letter_id
+      AND json_extract(detail, '$.source') = revisions.source
+      AND json_extract(detail, '$.revision') = revisions.number);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"#,
+];
 
 /// One audit entry; what is hashed is everything but `hash` itself.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -107,12 +135,39 @@ struct Canonical<'a> {
     detail: &'a str,
 }
 
-fn entry_hash(prev_hash: &str, c: &Canonical<'_>) -> String {
+/// The chain's MAC: HMAC-SHA256 under the ledger's key.
+fn entry_hash(key: &[u8], prev_hash: &str, c: &Canonical<'_>) -> String {
+    // HMAC takes keys of any length; the error branch cannot happen.
+    let Ok(mut h) = Hmac::<Sha256>::new_from_slice(key) else {
+        return String::new();
+    };
+    h.update(prev_hash.as_bytes());
+    h.update(b"\n");
+    h.update(&serde_json::to_vec(c).unwrap_or_default());
+    hex(&h.finalize().into_bytes())
+}
+
+/// The unkeyed chain of schema version 1, verified once before it is re-keyed.
+fn legacy_entry_hash(prev_hash: &str, c: &Canonical<'_>) -> String {
     let mut h = Sha256::new();
     h.update(prev_hash.as_bytes());
     h.update(b"\n");
     h.update(serde_json::to_vec(c).unwrap_or_default());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex(&h.finalize())
+}
+
+fn hex(b: &[u8]) -> String {
+    use std::fmt::Write as _;
+    b.iter()
+        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
+            let _ = write!(s, "{x:02x}");
+            s
+        })
+}
+
+/// sha256 of bytes, hex.
+pub fn sha256_hex(b: &[u8]) -> String {
+    hex(&Sha256::digest(b))
 }
 
 /// The chain's anchor: the `prev_hash` of entry 1.
@@ -135,41 +190,104 @@ pub struct Decision {
     pub source: String,
     pub letter_id: String,
     pub coords: Option<String>,
+    /// The exact letter the decision was made on (see `core::decisions::binding`).
+    pub binding: Option<String>,
     pub kind: String,
     pub reason: String,
     pub actor: String,
     pub at: String,
     pub applied_at: Option<String>,
+    pub audit_seq: i64,
+}
+
+/// The newest audit entry: an anchor to paste into a ticket and check later with
+/// `audit verify --expect-head`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Head {
+    pub seq: i64,
+    pub hash: String,
+}
+
+impl std::fmt::Display for Head {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.seq, self.hash)
+    }
+}
+
+impl std::str::FromStr for Head {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (seq, hash) = s
+            .trim()
+            .split_once(':')
+            .ok_or("a head is SEQ:HASH, as `audit head` prints it")?;
+        let seq = seq
+            .parse()
+            .map_err(|_| format!("`{seq}` is not an entry number"))?;
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("the hash of a head is 64 hex digits".into());
+        }
+        Ok(Head {
+            seq,
+            hash: hash.to_ascii_lowercase(),
+        })
+    }
 }
 
 pub struct Ledger {
     conn: Connection,
     path: PathBuf,
     actor: String,
+    key: Vec<u8>,
 }
 
 fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// Where the chain's key lives: beside the ledger, never inside it.
+pub fn key_path(ledger: &Path) -> PathBuf {
+    let mut p = ledger.as_os_str().to_owned();
+    p.push(".key");
+    PathBuf::from(p)
+}
+
 impl Ledger {
     /// Open (creating and migrating as needed) the ledger at `path`.
     pub fn open(path: &Path, actor: &str) -> Result<Ledger, LedgerError> {
         let p = path.display().to_string();
+        let other = |message: String| LedgerError::Other {
+            path: p.clone(),
+            message,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| LedgerError::Other {
-                path: p.clone(),
-                message: format!("creating {}: {e}", dir.display()),
-            })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| other(format!("creating {}: {e}", dir.display())))?;
         }
         let conn = Connection::open(path).map_err(|source| LedgerError::Sql {
             path: p.clone(),
             source,
         })?;
+        // A keyed ledger (schema 2+) with entries must have its key; a new ledger, or
+        // one of schema 1 (unkeyed, re-keyed by its migration), gets one.
+        let keyed_entries = conn
+            .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
+            .and_then(|v| {
+                if v < 2 {
+                    return Ok(false);
+                }
+                conn.query_row("SELECT EXISTS (SELECT 1 FROM audit)", [], |r| r.get(0))
+            })
+            .map_err(|source| LedgerError::Sql {
+                path: p.clone(),
+                source,
+            })?;
+        let key = load_or_create_key(&key_path(path), keyed_entries).map_err(other)?;
         let l = Ledger {
             conn,
             path: path.to_path_buf(),
             actor: actor.to_string(),
+            key,
         };
         l.conn
             .pragma_update(None, "journal_mode", "WAL")
@@ -187,6 +305,13 @@ impl Ledger {
         }
     }
 
+    fn other(&self, message: String) -> LedgerError {
+        LedgerError::Other {
+            path: self.path.display().to_string(),
+            message,
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -201,10 +326,7 @@ impl Ledger {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(|e| self.err(e))?;
         if version > SCHEMA_VERSION {
-            return Err(LedgerError::Other {
-                path: self.path.display().to_string(),
-                message: format!("schema version {version} is newer than this build understands ({SCHEMA_VERSION}); upgrade dlq-triage"),
-            });
+            return Err(self.other(format!("schema version {version} is newer than this build understands ({SCHEMA_VERSION}); upgrade dlq-triage")));
         }
         for (i, sql) in MIGRATIONS
             .iter()
@@ -213,6 +335,9 @@ impl Ledger {
         {
             let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
             tx.execute_batch(sql).map_err(|e| self.err(e))?;
+            if i == 1 {
+                self.rekey_legacy_chain(&tx)?;
+            }
             tx.pragma_update(None, "user_version", i as i64 + 1)
                 .map_err(|e| self.err(e))?;
             tx.commit().map_err(|e| self.err(e))?;
@@ -220,10 +345,42 @@ impl Ledger {
         Ok(())
     }
 
+    /// Schema 1 chained with plain sha256 (anyone could recompute it). Verify that chain
+    /// as it was, refuse to migrate a broken one, then MAC every entry under the key.
+    fn rekey_legacy_chain(&self, tx: &Connection) -> Result<(), LedgerError> {
+        let entries = Self::entries_in(tx).map_err(|e| self.err(e))?;
+        let mut prev = GENESIS.to_string();
+        let mut rekeyed = Vec::with_capacity(entries.len());
+        for e in &entries {
+            let c = e.canonical();
+            if e.prev_hash != prev || legacy_entry_hash(&e.prev_hash, &c) != e.hash {
+                return Err(self.other(format!(
+                    "the audit chain was already broken at entry {} before this upgrade; keep a copy of the file and start a new ledger",
+                    e.seq
+                )));
+            }
+            prev = e.hash.clone();
+        }
+        let mut prev = GENESIS.to_string();
+        for e in &entries {
+            let hash = entry_hash(&self.key, &prev, &e.canonical());
+            rekeyed.push((e.seq, prev.clone(), hash.clone()));
+            prev = hash;
+        }
+        for (seq, prev_hash, hash) in rekeyed {
+            tx.execute(
+                "UPDATE audit SET prev_hash = ?1, hash = ?2 WHERE seq = ?3",
+                params![prev_hash, hash, seq],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
     /// Append an audit entry inside an open transaction.
     fn audit_in(
-        tx: &rusqlite::Transaction<'_>,
-        actor: &str,
+        &self,
+        tx: &Connection,
         action: &str,
         target: &str,
         detail: &str,
@@ -240,7 +397,9 @@ impl Ledger {
             None => (1, GENESIS.to_string()),
         };
         let at = now();
+        let actor = self.actor.as_str();
         let hash = entry_hash(
+            &self.key,
             &prev_hash,
             &Canonical {
                 seq,
@@ -267,6 +426,28 @@ impl Ledger {
         })
     }
 
+    /// Run `f` in an immediate (write-locked) transaction and commit.
+    /// Immediate: the write lock is taken before the head is read, so two processes
+    /// cannot both append entry N or both decide on one letter.
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&Self, &Connection) -> Result<T, LedgerError>,
+    ) -> Result<T, LedgerError> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.err(e))?;
+        match f(self, &self.conn) {
+            Ok(out) => {
+                self.conn.execute_batch("COMMIT").map_err(|e| self.err(e))?;
+                Ok(out)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
     /// Record an audited action (unmask, export, a refused attempt, …).
     pub fn audit(
         &mut self,
@@ -274,61 +455,60 @@ impl Ledger {
         target: &str,
         detail: &str,
     ) -> Result<AuditEntry, LedgerError> {
-        let path = self.path.display().to_string();
-        let err = |source| LedgerError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let actor = self.actor.clone();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&err)?;
-        let e = Self::audit_in(&tx, &actor, action, target, detail).map_err(&err)?;
-        tx.commit().map_err(&err)?;
-        Ok(e)
+        self.write(|l, tx| l.audit_in(tx, action, target, detail).map_err(|e| l.err(e)))
     }
 
-    /// Record a discard decision (and its audit entry) durably. Call before touching
-    /// the broker.
+    /// Record a discard decision (and its audit entry) durably, bound to the exact letter
+    /// (`binding`). Call before touching the broker. A letter already discarded under the
+    /// same binding is refused, naming who decided first.
     pub fn record_discard(
         &mut self,
         source: &str,
         letter_id: &str,
+        binding: &str,
         coords: Option<&str>,
         reason: &str,
     ) -> Result<Decision, LedgerError> {
-        let path = self.path.display().to_string();
-        let err = |source| LedgerError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let actor = self.actor.clone();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&err)?;
-        let detail =
-            serde_json::json!({"source": source, "coords": coords, "reason": reason}).to_string();
-        let entry = Self::audit_in(&tx, &actor, "discard", letter_id, &detail).map_err(&err)?;
-        let at = entry.at.clone();
-        tx.execute(
-            "INSERT INTO decisions (source, letter_id, coords, kind, reason, actor, at, audit_seq) VALUES (?1, ?2, ?3, 'discard', ?4, ?5, ?6, ?7)",
-            params![source, letter_id, coords, reason, actor, at, entry.seq],
-        )
-        .map_err(&err)?;
-        let id = tx.last_insert_rowid();
-        tx.commit().map_err(&err)?;
-        Ok(Decision {
-            id,
-            source: source.into(),
-            letter_id: letter_id.into(),
-            coords: coords.map(str::to_string),
-            kind: "discard".into(),
-            reason: reason.into(),
-            actor,
-            at,
-            applied_at: None,
+        self.write(|l, tx| {
+            let first: Option<(String, String, String)> = tx
+                .query_row(
+                    "SELECT actor, at, reason FROM decisions WHERE source = ?1 AND letter_id = ?2 AND binding = ?3 AND kind = 'discard'",
+                    params![source, letter_id, binding],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()
+                .map_err(|e| l.err(e))?;
+            if let Some((actor, at, reason)) = first {
+                return Err(LedgerError::AlreadyDecided {
+                    letter_id: letter_id.into(),
+                    kind: "discard".into(),
+                    actor,
+                    at,
+                    reason,
+                });
+            }
+            let detail = serde_json::json!({"source": source, "binding": binding, "coords": coords, "reason": reason}).to_string();
+            let entry = l
+                .audit_in(tx, "discard", letter_id, &detail)
+                .map_err(|e| l.err(e))?;
+            tx.execute(
+                "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) VALUES (?1, ?2, ?3, ?4, 'discard', ?5, ?6, ?7, ?8)",
+                params![source, letter_id, binding, coords, reason, l.actor, entry.at, entry.seq],
+            )
+            .map_err(|e| l.err(e))?;
+            Ok(Decision {
+                id: tx.last_insert_rowid(),
+                source: source.into(),
+                letter_id: letter_id.into(),
+                coords: coords.map(str::to_string),
+                binding: Some(binding.into()),
+                kind: "discard".into(),
+                reason: reason.into(),
+                actor: l.actor.clone(),
+                at: entry.at,
+                applied_at: None,
+                audit_seq: entry.seq,
+            })
         })
     }
 
@@ -342,35 +522,23 @@ impl Ledger {
         before: &[u8],
         after: &[u8],
     ) -> Result<i64, LedgerError> {
-        let path = self.path.display().to_string();
-        let err = |source| LedgerError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let actor = self.actor.clone();
-        let sha = |b: &[u8]| -> String {
-            Sha256::digest(b)
-                .iter()
-                .map(|x| format!("{x:02x}"))
-                .collect()
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&err)?;
-        let number: i64 = tx
-            .query_row("SELECT COALESCE(MAX(number), 0) + 1 FROM revisions WHERE source = ?1 AND letter_id = ?2", params![source, letter_id], |r| r.get(0))
-            .map_err(&err)?;
-        let paths = serde_json::to_string(changed_paths).unwrap_or_default();
-        let detail = serde_json::json!({"source": source, "revision": number, "reason": reason, "changed": changed_paths, "sha256_before": sha(before), "sha256_after": sha(after)}).to_string();
-        let entry = Self::audit_in(&tx, &actor, "edit", letter_id, &detail).map_err(&err)?;
-        tx.execute(
-            "INSERT INTO revisions (source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![source, letter_id, number, actor, entry.at, reason, paths, sha(before), sha(after), after],
-        )
-        .map_err(&err)?;
-        tx.commit().map_err(&err)?;
-        Ok(number)
+        self.write(|l, tx| {
+            let number: i64 = tx
+                .query_row("SELECT COALESCE(MAX(number), 0) + 1 FROM revisions WHERE source = ?1 AND letter_id = ?2", params![source, letter_id], |r| r.get(0))
+                .map_err(|e| l.err(e))?;
+            let paths = serde_json::to_string(changed_paths).unwrap_or_default();
+            let (sha_before, sha_after) = (sha256_hex(before), sha256_hex(after));
+            let detail = serde_json::json!({"source": source, "revision": number, "reason": reason, "changed": changed_paths, "sha256_before": sha_before, "sha256_after": sha_after}).to_string();
+            let entry = l
+                .audit_in(tx, "edit", letter_id, &detail)
+                .map_err(|e| l.err(e))?;
+            tx.execute(
+                "INSERT INTO revisions (source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload, audit_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![source, letter_id, number, l.actor, entry.at, reason, paths, sha_before, sha_after, after, entry.seq],
+            )
+            .map_err(|e| l.err(e))?;
+            Ok(number)
+        })
     }
 
     /// The payload of revision `number`, if it exists.
@@ -390,20 +558,26 @@ impl Ledger {
             .map_err(|e| self.err(e))
     }
 
-    /// The broker confirmed: the decision is applied.
-    pub fn mark_applied(&mut self, decision_id: i64) -> Result<(), LedgerError> {
-        self.conn
-            .execute(
+    /// The broker confirmed: the decision is applied. Audited (`discard-applied`), so a
+    /// reconciliation after a crash is on the record like the decision itself.
+    pub fn mark_applied(&mut self, decision: &Decision, how: &str) -> Result<(), LedgerError> {
+        self.write(|l, tx| {
+            let detail = serde_json::json!({"decision": decision.audit_seq, "source": decision.source, "binding": decision.binding, "how": how}).to_string();
+            let entry = l
+                .audit_in(tx, "discard-applied", &decision.letter_id, &detail)
+                .map_err(|e| l.err(e))?;
+            tx.execute(
                 "UPDATE decisions SET applied_at = ?1 WHERE id = ?2 AND applied_at IS NULL",
-                params![now(), decision_id],
+                params![entry.at, decision.id],
             )
-            .map_err(|e| self.err(e))?;
-        Ok(())
+            .map_err(|e| l.err(e))?;
+            Ok(())
+        })
     }
 
     fn decisions_where(&self, clause: &str, source: &str) -> Result<Vec<Decision>, LedgerError> {
         let sql = format!(
-            "SELECT id, source, letter_id, coords, kind, reason, actor, at, applied_at FROM decisions WHERE source = ?1 {clause} ORDER BY id"
+            "SELECT id, source, letter_id, coords, binding, kind, reason, actor, at, applied_at, audit_seq FROM decisions WHERE source = ?1 {clause} ORDER BY id"
         );
         let mut st = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = st
@@ -413,11 +587,13 @@ impl Ledger {
                     source: r.get(1)?,
                     letter_id: r.get(2)?,
                     coords: r.get(3)?,
-                    kind: r.get(4)?,
-                    reason: r.get(5)?,
-                    actor: r.get(6)?,
-                    at: r.get(7)?,
-                    applied_at: r.get(8)?,
+                    binding: r.get(4)?,
+                    kind: r.get(5)?,
+                    reason: r.get(6)?,
+                    actor: r.get(7)?,
+                    at: r.get(8)?,
+                    applied_at: r.get(9)?,
+                    audit_seq: r.get(10)?,
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -434,27 +610,28 @@ impl Ledger {
         self.decisions_where("AND applied_at IS NULL", source)
     }
 
+    fn entries_in(conn: &Connection) -> rusqlite::Result<Vec<AuditEntry>> {
+        let mut st = conn.prepare(
+            "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit ORDER BY rowid",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(AuditEntry {
+                seq: r.get(0)?,
+                at: r.get(1)?,
+                actor: r.get(2)?,
+                action: r.get(3)?,
+                target: r.get(4)?,
+                detail: r.get(5)?,
+                prev_hash: r.get(6)?,
+                hash: r.get(7)?,
+            })
+        })?;
+        rows.collect()
+    }
+
     /// The audit log in order.
     pub fn audit_entries(&self) -> Result<Vec<AuditEntry>, LedgerError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit ORDER BY rowid")
-            .map_err(|e| self.err(e))?;
-        let rows = st
-            .query_map([], |r| {
-                Ok(AuditEntry {
-                    seq: r.get(0)?,
-                    at: r.get(1)?,
-                    actor: r.get(2)?,
-                    action: r.get(3)?,
-                    target: r.get(4)?,
-                    detail: r.get(5)?,
-                    prev_hash: r.get(6)?,
-                    hash: r.get(7)?,
-                })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+        Self::entries_in(&self.conn).map_err(|e| self.err(e))
     }
 
     /// Audit entries about one letter (its decisions, revisions, unmasks, refusals).
@@ -466,78 +643,314 @@ impl Ledger {
             .collect())
     }
 
-    /// Walk the chain: sequence numbers without gaps, each `prev_hash` the previous
-    /// `hash`, each `hash` recomputed. Names the first entry that fails.
-    pub fn verify(&self) -> Result<Verification, LedgerError> {
+    /// The newest entry, or `None` for an empty log.
+    pub fn head(&self) -> Result<Option<Head>, LedgerError> {
+        Ok(self.audit_entries()?.last().map(|e| Head {
+            seq: e.seq,
+            hash: e.hash.clone(),
+        }))
+    }
+
+    /// Walk the chain (sequence without gaps, each `prev_hash` the previous `hash`, each
+    /// MAC recomputed under the key), then check every decision and revision row against
+    /// the entry that recorded it, and the anchor if one is given. Names the first
+    /// problem.
+    pub fn verify(&self, expect_head: Option<&Head>) -> Result<Verification, LedgerError> {
         let entries = self.audit_entries()?;
+        let n = entries.len() as i64;
+        let bad = |seq: i64, why: String| Verification {
+            ok: false,
+            entries: n,
+            first_bad_seq: Some(seq),
+            problem: Some(why),
+        };
         let mut prev = GENESIS.to_string();
         for (expected_seq, e) in (1i64..).zip(entries.iter()) {
-            let bad = |why: String| Verification {
-                ok: false,
-                entries: entries.len() as i64,
-                first_bad_seq: Some(e.seq),
-                problem: Some(why),
-            };
             if e.seq != expected_seq {
-                return Ok(bad(format!(
+                return Ok(bad(
+                    e.seq,
+                    format!(
                     "expected entry {expected_seq}, found {} (an entry was deleted or reordered)",
                     e.seq
-                )));
+                ),
+                ));
             }
             if e.prev_hash != prev {
-                return Ok(bad("its prev_hash does not match the previous entry (an entry was removed, inserted or reordered)".into()));
+                return Ok(bad(e.seq, "its prev_hash does not match the previous entry (an entry was removed, inserted or reordered)".into()));
             }
-            let c = Canonical {
-                seq: e.seq,
-                at: &e.at,
-                actor: &e.actor,
-                action: &e.action,
-                target: &e.target,
-                detail: &e.detail,
-            };
-            if entry_hash(&e.prev_hash, &c) != e.hash {
+            if entry_hash(&self.key, &e.prev_hash, &e.canonical()) != e.hash {
                 return Ok(bad(
-                    "its content does not match its hash (the entry was edited)".into(),
+                    e.seq,
+                    "its content does not match its MAC (the entry was edited, or the chain was rewritten without the key)".into(),
                 ));
             }
             prev = e.hash.clone();
         }
+        if let Some(problem) = self.check_rows(&entries)? {
+            return Ok(problem.into_verification(n));
+        }
+        if let Some(h) = expect_head {
+            match entries.get(usize::try_from(h.seq - 1).unwrap_or(usize::MAX)) {
+                None => {
+                    return Ok(bad(h.seq, format!(
+                        "the anchor names entry {} but the log ends at {n} (entries were removed from the end)",
+                        h.seq
+                    )))
+                }
+                Some(e) if e.hash != h.hash => {
+                    return Ok(bad(h.seq, "the entry differs from the anchor (the log was rewritten)".into()))
+                }
+                Some(_) => {}
+            }
+        }
         Ok(Verification {
             ok: true,
-            entries: entries.len() as i64,
+            entries: n,
             first_bad_seq: None,
             problem: None,
         })
     }
+
+    /// Every decision and revision row must match the entry that recorded it, and every
+    /// entry that records one must still have its row.
+    fn check_rows(&self, entries: &[AuditEntry]) -> Result<Option<RowProblem>, LedgerError> {
+        let by_seq: std::collections::HashMap<i64, &AuditEntry> =
+            entries.iter().map(|e| (e.seq, e)).collect();
+        let field = |e: &AuditEntry, k: &str| -> serde_json::Value {
+            serde_json::from_str::<serde_json::Value>(&e.detail)
+                .ok()
+                .and_then(|v| v.get(k).cloned())
+                .unwrap_or(serde_json::Value::Null)
+        };
+        // Decisions.
+        let mut st = self
+            .conn
+            .prepare("SELECT id, source, letter_id, binding, kind, reason, actor, at, applied_at, audit_seq FROM decisions ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        type Row = (
+            i64,
+            String,
+            String,
+            Option<String>,
+            String,
+            String,
+            String,
+            String,
+            Option<String>,
+            i64,
+        );
+        let rows: Vec<Row> = st
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                ))
+            })
+            .and_then(|rs| rs.collect())
+            .map_err(|e| self.err(e))?;
+        let mut decided_seqs = std::collections::HashSet::new();
+        let applied: std::collections::HashSet<i64> = entries
+            .iter()
+            .filter(|e| e.action == "discard-applied")
+            .filter_map(|e| field(e, "decision").as_i64())
+            .collect();
+        for (id, source, letter_id, binding, kind, reason, actor, at, applied_at, seq) in rows {
+            let matches = by_seq.get(&seq).is_some_and(|e| {
+                e.action == kind
+                    && e.target == letter_id
+                    && e.actor == actor
+                    && e.at == at
+                    && field(e, "source").as_str() == Some(source.as_str())
+                    && field(e, "reason").as_str() == Some(reason.as_str())
+                    && field(e, "binding").as_str() == binding.as_deref()
+            });
+            if !matches {
+                return Ok(Some(RowProblem(seq, format!("decision row {id} does not match the audit entry that recorded it (the decisions table was edited)"))));
+            }
+            if applied_at.is_some() != applied.contains(&seq) {
+                return Ok(Some(RowProblem(seq, format!("decision row {id}'s applied state differs from the audit log (the decisions table was edited)"))));
+            }
+            decided_seqs.insert(seq);
+        }
+        if let Some(e) = entries
+            .iter()
+            .find(|e| e.action == "discard" && !decided_seqs.contains(&e.seq))
+        {
+            return Ok(Some(RowProblem(
+                e.seq,
+                "this discard has no decision row (the decisions table was edited)".into(),
+            )));
+        }
+        // Revisions.
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT source, letter_id, number, sha256_after, payload, audit_seq FROM revisions",
+            )
+            .map_err(|e| self.err(e))?;
+        type RevRow = (String, String, i64, String, Vec<u8>, Option<i64>);
+        let revs: Vec<RevRow> = st
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .and_then(|rs| rs.collect())
+            .map_err(|e| self.err(e))?;
+        let mut revised = std::collections::HashSet::new();
+        for (source, letter_id, number, sha_after, payload, seq) in revs {
+            let seq = seq.unwrap_or(0);
+            let ok = by_seq.get(&seq).is_some_and(|e| {
+                e.action == "edit"
+                    && e.target == letter_id
+                    && field(e, "source").as_str() == Some(source.as_str())
+                    && field(e, "revision").as_i64() == Some(number)
+                    && field(e, "sha256_after").as_str() == Some(sha_after.as_str())
+            }) && sha256_hex(&payload) == sha_after;
+            if !ok {
+                return Ok(Some(RowProblem(seq, format!("revision {number} of {letter_id} does not match the audit entry that recorded it (the revisions table was edited)"))));
+            }
+            revised.insert(seq);
+        }
+        if let Some(e) = entries
+            .iter()
+            .find(|e| e.action == "edit" && !revised.contains(&e.seq))
+        {
+            return Ok(Some(RowProblem(
+                e.seq,
+                "this revision has no row (the revisions table was edited)".into(),
+            )));
+        }
+        // Replays: each row must have its start entry.
+        let replay_ids: Vec<String> = self
+            .conn
+            .prepare("SELECT id FROM replays")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| self.err(e))?;
+        for id in replay_ids {
+            if !entries
+                .iter()
+                .any(|e| e.action == "replay-start" && e.target == id)
+            {
+                return Ok(Some(RowProblem(
+                    0,
+                    format!("replay {id} has no audit entry (the replays table was edited)"),
+                )));
+            }
+        }
+        Ok(None)
+    }
 }
 
-/// Who is acting: the OS user (with `--actor`/`DLQ_TRIAGE_ACTOR` for tests and automation).
+/// A table row that disagrees with the chain: the entry it points at, and why.
+struct RowProblem(i64, String);
+
+impl RowProblem {
+    fn into_verification(self, entries: i64) -> Verification {
+        Verification {
+            ok: false,
+            entries,
+            first_bad_seq: Some(self.0),
+            problem: Some(self.1),
+        }
+    }
+}
+
+impl AuditEntry {
+    fn canonical(&self) -> Canonical<'_> {
+        Canonical {
+            seq: self.seq,
+            at: &self.at,
+            actor: &self.actor,
+            action: &self.action,
+            target: &self.target,
+            detail: &self.detail,
+        }
+    }
+}
+
+/// The chain's key: read it, or create it (0600) for a new ledger. A ledger that exists
+/// without its key cannot be appended to or verified: creating a fresh key would let
+/// anyone re-chain it.
+fn load_or_create_key(path: &Path, keyed_entries: bool) -> Result<Vec<u8>, String> {
+    match std::fs::read(path) {
+        Ok(k) if k.len() >= 32 => return Ok(k),
+        Ok(_) => {
+            return Err(format!(
+                "{} is too short to be an audit key",
+                path.display()
+            ))
+        }
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("reading the audit key {}: {e}", path.display()))
+        }
+        Err(_) => {}
+    }
+    if keyed_entries {
+        return Err(format!(
+            "the audit key {} is missing: without it the chain cannot be verified or extended (restore it from backup)",
+            path.display()
+        ));
+    }
+    let mut key = vec![0u8; 32];
+    {
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut key))
+            .map_err(|e| format!("no randomness for the audit key: {e}"))?;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    use std::io::Write;
+    opts.open(path)
+        .and_then(|mut f| f.write_all(&key).and_then(|_| f.sync_all()))
+        .map_err(|e| format!("writing the audit key {}: {e}", path.display()))?;
+    Ok(key)
+}
+
+/// Who is acting: the account of the process's real uid, from the OS — never from the
+/// environment (`USER=alice` must not make anyone alice in the audit log). Test builds
+/// (feature `test-hooks`) may set `DLQ_TRIAGE_ACTOR` to play several people.
 pub fn current_actor() -> String {
-    std::env::var("DLQ_TRIAGE_ACTOR")
-        .ok()
-        .filter(|a| !a.is_empty())
-        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
-        .or_else(|| std::env::var("LOGNAME").ok().filter(|u| !u.is_empty()))
-        .or_else(os_user)
+    if cfg!(any(test, feature = "test-hooks")) {
+        if let Some(a) = std::env::var("DLQ_TRIAGE_ACTOR")
+            .ok()
+            .filter(|a| !a.is_empty())
+        {
+            return a;
+        }
+    }
+    let uid = crate::core::access::real_uid();
+    uid.and_then(account_name)
+        .or_else(|| uid.map(|u| format!("uid:{u}")))
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// The process owner's name from /etc/passwd (no environment needed: cron, tmux, sudo -i).
-fn os_user() -> Option<String> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let uid = std::fs::metadata("/proc/self").ok()?.uid();
-        let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-        passwd.lines().find_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            (f.len() > 2 && f[2].parse() == Ok(uid)).then(|| f[0].to_string())
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        None
-    }
+/// The account name of a uid from /etc/passwd (no environment needed: cron, tmux, sudo).
+fn account_name(uid: u32) -> Option<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 2 && f[2].parse() == Ok(uid)).then(|| f[0].to_string())
+    })
 }
 
 #[cfg(test)]
@@ -566,23 +979,29 @@ mod tests {
         let (dir, mut l) = ledger();
         chain(&mut l, 5);
         let d = l
-            .record_discard("kafka://k/t", "msg-9", Some("t/0/9"), "duplicate of msg-8")
+            .record_discard(
+                "kafka://k/t",
+                "msg-9",
+                "at:t/0/9",
+                Some("t/0/9"),
+                "duplicate of msg-8",
+            )
             .expect("discard");
         assert_eq!(l.pending("kafka://k/t").expect("pending"), vec![d.clone()]);
-        l.mark_applied(d.id).expect("applied");
+        l.mark_applied(&d, "ledger-only").expect("applied");
         assert!(l.pending("kafka://k/t").expect("pending").is_empty());
         assert_eq!(
-            l.verify().expect("verify"),
+            l.verify(None).expect("verify"),
             Verification {
                 ok: true,
-                entries: 6,
+                entries: 7,
                 first_bad_seq: None,
                 problem: None
             }
         );
         drop(l);
         let again = Ledger::open(&dir.path().join("state/ledger.db"), "bob").expect("reopen");
-        assert_eq!(again.audit_entries().expect("entries").len(), 6);
+        assert_eq!(again.audit_entries().expect("entries").len(), 7);
         assert_eq!(
             again.decisions("kafka://k/t").expect("decisions")[0].reason,
             "duplicate of msg-8"
@@ -604,10 +1023,207 @@ mod tests {
             let (_dir, mut l) = ledger();
             chain(&mut l, 5);
             l.conn.execute_batch(sql).expect(what);
-            let v = l.verify().expect("verify");
+            let v = l.verify(None).expect("verify");
             assert!(!v.ok, "{what} went unnoticed");
             assert_eq!(v.first_bad_seq, Some(bad_seq), "{what}: {v:?}");
         }
+    }
+
+    /// Recompute a chain as someone without the key would: plain sha256, or HMAC under a
+    /// key of their own.
+    fn rechain(l: &Ledger, key: Option<&[u8]>) {
+        let entries = l.audit_entries().expect("entries");
+        let mut prev = GENESIS.to_string();
+        for (i, e) in entries.iter().enumerate() {
+            let mut e = e.clone();
+            e.seq = i as i64 + 1;
+            let h = match key {
+                Some(k) => entry_hash(k, &prev, &e.canonical()),
+                None => legacy_entry_hash(&prev, &e.canonical()),
+            };
+            l.conn
+                .execute(
+                    "UPDATE audit SET seq = ?1, prev_hash = ?2, hash = ?3 WHERE rowid = (SELECT rowid FROM audit ORDER BY rowid LIMIT 1 OFFSET ?4)",
+                    params![e.seq, prev, h, i as i64],
+                )
+                .expect("rechain");
+            prev = h;
+        }
+    }
+
+    #[test]
+    fn a_rechained_log_without_the_key_is_caught() {
+        for key in [None, Some(&b"mallory's own key, 32 bytes long!"[..])] {
+            // Edit an entry and recompute every later hash.
+            let (_d, mut l) = ledger();
+            chain(&mut l, 5);
+            l.conn
+                .execute_batch("UPDATE audit SET detail = '{}' WHERE seq = 2")
+                .expect("edit");
+            rechain(&l, key);
+            let v = l.verify(None).expect("verify");
+            assert_eq!(v.first_bad_seq, Some(1), "edit+rechain {key:?}: {v:?}");
+            // Delete a middle entry and renumber the rest.
+            let (_d, mut l) = ledger();
+            chain(&mut l, 5);
+            l.conn
+                .execute_batch("DELETE FROM audit WHERE seq = 3")
+                .expect("delete");
+            rechain(&l, key);
+            assert!(
+                !l.verify(None).expect("verify").ok,
+                "delete+renumber {key:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn truncation_is_caught_by_the_anchor() {
+        for sql in ["DELETE FROM audit WHERE seq = 5", "DELETE FROM audit"] {
+            let (_d, mut l) = ledger();
+            chain(&mut l, 5);
+            let head = l.head().expect("head").expect("some");
+            assert_eq!(head.seq, 5);
+            assert!(l.verify(Some(&head)).expect("verify").ok);
+            l.conn.execute_batch(sql).expect(sql);
+            // Without the anchor a truncated log still chains…
+            assert!(l.verify(None).expect("verify").ok, "{sql}");
+            // …with it, the loss is named.
+            let v = l.verify(Some(&head)).expect("verify");
+            assert!(!v.ok, "{sql} went unnoticed with the anchor");
+            assert!(v
+                .problem
+                .unwrap_or_default()
+                .contains("removed from the end"));
+        }
+        assert_eq!(
+            "5:".to_string() + &"ab".repeat(32),
+            "5:".to_string() + &"AB".repeat(32).to_lowercase()
+        );
+        assert!("x".parse::<Head>().is_err());
+        assert!("3:abc".parse::<Head>().is_err());
+    }
+
+    #[test]
+    fn the_decisions_and_revisions_tables_are_covered_by_the_chain() {
+        for (what, sql) in [
+            ("reason edited", "UPDATE decisions SET reason = 'nothing to see'"),
+            ("decision deleted", "DELETE FROM decisions"),
+            ("applied cleared", "UPDATE decisions SET applied_at = NULL"),
+            ("decision forged", "INSERT INTO decisions (source, letter_id, binding, kind, reason, actor, at, audit_seq) VALUES ('kafka://k/t', 'msg-1', 'at:t/0/1', 'discard', 'x', 'mallory', 'now', 1)"),
+            ("revision payload swapped", "UPDATE revisions SET payload = X'00'"),
+            ("revision deleted", "DELETE FROM revisions"),
+            ("replay forged", "INSERT INTO replays (id, source, target, actor, started_at, state, detail) VALUES ('r1', 's', 't', 'a', 'now', 'done', '{}')"),
+        ] {
+            let (_d, mut l) = ledger();
+            chain(&mut l, 2);
+            let d = l
+                .record_discard("kafka://k/t", "msg-9", "at:t/0/9", Some("t/0/9"), "dup")
+                .expect("discard");
+            l.mark_applied(&d, "ledger-only").expect("applied");
+            l.record_revision("kafka://k/t", "msg-9", "fix", &["/a".into()], b"{}", b"{\"a\":1}")
+                .expect("revision");
+            assert!(l.verify(None).expect("verify").ok, "{what}: clean first");
+            l.conn.execute_batch(sql).expect(what);
+            let v = l.verify(None).expect("verify");
+            assert!(!v.ok, "{what} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn one_discard_per_letter_and_the_second_writer_learns_who_was_first() {
+        let (dir, mut a) = ledger();
+        let mut b = Ledger::open(&dir.path().join("state/ledger.db"), "bob").expect("b");
+        a.record_discard("s", "msg-1", "sha256:01", None, "alice's reason")
+            .expect("first");
+        let err = b
+            .record_discard("s", "msg-1", "sha256:01", None, "bob's reason")
+            .expect_err("second");
+        let text = err.to_string();
+        assert!(
+            text.contains("alice") && text.contains("alice's reason"),
+            "{text}"
+        );
+        // The same id dead-lettered again (another binding) is another letter.
+        b.record_discard("s", "msg-1", "sha256:02", None, "bob's reason")
+            .expect("another copy");
+        assert_eq!(a.decisions("s").expect("d").len(), 2);
+        assert!(a.verify(None).expect("verify").ok);
+    }
+
+    #[test]
+    fn concurrent_discards_record_each_letter_once() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("ledger.db");
+        drop(Ledger::open(&path, "init").expect("create"));
+        let handles: Vec<_> = (0..3)
+            .map(|t| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut l = Ledger::open(&path, &format!("user{t}")).expect("open");
+                    (0..50)
+                        .filter(|i| {
+                            l.record_discard(
+                                "s",
+                                &format!("m{i}"),
+                                &format!("b{i}"),
+                                None,
+                                &format!("r{t}"),
+                            )
+                            .is_ok()
+                        })
+                        .count()
+                })
+            })
+            .collect();
+        let won: usize = handles.into_iter().map(|h| h.join().expect("join")).sum();
+        let l = Ledger::open(&path, "check").expect("open");
+        assert_eq!(won, 50);
+        assert_eq!(l.decisions("s").expect("d").len(), 50);
+        assert!(l.verify(None).expect("verify").ok);
+    }
+
+    #[test]
+    fn a_v1_ledger_is_verified_then_rekeyed_and_a_missing_key_is_refused() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("ledger.db");
+        {
+            // A schema-1 ledger with a plain sha256 chain, as the previous release wrote.
+            let conn = Connection::open(&path).expect("db");
+            conn.execute_batch(MIGRATIONS[0]).expect("v1");
+            conn.pragma_update(None, "user_version", 1).expect("v");
+            let mut prev = GENESIS.to_string();
+            for seq in 1..=3i64 {
+                let c = Canonical {
+                    seq,
+                    at: "2026-01-01T00:00:00Z",
+                    actor: "a",
+                    action: "unmask",
+                    target: "m",
+                    detail: "{}",
+                };
+                let h = legacy_entry_hash(&prev, &c);
+                conn.execute("INSERT INTO audit (seq, at, actor, action, target, detail, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", params![seq, c.at, c.actor, c.action, c.target, c.detail, prev, h]).expect("insert");
+                prev = h;
+            }
+        }
+        // The upgrade checks the old chain, creates the key and re-keys every entry.
+        let mut l = Ledger::open(&path, "b").expect("migrated");
+        assert!(l.verify(None).expect("verify").ok);
+        assert_eq!(l.audit_entries().expect("e").len(), 3);
+        l.audit("unmask", "m", "{}").expect("append");
+        drop(l);
+        // A keyed ledger without its key is refused: a fresh key would let anyone
+        // re-chain it.
+        std::fs::remove_file(key_path(&path)).expect("rm key");
+        let err = Ledger::open(&path, "b")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("audit key") && err.contains("missing"),
+            "{err}"
+        );
     }
 
     #[test]

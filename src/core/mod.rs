@@ -18,6 +18,7 @@ pub mod payload_view;
 pub mod ports;
 pub mod revision;
 pub mod sanitize;
+pub mod session;
 pub mod source;
 pub mod store;
 pub mod timefmt;

@@ -59,8 +59,8 @@ impl SourceRef {
         }
         if s.contains("://") {
             return Err(format!(
-                "unknown source scheme in `{}`: use kafka://, amqp://, amqps://, file:// or demo",
-                crate::core::sanitize::clean(s)
+                "unknown source scheme in `{}`: use kafka://, amqp://, amqps://, file:// or demo (lower case)",
+                crate::core::sanitize::clean(&redact_uri_text(s))
             ));
         }
         if s.ends_with(".ndjson") || s.ends_with(".jsonl") {
@@ -70,7 +70,7 @@ impl SourceRef {
         }
         Err(format!(
             "`{}` is not a source: use kafka://host:9092/topic, amqp://user:pass@host:5672/vhost?queue=q, a .ndjson dump, or demo (or a named source from config.toml)",
-            crate::core::sanitize::clean(s)
+            crate::core::sanitize::clean(&redact_uri_text(s))
         ))
     }
 }
@@ -92,10 +92,55 @@ fn parse_kafka(rest: &str) -> Result<SourceRef, String> {
     if brokers.is_empty() {
         return Err("kafka:// needs at least one host:port".into());
     }
+    if brokers.iter().any(|b| b.contains('@')) {
+        return Err("kafka:// takes no user or password in the URI: use -X sasl.username=… with the password in DLQ_TRIAGE_KAFKA_PASSWORD or a credentials file (see the README)".into());
+    }
     if topics.is_empty() {
         return Err("kafka:// needs at least one topic after the `/`".into());
     }
     Ok(SourceRef::Kafka { brokers, topics })
+}
+
+/// Remove credentials from every `scheme://userinfo@` in a text — a URI that did not
+/// parse, an error message that echoes one, a management URL. The user name stays
+/// (it helps and is not a secret); the password becomes `***`. Userinfo without a `:`
+/// may be a token and is replaced whole.
+pub fn redact_uri_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| {
+                c == '/'
+                    || c == '?'
+                    || c == '#'
+                    || c.is_whitespace()
+                    || c == '`'
+                    || c == '\''
+                    || c == '"'
+            })
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(i) => {
+                let userinfo = &authority[..i];
+                match userinfo.split_once(':') {
+                    Some((user, _)) => {
+                        out.push_str(user);
+                        out.push_str(":***");
+                    }
+                    None => out.push_str("***"),
+                }
+                out.push_str(&authority[i..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Percent-encode everything but unreserved characters (RFC 3986), for URIs and paths.
@@ -141,7 +186,13 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, String> {
     let (user, password) = match userinfo {
         Some(u) => {
             let (user, pass) = u.split_once(':').unwrap_or((u, ""));
-            (pct_decode(user)?, pct_decode(pass)?)
+            (
+                pct_decode(user)
+                    .map_err(|_| "bad %-escape in the user name of the amqp URI".to_string())?,
+                pct_decode(pass).map_err(|_| {
+                    "bad %-escape in the password of the amqp URI (not shown)".to_string()
+                })?,
+            )
         }
         None => ("guest".to_string(), "guest".to_string()),
     };

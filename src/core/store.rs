@@ -65,7 +65,7 @@ impl Interner {
 /// Sentinel for an unknown timestamp.
 pub const NO_TIME: i64 = i64::MIN;
 
-/// One letter's metadata. Kept `Copy` and small: 72 bytes.
+/// One letter's metadata. Kept `Copy` and small: 80 bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Row {
     /// dead_lettered_at, epoch milliseconds, or [`NO_TIME`].
@@ -91,6 +91,9 @@ pub struct Row {
     pub replay_count: u8,
     pub state: TriageState,
     pub body: BodyKind,
+    /// Content digest for letters without a stable position (RabbitMQ queues), else 0:
+    /// what binds a ledger decision to this exact letter (`binding`).
+    pub fp: u64,
 }
 
 /// The letters of one scan.
@@ -230,6 +233,7 @@ impl LetterStore {
             replay_count: dl.replay_count.min(255) as u8,
             state: TriageState::Open,
             body: dl.body,
+            fp: crate::core::decisions::content_fp(&dl.raw).unwrap_or(0),
         };
         self.rows.push(row);
         (self.rows.len() - 1) as RowId
@@ -273,6 +277,18 @@ impl LetterStore {
             String::new()
         } else {
             format!("{c}#{}", r.offset)
+        }
+    }
+
+    /// The exact-letter binding of a row, as `core::decisions::binding` renders it.
+    pub fn binding(&self, r: &Row) -> String {
+        let c = self.sym(r.container);
+        if r.fp != 0 {
+            crate::core::decisions::content_label(r.fp)
+        } else if r.partition >= 0 {
+            format!("at:{c}/{}/{}", r.partition, r.offset)
+        } else {
+            format!("at:{c}@{}", r.offset)
         }
     }
 

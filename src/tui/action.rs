@@ -1,7 +1,8 @@
 //! Everything that can happen to the TUI: keys (through the keymap), mouse, resize, and
 //! the worker's reports. `update` is the only consumer.
 
-use crate::core::model::{DeadLetter, RawLetter};
+use crate::core::model::RawLetter;
+use crate::core::session::{DiscardTarget, Prepared};
 use crate::core::store::RowId;
 use crate::tui::state::Tab;
 
@@ -50,8 +51,12 @@ pub enum Action {
     History(RowId, Vec<String>),
     /// From the worker: the unmask was audited (or why not).
     Unmasked(RowId, Result<(), String>),
-    /// From the worker: letters the ledger says are discarded.
-    Discarded(Vec<String>),
+    /// From the worker: the source is open and says what browsing does to it.
+    SourceOpened(crate::core::ports::SourceInfo),
+    /// From the worker: a record that could not be read (counted, listed on :problems).
+    Problem(crate::core::catalog::Problem),
+    /// From the worker: lines the user must see (reconciled decisions, warnings).
+    Notes(Vec<String>),
     /// From the worker: a discard finished (rows done, and a summary line).
     DiscardDone {
         rows: Vec<RowId>,
@@ -72,8 +77,8 @@ pub enum Action {
     /// Clock tick (ages move on).
     Tick(i64),
     /// From the worker.
-    Letters(Vec<(DeadLetter, String)>),
-    Live(Vec<(DeadLetter, String)>),
+    Letters(Vec<Prepared>),
+    Live(Vec<Prepared>),
     Progress {
         done: u64,
         total: Option<u64>,
@@ -91,7 +96,7 @@ pub enum Command {
     Copy(String),
     /// Record and apply a discard (the worker: ledger first, then the broker).
     Discard {
-        rows: Vec<(RowId, String)>,
+        rows: Vec<(RowId, DiscardTarget)>,
         reason: String,
     },
     /// Read a letter's ledger history.

@@ -225,10 +225,10 @@ pub fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
             _ => None,
         };
     }
-    if state.show_help {
+    if state.show_help || state.overlay.is_some() {
         return match e.code {
             KeyCode::Char('q') => Some(Action::Quit),
-            _ => Some(Action::ToggleHelp),
+            _ => Some(Action::Cancel),
         };
     }
     BINDINGS

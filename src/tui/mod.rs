@@ -139,25 +139,25 @@ pub fn run_loop<B: Backend>(
 /// Run the editor on a payload and record the revision (ledger first: nothing else
 /// changes). Returns a line for the status bar.
 fn edit_and_record(
-    masker: &crate::core::masking::Masker,
-    plan: &worker::LedgerPlan,
+    settings: &crate::core::session::Settings,
     letter_id: &str,
     payload: &[u8],
     reason: &str,
 ) -> Result<String, String> {
     use crate::editor::{edit_payload, Edited};
-    match edit_payload(masker, payload, false)? {
+    match edit_payload(&settings.masker, payload, false)? {
         Edited::Unchanged => Ok("no changes; nothing saved".into()),
         Edited::Changed { after, paths } => {
-            let path = plan
-                .path
-                .as_ref()
-                .ok_or("no ledger location (set --ledger)")?;
-            let mut ledger =
-                crate::core::ledger::Ledger::open(path, &crate::core::ledger::current_actor())
-                    .map_err(|e| e.to_string())?;
+            let mut ledger = settings.principal.ledger().map_err(|e| e.to_string())?;
             let n = ledger
-                .record_revision(&plan.source_key, letter_id, reason, &paths, payload, &after)
+                .record_revision(
+                    &settings.source_key,
+                    letter_id,
+                    reason,
+                    &paths,
+                    payload,
+                    &after,
+                )
                 .map_err(|e| e.to_string())?;
             Ok(format!(
                 "revision {n} saved: changed {} (the original is unchanged)",
@@ -223,53 +223,38 @@ fn copy_osc52(text: &str) {
 /// Everything the TUI starts from.
 pub struct Setup {
     pub plan: (crate::core::source::SourceRef, crate::brokers::OpenOptions),
+    /// What the worker's session is started with.
+    pub settings: crate::core::session::Settings,
     pub catalog: Catalog,
     pub label: String,
     pub now_ms: i64,
     pub theme: Theme,
-    pub read_only: bool,
-    pub ledger: worker::LedgerPlan,
-    pub role: crate::core::access::Role,
 }
 
 /// Run the TUI on a source until the user quits.
 pub fn run(setup: Setup) -> anyhow::Result<()> {
     let Setup {
         plan,
+        settings,
         catalog,
         label,
         now_ms,
         theme,
-        read_only,
-        ledger,
-        role,
     } = setup;
     let (source, opts) = plan;
+    // The adapter states what browsing does once the source is open (SourceOpened).
     let info = SourceInfo {
         label,
-        browse_effect: match &source {
-            crate::core::source::SourceRef::Kafka { .. } | crate::core::source::SourceRef::Demo => {
-                "Kafka: browsing is read-only — partitions are assigned, no group is joined, nothing is committed".into()
-            }
-            crate::core::source::SourceRef::File { .. } => "File: read-only, the dump is never modified".into(),
-            crate::core::source::SourceRef::Amqp { .. } => {
-                "RabbitMQ: browsed messages are held unacked while open and requeued on exit (quorum queues count a redelivery)".into()
-            }
-        },
+        browse_effect: "opening the source…".into(),
     };
+    let read_only = settings.principal.read_only;
+    let role = settings.principal.role;
+    let ledger = settings.clone();
     let (tx, rx) = mpsc::channel();
     let (req_tx, req_rx) = mpsc::channel();
-    let ledger_for_edits = ledger.clone();
+    let ledger_for_edits = ledger;
     let edit_events = tx.clone();
-    worker::spawn(
-        source,
-        opts,
-        catalog.masker().clone(),
-        catalog.mappings().to_vec(),
-        tx.clone(),
-        req_rx,
-        ledger,
-    );
+    worker::spawn(source, opts, settings, tx.clone(), req_rx);
     let mut state = AppState::new(info, catalog, now_ms, CACHE_BUDGET);
     state.read_only = read_only;
     state.role = role;
@@ -312,8 +297,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
         }
     });
     let mut clipboard = Clipboard::new();
-    let edit_masker = state.catalog.masker().clone();
-    let edit_ledger = ledger_for_edits;
+    let edit_settings = ledger_for_edits;
     let edit_tx = edit_events;
     let result = (|| {
         let mut terminal = terminal?;
@@ -340,8 +324,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
                 } => {
                     // The editor needs the terminal: hand it over, then take it back.
                     restore();
-                    let result =
-                        edit_and_record(&edit_masker, &edit_ledger, &letter_id, &payload, &reason);
+                    let result = edit_and_record(&edit_settings, &letter_id, &payload, &reason);
                     let _ = crossterm::terminal::enable_raw_mode();
                     let _ = crossterm::execute!(
                         std::io::stdout(),

@@ -80,6 +80,9 @@ pub struct ScanStatus {
     pub error: Option<String>,
     /// Letters that arrived after the initial scan (tail).
     pub live: u64,
+    /// Records that could not be read: the first ones, and how many in all.
+    pub problems: Vec<crate::core::catalog::Problem>,
+    pub problem_count: u64,
 }
 
 /// The selected letter, ready to render: the full letter, its masked payload view, and
@@ -103,7 +106,7 @@ pub const GROUPINGS: [&[Dim]; 6] = [
 ];
 
 /// Commands the `:` palette understands, for its hint line and `:help`.
-pub const PALETTE: &str = "group DIMS · filter EXPR · clear · sort newest|oldest · tab failure|headers|payload|diff · help · quit";
+pub const PALETTE: &str = "group DIMS · filter EXPR · clear · sort newest|oldest · tab failure|headers|payload|diff · problems · notes · help · quit";
 
 pub struct AppState {
     pub info: SourceInfo,
@@ -142,6 +145,10 @@ pub struct AppState {
     pub input: Input,
     pub message: Option<(String, Level)>,
     pub show_help: bool,
+    /// A titled list over the panes (`:problems`, `:notes`); any key closes it.
+    pub overlay: Option<(String, Vec<String>)>,
+    /// Lines the session reported (reconciled decisions, warnings), newest last.
+    pub notes: Vec<String>,
     pub scan: ScanStatus,
     pub role: crate::core::access::Role,
     /// Letters unmasked in this session (privileged, audited); forgotten on exit.
@@ -188,6 +195,8 @@ impl AppState {
             input: Input::None,
             message: None,
             show_help: false,
+            overlay: None,
+            notes: Vec::new(),
             scan: ScanStatus::default(),
             role: crate::core::access::Role::Operator,
             unmasked: std::collections::HashSet::new(),

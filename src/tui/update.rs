@@ -5,8 +5,8 @@ use crate::core::conventions::extract;
 use crate::core::diff::diff_payloads;
 use crate::core::filter::Filter;
 use crate::core::grouping::{Dim, GroupIndex};
-use crate::core::model::DeadLetter;
 use crate::core::payload_view;
+use crate::core::session::{DiscardTarget, Prepared};
 use crate::core::store::{RowId, NO_TIME};
 use crate::tui::action::{Action, Command};
 use crate::tui::state::{AppState, Detail, Input, Level, Pane, Tab, GROUPINGS};
@@ -134,24 +134,23 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
                 state.input = Input::DiscardReason(String::new(), rows);
             }
         }
-        Action::Discarded(ids) => {
-            let ids: std::collections::HashSet<String> = ids.into_iter().collect();
-            let rows: Vec<RowId> = (0..state.catalog.store.len() as RowId)
-                .filter(|r| {
-                    state
-                        .catalog
-                        .store
-                        .row(*r)
-                        .is_some_and(|x| ids.contains(state.catalog.store.id(x)))
-                })
-                .collect();
-            for r in rows {
-                state
-                    .catalog
-                    .store
-                    .set_state(r, crate::core::model::TriageState::Discarded);
+        Action::SourceOpened(info) => state.info = info,
+        Action::Problem(p) => {
+            state.scan.problem_count += 1;
+            if state.scan.problems.len() < 100 {
+                state.scan.problems.push(p);
             }
-            rebuild_index(state);
+        }
+        Action::Notes(lines) => {
+            if let Some(last) = lines.last() {
+                let more = if lines.len() > 1 {
+                    format!(" (+{} more on :notes)", lines.len() - 1)
+                } else {
+                    String::new()
+                };
+                state.message = Some((format!("{last}{more}"), Level::Warn));
+            }
+            state.notes.extend(lines);
         }
         Action::DiscardDone { rows, message, ok } => {
             state.history = None;
@@ -256,9 +255,20 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
                         ));
                     } else {
                         let store = &state.catalog.store;
-                        let rows: Vec<(RowId, String)> = rows
+                        let rows: Vec<(RowId, DiscardTarget)> = rows
                             .iter()
-                            .filter_map(|r| store.row(*r).map(|x| (*r, store.id(x).to_string())))
+                            .filter_map(|r| {
+                                store.row(*r).map(|x| {
+                                    (
+                                        *r,
+                                        DiscardTarget {
+                                            letter_id: store.id(x).to_string(),
+                                            binding: store.binding(x),
+                                            location: store.coords_label(x),
+                                        },
+                                    )
+                                })
+                            })
                             .collect();
                         state.message =
                             Some((format!("discarding {} letter(s)…", rows.len()), Level::Info));
@@ -288,8 +298,9 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         Action::Cancel => {
             if state.input != Input::None {
                 state.input = Input::None;
-            } else if state.show_help {
+            } else if state.show_help || state.overlay.is_some() {
                 state.show_help = false;
+                state.overlay = None;
             } else if !state.filter.is_empty() {
                 state.filter = Filter::all();
                 rebuild_index(state);
@@ -466,6 +477,30 @@ fn run_command(state: &mut AppState, line: &str) {
             state.show_help = true;
             Ok(String::new())
         }
+        "problems" => {
+            let (shown, all) = (&state.scan.problems, state.scan.problem_count);
+            let mut lines: Vec<String> = shown
+                .iter()
+                .map(|p| format!("{}: {}", p.location, p.message))
+                .collect();
+            if all > shown.len() as u64 {
+                lines.push(format!("… and {} more", all - shown.len() as u64));
+            }
+            if lines.is_empty() {
+                lines.push("every record was read".into());
+            }
+            state.overlay = Some((format!("Unreadable records ({all})"), lines));
+            Ok(String::new())
+        }
+        "notes" => {
+            let lines = if state.notes.is_empty() {
+                vec!["nothing to report".to_string()]
+            } else {
+                state.notes.clone()
+            };
+            state.overlay = Some(("Session notes".into(), lines));
+            Ok(String::new())
+        }
         "quit" | "q" => {
             state.quit = true;
             Ok(String::new())
@@ -536,10 +571,13 @@ fn move_cursor(state: &mut AppState, delta: i64) {
 }
 
 /// Index a batch of prepared letters; live ones are counted as arrivals.
-fn ingest(state: &mut AppState, batch: Vec<(DeadLetter, String)>, live: bool) {
-    for (dl, preview) in batch {
-        let row = state.catalog.push_prepared(&dl, &preview);
-        state.cache.put(row, dl.raw);
+fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
+    for p in batch {
+        let row = state.catalog.push_prepared(&p.letter, &p.preview);
+        if p.state != crate::core::model::TriageState::Open {
+            state.catalog.store.set_state(row, p.state);
+        }
+        state.cache.put(row, p.letter.raw);
         if let Some(r) = state.catalog.store.row(row).copied() {
             if state.filter.matches(&state.catalog.store, &r, state.now_ms) {
                 state.index.add(row, &r);

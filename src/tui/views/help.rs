@@ -42,3 +42,41 @@ pub fn render(f: &mut Frame, area: Rect, t: &Theme) {
         popup,
     );
 }
+
+/// A titled list over the panes (`:problems`, `:notes`). Every line is untrusted (record
+/// locations, broker messages): sanitized and cut to the popup.
+pub fn render_list(f: &mut Frame, area: Rect, title: &str, lines: &[String], t: &Theme) {
+    let w = area.width.min(100);
+    let h = (lines.len() as u16 + 3).min(area.height);
+    let popup = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    f.render_widget(Clear, popup);
+    let width = usize::from(w.saturating_sub(3));
+    let mut rows: Vec<Line> = lines
+        .iter()
+        .take(usize::from(h.saturating_sub(3)))
+        .map(|l| {
+            Line::from(Span::styled(
+                format!(" {}", crate::core::sanitize::line(l, width)),
+                t.get("ui.text"),
+            ))
+        })
+        .collect();
+    rows.push(Line::from(Span::styled(
+        " any key closes this",
+        t.get("ui.dim"),
+    )));
+    f.render_widget(
+        Paragraph::new(rows).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(format!(" {} ", crate::core::sanitize::clean(title)))
+                .border_style(t.get("ui.border_focus")),
+        ),
+        popup,
+    );
+}

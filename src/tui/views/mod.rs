@@ -24,6 +24,8 @@ pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
     status::footer(f, a.footer, s, t);
     if s.show_help {
         help::render(f, area, t);
+    } else if let Some((title, lines)) = &s.overlay {
+        help::render_list(f, area, title, lines, t);
     }
 }
 

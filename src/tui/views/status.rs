@@ -69,9 +69,17 @@ pub fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             t.get("ui.error"),
         )
     } else if s.scan.complete {
+        let problems = match s.scan.problem_count {
+            0 => String::new(),
+            n => format!(" · {n} unreadable (:problems)"),
+        };
         Span::styled(
-            format!("scan complete · +{} live", s.scan.live),
-            t.get("ui.info"),
+            format!("scan complete · +{} live{problems}", s.scan.live),
+            if s.scan.problem_count > 0 {
+                t.get("ui.warn")
+            } else {
+                t.get("ui.info")
+            },
         )
     } else {
         let pct = s

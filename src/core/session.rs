@@ -1,0 +1,598 @@
+//! One triage session, driven by every front end: the CLI commands and the TUI worker.
+//!
+//! It owns the open source, the batched scan with letter preparation (conventions and
+//! masked previews on all cores, off any render thread), problem reports, what settling
+//! needs (held RabbitMQ deliveries by the exact letter), the ledger's states on the
+//! letters, reconciliation of decisions a crash left pending, and discard, audit and
+//! history. A behaviour that both front ends show lives here, once.
+
+use crate::core::access::{self, Permission, Role};
+use crate::core::catalog::{prepare_letter, Problem};
+use crate::core::conventions::{extract, UserMapping};
+use crate::core::decisions::{self, Discarded, Held, Target};
+use crate::core::ledger::{AuditEntry, Decision, Ledger, LedgerError};
+use crate::core::masking::Masker;
+use crate::core::model::{Coords, DeadLetter, RawLetter, TriageState};
+use crate::core::ports::{DlqSource, ScanEvent, SourceError, SourceInfo};
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Letters per prepared batch, and the longest a partial batch waits (a slow source
+/// still shows letters as they come).
+const BATCH: usize = 4096;
+const BATCH_WAIT: Duration = Duration::from_millis(100);
+/// Problems kept for reporting (all are counted).
+const MAX_KEPT_PROBLEMS: usize = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error("no ledger location: set --ledger, or XDG_STATE_HOME/HOME")]
+    NoLedger,
+    #[error("refused: {denied}{}", if *.read_only { " (--read-only caps everyone at viewer)" } else { "" })]
+    Refused {
+        denied: access::Denied,
+        read_only: bool,
+    },
+    #[error("the source is not open")]
+    Closed,
+}
+
+/// Who acts, with which role, and where their decisions are recorded.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub actor: String,
+    pub role: Role,
+    pub read_only: bool,
+    pub ledger_path: Option<PathBuf>,
+}
+
+impl Principal {
+    /// Open the ledger for writing (created on first use).
+    pub fn ledger(&self) -> Result<Ledger, SessionError> {
+        let path = self.ledger_path.as_ref().ok_or(SessionError::NoLedger)?;
+        Ok(Ledger::open(path, &self.actor)?)
+    }
+
+    /// The ledger if one exists already (reads never create it).
+    pub fn existing_ledger(&self) -> Result<Option<Ledger>, SessionError> {
+        match self.ledger_path.as_ref().filter(|p| p.exists()) {
+            Some(p) => Ok(Some(Ledger::open(p, &self.actor)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Check a permission; a refusal names the role it needs and is audited (except
+    /// under --read-only, which writes nothing). `target` must already be redacted.
+    pub fn require(&self, p: Permission, target: &str) -> Result<(), SessionError> {
+        let Err(denied) = access::check(self.role, p) else {
+            return Ok(());
+        };
+        if !self.read_only {
+            if let Ok(mut l) = self.ledger() {
+                let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
+                if let Err(e) = l.audit("denied", target, &detail) {
+                    tracing::warn!(error = %e, "could not audit a refusal");
+                }
+            }
+        }
+        Err(SessionError::Refused {
+            denied,
+            read_only: self.read_only,
+        })
+    }
+
+    pub fn may(&self, p: Permission) -> bool {
+        access::check(self.role, p).is_ok()
+    }
+
+    /// Write an audit entry.
+    pub fn audit(
+        &self,
+        action: &str,
+        target: &str,
+        detail: &str,
+    ) -> Result<AuditEntry, SessionError> {
+        Ok(self.ledger()?.audit(action, target, detail)?)
+    }
+
+    /// A letter's entries in the ledger (decisions, revisions, unmasks, refusals).
+    pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, SessionError> {
+        match self.existing_ledger()? {
+            Some(l) => Ok(l.history(letter_id)?),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// What a session needs besides the open source.
+#[derive(Clone)]
+pub struct Settings {
+    /// The source's key in the ledger (its URI without credentials).
+    pub source_key: String,
+    pub principal: Principal,
+    pub masker: Masker,
+    pub mappings: Vec<UserMapping>,
+}
+
+/// One letter, ready to index: extracted, previewed (masked), with its ledger state.
+#[derive(Debug)]
+pub struct Prepared {
+    pub letter: DeadLetter,
+    pub preview: String,
+    pub state: TriageState,
+}
+
+impl From<(DeadLetter, String)> for Prepared {
+    /// A letter prepared outside a session (benches, tests): no ledger state.
+    fn from((letter, preview): (DeadLetter, String)) -> Self {
+        Prepared {
+            letter,
+            preview,
+            state: TriageState::Open,
+        }
+    }
+}
+
+/// A letter's state in the ledger, and the decision behind it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LetterState {
+    pub state: TriageState,
+    pub decision: Option<Decision>,
+}
+
+impl LetterState {
+    /// One line: `discarded by alice at … (reason: …)`, or `open`.
+    pub fn describe(&self) -> String {
+        match &self.decision {
+            Some(d) => format!(
+                "{} by {} at {} (reason: {}){}",
+                self.state.as_str(),
+                d.actor,
+                d.at,
+                d.reason,
+                if d.applied_at.is_some() {
+                    ""
+                } else {
+                    " — not yet applied to the broker"
+                }
+            ),
+            None => self.state.as_str().to_string(),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "state": self.state.as_str(),
+            "decision": self.decision.as_ref().map(|d| serde_json::json!({
+                "kind": d.kind, "actor": d.actor, "at": d.at, "reason": d.reason,
+                "applied_at": d.applied_at, "audit_seq": d.audit_seq,
+            })),
+        })
+    }
+}
+
+/// What a scan or tail hands the front end, in order.
+#[derive(Debug)]
+pub enum SessionEvent {
+    Letters(Vec<Prepared>),
+    Progress { done: u64, total: Option<u64> },
+    Problem(Problem),
+}
+
+/// A letter to discard, as the front end knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscardTarget {
+    pub letter_id: String,
+    /// `LetterStore::binding` of its row.
+    pub binding: String,
+    /// Where it sits (`LetterStore::coords_label`), for the record.
+    pub location: String,
+}
+
+/// What a discard did, letter by letter.
+#[derive(Debug, Default)]
+pub struct DiscardReport {
+    /// Indexes into the targets that are now discarded in the ledger.
+    pub done: Vec<usize>,
+    pub removed: u64,
+    pub ledger_only: u64,
+    /// Recorded but not applied to the broker (applied on the next browse).
+    pub pending: Vec<(String, String)>,
+    /// Already decided by someone else (a concurrent run): who and when.
+    pub already: Vec<String>,
+}
+
+impl DiscardReport {
+    /// One line for the user; `from` names the source.
+    pub fn summary(&self, from: Option<&str>) -> String {
+        let mut s = format!(
+            "discarded {} letters{}: {} removed from the DLQ, {} recorded in the ledger only",
+            self.done.len(),
+            from.map(|f| format!(" from {f}")).unwrap_or_default(),
+            self.removed,
+            self.ledger_only
+        );
+        if !self.pending.is_empty() {
+            s.push_str(&format!(
+                ", {} pending (applied on the next browse)",
+                self.pending.len()
+            ));
+        }
+        if !self.already.is_empty() {
+            s.push_str(&format!(", {} already decided", self.already.len()));
+        }
+        s
+    }
+}
+
+pub struct Session {
+    settings: Settings,
+    src: Box<dyn DlqSource>,
+    info: SourceInfo,
+    /// Held deliveries by the exact letter (RabbitMQ queues: settled by ack). Empty for
+    /// sources that settle in the ledger only, so 1M Kafka letters do not pay for it.
+    held: HashMap<String, (String, Vec<Coords>)>,
+    /// Ledger decisions for this source: ids (for a cheap first test) and bindings.
+    decided_ids: HashSet<String>,
+    decided: HashMap<String, Decision>,
+    problems: Vec<Problem>,
+    problem_count: u64,
+}
+
+impl Session {
+    /// Start a session on an open source; reads (never creates) the ledger's decisions.
+    pub fn new(src: Box<dyn DlqSource>, settings: Settings) -> Result<Session, SessionError> {
+        let info = src.info();
+        let mut s = Session {
+            settings,
+            src,
+            info,
+            held: HashMap::new(),
+            decided_ids: HashSet::new(),
+            decided: HashMap::new(),
+            problems: Vec::new(),
+            problem_count: 0,
+        };
+        s.load_decisions()?;
+        Ok(s)
+    }
+
+    fn load_decisions(&mut self) -> Result<(), SessionError> {
+        let Some(ledger) = self.settings.principal.existing_ledger()? else {
+            return Ok(());
+        };
+        for d in ledger.decisions(&self.settings.source_key)? {
+            self.decided_ids.insert(d.letter_id.clone());
+            let key = d.binding.clone().unwrap_or_default();
+            self.decided.insert(key, d);
+        }
+        Ok(())
+    }
+
+    pub fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn principal(&self) -> &Principal {
+        &self.settings.principal
+    }
+
+    pub fn source_key(&self) -> &str {
+        &self.settings.source_key
+    }
+
+    /// The first problems (up to 100) and how many there were.
+    pub fn problems(&self) -> (&[Problem], u64) {
+        (&self.problems, self.problem_count)
+    }
+
+    /// The decision recorded on this exact letter, if any.
+    pub fn decision(&self, letter_id: &str, binding: &str) -> Option<&Decision> {
+        self.decided
+            .get(binding)
+            .filter(|d| d.letter_id == letter_id)
+    }
+
+    /// The letter's triage state and the decision that set it, for every view of a
+    /// letter (`show`, `show --json`, the TUI detail).
+    pub fn letter_state(&self, letter: &DeadLetter) -> LetterState {
+        let binding = decisions::binding(&letter.raw);
+        match self.decision(&letter.id.value.0, &binding) {
+            Some(d) if d.kind == "discard" => LetterState {
+                state: TriageState::Discarded,
+                decision: Some(d.clone()),
+            },
+            _ => LetterState {
+                state: TriageState::Open,
+                decision: None,
+            },
+        }
+    }
+
+    /// Scan the whole source; `previews` off skips masked previews (a summary needs none).
+    pub fn scan(
+        &mut self,
+        previews: bool,
+        sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>,
+    ) -> Result<(), SessionError> {
+        self.pump(previews, false, sink)
+    }
+
+    /// After `scan`, stream new arrivals until the sink breaks.
+    pub fn tail(
+        &mut self,
+        sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>,
+    ) -> Result<(), SessionError> {
+        self.pump(true, true, sink)
+    }
+
+    fn pump(
+        &mut self,
+        previews: bool,
+        tail: bool,
+        sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>,
+    ) -> Result<(), SessionError> {
+        let Session {
+            settings,
+            src,
+            held,
+            decided_ids,
+            decided,
+            problems,
+            problem_count,
+            ..
+        } = self;
+        let ctx = Prep {
+            masker: &settings.masker,
+            mappings: &settings.mappings,
+            previews,
+            decided_ids,
+            decided,
+        };
+        let mut batch: Vec<RawLetter> = Vec::with_capacity(if tail { 64 } else { BATCH });
+        let mut last = Instant::now();
+        let mut stopped = false;
+        let flush = |batch: &mut Vec<RawLetter>,
+                     held: &mut HashMap<String, (String, Vec<Coords>)>,
+                     sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>|
+         -> bool {
+            if batch.is_empty() {
+                return true;
+            }
+            let prepared = ctx.prepare_batch(std::mem::take(batch));
+            for p in &prepared {
+                if let Some(
+                    c @ Coords::Amqp {
+                        stream_offset: None,
+                        ..
+                    },
+                ) = &p.letter.raw.coords
+                {
+                    held.entry(decisions::binding(&p.letter.raw))
+                        .or_insert_with(|| (p.letter.id.value.0.clone(), Vec::new()))
+                        .1
+                        .push(c.clone());
+                }
+            }
+            sink(SessionEvent::Letters(prepared)).is_continue()
+        };
+        let mut on_event = |ev: ScanEvent| -> ControlFlow<()> {
+            let go = match ev {
+                ScanEvent::Letter(raw) => {
+                    batch.push(raw);
+                    true
+                }
+                ScanEvent::Progress { done, total } => {
+                    sink(SessionEvent::Progress { done, total }).is_continue()
+                }
+                ScanEvent::Problem { location, message } => {
+                    *problem_count += 1;
+                    let p = Problem { location, message };
+                    if problems.len() < MAX_KEPT_PROBLEMS {
+                        problems.push(p.clone());
+                    }
+                    sink(SessionEvent::Problem(p)).is_continue()
+                }
+            };
+            let due = batch.len() >= if tail { 256 } else { BATCH }
+                || (!batch.is_empty() && last.elapsed() > BATCH_WAIT);
+            let go = go && (!due || flush(&mut batch, held, sink));
+            if due {
+                last = Instant::now();
+            }
+            if go {
+                ControlFlow::Continue(())
+            } else {
+                stopped = true;
+                ControlFlow::Break(())
+            }
+        };
+        let result = if tail {
+            src.tail(&mut on_event)
+        } else {
+            src.scan(&mut on_event)
+        };
+        if !stopped {
+            flush(&mut batch, held, sink);
+        }
+        result.map_err(SessionError::from)
+    }
+
+    /// Apply decisions a crash or a lost connection left pending to the exact letters
+    /// this browse holds — once, audited. Returns lines for the user; failures are lines
+    /// too (the browse goes on). Read-only sessions apply nothing.
+    pub fn reconcile(&mut self) -> Vec<String> {
+        if self.settings.principal.read_only || self.decided.is_empty() {
+            return Vec::new();
+        }
+        let mut ledger = match self.settings.principal.existing_ledger() {
+            Ok(Some(l)) => l,
+            Ok(None) => return Vec::new(),
+            Err(e) => return vec![format!("warning: cannot read the ledger: {e}")],
+        };
+        let by_id = self.held_by_id();
+        let held_of = |id: &str| by_id.get(id).cloned().unwrap_or_default();
+        match decisions::reconcile(
+            &mut ledger,
+            self.src.as_mut(),
+            &self.settings.source_key,
+            &held_of,
+        ) {
+            Ok(notes) => notes,
+            Err(e) => vec![format!("warning: reconciling with the ledger failed: {e}")],
+        }
+    }
+
+    /// Held letters by id, for the ids that have a decision (few).
+    fn held_by_id(&self) -> HashMap<String, Vec<Held>> {
+        let mut out: HashMap<String, Vec<Held>> = HashMap::new();
+        for (binding, (id, coords)) in &self.held {
+            if !self.decided_ids.contains(id) {
+                continue;
+            }
+            for c in coords {
+                out.entry(id.clone()).or_default().push(Held {
+                    coords: c.clone(),
+                    binding: binding.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Discard letters: each decision in the ledger first, then the broker (RabbitMQ:
+    /// ack of the held delivery; elsewhere ledger-only). Needs the Discard permission
+    /// (checked and audited here). `after_record` runs between ledger and broker.
+    pub fn discard(
+        &mut self,
+        targets: &[DiscardTarget],
+        reason: &str,
+        after_record: &mut dyn FnMut(),
+    ) -> Result<DiscardReport, SessionError> {
+        self.settings
+            .principal
+            .require(Permission::Discard, &self.settings.source_key)?;
+        let mut ledger = self.settings.principal.ledger()?;
+        let mut report = DiscardReport::default();
+        for (i, t) in targets.iter().enumerate() {
+            let coords = self
+                .held
+                .get(&t.binding)
+                .filter(|(id, _)| *id == t.letter_id)
+                .and_then(|(_, cs)| cs.first().cloned());
+            let location = (!t.location.is_empty()).then_some(t.location.as_str());
+            let outcome = decisions::discard(
+                &mut ledger,
+                self.src.as_mut(),
+                &self.settings.source_key,
+                Target {
+                    letter_id: &t.letter_id,
+                    binding: &t.binding,
+                    coords: coords.as_ref(),
+                    location,
+                },
+                reason,
+                after_record,
+            );
+            match outcome {
+                Ok(Discarded::Removed) => report.removed += 1,
+                Ok(Discarded::LedgerOnly) => report.ledger_only += 1,
+                Ok(Discarded::Pending(e)) => report.pending.push((t.letter_id.clone(), e)),
+                Err(e @ LedgerError::AlreadyDecided { .. }) => {
+                    report.already.push(e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            if let Some((_, cs)) = self.held.get_mut(&t.binding) {
+                if !cs.is_empty() && coords.is_some() {
+                    cs.remove(0);
+                }
+            }
+            report.done.push(i);
+        }
+        // Later browses of this session see these decisions too.
+        self.load_decisions()?;
+        Ok(report)
+    }
+
+    /// One letter's full bytes (payloads are not kept after a scan).
+    pub fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SessionError> {
+        Ok(self.src.fetch(coords)?)
+    }
+}
+
+/// What preparing a letter needs; shared read-only by the preparing threads.
+struct Prep<'a> {
+    masker: &'a Masker,
+    mappings: &'a [UserMapping],
+    previews: bool,
+    decided_ids: &'a HashSet<String>,
+    decided: &'a HashMap<String, Decision>,
+}
+
+impl Prep<'_> {
+    fn one(&self, raw: RawLetter) -> Prepared {
+        let (letter, preview) = if self.previews {
+            prepare_letter(self.masker, self.mappings, raw)
+        } else {
+            (extract(raw, self.mappings), String::new())
+        };
+        let state = if self.decided_ids.contains(&letter.id.value.0) {
+            let b = decisions::binding(&letter.raw);
+            match self.decided.get(&b) {
+                Some(d) if d.letter_id == letter.id.value.0 && d.kind == "discard" => {
+                    TriageState::Discarded
+                }
+                _ => TriageState::Open,
+            }
+        } else {
+            TriageState::Open
+        };
+        Prepared {
+            letter,
+            preview,
+            state,
+        }
+    }
+
+    /// Conventions and previews on up to four threads; order is kept.
+    fn prepare_batch(&self, raws: Vec<RawLetter>) -> Vec<Prepared> {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4);
+        if workers < 2 || raws.len() < 256 {
+            return raws.into_iter().map(|r| self.one(r)).collect();
+        }
+        let chunk = raws.len().div_ceil(workers);
+        let mut raws = raws;
+        let mut parts: Vec<Vec<RawLetter>> = Vec::with_capacity(workers);
+        while raws.len() > chunk {
+            parts.push(raws.split_off(raws.len() - chunk));
+        }
+        parts.push(raws);
+        parts.reverse();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = parts
+                .into_iter()
+                .map(|part| {
+                    s.spawn(move || part.into_iter().map(|r| self.one(r)).collect::<Vec<_>>())
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    }
+}
