@@ -16,6 +16,21 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
+    // Values of secret -X properties, to keep them out of any error text (librdkafka
+    // echoes bad property values).
+    let secrets: Vec<String> = cli
+        .kafka_props
+        .iter()
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, v)| {
+            let k = k.to_ascii_lowercase();
+            !v.is_empty()
+                && ["password", "secret", "jaas", "token", "key"]
+                    .iter()
+                    .any(|s| k.contains(s))
+        })
+        .map(|(_, v)| v.to_string())
+        .collect();
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -26,7 +41,16 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            let msg: Vec<String> = e.chain().map(|c| sanitize::clean(&c.to_string())).collect();
+            let msg: Vec<String> = e
+                .chain()
+                .map(|c| {
+                    let mut text = dlq_triage::core::source::redact_uri_text(&c.to_string());
+                    for s in &secrets {
+                        text = text.replace(s.as_str(), "***");
+                    }
+                    sanitize::clean(&text)
+                })
+                .collect();
             eprintln!("error: {}", msg.join(": "));
             if e.chain().any(|c| c.downcast_ref::<UsageError>().is_some()) {
                 ExitCode::from(2)

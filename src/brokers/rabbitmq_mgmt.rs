@@ -57,6 +57,8 @@ impl QueueInfo {
 
 pub struct Management {
     base: String,
+    /// `base` without credentials, for messages.
+    shown: String,
     auth: String,
     agent: ureq::Agent,
 }
@@ -72,6 +74,7 @@ impl Management {
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         Management {
             base: base_url.trim_end_matches('/').to_string(),
+            shown: crate::core::source::redact_uri_text(base_url.trim_end_matches('/')),
             auth: format!("Basic {token}"),
             agent,
         }
@@ -80,15 +83,16 @@ impl Management {
     fn get(&self, path: &str) -> Result<String, SourceError> {
         let url = format!("{}{path}", self.base);
         match self.agent.get(&url).set("Authorization", &self.auth).call() {
-            Ok(r) => r.into_string().map_err(|e| SourceError::Failed(format!("reading {}: {e}", self.base))),
+            Ok(r) => r.into_string().map_err(|e| SourceError::Failed(format!("reading {}: {e}", self.shown))),
             Err(ureq::Error::Status(401, _)) => {
-                Err(SourceError::Unavailable(format!("the management API at {} refused the credentials", self.base)))
+                Err(SourceError::Unavailable(format!("the management API at {} refused the credentials", self.shown)))
             }
-            Err(ureq::Error::Status(404, _)) => Err(SourceError::Unavailable(format!("not found at {}{path}", self.base))),
-            Err(e) => Err(SourceError::Unavailable(format!(
+            Err(ureq::Error::Status(404, _)) => Err(SourceError::Unavailable(format!("not found at {}{path}", self.shown))),
+            // ureq's error text carries the URL, userinfo included.
+            Err(e) => Err(SourceError::Unavailable(crate::core::source::redact_uri_text(&format!(
                 "management API at {} not reachable: {e} (enable it with `rabbitmq-plugins enable rabbitmq_management`, or pass --management-url)",
-                self.base
-            ))),
+                self.shown
+            )))),
         }
     }
 

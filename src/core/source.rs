@@ -68,9 +68,14 @@ impl SourceRef {
                 path: PathBuf::from(s),
             });
         }
+        // Text with userinfo but no scheme may be a mistyped URI with a password.
+        let shown = if s.contains('@') {
+            "(an argument with `@`, not shown)".to_string()
+        } else {
+            format!("`{}`", crate::core::sanitize::clean(s))
+        };
         Err(format!(
-            "`{}` is not a source: use kafka://host:9092/topic, amqp://user:pass@host:5672/vhost?queue=q, a .ndjson dump, or demo (or a named source from config.toml)",
-            crate::core::sanitize::clean(&redact_uri_text(s))
+            "{shown} is not a source: use kafka://host:9092/topic, amqp://user:pass@host:5672/vhost?queue=q, a .ndjson dump, or demo (or a named source from config.toml)"
         ))
     }
 }
@@ -335,6 +340,26 @@ mod tests {
             pct_decode(&pct_encode("ünï/côde")).as_deref(),
             Ok("ünï/côde")
         );
+    }
+
+    #[test]
+    fn credentials_never_show_in_messages_or_labels() {
+        for bad in [
+            "AMQP://u:hunter2@h/v?queue=q",
+            "amqp://u:hun%zzter2@h/v?queue=q",
+            "amqp://u:hunter2@h:notaport/v?queue=q",
+            "kafka://u:hunter2@h:9092/t",
+            "nats://u:hunter2@h",
+            "u:hunter2@h",
+        ] {
+            let e = SourceRef::parse(bad).expect_err(bad);
+            assert!(!e.contains("hunter2") && !e.contains("zzter"), "{bad}: {e}");
+        }
+        assert_eq!(
+            redact_uri_text("GET http://admin:s3cret@mgmt:15672/api failed; amqps://tok@h"),
+            "GET http://admin:***@mgmt:15672/api failed; amqps://***@h"
+        );
+        assert_eq!(redact_uri_text("no uri here"), "no uri here");
     }
 
     #[test]
