@@ -295,8 +295,8 @@ impl RabbitSource {
     }
 
     /// Consume the head message alone and give it back, to read its `x-delivery-count`
-    /// (`None`: empty queue; `Some(None)`: no such header). Costs that one message one
-    /// delivery on a quorum queue — never more than it can take (see `quorum_guard`).
+    /// (`None`: empty queue; `Some(None)`: no such header). Used only when the queue's
+    /// type is unknown; on a quorum queue it costs that one message one delivery.
     fn probe_head(&mut self, queue: &str) -> Result<Option<Option<i64>>, SourceError> {
         self.ensure_connected()?;
         let conn = self
