@@ -32,7 +32,12 @@ pub fn masked_raw(masker: &Masker, dl: &DeadLetter) -> RawLetter {
         headers: raw
             .headers
             .iter()
-            .map(|h| Header::new(h.name.clone(), masker.mask_header_value(&h.name, &h.value)))
+            .map(|h| {
+                Header::new(
+                    masker.mask_text(&h.name),
+                    masker.mask_header_value(&h.name, &h.value),
+                )
+            })
             .collect(),
         properties: raw
             .properties

@@ -36,7 +36,11 @@ pub fn find_letters(
                         ctx.masker()?,
                         ctx.config.conventions.clone(),
                     );
-                    let dl = crate::core::conventions::extract(raw, catalog.mappings());
+                    let dl = crate::core::catalog::extract_masked(
+                        catalog.masker(),
+                        catalog.mappings(),
+                        raw,
+                    );
                     let info = session.info().clone();
                     let loaded = super::context::Loaded {
                         catalog,
@@ -263,7 +267,7 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
         writeln!(
             out,
             "  {:<width$}  {}",
-            clean(&h.name),
+            clean(&masker.mask_text(&h.name)),
             sanitize::line(&masker.mask_header(&h.name, &h.value), 200)
         )?;
     }
@@ -378,7 +382,7 @@ pub fn letter_json(
             "occurred_at": sourced_time(&e.occurred_at),
             "payload_ref": sourced(&e.payload_ref, masked),
         },
-        "headers": dl.raw.headers.iter().map(|h| json!({"name": h.name, "value": masker.mask_header(&h.name, &h.value)})).collect::<Vec<_>>(),
+        "headers": dl.raw.headers.iter().map(|h| json!({"name": masker.mask_text(&h.name), "value": masker.mask_header(&h.name, &h.value)})).collect::<Vec<_>>(),
         "properties": dl.raw.properties.iter().map(|(k, v)| json!({"name": k, "value": masker.mask_text(v)})).collect::<Vec<_>>(),
         "payload": {
             "body": dl.body.as_str(),

@@ -111,7 +111,10 @@ impl Catalog {
     /// Conventions plus masked preview: the per-letter work that needs no index.
     fn prepare(&self, raw: crate::core::model::RawLetter) -> (DeadLetter, String) {
         if !self.previews {
-            return (extract(raw, &self.mappings), String::new());
+            return (
+                extract_masked(&self.masker, &self.mappings, raw),
+                String::new(),
+            );
         }
         prepare_letter(&self.masker, &self.mappings, raw)
     }
@@ -128,7 +131,7 @@ pub fn prepare_letter(
     mappings: &[UserMapping],
     raw: crate::core::model::RawLetter,
 ) -> (DeadLetter, String) {
-    let dl = extract(raw, mappings);
+    let dl = extract_masked(masker, mappings, raw);
     let focus = dl
         .payload_span
         .clone()
@@ -136,6 +139,90 @@ pub fn prepare_letter(
         .unwrap_or(&dl.raw.payload);
     let preview = preview(masker, focus);
     (dl, preview)
+}
+
+/// Conventions on a letter, with the extracted fields masked (see [`mask_extracted`]):
+/// every front end's view of a letter comes from this or [`prepare_letter`].
+pub fn extract_masked(
+    masker: &Masker,
+    mappings: &[UserMapping],
+    raw: crate::core::model::RawLetter,
+) -> DeadLetter {
+    let mut dl = extract(raw, mappings);
+    mask_extracted(masker, &mut dl);
+    dl
+}
+
+/// Pass every field the conventions took from the letter through the detectors, so
+/// what is shown, grouped, filtered and recorded never carries a card number in a reason
+/// code or an email in a message id: a masked value groups as its mask. `raw` stays as
+/// the broker gave it (payload and headers are masked where they are rendered; replay
+/// re-extracts its target from `raw`).
+pub fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
+    use crate::core::model::{Origin, Sourced};
+    fn text(m: &Masker, f: &mut Option<Sourced<String>>) {
+        if let Some(s) = f {
+            mask_sourced(m, s);
+        }
+    }
+    fn mask_sourced(m: &Masker, s: &mut Sourced<String>) {
+        let masked = m.mask_text(&s.value);
+        if masked != s.value {
+            s.value = masked;
+        }
+        let loc = m.mask_text(&s.from.location);
+        if loc != s.from.location {
+            s.from.location = loc;
+        }
+    }
+    let m = masker;
+    let id = m.mask_text(&dl.id.value.0);
+    if id != dl.id.value.0 {
+        dl.id.value.0 = id;
+    }
+    let f = &mut dl.failure;
+    for field in [
+        &mut f.reason_code,
+        &mut f.reason_detail,
+        &mut f.exception_type,
+        &mut f.consumer,
+        &mut f.consumer_version,
+        &mut f.death_reason,
+    ] {
+        text(m, field);
+    }
+    if let Some(o) = f.origin.as_mut() {
+        match &mut o.value {
+            Origin::Kafka { topic, .. } => *topic = m.mask_text(topic),
+            Origin::Amqp {
+                exchange,
+                routing_keys,
+                queue,
+            } => {
+                *exchange = m.mask_text(exchange);
+                for k in routing_keys.iter_mut() {
+                    *k = m.mask_text(k);
+                }
+                if let Some(q) = queue {
+                    *q = m.mask_text(q);
+                }
+            }
+            Origin::Endpoint(e) => *e = m.mask_text(e),
+        }
+    }
+    let e = &mut dl.event;
+    for field in [
+        &mut e.message_id,
+        &mut e.event_type,
+        &mut e.schema_version,
+        &mut e.correlation_id,
+        &mut e.payload_ref,
+    ] {
+        text(m, field);
+    }
+    if let Some(err) = dl.body_error.as_mut() {
+        *err = m.mask_text(err);
+    }
 }
 
 impl Catalog {

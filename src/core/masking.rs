@@ -140,6 +140,8 @@ const EXACT_RULES: &[(&str, Class)] = &[
     ("city", Class::Address),
     ("auth", Class::Secret),
     ("pin", Class::Secret),
+    ("pwd", Class::Secret),
+    ("pass", Class::Secret),
 ];
 
 /// `[masking]` in config.toml.
@@ -300,20 +302,56 @@ impl Masker {
 
     /// Byte ranges of `s` that must not be shown, with their masked replacement; in order,
     /// non-overlapping. Used where text cannot simply be rewritten (hex dumps).
+    /// `name=value` pairs under sensitive names come first; the detector table
+    /// (`detectors`) finds values anywhere else. Both are linear in `s`.
     pub fn sensitive_spans(&self, s: &str) -> Vec<(std::ops::Range<usize>, String)> {
+        let pairs = self.pair_spans(s);
+        let mut out: Vec<(std::ops::Range<usize>, String)> = Vec::with_capacity(pairs.len());
+        let mut pairs = pairs.into_iter().peekable();
+        for (r, class, _) in detectors::detect(s.as_bytes()) {
+            let r = widen_to_chars(s, r);
+            while let Some(p) = pairs.next_if(|p| p.0.start < r.end) {
+                if out.last().is_none_or(|l| l.0.end <= p.0.start) {
+                    out.push(p);
+                }
+            }
+            if out.last().is_none_or(|l| l.0.end <= r.start) {
+                let rep = self.mask_value(class, &s[r.clone()]);
+                out.push((r, rep));
+            }
+        }
+        for p in pairs {
+            if out.last().is_none_or(|l| l.0.end <= p.0.start) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// `name=value` spans under sensitive names, found at word boundaries.
+    fn pair_spans(&self, s: &str) -> Vec<(std::ops::Range<usize>, String)> {
         let b = s.as_bytes();
         let mut spans = Vec::new();
         let mut i = 0;
         while i < b.len() {
             let boundary = i == 0 || !is_word_byte(b[i - 1]);
             if boundary {
-                if let Some((end, rep)) = self.detect_pair(s, i).or_else(|| self.detect_value(s, i))
-                {
+                if let Some((end, rep)) = self.detect_pair(s, i) {
                     spans.push((i..end, rep));
                     i = end;
                     continue;
                 }
-                // Skip the rest of a word so detectors only start at boundaries.
+                // Skip the whole candidate name (`a.b-c_d`): a pair starting inside it
+                // would end at the same place, and rescanning it from every dot made
+                // `a.a.a.…` quadratic.
+                let name_end = b[i..]
+                    .iter()
+                    .position(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')))
+                    .map_or(b.len(), |n| i + n);
+                if name_end > i {
+                    i = name_end;
+                    continue;
+                }
                 if is_word_byte(b[i]) {
                     while i < b.len() && is_word_byte(b[i]) {
                         i += 1;
@@ -391,58 +429,6 @@ impl Masker {
             next,
             format!("{}{}", &s[i..vstart], self.mask_value(class, value)),
         ))
-    }
-
-    /// A detectable value starting at byte `i` (a word boundary).
-    fn detect_value(&self, s: &str, i: usize) -> Option<(usize, String)> {
-        let b = s.as_bytes();
-        let c = b[i];
-        if c.eq_ignore_ascii_case(&b'b') {
-            for scheme in ["bearer ", "basic "] {
-                if s.len() >= i + scheme.len()
-                    && s[i..].is_char_boundary(scheme.len())
-                    && s[i..i + scheme.len()].eq_ignore_ascii_case(scheme)
-                {
-                    let start = i + scheme.len();
-                    let mut e = start;
-                    while e < b.len()
-                        && (b[e].is_ascii_alphanumeric()
-                            || matches!(b[e], b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-'))
-                    {
-                        e += 1;
-                    }
-                    if e - start >= 8 {
-                        return Some((
-                            e,
-                            format!(
-                                "{}{}",
-                                &s[i..start],
-                                self.mask_value(Class::Secret, &s[start..e])
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        if s[i..].starts_with("eyJ") {
-            if let Some(end) = jwt_end(b, i) {
-                return Some((end, self.mask_value(Class::Secret, &s[i..end])));
-            }
-        }
-        if let Some(end) = email_end(b, i) {
-            return Some((end, self.mask_value(Class::Email, &s[i..end])));
-        }
-        if c == b'+' || c.is_ascii_digit() {
-            if let Some((end, class)) = digits_end(b, i) {
-                return Some((end, self.mask_value(class, &s[i..end])));
-            }
-        }
-        if c.is_ascii_uppercase() {
-            if let Some(end) = iban_end(b, i) {
-                return Some((end, self.mask_value(Class::Iban, &s[i..end])));
-            }
-        }
-        None
     }
 
     /// Mask a header value for display: by header name first, then detectors.
@@ -693,162 +679,17 @@ fn hint(class: Class, v: &str) -> String {
     }
 }
 
-fn jwt_end(b: &[u8], i: usize) -> Option<usize> {
-    let mut e = i;
-    let mut dots = 0;
-    while e < b.len() && (b[e].is_ascii_alphanumeric() || matches!(b[e], b'-' | b'_' | b'.')) {
-        if b[e] == b'.' {
-            dots += 1;
-        }
-        e += 1;
+/// Extend a byte range to the nearest char boundaries (detectors work on bytes).
+fn widen_to_chars(s: &str, r: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let mut start = r.start.min(s.len());
+    while !s.is_char_boundary(start) {
+        start -= 1;
     }
-    (dots == 2 && e - i >= 20).then_some(e)
-}
-
-fn email_end(b: &[u8], i: usize) -> Option<usize> {
-    let is_local =
-        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
-    let mut e = i;
-    while e < b.len() && is_local(b[e]) {
-        e += 1;
+    let mut end = r.end.min(s.len());
+    while !s.is_char_boundary(end) {
+        end += 1;
     }
-    if e == i || e >= b.len() || b[e] != b'@' {
-        return None;
-    }
-    let dstart = e + 1;
-    let mut d = dstart;
-    while d < b.len() && (b[d].is_ascii_alphanumeric() || matches!(b[d], b'.' | b'-')) {
-        d += 1;
-    }
-    while d > dstart && b[d - 1] == b'.' {
-        d -= 1;
-    }
-    let domain = &b[dstart..d];
-    let tld_ok = domain.iter().rposition(|&c| c == b'.').is_some_and(|p| {
-        p > 0 && domain.len() - p > 2 && domain[p + 1..].iter().all(u8::is_ascii_alphabetic)
-    });
-    tld_ok.then_some(d)
-}
-
-/// Cards (13–19 digits, Luhn), phones (`+` and 8–15 digits), long digit runs (≥ 9).
-fn digits_end(b: &[u8], i: usize) -> Option<(usize, Class)> {
-    let phone = b[i] == b'+';
-    let start = if phone { i + 1 } else { i };
-    if start >= b.len() || !b[start].is_ascii_digit() {
-        return None;
-    }
-    // Digits with single separators between groups.
-    let mut e = start;
-    let mut digits = Vec::with_capacity(20);
-    let mut last_digit_end = start;
-    while e < b.len() {
-        if b[e].is_ascii_digit() {
-            digits.push(b[e] - b'0');
-            e += 1;
-            last_digit_end = e;
-        } else if matches!(b[e], b' ' | b'-') || (phone && matches!(b[e], b'(' | b')' | b'.')) {
-            if e + 1 < b.len() && (b[e + 1].is_ascii_digit() || (phone && b[e + 1] == b'(')) {
-                e += 1;
-            } else {
-                break;
-            }
-        } else {
-            break;
-        }
-    }
-    // Not glued to a following word (`123abc`).
-    if last_digit_end < b.len() && is_word_byte(b[last_digit_end]) {
-        return None;
-    }
-    if phone {
-        return (8..=15)
-            .contains(&digits.len())
-            .then_some((last_digit_end, Class::Phone));
-    }
-    if (13..=19).contains(&digits.len()) && luhn(&digits) {
-        return Some((last_digit_end, Class::Card));
-    }
-    // Long contiguous run only (separated groups are more likely dates or amounts).
-    let mut run_end = start;
-    while run_end < b.len() && b[run_end].is_ascii_digit() {
-        run_end += 1;
-    }
-    if run_end - start >= 9 && (run_end >= b.len() || !is_word_byte(b[run_end])) {
-        return Some((run_end, Class::Digits));
-    }
-    None
-}
-
-fn luhn(digits: &[u8]) -> bool {
-    let sum: u32 = digits
-        .iter()
-        .rev()
-        .enumerate()
-        .map(|(k, &d)| {
-            let d = u32::from(d);
-            if k % 2 == 1 {
-                let x = d * 2;
-                if x > 9 {
-                    x - 9
-                } else {
-                    x
-                }
-            } else {
-                d
-            }
-        })
-        .sum();
-    sum % 10 == 0
-}
-
-/// IBAN: 2 letters, 2 digits, then alphanumerics (groups of 4 may be space-separated);
-/// accepted only with a valid mod-97 checksum. Tries the longest candidate first.
-fn iban_end(b: &[u8], i: usize) -> Option<usize> {
-    if b.len() < i + 15
-        || !b[i + 1].is_ascii_uppercase()
-        || !b[i + 2].is_ascii_digit()
-        || !b[i + 3].is_ascii_digit()
-    {
-        return None;
-    }
-    let mut chars = Vec::with_capacity(34);
-    let mut ends = Vec::new();
-    let mut e = i;
-    while e < b.len() && chars.len() < 34 {
-        if b[e].is_ascii_alphanumeric() {
-            chars.push(b[e].to_ascii_uppercase());
-            e += 1;
-            if e >= b.len() || !b[e].is_ascii_alphanumeric() {
-                ends.push((e, chars.len()));
-            }
-        } else if b[e] == b' ' && e + 1 < b.len() && b[e + 1].is_ascii_alphanumeric() {
-            e += 1;
-        } else {
-            break;
-        }
-    }
-    ends.into_iter()
-        .rev()
-        .find(|&(_, n)| (15..=34).contains(&n) && iban_valid(&chars[..n]))
-        .map(|(e, _)| e)
-}
-
-fn iban_valid(chars: &[u8]) -> bool {
-    let rearranged = chars[4..].iter().chain(&chars[..4]);
-    let mut rem: u32 = 0;
-    for &c in rearranged {
-        let v = if c.is_ascii_digit() {
-            u32::from(c - b'0')
-        } else {
-            u32::from(c - b'A') + 10
-        };
-        rem = if v >= 10 {
-            (rem * 100 + v) % 97
-        } else {
-            (rem * 10 + v) % 97
-        };
-    }
-    rem == 1
+    start..end
 }
 
 /// Iterative JSON token walker that masks and re-emits.
@@ -1107,6 +948,8 @@ fn push_json_string(out: &mut String, s: &str) {
     }
     out.push('"');
 }
+
+pub mod detectors;
 
 #[cfg(test)]
 mod tests;

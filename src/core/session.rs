@@ -8,7 +8,7 @@
 
 use crate::core::access::{self, Permission, Role};
 use crate::core::catalog::{prepare_letter, Problem};
-use crate::core::conventions::{extract, UserMapping};
+use crate::core::conventions::UserMapping;
 use crate::core::decisions::{self, Discarded, Held, Target};
 use crate::core::ledger::{AuditEntry, Decision, Ledger, LedgerError};
 use crate::core::masking::Masker;
@@ -546,7 +546,10 @@ impl Prep<'_> {
         let (letter, preview) = if self.previews {
             prepare_letter(self.masker, self.mappings, raw)
         } else {
-            (extract(raw, self.mappings), String::new())
+            (
+                crate::core::catalog::extract_masked(self.masker, self.mappings, raw),
+                String::new(),
+            )
         };
         let state = if self.decided_ids.contains(&letter.id.value.0) {
             let b = decisions::binding(&letter.raw);

@@ -1,7 +1,6 @@
 //! `update(state, action) -> commands`: all state changes, no I/O.
 
 use crate::core::access::{check, Permission};
-use crate::core::conventions::extract;
 use crate::core::diff::diff_payloads;
 use crate::core::filter::Filter;
 use crate::core::grouping::{Dim, GroupIndex};
@@ -790,7 +789,8 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
             }
         }
     }
-    let letter = extract(raw, state.catalog.mappings());
+    let letter =
+        crate::core::catalog::extract_masked(state.catalog.masker(), state.catalog.mappings(), raw);
     let payload = if state.unmasked.contains(&row) {
         payload_view::render_unmasked(&letter.raw.payload, letter.body, DETAIL_PAYLOAD_MAX)
     } else {

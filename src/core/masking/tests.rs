@@ -303,3 +303,129 @@ proptest! {
         let _ = m().mask_text(&String::from_utf8_lossy(&bytes));
     }
 }
+
+/// The detector corpus: values that must never survive any output, each with the part
+/// that must not be visible, and near-misses that must stay readable. Shared with the
+/// end-to-end test over every output format (tests/pii.rs keeps its own copy of the
+/// letters it builds from these).
+pub const POSITIVES: &[(&str, &str)] = &[
+    ("contact jane.doe@example.com today", "jane.doe@example.com"),
+    ("JANE@EXAMPLE.CO.UK", "JANE@EXAMPLE"),
+    ("card 4111111111111111", "4111111111111111"),
+    ("card 4111 1111 1111 1111", "1111 1111 1111"),
+    ("card 4111-1111-1111-1111", "1111-1111-1111"),
+    ("card 4111.1111.1111.1111", "1111.1111.1111"),
+    ("card 4111/1111/1111/1111", "1111/1111/1111"),
+    ("card 4111\u{a0}1111\u{a0}1111\u{a0}1111", "1111\u{a0}1111\u{a0}1111"),
+    ("ref_4111111111111111", "4111111111111111"),
+    ("amex 378282246310005", "378282246310005"),
+    ("iban DE89370400440532013000", "370400440532013000"),
+    ("iban de89370400440532013000", "370400440532013000"),
+    ("xDE89370400440532013000", "370400440532013000"),
+    ("GB82 WEST 1234 5698 7654 32", "WEST 1234 5698"),
+    ("call +49 30 1234567", "30 1234567"),
+    ("call +1 (555) 123-4567", "123-4567"),
+    ("call (555) 123-4567", "123-4567"),
+    ("call 555-123-4567", "555-123-4567"),
+    ("call 030 1234 5678", "1234 5678"),
+    ("ssn 123-45-6789", "123-45-6789"),
+    ("key AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    ("key AIzaSyA1234567890abcdefghijklmnopqrstu", "AIzaSyA1234567890abcdefghijklmnopqrstu"),
+    ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    ("ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "1234567890abcdefghijklmnopqrstuvwxyzAB"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "11ABCDEFG0123456789"),
+    ("glpat-abcdefghij1234567890", "abcdefghij1234567890"),
+    ("xoxb-1234567890-abcdefghij", "1234567890-abcdefghij"),
+    ("Authorization: Bearer abc.def-ghi_jkl", "abc.def-ghi_jkl"),
+    ("bearer 0123456789abcdef", "0123456789abcdef"),
+    ("token=Zm9vYmFyYmF6", "Zm9vYmFyYmF6"),
+    ("password=hunter2 next", "hunter2"),
+    ("pwd=hunter2 next", "hunter2"),
+    ("PASSWD: hunter2", "hunter2"),
+    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "eyJzdWIiOiIxIn0"),
+    ("data eyJlbWFpbCI6ImphbmVAZXhhbXBsZS5jb20ifQ== end", "ImphbmVAZXhhbXBsZS5jb20"),
+    ("acct 123456789012", "123456789012"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----", "MIIBOgIBAAJBAKj34"),
+];
+
+pub const NEAR_MISSES: &[&str] = &[
+    "order 8812 shipped",
+    "2026-11-30",
+    "2026-11-30T12:00:00Z",
+    "host 10.0.0.1 port 5672",
+    "version 1.2.3",
+    "ref 1234 5678 9012 3456",
+    "amount 1,500.00 EUR",
+    "qty 12",
+    "user@localhost",
+    "sk_live",
+    "AKIA123",
+    "eyJ",
+    "the bearer of bad news",
+    "123-45-678",
+    "000-12-3456",
+    "call 555-1234",
+    "+12",
+    "release-2026-09-21",
+    "customer_tax_profile_missing",
+    "invoice.issue.requested",
+    "java.net.SocketTimeoutException: Read timed out after 30000 ms",
+];
+
+#[test]
+fn detector_corpus_positives_never_survive_and_near_misses_stay() {
+    assert!(super::detectors::all_compiled());
+    let m = m();
+    for (input, secret) in POSITIVES {
+        let text = m.mask_text(input);
+        assert!(
+            !text.contains(secret),
+            "text: {secret:?} survived in {text:?}"
+        );
+        let doc = serde_json::json!({ "note": input }).to_string();
+        for layout in [Layout::Compact, Layout::Pretty] {
+            let (json, _) = m
+                .mask_json(doc.as_bytes(), layout, usize::MAX)
+                .expect("json");
+            let decoded: serde_json::Value = serde_json::from_str(&json).expect("valid");
+            let note = decoded["note"].as_str().unwrap_or_default();
+            assert!(
+                !note.contains(secret),
+                "json: {secret:?} survived in {note:?}"
+            );
+        }
+        let hdr = m.mask_header("x-note", &HeaderValue::text(input));
+        assert!(
+            !hdr.contains(secret),
+            "header: {secret:?} survived in {hdr:?}"
+        );
+        let hex = m.mask_binary(input.as_bytes());
+        assert!(
+            !String::from_utf8_lossy(&hex).contains(secret),
+            "binary: {secret:?} survived"
+        );
+    }
+    for near in NEAR_MISSES {
+        assert_eq!(m.mask_text(near), *near, "near-miss was masked");
+    }
+    assert!(super::detectors::rule_count() >= 16);
+}
+
+#[test]
+fn adversarial_inputs_are_masked_in_one_pass() {
+    // These were quadratic with the hand-written scanners ("1 " × 150,000 took over a
+    // minute). Not a timing assertion: the test runs in milliseconds now, and a
+    // regression would make the suite visibly slow rather than flaky.
+    let m = m();
+    for input in [
+        "1 ".repeat(150_000),
+        "a.".repeat(150_000),
+        "eyJ.".repeat(100_000),
+        "+1 ".repeat(100_000),
+        "DE00".repeat(100_000),
+        "x@".repeat(150_000),
+    ] {
+        let out = m.mask_text(&input);
+        assert!(!out.is_empty());
+    }
+}

@@ -186,7 +186,10 @@ fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
         .iter()
         .map(|h| {
             Line::from(vec![
-                Span::styled(format!("{:<w$}  ", clean(&h.name)), t.get("json.key")),
+                Span::styled(
+                    format!("{:<w$}  ", clean(&m.mask_text(&h.name))),
+                    t.get("json.key"),
+                ),
                 Span::styled(
                     sanitize::line(&m.mask_header(&h.name, &h.value), 300),
                     t.get("ui.text"),

@@ -1,0 +1,332 @@
+//! Value detectors: a table of rules, each a regular expression (the `regex` crate runs
+//! in time linear in the input, so a hostile payload cannot make masking quadratic) plus
+//! a validator for what a pattern alone cannot decide (Luhn, mod-97, SSN ranges, digit
+//! boundaries). Every rule has positives and near-misses in `tests.rs`'s corpus.
+
+use super::Class;
+use regex::bytes::Regex;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+/// One detector.
+pub struct Rule {
+    pub name: &'static str,
+    pub class: Class,
+    pattern: &'static str,
+    /// Given the haystack and the match, the span to mask (possibly narrowed), or `None`
+    /// when the candidate is not what the rule looks for.
+    validate: fn(&[u8], Range<usize>) -> Option<Range<usize>>,
+}
+
+fn any(_: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    Some(r)
+}
+
+fn is_digit_at(b: &[u8], i: Option<usize>) -> bool {
+    i.and_then(|i| b.get(i)).is_some_and(u8::is_ascii_digit)
+}
+
+/// Not part of a longer number: no digit right before or after (letters and `_` may
+/// touch it: `ref_4111…` is still a card).
+fn digit_bounded(b: &[u8], r: &Range<usize>) -> bool {
+    !is_digit_at(b, r.start.checked_sub(1)) && !is_digit_at(b, Some(r.end))
+}
+
+fn digits_of(b: &[u8]) -> Vec<u8> {
+    b.iter()
+        .filter(|c| c.is_ascii_digit())
+        .map(|c| c - b'0')
+        .collect()
+}
+
+fn luhn(digits: &[u8]) -> bool {
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(k, &d)| {
+            let d = u32::from(d);
+            match (k % 2 == 1, d * 2) {
+                (true, x) if x > 9 => x - 9,
+                (true, x) => x,
+                (false, _) => d,
+            }
+        })
+        .sum();
+    sum % 10 == 0
+}
+
+fn card(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    let d = digits_of(&b[r.clone()]);
+    ((13..=19).contains(&d.len()) && digit_bounded(b, &r) && luhn(&d)).then_some(r)
+}
+
+fn long_run(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    digit_bounded(b, &r).then_some(r)
+}
+
+fn phone(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    let n = digits_of(&b[r.clone()]).len();
+    ((8..=15).contains(&n) && digit_bounded(b, &r)).then_some(r)
+}
+
+/// Not one group of a longer grouped number (`1234 5678 9012 3456`, a date, a version).
+fn group_bounded(b: &[u8], r: &Range<usize>) -> bool {
+    let sep = |i: usize| {
+        b.get(i)
+            .is_some_and(|c| matches!(c, b' ' | b'.' | b'-' | b'/'))
+    };
+    let before = r.start >= 2 && sep(r.start - 1) && is_digit_at(b, Some(r.start - 2));
+    let after = sep(r.end) && is_digit_at(b, Some(r.end + 1));
+    !before && !after
+}
+
+/// A national number written in groups: 10–11 digits, standing alone.
+fn national_phone(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    let n = digits_of(&b[r.clone()]).len();
+    ((10..=11).contains(&n) && digit_bounded(b, &r) && group_bounded(b, &r)).then_some(r)
+}
+
+fn ssn(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    let d = digits_of(&b[r.clone()]);
+    let area = u32::from(d[0]) * 100 + u32::from(d[1]) * 10 + u32::from(d[2]);
+    let ok = group_bounded(b, &r)
+        && area != 0
+        && area != 666
+        && area < 900
+        && (d[3], d[4]) != (0, 0)
+        && d[5..] != [0, 0, 0, 0];
+    (ok && digit_bounded(b, &r)).then_some(r)
+}
+
+fn iban_valid(chars: &[u8]) -> bool {
+    let mut rem: u32 = 0;
+    for &c in chars[4..].iter().chain(&chars[..4]) {
+        let v = if c.is_ascii_digit() {
+            u32::from(c - b'0')
+        } else {
+            u32::from(c.to_ascii_uppercase() - b'A') + 10
+        };
+        rem = if v >= 10 {
+            (rem * 100 + v) % 97
+        } else {
+            (rem * 10 + v) % 97
+        };
+    }
+    rem == 1
+}
+
+/// The longest prefix of the candidate (ending at a group end) that passes mod-97.
+fn iban(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    let mut chars = Vec::with_capacity(34);
+    let mut ends = Vec::new();
+    for (i, &c) in b[r.clone()].iter().enumerate() {
+        if c.is_ascii_alphanumeric() {
+            chars.push(c.to_ascii_uppercase());
+            ends.push((r.start + i + 1, chars.len()));
+        }
+    }
+    ends.into_iter()
+        .rev()
+        .find(|&(_, n)| (15..=34).contains(&n) && iban_valid(&chars[..n]))
+        .map(|(e, _)| r.start..e)
+}
+
+/// Base64 that decodes to JSON (`{"` encodes as `eyJ`): hidden whole, since what it
+/// carries cannot be checked field by field in place.
+fn base64_json(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    use base64::Engine as _;
+    let s = std::str::from_utf8(&b[r.clone()]).ok()?;
+    let trimmed = s.trim_end_matches('=');
+    let decoded = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(trimmed.replace(['-', '_'], "+"))
+        .ok()
+        .or_else(|| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(trimmed)
+                .ok()
+        })?;
+    decoded.starts_with(b"{\"").then_some(r)
+}
+
+/// The table. Order matters only for ties (same start): earlier rules win.
+const RULES: &[Rule] = &[
+    Rule {
+        name: "private key block",
+        class: Class::Secret,
+        pattern: r"-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[\s\S]{0,8192}?(?:-----END [A-Z ]{0,20}PRIVATE KEY-----|$)",
+        validate: any,
+    },
+    Rule {
+        name: "jwt",
+        class: Class::Secret,
+        pattern: r"eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*",
+        validate: any,
+    },
+    Rule {
+        name: "base64 json",
+        class: Class::Secret,
+        pattern: r"eyJ[A-Za-z0-9+/_\-]{12,}={0,2}",
+        validate: base64_json,
+    },
+    Rule {
+        name: "bearer or basic credential",
+        class: Class::Secret,
+        pattern: r"(?i:bearer|basic)[ \t]+[^\s\x22',;&]{8,}",
+        validate: any,
+    },
+    Rule {
+        name: "aws access key id",
+        class: Class::Secret,
+        pattern: r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}",
+        validate: any,
+    },
+    Rule {
+        name: "google api key",
+        class: Class::Secret,
+        pattern: r"AIza[0-9A-Za-z_\-]{35}",
+        validate: any,
+    },
+    Rule {
+        name: "payment provider key",
+        class: Class::Secret,
+        pattern: r"(?:sk|rk|pk|whsec)_(?:live|test)_[0-9A-Za-z]{10,}",
+        validate: any,
+    },
+    Rule {
+        name: "code host token",
+        class: Class::Secret,
+        pattern: r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}|glpat-[A-Za-z0-9_\-]{20,})",
+        validate: any,
+    },
+    Rule {
+        name: "chat token",
+        class: Class::Secret,
+        pattern: r"xox[abposr]-[A-Za-z0-9\-]{10,}",
+        validate: any,
+    },
+    Rule {
+        name: "email",
+        class: Class::Email,
+        pattern: r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}",
+        validate: any,
+    },
+    Rule {
+        name: "iban",
+        class: Class::Iban,
+        pattern: r"[A-Za-z]{2}[0-9]{2}(?:[ ]?[A-Za-z0-9]){11,30}",
+        validate: iban,
+    },
+    Rule {
+        name: "us ssn",
+        class: Class::NationalId,
+        pattern: r"[0-9]{3}-[0-9]{2}-[0-9]{4}",
+        validate: ssn,
+    },
+    Rule {
+        name: "card",
+        class: Class::Card,
+        // 13–19 digits with one optional separator between any two: space, dash, dot,
+        // slash (two in a row where a binary view shows a no-break space as `..`), no-break
+        // space, narrow no-break space, thin space.
+        pattern: r"[0-9](?:(?:[ \-./]{1,2}|\xC2\xA0|\xE2\x80\xAF|\xE2\x80\x89)?[0-9]){12,18}",
+        validate: card,
+    },
+    Rule {
+        name: "international phone",
+        class: Class::Phone,
+        pattern: r"\+[0-9](?:[ \-.()]{0,2}[0-9]){7,14}",
+        validate: phone,
+    },
+    Rule {
+        name: "national phone",
+        class: Class::Phone,
+        pattern: r"(?:\([0-9]{2,4}\)[ ]?|[0-9]{2,4}[ .\-])[0-9]{3,4}[ .\-][0-9]{3,4}",
+        validate: national_phone,
+    },
+    Rule {
+        name: "long digit run",
+        class: Class::Digits,
+        pattern: r"[0-9]{9,}",
+        validate: long_run,
+    },
+];
+
+/// The compiled table, built once per process: one alternation of every rule to find
+/// the next candidate in a single linear pass, and each rule anchored to decide which
+/// rules match there.
+struct Compiled {
+    any: Regex,
+    anchored: Vec<(&'static Rule, Regex)>,
+}
+
+fn build(pattern: &str) -> Option<Regex> {
+    regex::bytes::RegexBuilder::new(pattern)
+        .unicode(false)
+        .size_limit(1 << 26)
+        .dfa_size_limit(1 << 26)
+        .build()
+        .ok()
+}
+
+fn compiled() -> Option<&'static Compiled> {
+    static C: OnceLock<Option<Compiled>> = OnceLock::new();
+    C.get_or_init(|| {
+        let alternation: Vec<String> = RULES.iter().map(|r| format!("(?:{})", r.pattern)).collect();
+        let any = build(&alternation.join("|"))?;
+        let anchored = RULES
+            .iter()
+            .map(|r| build(&format!("^(?:{})", r.pattern)).map(|re| (r, re)))
+            .collect::<Option<Vec<_>>>()?;
+        Some(Compiled { any, anchored })
+    })
+    .as_ref()
+}
+
+/// How many rules the table has (for the README and the corpus test).
+pub fn rule_count() -> usize {
+    RULES.len()
+}
+
+/// Whether every rule compiled (a test keeps it so; without the table nothing would
+/// be detected, so `detect` then reports the whole input as one secret).
+pub fn all_compiled() -> bool {
+    compiled().is_some()
+}
+
+/// Every detected span of `s`, in order, non-overlapping, with its class and the rule's
+/// name. At each candidate start the longest validated match wins (then table order).
+/// Linear: one pass of the alternation, plus bounded anchored matches per candidate.
+pub fn detect(s: &[u8]) -> Vec<(Range<usize>, Class, &'static str)> {
+    let Some(c) = compiled() else {
+        // Fail closed: hide everything rather than show unchecked data.
+        return vec![(0..s.len(), Class::Secret, "detectors unavailable")];
+    };
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < s.len() {
+        let Some(m) = c.any.find_at(s, pos) else {
+            break;
+        };
+        let start = m.start();
+        let mut best: Option<(Range<usize>, Class, &'static str)> = None;
+        for (rule, re) in &c.anchored {
+            let Some(am) = re.find(&s[start..]) else {
+                continue;
+            };
+            if let Some(r) = (rule.validate)(s, start..start + am.end()) {
+                if !r.is_empty() && best.as_ref().is_none_or(|b| r.end > b.0.end) {
+                    best = Some((r, rule.class, rule.name));
+                }
+            }
+        }
+        match best {
+            Some(b) => {
+                pos = b.0.end;
+                out.push(b);
+            }
+            None => pos = start + 1,
+        }
+    }
+    out
+}
