@@ -27,8 +27,21 @@ pub fn edit_payload(masker: &Masker, payload: &[u8], unmasked: bool) -> Result<E
             .map(|(t, _)| t)?
     };
     let shown_value: serde_json::Value = serde_json::from_str(&shown).map_err(|e| e.to_string())?;
-    let file = std::env::temp_dir().join(format!("dlq-triage-edit-{}.json", std::process::id()));
-    std::fs::write(&file, format!("{shown}\n"))
+    // A private directory (0700, unpredictable name) holding a 0600 file, removed when
+    // `dir` drops — on every path out of this function, an error or a panic included.
+    // Only SIGKILL or a power cut can leave it behind, and then only readable by us.
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("dlq-triage-edit-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let dir = builder
+        .tempdir()
+        .map_err(|e| format!("creating a private directory for the editor: {e}"))?;
+    let file = dir.path().join("payload.json");
+    write_private(&file, format!("{shown}\n").as_bytes())
         .map_err(|e| format!("writing {}: {e}", file.display()))?;
     let editor = std::env::var("VISUAL")
         .or_else(|_| std::env::var("EDITOR"))
@@ -41,7 +54,7 @@ pub fn edit_payload(masker: &Masker, payload: &[u8], unmasked: bool) -> Result<E
         .arg(&file)
         .status();
     let edited_text = std::fs::read_to_string(&file);
-    let _ = std::fs::remove_file(&file);
+    drop(dir);
     match status {
         Ok(s) if s.success() => {}
         Ok(s) => return Err(format!("the editor exited with {s}; nothing saved")),
@@ -76,4 +89,54 @@ pub fn edit_payload(masker: &Masker, payload: &[u8], unmasked: bool) -> Result<E
     }
     let after = serde_json::to_vec(&merged).map_err(|e| e.to_string())?;
     Ok(Edited::Changed { after, paths })
+}
+
+fn write_private(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path)?.write_all(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The editor sees a 0600 file in a 0700 directory that is gone afterwards, whatever
+    /// the editor does.
+    #[test]
+    fn the_edit_file_is_private_and_removed() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let seen = dir.path().join("seen");
+        let script = dir.path().join("editor.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nstat -c '%a %n' \"$1\" \"$(dirname \"$1\")\" > {}\nexit 3\n",
+                seen.display()
+            ),
+        )
+        .expect("script");
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&script)
+            .status()
+            .expect("chmod");
+        std::env::set_var("VISUAL", &script);
+        let m = Masker::with_key(vec![1]);
+        let r = edit_payload(&m, br#"{"email":"jane@example.com"}"#, true);
+        assert!(r.is_err(), "the editor failed");
+        let stat = std::fs::read_to_string(&seen).expect("editor ran");
+        let mut lines = stat.lines();
+        let (file_mode, file) = lines.next().and_then(|l| l.split_once(' ')).expect("file");
+        let (dir_mode, _) = lines.next().and_then(|l| l.split_once(' ')).expect("dir");
+        assert_eq!(file_mode, "600");
+        assert_eq!(dir_mode, "700");
+        assert!(!std::path::Path::new(file).exists(), "left behind");
+    }
 }

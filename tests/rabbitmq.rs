@@ -600,7 +600,8 @@ fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
     for _ in 0..3 {
         let mut src = RabbitSource::new(target(), vec![q.clone()])
             .expect("source")
-            .with_management(MGMT);
+            .with_management(MGMT)
+            .expect("management");
         let mut n = 0;
         let err = src
             .scan(&mut |ev| {
@@ -618,6 +619,7 @@ fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
     let mut src = RabbitSource::new(target(), vec![q.clone()])
         .expect("source")
         .with_management(MGMT)
+        .expect("management")
         .with_queue_policy(None, true);
     let (letters, problems) = browse(&mut src);
     assert_eq!(letters.len(), 10);
@@ -651,7 +653,8 @@ fn streams_are_read_by_offset_without_consuming() {
     std::thread::sleep(Duration::from_millis(500));
     let mut src = RabbitSource::new(target(), vec![q.clone()])
         .expect("source")
-        .with_management(MGMT);
+        .with_management(MGMT)
+        .expect("management");
     for round in 0..2 {
         let (letters, _) = browse(&mut src);
         assert_eq!(
@@ -781,4 +784,105 @@ fn a_crash_between_ledger_and_ack_is_applied_exactly_once_later() {
         "{}",
         String::from_utf8_lossy(&verify.stdout)
     );
+}
+
+#[test]
+fn an_empty_looking_dlq_says_who_holds_its_messages() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("held");
+    let q = t.n("hdlq");
+    declare(&t, &q, vec![]);
+    for i in 0..3 {
+        t.publish("", &q, &format!("h-{i}"), "{}");
+    }
+    t.wait_for(&q, 3);
+    // A stuck consumer (or a second dlq-triage at its prompt) holds all three unacked.
+    let holder = t.rt.block_on(async {
+        let ch = t.conn.create_channel().await.expect("channel");
+        ch.basic_qos(10, BasicQosOptions::default())
+            .await
+            .expect("qos");
+        let mut c = ch
+            .basic_consume(
+                ShortString::from(q.as_str()),
+                ShortString::from("stuck"),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("consume");
+        for _ in 0..3 {
+            let _ = tokio::time::timeout(Duration::from_secs(5), c.next()).await;
+        }
+        (ch, c)
+    });
+    // Without the management API: the consumer is named, not the count.
+    let mut src = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_queue_policy(Some("classic".into()), false);
+    let (letters, problems) = browse(&mut src);
+    assert!(letters.is_empty());
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("1 other consumer(s) attached")),
+        "{problems:?}"
+    );
+    drop(src);
+    // With it: how many are held.
+    let mut src = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_management(MGMT)
+        .expect("management");
+    let mut seen = Vec::new();
+    for _ in 0..20 {
+        let (_, problems) = browse(&mut src);
+        seen = problems;
+        // The API's counts are sampled every few seconds.
+        if seen
+            .iter()
+            .any(|p| p.contains("3 message(s) are held unacked"))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(
+        seen.iter()
+            .any(|p| p.contains("3 message(s) are held unacked")),
+        "{seen:?}"
+    );
+    drop(src);
+    drop(holder);
+    t.wait_for(&q, 3);
+    delete(&t, &q);
+}
+
+#[test]
+fn a_stream_without_the_management_api_is_read_as_a_stream() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = Topology::new("stream-noapi");
+    let q = t.n("sdlq");
+    declare(
+        &t,
+        &q,
+        vec![(
+            "x-queue-type",
+            AMQPValue::LongString(LongString::from(b"stream".to_vec())),
+        )],
+    );
+    for i in 0..4 {
+        t.publish("", &q, &format!("s-{i}"), "{}");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // No management API at all: the stream is recognised over AMQP.
+    let mut src = RabbitSource::new(target(), vec![q.clone()]).expect("source");
+    let (letters, _) = browse(&mut src);
+    assert_eq!(letters.len(), 4, "a stream looked empty");
+    drop(src);
+    delete(&t, &q);
 }

@@ -25,6 +25,8 @@ pub struct OpenOptions {
     pub queue_type: Option<String>,
     /// Browse quorum queues with a delivery limit anyway.
     pub allow_redelivery: bool,
+    /// Accept plain HTTP to a remote management API for an amqps:// source.
+    pub management_plain_http: bool,
 }
 
 /// Open a source for scanning.
@@ -59,13 +61,16 @@ pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>
                 port: *port,
                 vhost: vhost.clone(),
             };
-            let mgmt = opts
-                .management_url
-                .clone()
-                .unwrap_or_else(|| format!("http://{host}:15672"));
+            let mgmt = rabbitmq_mgmt::plan_url(
+                opts.management_url.as_deref(),
+                *tls,
+                host,
+                opts.management_plain_http,
+            )
+            .map_err(SourceError::Unsupported)?;
             Ok(Box::new(
                 rabbitmq::RabbitSource::new(target, queues.clone())?
-                    .with_management(&mgmt)
+                    .with_management(&mgmt)?
                     .with_queue_policy(opts.queue_type.clone(), opts.allow_redelivery),
             ))
         }

@@ -272,14 +272,14 @@ impl RabbitSource {
         })
     }
 
-    /// Use the management API (`http://host:15672`) to learn queue types and limits.
-    pub fn with_management(mut self, base_url: &str) -> Self {
+    /// Use the management API to learn queue types and limits (see `plan_url`).
+    pub fn with_management(mut self, base_url: &str) -> Result<Self, SourceError> {
         self.management = Some(super::rabbitmq_mgmt::Management::new(
             base_url,
             &self.target.user,
             &self.target.password,
-        ));
-        self
+        )?);
+        Ok(self)
     }
 
     /// What the operator knows about the queues: their type, and whether browsing may
@@ -396,9 +396,10 @@ impl RabbitSource {
         Ok(())
     }
 
-    /// Messages in a queue, from a passive declare on a short-lived channel (a failed
-    /// declare closes its channel, so never on the browsing one).
-    fn count(&mut self, queue: &str) -> Result<u32, SourceError> {
+    /// Ready messages and attached consumers of a queue, from a passive declare on a
+    /// short-lived channel (a failed declare closes its channel, so never on the
+    /// browsing one). Messages other consumers hold unacked are not in the count.
+    fn count(&mut self, queue: &str) -> Result<(u32, u32), SourceError> {
         let vhost = self.target.vhost.clone();
         self.ensure_connected()?;
         let conn = self
@@ -426,7 +427,33 @@ impl RabbitSource {
                     ))
                 })?;
             let _ = ch.close(200, ShortString::from("probe done")).await;
-            Ok(q.message_count())
+            Ok((q.message_count(), q.consumer_count()))
+        })
+    }
+
+    /// Whether a queue that reports no ready messages is a stream (AMQP's declare counts
+    /// 0 for streams): streams refuse `basic.get`, which on any other queue either finds
+    /// nothing or takes one message that the closing channel gives back.
+    fn is_stream(&mut self, queue: &str) -> Result<bool, SourceError> {
+        self.ensure_connected()?;
+        let conn = self
+            .conn
+            .as_ref()
+            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+        self.rt.block_on(async {
+            let ch = conn
+                .create_channel()
+                .await
+                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+            let got = ch
+                .basic_get(
+                    ShortString::from(queue),
+                    lapin::options::BasicGetOptions { no_ack: false },
+                )
+                .await;
+            let stream = matches!(&got, Err(e) if e.to_string().contains("stream"));
+            let _ = ch.close(200, ShortString::from("probe done")).await;
+            Ok(stream)
         })
     }
 
@@ -449,15 +476,38 @@ impl RabbitSource {
         queue: &str,
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, SourceError> {
-        let count = self.count(queue)?;
+        let (count, consumers) = self.count(queue)?;
+        // The API is asked only when the operator did not say what the queue is.
         let info = self
             .management
             .as_ref()
+            .filter(|_| self.stated_type.is_none())
             .and_then(|m| m.queue(&self.target.vhost, queue).ok());
-        let kind = info
+        let mut kind = info
             .as_ref()
             .map(|i| i.kind.clone())
             .or_else(|| self.stated_type.clone());
+        if kind.is_none() && count == 0 && self.is_stream(queue)? {
+            kind = Some("stream".into());
+        }
+        if consumers > 0 {
+            // Another client (a stuck consumer, a second dlq-triage) may hold messages
+            // unacked: they are invisible here, and an "empty" DLQ may not be.
+            let held = info
+                .as_ref()
+                .and_then(|i| i.messages_unacknowledged)
+                .map(|n| format!("{n} message(s) are held unacked by them and not shown"))
+                .unwrap_or_else(|| "messages they hold unacked are not shown (the management API would say how many)".into());
+            let flow = sink(ScanEvent::Problem {
+                location: format!("queue {queue}"),
+                message: format!(
+                    "{consumers} other consumer(s) attached; {held}; the broker reports {count} ready"
+                ),
+            });
+            if flow.is_break() {
+                return Ok(flow);
+            }
+        }
         if kind.as_deref() == Some("stream") {
             // AMQP's declare reports 0 for streams and the management API's counts are
             // sampled (stale for seconds): read until idle, up to the limit.

@@ -65,19 +65,70 @@ pub struct Management {
 
 use crate::core::source::pct_encode as enc;
 
+/// Where the management API is for a source: the operator's URL, else
+/// `https://HOST:15671` for `amqps://` and `http://HOST:15672` for `amqp://`. The API
+/// takes the broker password as Basic auth on every call, so plain HTTP to a host other
+/// than this one is refused when the AMQP connection itself is encrypted (it would leak
+/// what TLS protects) unless `allow_plain_http`. For a plain `amqp://` source the
+/// password already crosses in clear, and the default stays HTTP.
+pub fn plan_url(
+    explicit: Option<&str>,
+    tls: bool,
+    host: &str,
+    allow_plain_http: bool,
+) -> Result<String, String> {
+    let url = match explicit {
+        Some(u) => u.trim_end_matches('/').to_string(),
+        None if tls => format!("https://{host}:15671"),
+        None => format!("http://{host}:15672"),
+    };
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(format!(
+            "--management-url must be http:// or https://, not `{}`",
+            crate::core::sanitize::clean(&crate::core::source::redact_uri_text(&url))
+        ));
+    }
+    if tls && lower.starts_with("http://") && !allow_plain_http && !is_loopback(&url) {
+        return Err(format!(
+            "the management API at {} would get the broker password over plain HTTP while AMQP uses TLS: use https://, or pass --management-plain-http to accept that",
+            crate::core::sanitize::clean(&crate::core::source::redact_uri_text(&url))
+        ));
+    }
+    Ok(url)
+}
+
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = hostport.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        hostport.rsplit_once(':').map_or(hostport, |(h, _)| h)
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 impl Management {
-    pub fn new(base_url: &str, user: &str, password: &str) -> Self {
+    pub fn new(base_url: &str, user: &str, password: &str) -> Result<Self, SourceError> {
+        let tls = native_tls::TlsConnector::new()
+            .map_err(|e| SourceError::Failed(format!("TLS for the management API: {e}")))?;
         let agent = ureq::AgentBuilder::new()
+            .tls_connector(std::sync::Arc::new(tls))
             .timeout_connect(Duration::from_millis(1500))
             .timeout(Duration::from_secs(10))
             .build();
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        Management {
+        Ok(Management {
             base: base_url.trim_end_matches('/').to_string(),
             shown: crate::core::source::redact_uri_text(base_url.trim_end_matches('/')),
             auth: format!("Basic {token}"),
             agent,
-        }
+        })
     }
 
     fn get(&self, path: &str) -> Result<String, SourceError> {
@@ -126,4 +177,31 @@ pub fn looks_like_dlq(q: &QueueInfo, all: &[QueueInfo]) -> bool {
         _ => false,
     });
     named || targeted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_management_api_is_https_for_amqps_and_plain_http_is_opt_in() {
+        assert_eq!(
+            plan_url(None, true, "rabbit", false).as_deref(),
+            Ok("https://rabbit:15671")
+        );
+        assert_eq!(
+            plan_url(None, false, "rabbit", false).as_deref(),
+            Ok("http://rabbit:15672")
+        );
+        let err = plan_url(Some("http://u:pw@rabbit:15672"), true, "rabbit", false)
+            .expect_err("plain http with amqps");
+        assert!(
+            err.contains("--management-plain-http") && !err.contains("pw@"),
+            "{err}"
+        );
+        assert!(plan_url(Some("http://rabbit:15672"), true, "rabbit", true).is_ok());
+        assert!(plan_url(Some("http://127.0.0.1:15672"), true, "h", false).is_ok());
+        assert!(plan_url(Some("http://[::1]:15672"), true, "h", false).is_ok());
+        assert!(plan_url(Some("ftp://x"), false, "h", false).is_err());
+    }
 }

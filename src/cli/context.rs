@@ -35,6 +35,7 @@ pub struct Context {
     pub management_url: Option<String>,
     pub queue_type: Option<String>,
     pub allow_redelivery: bool,
+    pub management_plain_http: bool,
     /// The ledger file (flag, environment, config, or the state dir).
     pub ledger_path: Option<std::path::PathBuf>,
     /// The user's role (roles file, capped by --read-only).
@@ -113,6 +114,7 @@ impl Context {
             management_url: cli.management_url.clone(),
             queue_type: cli.queue_type.clone(),
             allow_redelivery: cli.allow_redelivery,
+            management_plain_http: cli.management_plain_http,
             ledger_path,
             role,
         })
@@ -170,6 +172,7 @@ impl Context {
             management_url: self.management_url.clone(),
             queue_type: self.queue_type.clone(),
             allow_redelivery: self.allow_redelivery,
+            management_plain_http: self.management_plain_http,
         };
         Ok((source, opts))
     }

@@ -28,6 +28,12 @@ pub fn run(ctx: &Context, a: &EditArgs) -> anyhow::Result<()> {
             dl.body.as_str()
         ));
     }
+    if a.unmasked {
+        // Audited before the raw payload reaches the editor; nothing opens if the write
+        // fails, and quitting without changes is still on the record.
+        let detail = serde_json::json!({"reason": reason, "source": loaded.source_key, "for": "edit --unmasked"}).to_string();
+        ctx.ledger()?.audit("unmask", &dl.id.value.0, &detail)?;
+    }
     match edit_payload(loaded.catalog.masker(), &dl.raw.payload, a.unmasked)
         .map_err(anyhow::Error::msg)?
     {

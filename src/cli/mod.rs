@@ -79,6 +79,11 @@ pub struct Cli {
     )]
     pub management_url: Option<String>,
 
+    /// RabbitMQ: accept plain HTTP to a remote management API although the AMQP
+    /// connection is TLS (the API gets the broker password on every call).
+    #[arg(long, global = true)]
+    pub management_plain_http: bool,
+
     /// RabbitMQ: the queues' type when the management API cannot say (classic, quorum,
     /// stream). Decides how they are browsed.
     #[arg(long, global = true, value_name = "TYPE", value_parser = ["classic", "quorum", "stream"])]

@@ -18,6 +18,7 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
         format!("{}?queue=_", a.source.trim_end_matches('?'))
     };
     let SourceRef::Amqp {
+        tls,
         user,
         password,
         host,
@@ -27,11 +28,14 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
     else {
         return Err(UsageError("queues lists RabbitMQ queues: give an amqp:// URI".into()).into());
     };
-    let base = ctx
-        .management_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{host}:15672"));
-    let mgmt = Management::new(&base, &user, &password);
+    let base = crate::brokers::rabbitmq_mgmt::plan_url(
+        ctx.management_url.as_deref(),
+        tls,
+        &host,
+        ctx.management_plain_http,
+    )
+    .map_err(UsageError)?;
+    let mgmt = Management::new(&base, &user, &password)?;
     let all = mgmt.queues(&vhost)?;
     let rows: Vec<_> = all
         .iter()

@@ -70,14 +70,22 @@ fn phone(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
     ((8..=15).contains(&n) && digit_bounded(b, &r)).then_some(r)
 }
 
-/// Not one group of a longer grouped number (`1234 5678 9012 3456`, a date, a version).
+/// Not one group of a longer grouped number (`1234 5678 9012 3456`, a date, a version):
+/// no digit group joined to it by the separator it uses inside.
 fn group_bounded(b: &[u8], r: &Range<usize>) -> bool {
-    let sep = |i: usize| {
-        b.get(i)
-            .is_some_and(|c| matches!(c, b' ' | b'.' | b'-' | b'/'))
+    let Some(&inner) = b[r.clone()]
+        .iter()
+        .find(|c| matches!(c, b' ' | b'.' | b'-' | b'/'))
+    else {
+        return true;
     };
-    let before = r.start >= 2 && sep(r.start - 1) && is_digit_at(b, Some(r.start - 2));
-    let after = sep(r.end) && is_digit_at(b, Some(r.end + 1));
+    // A neighbouring group of two or more digits (`4-555-…` is still a phone).
+    let sep = |i: usize| b.get(i) == Some(&inner);
+    let before = r.start >= 3
+        && sep(r.start - 1)
+        && is_digit_at(b, Some(r.start - 2))
+        && is_digit_at(b, Some(r.start - 3));
+    let after = sep(r.end) && is_digit_at(b, Some(r.end + 1)) && is_digit_at(b, Some(r.end + 2));
     !before && !after
 }
 
@@ -116,20 +124,117 @@ fn iban_valid(chars: &[u8]) -> bool {
     rem == 1
 }
 
-/// The longest prefix of the candidate (ending at a group end) that passes mod-97.
+/// IBAN lengths by country (the SWIFT registry): with mod-97 this keeps random
+/// alphanumerics (ULIDs, hashes) from passing as account numbers.
+const IBAN_LENGTHS: &[(&[u8; 2], usize)] = &[
+    (b"AD", 24),
+    (b"AE", 23),
+    (b"AL", 28),
+    (b"AT", 20),
+    (b"AZ", 28),
+    (b"BA", 20),
+    (b"BE", 16),
+    (b"BG", 22),
+    (b"BH", 22),
+    (b"BR", 29),
+    (b"BY", 28),
+    (b"CH", 21),
+    (b"CR", 22),
+    (b"CY", 28),
+    (b"CZ", 24),
+    (b"DE", 22),
+    (b"DK", 18),
+    (b"DO", 28),
+    (b"EE", 20),
+    (b"EG", 29),
+    (b"ES", 24),
+    (b"FI", 18),
+    (b"FO", 18),
+    (b"FR", 27),
+    (b"GB", 22),
+    (b"GE", 22),
+    (b"GI", 23),
+    (b"GL", 18),
+    (b"GR", 27),
+    (b"GT", 28),
+    (b"HR", 21),
+    (b"HU", 28),
+    (b"IE", 22),
+    (b"IL", 23),
+    (b"IQ", 23),
+    (b"IS", 26),
+    (b"IT", 27),
+    (b"JO", 30),
+    (b"KW", 30),
+    (b"KZ", 20),
+    (b"LB", 28),
+    (b"LC", 32),
+    (b"LI", 21),
+    (b"LT", 20),
+    (b"LU", 20),
+    (b"LV", 21),
+    (b"MC", 27),
+    (b"MD", 24),
+    (b"ME", 22),
+    (b"MK", 19),
+    (b"MR", 27),
+    (b"MT", 31),
+    (b"MU", 30),
+    (b"NL", 18),
+    (b"NO", 15),
+    (b"PK", 24),
+    (b"PL", 28),
+    (b"PS", 29),
+    (b"PT", 25),
+    (b"QA", 29),
+    (b"RO", 24),
+    (b"RS", 22),
+    (b"SA", 24),
+    (b"SC", 31),
+    (b"SE", 24),
+    (b"SI", 19),
+    (b"SK", 24),
+    (b"SM", 27),
+    (b"ST", 25),
+    (b"SV", 28),
+    (b"TL", 23),
+    (b"TN", 24),
+    (b"TR", 26),
+    (b"UA", 29),
+    (b"VA", 22),
+    (b"VG", 24),
+    (b"XK", 20),
+];
+
+/// An IBAN of its country's exact length passing mod-97, in any case, grouped or not.
+/// Glued to a preceding letter or digit (`xDE89…`) it must end its word, so a random
+/// stretch inside an id does not count.
 fn iban(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
-    let mut chars = Vec::with_capacity(34);
-    let mut ends = Vec::new();
+    let country = [
+        b[r.start].to_ascii_uppercase(),
+        b[r.start + 1].to_ascii_uppercase(),
+    ];
+    let len = IBAN_LENGTHS
+        .iter()
+        .find(|(c, _)| **c == country)
+        .map(|(_, n)| *n)?;
+    let mut chars = Vec::with_capacity(len);
+    let mut end = r.start;
     for (i, &c) in b[r.clone()].iter().enumerate() {
         if c.is_ascii_alphanumeric() {
             chars.push(c.to_ascii_uppercase());
-            ends.push((r.start + i + 1, chars.len()));
+            if chars.len() == len {
+                end = r.start + i + 1;
+                break;
+            }
         }
     }
-    ends.into_iter()
-        .rev()
-        .find(|&(_, n)| (15..=34).contains(&n) && iban_valid(&chars[..n]))
-        .map(|(e, _)| r.start..e)
+    if chars.len() != len || !iban_valid(&chars) {
+        return None;
+    }
+    let glued_before = r.start > 0 && b[r.start - 1].is_ascii_alphanumeric();
+    let glued_after = b.get(end).is_some_and(u8::is_ascii_alphanumeric);
+    (!(glued_before && glued_after)).then_some(r.start..end)
 }
 
 /// Base64 that decodes to JSON (`{"` encodes as `eyJ`): hidden whole, since what it

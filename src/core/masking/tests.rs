@@ -370,6 +370,9 @@ pub const NEAR_MISSES: &[&str] = &[
     "customer_tax_profile_missing",
     "invoice.issue.requested",
     "java.net.SocketTimeoutException: Read timed out after 30000 ms",
+    "msg_01K5TDGG44B67QZ8R2M4X9WJ0N",
+    "01K5D03VEAQ1VGB82WEST12345698",
+    "sha256:9f86d081884c7d65",
 ];
 
 #[test]
