@@ -7,6 +7,7 @@ pub mod brokers;
 pub mod cli;
 pub mod config;
 pub mod core;
+pub mod credentials;
 pub mod editor;
 pub mod logging;
 pub mod scenario;

@@ -886,3 +886,53 @@ fn a_stream_without_the_management_api_is_read_as_a_stream() {
     drop(src);
     delete(&t, &q);
 }
+
+#[test]
+fn passwords_can_stay_off_the_command_line() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = Topology::new("creds");
+    let q = t.n("cdlq");
+    declare(&t, &q, vec![]);
+    t.publish("", &q, "c-1", "{}");
+    t.wait_for(&q, 1);
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest@127.0.0.1:5672/%2f?queue={q}");
+    let run = |env: &[(&str, &str)]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
+        c.args(["summary", &uri, "--json", "--queue-type", "classic"])
+            .env("XDG_CONFIG_HOME", dir.path())
+            .env("XDG_STATE_HOME", dir.path())
+            .env_remove("DLQ_TRIAGE_AMQP_PASSWORD");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().expect("binary runs")
+    };
+    // From the environment.
+    let out = run(&[("DLQ_TRIAGE_AMQP_PASSWORD", "guest")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // From a private credentials file.
+    let file = dir.path().join("dlq-triage/credentials.toml");
+    std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&file, "[amqp]\n\"guest@127.0.0.1\" = \"guest\"\n").expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let out = run(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A file others can read is refused, and says how to fix it.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"));
+    delete(&t, &q);
+}

@@ -124,13 +124,36 @@ impl Context {
         self.now.timestamp_millis()
     }
 
-    /// Resolve a source argument: a named source from config first, then a URI.
+    /// Resolve a source argument: a named source from config first, then a URI. An
+    /// amqp URI with a user but no password gets it from the environment or the
+    /// credentials file (see `crate::credentials`), so it never needs to be on argv.
     pub fn resolve_source(&self, arg: &str) -> anyhow::Result<SourceRef> {
-        if let Some(named) = self.config.sources.get(arg) {
-            return SourceRef::parse(&named.uri)
-                .map_err(|e| UsageError(format!("source `{arg}` in config: {e}")).into());
+        let mut source = match self.config.sources.get(arg) {
+            Some(named) => SourceRef::parse(&named.uri)
+                .map_err(|e| UsageError(format!("source `{arg}` in config: {e}")))?,
+            None => SourceRef::parse(arg).map_err(UsageError)?,
+        };
+        if let SourceRef::Amqp {
+            user,
+            password,
+            host,
+            ..
+        } = &mut source
+        {
+            if password.is_empty() {
+                let found = crate::credentials::lookup(
+                    crate::credentials::Kind::Amqp,
+                    user,
+                    host,
+                    crate::credentials::default_path().as_deref(),
+                )
+                .map_err(|e| UsageError(sanitize::clean(&e)))?;
+                if let Some(p) = found {
+                    *password = p;
+                }
+            }
         }
-        SourceRef::parse(arg).map_err(|e| UsageError(e).into())
+        Ok(source)
     }
 
     pub fn parse_filter(&self, expr: Option<&str>) -> anyhow::Result<Filter> {
@@ -165,6 +188,27 @@ impl Context {
             })
             .unwrap_or_default();
         kafka_props.extend(self.kafka_props.iter().cloned());
+        // SASL password from the environment or the credentials file when only the
+        // user name is given (keeps it off argv).
+        let has = |k: &str| kafka_props.iter().any(|(key, _)| key == k);
+        if let (SourceRef::Kafka { brokers, .. }, false) = (&source, has("sasl.password")) {
+            let user = kafka_props
+                .iter()
+                .find(|(k, _)| k == "sasl.username")
+                .map(|(_, v)| v.clone());
+            if let (Some(user), Some(first)) = (user, brokers.first()) {
+                let found = crate::credentials::lookup(
+                    crate::credentials::Kind::Kafka,
+                    &user,
+                    first,
+                    crate::credentials::default_path().as_deref(),
+                )
+                .map_err(|e| UsageError(sanitize::clean(&e)))?;
+                if let Some(p) = found {
+                    kafka_props.push(("sasl.password".into(), p));
+                }
+            }
+        }
         let opts = brokers::OpenOptions {
             kafka_props,
             now: Some(self.now),
