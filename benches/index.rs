@@ -178,6 +178,22 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(preview(&masker, &payload)))
     });
     g.finish();
+    // Hostile payloads that were quadratic with hand-written scanners (2 MB each).
+    let mut g = c.benchmark_group("masking_adversarial");
+    g.sample_size(10);
+    for (name, unit) in [
+        ("ones", "1 "),
+        ("dots", "a."),
+        ("jwt", "eyJ."),
+        ("plus", "+1 "),
+    ] {
+        let text = unit.repeat(2_000_000 / unit.len());
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(format!("mask_text_2MB_{name}"), |b| {
+            b.iter(|| black_box(masker.mask_text(&text).len()))
+        });
+    }
+    g.finish();
 }
 
 criterion_group!(benches, bench);

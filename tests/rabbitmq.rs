@@ -936,3 +936,99 @@ fn passwords_can_stay_off_the_command_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"));
     delete(&t, &q);
 }
+
+/// The TUI's worker on a RabbitMQ DLQ: a discard a crash left pending is applied to the
+/// exact letter when the TUI opens the queue, and the note reaches the screen.
+#[test]
+fn the_tui_applies_a_pending_discard_and_says_so() {
+    use dlq_triage::brokers::OpenOptions;
+    use dlq_triage::core::access::Role;
+    use dlq_triage::core::decisions::binding;
+    use dlq_triage::core::ledger::Ledger;
+    use dlq_triage::core::masking::Masker;
+    use dlq_triage::core::session::{Principal, Settings};
+    use dlq_triage::core::source::SourceRef;
+    use dlq_triage::tui::action::Action;
+    use dlq_triage::tui::worker::spawn;
+    use dlq_triage::tui::AppEvent;
+
+    if !rabbit_available() {
+        return;
+    }
+    let t = Topology::new("tui-reconcile");
+    let q = t.n("tdlq");
+    declare(&t, &q, vec![]);
+    t.publish("", &q, "m-0", "{\"n\":0}");
+    t.publish("", &q, "m-1", "{\"n\":1}");
+    t.wait_for(&q, 2);
+    // What the operator had decided on before the crash: m-0, this exact letter.
+    let mut src = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_queue_policy(Some("classic".into()), false);
+    let mut raws = Vec::new();
+    src.scan(&mut |ev| {
+        if let ScanEvent::Letter(r) = ev {
+            raws.push(r);
+        }
+        ControlFlow::Continue(())
+    })
+    .expect("browse");
+    drop(src);
+    t.wait_for(&q, 2);
+    let m0 = raws
+        .iter()
+        .find(|r| r.property("message_id") == Some("m-0"))
+        .expect("m-0");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={q}");
+    let source = SourceRef::parse(&uri).expect("uri");
+    let dir = tempfile::tempdir().expect("tmp");
+    let ledger_path = dir.path().join("ledger.db");
+    Ledger::open(&ledger_path, "alice")
+        .expect("ledger")
+        .record_discard(&source.to_string(), "m-0", &binding(m0), None, "duplicate")
+        .expect("pending decision");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (_req_tx, req_rx) = std::sync::mpsc::channel();
+    spawn(
+        source.clone(),
+        OpenOptions {
+            queue_type: Some("classic".into()),
+            ..OpenOptions::default()
+        },
+        Settings {
+            source_key: source.to_string(),
+            principal: Principal {
+                actor: "bob".into(),
+                role: Role::Operator,
+                read_only: false,
+                ledger_path: Some(ledger_path.clone()),
+            },
+            masker: Masker::with_key(vec![1]),
+            mappings: Vec::new(),
+        },
+        tx,
+        req_rx,
+    );
+    let started = Instant::now();
+    let mut notes = Vec::new();
+    while notes.is_empty() && started.elapsed() < Duration::from_secs(20) {
+        if let Ok(AppEvent::Action(Action::Notes(n))) = rx.recv_timeout(Duration::from_millis(200))
+        {
+            notes = n;
+        }
+    }
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("reconciled") && n.contains("m-0")),
+        "{notes:?}"
+    );
+    drop(rx);
+    drop(_req_tx);
+    // m-0 is gone, m-1 stays once the worker lets go.
+    t.wait_for(&q, 1);
+    let l = Ledger::open(&ledger_path, "check").expect("ledger");
+    assert!(l.pending(&source.to_string()).expect("pending").is_empty());
+    assert!(l.verify(None).expect("verify").ok);
+    delete(&t, &q);
+}

@@ -80,3 +80,118 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
         );
     }
 }
+
+/// Through the worker on a dump with a broken line: the problem is counted on screen
+/// and listed on `:problems`; a discard made in the TUI shows who and why in the
+/// detail, from the same view model as `show`.
+#[test]
+fn problems_and_decisions_reach_the_screen() {
+    use dlq_triage::core::catalog::Catalog;
+    use dlq_triage::core::ports::SourceInfo;
+    use dlq_triage::core::session::DiscardTarget;
+    use dlq_triage::tui::state::{AppState, Tab};
+    use dlq_triage::tui::theme::Theme;
+    use dlq_triage::tui::update::update;
+    use dlq_triage::tui::views;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let dump = dir.path().join("d.ndjson");
+    let good = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson"),
+    )
+    .expect("example");
+    let mut text: String = good.lines().take(5).map(|l| format!("{l}\n")).collect();
+    text.push_str("{ this line is broken\n");
+    std::fs::write(&dump, text).expect("dump");
+    let (tx, rx) = mpsc::channel();
+    let (req_tx, req_rx) = mpsc::channel();
+    let masker = Masker::with_key(vec![1]);
+    let settings = Settings {
+        source_key: "file://d".into(),
+        principal: Principal {
+            actor: "tester".into(),
+            role: Role::Operator,
+            read_only: false,
+            ledger_path: Some(dir.path().join("ledger.db")),
+        },
+        masker: masker.clone(),
+        mappings: Vec::new(),
+    };
+    spawn(
+        SourceRef::File { path: dump },
+        OpenOptions::default(),
+        settings,
+        tx,
+        req_rx,
+    );
+    let size = (160, 40);
+    let info = SourceInfo {
+        label: "d".into(),
+        browse_effect: String::new(),
+    };
+    let mut s = AppState::new(
+        info,
+        Catalog::new(masker, Vec::new()),
+        1_764_450_000_000,
+        1 << 20,
+    );
+    let theme = Theme::load(Some("mono")).expect("theme");
+    let screen = |s: &AppState| {
+        let mut t = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
+        t.draw(|f| views::render(f, s, &theme)).expect("draw");
+        let buf = t.backend().buffer().clone();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect::<String>()
+    };
+    let pump = |s: &mut AppState, until: &dyn Fn(&AppState) -> bool| {
+        let started = Instant::now();
+        while !until(s) && started.elapsed() < Duration::from_secs(20) {
+            if let Ok(AppEvent::Action(a)) = rx.recv_timeout(Duration::from_millis(200)) {
+                update(s, a, size);
+            }
+        }
+    };
+    pump(&mut s, &|s| {
+        s.scan.complete && !s.decisions.is_empty()
+            || s.scan.complete && s.scan.problem_count > 0 && s.catalog.store.len() == 5
+    });
+    assert_eq!(s.scan.problem_count, 1);
+    assert!(screen(&s).contains("1 unreadable (:problems)"));
+    // Discard the first letter through the worker.
+    let store = &s.catalog.store;
+    let r = *store.row(0).expect("row");
+    let target = DiscardTarget {
+        letter_id: store.id(&r).to_string(),
+        binding: store.binding(&r),
+        location: store.coords_label(&r),
+    };
+    req_tx
+        .send(Request::Discard {
+            rows: vec![(0, target)],
+            reason: "poison pill, fixed upstream".into(),
+        })
+        .expect("worker");
+    pump(&mut s, &|s| !s.decisions.is_empty());
+    assert_eq!(s.decisions.len(), 1);
+    // Open that letter's detail on the Failure tab.
+    update(&mut s, Action::SetTab(Tab::Failure), size);
+    s.letters = vec![0];
+    s.letters_sorted = 1;
+    s.letters_dirty = false;
+    s.letter_cursor = 0;
+    update(&mut s, Action::FocusNext, size);
+    update(&mut s, Action::FocusNext, size);
+    let text = screen(&s);
+    assert!(
+        text.contains("discarded by tester") && text.contains("poison pill, fixed upstream"),
+        "{text}"
+    );
+}

@@ -59,9 +59,9 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
                 out,
                 "TAMPERED: entry {} — {} ({} entries, {})",
                 v.first_bad_seq.unwrap_or(0),
-                v.problem.clone().unwrap_or_default(),
+                crate::core::sanitize::clean(&v.problem.clone().unwrap_or_default()),
                 v.entries,
-                path.display()
+                crate::core::sanitize::clean(&path.display().to_string())
             )?;
         }
         if !v.ok {
@@ -97,6 +97,11 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
         ]);
     }
     write!(out, "{}", t.render())?;
-    writeln!(out, "{} entries in {}", entries.len(), path.display())?;
+    writeln!(
+        out,
+        "{} entries in {}",
+        entries.len(),
+        crate::core::sanitize::clean(&path.display().to_string())
+    )?;
     Ok(())
 }

@@ -88,7 +88,7 @@ pub fn run(ctx: &Context, a: &ExportArgs) -> anyhow::Result<()> {
         eprintln!(
             "exported {written} masked letter(s) of {} to {}",
             loaded.catalog.store.len(),
-            path.display()
+            crate::core::sanitize::clean(&path.display().to_string())
         );
     }
     super::context::report_problems(&loaded.catalog);

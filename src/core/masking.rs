@@ -300,6 +300,29 @@ impl Masker {
         out
     }
 
+    /// Mask at most about `max_out` bytes of `s`: a 2 MB payload shown in a 256 KiB view
+    /// costs 256 KiB of masking, wherever it is rendered (the TUI's thread included).
+    /// Whatever a cut could split (a card number across the cut) is dropped with a
+    /// margin longer than any detectable token. Returns whether the input was cut.
+    pub fn mask_text_bounded(&self, s: &str, max_out: usize) -> (String, bool) {
+        const MARGIN: usize = 1024;
+        let limit = max_out.saturating_add(2 * MARGIN);
+        if s.len() <= limit {
+            return (self.mask_text(s), false);
+        }
+        let mut at = limit;
+        while !s.is_char_boundary(at) {
+            at -= 1;
+        }
+        let mut masked = self.mask_text(&s[..at]);
+        let mut keep = masked.len().saturating_sub(MARGIN);
+        while !masked.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        masked.truncate(keep);
+        (masked, true)
+    }
+
     /// Byte ranges of `s` that must not be shown, with their masked replacement; in order,
     /// non-overlapping. Used where text cannot simply be rewritten (hex dumps).
     /// `name=value` pairs under sensitive names come first; the detector table
@@ -491,8 +514,8 @@ impl Masker {
             }
         }
         let text = String::from_utf8_lossy(payload);
-        let mut masked = self.mask_text(&text);
-        let cut = masked.len() > max_out;
+        let (mut masked, input_cut) = self.mask_text_bounded(&text, max_out);
+        let cut = input_cut || masked.len() > max_out;
         if cut {
             let mut at = max_out;
             while !masked.is_char_boundary(at) {
@@ -822,9 +845,10 @@ impl JsonMasker<'_> {
                     let Some((s, end)) = read_string(input, i) else {
                         return err(i, "bad string");
                     };
+                    let budget = self.max_out.saturating_sub(out.len());
                     let masked = match class {
                         Some(cl) => self.m.mask_value(cl, &s),
-                        None => self.m.mask_text(&s),
+                        None => self.m.mask_text_bounded(&s, budget).0,
                     };
                     push_json_string(&mut out, &masked);
                     i = end;

@@ -147,6 +147,20 @@ pub struct LetterState {
 }
 
 impl LetterState {
+    /// The state a decision (or none) gives a letter.
+    pub fn of(decision: Option<&Decision>) -> LetterState {
+        match decision {
+            Some(d) if d.kind == "discard" => LetterState {
+                state: TriageState::Discarded,
+                decision: Some(d.clone()),
+            },
+            _ => LetterState {
+                state: TriageState::Open,
+                decision: None,
+            },
+        }
+    }
+
     /// One line: `discarded by alice at … (reason: …)`, or `open`.
     pub fn describe(&self) -> String {
         match &self.decision {
@@ -307,16 +321,12 @@ impl Session {
     /// letter (`show`, `show --json`, the TUI detail).
     pub fn letter_state(&self, letter: &DeadLetter) -> LetterState {
         let binding = decisions::binding(&letter.raw);
-        match self.decision(&letter.id.value.0, &binding) {
-            Some(d) if d.kind == "discard" => LetterState {
-                state: TriageState::Discarded,
-                decision: Some(d.clone()),
-            },
-            _ => LetterState {
-                state: TriageState::Open,
-                decision: None,
-            },
-        }
+        LetterState::of(self.decision(&letter.id.value.0, &binding))
+    }
+
+    /// Every decision on this source (few), for front ends that keep their own view.
+    pub fn decisions(&self) -> Vec<Decision> {
+        self.decided.values().cloned().collect()
     }
 
     /// Scan the whole source; `previews` off skips masked previews (a summary needs none).

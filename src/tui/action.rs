@@ -55,6 +55,9 @@ pub enum Action {
     SourceOpened(crate::core::ports::SourceInfo),
     /// From the worker: a record that could not be read (counted, listed on :problems).
     Problem(crate::core::catalog::Problem),
+    /// From the worker: the ledger's decisions on this source (after the scan and after
+    /// each discard), for the detail's state line.
+    Decisions(Vec<crate::core::ledger::Decision>),
     /// From the worker: lines the user must see (reconciled decisions, warnings).
     Notes(Vec<String>),
     /// From the worker: a discard finished (rows done, and a summary line).

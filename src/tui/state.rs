@@ -149,6 +149,8 @@ pub struct AppState {
     pub overlay: Option<(String, Vec<String>)>,
     /// Lines the session reported (reconciled decisions, warnings), newest last.
     pub notes: Vec<String>,
+    /// The ledger's decisions by binding (see `core::decisions::binding`).
+    pub decisions: std::collections::HashMap<String, crate::core::ledger::Decision>,
     pub scan: ScanStatus,
     pub role: crate::core::access::Role,
     /// Letters unmasked in this session (privileged, audited); forgotten on exit.
@@ -197,6 +199,7 @@ impl AppState {
             show_help: false,
             overlay: None,
             notes: Vec::new(),
+            decisions: Default::default(),
             scan: ScanStatus::default(),
             role: crate::core::access::Role::Operator,
             unmasked: std::collections::HashSet::new(),

@@ -134,6 +134,12 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             }
         }
         Action::SourceOpened(info) => state.info = info,
+        Action::Decisions(ds) => {
+            state.decisions = ds
+                .into_iter()
+                .filter_map(|d| d.binding.clone().map(|b| (b, d)))
+                .collect();
+        }
         Action::Problem(p) => {
             state.scan.problem_count += 1;
             if state.scan.problems.len() < 100 {

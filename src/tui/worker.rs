@@ -88,6 +88,7 @@ fn run(
         }
     };
     let notes = session.reconcile();
+    send(Action::Decisions(session.decisions()));
     for n in &notes {
         tracing::info!(note = %n, "reconcile");
     }
@@ -149,7 +150,11 @@ fn handle(session: &mut Session, r: Request, events: &Sender<AppEvent>) {
         Request::Fetch(row, coords) => {
             Action::Fetched(row, session.fetch(&coords).map_err(|e| e.to_string()))
         }
-        Request::Discard { rows, reason } => discard(session, rows, &reason),
+        Request::Discard { rows, reason } => {
+            let done = discard(session, rows, &reason);
+            let _ = events.send(AppEvent::Action(Action::Decisions(session.decisions())));
+            done
+        }
         other => {
             let principal = session.principal().clone();
             ledger_only(&principal, other, events);

@@ -432,3 +432,19 @@ fn adversarial_inputs_are_masked_in_one_pass() {
         assert!(!out.is_empty());
     }
 }
+
+#[test]
+fn bounded_masking_never_shows_a_token_split_by_the_cut() {
+    let m = m();
+    // A card straddling every possible cut point near the budget.
+    for shift in 0..40 {
+        // The cut falls at 100 + 2 × 1024 bytes: put the card across it.
+        let text = format!("{}4111 1111 1111 1111 tail", "x".repeat(2148 - 20 + shift));
+        let (out, cut) = m.mask_text_bounded(&text, 100);
+        assert!(cut);
+        assert!(!out.contains("4111"), "split card shown: {out}");
+    }
+    let big = "note jane@example.com ".repeat(100_000);
+    let (out, cut) = m.mask_payload(big.as_bytes(), Layout::Pretty, 4096);
+    assert!(cut && out.len() <= 4096 && !out.contains("jane@"));
+}

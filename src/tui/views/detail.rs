@@ -134,6 +134,18 @@ fn failure<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
             t,
         ));
     }
+    let store = &s.catalog.store;
+    let decision = store.row(d.row).and_then(|r| {
+        s.decisions
+            .get(&store.binding(r))
+            .filter(|x| x.letter_id == store.id(r))
+    });
+    out.push(field(
+        "state",
+        crate::core::session::LetterState::of(decision).describe(),
+        None,
+        t,
+    ));
     out.extend(text("reason", &f.reason_code, None, t));
     out.extend(text("detail", &f.reason_detail, Some(m), t));
     out.extend(text("exception", &f.exception_type, None, t));
