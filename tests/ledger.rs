@@ -456,3 +456,131 @@ fn masked_edit_round_trip_changes_only_the_edited_path() {
     let v = json(&env.run(&["audit", "verify", "--json"]));
     assert_eq!(v["verification"]["entries"], 1, "one edit, one audit entry");
 }
+
+#[test]
+fn edit_unmasked_is_audited_before_the_editor_opens() {
+    let env = Env::new();
+    let roles = env.dir.path().join("roles.toml");
+    std::fs::write(&roles, "privileged = [\"carol\"]\n").expect("roles");
+    let id = "msg_01K5F39XMCJ9DAGFY80Y88ZV6B";
+    // The editor quits without changes: the raw payload was still shown, so it is on
+    // the record.
+    let out = env
+        .command(
+            "carol",
+            &[
+                "edit",
+                &example(),
+                id,
+                "--reason",
+                "look at it",
+                "--unmasked",
+            ],
+        )
+        .env("DLQ_TRIAGE_ROLES_FILE", &roles)
+        .env("EDITOR", "true")
+        .env_remove("VISUAL")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no changes"));
+    let audit = json(&env.run(&["audit", "list", "--json"]));
+    let entries = audit["entries"].as_array().expect("entries");
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["action"] == "unmask" && e["target"] == id && e["actor"] == "carol"),
+        "{entries:?}"
+    );
+}
+
+#[test]
+fn identity_comes_from_the_os_not_from_user_or_logname() {
+    let env = Env::new();
+    let me = String::from_utf8(Command::new("id").arg("-un").output().expect("id").stdout)
+        .expect("utf8")
+        .trim()
+        .to_string();
+    let out = env
+        .command(
+            "ignored",
+            &[
+                "discard",
+                &example(),
+                "--filter",
+                "reason=expired",
+                "--reason",
+                "r",
+                "--yes",
+            ],
+        )
+        .env_remove("DLQ_TRIAGE_ACTOR")
+        .env("USER", "mallory")
+        .env("LOGNAME", "mallory")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let audit = json(&env.run(&["audit", "list", "--json"]));
+    let actors: Vec<&str> = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["actor"].as_str())
+        .collect();
+    assert!(
+        !actors.is_empty() && actors.iter().all(|a| *a == me),
+        "{actors:?} vs {me}"
+    );
+}
+
+#[test]
+fn user_supplied_paths_are_shown_sanitized() {
+    let env = Env::new();
+    let hostile = env.dir.path().join("led\x1b]0;pwned\x07ger.db");
+    let out = env
+        .command(
+            "alice",
+            &[
+                "--ledger",
+                &hostile.to_string_lossy(),
+                "discard",
+                &example(),
+                "--filter",
+                "reason=expired",
+                "--reason",
+                "r",
+                "--yes",
+            ],
+        )
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for stream in [&out.stdout, &out.stderr] {
+        assert!(
+            !stream.contains(&0x1b) && !stream.contains(&0x07),
+            "{}",
+            String::from_utf8_lossy(stream)
+        );
+    }
+    let out = env
+        .command(
+            "alice",
+            &["--ledger", &hostile.to_string_lossy(), "audit", "verify"],
+        )
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07));
+}

@@ -25,7 +25,7 @@ pub use context::{Context, UsageError};
 #[derive(Parser, Debug)]
 #[command(
     name = "dlq-triage",
-    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
     version,
     about = "Dead-letter-queue triage for Kafka and RabbitMQ",
     long_about = "Dead-letter-queue triage for Kafka and RabbitMQ: see what is failing, grouped by reason, consumer version and age; inspect masked payloads; discard or replay with a tamper-evident ledger.",
@@ -293,8 +293,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let bare_word = !source.contains(['/', ':', '.']) && source != "demo";
             if bare_word && !ctx.config.sources.contains_key(&source) {
                 return Err(UsageError(format!(
-                    "`{}` is neither a command nor a source. Commands: demo, tui, summary, list, show, diff, export (see --help); sources: kafka://host:9092/topic, a .ndjson dump, demo, or a name from [sources] in config.toml",
-                    crate::core::sanitize::clean(&source)
+                    "`{}` is neither a command nor a source. Commands: {} (see --help); sources: kafka://host:9092/topic, amqp://host/vhost?queue=q, a .ndjson dump, demo, or a name from [sources] in config.toml",
+                    crate::core::sanitize::clean(&source),
+                    <Cli as clap::CommandFactory>::command()
+                        .get_subcommands()
+                        .map(|c| c.get_name().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ))
                 .into());
             }
