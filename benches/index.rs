@@ -2,9 +2,11 @@
 //!
 //! `cargo bench --bench index` prints, besides criterion's timings, the metadata bytes
 //! held per letter (target ≤ 200 beyond payload bytes, which the store does not keep).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::{TimeZone, Utc};
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use dlq_triage::brokers::demo::scenario::{incident, Scale};
 use dlq_triage::core::catalog::{preview, Catalog};
 use dlq_triage::core::conventions::extract;
 use dlq_triage::core::filter::Filter;
@@ -12,7 +14,6 @@ use dlq_triage::core::grouping::{Dim, GroupIndex, DEFAULT_DIMS};
 use dlq_triage::core::masking::{Layout, Masker};
 use dlq_triage::core::model::DeadLetter;
 use dlq_triage::core::store::LetterStore;
-use dlq_triage::scenario::{incident, Scale};
 
 const N: usize = 1_000_000;
 

@@ -1,14 +1,15 @@
 //! The TUI at incident scale: 1,000,000 letters loaded, then keystroke → frame times
 //! (update + full render; p50/p99 printed) and bytes written to the terminal per
 //! selection move. `cargo bench --bench tui`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::{TimeZone, Utc};
 use criterion::{criterion_group, criterion_main, Criterion};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use dlq_triage::brokers::demo::scenario::{incident, Scale};
 use dlq_triage::core::catalog::{prepare_letter, Catalog};
 use dlq_triage::core::masking::Masker;
 use dlq_triage::core::ports::SourceInfo;
-use dlq_triage::scenario::{incident, Scale};
 use dlq_triage::tui::action::Action;
 use dlq_triage::tui::state::AppState;
 use dlq_triage::tui::theme::Theme;
@@ -86,6 +87,78 @@ fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
     (at(0.5), at(0.99), v[v.len() - 1])
 }
 
+/// Keystroke → frame while moving onto a letter with a hostile 2 MB payload (`1 ` × 1M,
+/// the old quadratic case): the UI thread hands the rendering off, so the move costs what
+/// any move costs; the render thread's own time is printed too.
+fn hostile_payload_latency(theme: &Theme) {
+    let masker = Masker::with_key(b"bench".to_vec());
+    let now = Utc
+        .with_ymd_and_hms(2026, 11, 29, 18, 0, 0)
+        .single()
+        .expect("valid time");
+    let mut letters: Vec<_> = incident(7, now, Scale(0.01)).into_iter().take(2).collect();
+    letters[1].payload = "1 ".repeat(1_000_000).into_bytes();
+    let info = SourceInfo {
+        label: "hostile".into(),
+        browse_effect: String::new(),
+    };
+    let mut s = AppState::new(
+        info,
+        Catalog::new(masker.clone(), Vec::new()),
+        now.timestamp_millis(),
+        64 << 20,
+    );
+    let batch = letters
+        .iter()
+        .cloned()
+        .map(|r| prepare_letter(&masker, &[], r).into())
+        .collect();
+    update(&mut s, Action::Letters(batch), SIZE);
+    update(&mut s, Action::ScanDone, SIZE);
+    let mut term = Terminal::with_options(
+        CrosstermBackend::new(Sink::default()),
+        TerminalOptions {
+            viewport: Viewport::Fixed(Rect::new(0, 0, SIZE.0, SIZE.1)),
+        },
+    )
+    .expect("terminal");
+    for k in [KeyCode::Tab, KeyCode::Char('3')] {
+        if let Some(a) = action_for_event(&s, &key(k)) {
+            update(&mut s, a, SIZE);
+        }
+    }
+    let mut times = Vec::new();
+    for i in 0..200 {
+        let t = Instant::now();
+        if let Some(a) = action_for_event(
+            &s,
+            &key(if i % 2 == 0 {
+                KeyCode::Down
+            } else {
+                KeyCode::Up
+            }),
+        ) {
+            update(&mut s, a, SIZE);
+        }
+        term.draw(|f| views::render(f, &s, theme)).expect("draw");
+        times.push(t.elapsed());
+    }
+    let (p50, p99, max) = percentiles(times);
+    eprintln!("hostile 2 MB payload: keystroke → frame p50 {p50:.2?} p99 {p99:.2?} max {max:.2?}");
+    let t = Instant::now();
+    let view = dlq_triage::tui::update::render_payload(
+        &masker,
+        &letters[1].payload,
+        dlq_triage::core::model::BodyKind::Text,
+        false,
+    );
+    eprintln!(
+        "hostile 2 MB payload: render thread {:.2?} for the first {} shown",
+        t.elapsed(),
+        view.text.len()
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let started = Instant::now();
     let mut s = loaded();
@@ -150,6 +223,7 @@ fn bench(c: &mut Criterion) {
     let t = Instant::now();
     press(&mut s, &mut term, key(KeyCode::Char('g')));
     eprintln!("regroup (g) at 1M: {:.2?}", t.elapsed());
+    hostile_payload_latency(&theme);
 
     let mut g = c.benchmark_group("tui_1m");
     g.sample_size(20);

@@ -1,10 +1,11 @@
 //! Profiling target for the ingest path (conventions + masked preview + index) on the
 //! demo incident, repeated: `perf record target/release/examples/ingest_profile`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::{TimeZone, Utc};
+use dlq_triage::brokers::demo::scenario::{incident, Scale};
 use dlq_triage::core::catalog::Catalog;
 use dlq_triage::core::masking::Masker;
-use dlq_triage::scenario::{incident, Scale};
 
 fn main() {
     let now = Utc

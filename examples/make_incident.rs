@@ -1,10 +1,11 @@
 //! Writes the sample dump `examples/incident.ndjson`:
 //! `cargo run --example make_incident -- 2026-11-29T18:00:00Z 0.3 > examples/incident.ndjson`
 //! (arguments: the incident's "now" and a scale; 1.0 is about 1,300 letters).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::{DateTime, Utc};
+use dlq_triage::brokers::demo::scenario::{convention_samples, incident, Scale};
 use dlq_triage::core::dump::to_line;
-use dlq_triage::scenario::{convention_samples, incident, Scale};
 use std::io::Write;
 
 fn main() -> anyhow::Result<()> {

@@ -10,5 +10,4 @@ pub mod core;
 pub mod credentials;
 pub mod editor;
 pub mod logging;
-pub mod scenario;
 pub mod tui;

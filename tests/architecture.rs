@@ -1,5 +1,6 @@
 //! Core stays broker- and terminal-agnostic: no file under src/core may import ratatui,
 //! crossterm, rdkafka or lapin, nor reach up into the front ends or adapters.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use std::path::Path;
 
@@ -32,6 +33,12 @@ fn core_imports_no_front_end_or_broker_crates() {
         "crate::tui",
         "crate::cli",
         "crate::brokers",
+        "crate::config",
+        "crate::credentials",
+        "crate::editor",
+        "crate::logging",
+        "ureq",
+        "arboard",
     ];
     let mut violations = Vec::new();
     for f in &files {
@@ -48,6 +55,66 @@ fn core_imports_no_front_end_or_broker_crates() {
     assert!(
         violations.is_empty(),
         "core must not import these:\n{}",
+        violations.join("\n")
+    );
+}
+
+/// SQLite lives in the ledger module only: every other module reaches decisions and the
+/// audit log through its API, so the chain's rules cannot be bypassed by a stray query.
+#[test]
+fn only_the_ledger_touches_sqlite() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let violations: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("core/ledger.rs"))
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .expect("readable")
+                .lines()
+                .any(|l| l.split("//").next().unwrap_or("").contains("rusqlite"))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        violations.is_empty(),
+        "rusqlite outside core/ledger.rs: {violations:?}"
+    );
+}
+
+/// The front ends translate and render; the pipeline and the ledger logic live in the
+/// session. Neither may open a source's scan or decide on its own.
+#[test]
+fn front_ends_drive_the_session_not_the_pipeline() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root.join("cli"), &mut files);
+    rust_files(&root.join("tui"), &mut files);
+    let forbidden = [
+        "decisions::discard(",
+        "decisions::reconcile(",
+        "record_discard(",
+        ".scan(&mut",
+        ".tail(&mut",
+        "ingest_batch(",
+    ];
+    let mut violations = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for word in forbidden {
+                // `session.scan(…)` and `session.tail(…)` are the way.
+                if code.contains(word) && !code.contains("session.") {
+                    violations.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "pipeline logic in a front end:\n{}",
         violations.join("\n")
     );
 }

@@ -1,4 +1,5 @@
 //! The binary, end to end: exit codes, JSON shapes, human output, hostile input.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::{DateTime, Duration, Utc};
 use dlq_triage::core::dump::to_line;
@@ -667,7 +668,11 @@ fn json_output_escapes_what_terminals_interpret() {
 fn demo_summary_matches_the_seeded_scenario() {
     let env = Env::new();
     let doc = json(&env.run(&["summary", "demo", "--json", "-g", "reason"]));
-    let expected = dlq_triage::scenario::incident(42, now(), dlq_triage::scenario::Scale(1.0));
+    let expected = dlq_triage::brokers::demo::scenario::incident(
+        42,
+        now(),
+        dlq_triage::brokers::demo::scenario::Scale(1.0),
+    );
     assert_eq!(doc["total"].as_u64(), Some(expected.len() as u64));
     assert!(
         doc["source"]

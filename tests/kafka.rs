@@ -1,5 +1,6 @@
 //! The Kafka adapter against librdkafka's in-process mock cluster (real protocol, real
 //! TCP ports). No external broker is needed, so these never skip.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::{DateTime, Duration, Utc};
 use dlq_triage::brokers::demo::produce_all;
@@ -329,11 +330,11 @@ fn broker_down_mid_scan_is_a_clear_error_not_a_hang() {
 
 #[test]
 fn demo_consumer_dead_letters_failed_replays_again_with_the_same_id() {
+    use dlq_triage::brokers::demo::scenario::{consumer_verdict, Scale, INVOICES_DLQ};
     use dlq_triage::brokers::demo::{Demo, Simulator};
     use dlq_triage::brokers::kafka::KafkaPublisher;
     use dlq_triage::core::conventions::extract;
     use dlq_triage::core::ports::{Outgoing, Publisher, Target};
-    use dlq_triage::scenario::{consumer_verdict, Scale, INVOICES_DLQ};
 
     let demo = Demo::start(3, Utc::now(), Scale(0.05)).expect("demo");
     let _sim = Simulator::start(demo.bootstrap(), 3, None).expect("simulator");

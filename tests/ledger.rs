@@ -1,4 +1,5 @@
 //! Discard and the audit ledger, end to end on the binary (file source: ledger-only).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use serde_json::Value;
 use std::path::Path;

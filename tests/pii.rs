@@ -3,6 +3,7 @@
 //! event type, origin) go through every output — `summary`, `list`, `show`, `export`,
 //! each human and `--json` — and no secret survives, while near-misses stay readable.
 //! The TUI's screens are checked the same way in tests/tui.rs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use dlq_triage::core::dump::to_line;
 use dlq_triage::core::model::{Coords, Header, HeaderValue, RawLetter};
@@ -235,5 +236,71 @@ fn no_secret_survives_the_tui_screens() {
             .iter()
             .any(|s| s.contains("customer [redacted]") || s.contains("customer ***")),
         "no payload tab"
+    );
+}
+
+/// A hostile 2 MB payload is not masked on the UI thread: the detail shows a placeholder
+/// and asks the render thread, whose answer then shows, masked.
+#[test]
+fn a_huge_hostile_payload_renders_off_the_ui_thread() {
+    use dlq_triage::core::catalog::{prepare_letter, Catalog};
+    use dlq_triage::core::masking::Masker;
+    use dlq_triage::core::ports::SourceInfo;
+    use dlq_triage::tui::action::{Action, Command};
+    use dlq_triage::tui::state::{AppState, Tab};
+    use dlq_triage::tui::update::{render_payload, update};
+
+    let size = (120, 40);
+    let masker = Masker::with_key(b"pii".to_vec());
+    let mut raw = letter(0, "x");
+    raw.payload = format!("jane@example.com {}", "1 ".repeat(1_000_000)).into_bytes();
+    let info = SourceInfo {
+        label: "big".into(),
+        browse_effect: String::new(),
+    };
+    let mut s = AppState::new(
+        info,
+        Catalog::new(masker.clone(), Vec::new()),
+        1_764_100_000_000,
+        64 << 20,
+    );
+    let mut cmds = update(
+        &mut s,
+        Action::Letters(vec![prepare_letter(&masker, &[], raw).into()]),
+        size,
+    );
+    for a in [
+        Action::ScanDone,
+        Action::SetTab(Tab::Payload),
+        Action::FocusNext,
+        Action::FocusNext,
+    ] {
+        cmds.extend(update(&mut s, a, size));
+    }
+    let job = cmds.into_iter().find_map(|c| match c {
+        Command::RenderPayload {
+            row,
+            payload,
+            body,
+            unmasked,
+        } => Some((row, payload, body, unmasked)),
+        _ => None,
+    });
+    let (row, payload, body, unmasked) = job.expect("rendering was handed off");
+    let d = s.detail.as_ref().expect("detail");
+    assert!(
+        d.payload.text.starts_with("rendering 1.9 MiB"),
+        "{}",
+        d.payload.text
+    );
+    // What the render thread does, then its answer.
+    let view = render_payload(&masker, &payload, body, unmasked);
+    assert!(!view.text.contains("jane@example.com") && view.truncated);
+    update(&mut s, Action::Rendered(row, unmasked, view), size);
+    let shown = &s.detail.as_ref().expect("detail").payload.text;
+    assert!(
+        shown.contains("j***@e***.com"),
+        "{}",
+        &shown[..100.min(shown.len())]
     );
 }

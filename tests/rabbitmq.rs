@@ -2,6 +2,7 @@
 //! test declares its own uniquely named queues with real dead-lettering (consumer reject,
 //! TTL expiry, max-length), so `x-death` is the broker's own, and deletes them after.
 //! Without a server these tests skip with a message, unless DLQ_TRIAGE_REQUIRE_BROKERS=1.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use dlq_triage::brokers::rabbitmq::{AmqpTarget, RabbitPublisher, RabbitSource};
 use dlq_triage::core::conventions::extract;

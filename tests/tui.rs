@@ -1,5 +1,6 @@
 //! The TUI on a fixed dump and a fixed clock: whole screens driven by key sequences
 //! (insta snapshots of `TestBackend`), hostile payloads, and what reaches the terminal.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::DateTime;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};

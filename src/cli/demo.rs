@@ -3,8 +3,8 @@
 
 use super::context::Context;
 use super::{DemoArgs, SummaryArgs};
+use crate::brokers::demo::scenario::Scale;
 use crate::brokers::demo::{Demo, Simulator};
-use crate::scenario::Scale;
 use std::io::Write;
 
 pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {

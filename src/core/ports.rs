@@ -31,7 +31,8 @@ pub enum ScanEvent {
     },
 }
 
-/// What browsing does to the broker, stated in every front end (DESIGN §11).
+/// What browsing does to the broker, stated in every front end (README: "What browsing
+/// does to the broker").
 #[derive(Debug, Clone)]
 pub struct SourceInfo {
     pub label: String,

@@ -55,6 +55,8 @@ pub enum Action {
     SourceOpened(crate::core::ports::SourceInfo),
     /// From the worker: a record that could not be read (counted, listed on :problems).
     Problem(crate::core::catalog::Problem),
+    /// From the render thread: a big payload's view (row, unmasked, view).
+    Rendered(RowId, bool, crate::core::payload_view::PayloadView),
     /// From the worker: the ledger's decisions on this source (after the scan and after
     /// each discard), for the detail's state line.
     Decisions(Vec<crate::core::ledger::Decision>),
@@ -104,6 +106,13 @@ pub enum Command {
     },
     /// Read a letter's ledger history.
     History(RowId, String),
+    /// Render a big payload off the UI thread (masking is linear but not free).
+    RenderPayload {
+        row: RowId,
+        payload: Vec<u8>,
+        body: crate::core::model::BodyKind,
+        unmasked: bool,
+    },
     /// Suspend the TUI, edit this payload, record a revision.
     Edit {
         letter_id: String,

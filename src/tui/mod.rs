@@ -167,6 +167,39 @@ fn edit_and_record(
     }
 }
 
+/// What the render thread is asked for: row, payload, body kind, unmasked.
+type RenderJob = (
+    crate::core::store::RowId,
+    Vec<u8>,
+    crate::core::model::BodyKind,
+    bool,
+);
+
+/// A thread that renders big payloads (masking, pretty-printing) so the UI thread never
+/// waits on them. Only the newest request matters: older ones still queued are skipped.
+fn spawn_renderer(
+    masker: crate::core::masking::Masker,
+    events: mpsc::Sender<AppEvent>,
+) -> mpsc::Sender<RenderJob> {
+    let (tx, rx) = mpsc::channel::<RenderJob>();
+    std::thread::spawn(move || {
+        while let Ok(mut job) = rx.recv() {
+            while let Ok(newer) = rx.try_recv() {
+                job = newer;
+            }
+            let (row, payload, body, unmasked) = job;
+            let view = update::render_payload(&masker, &payload, body, unmasked);
+            if events
+                .send(AppEvent::Action(Action::Rendered(row, unmasked, view)))
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    tx
+}
+
 /// Put the terminal back: raw mode off, main screen, mouse released.
 fn restore() {
     let mut out = std::io::stdout();
@@ -255,6 +288,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     let ledger_for_edits = ledger;
     let edit_events = tx.clone();
     worker::spawn(source, opts, settings, tx.clone(), req_rx);
+    let render_tx = spawn_renderer(catalog.masker().clone(), tx.clone());
     let mut state = AppState::new(info, catalog, now_ms, CACHE_BUDGET);
     state.read_only = read_only;
     state.role = role;
@@ -314,6 +348,14 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
                     let _ = req_tx.send(worker::Request::Fetch(row, coords));
                 }
                 Command::Copy(text) => clipboard.copy(&text),
+                Command::RenderPayload {
+                    row,
+                    payload,
+                    body,
+                    unmasked,
+                } => {
+                    let _ = render_tx.send((row, payload, body, unmasked));
+                }
                 Command::Discard { rows, reason } => {
                     let _ = req_tx.send(worker::Request::Discard { rows, reason });
                 }

@@ -149,6 +149,8 @@ pub struct AppState {
     pub overlay: Option<(String, Vec<String>)>,
     /// Lines the session reported (reconciled decisions, warnings), newest last.
     pub notes: Vec<String>,
+    /// The last payload rendered off the UI thread: row, unmasked, view.
+    pub rendered: Option<(RowId, bool, crate::core::payload_view::PayloadView)>,
     /// The ledger's decisions by binding (see `core::decisions::binding`).
     pub decisions: std::collections::HashMap<String, crate::core::ledger::Decision>,
     pub scan: ScanStatus,
@@ -200,6 +202,7 @@ impl AppState {
             overlay: None,
             notes: Vec::new(),
             decisions: Default::default(),
+            rendered: None,
             scan: ScanStatus::default(),
             role: crate::core::access::Role::Operator,
             unmasked: std::collections::HashSet::new(),

@@ -13,6 +13,8 @@ use crate::tui::views::layout::{layout, Areas};
 
 /// Payload view output cap in the detail pane.
 const DETAIL_PAYLOAD_MAX: usize = 256 * 1024;
+/// Payloads up to this size are rendered on the UI thread; bigger ones are not.
+const INLINE_RENDER_MAX: usize = 16 * 1024;
 /// Re-sorting a huge group on every batch would stall the UI; wait for the scan.
 const LIVE_LETTERS_LIMIT: usize = 200_000;
 
@@ -134,6 +136,14 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             }
         }
         Action::SourceOpened(info) => state.info = info,
+        Action::Rendered(row, unmasked, view) => {
+            if let Some(d) = state.detail.as_mut().filter(|d| d.row == row) {
+                if state.unmasked.contains(&row) == unmasked {
+                    d.payload = view.clone();
+                }
+            }
+            state.rendered = Some((row, unmasked, view));
+        }
         Action::Decisions(ds) => {
             state.decisions = ds
                 .into_iter()
@@ -797,15 +807,39 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
     }
     let letter =
         crate::core::catalog::extract_masked(state.catalog.masker(), state.catalog.mappings(), raw);
-    let payload = if state.unmasked.contains(&row) {
-        payload_view::render_unmasked(&letter.raw.payload, letter.body, DETAIL_PAYLOAD_MAX)
-    } else {
-        payload_view::render(
+    let unmasked = state.unmasked.contains(&row);
+    let payload = match state
+        .rendered
+        .as_ref()
+        .filter(|r| r.0 == row && r.1 == unmasked)
+    {
+        Some((_, _, view)) => view.clone(),
+        // Small payloads render here at once (microseconds); big ones on the render
+        // thread, so a hostile 2 MB payload never holds up a keystroke.
+        None if letter.raw.payload.len() > INLINE_RENDER_MAX => {
+            cmds.push(Command::RenderPayload {
+                row,
+                payload: letter.raw.payload.clone(),
+                body: letter.body,
+                unmasked,
+            });
+            payload_view::PayloadView {
+                kind: payload_view::ViewKind::Text,
+                text: format!(
+                    "rendering {} of payload{}…",
+                    crate::core::sanitize::human_bytes(letter.raw.payload.len() as u64),
+                    if unmasked { "" } else { " (masking)" }
+                ),
+                total_bytes: letter.raw.payload.len(),
+                truncated: false,
+            }
+        }
+        None => render_payload(
             state.catalog.masker(),
             &letter.raw.payload,
             letter.body,
-            DETAIL_PAYLOAD_MAX,
-        )
+            unmasked,
+        ),
     };
     if state.detail.as_ref().map(|d| d.row) != Some(row) {
         state.detail_scroll = 0;
@@ -816,6 +850,20 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
         payload,
         diff,
     });
+}
+
+/// The payload view of the detail pane; the render thread runs the same function.
+pub fn render_payload(
+    masker: &crate::core::masking::Masker,
+    payload: &[u8],
+    body: crate::core::model::BodyKind,
+    unmasked: bool,
+) -> payload_view::PayloadView {
+    if unmasked {
+        payload_view::render_unmasked(payload, body, DETAIL_PAYLOAD_MAX)
+    } else {
+        payload_view::render(masker, payload, body, DETAIL_PAYLOAD_MAX)
+    }
 }
 
 fn row_coords(state: &AppState, r: &crate::core::store::Row) -> Option<crate::core::model::Coords> {

@@ -1,5 +1,5 @@
 //! Failure metadata from the conventions real DLQs use, recognised per message with no
-//! configuration (DESIGN §5, header names in REFERENCE.md).
+//! configuration (the README lists every convention and header name).
 //!
 //! Every convention *offers* values for fields; the first offer for a field wins, and the
 //! conventions run most specific first: user mappings, the JSON body envelope, framework

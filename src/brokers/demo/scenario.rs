@@ -1,6 +1,6 @@
 //! A deterministic incident, for the demo, the example dump, tests and benchmarks.
 //!
-//! The story an on-call engineer recognises (DESIGN §12): `invoice-worker`
+//! The story an on-call engineer recognises: `invoice-worker`
 //! `release-2026-09-21` cannot find tax profiles; a producer deploy sends amounts as
 //! strings; the payment gateway timed out until the retry budget ran out; a handful of
 //! poison pills (one carrying terminal escape sequences); a Spring Kafka consumer whose

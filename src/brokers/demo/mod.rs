@@ -4,7 +4,8 @@
 use super::kafka::KafkaSource;
 use crate::core::model::{Coords, RawLetter};
 use crate::core::ports::{DlqSource, ScanEvent, SourceError, SourceInfo};
-use crate::scenario::{incident, Scale, DLQ_PARTITIONS, INVOICES_DLQ, PAYMENTS_DLQ};
+pub mod scenario;
+
 use chrono::{DateTime, Utc};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -13,6 +14,7 @@ use rdkafka::producer::{
     BaseProducer, BaseRecord, DefaultProducerContext, DeliveryResult, Producer, ProducerContext,
 };
 use rdkafka::ClientContext;
+use scenario::{incident, Scale, DLQ_PARTITIONS, INVOICES_DLQ, PAYMENTS_DLQ};
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -202,14 +204,14 @@ impl Simulator {
         if let Some(every) = trickle_every {
             let (stop, bootstrap) = (stop.clone(), bootstrap.clone());
             handles.push(std::thread::spawn(move || {
-                let mut rng = crate::scenario::Rng::new(seed ^ 0x7777);
+                let mut rng = scenario::Rng::new(seed ^ 0x7777);
                 let mut waited = Duration::ZERO;
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
                     waited += Duration::from_millis(100);
                     if waited >= every {
                         waited = Duration::ZERO;
-                        let letter = crate::scenario::fresh_letter(&mut rng, Utc::now());
+                        let letter = scenario::fresh_letter(&mut rng, Utc::now());
                         let _ = produce_all(&bootstrap, &[letter]);
                     }
                 }
@@ -232,8 +234,8 @@ impl Simulator {
                     continue;
                 };
                 let raw = super::kafka::to_raw(&msg);
-                if let Err(reason) = crate::scenario::consumer_verdict(&raw) {
-                    let again = crate::scenario::dead_letter_again(&raw, reason, Utc::now());
+                if let Err(reason) = scenario::consumer_verdict(&raw) {
+                    let again = scenario::dead_letter_again(&raw, reason, Utc::now());
                     let _ = produce_all(&bootstrap, &[again]);
                 }
             }
