@@ -521,3 +521,25 @@ fn edit_asks_for_a_reason_and_hands_the_payload_to_the_editor_command() {
     assert!(s.force_redraw, "the editor used the screen: repaint it");
     assert!(screen(&s, size).contains("revision 1 saved"));
 }
+
+#[test]
+fn every_palette_command_the_hint_names_is_understood() {
+    let size = (120, 40);
+    for c in dlq_triage::tui::keymap::PALETTE {
+        let mut s = state_from(&example(), size);
+        let arg = c.args.split('|').next().unwrap_or("");
+        let arg = match arg {
+            "DIMS" => "reason,age",
+            "EXPR" => "age>1h",
+            other => other,
+        };
+        let line = format!(":{} {}", c.name, arg);
+        press(&mut s, &[":", &line, "Enter"], size);
+        let msg = s.message.as_ref().map(|m| m.0.clone()).unwrap_or_default();
+        assert!(
+            !msg.contains("unknown command") && !msg.contains("takes"),
+            "{}: {msg}",
+            c.name
+        );
+    }
+}

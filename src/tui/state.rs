@@ -105,9 +105,6 @@ pub const GROUPINGS: [&[Dim]; 6] = [
     &[Dim::Consumer, Dim::Reason, Dim::Version],
 ];
 
-/// Commands the `:` palette understands, for its hint line and `:help`.
-pub const PALETTE: &str = "group DIMS · filter EXPR · clear · sort newest|oldest · tab failure|headers|payload|diff · problems · notes · help · quit";
-
 pub struct AppState {
     pub info: SourceInfo,
     pub now_ms: i64,

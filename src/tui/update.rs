@@ -523,7 +523,7 @@ fn run_command(state: &mut AppState, line: &str) {
         "" => Ok(String::new()),
         other => Err(format!(
             "unknown command `{other}`: {}",
-            crate::tui::state::PALETTE
+            crate::tui::keymap::palette_hint()
         )),
     };
     state.message = match result {

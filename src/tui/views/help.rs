@@ -1,25 +1,59 @@
 //! The help overlay, generated from the keymap.
 
-use crate::tui::keymap::BINDINGS;
+use crate::tui::keymap::{palette_hint, Effect, BINDINGS};
+use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
-pub fn render(f: &mut Frame, area: Rect, t: &Theme) {
-    let rows: Vec<Line> = BINDINGS
+pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let mut rows: Vec<Line> = BINDINGS
         .iter()
-        .filter(|b| !b.keys.is_empty())
         .map(|b| {
-            Line::from(vec![
-                Span::styled(format!(" {:<12}", b.keys), t.get("ui.title")),
-                Span::styled(b.help, t.get("ui.text")),
-            ])
+            let mut spans = vec![Span::styled(
+                format!(" {:<16}", b.keys_label()),
+                t.get("ui.title"),
+            )];
+            let effect = match b.effect {
+                Effect::View => "",
+                Effect::Ledger => "  [ledger]",
+                Effect::Broker => "  [ledger, then broker]",
+            };
+            match b.disabled(s.role, s.read_only) {
+                Some(why) => {
+                    spans.push(Span::styled(b.help, t.get("ui.dim")));
+                    spans.push(Span::styled(
+                        format!("{effect}  (off: {why})"),
+                        t.get("ui.dim"),
+                    ));
+                }
+                None => {
+                    spans.push(Span::styled(b.help, t.get("ui.text")));
+                    spans.push(Span::styled(effect, t.get("ui.warn")));
+                }
+            }
+            Line::from(spans)
         })
         .collect();
-    let w = area.width.min(78);
-    let h = (rows.len() as u16 + 4).min(area.height);
+    rows.push(Line::from(vec![
+        Span::styled(" :".to_string() + &" ".repeat(15), t.get("ui.title")),
+        Span::styled(palette_hint(), t.get("ui.text")),
+    ]));
+    // Two columns when the terminal is wide enough for them.
+    let two = area.width >= 150 && rows.len() + 4 > usize::from(area.height);
+    let per_col = if two {
+        rows.len().div_ceil(2)
+    } else {
+        rows.len()
+    };
+    let w = if two {
+        area.width.min(180)
+    } else {
+        area.width.min(100)
+    };
+    let h = (per_col as u16 + 3).min(area.height);
     let popup = Rect::new(
         area.x + (area.width - w) / 2,
         area.y + (area.height - h) / 2,
@@ -27,20 +61,26 @@ pub fn render(f: &mut Frame, area: Rect, t: &Theme) {
         h,
     );
     f.render_widget(Clear, popup);
-    let mut lines = rows;
-    lines.push(Line::from(Span::styled(
-        " any key closes this help",
-        t.get("ui.dim"),
-    )));
-    f.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(" Keys ")
-                .border_style(t.get("ui.border_focus")),
-        ),
-        popup,
-    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" Keys — any key closes this help ")
+        .border_style(t.get("ui.border_focus"));
+    let inner = block.inner(popup);
+    f.render_widget(block, popup);
+    if two {
+        let right: Vec<Line> = rows.split_off(per_col);
+        let half = inner.width / 2;
+        f.render_widget(
+            Paragraph::new(rows),
+            Rect::new(inner.x, inner.y, half, inner.height),
+        );
+        f.render_widget(
+            Paragraph::new(right),
+            Rect::new(inner.x + half, inner.y, inner.width - half, inner.height),
+        );
+    } else {
+        f.render_widget(Paragraph::new(rows), inner);
+    }
 }
 
 /// A titled list over the panes (`:problems`, `:notes`). Every line is untrusted (record

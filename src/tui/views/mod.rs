@@ -23,7 +23,7 @@ pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
     detail::render(f, a.detail, s, t);
     status::footer(f, a.footer, s, t);
     if s.show_help {
-        help::render(f, area, t);
+        help::render(f, area, s, t);
     } else if let Some((title, lines)) = &s.overlay {
         help::render_list(f, area, title, lines, t);
     }

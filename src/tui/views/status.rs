@@ -4,7 +4,6 @@ use super::fit;
 use crate::core::sanitize;
 use crate::core::store::NO_TIME;
 use crate::core::timefmt::format_age_ms;
-use crate::tui::keymap::FOOTER;
 use crate::tui::state::{AppState, Input, Level};
 use crate::tui::theme::Theme;
 use ratatui::layout::Rect;
@@ -134,7 +133,10 @@ pub fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         Input::Command(c) => Line::from(vec![
             Span::styled(" :", t.get("ui.title")),
             Span::styled(format!("{}▏", sanitize::line(c, 200)), t.get("ui.text")),
-            Span::styled(format!("  {}", crate::tui::state::PALETTE), t.get("ui.dim")),
+            Span::styled(
+                format!("  {}", crate::tui::keymap::palette_hint()),
+                t.get("ui.dim"),
+            ),
         ]),
         Input::DiscardReason(r, rows) => Line::from(vec![
             Span::styled(
@@ -175,8 +177,36 @@ pub fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                     style,
                 ))
             }
-            None => Line::from(Span::styled(fit(FOOTER, width), t.get("ui.footer"))),
+            None => footer_keys(s, width, t),
         },
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// The footer's key hints, from the keymap; keys this user cannot use are dimmed.
+fn footer_keys<'a>(s: &AppState, width: usize, t: &Theme) -> Line<'a> {
+    let items = crate::tui::keymap::footer_items(s.role, s.read_only);
+    let text = |(key, label, _): &(String, &str, bool)| format!(" {key} {label} ");
+    // The last item (quit) always shows; the middle ones while they fit.
+    let last = items.last().map(|i| text(i).chars().count()).unwrap_or(0);
+    let mut spans = Vec::new();
+    let mut used = last;
+    for (i, item) in items.iter().enumerate() {
+        let shown = text(item);
+        let n = shown.chars().count();
+        let is_last = i + 1 == items.len();
+        if !is_last && used + n > width {
+            continue;
+        }
+        if !is_last {
+            used += n;
+        }
+        let style = if item.2 {
+            t.get("ui.dim")
+        } else {
+            t.get("ui.footer")
+        };
+        spans.push(Span::styled(shown, style));
+    }
+    Line::from(spans)
 }
