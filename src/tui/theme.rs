@@ -2,7 +2,7 @@
 //! `$XDG_CONFIG_HOME/dlq-triage/themes/NAME.toml`) mapping semantic keys to styles.
 
 use ratatui::style::{Color, Modifier, Style};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 const EMBEDDED: [(&str, &str); 4] = [
     ("default", include_str!("../../themes/default.toml")),
@@ -14,54 +14,97 @@ const EMBEDDED: [(&str, &str); 4] = [
     ("mono", include_str!("../../themes/mono.toml")),
 ];
 
-/// Every key a theme must define, by section.
-const KEYS: [(&str, &[&str]); 3] = [
-    (
-        "ui",
-        &[
-            "text",
-            "dim",
-            "border",
-            "border_focus",
-            "title",
-            "header",
-            "selection",
-            "selection_unfocused",
-            "status",
-            "footer",
-            "info",
-            "warn",
-            "error",
-            "count",
-            "spark",
-            "mark",
-            "provenance",
-        ],
-    ),
-    (
-        "state",
-        &[
-            "open",
-            "discarded",
-            "replaying",
-            "replayed",
-            "resolved",
-            "failed_again",
-        ],
-    ),
-    ("json", &["key", "string", "number", "literal", "punct"]),
+/// Every style a theme defines. A misspelled name is a compile error; a theme file's
+/// keys are checked against `KEYS` when it loads (an unknown key is an error naming it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum S {
+    UiText,
+    UiDim,
+    UiBorder,
+    UiBorderFocus,
+    UiTitle,
+    UiHeader,
+    UiSelection,
+    UiSelectionUnfocused,
+    UiStatus,
+    UiFooter,
+    UiInfo,
+    UiWarn,
+    UiError,
+    UiCount,
+    UiSpark,
+    UiMark,
+    UiProvenance,
+    StateOpen,
+    StateDiscarded,
+    StateReplaying,
+    StateReplayed,
+    StateResolved,
+    StateFailedAgain,
+    JsonKey,
+    JsonString,
+    JsonNumber,
+    JsonLiteral,
+    JsonPunct,
+}
+
+/// Each style's `section.key` in theme files, in enum order.
+const KEYS: [(S, &str); 28] = [
+    (S::UiText, "ui.text"),
+    (S::UiDim, "ui.dim"),
+    (S::UiBorder, "ui.border"),
+    (S::UiBorderFocus, "ui.border_focus"),
+    (S::UiTitle, "ui.title"),
+    (S::UiHeader, "ui.header"),
+    (S::UiSelection, "ui.selection"),
+    (S::UiSelectionUnfocused, "ui.selection_unfocused"),
+    (S::UiStatus, "ui.status"),
+    (S::UiFooter, "ui.footer"),
+    (S::UiInfo, "ui.info"),
+    (S::UiWarn, "ui.warn"),
+    (S::UiError, "ui.error"),
+    (S::UiCount, "ui.count"),
+    (S::UiSpark, "ui.spark"),
+    (S::UiMark, "ui.mark"),
+    (S::UiProvenance, "ui.provenance"),
+    (S::StateOpen, "state.open"),
+    (S::StateDiscarded, "state.discarded"),
+    (S::StateReplaying, "state.replaying"),
+    (S::StateReplayed, "state.replayed"),
+    (S::StateResolved, "state.resolved"),
+    (S::StateFailedAgain, "state.failed_again"),
+    (S::JsonKey, "json.key"),
+    (S::JsonString, "json.string"),
+    (S::JsonNumber, "json.number"),
+    (S::JsonLiteral, "json.literal"),
+    (S::JsonPunct, "json.punct"),
 ];
+
+impl S {
+    /// The style of a triage state (`state.failed_again` for `failed-again`).
+    pub fn state(st: crate::core::model::TriageState) -> S {
+        use crate::core::model::TriageState as T;
+        match st {
+            T::Open => S::StateOpen,
+            T::Discarded => S::StateDiscarded,
+            T::Replaying => S::StateReplaying,
+            T::Replayed => S::StateReplayed,
+            T::Resolved => S::StateResolved,
+            T::FailedAgain => S::StateFailedAgain,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Theme {
     pub name: String,
-    styles: HashMap<String, Style>,
+    styles: [Style; KEYS.len()],
 }
 
 impl Theme {
-    /// A style by `section.key` (e.g. `ui.border`, `state.failed_again`).
-    pub fn get(&self, key: &str) -> Style {
-        self.styles.get(key).copied().unwrap_or_default()
+    /// A style.
+    pub fn get(&self, key: S) -> Style {
+        self.styles[key as usize]
     }
 
     pub fn embedded_names() -> Vec<&'static str> {
@@ -98,40 +141,39 @@ impl Theme {
         let doc: BTreeMap<String, BTreeMap<String, String>> =
             toml::from_str(text).map_err(|e| e.to_string())?;
         let palette = doc.get("palette").cloned().unwrap_or_default();
-        let mut styles = HashMap::new();
+        let mut styles: [Option<Style>; KEYS.len()] = [None; KEYS.len()];
         for (section, table) in &doc {
             if section == "palette" {
                 continue;
             }
-            let known = KEYS
+            if !KEYS
                 .iter()
-                .find(|(s, _)| s == section)
-                .map(|(_, k)| *k)
-                .ok_or_else(|| {
-                    format!("unknown section [{section}] (sections: palette, ui, state, json)")
-                })?;
+                .any(|(_, k)| k.split('.').next() == Some(section.as_str()))
+            {
+                return Err(format!(
+                    "unknown section [{section}] (sections: palette, ui, state, json)"
+                ));
+            }
             for (key, spec) in table {
-                if !known.contains(&key.as_str()) {
-                    return Err(format!(
-                        "unknown key {section}.{key} (known: {})",
-                        known.join(", ")
-                    ));
-                }
-                let style =
-                    parse_style(spec, &palette).map_err(|e| format!("{section}.{key}: {e}"))?;
-                styles.insert(format!("{section}.{key}"), style);
+                let full = format!("{section}.{key}");
+                let Some((s, _)) = KEYS.iter().find(|(_, k)| *k == full) else {
+                    let known: Vec<&str> = KEYS
+                        .iter()
+                        .filter_map(|(_, k)| k.strip_prefix(&format!("{section}.")))
+                        .collect();
+                    return Err(format!("unknown key {full} (known: {})", known.join(", ")));
+                };
+                let style = parse_style(spec, &palette).map_err(|e| format!("{full}: {e}"))?;
+                styles[*s as usize] = Some(style);
             }
         }
-        for (section, keys) in KEYS {
-            for k in keys {
-                if !styles.contains_key(&format!("{section}.{k}")) {
-                    return Err(format!("missing key {section}.{k}"));
-                }
-            }
+        let mut out = [Style::default(); KEYS.len()];
+        for (i, (_, k)) in KEYS.iter().enumerate() {
+            out[i] = styles[i].ok_or_else(|| format!("missing key {k}"))?;
         }
         Ok(Theme {
             name: name.to_string(),
-            styles,
+            styles: out,
         })
     }
 }
@@ -183,7 +225,14 @@ mod tests {
         for name in Theme::embedded_names() {
             let t = Theme::load(Some(name)).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(t.name, name);
-            assert_ne!(t.get("ui.selection"), Style::default(), "{name}");
+            assert_ne!(t.get(S::UiSelection), Style::default(), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_enum_and_the_keys_agree() {
+        for (i, (s, _)) in KEYS.iter().enumerate() {
+            assert_eq!(*s as usize, i);
         }
     }
 

@@ -9,6 +9,7 @@ use crate::core::sanitize::{self, human_bytes, Mode};
 use crate::core::timefmt::format_age_ms;
 use crate::tui::state::{AppState, Detail, Pane, Tab};
 use crate::tui::theme::Theme;
+use crate::tui::theme::S;
 use chrono::SecondsFormat;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -21,9 +22,9 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let mut title = vec![Span::raw(" ")];
     for (i, tab) in Tab::ALL.iter().enumerate() {
         let style = if *tab == s.tab {
-            t.get("ui.selection")
+            t.get(S::UiSelection)
         } else {
-            t.get("ui.dim")
+            t.get(S::UiDim)
         };
         title.push(Span::styled(format!(" {} {} ", i + 1, tab.title()), style));
         title.push(Span::raw(" "));
@@ -38,7 +39,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         {
             vec![Line::from(Span::styled(
                 "payloads are hidden: seeing them needs the operator role (you are viewer)",
-                t.get("ui.warn"),
+                t.get(S::UiWarn),
             ))]
         }
         (Some(d), _) => match s.tab {
@@ -49,21 +50,21 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             Tab::History => match &s.history {
                 Some((row, lines)) if *row == d.row => lines
                     .iter()
-                    .map(|l| Line::from(Span::styled(clean(l), t.get("ui.text"))))
+                    .map(|l| Line::from(Span::styled(clean(l), t.get(S::UiText))))
                     .collect(),
                 _ => vec![Line::from(Span::styled(
                     "reading the ledger…",
-                    t.get("ui.dim"),
+                    t.get(S::UiDim),
                 ))],
             },
         },
         (None, Some(_)) if s.pending_fetch.is_some() => vec![Line::from(Span::styled(
             "fetching the letter…",
-            t.get("ui.dim"),
+            t.get(S::UiDim),
         ))],
         _ => vec![Line::from(Span::styled(
             "no letter selected",
-            t.get("ui.dim"),
+            t.get(S::UiDim),
         ))],
     };
     f.render_widget(
@@ -80,13 +81,13 @@ fn clean(s: &str) -> String {
 
 fn field<'a>(label: &str, value: String, from: Option<&Provenance>, t: &Theme) -> Line<'a> {
     let mut spans = vec![
-        Span::styled(format!("{label:<14}"), t.get("ui.dim")),
-        Span::styled(clean(&value), t.get("ui.text")),
+        Span::styled(format!("{label:<14}"), t.get(S::UiDim)),
+        Span::styled(clean(&value), t.get(S::UiText)),
     ];
     if let Some(p) = from {
         spans.push(Span::styled(
             format!("  ← {}", clean(&p.to_string())),
-            t.get("ui.provenance"),
+            t.get(S::UiProvenance),
         ));
     }
     Line::from(spans)
@@ -200,11 +201,11 @@ fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
             Line::from(vec![
                 Span::styled(
                     format!("{:<w$}  ", clean(&m.mask_text(&h.name))),
-                    t.get("json.key"),
+                    t.get(S::JsonKey),
                 ),
                 Span::styled(
                     sanitize::line(&m.mask_header(&h.name, &h.value), 300),
-                    t.get("ui.text"),
+                    t.get(S::UiText),
                 ),
             ])
         })
@@ -213,13 +214,13 @@ fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
         out.push(Line::from(vec![
             Span::styled(
                 format!("{:<w$}  ", clean(&format!("(amqp) {k}"))),
-                t.get("json.key"),
+                t.get(S::JsonKey),
             ),
-            Span::styled(clean(&m.mask_text(v)), t.get("ui.text")),
+            Span::styled(clean(&m.mask_text(v)), t.get(S::UiText)),
         ]));
     }
     if out.is_empty() {
-        out.push(Line::from(Span::styled("(no headers)", t.get("ui.dim"))));
+        out.push(Line::from(Span::styled("(no headers)", t.get(S::UiDim))));
     }
     out
 }
@@ -227,9 +228,9 @@ fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
 fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
     let v = &d.payload;
     let (label, style) = if unmasked {
-        ("UNMASKED (audited, this session only)", t.get("ui.error"))
+        ("UNMASKED (audited, this session only)", t.get(S::UiError))
     } else {
-        ("masked", t.get("ui.dim"))
+        ("masked", t.get(S::UiDim))
     };
     let mut out = vec![Line::from(Span::styled(
         format!(
@@ -242,7 +243,7 @@ fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
     if let Some(e) = &d.letter.body_error {
         out.push(Line::from(Span::styled(
             format!("does not parse: {}", clean(e)),
-            t.get("ui.warn"),
+            t.get(S::UiWarn),
         )));
     }
     let body = sanitize::sanitize_str(&v.text, Mode::Block, usize::MAX);
@@ -250,7 +251,7 @@ fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
         out.push(if v.kind == ViewKind::Json {
             json_line(line, t)
         } else {
-            Line::from(Span::styled(line.to_string(), t.get("ui.text")))
+            Line::from(Span::styled(line.to_string(), t.get(S::UiText)))
         });
     }
     if v.truncated {
@@ -259,7 +260,7 @@ fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
                 "… payload is {}; the rest is hidden (use `dlq-triage export`)",
                 human_bytes(v.total_bytes as u64)
             ),
-            t.get("ui.warn"),
+            t.get(S::UiWarn),
         )));
     }
     out
@@ -289,9 +290,9 @@ fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
                 &mut spans,
                 s,
                 if is_key {
-                    t.get("json.key")
+                    t.get(S::JsonKey)
                 } else {
-                    t.get("json.string")
+                    t.get(S::JsonString)
                 },
             );
         } else if c.is_ascii_digit() || c == '-' {
@@ -304,7 +305,7 @@ fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
             push(
                 &mut spans,
                 chars[start..i].iter().collect(),
-                t.get("json.number"),
+                t.get(S::JsonNumber),
             );
         } else if c.is_ascii_alphabetic() {
             let start = i;
@@ -314,7 +315,7 @@ fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
             push(
                 &mut spans,
                 chars[start..i].iter().collect(),
-                t.get("json.literal"),
+                t.get(S::JsonLiteral),
             );
         } else {
             push(
@@ -323,7 +324,7 @@ fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
                 if c.is_whitespace() {
                     Style::default()
                 } else {
-                    t.get("json.punct")
+                    t.get(S::JsonPunct)
                 },
             );
             i += 1;
@@ -336,12 +337,12 @@ fn diff<'a>(d: &Detail, t: &Theme) -> Vec<Line<'a>> {
     let Some((other, result)) = &d.diff else {
         return vec![Line::from(Span::styled(
             "mark a letter with space, select another: the diff shows here (masked)",
-            t.get("ui.dim"),
+            t.get(S::UiDim),
         ))];
     };
     let mut out = vec![Line::from(Span::styled(
         format!("marked letter (row {other}) → selected · masked"),
-        t.get("ui.dim"),
+        t.get(S::UiDim),
     ))];
     match result {
         Diff::Json(changes) if changes.is_empty() => out.push(Line::from("identical")),
@@ -355,16 +356,16 @@ fn diff<'a>(d: &Detail, t: &Theme) -> Vec<Line<'a>> {
                 let (mark, style, body) = match (&c.old, &c.new) {
                     (Some(o), Some(n)) => (
                         "~",
-                        t.get("ui.warn"),
+                        t.get(S::UiWarn),
                         format!("{} → {}", clean(o), clean(n)),
                     ),
-                    (Some(o), None) => ("-", t.get("ui.error"), clean(o)),
-                    (None, Some(n)) => ("+", t.get("ui.info"), clean(n)),
-                    (None, None) => (" ", t.get("ui.text"), String::new()),
+                    (Some(o), None) => ("-", t.get(S::UiError), clean(o)),
+                    (None, Some(n)) => ("+", t.get(S::UiInfo), clean(n)),
+                    (None, None) => (" ", t.get(S::UiText), String::new()),
                 };
                 out.push(Line::from(vec![
                     Span::styled(format!("{mark} {path}  "), style),
-                    Span::styled(body, t.get("ui.text")),
+                    Span::styled(body, t.get(S::UiText)),
                 ]));
             }
         }
@@ -372,16 +373,16 @@ fn diff<'a>(d: &Detail, t: &Theme) -> Vec<Line<'a>> {
             for l in lines {
                 out.push(match l.tag {
                     LineTag::Skipped(n) => {
-                        Line::from(Span::styled(format!("  … {n} unchanged"), t.get("ui.dim")))
+                        Line::from(Span::styled(format!("  … {n} unchanged"), t.get(S::UiDim)))
                     }
                     LineTag::Same => Line::from(format!("  {}", clean(&l.text))),
                     LineTag::Added => Line::from(Span::styled(
                         format!("+ {}", clean(&l.text)),
-                        t.get("ui.info"),
+                        t.get(S::UiInfo),
                     )),
                     LineTag::Removed => Line::from(Span::styled(
                         format!("- {}", clean(&l.text)),
-                        t.get("ui.error"),
+                        t.get(S::UiError),
                     )),
                 });
             }

@@ -9,6 +9,7 @@ use crate::core::store::NO_TIME;
 use crate::core::timefmt::format_age_ms;
 use crate::tui::state::{AppState, Pane};
 use crate::tui::theme::Theme;
+use crate::tui::theme::S;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
@@ -32,7 +33,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         } else {
             "(loading…)"
         };
-        f.render_widget(Paragraph::new(Span::styled(msg, t.get("ui.dim"))), inner);
+        f.render_widget(Paragraph::new(Span::styled(msg, t.get(S::UiDim))), inner);
         return;
     }
     // Labels first: on narrow terminals the oldest age and the sparkline give way.
@@ -66,32 +67,32 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         let selected = pos == s.group_cursor;
         let base = if selected {
             if focused {
-                t.get("ui.selection")
+                t.get(S::UiSelection)
             } else {
-                t.get("ui.selection_unfocused")
+                t.get(S::UiSelectionUnfocused)
             }
         } else if n.depth == 0 {
-            t.get("ui.header")
+            t.get(S::UiHeader)
         } else {
-            t.get("ui.text")
+            t.get(S::UiText)
         };
         let mut spans = vec![
             Span::styled(format!("{text:<label_w$}"), base),
             Span::styled(
                 format!("{:>7}", n.count),
-                if selected { base } else { t.get("ui.count") },
+                if selected { base } else { t.get(S::UiCount) },
             ),
         ];
         if show_oldest {
             spans.push(Span::styled(
                 format!("{oldest:>7}"),
-                if selected { base } else { t.get("ui.dim") },
+                if selected { base } else { t.get(S::UiDim) },
             ));
         }
         if show_spark {
             spans.push(Span::styled(
                 format!(" {}", sparkline(&n.spark)),
-                if selected { base } else { t.get("ui.spark") },
+                if selected { base } else { t.get(S::UiSpark) },
             ));
         }
         lines.push(Line::from(spans));

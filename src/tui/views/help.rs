@@ -3,6 +3,7 @@
 use crate::tui::keymap::{palette_hint, Effect, BINDINGS};
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
+use crate::tui::theme::S;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
@@ -14,7 +15,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .map(|b| {
             let mut spans = vec![Span::styled(
                 format!(" {:<16}", b.keys_label()),
-                t.get("ui.title"),
+                t.get(S::UiTitle),
             )];
             let effect = match b.effect {
                 Effect::View => "",
@@ -23,23 +24,23 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             };
             match b.disabled(s.role, s.read_only) {
                 Some(why) => {
-                    spans.push(Span::styled(b.help, t.get("ui.dim")));
+                    spans.push(Span::styled(b.help, t.get(S::UiDim)));
                     spans.push(Span::styled(
                         format!("{effect}  (off: {why})"),
-                        t.get("ui.dim"),
+                        t.get(S::UiDim),
                     ));
                 }
                 None => {
-                    spans.push(Span::styled(b.help, t.get("ui.text")));
-                    spans.push(Span::styled(effect, t.get("ui.warn")));
+                    spans.push(Span::styled(b.help, t.get(S::UiText)));
+                    spans.push(Span::styled(effect, t.get(S::UiWarn)));
                 }
             }
             Line::from(spans)
         })
         .collect();
     rows.push(Line::from(vec![
-        Span::styled(" :".to_string() + &" ".repeat(15), t.get("ui.title")),
-        Span::styled(palette_hint(), t.get("ui.text")),
+        Span::styled(" :".to_string() + &" ".repeat(15), t.get(S::UiTitle)),
+        Span::styled(palette_hint(), t.get(S::UiText)),
     ]));
     // Two columns when the terminal is wide enough for them.
     let two = area.width >= 150 && rows.len() + 4 > usize::from(area.height);
@@ -64,7 +65,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(" Keys — any key closes this help ")
-        .border_style(t.get("ui.border_focus"));
+        .border_style(t.get(S::UiBorderFocus));
     let inner = block.inner(popup);
     f.render_widget(block, popup);
     if two {
@@ -102,20 +103,20 @@ pub fn render_list(f: &mut Frame, area: Rect, title: &str, lines: &[String], t: 
         .map(|l| {
             Line::from(Span::styled(
                 format!(" {}", crate::core::sanitize::line(l, width)),
-                t.get("ui.text"),
+                t.get(S::UiText),
             ))
         })
         .collect();
     rows.push(Line::from(Span::styled(
         " any key closes this",
-        t.get("ui.dim"),
+        t.get(S::UiDim),
     )));
     f.render_widget(
         Paragraph::new(rows).block(
             Block::default()
                 .borders(Borders::ALL)
                 .title(format!(" {} ", crate::core::sanitize::clean(title)))
-                .border_style(t.get("ui.border_focus")),
+                .border_style(t.get(S::UiBorderFocus)),
         ),
         popup,
     );

@@ -8,6 +8,7 @@ use crate::core::store::NO_TIME;
 use crate::core::timefmt::format_age_ms;
 use crate::tui::state::{AppState, Pane};
 use crate::tui::theme::Theme;
+use crate::tui::theme::S;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
@@ -43,7 +44,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             ),
             w,
         ),
-        t.get("ui.dim"),
+        t.get(S::UiDim),
     ))];
     let offset = list_offset(s.letter_cursor, h.max(1));
     for (pos, row) in s.letters.iter().enumerate().skip(offset).take(h) {
@@ -74,22 +75,22 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         let selected = pos == s.letter_cursor;
         let style = if selected {
             if focused {
-                t.get("ui.selection")
+                t.get(S::UiSelection)
             } else {
-                t.get("ui.selection_unfocused")
+                t.get(S::UiSelectionUnfocused)
             }
         } else {
-            t.get(&format!("state.{}", r.state.as_str().replace('-', "_")))
+            t.get(S::state(r.state))
         };
         lines.push(Line::from(vec![
-            Span::styled(mark, t.get("ui.mark")),
+            Span::styled(mark, t.get(S::UiMark)),
             Span::styled(fit(&text, w.saturating_sub(2)), style),
         ]));
     }
     if s.letters.is_empty() {
         lines.push(Line::from(Span::styled(
             "  (select a group)",
-            t.get("ui.dim"),
+            t.get(S::UiDim),
         )));
     }
     f.render_widget(Paragraph::new(lines), inner);

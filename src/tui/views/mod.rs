@@ -9,6 +9,7 @@ mod status;
 
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
+use crate::tui::theme::S;
 use ratatui::style::Style;
 use ratatui::widgets::{Block, BorderType, Borders};
 use ratatui::Frame;
@@ -39,12 +40,12 @@ pub(crate) fn pane<'a>(title: ratatui::text::Line<'a>, focused: bool, t: &Theme)
             BorderType::Plain
         })
         .border_style(if focused {
-            t.get("ui.border_focus")
+            t.get(S::UiBorderFocus)
         } else {
-            t.get("ui.border")
+            t.get(S::UiBorder)
         })
         .title(title)
-        .title_style(t.get("ui.title"))
+        .title_style(t.get(S::UiTitle))
         .style(Style::default())
 }
 

@@ -6,6 +6,7 @@ use crate::core::store::NO_TIME;
 use crate::core::timefmt::format_age_ms;
 use crate::tui::state::{AppState, Input, Level};
 use crate::tui::theme::Theme;
+use crate::tui::theme::S;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
@@ -26,24 +27,24 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .map(|n| n.oldest_ms)
         .min();
     let mut parts = vec![
-        Span::styled(" dlq-triage", t.get("ui.title")),
+        Span::styled(" dlq-triage", t.get(S::UiTitle)),
         Span::styled(
             format!(" · {}", sanitize::line(&s.info.label, 80)),
-            t.get("ui.header"),
+            t.get(S::UiHeader),
         ),
-        Span::styled(format!(" · {total} letters"), t.get("ui.count")),
-        Span::styled(format!(" · +{inflow:.1}/min"), t.get("ui.text")),
+        Span::styled(format!(" · {total} letters"), t.get(S::UiCount)),
+        Span::styled(format!(" · +{inflow:.1}/min"), t.get(S::UiText)),
         Span::styled(
             format!(
                 " · oldest {}",
                 oldest.map_or("-".into(), |o| format_age_ms(s.now_ms - o))
             ),
-            t.get("ui.text"),
+            t.get(S::UiText),
         ),
-        Span::styled(format!(" · {}", s.role), t.get("ui.dim")),
+        Span::styled(format!(" · {}", s.role), t.get(S::UiDim)),
     ];
     if s.read_only {
-        parts.push(Span::styled(" · read-only", t.get("ui.warn")));
+        parts.push(Span::styled(" · read-only", t.get(S::UiWarn)));
     }
     if !s.filter.is_empty() {
         parts.push(Span::styled(
@@ -52,11 +53,11 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 s.index.total(),
                 sanitize::line(s.filter.source(), 60)
             ),
-            t.get("ui.warn"),
+            t.get(S::UiWarn),
         ));
     }
     f.render_widget(
-        Paragraph::new(Line::from(parts)).style(t.get("ui.status")),
+        Paragraph::new(Line::from(parts)).style(t.get(S::UiStatus)),
         area,
     );
 }
@@ -65,7 +66,7 @@ pub fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let progress = if let Some(e) = &s.scan.error {
         Span::styled(
             format!("scan failed: {}", sanitize::line(e, 60)),
-            t.get("ui.error"),
+            t.get(S::UiError),
         )
     } else if s.scan.complete {
         let problems = match s.scan.problem_count {
@@ -75,9 +76,9 @@ pub fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         Span::styled(
             format!("scan complete · +{} live{problems}", s.scan.live),
             if s.scan.problem_count > 0 {
-                t.get("ui.warn")
+                t.get(S::UiWarn)
             } else {
-                t.get("ui.info")
+                t.get(S::UiInfo)
             },
         )
     } else {
@@ -95,7 +96,7 @@ pub fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 "░".repeat(bar_len - filled),
                 pct.map_or(format!("{} read", s.scan.done), |p| format!("{p}%"))
             ),
-            t.get("ui.warn"),
+            t.get(S::UiWarn),
         )
     };
     let width = usize::from(area.width);
@@ -106,7 +107,7 @@ pub fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     );
     let pad = width.saturating_sub(left.chars().count() + right);
     let line = Line::from(vec![
-        Span::styled(left, t.get("ui.dim")),
+        Span::styled(left, t.get(S::UiDim)),
         Span::raw(" ".repeat(pad)),
         progress,
         Span::raw(" "),
@@ -118,59 +119,59 @@ pub fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let width = usize::from(area.width);
     let line = match &s.input {
         Input::Fuzzy(w) => Line::from(vec![
-            Span::styled(" / ", t.get("ui.title")),
-            Span::styled(format!("{}▏", sanitize::line(w, 200)), t.get("ui.text")),
-            Span::styled("  Enter apply · Esc cancel", t.get("ui.dim")),
+            Span::styled(" / ", t.get(S::UiTitle)),
+            Span::styled(format!("{}▏", sanitize::line(w, 200)), t.get(S::UiText)),
+            Span::styled("  Enter apply · Esc cancel", t.get(S::UiDim)),
         ]),
         Input::Expr(e) => Line::from(vec![
-            Span::styled(" filter: ", t.get("ui.title")),
-            Span::styled(format!("{}▏", sanitize::line(e, 200)), t.get("ui.text")),
+            Span::styled(" filter: ", t.get(S::UiTitle)),
+            Span::styled(format!("{}▏", sanitize::line(e, 200)), t.get(S::UiText)),
             Span::styled(
                 "  reason=… version=… event=inv.* age>1h state=open|… · Enter · Esc",
-                t.get("ui.dim"),
+                t.get(S::UiDim),
             ),
         ]),
         Input::Command(c) => Line::from(vec![
-            Span::styled(" :", t.get("ui.title")),
-            Span::styled(format!("{}▏", sanitize::line(c, 200)), t.get("ui.text")),
+            Span::styled(" :", t.get(S::UiTitle)),
+            Span::styled(format!("{}▏", sanitize::line(c, 200)), t.get(S::UiText)),
             Span::styled(
                 format!("  {}", crate::tui::keymap::palette_hint()),
-                t.get("ui.dim"),
+                t.get(S::UiDim),
             ),
         ]),
         Input::DiscardReason(r, rows) => Line::from(vec![
             Span::styled(
                 format!(" discard {} letter(s) — reason: ", rows.len()),
-                t.get("ui.warn"),
+                t.get(S::UiWarn),
             ),
-            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get("ui.text")),
+            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get(S::UiText)),
             Span::styled(
                 "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels",
-                t.get("ui.dim"),
+                t.get(S::UiDim),
             ),
         ]),
         Input::EditReason(r, _) => Line::from(vec![
-            Span::styled(" edit (revision) — reason: ", t.get("ui.warn")),
-            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get("ui.text")),
+            Span::styled(" edit (revision) — reason: ", t.get(S::UiWarn)),
+            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get(S::UiText)),
             Span::styled(
                 "  opens $EDITOR on the masked payload · Enter · Esc cancels",
-                t.get("ui.dim"),
+                t.get(S::UiDim),
             ),
         ]),
         Input::UnmaskReason(r, _) => Line::from(vec![
-            Span::styled(" unmask — reason: ", t.get("ui.warn")),
-            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get("ui.text")),
+            Span::styled(" unmask — reason: ", t.get(S::UiWarn)),
+            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get(S::UiText)),
             Span::styled(
                 "  audited; shown for this letter in this session only · Enter · Esc cancels",
-                t.get("ui.dim"),
+                t.get(S::UiDim),
             ),
         ]),
         Input::None => match &s.message {
             Some((m, level)) => {
                 let style = match level {
-                    Level::Info => t.get("ui.info"),
-                    Level::Warn => t.get("ui.warn"),
-                    Level::Error => t.get("ui.error"),
+                    Level::Info => t.get(S::UiInfo),
+                    Level::Warn => t.get(S::UiWarn),
+                    Level::Error => t.get(S::UiError),
                 };
                 Line::from(Span::styled(
                     fit(&format!(" {}", sanitize::line(m, 300)), width),
@@ -202,9 +203,9 @@ fn footer_keys<'a>(s: &AppState, width: usize, t: &Theme) -> Line<'a> {
             used += n;
         }
         let style = if item.2 {
-            t.get("ui.dim")
+            t.get(S::UiDim)
         } else {
-            t.get("ui.footer")
+            t.get(S::UiFooter)
         };
         spans.push(Span::styled(shown, style));
     }
