@@ -543,3 +543,24 @@ fn every_palette_command_the_hint_names_is_understood() {
         );
     }
 }
+
+#[test]
+fn fuzzy_matches_are_highlighted_in_the_letters_list() {
+    let size = (140, 40);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["/", ":cus-88", "Enter", "Tab"], size);
+    let theme = Theme::load(Some("mono")).expect("theme");
+    let mut t = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
+    t.draw(|f| views::render(f, &s, &theme)).expect("draw");
+    let buf = t.backend().buffer().clone();
+    let underlined: String = (0..buf.area.height)
+        .flat_map(|y| (0..buf.area.width).map(move |x| (x, y)))
+        .filter(|&(x, y)| {
+            buf[(x, y)]
+                .modifier
+                .contains(ratatui::style::Modifier::UNDERLINED)
+        })
+        .map(|(x, y)| buf[(x, y)].symbol().to_string())
+        .collect();
+    assert!(underlined.contains("cus-88"), "highlighted: {underlined:?}");
+}

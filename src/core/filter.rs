@@ -129,6 +129,17 @@ impl Filter {
     }
 
     /// Does any term search the masked preview (bare fuzzy words)?
+    /// The bare (fuzzy) words, lowercase, for highlighting what they matched.
+    pub fn fuzzy_words(&self) -> Vec<&str> {
+        self.terms
+            .iter()
+            .filter_map(|t| match t {
+                Term::Fuzzy(w) => Some(w.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn needs_previews(&self) -> bool {
         self.terms.iter().any(|t| matches!(t, Term::Fuzzy(_)))
     }
@@ -392,71 +403,77 @@ pub fn glob(pattern: &str, text: &str) -> bool {
     pi == p.len()
 }
 
-/// Fuzzy match of a lowercase `needle` in `hay`, case-insensitive. A substring scores
-/// best (0); otherwise the needle's characters must appear in order within a window of at
-/// most twice its length (so `taxprof` finds `tax_profile` but `ab` does not match any
-/// text that merely contains an `a` and later a `b`). Returns the span (lower is better).
-pub fn fuzzy_match(needle: &str, hay: &str) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
-    }
-    // Fast path without allocation for ASCII (ids, keys, reason codes, most previews).
-    if needle.is_ascii() && hay.is_ascii() {
-        return fuzzy_ascii(needle.as_bytes(), hay.as_bytes());
-    }
-    let h = hay.to_lowercase();
-    if h.contains(needle) {
-        return Some(0);
-    }
-    let n: Vec<char> = needle.chars().collect();
-    let hc: Vec<char> = h.chars().collect();
-    subsequence_span(&n, &hc)
+/// Fuzzy matching through `nucleo-matcher` (helix's matcher: faster than skim's
+/// `fuzzy-matcher`, maintained, allocation-free once warm). One matcher and the last
+/// needle's atom per thread: filtering 1M letters reuses them.
+struct Fuzzy {
+    matcher: nucleo_matcher::Matcher,
+    atom: Option<(String, nucleo_matcher::pattern::Atom)>,
+    chars: Vec<char>,
+    indices: Vec<u32>,
 }
 
-fn fuzzy_ascii(n: &[u8], h: &[u8]) -> Option<usize> {
-    if n.len() > h.len() {
-        return None;
-    }
-    let first = n[0];
-    let contains = h.windows(n.len()).any(|w| {
-        w[0].to_ascii_lowercase() == first
-            && w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b)
+thread_local! {
+    static FUZZY: std::cell::RefCell<Fuzzy> = std::cell::RefCell::new(Fuzzy {
+        matcher: nucleo_matcher::Matcher::new(nucleo_matcher::Config::DEFAULT),
+        atom: None,
+        chars: Vec::new(),
+        indices: Vec::new(),
     });
-    if contains {
-        return Some(0);
-    }
-    if n.len() < 3 {
-        return None;
-    }
-    let lower: Vec<u8> = h.iter().map(u8::to_ascii_lowercase).collect();
-    subsequence_span(n, &lower)
 }
 
-/// Shortest window (≤ 2 × needle length) containing the needle as a subsequence.
-fn subsequence_span<T: PartialEq>(n: &[T], h: &[T]) -> Option<usize> {
-    if n.len() < 3 {
-        return None;
+/// Where `needle` (lowercase) matches in `hay`, case-insensitively: the char indices of
+/// the matched characters, sorted. Accepted: a substring anywhere; or, for needles of
+/// three or more characters, a subsequence within a window of at most twice the
+/// needle's length (so `taxprof` finds `tax_profile` but `ab` does not match any text
+/// that merely has an `a` and later a `b`, which nucleo alone would score).
+pub fn fuzzy_indices(needle: &str, hay: &str) -> Option<Vec<u32>> {
+    use nucleo_matcher::pattern::{Atom, AtomKind, CaseMatching, Normalization};
+    use nucleo_matcher::Utf32Str;
+    if needle.is_empty() {
+        return Some(Vec::new());
     }
-    let max_span = 2 * n.len();
-    let mut best: Option<usize> = None;
-    for start in 0..h.len() {
-        if h[start] != n[0] {
-            continue;
+    FUZZY.with(|f| {
+        let mut f = f.borrow_mut();
+        let Fuzzy {
+            matcher,
+            atom,
+            chars,
+            indices,
+        } = &mut *f;
+        if atom.as_ref().is_none_or(|(n, _)| n != needle) {
+            let a = Atom::new(
+                needle,
+                CaseMatching::Ignore,
+                Normalization::Smart,
+                AtomKind::Fuzzy,
+                false,
+            );
+            *atom = Some((needle.to_string(), a));
         }
-        let mut k = 1;
-        let mut j = start + 1;
-        while k < n.len() && j < h.len() && j - start < max_span {
-            if h[j] == n[k] {
-                k += 1;
-            }
-            j += 1;
-        }
-        if k == n.len() {
-            let span = j - start;
-            best = Some(best.map_or(span, |b: usize| b.min(span)));
-        }
-    }
-    best
+        let (_, a) = atom.as_ref()?;
+        let h = Utf32Str::new(hay, chars);
+        a.score(h, matcher)?;
+        indices.clear();
+        a.indices(h, matcher, indices)?;
+        indices.sort_unstable();
+        indices.dedup();
+        let n = needle.chars().count();
+        let (first, last) = (*indices.first()?, *indices.last()?);
+        let span = (last - first + 1) as usize;
+        let contiguous = span == n;
+        (contiguous || (n >= 3 && span <= 2 * n)).then(|| indices.clone())
+    })
+}
+
+/// Fuzzy match of a lowercase `needle` in `hay` (see [`fuzzy_indices`]): the matched
+/// span's slack, 0 for a substring (lower is better).
+pub fn fuzzy_match(needle: &str, hay: &str) -> Option<usize> {
+    let idx = fuzzy_indices(needle, hay)?;
+    let (Some(first), Some(last)) = (idx.first(), idx.last()) else {
+        return Some(0);
+    };
+    Some((last - first + 1) as usize - needle.chars().count())
 }
 
 #[cfg(test)]

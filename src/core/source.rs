@@ -148,36 +148,34 @@ pub fn redact_uri_text(s: &str) -> String {
     out
 }
 
+/// Everything but RFC 3986's unreserved characters is encoded.
+const NOT_UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// Percent-encode everything but unreserved characters (RFC 3986), for URIs and paths.
 pub fn pct_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
+    percent_encoding::utf8_percent_encode(s, NOT_UNRESERVED).to_string()
 }
 
+/// Decode %-escapes; a `%` not followed by two hex digits is an error (the crate would
+/// keep it literally, and a mistyped escape in a password should say so).
 fn pct_decode(s: &str) -> Result<String, String> {
     let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = s
-                .get(i + 1..i + 3)
-                .ok_or_else(|| format!("bad %-escape in `{s}`"))?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("bad %-escape in `{s}`"))?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
+    let bad = b.iter().enumerate().any(|(i, &c)| {
+        c == b'%'
+            && !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+    });
+    if bad {
+        return Err(format!("bad %-escape in `{s}`"));
     }
-    String::from_utf8(out).map_err(|_| format!("%-escapes in `{s}` are not UTF-8"))
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(|c| c.into_owned())
+        .map_err(|_| format!("%-escapes in `{s}` are not UTF-8"))
 }
 
 fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, String> {

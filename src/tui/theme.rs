@@ -35,6 +35,7 @@ pub enum S {
     UiSpark,
     UiMark,
     UiProvenance,
+    UiMatch,
     StateOpen,
     StateDiscarded,
     StateReplaying,
@@ -49,7 +50,7 @@ pub enum S {
 }
 
 /// Each style's `section.key` in theme files, in enum order.
-const KEYS: [(S, &str); 28] = [
+const KEYS: [(S, &str); 29] = [
     (S::UiText, "ui.text"),
     (S::UiDim, "ui.dim"),
     (S::UiBorder, "ui.border"),
@@ -67,6 +68,7 @@ const KEYS: [(S, &str); 28] = [
     (S::UiSpark, "ui.spark"),
     (S::UiMark, "ui.mark"),
     (S::UiProvenance, "ui.provenance"),
+    (S::UiMatch, "ui.match"),
     (S::StateOpen, "state.open"),
     (S::StateDiscarded, "state.discarded"),
     (S::StateReplaying, "state.replaying"),

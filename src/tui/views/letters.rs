@@ -10,6 +10,7 @@ use crate::tui::state::{AppState, Pane};
 use crate::tui::theme::Theme;
 use crate::tui::theme::S;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
@@ -47,6 +48,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         t.get(S::UiDim),
     ))];
     let offset = list_offset(s.letter_cursor, h.max(1));
+    let words = s.filter.fuzzy_words();
     for (pos, row) in s.letters.iter().enumerate().skip(offset).take(h) {
         let Some(r) = store.row(*row) else { continue };
         let age = if r.at_ms == NO_TIME {
@@ -82,10 +84,14 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         } else {
             t.get(S::state(r.state))
         };
-        lines.push(Line::from(vec![
-            Span::styled(mark, t.get(S::UiMark)),
-            Span::styled(fit(&text, w.saturating_sub(2)), style),
-        ]));
+        let mut spans = vec![Span::styled(mark, t.get(S::UiMark))];
+        spans.extend(highlighted(
+            fit(&text, w.saturating_sub(2)),
+            &words,
+            style,
+            style.patch(t.get(S::UiMatch)),
+        ));
+        lines.push(Line::from(spans));
     }
     if s.letters.is_empty() {
         lines.push(Line::from(Span::styled(
@@ -94,4 +100,36 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         )));
     }
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// `text` as spans, the characters the fuzzy words matched in `hit` style.
+fn highlighted<'a>(text: String, words: &[&str], base: Style, hit: Style) -> Vec<Span<'a>> {
+    let mut marked: Vec<u32> = words
+        .iter()
+        .filter_map(|w| crate::core::filter::fuzzy_indices(w, &text))
+        .flatten()
+        .collect();
+    if marked.is_empty() {
+        return vec![Span::styled(text, base)];
+    }
+    marked.sort_unstable();
+    marked.dedup();
+    let mut spans = Vec::new();
+    let mut run = String::new();
+    let mut run_hit = false;
+    for (i, c) in text.chars().enumerate() {
+        let is_hit = marked.binary_search(&(i as u32)).is_ok();
+        if is_hit != run_hit && !run.is_empty() {
+            spans.push(Span::styled(
+                std::mem::take(&mut run),
+                if run_hit { hit } else { base },
+            ));
+        }
+        run_hit = is_hit;
+        run.push(c);
+    }
+    if !run.is_empty() {
+        spans.push(Span::styled(run, if run_hit { hit } else { base }));
+    }
+    spans
 }
