@@ -280,59 +280,21 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
         label,
         browse_effect: "opening the source…".into(),
     };
-    let read_only = settings.principal.read_only;
-    let role = settings.principal.role;
-    let ledger = settings.clone();
     let (tx, rx) = mpsc::channel();
     let (req_tx, req_rx) = mpsc::channel();
-    let ledger_for_edits = ledger;
-    let edit_events = tx.clone();
-    worker::spawn(source, opts, settings, tx.clone(), req_rx);
-    let render_tx = spawn_renderer(catalog.masker().clone(), tx.clone());
     let mut state = AppState::new(info, catalog, now_ms, CACHE_BUDGET);
-    state.read_only = read_only;
-    state.role = role;
-
-    crossterm::terminal::enable_raw_mode()
-        .map_err(|e| anyhow::anyhow!("this needs a terminal: {e}"))?;
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        restore();
-        prev(info);
-    }));
-    let mut out = std::io::stdout();
-    crossterm::execute!(
-        out,
-        crossterm::terminal::EnterAlternateScreen,
-        crossterm::event::EnableMouseCapture
-    )
-    .map_err(|e| anyhow::anyhow!("setting up the terminal: {e}"))?;
-    // The terminal must exist before the input thread starts: creating it reads the
-    // cursor position from the terminal, which a concurrent event reader would swallow.
-    let terminal = Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
-        .map_err(|e| anyhow::anyhow!("terminal: {e}"));
-    let input_tx = tx;
-    // Poll, never block in read(): a blocked read holds crossterm's event-reader lock, and
-    // every cursor-position query (ratatui clears on resize and on `clear()`) would then
-    // time out. Between polls the lock is free; a cursor reply read meanwhile stays in
-    // crossterm's internal queue for the query that asked for it.
-    std::thread::spawn(move || loop {
-        match crossterm::event::poll(Duration::from_millis(100)) {
-            Ok(true) => match crossterm::event::read() {
-                Ok(ev) => {
-                    if input_tx.send(AppEvent::Term(ev)).is_err() {
-                        break;
-                    }
-                }
-                Err(_) => break,
-            },
-            Ok(false) => {}
-            Err(_) => break,
-        }
-    });
-    let mut clipboard = Clipboard::new();
-    let edit_settings = ledger_for_edits;
-    let edit_tx = edit_events;
+    state.read_only = settings.principal.read_only;
+    state.role = settings.principal.role;
+    let mut outside = Outside {
+        requests: req_tx,
+        render: spawn_renderer(state.catalog.masker().clone(), tx.clone()),
+        events: tx.clone(),
+        clipboard: Clipboard::new(),
+        settings: settings.clone(),
+    };
+    worker::spawn(source, opts, settings, tx.clone(), req_rx);
+    let terminal = enter_terminal()?;
+    spawn_input(tx);
     let result = (|| {
         let mut terminal = terminal?;
         terminal
@@ -343,60 +305,117 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
             &mut state,
             &theme,
             &rx,
-            |c| match c {
-                Command::Fetch(row, coords) => {
-                    let _ = req_tx.send(worker::Request::Fetch(row, coords));
-                }
-                Command::Copy(text) => clipboard.copy(&text),
-                Command::RenderPayload {
-                    row,
-                    payload,
-                    body,
-                    unmasked,
-                } => {
-                    let _ = render_tx.send((row, payload, body, unmasked));
-                }
-                Command::Discard { rows, reason } => {
-                    let _ = req_tx.send(worker::Request::Discard { rows, reason });
-                }
-                Command::Edit {
-                    letter_id,
-                    payload,
-                    reason,
-                } => {
-                    // The editor needs the terminal: hand it over, then take it back.
-                    restore();
-                    let result = edit_and_record(&edit_settings, &letter_id, &payload, &reason);
-                    let _ = crossterm::terminal::enable_raw_mode();
-                    let _ = crossterm::execute!(
-                        std::io::stdout(),
-                        crossterm::terminal::EnterAlternateScreen,
-                        crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
-                        crossterm::event::EnableMouseCapture
-                    );
-                    let _ = edit_tx.send(AppEvent::Action(Action::Edited(result)));
-                }
-                Command::History(row, id) => {
-                    let _ = req_tx.send(worker::Request::History(row, id));
-                }
-                Command::Audit {
-                    action,
-                    target,
-                    detail,
-                    unmask_row,
-                } => {
-                    let _ = req_tx.send(worker::Request::Audit {
-                        action,
-                        target,
-                        detail,
-                        unmask_row,
-                    });
-                }
-            },
+            |c| outside.run(c),
             || chrono::Utc::now().timestamp_millis(),
             Duration::from_secs(5),
         )
     })();
     restore();
     result
+}
+
+/// Raw mode, the alternate screen, mouse capture, and a panic hook that undoes them. The
+/// terminal must exist before the input thread starts: creating it reads the cursor
+/// position, which a concurrent event reader would swallow.
+fn enter_terminal(
+) -> anyhow::Result<anyhow::Result<Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>>> {
+    crossterm::terminal::enable_raw_mode()
+        .map_err(|e| anyhow::anyhow!("this needs a terminal: {e}"))?;
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        prev(info);
+    }));
+    crossterm::execute!(
+        std::io::stdout(),
+        crossterm::terminal::EnterAlternateScreen,
+        crossterm::event::EnableMouseCapture
+    )
+    .map_err(|e| anyhow::anyhow!("setting up the terminal: {e}"))?;
+    Ok(
+        Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
+            .map_err(|e| anyhow::anyhow!("terminal: {e}")),
+    )
+}
+
+/// The input thread. It polls, never blocks in read(): a blocked read holds crossterm's
+/// event-reader lock, and every cursor-position query (ratatui clears on resize and on
+/// `clear()`) would then time out. Between polls the lock is free; a cursor reply read
+/// meanwhile stays in crossterm's queue for the query that asked for it.
+fn spawn_input(tx: mpsc::Sender<AppEvent>) {
+    std::thread::spawn(move || loop {
+        match crossterm::event::poll(Duration::from_millis(100)) {
+            Ok(true) => match crossterm::event::read() {
+                Ok(ev) => {
+                    if tx.send(AppEvent::Term(ev)).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            },
+            Ok(false) => {}
+            Err(_) => break,
+        }
+    });
+}
+
+/// Where `update`'s commands go: the worker, the render thread, the clipboard, the
+/// editor.
+struct Outside {
+    requests: mpsc::Sender<worker::Request>,
+    render: mpsc::Sender<RenderJob>,
+    events: mpsc::Sender<AppEvent>,
+    clipboard: Clipboard,
+    settings: crate::core::session::Settings,
+}
+
+impl Outside {
+    fn run(&mut self, c: Command) {
+        let request = match c {
+            Command::Fetch(row, coords) => worker::Request::Fetch(row, coords),
+            Command::Discard { rows, reason } => worker::Request::Discard { rows, reason },
+            Command::History(row, id) => worker::Request::History(row, id),
+            Command::Audit {
+                action,
+                target,
+                detail,
+                unmask_row,
+            } => worker::Request::Audit {
+                action,
+                target,
+                detail,
+                unmask_row,
+            },
+            Command::Copy(text) => return self.clipboard.copy(&text),
+            Command::RenderPayload {
+                row,
+                payload,
+                body,
+                unmasked,
+            } => {
+                let _ = self.render.send((row, payload, body, unmasked));
+                return;
+            }
+            Command::Edit {
+                letter_id,
+                payload,
+                reason,
+            } => return self.edit(&letter_id, &payload, &reason),
+        };
+        let _ = self.requests.send(request);
+    }
+
+    /// The editor needs the terminal: hand it over, then take it back.
+    fn edit(&mut self, letter_id: &str, payload: &[u8], reason: &str) {
+        restore();
+        let result = edit_and_record(&self.settings, letter_id, payload, reason);
+        let _ = crossterm::terminal::enable_raw_mode();
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::terminal::EnterAlternateScreen,
+            crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
+            crossterm::event::EnableMouseCapture
+        );
+        let _ = self.events.send(AppEvent::Action(Action::Edited(result)));
+    }
 }

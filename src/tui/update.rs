@@ -18,11 +18,66 @@ const INLINE_RENDER_MAX: usize = 16 * 1024;
 /// Re-sorting a huge group on every batch would stall the UI; wait for the scan.
 const LIVE_LETTERS_LIMIT: usize = 200_000;
 
+/// Dispatch by area: each handler owns one kind of action.
 pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Command> {
     let mut cmds = Vec::new();
     match action {
-        Action::Quit => state.quit = true,
-        Action::ToggleHelp => state.show_help = !state.show_help,
+        a @ (Action::FocusNext
+        | Action::FocusPrev
+        | Action::Up
+        | Action::Down
+        | Action::PageUp
+        | Action::PageDown
+        | Action::Top
+        | Action::Bottom
+        | Action::Open
+        | Action::Close) => navigate(state, a),
+        a @ (Action::StartFuzzy
+        | Action::StartExpr
+        | Action::StartCommand
+        | Action::InputChar(..)
+        | Action::InputBackspace
+        | Action::InputSubmit
+        | Action::Cancel) => input(state, a, &mut cmds),
+        a @ (Action::StartUnmask
+        | Action::StartEdit
+        | Action::StartDiscard
+        | Action::ToggleMark
+        | Action::Diff
+        | Action::Copy
+        | Action::NotYet(..)) => act(state, a, &mut cmds),
+        a @ (Action::Letters(..)
+        | Action::Live(..)
+        | Action::Progress { .. }
+        | Action::ScanDone
+        | Action::ScanFailed(..)
+        | Action::Fetched(..)
+        | Action::Problem(..)
+        | Action::SourceOpened(..)
+        | Action::Rendered(..)) => scan_event(state, a),
+        a @ (Action::History(..)
+        | Action::Edited(..)
+        | Action::Unmasked(..)
+        | Action::Decisions(..)
+        | Action::Notes(..)
+        | Action::DiscardDone { .. }) => ledger_event(state, a),
+        a @ (Action::Quit
+        | Action::ToggleHelp
+        | Action::CycleGrouping
+        | Action::ToggleSort
+        | Action::SetTab(..)
+        | Action::NextTab
+        | Action::Click { .. }
+        | Action::Scroll { .. }
+        | Action::Resize
+        | Action::Tick(..)) => view(state, a, size),
+    }
+    finish(state, cmds, size)
+}
+
+/// Cursor and focus moves.
+fn navigate(state: &mut AppState, action: Action) {
+    match action {
         Action::FocusNext => {
             state.focus = match state.focus {
                 Pane::Groups => Pane::Letters,
@@ -81,104 +136,16 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             Pane::Letters => state.focus = Pane::Groups,
             Pane::Detail => state.focus = Pane::Letters,
         },
+        _ => {}
+    }
+}
+
+/// Typing in the prompt: filters, the palette, reasons.
+fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
+    match action {
         Action::StartFuzzy => state.input = Input::Fuzzy(String::new()),
         Action::StartExpr => state.input = Input::Expr(state.filter.source().to_string()),
         Action::StartCommand => state.input = Input::Command(String::new()),
-        Action::StartUnmask => {
-            match (state.selected_row(), check(state.role, Permission::Unmask)) {
-                (None, _) => {
-                    state.message = Some(("select a letter to unmask".into(), Level::Warn))
-                }
-                (Some(row), Err(denied)) => refuse(state, &mut cmds, denied, row),
-                (Some(row), Ok(())) => state.input = Input::UnmaskReason(String::new(), row),
-            }
-        }
-        Action::History(row, lines) => state.history = Some((row, lines)),
-        Action::StartEdit => match (state.selected_row(), check(state.role, Permission::Edit)) {
-            (None, _) => state.message = Some(("select a letter to edit".into(), Level::Warn)),
-            (Some(row), Err(denied)) => refuse(state, &mut cmds, denied, row),
-            (Some(row), Ok(())) => state.input = Input::EditReason(String::new(), row),
-        },
-        Action::Edited(result) => {
-            state.force_redraw = true;
-            state.history = None;
-            state.message = Some(match result {
-                Ok(m) => (m, Level::Info),
-                Err(e) => (e, Level::Error),
-            });
-        }
-        Action::Unmasked(row, result) => match result {
-            Ok(()) => {
-                state.history = None;
-                state.unmasked.insert(row);
-                state.detail = None;
-                state.tab = Tab::Payload;
-                state.message = Some(("unmasked for this session (audited)".into(), Level::Warn));
-            }
-            Err(e) => state.message = Some((format!("not unmasked: {e}"), Level::Error)),
-        },
-        Action::StartDiscard => {
-            let rows: Vec<RowId> = if state.marks.is_empty() {
-                state.selected_row().into_iter().collect()
-            } else {
-                state.marks.iter().copied().collect()
-            };
-            if let (Err(denied), Some(row)) = (check(state.role, Permission::Discard), rows.first())
-            {
-                let row = *row;
-                refuse(state, &mut cmds, denied, row);
-            } else if state.read_only {
-                state.message = Some(("--read-only: discard is a write".into(), Level::Warn));
-            } else if rows.is_empty() {
-                state.message = Some(("select or mark letters to discard".into(), Level::Warn));
-            } else {
-                state.input = Input::DiscardReason(String::new(), rows);
-            }
-        }
-        Action::SourceOpened(info) => state.info = info,
-        Action::Rendered(row, unmasked, view) => {
-            if let Some(d) = state.detail.as_mut().filter(|d| d.row == row) {
-                if state.unmasked.contains(&row) == unmasked {
-                    d.payload = view.clone();
-                }
-            }
-            state.rendered = Some((row, unmasked, view));
-        }
-        Action::Decisions(ds) => {
-            state.decisions = ds
-                .into_iter()
-                .filter_map(|d| d.binding.clone().map(|b| (b, d)))
-                .collect();
-        }
-        Action::Problem(p) => {
-            state.scan.problem_count += 1;
-            if state.scan.problems.len() < 100 {
-                state.scan.problems.push(p);
-            }
-        }
-        Action::Notes(lines) => {
-            if let Some(last) = lines.last() {
-                let more = if lines.len() > 1 {
-                    format!(" (+{} more on :notes)", lines.len() - 1)
-                } else {
-                    String::new()
-                };
-                state.message = Some((format!("{last}{more}"), Level::Warn));
-            }
-            state.notes.extend(lines);
-        }
-        Action::DiscardDone { rows, message, ok } => {
-            state.history = None;
-            for r in &rows {
-                state
-                    .catalog
-                    .store
-                    .set_state(*r, crate::core::model::TriageState::Discarded);
-                state.marks.remove(r);
-            }
-            rebuild_index(state);
-            state.message = Some((message, if ok { Level::Info } else { Level::Error }));
-        }
         Action::InputChar(c) => match &mut state.input {
             Input::Fuzzy(s)
             | Input::Expr(s)
@@ -199,117 +166,7 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             }
             Input::None => {}
         },
-        Action::InputSubmit => {
-            let expr = match std::mem::replace(&mut state.input, Input::None) {
-                Input::Fuzzy(words) => words,
-                Input::Expr(e) => e,
-                Input::Command(c) => {
-                    run_command(state, c.trim());
-                    return finish(state, cmds, size);
-                }
-                Input::EditReason(reason, row) => {
-                    let reason = reason.trim().to_string();
-                    let letter = state.cache.get(row).cloned();
-                    let id = state
-                        .catalog
-                        .store
-                        .row(row)
-                        .map(|r| state.catalog.store.id(r).to_string());
-                    match (reason.is_empty(), letter, id) {
-                        (true, _, _) => {
-                            state.message = Some((
-                                "a revision needs a reason; nothing edited".into(),
-                                Level::Warn,
-                            ))
-                        }
-                        (false, Some(raw), Some(letter_id)) => cmds.push(Command::Edit {
-                            letter_id,
-                            payload: raw.payload,
-                            reason,
-                        }),
-                        _ => {
-                            state.message = Some((
-                                "open the letter first (its payload is not loaded)".into(),
-                                Level::Warn,
-                            ))
-                        }
-                    }
-                    return finish(state, cmds, size);
-                }
-                Input::UnmaskReason(reason, row) => {
-                    let reason = reason.trim().to_string();
-                    if reason.is_empty() {
-                        state.message = Some((
-                            "unmasking needs a reason; nothing shown".into(),
-                            Level::Warn,
-                        ));
-                    } else if let Some(id) = state
-                        .catalog
-                        .store
-                        .row(row)
-                        .map(|r| state.catalog.store.id(r).to_string())
-                    {
-                        let detail =
-                            serde_json::json!({"reason": reason, "source": state.info.label})
-                                .to_string();
-                        cmds.push(Command::Audit {
-                            action: "unmask".into(),
-                            target: id,
-                            detail,
-                            unmask_row: Some(row),
-                        });
-                    }
-                    return finish(state, cmds, size);
-                }
-                Input::DiscardReason(reason, rows) => {
-                    let reason = reason.trim().to_string();
-                    if reason.is_empty() {
-                        state.message = Some((
-                            "a discard needs a reason; nothing discarded".into(),
-                            Level::Warn,
-                        ));
-                    } else {
-                        let store = &state.catalog.store;
-                        let rows: Vec<(RowId, DiscardTarget)> = rows
-                            .iter()
-                            .filter_map(|r| {
-                                store.row(*r).map(|x| {
-                                    (
-                                        *r,
-                                        DiscardTarget {
-                                            letter_id: store.id(x).to_string(),
-                                            binding: store.binding(x),
-                                            location: store.coords_label(x),
-                                        },
-                                    )
-                                })
-                            })
-                            .collect();
-                        state.message =
-                            Some((format!("discarding {} letter(s)…", rows.len()), Level::Info));
-                        cmds.push(Command::Discard { rows, reason });
-                    }
-                    return finish(state, cmds, size);
-                }
-                Input::None => String::new(),
-            };
-            match Filter::parse(&expr) {
-                Ok(f) => {
-                    state.filter = f;
-                    rebuild_index(state);
-                    let n = state.index.total();
-                    state.message = Some((
-                        if state.filter.is_empty() {
-                            "filter cleared".into()
-                        } else {
-                            format!("{n} letters match `{expr}`")
-                        },
-                        Level::Info,
-                    ));
-                }
-                Err(e) => state.message = Some((format!("bad filter: {e}"), Level::Error)),
-            }
-        }
+        Action::InputSubmit => submit(state, cmds),
         Action::Cancel => {
             if state.input != Input::None {
                 state.input = Input::None;
@@ -322,17 +179,152 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
                 state.message = Some(("filter cleared".into(), Level::Info));
             }
         }
-        Action::CycleGrouping => {
-            state.custom_dims = None;
-            state.grouping = (state.grouping + 1) % GROUPINGS.len();
-            state.expanded.clear();
+        _ => {}
+    }
+}
+
+/// Enter in the prompt: apply what was typed.
+fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
+    match std::mem::replace(&mut state.input, Input::None) {
+        Input::Fuzzy(words) => apply_filter(state, &words),
+        Input::Expr(e) => apply_filter(state, &e),
+        Input::Command(c) => run_command(state, c.trim()),
+        Input::EditReason(reason, row) => submit_edit(state, cmds, reason.trim(), row),
+        Input::UnmaskReason(reason, row) => submit_unmask(state, cmds, reason.trim(), row),
+        Input::DiscardReason(reason, rows) => submit_discard(state, cmds, reason.trim(), &rows),
+        Input::None => apply_filter(state, ""),
+    }
+}
+
+fn apply_filter(state: &mut AppState, expr: &str) {
+    match Filter::parse(expr) {
+        Ok(f) => {
+            state.filter = f;
             rebuild_index(state);
-            let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
-            state.message = Some((format!("grouped by {}", names.join(" › ")), Level::Info));
+            let n = state.index.total();
+            state.message = Some((
+                if state.filter.is_empty() {
+                    "filter cleared".into()
+                } else {
+                    format!("{n} letters match `{expr}`")
+                },
+                Level::Info,
+            ));
         }
-        Action::ToggleSort => {
-            state.newest_first = !state.newest_first;
-            state.letters_dirty = true;
+        Err(e) => state.message = Some((format!("bad filter: {e}"), Level::Error)),
+    }
+}
+
+fn letter_id(state: &AppState, row: RowId) -> Option<String> {
+    let store = &state.catalog.store;
+    store.row(row).map(|r| store.id(r).to_string())
+}
+
+fn submit_edit(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, row: RowId) {
+    let letter = state.cache.get(row).cloned();
+    match (reason.is_empty(), letter, letter_id(state, row)) {
+        (true, _, _) => {
+            state.message = Some((
+                "a revision needs a reason; nothing edited".into(),
+                Level::Warn,
+            ))
+        }
+        (false, Some(raw), Some(letter_id)) => cmds.push(Command::Edit {
+            letter_id,
+            payload: raw.payload,
+            reason: reason.to_string(),
+        }),
+        _ => {
+            state.message = Some((
+                "open the letter first (its payload is not loaded)".into(),
+                Level::Warn,
+            ))
+        }
+    }
+}
+
+fn submit_unmask(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, row: RowId) {
+    if reason.is_empty() {
+        state.message = Some((
+            "unmasking needs a reason; nothing shown".into(),
+            Level::Warn,
+        ));
+    } else if let Some(id) = letter_id(state, row) {
+        let detail = serde_json::json!({"reason": reason, "source": state.info.label}).to_string();
+        cmds.push(Command::Audit {
+            action: "unmask".into(),
+            target: id,
+            detail,
+            unmask_row: Some(row),
+        });
+    }
+}
+
+fn submit_discard(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, rows: &[RowId]) {
+    if reason.is_empty() {
+        state.message = Some((
+            "a discard needs a reason; nothing discarded".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    let store = &state.catalog.store;
+    let rows: Vec<(RowId, DiscardTarget)> = rows
+        .iter()
+        .filter_map(|r| {
+            store.row(*r).map(|x| {
+                (
+                    *r,
+                    DiscardTarget {
+                        letter_id: store.id(x).to_string(),
+                        binding: store.binding(x),
+                        location: store.coords_label(x),
+                    },
+                )
+            })
+        })
+        .collect();
+    state.message = Some((format!("discarding {} letter(s)…", rows.len()), Level::Info));
+    cmds.push(Command::Discard {
+        rows,
+        reason: reason.to_string(),
+    });
+}
+
+/// Actions on letters: discard, unmask, edit, mark, diff, copy.
+fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
+    match action {
+        Action::StartUnmask => {
+            match (state.selected_row(), check(state.role, Permission::Unmask)) {
+                (None, _) => {
+                    state.message = Some(("select a letter to unmask".into(), Level::Warn))
+                }
+                (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
+                (Some(row), Ok(())) => state.input = Input::UnmaskReason(String::new(), row),
+            }
+        }
+        Action::StartEdit => match (state.selected_row(), check(state.role, Permission::Edit)) {
+            (None, _) => state.message = Some(("select a letter to edit".into(), Level::Warn)),
+            (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
+            (Some(row), Ok(())) => state.input = Input::EditReason(String::new(), row),
+        },
+        Action::StartDiscard => {
+            let rows: Vec<RowId> = if state.marks.is_empty() {
+                state.selected_row().into_iter().collect()
+            } else {
+                state.marks.iter().copied().collect()
+            };
+            if let (Err(denied), Some(row)) = (check(state.role, Permission::Discard), rows.first())
+            {
+                let row = *row;
+                refuse(state, cmds, denied, row);
+            } else if state.read_only {
+                state.message = Some(("--read-only: discard is a write".into(), Level::Warn));
+            } else if rows.is_empty() {
+                state.message = Some(("select or mark letters to discard".into(), Level::Warn));
+            } else {
+                state.input = Input::DiscardReason(String::new(), rows);
+            }
         }
         Action::ToggleMark => {
             if let Some(row) = state.selected_row() {
@@ -340,15 +332,6 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
                     state.marks.insert(row);
                 }
             }
-        }
-        Action::SetTab(t) => {
-            state.tab = t;
-            state.detail_scroll = 0;
-        }
-        Action::NextTab => {
-            let i = Tab::ALL.iter().position(|t| *t == state.tab).unwrap_or(0);
-            state.tab = Tab::ALL[(i + 1) % Tab::ALL.len()];
-            state.detail_scroll = 0;
         }
         Action::Diff => {
             state.tab = Tab::Diff;
@@ -377,26 +360,26 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             let text = format!("{what} is not in this build yet (see the README roadmap)");
             state.message = Some((text, Level::Warn));
         }
-        Action::Click { column, row } => click(state, layout(size.0, size.1), column, row),
-        Action::Scroll { column, row, down } => {
-            let a = layout(size.0, size.1);
-            let delta = if down { 3 } else { -3 };
-            if contains(a.groups, column, row) {
-                state.focus = Pane::Groups;
-                move_cursor(state, delta);
-            } else if contains(a.letters, column, row) {
-                state.focus = Pane::Letters;
-                move_cursor(state, delta);
-            } else if contains(a.detail, column, row) {
-                state.detail_scroll = (i64::from(state.detail_scroll) + delta).max(0) as u16;
+        _ => {}
+    }
+}
+
+/// What the worker reports of the source, and the render thread's views.
+fn scan_event(state: &mut AppState, action: Action) {
+    match action {
+        Action::SourceOpened(info) => state.info = info,
+        Action::Rendered(row, unmasked, view) => {
+            if let Some(d) = state.detail.as_mut().filter(|d| d.row == row) {
+                if state.unmasked.contains(&row) == unmasked {
+                    d.payload = view.clone();
+                }
             }
+            state.rendered = Some((row, unmasked, view));
         }
-        Action::Resize => {}
-        Action::Tick(now_ms) => {
-            // Ages move on: regroup when a minute has passed (age buckets, inflow).
-            if now_ms / 60_000 != state.now_ms / 60_000 {
-                state.now_ms = now_ms;
-                rebuild_index(state);
+        Action::Problem(p) => {
+            state.scan.problem_count += 1;
+            if state.scan.problems.len() < 100 {
+                state.scan.problems.push(p);
             }
         }
         Action::Letters(batch) => ingest(state, batch, false),
@@ -426,8 +409,113 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
             }
             state.detail = None;
         }
+        _ => {}
     }
-    finish(state, cmds, size)
+}
+
+/// What the worker reports of the ledger: history, decisions, notes, outcomes.
+fn ledger_event(state: &mut AppState, action: Action) {
+    match action {
+        Action::History(row, lines) => state.history = Some((row, lines)),
+        Action::Edited(result) => {
+            state.force_redraw = true;
+            state.history = None;
+            state.message = Some(match result {
+                Ok(m) => (m, Level::Info),
+                Err(e) => (e, Level::Error),
+            });
+        }
+        Action::Unmasked(row, result) => match result {
+            Ok(()) => {
+                state.history = None;
+                state.unmasked.insert(row);
+                state.detail = None;
+                state.tab = Tab::Payload;
+                state.message = Some(("unmasked for this session (audited)".into(), Level::Warn));
+            }
+            Err(e) => state.message = Some((format!("not unmasked: {e}"), Level::Error)),
+        },
+        Action::Decisions(ds) => {
+            state.decisions = ds
+                .into_iter()
+                .filter_map(|d| d.binding.clone().map(|b| (b, d)))
+                .collect();
+        }
+        Action::Notes(lines) => {
+            if let Some(last) = lines.last() {
+                let more = if lines.len() > 1 {
+                    format!(" (+{} more on :notes)", lines.len() - 1)
+                } else {
+                    String::new()
+                };
+                state.message = Some((format!("{last}{more}"), Level::Warn));
+            }
+            state.notes.extend(lines);
+        }
+        Action::DiscardDone { rows, message, ok } => {
+            state.history = None;
+            for r in &rows {
+                state
+                    .catalog
+                    .store
+                    .set_state(*r, crate::core::model::TriageState::Discarded);
+                state.marks.remove(r);
+            }
+            rebuild_index(state);
+            state.message = Some((message, if ok { Level::Info } else { Level::Error }));
+        }
+        _ => {}
+    }
+}
+
+/// The view itself: help, grouping, sorting, tabs, mouse, clock.
+fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
+    match action {
+        Action::Quit => state.quit = true,
+        Action::ToggleHelp => state.show_help = !state.show_help,
+        Action::CycleGrouping => {
+            state.custom_dims = None;
+            state.grouping = (state.grouping + 1) % GROUPINGS.len();
+            state.expanded.clear();
+            rebuild_index(state);
+            let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
+            state.message = Some((format!("grouped by {}", names.join(" › ")), Level::Info));
+        }
+        Action::ToggleSort => {
+            state.newest_first = !state.newest_first;
+            state.letters_dirty = true;
+        }
+        Action::SetTab(t) => {
+            state.tab = t;
+            state.detail_scroll = 0;
+        }
+        Action::NextTab => {
+            let i = Tab::ALL.iter().position(|t| *t == state.tab).unwrap_or(0);
+            state.tab = Tab::ALL[(i + 1) % Tab::ALL.len()];
+            state.detail_scroll = 0;
+        }
+        Action::Click { column, row } => click(state, layout(size.0, size.1), column, row),
+        Action::Scroll { column, row, down } => {
+            let a = layout(size.0, size.1);
+            let delta = if down { 3 } else { -3 };
+            if contains(a.groups, column, row) {
+                state.focus = Pane::Groups;
+                move_cursor(state, delta);
+            } else if contains(a.letters, column, row) {
+                state.focus = Pane::Letters;
+                move_cursor(state, delta);
+            } else if contains(a.detail, column, row) {
+                state.detail_scroll = (i64::from(state.detail_scroll) + delta).max(0) as u16;
+            }
+        }
+        Action::Resize => {}
+        // Ages move on: regroup when a minute has passed (age buckets, inflow).
+        Action::Tick(now_ms) if now_ms / 60_000 != state.now_ms / 60_000 => {
+            state.now_ms = now_ms;
+            rebuild_index(state);
+        }
+        _ => {}
+    }
 }
 
 /// After any action: page size, the letter list, the detail pane.
@@ -485,7 +573,7 @@ fn run_command(state: &mut AppState, line: &str) {
                 Ok(format!("{} tab", t.title()))
             }
             None => Err(format!(
-                "tab takes failure, headers, payload or diff, not `{arg}`"
+                "tab takes failure, headers, payload, diff or history, not `{arg}`"
             )),
         },
         "help" | "?" => {
@@ -493,18 +581,7 @@ fn run_command(state: &mut AppState, line: &str) {
             Ok(String::new())
         }
         "problems" => {
-            let (shown, all) = (&state.scan.problems, state.scan.problem_count);
-            let mut lines: Vec<String> = shown
-                .iter()
-                .map(|p| format!("{}: {}", p.location, p.message))
-                .collect();
-            if all > shown.len() as u64 {
-                lines.push(format!("… and {} more", all - shown.len() as u64));
-            }
-            if lines.is_empty() {
-                lines.push("every record was read".into());
-            }
-            state.overlay = Some((format!("Unreadable records ({all})"), lines));
+            state.overlay = Some(problems_overlay(state));
             Ok(String::new())
         }
         "notes" => {
@@ -531,6 +608,22 @@ fn run_command(state: &mut AppState, line: &str) {
         Ok(m) => Some((m, Level::Info)),
         Err(e) => Some((e, Level::Error)),
     };
+}
+
+/// `:problems`: the unreadable records the scan reported.
+fn problems_overlay(state: &AppState) -> (String, Vec<String>) {
+    let (shown, all) = (&state.scan.problems, state.scan.problem_count);
+    let mut lines: Vec<String> = shown
+        .iter()
+        .map(|p| format!("{}: {}", p.location, p.message))
+        .collect();
+    if all > shown.len() as u64 {
+        lines.push(format!("… and {} more", all - shown.len() as u64));
+    }
+    if lines.is_empty() {
+        lines.push("every record was read".into());
+    }
+    (format!("Unreadable records ({all})"), lines)
 }
 
 fn contains(r: ratatui::layout::Rect, column: u16, row: u16) -> bool {
@@ -753,12 +846,7 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
         return;
     };
     if state.tab == Tab::History && state.history.as_ref().map(|h| h.0) != Some(row) {
-        if let Some(id) = state
-            .catalog
-            .store
-            .row(row)
-            .map(|r| state.catalog.store.id(r).to_string())
-        {
+        if let Some(id) = letter_id(state, row) {
             state.history = Some((row, vec!["reading the ledger…".into()]));
             cmds.push(Command::History(row, id));
         }
@@ -773,74 +861,16 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
     }
     let Some(raw) = state.cache.get(row).cloned() else {
         state.detail = None;
-        if state.pending_fetch != Some(row) {
-            let coords = state
-                .catalog
-                .store
-                .row(row)
-                .and_then(|r| row_coords(state, r));
-            match coords {
-                Some(c) => {
-                    state.pending_fetch = Some(row);
-                    cmds.push(Command::Fetch(row, c));
-                }
-                None => {
-                    state.message = Some((
-                        "this letter's bytes are not in memory (payload budget) and the source cannot re-fetch them".into(),
-                        Level::Warn,
-                    ))
-                }
-            }
-        }
+        request_fetch(state, row, cmds);
         return;
     };
-    let mut diff = None;
-    if want_diff {
-        if let Some(m) = mark {
-            if let Some(other) = state.cache.get(m).cloned() {
-                diff = Some((
-                    m,
-                    diff_payloads(state.catalog.masker(), &other.payload, &raw.payload),
-                ));
-            }
-        }
-    }
+    let diff = match mark.filter(|_| want_diff) {
+        Some(m) => diff_against(state, m, &raw.payload),
+        None => None,
+    };
     let letter =
         crate::core::catalog::extract_masked(state.catalog.masker(), state.catalog.mappings(), raw);
-    let unmasked = state.unmasked.contains(&row);
-    let payload = match state
-        .rendered
-        .as_ref()
-        .filter(|r| r.0 == row && r.1 == unmasked)
-    {
-        Some((_, _, view)) => view.clone(),
-        // Small payloads render here at once (microseconds); big ones on the render
-        // thread, so a hostile 2 MB payload never holds up a keystroke.
-        None if letter.raw.payload.len() > INLINE_RENDER_MAX => {
-            cmds.push(Command::RenderPayload {
-                row,
-                payload: letter.raw.payload.clone(),
-                body: letter.body,
-                unmasked,
-            });
-            payload_view::PayloadView {
-                kind: payload_view::ViewKind::Text,
-                text: format!(
-                    "rendering {} of payload{}…",
-                    crate::core::sanitize::human_bytes(letter.raw.payload.len() as u64),
-                    if unmasked { "" } else { " (masking)" }
-                ),
-                total_bytes: letter.raw.payload.len(),
-                truncated: false,
-            }
-        }
-        None => render_payload(
-            state.catalog.masker(),
-            &letter.raw.payload,
-            letter.body,
-            unmasked,
-        ),
-    };
+    let payload = payload_for(state, row, &letter, cmds);
     if state.detail.as_ref().map(|d| d.row) != Some(row) {
         state.detail_scroll = 0;
     }
@@ -850,6 +880,89 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
         payload,
         diff,
     });
+}
+
+/// Ask the worker for a letter whose bytes are not in memory (once).
+fn request_fetch(state: &mut AppState, row: RowId, cmds: &mut Vec<Command>) {
+    if state.pending_fetch == Some(row) {
+        return;
+    }
+    let coords = state
+        .catalog
+        .store
+        .row(row)
+        .and_then(|r| row_coords(state, r));
+    match coords {
+        Some(c) => {
+            state.pending_fetch = Some(row);
+            cmds.push(Command::Fetch(row, c));
+        }
+        None => {
+            state.message = Some((
+                "this letter's bytes are not in memory (payload budget) and the source cannot re-fetch them".into(),
+                Level::Warn,
+            ))
+        }
+    }
+}
+
+/// The masked diff against the marked letter, when both payloads are small enough to
+/// mask on this thread; bigger ones are for `dlq-triage diff`.
+fn diff_against(
+    state: &mut AppState,
+    mark: RowId,
+    payload: &[u8],
+) -> Option<(RowId, crate::core::diff::Diff)> {
+    let other = state.cache.get(mark).cloned()?;
+    if other.payload.len().max(payload.len()) > 4 * INLINE_RENDER_MAX {
+        state.message = Some((
+            "payloads over 64 KiB are compared with `dlq-triage diff SOURCE ID OTHER`".into(),
+            Level::Warn,
+        ));
+        return None;
+    }
+    Some((
+        mark,
+        diff_payloads(state.catalog.masker(), &other.payload, payload),
+    ))
+}
+
+/// The payload view: from the render thread's last answer, rendered here when small, or
+/// a placeholder while the render thread works on a big one.
+fn payload_for(
+    state: &AppState,
+    row: RowId,
+    letter: &crate::core::model::DeadLetter,
+    cmds: &mut Vec<Command>,
+) -> payload_view::PayloadView {
+    let unmasked = state.unmasked.contains(&row);
+    if let Some((_, _, view)) = state
+        .rendered
+        .as_ref()
+        .filter(|r| r.0 == row && r.1 == unmasked)
+    {
+        return view.clone();
+    }
+    let bytes = &letter.raw.payload;
+    if bytes.len() <= INLINE_RENDER_MAX {
+        return render_payload(state.catalog.masker(), bytes, letter.body, unmasked);
+    }
+    cmds.push(Command::RenderPayload {
+        row,
+        payload: bytes.clone(),
+        body: letter.body,
+        unmasked,
+    });
+    payload_view::PayloadView {
+        kind: payload_view::ViewKind::Text,
+        text: format!(
+            "rendering {} of payload{}…",
+            crate::core::sanitize::human_bytes(bytes.len() as u64),
+            if unmasked { "" } else { " (masking)" }
+        ),
+        total_bytes: bytes.len(),
+        truncated: false,
+    }
 }
 
 /// The payload view of the detail pane; the render thread runs the same function.
@@ -873,4 +986,148 @@ fn row_coords(state: &AppState, r: &crate::core::store::Row) -> Option<crate::co
         partition: r.partition,
         offset: r.offset,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::access::Role;
+    use crate::core::catalog::{prepare_letter, Catalog, Problem};
+    use crate::core::masking::Masker;
+    use crate::core::model::{Coords, Header, HeaderValue, RawLetter};
+    use crate::core::ports::SourceInfo;
+
+    const SIZE: (u16, u16) = (120, 40);
+    const NOW: i64 = 1_764_000_000_000;
+
+    fn state(n: usize) -> AppState {
+        let masker = Masker::with_key(vec![1]);
+        let batch = (0..n)
+            .map(|i| {
+                let raw = RawLetter {
+                    coords: Some(Coords::Kafka {
+                        topic: "t".into(),
+                        partition: 0,
+                        offset: i as i64,
+                    }),
+                    headers: vec![Header::new(
+                        "x-reason-code",
+                        HeaderValue::text(if i % 2 == 0 { "even" } else { "odd" }),
+                    )],
+                    payload: br#"{"a":1}"#.to_vec(),
+                    timestamp: chrono::DateTime::from_timestamp_millis(NOW - i as i64 * 1000),
+                    ..RawLetter::default()
+                };
+                prepare_letter(&masker, &[], raw).into()
+            })
+            .collect();
+        let info = SourceInfo {
+            label: "t".into(),
+            browse_effect: String::new(),
+        };
+        let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), NOW, 1 << 20);
+        s.role = Role::Operator;
+        update(&mut s, Action::Letters(batch), SIZE);
+        update(&mut s, Action::ScanDone, SIZE);
+        s
+    }
+
+    #[test]
+    fn navigate_cycles_panes_and_keeps_the_cursor_in_bounds() {
+        let mut s = state(4);
+        navigate(&mut s, Action::FocusNext);
+        assert_eq!(s.focus, Pane::Letters);
+        navigate(&mut s, Action::FocusPrev);
+        assert_eq!(s.focus, Pane::Groups);
+        navigate(&mut s, Action::Bottom);
+        let last = s.group_cursor;
+        navigate(&mut s, Action::Down);
+        assert_eq!(s.group_cursor, last, "past the end");
+        navigate(&mut s, Action::Top);
+        assert_eq!(s.group_cursor, 0);
+    }
+
+    #[test]
+    fn input_types_edits_and_cancels() {
+        let mut s = state(2);
+        let mut cmds = Vec::new();
+        input(&mut s, Action::StartFuzzy, &mut cmds);
+        for c in "evx".chars() {
+            input(&mut s, Action::InputChar(c), &mut cmds);
+        }
+        input(&mut s, Action::InputBackspace, &mut cmds);
+        assert_eq!(s.input, Input::Fuzzy("ev".into()));
+        input(&mut s, Action::InputSubmit, &mut cmds);
+        assert_eq!(s.input, Input::None);
+        assert_eq!(s.filter.fuzzy_words(), ["ev"]);
+        input(&mut s, Action::Cancel, &mut cmds);
+        assert!(s.filter.is_empty(), "Esc clears the filter");
+        assert!(cmds.is_empty());
+    }
+
+    #[test]
+    fn act_refuses_a_viewer_with_an_audit_and_asks_an_operator_why() {
+        let mut s = state(2);
+        navigate(&mut s, Action::FocusNext);
+        finish(&mut s, Vec::new(), SIZE);
+        s.role = Role::Viewer;
+        let mut cmds = Vec::new();
+        act(&mut s, Action::StartDiscard, &mut cmds);
+        assert!(matches!(&cmds[..], [Command::Audit { action, .. }] if action == "denied"));
+        assert!(s
+            .message
+            .as_ref()
+            .is_some_and(|m| m.0.contains("needs the operator role")));
+        s.role = Role::Operator;
+        cmds.clear();
+        act(&mut s, Action::StartDiscard, &mut cmds);
+        assert!(matches!(s.input, Input::DiscardReason(_, ref rows) if rows.len() == 1));
+        s.input = Input::None;
+        s.read_only = true;
+        act(&mut s, Action::StartDiscard, &mut cmds);
+        assert_eq!(s.input, Input::None);
+    }
+
+    #[test]
+    fn scan_and_ledger_events_update_counts_notes_and_decisions() {
+        let mut s = state(3);
+        scan_event(
+            &mut s,
+            Action::Problem(Problem {
+                location: "line 4".into(),
+                message: "broken".into(),
+            }),
+        );
+        assert_eq!(s.scan.problem_count, 1);
+        ledger_event(
+            &mut s,
+            Action::Notes(vec!["a".into(), "reconciled b".into()]),
+        );
+        assert_eq!(s.notes.len(), 2);
+        assert!(s
+            .message
+            .as_ref()
+            .is_some_and(|m| m.0.contains("+1 more on :notes")));
+        run_command(&mut s, "problems");
+        assert!(s
+            .overlay
+            .as_ref()
+            .is_some_and(|o| o.1[0].contains("line 4")));
+    }
+
+    #[test]
+    fn view_changes_tabs_grouping_and_ticks() {
+        let mut s = state(3);
+        view(&mut s, Action::NextTab, SIZE);
+        assert_eq!(s.tab, Tab::Headers);
+        let before = s.dims().to_vec();
+        view(&mut s, Action::CycleGrouping, SIZE);
+        assert_ne!(s.dims(), &before[..]);
+        view(&mut s, Action::Tick(NOW + 120_000), SIZE);
+        assert_eq!(s.now_ms, NOW + 120_000);
+        view(&mut s, Action::Tick(NOW + 120_500), SIZE);
+        assert_eq!(s.now_ms, NOW + 120_000, "within the minute nothing moves");
+        view(&mut s, Action::Quit, SIZE);
+        assert!(s.quit);
+    }
 }

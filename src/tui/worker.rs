@@ -66,27 +66,7 @@ fn run(
         }
     };
     send(Action::SourceOpened(session.info().clone()));
-    let mut postponed = Vec::new();
-    let mut gone = false;
-    let result = session.scan(true, &mut |ev| {
-        gone |= !forward(&events, ev, false);
-        // The source is busy scanning: requests wait until it is done.
-        while let Ok(r) = requests.try_recv() {
-            postponed.push(r);
-        }
-        if gone {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    });
-    match result {
-        Ok(()) => send(Action::ScanDone),
-        Err(e) => {
-            tracing::warn!(error = %e, "the scan failed");
-            send(Action::ScanFailed(e.to_string()))
-        }
-    };
+    let postponed = initial_scan(&mut session, &events, &requests);
     let notes = session.reconcile();
     send(Action::Decisions(session.decisions()));
     for n in &notes {
@@ -98,11 +78,47 @@ fn run(
     for r in postponed {
         handle(&mut session, r, &events);
     }
-    // Tail until the UI goes away, pausing to serve requests.
+    tail_until_gone(&mut session, &events, &requests);
+}
+
+/// The initial scan, streamed to the UI; requests that arrive meanwhile are kept for
+/// after it (the source is busy).
+fn initial_scan(
+    session: &mut Session,
+    events: &Sender<AppEvent>,
+    requests: &Receiver<Request>,
+) -> Vec<Request> {
+    let mut postponed = Vec::new();
+    let mut gone = false;
+    let result = session.scan(true, &mut |ev| {
+        gone |= !forward(events, ev, false);
+        while let Ok(r) = requests.try_recv() {
+            postponed.push(r);
+        }
+        if gone {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    let done = match result {
+        Ok(()) => Action::ScanDone,
+        Err(e) => {
+            tracing::warn!(error = %e, "the scan failed");
+            Action::ScanFailed(e.to_string())
+        }
+    };
+    let _ = events.send(AppEvent::Action(done));
+    postponed
+}
+
+/// Tail new arrivals until the UI goes away, pausing to serve requests; a source that
+/// cannot be tailed serves requests only.
+fn tail_until_gone(session: &mut Session, events: &Sender<AppEvent>, requests: &Receiver<Request>) {
     loop {
         let mut pending: Option<Request> = None;
         let tailed = session.tail(&mut |ev| {
-            if !forward(&events, ev, true) {
+            if !forward(events, ev, true) {
                 return ControlFlow::Break(());
             }
             match requests.try_recv() {
@@ -115,15 +131,15 @@ fn run(
             }
         });
         match (tailed, pending) {
-            (Ok(()), Some(r)) => handle(&mut session, r, &events),
+            (Ok(()), Some(r)) => handle(session, r, events),
             (Ok(()), None) => return,
             (Err(e), pending) => {
                 tracing::info!(error = %e, "tailing stopped; serving requests only");
                 if let Some(r) = pending {
-                    handle(&mut session, r, &events);
+                    handle(session, r, events);
                 }
                 for r in requests.iter() {
-                    handle(&mut session, r, &events);
+                    handle(session, r, events);
                 }
                 return;
             }

@@ -43,59 +43,81 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let label_w = w.saturating_sub(stats_w);
     let offset = list_offset(s.group_cursor, h);
     let mut lines = Vec::with_capacity(h);
+    let cols = Cols {
+        label_w,
+        show_oldest,
+        show_spark,
+    };
     for (pos, idx) in s.visible.iter().enumerate().skip(offset).take(h) {
-        let n = &s.tree[*idx];
-        let leaf = n.depth + 1 == s.dims().len();
-        let marker = if leaf {
-            "  "
-        } else if s.expanded.contains(&n.path) {
-            "▾ "
-        } else {
-            "▸ "
+        let style = Selection {
+            selected: pos == s.group_cursor,
+            focused,
         };
-        let label = if n.label.is_empty() {
-            "(none)".to_string()
-        } else {
-            sanitize::line(&n.label, 200)
-        };
-        let text = fit(&format!("{}{marker}{label}", "  ".repeat(n.depth)), label_w);
-        let oldest = if n.oldest_ms == NO_TIME {
-            "-".into()
-        } else {
-            format_age_ms(s.now_ms - n.oldest_ms)
-        };
-        let selected = pos == s.group_cursor;
-        let base = if selected {
-            if focused {
-                t.get(S::UiSelection)
-            } else {
-                t.get(S::UiSelectionUnfocused)
-            }
-        } else if n.depth == 0 {
-            t.get(S::UiHeader)
-        } else {
-            t.get(S::UiText)
-        };
-        let mut spans = vec![
-            Span::styled(format!("{text:<label_w$}"), base),
-            Span::styled(
-                format!("{:>7}", n.count),
-                if selected { base } else { t.get(S::UiCount) },
-            ),
-        ];
-        if show_oldest {
-            spans.push(Span::styled(
-                format!("{oldest:>7}"),
-                if selected { base } else { t.get(S::UiDim) },
-            ));
-        }
-        if show_spark {
-            spans.push(Span::styled(
-                format!(" {}", sparkline(&n.spark)),
-                if selected { base } else { t.get(S::UiSpark) },
-            ));
-        }
-        lines.push(Line::from(spans));
+        lines.push(node_line(s, &s.tree[*idx], style, &cols, t));
     }
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Column layout of the group rows.
+struct Cols {
+    label_w: usize,
+    show_oldest: bool,
+    show_spark: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Selection {
+    selected: bool,
+    focused: bool,
+}
+
+/// One row of the tree: label, count, oldest age, sparkline.
+fn node_line<'a>(
+    s: &AppState,
+    n: &crate::core::grouping::TreeNode,
+    sel: Selection,
+    cols: &Cols,
+    t: &Theme,
+) -> Line<'a> {
+    let label_w = cols.label_w;
+    let leaf = n.depth + 1 == s.dims().len();
+    let marker = if leaf {
+        "  "
+    } else if s.expanded.contains(&n.path) {
+        "▾ "
+    } else {
+        "▸ "
+    };
+    let label = if n.label.is_empty() {
+        "(none)".to_string()
+    } else {
+        sanitize::line(&n.label, 200)
+    };
+    let text = fit(&format!("{}{marker}{label}", "  ".repeat(n.depth)), label_w);
+    let oldest = if n.oldest_ms == NO_TIME {
+        "-".into()
+    } else {
+        format_age_ms(s.now_ms - n.oldest_ms)
+    };
+    let base = match (sel.selected, sel.focused) {
+        (true, true) => t.get(S::UiSelection),
+        (true, false) => t.get(S::UiSelectionUnfocused),
+        _ if n.depth == 0 => t.get(S::UiHeader),
+        _ => t.get(S::UiText),
+    };
+    let or_base = |st: S| if sel.selected { base } else { t.get(st) };
+    let mut spans = vec![
+        Span::styled(format!("{text:<label_w$}"), base),
+        Span::styled(format!("{:>7}", n.count), or_base(S::UiCount)),
+    ];
+    if cols.show_oldest {
+        spans.push(Span::styled(format!("{oldest:>7}"), or_base(S::UiDim)));
+    }
+    if cols.show_spark {
+        spans.push(Span::styled(
+            format!(" {}", sparkline(&n.spark)),
+            or_base(S::UiSpark),
+        ));
+    }
+    Line::from(spans)
 }

@@ -33,7 +33,6 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let w = usize::from(inner.width);
     let h = usize::from(inner.height).saturating_sub(1);
     let store = &s.catalog.store;
-    let masker = s.catalog.masker();
     let (id_w, age_w, key_w, att_w, state_w) = (if w >= 100 { 30 } else { 18 }, 6, 12, 3, 7);
     let fixed = 2 + id_w + 1 + age_w + 1 + key_w + 1 + att_w + 1 + state_w + 1;
     let prev_w = w.saturating_sub(fixed);
@@ -49,44 +48,27 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     ))];
     let offset = list_offset(s.letter_cursor, h.max(1));
     let words = s.filter.fuzzy_words();
+    let cols = Cols {
+        id_w,
+        age_w,
+        key_w,
+        att_w,
+        state_w,
+        prev_w,
+        w,
+    };
     for (pos, row) in s.letters.iter().enumerate().skip(offset).take(h) {
         let Some(r) = store.row(*row) else { continue };
-        let age = if r.at_ms == NO_TIME {
-            "-".into()
-        } else {
-            format_age_ms(s.now_ms - r.at_ms)
-        };
-        let key = sanitize::line(&masker.mask_text(store.key(r)), 200);
-        let attempt = if r.attempt > 0 {
-            r.attempt.to_string()
-        } else {
-            "-".into()
+        let selected = pos == s.letter_cursor;
+        let style = match (selected, focused) {
+            (true, true) => t.get(S::UiSelection),
+            (true, false) => t.get(S::UiSelectionUnfocused),
+            _ => t.get(S::state(r.state)),
         };
         let mark = if s.marks.contains(row) { "● " } else { "  " };
-        let text = format!(
-            "{:<id_w$} {age:>age_w$} {:<key_w$} {attempt:>att_w$} {:<state_w$} {}",
-            fit(&sanitize::line(store.id(r), 200), id_w),
-            fit(&key, key_w),
-            r.state.as_str(),
-            if s.role >= crate::core::access::Role::Operator {
-                fit(&sanitize::line(store.preview(r), 200), prev_w)
-            } else {
-                "(hidden: viewer)".to_string()
-            },
-        );
-        let selected = pos == s.letter_cursor;
-        let style = if selected {
-            if focused {
-                t.get(S::UiSelection)
-            } else {
-                t.get(S::UiSelectionUnfocused)
-            }
-        } else {
-            t.get(S::state(r.state))
-        };
         let mut spans = vec![Span::styled(mark, t.get(S::UiMark))];
         spans.extend(highlighted(
-            fit(&text, w.saturating_sub(2)),
+            row_text(s, r, &cols),
             &words,
             style,
             style.patch(t.get(S::UiMatch)),
@@ -132,4 +114,44 @@ fn highlighted<'a>(text: String, words: &[&str], base: Style, hit: Style) -> Vec
         spans.push(Span::styled(run, if run_hit { hit } else { base }));
     }
     spans
+}
+
+/// Column widths of the letter rows.
+struct Cols {
+    id_w: usize,
+    age_w: usize,
+    key_w: usize,
+    att_w: usize,
+    state_w: usize,
+    prev_w: usize,
+    w: usize,
+}
+
+/// One letter's row: id, age, key (masked), attempt, state, masked preview.
+fn row_text(s: &AppState, r: &crate::core::store::Row, c: &Cols) -> String {
+    let store = &s.catalog.store;
+    let age = if r.at_ms == NO_TIME {
+        "-".into()
+    } else {
+        format_age_ms(s.now_ms - r.at_ms)
+    };
+    let key = sanitize::line(&s.catalog.masker().mask_text(store.key(r)), 200);
+    let attempt = if r.attempt > 0 {
+        r.attempt.to_string()
+    } else {
+        "-".into()
+    };
+    let (id_w, age_w, key_w, att_w, state_w) = (c.id_w, c.age_w, c.key_w, c.att_w, c.state_w);
+    let text = format!(
+        "{:<id_w$} {age:>age_w$} {:<key_w$} {attempt:>att_w$} {:<state_w$} {}",
+        fit(&sanitize::line(store.id(r), 200), id_w),
+        fit(&key, key_w),
+        r.state.as_str(),
+        if s.role >= crate::core::access::Role::Operator {
+            fit(&sanitize::line(store.preview(r), 200), c.prev_w)
+        } else {
+            "(hidden: viewer)".to_string()
+        },
+    );
+    fit(&text, c.w.saturating_sub(2))
 }
