@@ -14,7 +14,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .iter()
         .map(|b| {
             let mut spans = vec![Span::styled(
-                format!(" {:<16}", b.keys_label()),
+                format!(" {:<12}", b.keys_label()),
                 t.get(S::UiTitle),
             )];
             let effect = match b.effect {
@@ -23,12 +23,10 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 Effect::Broker => "  [ledger, then broker]",
             };
             match b.disabled(s.role, s.read_only) {
+                // Said first, so a narrow column still shows it.
                 Some(why) => {
+                    spans.push(Span::styled(format!("(off: {why}) "), t.get(S::UiWarn)));
                     spans.push(Span::styled(b.help, t.get(S::UiDim)));
-                    spans.push(Span::styled(
-                        format!("{effect}  (off: {why})"),
-                        t.get(S::UiDim),
-                    ));
                 }
                 None => {
                     spans.push(Span::styled(b.help, t.get(S::UiText)));
@@ -43,7 +41,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         Span::styled(palette_hint(), t.get(S::UiText)),
     ]));
     // Two columns when the terminal is wide enough for them.
-    let two = area.width >= 150 && rows.len() + 4 > usize::from(area.height);
+    let two = area.width >= 80 && rows.len() + 3 > usize::from(area.height);
     let per_col = if two {
         rows.len().div_ceil(2)
     } else {
