@@ -287,7 +287,7 @@ fn a_huge_hostile_payload_renders_off_the_ui_thread() {
         _ => None,
     });
     let (row, payload, body, unmasked) = job.expect("rendering was handed off");
-    let d = s.detail.as_ref().expect("detail");
+    let d = s.detail.current.as_ref().expect("detail");
     assert!(
         d.payload.text.starts_with("rendering 1.9 MiB"),
         "{}",
@@ -297,7 +297,7 @@ fn a_huge_hostile_payload_renders_off_the_ui_thread() {
     let view = render_payload(&masker, &payload, body, unmasked);
     assert!(!view.text.contains("jane@example.com") && view.truncated);
     update(&mut s, Action::Rendered(row, unmasked, view), size);
-    let shown = &s.detail.as_ref().expect("detail").payload.text;
+    let shown = &s.detail.current.as_ref().expect("detail").payload.text;
     assert!(
         shown.contains("j***@e***.com"),
         "{}",

@@ -346,19 +346,19 @@ fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
     let at = |s: &AppState, i: usize| {
         s.catalog
             .store
-            .row(s.letters[i])
+            .row(s.letters.rows[i])
             .map(|r| r.at_ms)
             .unwrap_or(0)
     };
-    assert_eq!(s.letters.len(), 30_000);
-    assert!(s.letters_sorted < 30_000, "big groups are sorted lazily");
+    assert_eq!(s.letters.rows.len(), 30_000);
+    assert!(s.letters.sorted < 30_000, "big groups are sorted lazily");
     assert_eq!(at(&s, 0), base, "the newest letter is first");
-    assert!((1..s.letters_sorted).all(|i| at(&s, i - 1) >= at(&s, i)));
+    assert!((1..s.letters.sorted).all(|i| at(&s, i - 1) >= at(&s, i)));
     press(&mut s, &["Tab"], size);
     for _ in 0..2 {
         update(&mut s, Action::Bottom, size);
     }
-    assert_eq!(s.letters_sorted, 30_000, "paging to the end sorts the rest");
+    assert_eq!(s.letters.sorted, 30_000, "paging to the end sorts the rest");
     assert!((1..30_000).all(|i| at(&s, i - 1) >= at(&s, i)));
     assert_eq!(at(&s, 29_999), base - 29_999_000);
 }
@@ -378,7 +378,7 @@ fn command_palette_groups_filters_and_explains_mistakes() {
     );
     assert!(screen(&s, size).contains("6 match · filter: reason=expired|rejected"));
     press(&mut s, &["::", ":sort oldest", "Enter"], size);
-    assert!(!s.newest_first);
+    assert!(!s.letters.newest_first);
     press(&mut s, &["::", ":frobnicate", "Enter"], size);
     assert!(screen(&s, size).contains("unknown command `frobnicate`"));
     press(&mut s, &["::", ":group colour", "Enter"], size);
@@ -490,6 +490,7 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
     );
     let shown = s
         .detail
+        .current
         .as_ref()
         .map(|d| d.payload.text.clone())
         .unwrap_or_default();

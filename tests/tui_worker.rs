@@ -184,10 +184,10 @@ fn problems_and_decisions_reach_the_screen() {
     assert_eq!(s.decisions.len(), 1);
     // Open that letter's detail on the Failure tab.
     update(&mut s, Action::SetTab(Tab::Failure), size);
-    s.letters = vec![0];
-    s.letters_sorted = 1;
-    s.letters_dirty = false;
-    s.letter_cursor = 0;
+    s.letters.rows = vec![0];
+    s.letters.sorted = 1;
+    s.letters.dirty = false;
+    s.letters.cursor = 0;
     update(&mut s, Action::FocusNext, size);
     update(&mut s, Action::FocusNext, size);
     let text = screen(&s);

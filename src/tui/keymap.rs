@@ -363,7 +363,7 @@ pub fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
     if e.code == KeyCode::Char('c') && e.modifiers.contains(KeyModifiers::CONTROL) {
         return Some(Action::Quit);
     }
-    if state.input != Input::None {
+    if state.prompt.input != Input::None {
         return match e.code {
             KeyCode::Enter => Some(Action::InputSubmit),
             KeyCode::Esc => Some(Action::Cancel),
@@ -374,7 +374,7 @@ pub fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
             _ => None,
         };
     }
-    if state.show_help || state.overlay.is_some() {
+    if state.prompt.show_help || state.prompt.overlay.is_some() {
         return match e.code {
             KeyCode::Char('q') => Some(Action::Quit),
             _ => Some(Action::Cancel),

@@ -105,6 +105,59 @@ pub const GROUPINGS: [&[Dim]; 6] = [
     &[Dim::Consumer, Dim::Reason, Dim::Version],
 ];
 
+/// The group tree pane.
+#[derive(Debug, Default)]
+pub struct GroupsPane {
+    /// The group tree (all nodes), recomputed when the index changes.
+    pub tree: Vec<TreeNode>,
+    /// Paths of expanded nodes.
+    pub expanded: HashSet<Vec<u32>>,
+    /// Indices into `tree` of the nodes currently visible.
+    pub visible: Vec<usize>,
+    pub cursor: usize,
+    pub offset: usize,
+}
+
+/// The letters pane: the selected group's letters.
+#[derive(Debug)]
+pub struct LettersPane {
+    /// Letters of the selected node, newest first (or oldest, see `newest_first`).
+    pub rows: Vec<RowId>,
+    pub dirty: bool,
+    /// How many leading entries of `rows` are in order (big groups are sorted lazily:
+    /// the first pages at once, the rest when paged to).
+    pub sorted: usize,
+    pub cursor: usize,
+    pub offset: usize,
+    pub newest_first: bool,
+    pub marks: BTreeSet<RowId>,
+}
+
+/// The detail pane: the selected letter, its tabs, and what is loading for it.
+#[derive(Debug)]
+pub struct DetailPane {
+    pub current: Option<Detail>,
+    pub tab: Tab,
+    pub scroll: u16,
+    /// A letter whose bytes were requested from the source.
+    pub pending_fetch: Option<RowId>,
+    /// The last payload rendered off the UI thread: row, unmasked, view.
+    pub rendered: Option<(RowId, bool, crate::core::payload_view::PayloadView)>,
+    /// Letters unmasked in this session (privileged, audited); forgotten on exit.
+    pub unmasked: std::collections::HashSet<RowId>,
+    /// The ledger's entries for a letter (History tab), as `at · actor · action · detail`.
+    pub history: Option<(RowId, Vec<String>)>,
+}
+
+/// The prompt line and what covers the panes.
+#[derive(Debug)]
+pub struct Prompt {
+    pub input: Input,
+    pub show_help: bool,
+    /// A titled list over the panes (`:problems`, `:notes`); any key closes it.
+    pub overlay: Option<(String, Vec<String>)>,
+}
+
 pub struct AppState {
     pub info: SourceInfo,
     pub now_ms: i64,
@@ -114,48 +167,19 @@ pub struct AppState {
     pub custom_dims: Option<Vec<Dim>>,
     pub index: GroupIndex,
     pub filter: Filter,
-    /// The group tree (all nodes), recomputed when the index changes.
-    pub tree: Vec<TreeNode>,
-    /// Paths of expanded nodes.
-    pub expanded: HashSet<Vec<u32>>,
-    /// Indices into `tree` of the nodes currently visible.
-    pub visible: Vec<usize>,
-    pub group_cursor: usize,
-    pub group_offset: usize,
-    /// Letters of the selected node, newest first (or oldest, see `newest_first`).
-    pub letters: Vec<RowId>,
-    pub letters_dirty: bool,
-    /// How many leading entries of `letters` are in order (big groups are sorted
-    /// lazily: the first pages at once, the rest when paged to).
-    pub letters_sorted: usize,
-    pub letter_cursor: usize,
-    pub letter_offset: usize,
-    pub newest_first: bool,
-    pub marks: BTreeSet<RowId>,
+    pub groups: GroupsPane,
+    pub letters: LettersPane,
+    pub detail: DetailPane,
+    pub prompt: Prompt,
     pub focus: Pane,
-    pub tab: Tab,
-    pub detail: Option<Detail>,
-    pub detail_scroll: u16,
-    /// A letter whose bytes were requested from the source.
-    pub pending_fetch: Option<RowId>,
     pub cache: PayloadCache,
-    pub input: Input,
     pub message: Option<(String, Level)>,
-    pub show_help: bool,
-    /// A titled list over the panes (`:problems`, `:notes`); any key closes it.
-    pub overlay: Option<(String, Vec<String>)>,
     /// Lines the session reported (reconciled decisions, warnings), newest last.
     pub notes: Vec<String>,
-    /// The last payload rendered off the UI thread: row, unmasked, view.
-    pub rendered: Option<(RowId, bool, crate::core::payload_view::PayloadView)>,
     /// The ledger's decisions by binding (see `core::decisions::binding`).
     pub decisions: std::collections::HashMap<String, crate::core::ledger::Decision>,
     pub scan: ScanStatus,
     pub role: crate::core::access::Role,
-    /// Letters unmasked in this session (privileged, audited); forgotten on exit.
-    pub unmasked: std::collections::HashSet<RowId>,
-    /// The ledger's entries for a letter (History tab), as `at · actor · action · detail`.
-    pub history: Option<(RowId, Vec<String>)>,
     /// The screen was used by another program (the editor): repaint everything.
     pub force_redraw: bool,
     pub read_only: bool,
@@ -175,35 +199,37 @@ impl AppState {
             custom_dims: None,
             index: GroupIndex::new(dims, now_ms),
             filter: Filter::all(),
-            tree: Vec::new(),
-            expanded: HashSet::new(),
-            visible: Vec::new(),
-            group_cursor: 0,
-            group_offset: 0,
-            letters: Vec::new(),
-            letters_dirty: true,
-            letters_sorted: 0,
-            letter_cursor: 0,
-            letter_offset: 0,
-            newest_first: true,
-            marks: BTreeSet::new(),
+            groups: GroupsPane::default(),
+            letters: LettersPane {
+                rows: Vec::new(),
+                dirty: true,
+                sorted: 0,
+                cursor: 0,
+                offset: 0,
+                newest_first: true,
+                marks: BTreeSet::new(),
+            },
+            detail: DetailPane {
+                current: None,
+                tab: Tab::Failure,
+                scroll: 0,
+                pending_fetch: None,
+                rendered: None,
+                unmasked: std::collections::HashSet::new(),
+                history: None,
+            },
+            prompt: Prompt {
+                input: Input::None,
+                show_help: false,
+                overlay: None,
+            },
             focus: Pane::Groups,
-            tab: Tab::Failure,
-            detail: None,
-            detail_scroll: 0,
-            pending_fetch: None,
             cache: PayloadCache::new(cache_budget),
-            input: Input::None,
             message: None,
-            show_help: false,
-            overlay: None,
             notes: Vec::new(),
             decisions: Default::default(),
-            rendered: None,
             scan: ScanStatus::default(),
             role: crate::core::access::Role::Operator,
-            unmasked: std::collections::HashSet::new(),
-            history: None,
             force_redraw: false,
             read_only: false,
             page: 10,
@@ -220,12 +246,13 @@ impl AppState {
 
     /// The tree node under the group cursor.
     pub fn selected_node(&self) -> Option<&TreeNode> {
-        self.visible
-            .get(self.group_cursor)
-            .and_then(|i| self.tree.get(*i))
+        self.groups
+            .visible
+            .get(self.groups.cursor)
+            .and_then(|i| self.groups.tree.get(*i))
     }
 
     pub fn selected_row(&self) -> Option<RowId> {
-        self.letters.get(self.letter_cursor).copied()
+        self.letters.rows.get(self.letters.cursor).copied()
     }
 }

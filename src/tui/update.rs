@@ -103,8 +103,8 @@ fn navigate(state: &mut AppState, action: Action) {
                 let path = state.selected_node().map(|n| n.path.clone());
                 let leaf = path.as_ref().is_some_and(|p| p.len() == state.dims().len());
                 match path {
-                    Some(p) if !leaf && !state.expanded.contains(&p) => {
-                        state.expanded.insert(p);
+                    Some(p) if !leaf && !state.groups.expanded.contains(&p) => {
+                        state.groups.expanded.insert(p);
                         refresh_visible(state);
                     }
                     _ => state.focus = Pane::Letters,
@@ -117,18 +117,19 @@ fn navigate(state: &mut AppState, action: Action) {
             Pane::Groups => {
                 if let Some(node) = state.selected_node() {
                     let path = node.path.clone();
-                    if state.expanded.remove(&path) {
+                    if state.groups.expanded.remove(&path) {
                         refresh_visible(state);
                     } else if path.len() > 1 {
                         // Jump to the parent.
                         let parent = path[..path.len() - 1].to_vec();
                         if let Some(pos) = state
+                            .groups
                             .visible
                             .iter()
-                            .position(|i| state.tree[*i].path == parent)
+                            .position(|i| state.groups.tree[*i].path == parent)
                         {
-                            state.group_cursor = pos;
-                            state.letters_dirty = true;
+                            state.groups.cursor = pos;
+                            state.letters.dirty = true;
                         }
                     }
                 }
@@ -143,10 +144,10 @@ fn navigate(state: &mut AppState, action: Action) {
 /// Typing in the prompt: filters, the palette, reasons.
 fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
     match action {
-        Action::StartFuzzy => state.input = Input::Fuzzy(String::new()),
-        Action::StartExpr => state.input = Input::Expr(state.filter.source().to_string()),
-        Action::StartCommand => state.input = Input::Command(String::new()),
-        Action::InputChar(c) => match &mut state.input {
+        Action::StartFuzzy => state.prompt.input = Input::Fuzzy(String::new()),
+        Action::StartExpr => state.prompt.input = Input::Expr(state.filter.source().to_string()),
+        Action::StartCommand => state.prompt.input = Input::Command(String::new()),
+        Action::InputChar(c) => match &mut state.prompt.input {
             Input::Fuzzy(s)
             | Input::Expr(s)
             | Input::Command(s)
@@ -155,7 +156,7 @@ fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
             | Input::EditReason(s, _) => s.push(c),
             Input::None => {}
         },
-        Action::InputBackspace => match &mut state.input {
+        Action::InputBackspace => match &mut state.prompt.input {
             Input::Fuzzy(s)
             | Input::Expr(s)
             | Input::Command(s)
@@ -168,11 +169,11 @@ fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
         },
         Action::InputSubmit => submit(state, cmds),
         Action::Cancel => {
-            if state.input != Input::None {
-                state.input = Input::None;
-            } else if state.show_help || state.overlay.is_some() {
-                state.show_help = false;
-                state.overlay = None;
+            if state.prompt.input != Input::None {
+                state.prompt.input = Input::None;
+            } else if state.prompt.show_help || state.prompt.overlay.is_some() {
+                state.prompt.show_help = false;
+                state.prompt.overlay = None;
             } else if !state.filter.is_empty() {
                 state.filter = Filter::all();
                 rebuild_index(state);
@@ -185,7 +186,7 @@ fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
 
 /// Enter in the prompt: apply what was typed.
 fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
-    match std::mem::replace(&mut state.input, Input::None) {
+    match std::mem::replace(&mut state.prompt.input, Input::None) {
         Input::Fuzzy(words) => apply_filter(state, &words),
         Input::Expr(e) => apply_filter(state, &e),
         Input::Command(c) => run_command(state, c.trim()),
@@ -300,19 +301,19 @@ fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
                     state.message = Some(("select a letter to unmask".into(), Level::Warn))
                 }
                 (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
-                (Some(row), Ok(())) => state.input = Input::UnmaskReason(String::new(), row),
+                (Some(row), Ok(())) => state.prompt.input = Input::UnmaskReason(String::new(), row),
             }
         }
         Action::StartEdit => match (state.selected_row(), check(state.role, Permission::Edit)) {
             (None, _) => state.message = Some(("select a letter to edit".into(), Level::Warn)),
             (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
-            (Some(row), Ok(())) => state.input = Input::EditReason(String::new(), row),
+            (Some(row), Ok(())) => state.prompt.input = Input::EditReason(String::new(), row),
         },
         Action::StartDiscard => {
-            let rows: Vec<RowId> = if state.marks.is_empty() {
+            let rows: Vec<RowId> = if state.letters.marks.is_empty() {
                 state.selected_row().into_iter().collect()
             } else {
-                state.marks.iter().copied().collect()
+                state.letters.marks.iter().copied().collect()
             };
             if let (Err(denied), Some(row)) = (check(state.role, Permission::Discard), rows.first())
             {
@@ -323,20 +324,20 @@ fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
             } else if rows.is_empty() {
                 state.message = Some(("select or mark letters to discard".into(), Level::Warn));
             } else {
-                state.input = Input::DiscardReason(String::new(), rows);
+                state.prompt.input = Input::DiscardReason(String::new(), rows);
             }
         }
         Action::ToggleMark => {
             if let Some(row) = state.selected_row() {
-                if !state.marks.remove(&row) {
-                    state.marks.insert(row);
+                if !state.letters.marks.remove(&row) {
+                    state.letters.marks.insert(row);
                 }
             }
         }
         Action::Diff => {
-            state.tab = Tab::Diff;
-            state.detail_scroll = 0;
-            if state.marks.is_empty() {
+            state.detail.tab = Tab::Diff;
+            state.detail.scroll = 0;
+            if state.letters.marks.is_empty() {
                 state.message = Some((
                     "mark a letter with space, select another, then D".into(),
                     Level::Warn,
@@ -349,7 +350,7 @@ fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
                 Level::Warn,
             ));
         }
-        Action::Copy => match &state.detail {
+        Action::Copy => match &state.detail.current {
             Some(d) => {
                 cmds.push(Command::Copy(d.payload.text.clone()));
                 state.message = Some(("masked payload copied".into(), Level::Info));
@@ -369,12 +370,12 @@ fn scan_event(state: &mut AppState, action: Action) {
     match action {
         Action::SourceOpened(info) => state.info = info,
         Action::Rendered(row, unmasked, view) => {
-            if let Some(d) = state.detail.as_mut().filter(|d| d.row == row) {
-                if state.unmasked.contains(&row) == unmasked {
+            if let Some(d) = state.detail.current.as_mut().filter(|d| d.row == row) {
+                if state.detail.unmasked.contains(&row) == unmasked {
                     d.payload = view.clone();
                 }
             }
-            state.rendered = Some((row, unmasked, view));
+            state.detail.rendered = Some((row, unmasked, view));
         }
         Action::Problem(p) => {
             state.scan.problem_count += 1;
@@ -391,15 +392,15 @@ fn scan_event(state: &mut AppState, action: Action) {
         Action::ScanDone => {
             state.scan.complete = true;
             state.scan.total = Some(state.catalog.store.len() as u64);
-            state.letters_dirty = true;
+            state.letters.dirty = true;
         }
         Action::ScanFailed(e) => {
             state.scan.error = Some(e.clone());
             state.message = Some((e, Level::Error));
         }
         Action::Fetched(row, result) => {
-            if state.pending_fetch == Some(row) {
-                state.pending_fetch = None;
+            if state.detail.pending_fetch == Some(row) {
+                state.detail.pending_fetch = None;
             }
             match result {
                 Ok(raw) => state.cache.put(row, raw),
@@ -407,7 +408,7 @@ fn scan_event(state: &mut AppState, action: Action) {
                     state.message = Some((format!("could not fetch the letter: {e}"), Level::Error))
                 }
             }
-            state.detail = None;
+            state.detail.current = None;
         }
         _ => {}
     }
@@ -416,10 +417,10 @@ fn scan_event(state: &mut AppState, action: Action) {
 /// What the worker reports of the ledger: history, decisions, notes, outcomes.
 fn ledger_event(state: &mut AppState, action: Action) {
     match action {
-        Action::History(row, lines) => state.history = Some((row, lines)),
+        Action::History(row, lines) => state.detail.history = Some((row, lines)),
         Action::Edited(result) => {
             state.force_redraw = true;
-            state.history = None;
+            state.detail.history = None;
             state.message = Some(match result {
                 Ok(m) => (m, Level::Info),
                 Err(e) => (e, Level::Error),
@@ -427,10 +428,10 @@ fn ledger_event(state: &mut AppState, action: Action) {
         }
         Action::Unmasked(row, result) => match result {
             Ok(()) => {
-                state.history = None;
-                state.unmasked.insert(row);
-                state.detail = None;
-                state.tab = Tab::Payload;
+                state.detail.history = None;
+                state.detail.unmasked.insert(row);
+                state.detail.current = None;
+                state.detail.tab = Tab::Payload;
                 state.message = Some(("unmasked for this session (audited)".into(), Level::Warn));
             }
             Err(e) => state.message = Some((format!("not unmasked: {e}"), Level::Error)),
@@ -453,13 +454,13 @@ fn ledger_event(state: &mut AppState, action: Action) {
             state.notes.extend(lines);
         }
         Action::DiscardDone { rows, message, ok } => {
-            state.history = None;
+            state.detail.history = None;
             for r in &rows {
                 state
                     .catalog
                     .store
                     .set_state(*r, crate::core::model::TriageState::Discarded);
-                state.marks.remove(r);
+                state.letters.marks.remove(r);
             }
             rebuild_index(state);
             state.message = Some((message, if ok { Level::Info } else { Level::Error }));
@@ -472,27 +473,30 @@ fn ledger_event(state: &mut AppState, action: Action) {
 fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
     match action {
         Action::Quit => state.quit = true,
-        Action::ToggleHelp => state.show_help = !state.show_help,
+        Action::ToggleHelp => state.prompt.show_help = !state.prompt.show_help,
         Action::CycleGrouping => {
             state.custom_dims = None;
             state.grouping = (state.grouping + 1) % GROUPINGS.len();
-            state.expanded.clear();
+            state.groups.expanded.clear();
             rebuild_index(state);
             let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
             state.message = Some((format!("grouped by {}", names.join(" › ")), Level::Info));
         }
         Action::ToggleSort => {
-            state.newest_first = !state.newest_first;
-            state.letters_dirty = true;
+            state.letters.newest_first = !state.letters.newest_first;
+            state.letters.dirty = true;
         }
         Action::SetTab(t) => {
-            state.tab = t;
-            state.detail_scroll = 0;
+            state.detail.tab = t;
+            state.detail.scroll = 0;
         }
         Action::NextTab => {
-            let i = Tab::ALL.iter().position(|t| *t == state.tab).unwrap_or(0);
-            state.tab = Tab::ALL[(i + 1) % Tab::ALL.len()];
-            state.detail_scroll = 0;
+            let i = Tab::ALL
+                .iter()
+                .position(|t| *t == state.detail.tab)
+                .unwrap_or(0);
+            state.detail.tab = Tab::ALL[(i + 1) % Tab::ALL.len()];
+            state.detail.scroll = 0;
         }
         Action::Click { column, row } => click(state, layout(size.0, size.1), column, row),
         Action::Scroll { column, row, down } => {
@@ -505,7 +509,7 @@ fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
                 state.focus = Pane::Letters;
                 move_cursor(state, delta);
             } else if contains(a.detail, column, row) {
-                state.detail_scroll = (i64::from(state.detail_scroll) + delta).max(0) as u16;
+                state.detail.scroll = (i64::from(state.detail.scroll) + delta).max(0) as u16;
             }
         }
         Action::Resize => {}
@@ -521,7 +525,7 @@ fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
 /// After any action: page size, the letter list, the detail pane.
 fn finish(state: &mut AppState, mut cmds: Vec<Command>, size: (u16, u16)) -> Vec<Command> {
     state.page = usize::from(layout(size.0, size.1).letters.height.saturating_sub(3)).max(1);
-    if state.letters_dirty {
+    if state.letters.dirty {
         refresh_letters(state);
     }
     sync_detail(state, &mut cmds);
@@ -536,7 +540,7 @@ fn run_command(state: &mut AppState, line: &str) {
     let result: Result<String, String> = match cmd {
         "group" | "g" => Dim::parse_list(arg).map(|dims| {
             state.custom_dims = Some(dims);
-            state.expanded.clear();
+            state.groups.expanded.clear();
             rebuild_index(state);
             let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
             format!("grouped by {}", names.join(" › "))
@@ -559,8 +563,8 @@ fn run_command(state: &mut AppState, line: &str) {
             other => Err(format!("sort takes newest or oldest, not `{other}`")),
         }
         .map(|newest| {
-            state.newest_first = newest;
-            state.letters_dirty = true;
+            state.letters.newest_first = newest;
+            state.letters.dirty = true;
             format!("{} first", if newest { "newest" } else { "oldest" })
         }),
         "tab" => match Tab::ALL
@@ -568,8 +572,8 @@ fn run_command(state: &mut AppState, line: &str) {
             .find(|t| t.title().eq_ignore_ascii_case(arg))
         {
             Some(t) => {
-                state.tab = *t;
-                state.detail_scroll = 0;
+                state.detail.tab = *t;
+                state.detail.scroll = 0;
                 Ok(format!("{} tab", t.title()))
             }
             None => Err(format!(
@@ -577,11 +581,11 @@ fn run_command(state: &mut AppState, line: &str) {
             )),
         },
         "help" | "?" => {
-            state.show_help = true;
+            state.prompt.show_help = true;
             Ok(String::new())
         }
         "problems" => {
-            state.overlay = Some(problems_overlay(state));
+            state.prompt.overlay = Some(problems_overlay(state));
             Ok(String::new())
         }
         "notes" => {
@@ -590,7 +594,7 @@ fn run_command(state: &mut AppState, line: &str) {
             } else {
                 state.notes.clone()
             };
-            state.overlay = Some(("Session notes".into(), lines));
+            state.prompt.overlay = Some(("Session notes".into(), lines));
             Ok(String::new())
         }
         "quit" | "q" => {
@@ -634,16 +638,16 @@ fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
     // Lists start one row below their border (two for the letters header row).
     if contains(a.groups, column, row) {
         state.focus = Pane::Groups;
-        let i = state.group_offset + usize::from(row.saturating_sub(a.groups.y + 1));
-        if i < state.visible.len() {
-            state.group_cursor = i;
-            state.letters_dirty = true;
+        let i = state.groups.offset + usize::from(row.saturating_sub(a.groups.y + 1));
+        if i < state.groups.visible.len() {
+            state.groups.cursor = i;
+            state.letters.dirty = true;
         }
     } else if contains(a.letters, column, row) {
         state.focus = Pane::Letters;
-        let i = state.letter_offset + usize::from(row.saturating_sub(a.letters.y + 2));
-        if i < state.letters.len() {
-            state.letter_cursor = i;
+        let i = state.letters.offset + usize::from(row.saturating_sub(a.letters.y + 2));
+        if i < state.letters.rows.len() {
+            state.letters.cursor = i;
         }
     } else if contains(a.detail, column, row) {
         state.focus = Pane::Detail;
@@ -659,21 +663,21 @@ fn move_cursor(state: &mut AppState, delta: i64) {
     };
     match state.focus {
         Pane::Groups => {
-            let new = step(state.group_cursor, state.visible.len());
-            if new != state.group_cursor {
-                state.group_cursor = new;
-                state.letters_dirty = true;
+            let new = step(state.groups.cursor, state.groups.visible.len());
+            if new != state.groups.cursor {
+                state.groups.cursor = new;
+                state.letters.dirty = true;
             }
         }
         Pane::Letters => {
-            state.letter_cursor = step(state.letter_cursor, state.letters.len());
-            if state.letter_cursor + 2 * state.page >= state.letters_sorted {
+            state.letters.cursor = step(state.letters.cursor, state.letters.rows.len());
+            if state.letters.cursor + 2 * state.page >= state.letters.sorted {
                 sort_letters(state, usize::MAX);
             }
         }
         Pane::Detail => {
-            state.detail_scroll =
-                (i64::from(state.detail_scroll) + delta).clamp(0, i64::from(u16::MAX)) as u16;
+            state.detail.scroll =
+                (i64::from(state.detail.scroll) + delta).clamp(0, i64::from(u16::MAX)) as u16;
         }
     }
 }
@@ -715,69 +719,79 @@ pub fn rebuild_index(state: &mut AppState) {
 /// Recompute the tree from the index, keeping the selected node if it still exists.
 pub fn refresh_tree(state: &mut AppState) {
     let selected = state.selected_node().map(|n| n.path.clone());
-    state.tree = state.index.tree(&state.catalog.store);
+    state.groups.tree = state.index.tree(&state.catalog.store);
     let top_open = state
+        .groups
         .tree
         .iter()
-        .any(|n| n.depth == 0 && state.expanded.contains(&n.path));
+        .any(|n| n.depth == 0 && state.groups.expanded.contains(&n.path));
     if !top_open && state.dims().len() > 1 {
         // First view: open the biggest group down to the leaves, as in the sketch.
-        if let Some(first) = state.tree.first() {
+        if let Some(first) = state.groups.tree.first() {
             let top = first.path.clone();
-            state.expanded.insert(top.clone());
+            state.groups.expanded.insert(top.clone());
             if let Some(child) = state
+                .groups
                 .tree
                 .iter()
                 .find(|n| n.path.len() == 2 && n.path[0] == top[0])
             {
-                state.expanded.insert(child.path.clone());
+                state.groups.expanded.insert(child.path.clone());
             }
         }
     }
     refresh_visible(state);
     if let Some(p) = selected {
-        if let Some(pos) = state.visible.iter().position(|i| state.tree[*i].path == p) {
-            state.group_cursor = pos;
+        if let Some(pos) = state
+            .groups
+            .visible
+            .iter()
+            .position(|i| state.groups.tree[*i].path == p)
+        {
+            state.groups.cursor = pos;
         }
     }
-    state.letters_dirty = true;
+    state.letters.dirty = true;
 }
 
 /// Which tree nodes are visible given the expanded set.
 pub fn refresh_visible(state: &mut AppState) {
-    state.visible = state
+    state.groups.visible = state
+        .groups
         .tree
         .iter()
         .enumerate()
-        .filter(|(_, n)| (1..n.path.len()).all(|d| state.expanded.contains(&n.path[..d])))
+        .filter(|(_, n)| (1..n.path.len()).all(|d| state.groups.expanded.contains(&n.path[..d])))
         .map(|(i, _)| i)
         .collect();
-    state.group_cursor = state
-        .group_cursor
-        .min(state.visible.len().saturating_sub(1));
-    state.letters_dirty = true;
+    state.groups.cursor = state
+        .groups
+        .cursor
+        .min(state.groups.visible.len().saturating_sub(1));
+    state.letters.dirty = true;
 }
 
 /// The letters of the selected node, sorted, keeping the selected letter.
 fn refresh_letters(state: &mut AppState) {
     let Some(path) = state.selected_node().map(|n| n.path.clone()) else {
-        state.letters.clear();
-        state.letters_dirty = false;
+        state.letters.rows.clear();
+        state.letters.dirty = false;
         return;
     };
     let members = state.index.members_under(&path);
-    if members.len() > LIVE_LETTERS_LIMIT && !state.scan.complete && !state.letters.is_empty() {
+    if members.len() > LIVE_LETTERS_LIMIT && !state.scan.complete && !state.letters.rows.is_empty()
+    {
         return; // stay dirty; sorted once the scan completes
     }
     let keep = state.selected_row();
-    state.letters = members;
-    state.letters_sorted = 0;
+    state.letters.rows = members;
+    state.letters.sorted = 0;
     sort_letters(state, SORT_AHEAD);
-    state.letter_cursor = keep
-        .and_then(|k| state.letters.iter().position(|r| *r == k))
+    state.letters.cursor = keep
+        .and_then(|k| state.letters.rows.iter().position(|r| *r == k))
         .unwrap_or(0)
-        .min(state.letters.len().saturating_sub(1));
-    state.letters_dirty = false;
+        .min(state.letters.rows.len().saturating_sub(1));
+    state.letters.dirty = false;
 }
 
 /// Say why an action is refused, and have the refusal audited.
@@ -809,13 +823,13 @@ const SORT_AHEAD: usize = 4096;
 /// Put at least the first `want` letters in order (all of them for small groups). A
 /// partial selection is O(n), a full sort of half a million letters is not.
 pub fn sort_letters(state: &mut AppState, want: usize) {
-    let len = state.letters.len();
-    if state.letters_sorted >= len.min(want) {
+    let len = state.letters.rows.len();
+    if state.letters.sorted >= len.min(want) {
         return;
     }
     let store = &state.catalog.store;
     let at = |r: &RowId| store.row(*r).map_or(NO_TIME, |x| x.at_ms);
-    let newest = state.newest_first;
+    let newest = state.letters.newest_first;
     // Unknown times sort last in either order.
     let key = |r: &RowId| {
         let t = at(r);
@@ -828,39 +842,45 @@ pub fn sort_letters(state: &mut AppState, want: usize) {
         };
         (rank, *r)
     };
-    let letters = &mut state.letters;
+    let letters = &mut state.letters.rows;
     if len / 4 <= want {
         letters.sort_unstable_by_key(key);
-        state.letters_sorted = len;
+        state.letters.sorted = len;
     } else {
         letters.select_nth_unstable_by_key(want, key);
         letters[..want].sort_unstable_by_key(key);
-        state.letters_sorted = want;
+        state.letters.sorted = want;
     }
 }
 
 /// Make the detail pane show the selected letter: from the cache, or ask the worker.
 fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
     let Some(row) = state.selected_row() else {
-        state.detail = None;
+        state.detail.current = None;
         return;
     };
-    if state.tab == Tab::History && state.history.as_ref().map(|h| h.0) != Some(row) {
+    if state.detail.tab == Tab::History && state.detail.history.as_ref().map(|h| h.0) != Some(row) {
         if let Some(id) = letter_id(state, row) {
-            state.history = Some((row, vec!["reading the ledger…".into()]));
+            state.detail.history = Some((row, vec!["reading the ledger…".into()]));
             cmds.push(Command::History(row, id));
         }
     }
-    let want_diff = state.tab == Tab::Diff;
-    let mark = state.marks.iter().rev().find(|m| **m != row).copied();
-    if let Some(d) = &state.detail {
+    let want_diff = state.detail.tab == Tab::Diff;
+    let mark = state
+        .letters
+        .marks
+        .iter()
+        .rev()
+        .find(|m| **m != row)
+        .copied();
+    if let Some(d) = &state.detail.current {
         let diff_ok = !want_diff || d.diff.as_ref().map(|x| x.0) == mark;
         if d.row == row && diff_ok {
             return;
         }
     }
     let Some(raw) = state.cache.get(row).cloned() else {
-        state.detail = None;
+        state.detail.current = None;
         request_fetch(state, row, cmds);
         return;
     };
@@ -871,10 +891,10 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
     let letter =
         crate::core::catalog::extract_masked(state.catalog.masker(), state.catalog.mappings(), raw);
     let payload = payload_for(state, row, &letter, cmds);
-    if state.detail.as_ref().map(|d| d.row) != Some(row) {
-        state.detail_scroll = 0;
+    if state.detail.current.as_ref().map(|d| d.row) != Some(row) {
+        state.detail.scroll = 0;
     }
-    state.detail = Some(Detail {
+    state.detail.current = Some(Detail {
         row,
         letter,
         payload,
@@ -884,7 +904,7 @@ fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
 
 /// Ask the worker for a letter whose bytes are not in memory (once).
 fn request_fetch(state: &mut AppState, row: RowId, cmds: &mut Vec<Command>) {
-    if state.pending_fetch == Some(row) {
+    if state.detail.pending_fetch == Some(row) {
         return;
     }
     let coords = state
@@ -894,7 +914,7 @@ fn request_fetch(state: &mut AppState, row: RowId, cmds: &mut Vec<Command>) {
         .and_then(|r| row_coords(state, r));
     match coords {
         Some(c) => {
-            state.pending_fetch = Some(row);
+            state.detail.pending_fetch = Some(row);
             cmds.push(Command::Fetch(row, c));
         }
         None => {
@@ -935,8 +955,9 @@ fn payload_for(
     letter: &crate::core::model::DeadLetter,
     cmds: &mut Vec<Command>,
 ) -> payload_view::PayloadView {
-    let unmasked = state.unmasked.contains(&row);
+    let unmasked = state.detail.unmasked.contains(&row);
     if let Some((_, _, view)) = state
+        .detail
         .rendered
         .as_ref()
         .filter(|r| r.0 == row && r.1 == unmasked)
@@ -1040,11 +1061,11 @@ mod tests {
         navigate(&mut s, Action::FocusPrev);
         assert_eq!(s.focus, Pane::Groups);
         navigate(&mut s, Action::Bottom);
-        let last = s.group_cursor;
+        let last = s.groups.cursor;
         navigate(&mut s, Action::Down);
-        assert_eq!(s.group_cursor, last, "past the end");
+        assert_eq!(s.groups.cursor, last, "past the end");
         navigate(&mut s, Action::Top);
-        assert_eq!(s.group_cursor, 0);
+        assert_eq!(s.groups.cursor, 0);
     }
 
     #[test]
@@ -1056,9 +1077,9 @@ mod tests {
             input(&mut s, Action::InputChar(c), &mut cmds);
         }
         input(&mut s, Action::InputBackspace, &mut cmds);
-        assert_eq!(s.input, Input::Fuzzy("ev".into()));
+        assert_eq!(s.prompt.input, Input::Fuzzy("ev".into()));
         input(&mut s, Action::InputSubmit, &mut cmds);
-        assert_eq!(s.input, Input::None);
+        assert_eq!(s.prompt.input, Input::None);
         assert_eq!(s.filter.fuzzy_words(), ["ev"]);
         input(&mut s, Action::Cancel, &mut cmds);
         assert!(s.filter.is_empty(), "Esc clears the filter");
@@ -1081,11 +1102,11 @@ mod tests {
         s.role = Role::Operator;
         cmds.clear();
         act(&mut s, Action::StartDiscard, &mut cmds);
-        assert!(matches!(s.input, Input::DiscardReason(_, ref rows) if rows.len() == 1));
-        s.input = Input::None;
+        assert!(matches!(s.prompt.input, Input::DiscardReason(_, ref rows) if rows.len() == 1));
+        s.prompt.input = Input::None;
         s.read_only = true;
         act(&mut s, Action::StartDiscard, &mut cmds);
-        assert_eq!(s.input, Input::None);
+        assert_eq!(s.prompt.input, Input::None);
     }
 
     #[test]
@@ -1110,6 +1131,7 @@ mod tests {
             .is_some_and(|m| m.0.contains("+1 more on :notes")));
         run_command(&mut s, "problems");
         assert!(s
+            .prompt
             .overlay
             .as_ref()
             .is_some_and(|o| o.1[0].contains("line 4")));
@@ -1119,7 +1141,7 @@ mod tests {
     fn view_changes_tabs_grouping_and_ticks() {
         let mut s = state(3);
         view(&mut s, Action::NextTab, SIZE);
-        assert_eq!(s.tab, Tab::Headers);
+        assert_eq!(s.detail.tab, Tab::Headers);
         let before = s.dims().to_vec();
         view(&mut s, Action::CycleGrouping, SIZE);
         assert_ne!(s.dims(), &before[..]);

@@ -21,7 +21,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let focused = s.focus == Pane::Detail;
     let mut title = vec![Span::raw(" ")];
     for (i, tab) in Tab::ALL.iter().enumerate() {
-        let style = if *tab == s.tab {
+        let style = if *tab == s.detail.tab {
             t.get(S::UiSelection)
         } else {
             t.get(S::UiDim)
@@ -32,9 +32,9 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let block = pane(Line::from(title), focused, t);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let lines = match (&s.detail, s.selected_row()) {
+    let lines = match (&s.detail.current, s.selected_row()) {
         (Some(_), _)
-            if matches!(s.tab, Tab::Payload | Tab::Diff)
+            if matches!(s.detail.tab, Tab::Payload | Tab::Diff)
                 && s.role < crate::core::access::Role::Operator =>
         {
             vec![Line::from(Span::styled(
@@ -42,12 +42,12 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 t.get(S::UiWarn),
             ))]
         }
-        (Some(d), _) => match s.tab {
+        (Some(d), _) => match s.detail.tab {
             Tab::Failure => failure(d, s, t),
             Tab::Headers => headers(d, s, t),
-            Tab::Payload => payload(d, s.unmasked.contains(&d.row), t),
+            Tab::Payload => payload(d, s.detail.unmasked.contains(&d.row), t),
             Tab::Diff => diff(d, t),
-            Tab::History => match &s.history {
+            Tab::History => match &s.detail.history {
                 Some((row, lines)) if *row == d.row => lines
                     .iter()
                     .map(|l| Line::from(Span::styled(clean(l), t.get(S::UiText))))
@@ -58,7 +58,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 ))],
             },
         },
-        (None, Some(_)) if s.pending_fetch.is_some() => vec![Line::from(Span::styled(
+        (None, Some(_)) if s.detail.pending_fetch.is_some() => vec![Line::from(Span::styled(
             "fetching the letter…",
             t.get(S::UiDim),
         ))],
@@ -69,7 +69,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     };
     f.render_widget(
         Paragraph::new(lines)
-            .scroll((s.detail_scroll, 0))
+            .scroll((s.detail.scroll, 0))
             .wrap(Wrap { trim: false }),
         inner,
     );

@@ -27,7 +27,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     f.render_widget(block, area);
     let h = usize::from(inner.height);
     let w = usize::from(inner.width);
-    if s.visible.is_empty() {
+    if s.groups.visible.is_empty() {
         let msg = if s.scan.complete {
             "(no letters)"
         } else {
@@ -41,19 +41,19 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let show_oldest = w >= 40;
     let stats_w = 7 + if show_oldest { 7 } else { 0 } + if show_spark { 13 } else { 0 };
     let label_w = w.saturating_sub(stats_w);
-    let offset = list_offset(s.group_cursor, h);
+    let offset = list_offset(s.groups.cursor, h);
     let mut lines = Vec::with_capacity(h);
     let cols = Cols {
         label_w,
         show_oldest,
         show_spark,
     };
-    for (pos, idx) in s.visible.iter().enumerate().skip(offset).take(h) {
+    for (pos, idx) in s.groups.visible.iter().enumerate().skip(offset).take(h) {
         let style = Selection {
-            selected: pos == s.group_cursor,
+            selected: pos == s.groups.cursor,
             focused,
         };
-        lines.push(node_line(s, &s.tree[*idx], style, &cols, t));
+        lines.push(node_line(s, &s.groups.tree[*idx], style, &cols, t));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }
@@ -83,7 +83,7 @@ fn node_line<'a>(
     let leaf = n.depth + 1 == s.dims().len();
     let marker = if leaf {
         "  "
-    } else if s.expanded.contains(&n.path) {
+    } else if s.groups.expanded.contains(&n.path) {
         "▾ "
     } else {
         "▸ "

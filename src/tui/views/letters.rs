@@ -21,12 +21,15 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .selected_node()
         .map(|n| sanitize::line(&n.label, 60))
         .unwrap_or_default();
-    let order = if s.newest_first {
+    let order = if s.letters.newest_first {
         "newest first"
     } else {
         "oldest first"
     };
-    let title = Line::from(format!(" Letters  {node} · {} · {order} ", s.letters.len()));
+    let title = Line::from(format!(
+        " Letters  {node} · {} · {order} ",
+        s.letters.rows.len()
+    ));
     let block = pane(title, focused, t);
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -46,7 +49,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         ),
         t.get(S::UiDim),
     ))];
-    let offset = list_offset(s.letter_cursor, h.max(1));
+    let offset = list_offset(s.letters.cursor, h.max(1));
     let words = s.filter.fuzzy_words();
     let cols = Cols {
         id_w,
@@ -57,15 +60,19 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         prev_w,
         w,
     };
-    for (pos, row) in s.letters.iter().enumerate().skip(offset).take(h) {
+    for (pos, row) in s.letters.rows.iter().enumerate().skip(offset).take(h) {
         let Some(r) = store.row(*row) else { continue };
-        let selected = pos == s.letter_cursor;
+        let selected = pos == s.letters.cursor;
         let style = match (selected, focused) {
             (true, true) => t.get(S::UiSelection),
             (true, false) => t.get(S::UiSelectionUnfocused),
             _ => t.get(S::state(r.state)),
         };
-        let mark = if s.marks.contains(row) { "● " } else { "  " };
+        let mark = if s.letters.marks.contains(row) {
+            "● "
+        } else {
+            "  "
+        };
         let mut spans = vec![Span::styled(mark, t.get(S::UiMark))];
         spans.extend(highlighted(
             row_text(s, r, &cols),
@@ -75,7 +82,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         ));
         lines.push(Line::from(spans));
     }
-    if s.letters.is_empty() {
+    if s.letters.rows.is_empty() {
         lines.push(Line::from(Span::styled(
             "  (select a group)",
             t.get(S::UiDim),

@@ -23,9 +23,9 @@ pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
     letters::render(f, a.letters, s, t);
     detail::render(f, a.detail, s, t);
     status::footer(f, a.footer, s, t);
-    if s.show_help {
+    if s.prompt.show_help {
         help::render(f, area, s, t);
-    } else if let Some((title, lines)) = &s.overlay {
+    } else if let Some((title, lines)) = &s.prompt.overlay {
         help::render_list(f, area, title, lines, t);
     }
 }

@@ -15,12 +15,14 @@ use ratatui::Frame;
 pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let total = s.catalog.store.len();
     let inflow: f64 = s
+        .groups
         .tree
         .iter()
         .filter(|n| n.depth == 0)
         .map(|n| n.inflow_per_min())
         .sum();
     let oldest = s
+        .groups
         .tree
         .iter()
         .filter(|n| n.depth == 0 && n.oldest_ms != NO_TIME)
@@ -117,7 +119,7 @@ pub fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
 
 pub fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let width = usize::from(area.width);
-    let line = match &s.input {
+    let line = match &s.prompt.input {
         Input::Fuzzy(w) => Line::from(vec![
             Span::styled(" / ", t.get(S::UiTitle)),
             Span::styled(format!("{}▏", sanitize::line(w, 200)), t.get(S::UiText)),
