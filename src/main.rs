@@ -41,16 +41,19 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            let msg: Vec<String> = e
-                .chain()
-                .map(|c| {
-                    let mut text = dlq_triage::core::source::redact_uri_text(&c.to_string());
-                    for s in &secrets {
-                        text = text.replace(s.as_str(), "***");
-                    }
-                    sanitize::clean(&text)
-                })
-                .collect();
+            // Each cause once: messages that already quote their cause (SourceError)
+            // are not followed by it again.
+            let mut msg: Vec<String> = Vec::new();
+            for c in e.chain() {
+                let mut text = dlq_triage::core::source::redact_uri_text(&c.to_string());
+                for s in &secrets {
+                    text = text.replace(s.as_str(), "***");
+                }
+                let text = sanitize::clean(&text);
+                if !msg.last().is_some_and(|m| m.ends_with(&text)) {
+                    msg.push(text);
+                }
+            }
             eprintln!("error: {}", msg.join(": "));
             if e.chain().any(|c| c.downcast_ref::<UsageError>().is_some()) {
                 ExitCode::from(2)

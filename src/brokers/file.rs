@@ -14,13 +14,13 @@ pub struct FileSource {
 impl FileSource {
     pub fn open(path: &Path) -> Result<Self, SourceError> {
         let meta = std::fs::metadata(path).map_err(|e| {
-            SourceError::Unavailable(format!(
+            SourceError::unavailable(format!(
                 "cannot read dump {}: {e}",
                 crate::core::sanitize::clean(&path.display().to_string())
             ))
         })?;
         if meta.is_dir() {
-            return Err(SourceError::Unavailable(format!(
+            return Err(SourceError::unavailable(format!(
                 "{} is a directory, not a dump file",
                 path.display()
             )));
@@ -44,7 +44,7 @@ impl DlqSource for FileSource {
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<(), SourceError> {
         let f = File::open(&self.path).map_err(|e| {
-            SourceError::Unavailable(format!("cannot open {}: {e}", self.path.display()))
+            SourceError::unavailable(format!("cannot open {}: {e}", self.path.display()))
         })?;
         let mut reader = DumpReader::new(BufReader::with_capacity(1 << 16, f));
         let mut done = 0u64;
@@ -59,7 +59,7 @@ impl DlqSource for FileSource {
                     message,
                 },
                 Err(DumpError::Io(e)) => {
-                    return Err(SourceError::Failed(format!(
+                    return Err(SourceError::failed(format!(
                         "reading {}: {e}",
                         self.path.display()
                     )));

@@ -51,10 +51,10 @@ impl OffsetLookup for BaseConsumer {
         let mut tpl = TopicPartitionList::new();
         for p in partitions {
             tpl.add_partition_offset(topic, *p, Offset::Offset(since.timestamp_millis()))
-                .map_err(|e| SourceError::Failed(format!("--since on {topic}/{p}: {e}")))?;
+                .map_err(|e| SourceError::failed_by(format!("--since on {topic}/{p}"), e))?;
         }
         let res = self.offsets_for_times(tpl, METADATA_TIMEOUT).map_err(|e| {
-            SourceError::Failed(format!("looking up offsets for --since on `{topic}`: {e}"))
+            SourceError::failed_by(format!("looking up offsets for --since on `{topic}`"), e)
         })?;
         Ok(res
             .elements_for_topic(topic)
@@ -154,7 +154,7 @@ impl KafkaSource {
 
     fn consumer(&self) -> Result<BaseConsumer, SourceError> {
         self.config().create().map_err(|e| {
-            SourceError::Unavailable(format!(
+            SourceError::unavailable(format!(
                 "cannot create a Kafka client: {e} (check -X properties)"
             ))
         })
@@ -171,7 +171,7 @@ impl KafkaSource {
     /// Partitions of a topic, or why not.
     fn partitions(&self, consumer: &BaseConsumer, topic: &str) -> Result<Vec<i32>, SourceError> {
         let md = consumer.fetch_metadata(Some(topic), METADATA_TIMEOUT).map_err(|e| {
-            SourceError::Unavailable(format!(
+            SourceError::unavailable(format!(
                 "cannot reach Kafka at {} within {}s: {e}. Check the address and network, and -X security.protocol / sasl.* for secured clusters",
                 self.brokers.join(","),
                 METADATA_TIMEOUT.as_secs()
@@ -182,17 +182,17 @@ impl KafkaSource {
             .iter()
             .find(|t| t.name() == topic)
             .ok_or_else(|| {
-                SourceError::Unavailable(format!("topic `{topic}` not in the cluster's metadata"))
+                SourceError::unavailable(format!("topic `{topic}` not in the cluster's metadata"))
             })?;
         if let Some(err) = t.error() {
-            return Err(SourceError::Unavailable(format!(
+            return Err(SourceError::unavailable(format!(
                 "topic `{topic}`: {} (does it exist? names are case-sensitive)",
                 rdkafka::error::RDKafkaErrorCode::from(err)
             )));
         }
         let parts: Vec<i32> = t.partitions().iter().map(|p| p.id()).collect();
         if parts.is_empty() {
-            return Err(SourceError::Unavailable(format!(
+            return Err(SourceError::unavailable(format!(
                 "topic `{topic}` has no partitions (does it exist?)"
             )));
         }
@@ -234,11 +234,11 @@ impl KafkaSource {
         let mut tpl = TopicPartitionList::new();
         for (p, start) in &starts {
             tpl.add_partition_offset(topic, *p, *start)
-                .map_err(|e| SourceError::Failed(format!("assigning {topic}/{p}: {e}")))?;
+                .map_err(|e| SourceError::failed_by(format!("assigning {topic}/{p}"), e))?;
         }
         consumer
             .assign(&tpl)
-            .map_err(|e| SourceError::Failed(format!("assigning partitions of `{topic}`: {e}")))?;
+            .map_err(|e| SourceError::failed_by(format!("assigning partitions of `{topic}`"), e))?;
 
         let (tx, rx) = mpsc::sync_channel::<Result<Vec<RawLetter>, SourceError>>(8);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -280,7 +280,7 @@ impl KafkaSource {
                 if last_progress.elapsed() > stall_timeout {
                     let mut left: Vec<i32> = pending.iter().copied().collect();
                     left.sort_unstable();
-                    let _ = tx.send(Err(SourceError::Failed(format!(
+                    let _ = tx.send(Err(SourceError::failed(format!(
                         "no progress reading `{topic_owned}` for {}s (partitions {left:?} unfinished){}",
                         stall_timeout.as_secs(),
                         last_error.map(|e| format!("; last error: {e}")).unwrap_or_default()
@@ -323,7 +323,7 @@ impl KafkaSource {
         *total += estimate.load(Ordering::Relaxed);
         let next = poller
             .join()
-            .map_err(|_| SourceError::Failed(format!("the reader of `{topic}` crashed")))?;
+            .map_err(|_| SourceError::failed(format!("the reader of `{topic}` crashed")))?;
         if matches!(outcome, Ok(ControlFlow::Continue(()))) {
             // Where tail continues: after the last letter seen, else where the scan
             // started (an empty partition, or one --since skipped entirely).
@@ -423,23 +423,21 @@ impl DlqSource for KafkaSource {
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<(), SourceError> {
         if self.positions.is_empty() {
-            return Err(SourceError::Failed(
-                "tail needs a completed scan first".into(),
-            ));
+            return Err(SourceError::failed("tail needs a completed scan first"));
         }
         let mut cfg = self.config();
         cfg.set("enable.partition.eof", "false");
         let consumer: BaseConsumer = cfg
             .create()
-            .map_err(|e| SourceError::Unavailable(format!("cannot create a Kafka client: {e}")))?;
+            .map_err(|e| SourceError::unavailable_by("cannot create a Kafka client", e))?;
         let mut tpl = TopicPartitionList::new();
         for (t, p, o) in &self.positions {
             tpl.add_partition_offset(t, *p, *o)
-                .map_err(|e| SourceError::Failed(format!("assigning {t}/{p}: {e}")))?;
+                .map_err(|e| SourceError::failed_by(format!("assigning {t}/{p}"), e))?;
         }
         consumer
             .assign(&tpl)
-            .map_err(|e| SourceError::Failed(format!("assigning for tail: {e}")))?;
+            .map_err(|e| SourceError::failed_by("assigning for tail", e))?;
         loop {
             match consumer.poll(POLL) {
                 Some(Ok(msg)) => {
@@ -485,24 +483,24 @@ impl DlqSource for KafkaSource {
         let consumer = self.consumer()?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))
-            .map_err(|e| SourceError::Failed(format!("assigning {coords}: {e}")))?;
+            .map_err(|e| SourceError::failed_by(format!("assigning {coords}"), e))?;
         consumer
             .assign(&tpl)
-            .map_err(|e| SourceError::Failed(format!("assigning {coords}: {e}")))?;
+            .map_err(|e| SourceError::failed_by(format!("assigning {coords}"), e))?;
         let started = Instant::now();
         while started.elapsed() < self.stall_timeout {
             match consumer.poll(POLL) {
                 Some(Ok(msg)) if msg.offset() == *offset => return Ok(to_raw(&msg)),
                 // Compaction or retention removed it; the broker skipped ahead.
                 Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => {
-                    return Err(SourceError::Unavailable(format!(
+                    return Err(SourceError::unavailable(format!(
                         "{coords} no longer exists (retention or compaction)"
                     )))
                 }
                 Some(Err(_)) | None => {}
             }
         }
-        Err(SourceError::Failed(format!(
+        Err(SourceError::failed(format!(
             "fetching {coords}: no answer within {}s",
             self.stall_timeout.as_secs()
         )))
@@ -550,9 +548,9 @@ impl KafkaPublisher {
         for (k, v) in props {
             cfg.set(k, v);
         }
-        let producer = cfg.create_with_context(Confirmations).map_err(|e| {
-            SourceError::Unavailable(format!("cannot create a Kafka producer: {e}"))
-        })?;
+        let producer = cfg
+            .create_with_context(Confirmations)
+            .map_err(|e| SourceError::unavailable_by("cannot create a Kafka producer", e))?;
         Ok(KafkaPublisher { producer, timeout })
     }
 }
@@ -574,7 +572,7 @@ impl Publisher for KafkaPublisher {
         }
         self.producer
             .send(record)
-            .map_err(|(e, _)| SourceError::Failed(format!("publishing to `{topic}`: {e}")))?;
+            .map_err(|(e, _)| SourceError::failed_by(format!("publishing to `{topic}`"), e))?;
         // Wait for the broker's verdict; message.timeout.ms bounds it.
         let deadline = Instant::now() + self.timeout + Duration::from_secs(5);
         loop {
@@ -586,13 +584,13 @@ impl Publisher for KafkaPublisher {
                     })
                 }
                 Ok(Err(e)) => {
-                    return Err(SourceError::Failed(format!(
+                    return Err(SourceError::failed(format!(
                         "publishing to `{topic}` was not confirmed: {e}"
                     )))
                 }
                 Err(mpsc::TryRecvError::Empty) if Instant::now() < deadline => {}
                 Err(_) => {
-                    return Err(SourceError::Failed(format!(
+                    return Err(SourceError::failed(format!(
                         "publishing to `{topic}`: no delivery report"
                     )))
                 }

@@ -79,7 +79,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, SourceError> {
         .thread_name("dlq-triage-amqp")
         .enable_all()
         .build()
-        .map_err(|e| SourceError::Failed(format!("starting the AMQP runtime: {e}")))
+        .map_err(|e| SourceError::failed_by("starting the AMQP runtime", e))
 }
 
 /// Connect with a bounded wait and a message that says what to check. The connection is
@@ -109,12 +109,12 @@ fn connect(
             } else {
                 "check the address, port and TLS (amqps://)".to_string()
             };
-            Err(SourceError::Unavailable(format!(
+            Err(SourceError::unavailable(format!(
                 "cannot connect to {}: {msg}. {hint}",
                 t.display()
             )))
         }
-        Err(_) => Err(SourceError::Unavailable(format!(
+        Err(_) => Err(SourceError::unavailable(format!(
             "cannot connect to {} within {}s: check the address and network",
             t.display(),
             CONNECT_TIMEOUT.as_secs()
@@ -302,15 +302,15 @@ impl RabbitSource {
         let conn = self
             .conn
             .as_ref()
-            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
         self.rt.block_on(async {
             let ch = conn
                 .create_channel()
                 .await
-                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             ch.basic_qos(1, BasicQosOptions::default())
                 .await
-                .map_err(|e| SourceError::Failed(format!("basic.qos on `{queue}`: {e}")))?;
+                .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
             let mut consumer = ch
                 .basic_consume(
                     ShortString::from(queue),
@@ -319,7 +319,7 @@ impl RabbitSource {
                     FieldTable::default(),
                 )
                 .await
-                .map_err(|e| SourceError::Failed(format!("consuming `{queue}`: {e}")))?;
+                .map_err(|e| SourceError::failed_by(format!("consuming `{queue}`"), e))?;
             let head = match tokio::time::timeout(IDLE, consumer.next()).await {
                 Ok(Some(Ok(d))) => Some(
                     to_raw(&d, "", queue, 0)
@@ -350,7 +350,7 @@ impl RabbitSource {
         match (kind, limit) {
             (Some("quorum"), Some(limit)) => {
                 if !self.allow_redelivery {
-                    return Err(SourceError::Failed(format!(
+                    return Err(SourceError::failed(format!(
                         "refusing to browse quorum queue `{queue}`: it has delivery-limit {limit}, every browse returns each message once (counted as a delivery), and a message returned more than {limit} times is dead-lettered or dropped. Browse anyway with --allow-redelivery (each message takes at most {} browse(s) if nothing else redelivered it)",
                         (limit - 1).max(0)
                     )));
@@ -366,7 +366,7 @@ impl RabbitSource {
             )),
             (None, _) if count == 0 => Ok(None),
             (None, _) => match self.probe_head(queue)? {
-                Some(Some(count)) if !self.allow_redelivery => Err(SourceError::Failed(format!(
+                Some(Some(count)) if !self.allow_redelivery => Err(SourceError::failed(format!(
                     "refusing to browse `{queue}`: its messages carry x-delivery-count ({count}), so it is a quorum queue, and its delivery limit is unknown without the management API. Give --management-url, or check the limit and pass --queue-type quorum --allow-redelivery"
                 ))),
                 _ => Ok(None),
@@ -405,12 +405,12 @@ impl RabbitSource {
         let conn = self
             .conn
             .as_ref()
-            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
         self.rt.block_on(async {
             let ch = conn
                 .create_channel()
                 .await
-                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             let q = ch
                 .queue_declare(
                     ShortString::from(queue),
@@ -422,7 +422,7 @@ impl RabbitSource {
                 )
                 .await
                 .map_err(|e| {
-                    SourceError::Unavailable(format!(
+                    SourceError::unavailable(format!(
                         "queue `{queue}` in vhost `{vhost}`: {e} (does it exist?)"
                     ))
                 })?;
@@ -439,12 +439,12 @@ impl RabbitSource {
         let conn = self
             .conn
             .as_ref()
-            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
         self.rt.block_on(async {
             let ch = conn
                 .create_channel()
                 .await
-                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             let got = ch
                 .basic_get(
                     ShortString::from(queue),
@@ -548,15 +548,15 @@ impl RabbitSource {
         let conn = self
             .conn
             .as_ref()
-            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
         let (channel, deliveries) = self.rt.block_on(async {
             let ch = conn
                 .create_channel()
                 .await
-                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             ch.basic_qos(prefetch, BasicQosOptions::default())
                 .await
-                .map_err(|e| SourceError::Failed(format!("basic.qos on `{queue}`: {e}")))?;
+                .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
             let mut consumer = ch
                 .basic_consume(
                     ShortString::from(queue),
@@ -568,13 +568,13 @@ impl RabbitSource {
                     FieldTable::default(),
                 )
                 .await
-                .map_err(|e| SourceError::Failed(format!("consuming `{queue}`: {e}")))?;
+                .map_err(|e| SourceError::failed_by(format!("consuming `{queue}`"), e))?;
             let mut got = Vec::new();
             while (got.len() as u32) < want {
                 match tokio::time::timeout(IDLE, consumer.next()).await {
                     Ok(Some(Ok(d))) => got.push(d),
                     Ok(Some(Err(e))) => {
-                        return Err(SourceError::Failed(format!("browsing `{queue}`: {e}")))
+                        return Err(SourceError::failed_by(format!("browsing `{queue}`"), e))
                     }
                     Ok(None) | Err(_) => break,
                 }
@@ -630,16 +630,16 @@ impl RabbitSource {
         let conn = self
             .conn
             .as_ref()
-            .ok_or_else(|| SourceError::Failed("no AMQP connection".into()))?;
+            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
         let want = count.min(u32::from(self.browse_limit));
         let deliveries = self.rt.block_on(async {
             let ch = conn
                 .create_channel()
                 .await
-                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             ch.basic_qos(500, BasicQosOptions::default())
                 .await
-                .map_err(|e| SourceError::Failed(format!("basic.qos on `{queue}`: {e}")))?;
+                .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
             let mut args = FieldTable::default();
             args.insert(
                 ShortString::from("x-stream-offset"),
@@ -653,7 +653,7 @@ impl RabbitSource {
                     args,
                 )
                 .await
-                .map_err(|e| SourceError::Failed(format!("reading stream `{queue}`: {e}")))?;
+                .map_err(|e| SourceError::failed_by(format!("reading stream `{queue}`"), e))?;
             let mut got = Vec::new();
             while (got.len() as u32) < want {
                 match tokio::time::timeout(IDLE, consumer.next()).await {
@@ -662,9 +662,10 @@ impl RabbitSource {
                         got.push(d);
                     }
                     Ok(Some(Err(e))) => {
-                        return Err(SourceError::Failed(format!(
-                            "reading stream `{queue}`: {e}"
-                        )))
+                        return Err(SourceError::failed_by(
+                            format!("reading stream `{queue}`"),
+                            e,
+                        ))
                     }
                     Ok(None) | Err(_) => break,
                 }
@@ -746,26 +747,26 @@ impl RabbitSource {
             .get(&(queue.clone(), *position))
             .copied()
             .ok_or_else(|| {
-                SourceError::Unavailable(format!(
+                SourceError::unavailable(format!(
                     "{coords} is not held by this browse (re-browse first)"
                 ))
             })?;
         let ch = self.held.get(queue).ok_or_else(|| {
-            SourceError::Unavailable(format!("queue `{queue}` is not being browsed"))
+            SourceError::unavailable(format!("queue `{queue}` is not being browsed"))
         })?;
         // basic.ack has no reply: on a dead channel it would "succeed" while the broker
         // has already requeued the message. Refuse unless the delivery is still ours.
         let alive =
             self.conn.as_ref().is_some_and(|c| c.status().connected()) && ch.status().connected();
         if !alive {
-            return Err(SourceError::Unavailable(format!(
+            return Err(SourceError::unavailable(format!(
                 "{coords}: the browse holding it was closed (by the broker, a timeout or a restart); the letter is back in the queue — re-browse, nothing was acked"
             )));
         }
         self.rt
             .block_on(ch.basic_ack(tag, BasicAckOptions::default()))
             .map_err(|e| {
-                SourceError::Failed(format!(
+                SourceError::failed(format!(
                     "acking {coords}: {e} (the letter stays in the DLQ)"
                 ))
             })?;
@@ -802,10 +803,10 @@ impl RabbitPublisher {
             let ch = conn
                 .create_channel()
                 .await
-                .map_err(|e| SourceError::Failed(format!("opening a channel: {e}")))?;
+                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             ch.confirm_select(ConfirmSelectOptions::default())
                 .await
-                .map_err(|e| SourceError::Failed(format!("confirm.select: {e}")))?;
+                .map_err(|e| SourceError::failed_by("confirm.select", e))?;
             Ok::<_, SourceError>(ch)
         })?;
         Ok(RabbitPublisher {
@@ -864,12 +865,12 @@ impl Publisher for RabbitPublisher {
         });
         match confirmation {
             Ok(Confirmation::Ack(None)) => Ok(Confirmed { location: Some(format!("{exchange}/{routing_key}")) }),
-            Ok(Confirmation::Ack(Some(_))) => Err(SourceError::Failed(format!(
+            Ok(Confirmation::Ack(Some(_))) => Err(SourceError::failed(format!(
                 "unroutable: no queue is bound to {where_} for routing key `{routing_key}` (returned by the broker)"
             ))),
-            Ok(Confirmation::Nack(_)) => Err(SourceError::Failed(format!("the broker refused (nack) the publish to {where_}"))),
-            Ok(Confirmation::NotRequested) => Err(SourceError::Failed("publisher confirms are not enabled".into())),
-            Err(e) => Err(SourceError::Failed(format!("publishing to {where_}: {e}"))),
+            Ok(Confirmation::Nack(_)) => Err(SourceError::failed(format!("the broker refused (nack) the publish to {where_}"))),
+            Ok(Confirmation::NotRequested) => Err(SourceError::failed("publisher confirms are not enabled")),
+            Err(e) => Err(SourceError::failed_by(format!("publishing to {where_}"), e)),
         }
     }
 }

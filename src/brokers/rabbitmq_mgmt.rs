@@ -116,7 +116,7 @@ fn is_loopback(url: &str) -> bool {
 impl Management {
     pub fn new(base_url: &str, user: &str, password: &str) -> Result<Self, SourceError> {
         let tls = native_tls::TlsConnector::new()
-            .map_err(|e| SourceError::Failed(format!("TLS for the management API: {e}")))?;
+            .map_err(|e| SourceError::failed_by("TLS for the management API", e))?;
         let agent = ureq::AgentBuilder::new()
             .tls_connector(std::sync::Arc::new(tls))
             .timeout_connect(Duration::from_millis(1500))
@@ -134,13 +134,13 @@ impl Management {
     fn get(&self, path: &str) -> Result<String, SourceError> {
         let url = format!("{}{path}", self.base);
         match self.agent.get(&url).set("Authorization", &self.auth).call() {
-            Ok(r) => r.into_string().map_err(|e| SourceError::Failed(format!("reading {}: {e}", self.shown))),
+            Ok(r) => r.into_string().map_err(|e| SourceError::failed(format!("reading {}: {e}", self.shown))),
             Err(ureq::Error::Status(401, _)) => {
-                Err(SourceError::Unavailable(format!("the management API at {} refused the credentials", self.shown)))
+                Err(SourceError::unavailable(format!("the management API at {} refused the credentials", self.shown)))
             }
-            Err(ureq::Error::Status(404, _)) => Err(SourceError::Unavailable(format!("not found at {}{path}", self.shown))),
+            Err(ureq::Error::Status(404, _)) => Err(SourceError::unavailable(format!("not found at {}{path}", self.shown))),
             // ureq's error text carries the URL, userinfo included.
-            Err(e) => Err(SourceError::Unavailable(crate::core::source::redact_uri_text(&format!(
+            Err(e) => Err(SourceError::unavailable(crate::core::source::redact_uri_text(&format!(
                 "management API at {} not reachable: {e} (enable it with `rabbitmq-plugins enable rabbitmq_management`, or pass --management-url)",
                 self.shown
             )))),
@@ -152,16 +152,14 @@ impl Management {
             "/api/queues/{}?columns=name,type,messages,messages_ready,messages_unacknowledged,arguments,policy,effective_policy_definition",
             enc(vhost)
         ))?;
-        serde_json::from_str(&body).map_err(|e| {
-            SourceError::Failed(format!("unexpected answer from the management API: {e}"))
-        })
+        serde_json::from_str(&body)
+            .map_err(|e| SourceError::failed_by("unexpected answer from the management API", e))
     }
 
     pub fn queue(&self, vhost: &str, name: &str) -> Result<QueueInfo, SourceError> {
         let body = self.get(&format!("/api/queues/{}/{}", enc(vhost), enc(name)))?;
-        serde_json::from_str(&body).map_err(|e| {
-            SourceError::Failed(format!("unexpected answer from the management API: {e}"))
-        })
+        serde_json::from_str(&body)
+            .map_err(|e| SourceError::failed_by("unexpected answer from the management API", e))
     }
 }
 

@@ -3,16 +3,68 @@
 use crate::core::model::{Coords, Header, RawLetter};
 use std::ops::ControlFlow;
 
+/// The underlying error a broker client reported.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What went wrong with a source. The message says it in the user's terms (and already
+/// includes the cause's text, so it can be shown alone); `source()` keeps the client's
+/// own error for logs and for code that needs to tell causes apart.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     /// The source kind (or this operation on it) is not supported by this build.
     #[error("{0}")]
     Unsupported(String),
     /// Could not connect, authenticate, or find the topic/queue/file/letter.
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("{0}")]
-    Failed(String),
+    #[error("{message}")]
+    Unavailable {
+        message: String,
+        #[source]
+        cause: Option<Cause>,
+    },
+    #[error("{message}")]
+    Failed {
+        message: String,
+        #[source]
+        cause: Option<Cause>,
+    },
+}
+
+impl SourceError {
+    pub fn failed(message: impl Into<String>) -> Self {
+        SourceError::Failed {
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        SourceError::Unavailable {
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// `context: cause`, keeping the cause.
+    pub fn failed_by(
+        context: impl std::fmt::Display,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        SourceError::Failed {
+            message: format!("{context}: {cause}"),
+            cause: Some(Box::new(cause)),
+        }
+    }
+
+    /// `context: cause`, keeping the cause.
+    pub fn unavailable_by(
+        context: impl std::fmt::Display,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        SourceError::Unavailable {
+            message: format!("{context}: {cause}"),
+            cause: Some(Box::new(cause)),
+        }
+    }
 }
 
 /// What a scan reports, in order.

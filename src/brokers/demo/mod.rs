@@ -55,7 +55,7 @@ pub struct Demo {
 
 impl Demo {
     pub fn start(seed: u64, now: DateTime<Utc>, scale: Scale) -> Result<Demo, SourceError> {
-        let fail = |what: &str, e: KafkaError| SourceError::Failed(format!("demo: {what}: {e}"));
+        let fail = |what: &str, e: KafkaError| SourceError::failed_by(format!("demo: {what}"), e);
         let cluster = MockCluster::new(1).map_err(|e| fail("starting the mock cluster", e))?;
         for t in [INVOICES_DLQ, PAYMENTS_DLQ] {
             cluster
@@ -88,7 +88,7 @@ impl Demo {
     ) -> Result<(), SourceError> {
         self.cluster
             .create_topic(topic, partitions, 1)
-            .map_err(|e| SourceError::Failed(format!("demo: creating {topic}: {e}")))?;
+            .map_err(|e| SourceError::failed_by(format!("demo: creating {topic}"), e))?;
         let templates = incident(7, now, Scale(1.0));
         let bootstrap = self.bootstrap();
         let mut i = 0usize;
@@ -130,7 +130,7 @@ pub fn produce_all(bootstrap: &str, letters: &[RawLetter]) -> Result<(), SourceE
         .set("enable.idempotence", "true")
         .set("linger.ms", "5")
         .create_with_context(ctx.clone())
-        .map_err(|e| SourceError::Failed(format!("demo: producer: {e}")))?;
+        .map_err(|e| SourceError::failed_by("demo: producer", e))?;
     for l in letters {
         let Some(Coords::Kafka {
             topic, partition, ..
@@ -157,16 +157,17 @@ pub fn produce_all(bootstrap: &str, letters: &[RawLetter]) -> Result<(), SourceE
                     record = r;
                 }
                 Err((e, _)) => {
-                    return Err(SourceError::Failed(format!(
-                        "demo: producing to {topic}: {e}"
-                    )))
+                    return Err(SourceError::failed_by(
+                        format!("demo: producing to {topic}"),
+                        e,
+                    ))
                 }
             }
         }
     }
     producer
         .flush(Duration::from_secs(30))
-        .map_err(|e| SourceError::Failed(format!("demo: flushing: {e}")))?;
+        .map_err(|e| SourceError::failed_by("demo: flushing", e))?;
     let failed = ctx.failed.load(Ordering::Relaxed);
     if failed > 0 {
         let last = ctx
@@ -175,7 +176,7 @@ pub fn produce_all(bootstrap: &str, letters: &[RawLetter]) -> Result<(), SourceE
             .ok()
             .and_then(|l| l.clone())
             .unwrap_or_default();
-        return Err(SourceError::Failed(format!(
+        return Err(SourceError::failed(format!(
             "demo: {failed} letters were not confirmed by the mock cluster: {last}"
         )));
     }
@@ -222,11 +223,11 @@ impl Simulator {
             .set("group.id", "demo-invoice-worker")
             .set("auto.offset.reset", "earliest")
             .create()
-            .map_err(|e| SourceError::Failed(format!("demo consumer: {e}")))?;
+            .map_err(|e| SourceError::failed_by("demo consumer", e))?;
         let topics: Vec<&str> = ORIGIN_TOPICS.iter().map(|(t, _)| *t).collect();
         consumer
             .subscribe(&topics)
-            .map_err(|e| SourceError::Failed(format!("demo consumer: {e}")))?;
+            .map_err(|e| SourceError::failed_by("demo consumer", e))?;
         let stop2 = stop.clone();
         handles.push(std::thread::spawn(move || {
             while !stop2.load(Ordering::Relaxed) {
