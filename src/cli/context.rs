@@ -97,14 +97,14 @@ impl Context {
             crate::core::access::real_uid(),
             cfg!(feature = "test-hooks"),
         )
-        .map_err(|e| UsageError(sanitize::clean(&e)))?;
+        .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
         let role = crate::core::access::resolve(
             roles_file.as_deref(),
             &actor,
             &crate::core::access::os_groups(&actor),
             cli.read_only,
         )
-        .map_err(|e| UsageError(sanitize::clean(&e)))?;
+        .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
         Ok(Context {
             config,
             now,
@@ -131,7 +131,7 @@ impl Context {
         let mut source = match self.config.sources.get(arg) {
             Some(named) => SourceRef::parse(&named.uri)
                 .map_err(|e| UsageError(format!("source `{arg}` in config: {e}")))?,
-            None => SourceRef::parse(arg).map_err(UsageError)?,
+            None => SourceRef::parse(arg).map_err(|e| UsageError(e.0))?,
         };
         if let SourceRef::Amqp {
             user,

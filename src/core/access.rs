@@ -103,6 +103,26 @@ pub struct RolesFile {
 /// The default roles file, used when it exists.
 pub const DEFAULT_ROLES_FILE: &str = "/etc/dlq-triage/roles.toml";
 
+/// Why the roles could not be decided. Every variant stops the command: without roles
+/// nobody can be told what they may do.
+#[derive(Debug, thiserror::Error)]
+pub enum RolesError {
+    #[error("a roles file can only be chosen by root: roles come from {DEFAULT_ROLES_FILE} (remove --roles-file, DLQ_TRIAGE_ROLES_FILE or roles_file in config)")]
+    NotRoot,
+    #[error("{DEFAULT_ROLES_FILE} must be owned by root and writable by root only (it is uid {uid} mode {mode:o}): fix it with chown root: and chmod 644")]
+    Unsafe { uid: u32, mode: u32 },
+    #[error("roles file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("roles file {path}: {source}")]
+    Invalid {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+}
+
 /// The process's real uid (not the effective one: a setuid wrapper must not change who
 /// acts), from /proc.
 pub fn real_uid() -> Option<u32> {
@@ -122,14 +142,12 @@ pub fn roles_file_for(
     explicit: Option<&Path>,
     uid: Option<u32>,
     overrides_allowed: bool,
-) -> Result<Option<PathBuf>, String> {
+) -> Result<Option<PathBuf>, RolesError> {
     if let Some(p) = explicit {
         if uid == Some(0) || overrides_allowed {
             return Ok(Some(p.to_path_buf()));
         }
-        return Err(format!(
-            "a roles file can only be chosen by root: roles come from {DEFAULT_ROLES_FILE} (remove --roles-file, DLQ_TRIAGE_ROLES_FILE or roles_file in config)"
-        ));
+        return Err(RolesError::NotRoot);
     }
     let system = Path::new(DEFAULT_ROLES_FILE);
     match std::fs::metadata(system) {
@@ -139,11 +157,10 @@ pub fn roles_file_for(
             {
                 use std::os::unix::fs::MetadataExt;
                 if m.uid() != 0 || m.mode() & 0o022 != 0 {
-                    return Err(format!(
-                        "{DEFAULT_ROLES_FILE} must be owned by root and writable by root only (it is uid {} mode {:o}): fix it with chown root: and chmod 644",
-                        m.uid(),
-                        m.mode() & 0o777
-                    ));
+                    return Err(RolesError::Unsafe {
+                        uid: m.uid(),
+                        mode: m.mode() & 0o777,
+                    });
                 }
             }
             #[cfg(not(unix))]
@@ -160,12 +177,14 @@ pub fn resolve(
     user: &str,
     groups: &[String],
     read_only: bool,
-) -> Result<Role, String> {
+) -> Result<Role, RolesError> {
     let path = explicit.unwrap_or(Path::new(DEFAULT_ROLES_FILE));
     let role = match std::fs::read_to_string(path) {
         Ok(text) => {
-            let f: RolesFile =
-                toml::from_str(&text).map_err(|e| format!("roles file {}: {e}", path.display()))?;
+            let f: RolesFile = toml::from_str(&text).map_err(|source| RolesError::Invalid {
+                path: path.to_path_buf(),
+                source,
+            })?;
             let listed = |list: &[String]| {
                 list.iter().any(|e| {
                     e == "*"
@@ -183,7 +202,12 @@ pub fn resolve(
             }
         }
         Err(e) if explicit.is_none() && e.kind() == std::io::ErrorKind::NotFound => Role::Operator,
-        Err(e) => return Err(format!("roles file {}: {e}", path.display())),
+        Err(source) => {
+            return Err(RolesError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
     Ok(if read_only {
         role.min(Role::Viewer)
@@ -236,18 +260,18 @@ mod tests {
                 ro,
             )
         };
-        assert_eq!(r("alice", &[], false), Ok(Role::Privileged));
-        assert_eq!(r("bob", &["oncall"], false), Ok(Role::Operator));
-        assert_eq!(r("carol", &["sales"], false), Ok(Role::Viewer));
+        assert_eq!(r("alice", &[], false).ok(), Some(Role::Privileged));
+        assert_eq!(r("bob", &["oncall"], false).ok(), Some(Role::Operator));
+        assert_eq!(r("carol", &["sales"], false).ok(), Some(Role::Viewer));
         assert_eq!(
-            r("alice", &[], true),
-            Ok(Role::Viewer),
+            r("alice", &[], true).ok(),
+            Some(Role::Viewer),
             "--read-only caps at viewer"
         );
         let (_d2, p2) = file("operator = [\"bob\"]\n");
         assert_eq!(
-            resolve(Some(&p2), "mallory", &[], false),
-            Ok(Role::Viewer),
+            resolve(Some(&p2), "mallory", &[], false).ok(),
+            Some(Role::Viewer),
             "unlisted users are viewers"
         );
     }
@@ -256,14 +280,15 @@ mod tests {
     fn only_root_chooses_the_roles_file() {
         let mine = Path::new("/home/alice/mine.toml");
         let err = roles_file_for(Some(mine), Some(1000), false).expect_err("user override");
-        assert!(err.contains("only be chosen by root"), "{err}");
+        assert!(matches!(err, RolesError::NotRoot));
+        assert!(err.to_string().contains("only be chosen by root"), "{err}");
         assert_eq!(
-            roles_file_for(Some(mine), Some(0), false),
-            Ok(Some(mine.to_path_buf()))
+            roles_file_for(Some(mine), Some(0), false).ok(),
+            Some(Some(mine.to_path_buf()))
         );
         assert_eq!(
-            roles_file_for(Some(mine), Some(1000), true),
-            Ok(Some(mine.to_path_buf())),
+            roles_file_for(Some(mine), Some(1000), true).ok(),
+            Some(Some(mine.to_path_buf())),
             "test builds may"
         );
         assert!(real_uid().is_some());
@@ -273,7 +298,9 @@ mod tests {
     fn missing_files_and_checks() {
         assert!(resolve(Some(Path::new("/nonexistent/roles.toml")), "a", &[], false).is_err());
         let (_d, bad) = file("admins = [\"x\"]\n");
-        assert!(resolve(Some(&bad), "a", &[], false).is_err_and(|e| e.contains("admins")));
+        assert!(
+            resolve(Some(&bad), "a", &[], false).is_err_and(|e| e.to_string().contains("admins"))
+        );
         assert_eq!(check(Role::Operator, Permission::Discard), Ok(()));
         let denied =
             check(Role::Operator, Permission::Unmask).expect_err("operators cannot unmask");

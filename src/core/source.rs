@@ -3,6 +3,24 @@
 use std::fmt;
 use std::path::PathBuf;
 
+/// A source argument that is not one: the message says what a valid one looks like
+/// (and never repeats a password it was given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadSource(pub String);
+
+impl From<String> for BadSource {
+    fn from(s: String) -> Self {
+        BadSource(s)
+    }
+}
+
+impl From<&str> for BadSource {
+    fn from(s: &str) -> Self {
+        BadSource(s.to_string())
+    }
+}
+
 #[derive(Clone, PartialEq, Eq)]
 pub enum SourceRef {
     Kafka {
@@ -35,7 +53,7 @@ impl SourceRef {
     }
 
     /// Parse a source argument. Errors say what a valid one looks like.
-    pub fn parse(s: &str) -> Result<SourceRef, String> {
+    pub fn parse(s: &str) -> Result<SourceRef, BadSource> {
         let s = s.trim();
         if s == "demo" {
             return Ok(SourceRef::Demo);
@@ -58,10 +76,10 @@ impl SourceRef {
             });
         }
         if s.contains("://") {
-            return Err(format!(
+            return Err(BadSource(format!(
                 "unknown source scheme in `{}`: use kafka://, amqp://, amqps://, file:// or demo (lower case)",
                 crate::core::sanitize::clean(&redact_uri_text(s))
-            ));
+            )));
         }
         if s.ends_with(".ndjson") || s.ends_with(".jsonl") {
             return Ok(SourceRef::File {
@@ -74,13 +92,13 @@ impl SourceRef {
         } else {
             format!("`{}`", crate::core::sanitize::clean(s))
         };
-        Err(format!(
+        Err(BadSource(format!(
             "{shown} is not a source: use kafka://host:9092/topic, amqp://user:pass@host:5672/vhost?queue=q, a .ndjson dump, or demo (or a named source from config.toml)"
-        ))
+        )))
     }
 }
 
-fn parse_kafka(rest: &str) -> Result<SourceRef, String> {
+fn parse_kafka(rest: &str) -> Result<SourceRef, BadSource> {
     let (hosts, topics) = rest
         .split_once('/')
         .ok_or("kafka:// needs topics: kafka://host:9092/topic[,topic2]")?;
@@ -178,7 +196,7 @@ fn pct_decode(s: &str) -> Result<String, String> {
         .map_err(|_| format!("%-escapes in `{s}` are not UTF-8"))
 }
 
-fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, String> {
+fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, BadSource> {
     let usage = "amqp://user:pass@host:5672/vhost?queue=q1[,q2]";
     let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (authority, path) = before_query.split_once('/').unwrap_or((before_query, ""));
@@ -203,12 +221,12 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, String> {
         Some((h, p)) => (
             h.to_string(),
             p.parse::<u16>()
-                .map_err(|_| format!("bad port `{p}` in {usage}"))?,
+                .map_err(|_| BadSource(format!("bad port `{p}` in {usage}")))?,
         ),
         None => (hostport.to_string(), if tls { 5671 } else { 5672 }),
     };
     if host.is_empty() {
-        return Err(format!("amqp source needs a host: {usage}"));
+        return Err(BadSource(format!("amqp source needs a host: {usage}")));
     }
     let vhost = if path.is_empty() {
         "/".to_string()
@@ -223,11 +241,15 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, String> {
                     queues.push(pct_decode(q)?);
                 }
             }
-            _ => return Err(format!("unknown amqp source parameter `{pair}`: {usage}")),
+            _ => {
+                return Err(BadSource(format!(
+                    "unknown amqp source parameter `{pair}`: {usage}"
+                )))
+            }
         }
     }
     if queues.is_empty() {
-        return Err(format!("amqp source needs ?queue=NAME: {usage}"));
+        return Err(BadSource(format!("amqp source needs ?queue=NAME: {usage}")));
     }
     Ok(SourceRef::Amqp {
         tls,
@@ -351,7 +373,10 @@ mod tests {
             "u:hunter2@h",
         ] {
             let e = SourceRef::parse(bad).expect_err(bad);
-            assert!(!e.contains("hunter2") && !e.contains("zzter"), "{bad}: {e}");
+            assert!(
+                !e.0.contains("hunter2") && !e.0.contains("zzter"),
+                "{bad}: {e}"
+            );
         }
         assert_eq!(
             redact_uri_text("GET http://admin:s3cret@mgmt:15672/api failed; amqps://tok@h"),
@@ -362,9 +387,9 @@ mod tests {
 
     #[test]
     fn explains_bad_sources() {
-        assert!(SourceRef::parse("kafka://host").is_err_and(|e| e.contains("topic")));
-        assert!(SourceRef::parse("amqp://h/v").is_err_and(|e| e.contains("queue")));
-        assert!(SourceRef::parse("nats://x").is_err_and(|e| e.contains("scheme")));
+        assert!(SourceRef::parse("kafka://host").is_err_and(|e| e.0.contains("topic")));
+        assert!(SourceRef::parse("amqp://h/v").is_err_and(|e| e.0.contains("queue")));
+        assert!(SourceRef::parse("nats://x").is_err_and(|e| e.0.contains("scheme")));
         assert!(SourceRef::parse("orders").is_err());
     }
 }
