@@ -66,12 +66,12 @@ pub struct Config {
 }
 
 /// `$XDG_CONFIG_HOME/dlq-triage`, else `~/.config/dlq-triage`.
-pub fn config_dir() -> Option<PathBuf> {
+pub(crate) fn config_dir() -> Option<PathBuf> {
     xdg_dir("XDG_CONFIG_HOME", ".config")
 }
 
 /// `$XDG_STATE_HOME/dlq-triage`, else `~/.local/state/dlq-triage`.
-pub fn state_dir() -> Option<PathBuf> {
+pub(crate) fn state_dir() -> Option<PathBuf> {
     xdg_dir("XDG_STATE_HOME", ".local/state")
 }
 
@@ -140,7 +140,7 @@ impl Config {
 
 /// The per-installation key for keyed-hash masking, created on first use (mode 0600) so
 /// hashes stay comparable across runs and exports. Falls back to a per-process key.
-pub fn mask_hash_key() -> Vec<u8> {
+pub(crate) fn mask_hash_key() -> Vec<u8> {
     if let Ok(k) = std::env::var("DLQ_TRIAGE_MASK_KEY") {
         if !k.is_empty() {
             return k.into_bytes();

@@ -32,7 +32,7 @@ pub enum Kind {
 }
 
 /// The default credentials file.
-pub fn default_path() -> Option<PathBuf> {
+pub(crate) fn default_path() -> Option<PathBuf> {
     crate::config::config_dir().map(|d| d.join("credentials.toml"))
 }
 

@@ -16,7 +16,11 @@ pub enum Edited {
 }
 
 /// Open the payload in the editor and merge the result. Nothing is recorded here.
-pub fn edit_payload(masker: &Masker, payload: &[u8], unmasked: bool) -> Result<Edited, String> {
+pub(crate) fn edit_payload(
+    masker: &Masker,
+    payload: &[u8],
+    unmasked: bool,
+) -> Result<Edited, String> {
     let original: serde_json::Value = serde_json::from_slice(payload)
         .map_err(|e| format!("editing works on JSON payloads ({e})"))?;
     let shown = if unmasked {

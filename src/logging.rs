@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 /// Where the log goes: `$XDG_STATE_HOME/dlq-triage/dlq-triage.log`.
-pub fn log_path() -> Option<PathBuf> {
+pub(crate) fn log_path() -> Option<PathBuf> {
     crate::config::state_dir().map(|d| d.join("dlq-triage.log"))
 }
 

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// How long to wait for cluster metadata before calling the broker unreachable.
 const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
 /// A scan with no message and no end-of-partition for this long is failed, not hung.
-pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const STALL_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(100);
 
 /// Where to start reading each partition.
@@ -67,7 +67,7 @@ impl OffsetLookup for BaseConsumer {
 /// Start offsets for a scan: the beginning, or the lookup's answer for `--since`. A
 /// partition the lookup did not answer for is read from the beginning (never skipped:
 /// reading too much is safe, missing letters is not).
-pub fn start_offsets(
+pub(crate) fn start_offsets(
     lookup: &dyn OffsetLookup,
     topic: &str,
     partitions: &[i32],
@@ -116,7 +116,7 @@ impl KafkaSource {
     }
 
     /// Only letters dead-lettered at or after `since` (by broker timestamp).
-    pub fn with_since(mut self, since: Option<DateTime<Utc>>) -> Self {
+    pub(crate) fn with_since(mut self, since: Option<DateTime<Utc>>) -> Self {
         self.since = since;
         self
     }
@@ -337,7 +337,7 @@ impl KafkaSource {
 }
 
 /// Our headers as Kafka headers: bytes stay bytes, typed values (from AMQP) become text.
-pub fn kafka_headers(headers: &[Header]) -> OwnedHeaders {
+pub(crate) fn kafka_headers(headers: &[Header]) -> OwnedHeaders {
     let mut out = OwnedHeaders::new_with_capacity(headers.len());
     for h in headers {
         let value = match &h.value {
@@ -354,7 +354,7 @@ pub fn kafka_headers(headers: &[Header]) -> OwnedHeaders {
 }
 
 /// An owned letter from a Kafka message. Header values are bytes or null.
-pub fn to_raw<M: Message>(msg: &M) -> RawLetter {
+pub(crate) fn to_raw<M: Message>(msg: &M) -> RawLetter {
     let headers = msg
         .headers()
         .map(|hs| {

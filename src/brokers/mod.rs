@@ -33,11 +33,10 @@ pub struct OpenOptions {
 pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>, SourceError> {
     match source {
         SourceRef::File { path } => Ok(Box::new(file::FileSource::open(path)?)),
-        SourceRef::Kafka { brokers, topics } => Ok(Box::new(kafka::KafkaSource::new(
-            brokers.clone(),
-            topics.clone(),
-            opts.kafka_props.clone(),
-        ))),
+        SourceRef::Kafka { brokers, topics } => Ok(Box::new(
+            kafka::KafkaSource::new(brokers.clone(), topics.clone(), opts.kafka_props.clone())
+                .with_since(opts.since),
+        )),
         SourceRef::Demo => Ok(Box::new(demo::DemoSource::start(
             opts.now.unwrap_or_else(Utc::now),
         )?)),

@@ -25,7 +25,7 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 /// Most messages one browse holds per queue (the broker's prefetch is a u16).
-pub const MAX_BROWSE: u16 = 10_000;
+pub(crate) const MAX_BROWSE: u16 = 10_000;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A browse ends when this long passes without a new delivery.
 const IDLE: Duration = Duration::from_millis(1500);
@@ -123,7 +123,7 @@ fn connect(
 }
 
 /// Typed AMQP field value → our header value, faithfully (tables stay tables).
-pub fn from_amqp(v: &AMQPValue) -> HeaderValue {
+pub(crate) fn from_amqp(v: &AMQPValue) -> HeaderValue {
     match v {
         AMQPValue::Boolean(b) => HeaderValue::Bool(*b),
         AMQPValue::ShortShortInt(i) => HeaderValue::Int(i64::from(*i)),
@@ -154,7 +154,7 @@ pub fn from_amqp(v: &AMQPValue) -> HeaderValue {
 }
 
 /// Our header value → AMQP (for publishing replays).
-pub fn to_amqp(v: &HeaderValue) -> AMQPValue {
+pub(crate) fn to_amqp(v: &HeaderValue) -> AMQPValue {
     match v {
         HeaderValue::Null => AMQPValue::Void,
         HeaderValue::Bytes(b) => AMQPValue::LongString(LongString::from(b.clone())),

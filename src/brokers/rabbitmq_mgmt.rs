@@ -36,13 +36,13 @@ impl QueueInfo {
     }
 
     /// Quorum queues' `delivery-limit`, from the queue arguments or its policy.
-    pub fn delivery_limit(&self) -> Option<i64> {
+    pub(crate) fn delivery_limit(&self) -> Option<i64> {
         self.setting("x-delivery-limit", "delivery-limit")
             .and_then(Value::as_i64)
     }
 
     /// Where this queue dead-letters to, if anywhere.
-    pub fn dead_letter_target(&self) -> Option<(String, Option<String>)> {
+    pub(crate) fn dead_letter_target(&self) -> Option<(String, Option<String>)> {
         let ex = self
             .setting("x-dead-letter-exchange", "dead-letter-exchange")?
             .as_str()?
@@ -55,7 +55,7 @@ impl QueueInfo {
     }
 }
 
-pub struct Management {
+pub(crate) struct Management {
     base: String,
     /// `base` without credentials, for messages.
     shown: String,
@@ -71,7 +71,7 @@ use crate::core::source::pct_encode as enc;
 /// than this one is refused when the AMQP connection itself is encrypted (it would leak
 /// what TLS protects) unless `allow_plain_http`. For a plain `amqp://` source the
 /// password already crosses in clear, and the default stays HTTP.
-pub fn plan_url(
+pub(crate) fn plan_url(
     explicit: Option<&str>,
     tls: bool,
     host: &str,

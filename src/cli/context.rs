@@ -127,7 +127,7 @@ impl Context {
     /// Resolve a source argument: a named source from config first, then a URI. An
     /// amqp URI with a user but no password gets it from the environment or the
     /// credentials file (see `crate::credentials`), so it never needs to be on argv.
-    pub fn resolve_source(&self, arg: &str) -> anyhow::Result<SourceRef> {
+    pub(crate) fn resolve_source(&self, arg: &str) -> anyhow::Result<SourceRef> {
         let mut source = match self.config.sources.get(arg) {
             Some(named) => SourceRef::parse(&named.uri)
                 .map_err(|e| UsageError(format!("source `{arg}` in config: {e}")))?,
@@ -156,7 +156,7 @@ impl Context {
         Ok(source)
     }
 
-    pub fn parse_filter(&self, expr: Option<&str>) -> anyhow::Result<Filter> {
+    pub(crate) fn parse_filter(&self, expr: Option<&str>) -> anyhow::Result<Filter> {
         match expr {
             None => Ok(Filter::all()),
             Some(e) => {
@@ -173,7 +173,10 @@ impl Context {
     /// What to open for a source argument (named or URI) and with which options. Both
     /// are `Send`, so a worker thread can open the source itself (the demo's mock cluster
     /// must live on the thread that uses it).
-    pub fn source_plan(&self, arg: &str) -> anyhow::Result<(SourceRef, brokers::OpenOptions)> {
+    pub(crate) fn source_plan(
+        &self,
+        arg: &str,
+    ) -> anyhow::Result<(SourceRef, brokers::OpenOptions)> {
         let source = self.resolve_source(arg)?;
         // Named sources bring their own librdkafka properties; -X wins over them.
         let mut kafka_props: Vec<(String, String)> = self
@@ -233,7 +236,7 @@ impl Context {
     }
 
     /// Scan with previews, visiting every full letter (see `load_with`).
-    pub fn load_visit(
+    pub(crate) fn load_visit(
         &self,
         arg: &str,
         visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
@@ -245,7 +248,7 @@ impl Context {
     /// right after it is indexed; only metadata is kept afterwards. `visit` failing
     /// stops the scan with that error. Decisions a crash left pending are applied after
     /// the scan (notes on stderr).
-    pub fn load_with(
+    pub(crate) fn load_with(
         &self,
         arg: &str,
         previews: bool,
@@ -305,7 +308,7 @@ impl Context {
         }
     }
 
-    pub fn session_settings(&self, source_key: &str) -> anyhow::Result<Settings> {
+    pub(crate) fn session_settings(&self, source_key: &str) -> anyhow::Result<Settings> {
         Ok(Settings {
             source_key: source_key.to_string(),
             principal: self.principal(),
@@ -316,12 +319,16 @@ impl Context {
 
     /// Check a permission; a refusal says which role it needs and is audited (unless
     /// --read-only, which writes nothing).
-    pub fn require(&self, p: crate::core::access::Permission, target: &str) -> anyhow::Result<()> {
+    pub(crate) fn require(
+        &self,
+        p: crate::core::access::Permission,
+        target: &str,
+    ) -> anyhow::Result<()> {
         Ok(self.principal().require(p, &redact_target(target))?)
     }
 
     /// Whether payloads (masked) may be shown at all.
-    pub fn may_view_payloads(&self) -> bool {
+    pub(crate) fn may_view_payloads(&self) -> bool {
         self.principal()
             .may(crate::core::access::Permission::ViewPayload)
     }
@@ -341,7 +348,7 @@ fn redact_target(target: &str) -> String {
 }
 
 /// Open a planned source, mapping "unsupported" to a usage error (exit code 2).
-pub fn open_planned(
+pub(crate) fn open_planned(
     source: &SourceRef,
     opts: &brokers::OpenOptions,
 ) -> anyhow::Result<Box<dyn crate::core::ports::DlqSource>> {
@@ -352,7 +359,7 @@ pub fn open_planned(
 }
 
 /// Report unreadable records on stderr (human output only; JSON carries them inline).
-pub fn report_problems(catalog: &Catalog) {
+pub(crate) fn report_problems(catalog: &Catalog) {
     let (problems, count) = catalog.problems();
     if count == 0 {
         return;
@@ -371,7 +378,7 @@ pub fn report_problems(catalog: &Catalog) {
 }
 
 /// Problems as JSON: `{"count": N, "first": [{"location", "message"}]}`.
-pub fn problems_json(catalog: &Catalog) -> serde_json::Value {
+pub(crate) fn problems_json(catalog: &Catalog) -> serde_json::Value {
     let (problems, count) = catalog.problems();
     serde_json::json!({
         "count": count,

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use std::io::{BufWriter, Write};
 
 /// A masked copy of a letter: payload, key, header values and properties.
-pub fn masked_raw(masker: &Masker, dl: &DeadLetter) -> RawLetter {
+pub(crate) fn masked_raw(masker: &Masker, dl: &DeadLetter) -> RawLetter {
     let raw = &dl.raw;
     let payload = match dl.body {
         BodyKind::Json => masker

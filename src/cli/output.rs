@@ -8,7 +8,7 @@ use crate::core::sanitize::is_unsafe_char;
 use std::io::Write;
 
 /// Escape every unsafe character as a JSON `\u` escape (surrogate pairs above the BMP).
-pub fn json_safe(s: &str) -> String {
+pub(crate) fn json_safe(s: &str) -> String {
     if !s.chars().any(is_unsafe_char) {
         return s.to_string();
     }
@@ -27,7 +27,7 @@ pub fn json_safe(s: &str) -> String {
 }
 
 /// Pretty JSON on stdout.
-pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+pub(crate) fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", json_safe(&serde_json::to_string_pretty(value)?))?;
     Ok(())

@@ -17,7 +17,7 @@ use std::io::Write;
 const MAX_PAYLOAD_OUT: usize = 64 * 1024;
 
 /// Find letters by id or coordinates, keeping full letters only for matches.
-pub fn find_letters(
+pub(crate) fn find_letters(
     ctx: &Context,
     source: &str,
     ids: &[&str],
@@ -342,7 +342,7 @@ fn sourced_time(s: &Option<Sourced<DateTime<Utc>>>) -> Value {
 }
 
 /// The `show --json` document.
-pub fn letter_json(
+pub(crate) fn letter_json(
     masker: &Masker,
     dl: &DeadLetter,
     view: &payload_view::PayloadView,

@@ -3,7 +3,7 @@
 
 use crate::core::sanitize;
 
-pub struct Table {
+pub(crate) struct Table {
     headers: Vec<&'static str>,
     /// Right-align these columns (numbers).
     right: Vec<bool>,

@@ -45,7 +45,7 @@ impl Permission {
         }
     }
 
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Permission::ViewPayload => "seeing payloads",
             Permission::Discard => "discarding",
@@ -91,22 +91,25 @@ pub fn check(role: Role, p: Permission) -> Result<(), Denied> {
 /// `roles.toml`: who has which role, by user name, `group:NAME`, or `*`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RolesFile {
+pub(crate) struct RolesFile {
     #[serde(default)]
     pub privileged: Vec<String>,
     #[serde(default)]
     pub operator: Vec<String>,
+    /// Accepted so a file can list viewers explicitly; anyone not listed above is a
+    /// viewer anyway.
     #[serde(default)]
-    pub viewer: Vec<String>,
+    #[allow(dead_code)]
+    pub(crate) viewer: Vec<String>,
 }
 
 /// The default roles file, used when it exists.
-pub const DEFAULT_ROLES_FILE: &str = "/etc/dlq-triage/roles.toml";
+pub(crate) const DEFAULT_ROLES_FILE: &str = "/etc/dlq-triage/roles.toml";
 
 /// Why the roles could not be decided. Every variant stops the command: without roles
 /// nobody can be told what they may do.
 #[derive(Debug, thiserror::Error)]
-pub enum RolesError {
+pub(crate) enum RolesError {
     #[error("a roles file can only be chosen by root: roles come from {DEFAULT_ROLES_FILE} (remove --roles-file, DLQ_TRIAGE_ROLES_FILE or roles_file in config)")]
     NotRoot,
     #[error("{DEFAULT_ROLES_FILE} must be owned by root and writable by root only (it is uid {uid} mode {mode:o}): fix it with chown root: and chmod 644")]
@@ -125,7 +128,7 @@ pub enum RolesError {
 
 /// The process's real uid (not the effective one: a setuid wrapper must not change who
 /// acts), from /proc.
-pub fn real_uid() -> Option<u32> {
+pub(crate) fn real_uid() -> Option<u32> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
@@ -138,7 +141,7 @@ pub fn real_uid() -> Option<u32> {
 /// must not be able to pick a file they wrote: only root (or a test build) may name one
 /// (flag, environment or config); everyone else gets the system file, which must be owned
 /// by root and writable by nobody else.
-pub fn roles_file_for(
+pub(crate) fn roles_file_for(
     explicit: Option<&Path>,
     uid: Option<u32>,
     overrides_allowed: bool,
@@ -172,7 +175,7 @@ pub fn roles_file_for(
 
 /// Resolve the user's role. `explicit` (flag/env/config) must exist; the default path
 /// may be absent (then: operator).
-pub fn resolve(
+pub(crate) fn resolve(
     explicit: Option<&Path>,
     user: &str,
     groups: &[String],
@@ -217,7 +220,7 @@ pub fn resolve(
 }
 
 /// The user's groups from /etc/group (and the primary group from /etc/passwd).
-pub fn os_groups(user: &str) -> Vec<String> {
+pub(crate) fn os_groups(user: &str) -> Vec<String> {
     let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
     let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
     let primary_gid = passwd.lines().find_map(|l| {

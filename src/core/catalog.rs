@@ -6,7 +6,7 @@ use crate::core::model::DeadLetter;
 use crate::core::store::{LetterStore, RowId};
 
 /// Length of the masked one-line preview kept per letter, in bytes.
-pub const PREVIEW_BYTES: usize = 48;
+pub(crate) const PREVIEW_BYTES: usize = 48;
 /// How much of a payload the preview looks at.
 const PREVIEW_INPUT: usize = 4096;
 /// How many unreadable records are kept for reporting (all are counted).
@@ -43,7 +43,7 @@ impl Catalog {
     }
 
     /// Whether ingest computes masked previews (default on).
-    pub fn with_previews(mut self, on: bool) -> Self {
+    pub(crate) fn with_previews(mut self, on: bool) -> Self {
         self.previews = on;
         self
     }
@@ -120,7 +120,7 @@ impl Catalog {
     }
 
     /// Index a letter prepared elsewhere (a worker thread) with [`prepare_letter`].
-    pub fn push_prepared(&mut self, dl: &DeadLetter, preview: &str) -> RowId {
+    pub(crate) fn push_prepared(&mut self, dl: &DeadLetter, preview: &str) -> RowId {
         self.store.push(dl, preview)
     }
 }
@@ -143,7 +143,7 @@ pub fn prepare_letter(
 
 /// Conventions on a letter, with the extracted fields masked (see [`mask_extracted`]):
 /// every front end's view of a letter comes from this or [`prepare_letter`].
-pub fn extract_masked(
+pub(crate) fn extract_masked(
     masker: &Masker,
     mappings: &[UserMapping],
     raw: crate::core::model::RawLetter,
@@ -158,7 +158,7 @@ pub fn extract_masked(
 /// code or an email in a message id: a masked value groups as its mask. `raw` stays as
 /// the broker gave it (payload and headers are masked where they are rendered; replay
 /// re-extracts its target from `raw`).
-pub fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
+pub(crate) fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
     use crate::core::model::{Origin, Sourced};
     fn text(m: &Masker, f: &mut Option<Sourced<String>>) {
         if let Some(s) = f {
@@ -226,7 +226,7 @@ pub fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
 }
 
 impl Catalog {
-    pub fn record_problem(&mut self, location: String, message: String) {
+    pub(crate) fn record_problem(&mut self, location: String, message: String) {
         self.problem_count += 1;
         if self.problems.len() < MAX_KEPT_PROBLEMS {
             self.problems.push(Problem { location, message });

@@ -51,13 +51,13 @@ pub fn binding(raw: &RawLetter) -> String {
 }
 
 /// How a content digest is written in a binding.
-pub fn content_label(fp: u64) -> String {
+pub(crate) fn content_label(fp: u64) -> String {
     format!("sha256:{fp:016x}")
 }
 
 /// The content digest (first 64 bits of sha256, never 0) of a letter that has no stable
 /// position; `None` for Kafka records and stream messages.
-pub fn content_fp(raw: &RawLetter) -> Option<u64> {
+pub(crate) fn content_fp(raw: &RawLetter) -> Option<u64> {
     use sha2::{Digest, Sha256};
     match &raw.coords {
         Some(Coords::Kafka { .. })

@@ -69,7 +69,7 @@ const MAX_LINES: usize = 4000;
 const CONTEXT: usize = 2;
 
 /// Compare two payloads: structurally when both are JSON, by lines when both are text.
-pub fn diff_payloads(masker: &Masker, a: &[u8], b: &[u8]) -> Diff {
+pub(crate) fn diff_payloads(masker: &Masker, a: &[u8], b: &[u8]) -> Diff {
     if let (Ok(va), Ok(vb)) = (
         serde_json::from_slice::<Value>(a),
         serde_json::from_slice::<Value>(b),

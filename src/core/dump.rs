@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 
 /// Longest line we accept; beyond it the line is reported, not loaded.
-pub const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
-pub enum DumpError {
+pub(crate) enum DumpError {
     #[error("line {line}: {message}")]
     BadLine { line: u64, message: String },
     #[error("reading dump: {0}")]
@@ -90,7 +90,7 @@ fn split_bytes(b: Option<&[u8]>) -> (Option<String>, Option<String>) {
     }
 }
 
-pub fn header_to_json(v: &HeaderValue) -> Value {
+pub(crate) fn header_to_json(v: &HeaderValue) -> Value {
     match v {
         HeaderValue::Null => Value::Null,
         HeaderValue::Bytes(b) => match std::str::from_utf8(b) {
@@ -108,7 +108,7 @@ pub fn header_to_json(v: &HeaderValue) -> Value {
     }
 }
 
-pub fn header_from_json(v: &Value) -> Result<HeaderValue, String> {
+pub(crate) fn header_from_json(v: &Value) -> Result<HeaderValue, String> {
     Ok(match v {
         Value::Null => HeaderValue::Null,
         Value::String(s) => HeaderValue::Bytes(s.as_bytes().to_vec()),
@@ -160,7 +160,7 @@ fn object_header(o: &Map<String, Value>) -> Result<HeaderValue, String> {
 }
 
 /// Decode one dump line.
-pub fn from_line(line: &[u8]) -> Result<RawLetter, String> {
+pub(crate) fn from_line(line: &[u8]) -> Result<RawLetter, String> {
     let d: DumpLine =
         serde_json::from_slice(line).map_err(|e| format!("not a dump record: {e}"))?;
     if d.v != 1 {
@@ -211,7 +211,7 @@ pub fn from_line(line: &[u8]) -> Result<RawLetter, String> {
 }
 
 /// Streams records from a dump, naming the line of every bad one.
-pub struct DumpReader<R> {
+pub(crate) struct DumpReader<R> {
     inner: R,
     line_no: u64,
     buf: Vec<u8>,
@@ -228,7 +228,7 @@ impl<R: BufRead> DumpReader<R> {
 
     /// Next record with its 1-based line number; `None` at end of input. Blank lines are
     /// skipped. An I/O error ends the stream.
-    pub fn next_record(&mut self) -> Option<Result<(u64, RawLetter), DumpError>> {
+    pub(crate) fn next_record(&mut self) -> Option<Result<(u64, RawLetter), DumpError>> {
         loop {
             self.buf.clear();
             self.line_no += 1;

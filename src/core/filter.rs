@@ -116,7 +116,7 @@ pub struct Filter {
     source: String,
 }
 
-pub const FIELDS: &str = "reason, version, event, schema, origin, consumer, exception, topic, key, id, age, attempt, replays, state, body";
+pub(crate) const FIELDS: &str = "reason, version, event, schema, origin, consumer, exception, topic, key, id, age, attempt, replays, state, body";
 
 impl Filter {
     /// The empty filter, which matches everything.
@@ -130,7 +130,7 @@ impl Filter {
 
     /// Does any term search the masked preview (bare fuzzy words)?
     /// The bare (fuzzy) words, lowercase, for highlighting what they matched.
-    pub fn fuzzy_words(&self) -> Vec<&str> {
+    pub(crate) fn fuzzy_words(&self) -> Vec<&str> {
         self.terms
             .iter()
             .filter_map(|t| match t {
@@ -140,7 +140,7 @@ impl Filter {
             .collect()
     }
 
-    pub fn needs_previews(&self) -> bool {
+    pub(crate) fn needs_previews(&self) -> bool {
         self.terms.iter().any(|t| matches!(t, Term::Fuzzy(_)))
     }
 
@@ -377,7 +377,7 @@ fn any_glob(patterns: &[String], value: &str) -> bool {
 
 /// Case-sensitive glob with `*` and `?`. Iterative with one backtrack point: linear-ish,
 /// no exponential blow-up on hostile patterns.
-pub fn glob(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0, 0);
@@ -427,7 +427,7 @@ thread_local! {
 /// three or more characters, a subsequence within a window of at most twice the
 /// needle's length (so `taxprof` finds `tax_profile` but `ab` does not match any text
 /// that merely has an `a` and later a `b`, which nucleo alone would score).
-pub fn fuzzy_indices(needle: &str, hay: &str) -> Option<Vec<u32>> {
+pub(crate) fn fuzzy_indices(needle: &str, hay: &str) -> Option<Vec<u32>> {
     use nucleo_matcher::pattern::{Atom, AtomKind, CaseMatching, Normalization};
     use nucleo_matcher::Utf32Str;
     if needle.is_empty() {
@@ -468,7 +468,7 @@ pub fn fuzzy_indices(needle: &str, hay: &str) -> Option<Vec<u32>> {
 
 /// Fuzzy match of a lowercase `needle` in `hay` (see [`fuzzy_indices`]): the matched
 /// span's slack, 0 for a substring (lower is better).
-pub fn fuzzy_match(needle: &str, hay: &str) -> Option<usize> {
+pub(crate) fn fuzzy_match(needle: &str, hay: &str) -> Option<usize> {
     let idx = fuzzy_indices(needle, hay)?;
     let (Some(first), Some(last)) = (idx.first(), idx.last()) else {
         return Some(0);

@@ -5,10 +5,10 @@
 //! The placeholders also keep PII that exception messages often carry out of group labels.
 
 /// Longest fingerprint we produce, in characters.
-pub const MAX_LEN: usize = 120;
+pub(crate) const MAX_LEN: usize = 120;
 
 /// Split `Type: message` when the prefix looks like an exception type name.
-pub fn split_exception(text: &str) -> (Option<&str>, &str) {
+pub(crate) fn split_exception(text: &str) -> (Option<&str>, &str) {
     if let Some((head, rest)) = text.split_once(": ") {
         let head_t = head.trim();
         let looks_like_type = !head_t.is_empty()
@@ -26,7 +26,7 @@ pub fn split_exception(text: &str) -> (Option<&str>, &str) {
 
 /// The last segment of a qualified type name: `java.lang.IllegalStateException` →
 /// `IllegalStateException`.
-pub fn short_type(t: &str) -> &str {
+pub(crate) fn short_type(t: &str) -> &str {
     let t = t.trim();
     t.rsplit(['.', '$', '+'])
         .next()
@@ -35,7 +35,7 @@ pub fn short_type(t: &str) -> &str {
 }
 
 /// Fingerprint from an optional exception type and an optional message.
-pub fn fingerprint(exception_type: Option<&str>, message: Option<&str>) -> Option<String> {
+pub(crate) fn fingerprint(exception_type: Option<&str>, message: Option<&str>) -> Option<String> {
     let message = message.map(str::trim).filter(|m| !m.is_empty());
     let (embedded_type, msg) = match message {
         Some(m) => {
@@ -68,7 +68,7 @@ fn truncate_chars(s: &str, max: usize) -> String {
 }
 
 /// Replace the variable parts of a message with placeholders and collapse whitespace.
-pub fn normalize(msg: &str) -> String {
+pub(crate) fn normalize(msg: &str) -> String {
     let mut out = String::with_capacity(msg.len().min(256));
     let mut chars = msg.chars().peekable();
     let mut token = String::new();

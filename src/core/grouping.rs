@@ -24,7 +24,7 @@ pub enum Dim {
 }
 
 impl Dim {
-    pub const ALL: [Dim; 10] = [
+    pub(crate) const ALL: [Dim; 10] = [
         Dim::Reason,
         Dim::Version,
         Dim::Age,
@@ -53,7 +53,7 @@ impl Dim {
     }
 
     /// The key this dimension has in `summary --json` groups.
-    pub fn json_key(self) -> &'static str {
+    pub(crate) fn json_key(self) -> &'static str {
         match self {
             Dim::Reason => "reason_code",
             Dim::Version => "consumer_version",
@@ -85,7 +85,7 @@ impl Dim {
     }
 
     /// Parse `reason,version,age`.
-    pub fn parse_list(s: &str) -> Result<Vec<Dim>, String> {
+    pub(crate) fn parse_list(s: &str) -> Result<Vec<Dim>, String> {
         let mut dims = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let d = Dim::parse(part).ok_or_else(|| {
@@ -147,7 +147,7 @@ fn age_bucket(r: &Row, now_ms: i64) -> AgeBucket {
     }
 }
 
-pub const MAX_DIMS: usize = 6;
+pub(crate) const MAX_DIMS: usize = 6;
 
 /// Values of the grouping dimensions for one group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -163,8 +163,8 @@ impl GroupKey {
 }
 
 /// Minutes per sparkline bucket; 12 buckets cover the last hour.
-pub const SPARK_BUCKET_MS: i64 = 5 * 60_000;
-pub const SPARK_BUCKETS: usize = 12;
+pub(crate) const SPARK_BUCKET_MS: i64 = 5 * 60_000;
+pub(crate) const SPARK_BUCKETS: usize = 12;
 const HOUR_MS: i64 = 3_600_000;
 const MAX_EVENT_TYPES: usize = 8;
 
@@ -261,7 +261,7 @@ impl GroupIndex {
         self.groups.is_empty()
     }
 
-    pub fn key_of(&self, r: &Row) -> GroupKey {
+    pub(crate) fn key_of(&self, r: &Row) -> GroupKey {
         let mut k = GroupKey {
             vals: [0; MAX_DIMS],
             len: self.dims.len() as u8,
@@ -303,7 +303,7 @@ impl GroupIndex {
     }
 
     /// Letters of every group under a tree node (`prefix` of the dimension values).
-    pub fn members_under(&self, prefix: &[u32]) -> Vec<RowId> {
+    pub(crate) fn members_under(&self, prefix: &[u32]) -> Vec<RowId> {
         let mut out = Vec::new();
         for (k, g) in &self.groups {
             if k.values().starts_with(prefix) {
@@ -330,7 +330,7 @@ impl GroupIndex {
     }
 
     /// Labels of a key, one per dimension.
-    pub fn labels(&self, store: &LetterStore, key: &GroupKey) -> Vec<String> {
+    pub(crate) fn labels(&self, store: &LetterStore, key: &GroupKey) -> Vec<String> {
         self.dims
             .iter()
             .zip(key.values())
@@ -341,7 +341,7 @@ impl GroupIndex {
 
 /// A one-line sparkline of bucket counts (▁…█), a space for an empty bucket, so a burst
 /// and a quiet hour look different at a glance.
-pub fn sparkline(values: &[u32]) -> String {
+pub(crate) fn sparkline(values: &[u32]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let max = values.iter().copied().max().unwrap_or(0);
     values
@@ -388,7 +388,7 @@ fn min_time(a: i64, b: i64) -> i64 {
 impl GroupIndex {
     /// The groups as a tree (first dimension at the root), depth-first. Siblings are
     /// ordered largest first, except age buckets, which keep their natural order.
-    pub fn tree(&self, store: &LetterStore) -> Vec<TreeNode> {
+    pub(crate) fn tree(&self, store: &LetterStore) -> Vec<TreeNode> {
         let mut nodes: Vec<TreeNode> = Vec::new();
         let mut index: HashMap<Vec<u32>, usize> = HashMap::new();
         for (key, g) in &self.groups {

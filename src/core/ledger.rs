@@ -38,7 +38,7 @@ pub enum LedgerError {
 }
 
 /// The schema version this build writes; older ledgers are migrated forward.
-pub const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 const MIGRATIONS: [&str; 2] = [
     r#"
@@ -166,12 +166,12 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// sha256 of bytes, hex.
-pub fn sha256_hex(b: &[u8]) -> String {
+pub(crate) fn sha256_hex(b: &[u8]) -> String {
     hex(&Sha256::digest(b))
 }
 
 /// The chain's anchor: the `prev_hash` of entry 1.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Outcome of `verify`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -246,7 +246,7 @@ fn now() -> String {
 }
 
 /// Where the chain's key lives: beside the ledger, never inside it.
-pub fn key_path(ledger: &Path) -> PathBuf {
+pub(crate) fn key_path(ledger: &Path) -> PathBuf {
     let mut p = ledger.as_os_str().to_owned();
     p.push(".key");
     PathBuf::from(p)
@@ -513,7 +513,7 @@ impl Ledger {
     }
 
     /// Record revision N+1 of a letter's payload (the original is never touched).
-    pub fn record_revision(
+    pub(crate) fn record_revision(
         &mut self,
         source: &str,
         letter_id: &str,
@@ -560,7 +560,11 @@ impl Ledger {
 
     /// The broker confirmed: the decision is applied. Audited (`discard-applied`), so a
     /// reconciliation after a crash is on the record like the decision itself.
-    pub fn mark_applied(&mut self, decision: &Decision, how: &str) -> Result<(), LedgerError> {
+    pub(crate) fn mark_applied(
+        &mut self,
+        decision: &Decision,
+        how: &str,
+    ) -> Result<(), LedgerError> {
         self.write(|l, tx| {
             let detail = serde_json::json!({"decision": decision.audit_seq, "source": decision.source, "binding": decision.binding, "how": how}).to_string();
             let entry = l
@@ -630,12 +634,12 @@ impl Ledger {
     }
 
     /// The audit log in order.
-    pub fn audit_entries(&self) -> Result<Vec<AuditEntry>, LedgerError> {
+    pub(crate) fn audit_entries(&self) -> Result<Vec<AuditEntry>, LedgerError> {
         Self::entries_in(&self.conn).map_err(|e| self.err(e))
     }
 
     /// Audit entries about one letter (its decisions, revisions, unmasks, refusals).
-    pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, LedgerError> {
+    pub(crate) fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, LedgerError> {
         Ok(self
             .audit_entries()?
             .into_iter()
@@ -929,7 +933,7 @@ fn load_or_create_key(path: &Path, keyed_entries: bool) -> Result<Vec<u8>, Strin
 /// Who is acting: the account of the process's real uid, from the OS — never from the
 /// environment (`USER=alice` must not make anyone alice in the audit log). Test builds
 /// (feature `test-hooks`) may set `DLQ_TRIAGE_ACTOR` to play several people.
-pub fn current_actor() -> String {
+pub(crate) fn current_actor() -> String {
     if cfg!(any(test, feature = "test-hooks")) {
         if let Some(a) = std::env::var("DLQ_TRIAGE_ACTOR")
             .ok()

@@ -27,7 +27,7 @@ pub enum Action {
 
 /// What kind of value it is, which decides the shape of the hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Class {
+pub(crate) enum Class {
     Email,
     Phone,
     Name,
@@ -223,7 +223,7 @@ impl Masker {
     }
 
     /// The class a field name is sensitive as, if any.
-    pub fn field_class(&self, name: &str) -> Option<Class> {
+    pub(crate) fn field_class(&self, name: &str) -> Option<Class> {
         if name.len() > 64 {
             return None; // not a field name
         }
@@ -263,7 +263,7 @@ impl Masker {
     }
 
     /// Mask a whole value known to be sensitive as `class`.
-    pub fn mask_value(&self, class: Class, value: &str) -> String {
+    pub(crate) fn mask_value(&self, class: Class, value: &str) -> String {
         match self.action(class) {
             Action::Redact => "[redacted]".to_string(),
             Action::Hash => format!("#{}", self.keyed_hash(value)),
@@ -304,7 +304,7 @@ impl Masker {
     /// costs 256 KiB of masking, wherever it is rendered (the TUI's thread included).
     /// Whatever a cut could split (a card number across the cut) is dropped with a
     /// margin longer than any detectable token. Returns whether the input was cut.
-    pub fn mask_text_bounded(&self, s: &str, max_out: usize) -> (String, bool) {
+    pub(crate) fn mask_text_bounded(&self, s: &str, max_out: usize) -> (String, bool) {
         const MARGIN: usize = 1024;
         let limit = max_out.saturating_add(2 * MARGIN);
         if s.len() <= limit {
@@ -327,7 +327,7 @@ impl Masker {
     /// non-overlapping. Used where text cannot simply be rewritten (hex dumps).
     /// `name=value` pairs under sensitive names come first; the detector table
     /// (`detectors`) finds values anywhere else. Both are linear in `s`.
-    pub fn sensitive_spans(&self, s: &str) -> Vec<(std::ops::Range<usize>, String)> {
+    pub(crate) fn sensitive_spans(&self, s: &str) -> Vec<(std::ops::Range<usize>, String)> {
         let pairs = self.pair_spans(s);
         let mut out: Vec<(std::ops::Range<usize>, String)> = Vec::with_capacity(pairs.len());
         let mut pairs = pairs.into_iter().peekable();
@@ -455,7 +455,7 @@ impl Masker {
     }
 
     /// Mask a header value for display: by header name first, then detectors.
-    pub fn mask_header(&self, name: &str, value: &HeaderValue) -> String {
+    pub(crate) fn mask_header(&self, name: &str, value: &HeaderValue) -> String {
         let text = match value {
             HeaderValue::Table(_) | HeaderValue::Array(_) => render_header(value),
             other => other.as_text().map(|t| t.into_owned()).unwrap_or_default(),
@@ -485,7 +485,7 @@ impl Masker {
 
     /// Mask a JSON value that sits under `class` (a sensitive key higher up), e.g. a
     /// sub-document reported by a diff.
-    pub fn mask_json_under(
+    pub(crate) fn mask_json_under(
         &self,
         class: Option<Class>,
         input: &[u8],
@@ -503,7 +503,12 @@ impl Masker {
 
     /// Mask a payload whatever it is; JSON structurally, text by detectors, binary not
     /// shown. Returns the masked text and whether it was cut at `max_out`.
-    pub fn mask_payload(&self, payload: &[u8], layout: Layout, max_out: usize) -> (String, bool) {
+    pub(crate) fn mask_payload(
+        &self,
+        payload: &[u8],
+        layout: Layout,
+        max_out: usize,
+    ) -> (String, bool) {
         let looks_json = matches!(
             payload.iter().find(|b| !b.is_ascii_whitespace()),
             Some(b'{') | Some(b'[')
@@ -530,7 +535,7 @@ impl Masker {
 impl Masker {
     /// Mask a header value keeping its type and structure (so an exported `x-death`
     /// still parses): tables by their field names, text by name then detectors.
-    pub fn mask_header_value(&self, name: &str, value: &HeaderValue) -> HeaderValue {
+    pub(crate) fn mask_header_value(&self, name: &str, value: &HeaderValue) -> HeaderValue {
         let class = self.field_class(name);
         match value {
             HeaderValue::Table(fields) => HeaderValue::Table(
@@ -578,7 +583,7 @@ impl Masker {
 
     /// Mask arbitrary bytes in place: printable runs go through the detectors and every
     /// byte of a sensitive span becomes `*`; everything else (and the length) is kept.
-    pub fn mask_binary(&self, bytes: &[u8]) -> Vec<u8> {
+    pub(crate) fn mask_binary(&self, bytes: &[u8]) -> Vec<u8> {
         let hidden = self.sensitive_bytes(bytes);
         bytes
             .iter()
@@ -589,7 +594,7 @@ impl Masker {
 
     /// For each byte of a binary blob, whether it lies in a sensitive span, judged on its
     /// printable-ASCII projection (non-printables as `.`).
-    pub fn sensitive_bytes(&self, bytes: &[u8]) -> Vec<bool> {
+    pub(crate) fn sensitive_bytes(&self, bytes: &[u8]) -> Vec<bool> {
         let projection = printable_projection(bytes);
         let mut hidden = vec![false; bytes.len()];
         for (range, _) in self.sensitive_spans(&projection) {
@@ -603,7 +608,7 @@ impl Masker {
 
 /// Bytes as printable ASCII, one char per byte (`.` for the rest), so byte offsets and
 /// char offsets coincide.
-pub fn printable_projection(bytes: &[u8]) -> String {
+pub(crate) fn printable_projection(bytes: &[u8]) -> String {
     bytes
         .iter()
         .map(|&b| {
@@ -617,7 +622,7 @@ pub fn printable_projection(bytes: &[u8]) -> String {
 }
 
 /// One-line rendering of a typed AMQP header (tables and arrays).
-pub fn render_header(v: &HeaderValue) -> String {
+pub(crate) fn render_header(v: &HeaderValue) -> String {
     match v {
         HeaderValue::Null => "null".into(),
         HeaderValue::Table(fields) => {
@@ -644,7 +649,7 @@ pub fn render_header(v: &HeaderValue) -> String {
 }
 
 /// Lowercase, without `_ - . ` and spaces: `Card_Number` → `cardnumber`.
-pub fn normalize_name(name: &str) -> String {
+pub(crate) fn normalize_name(name: &str) -> String {
     name.chars()
         .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
         .flat_map(char::to_lowercase)

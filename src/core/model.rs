@@ -81,7 +81,7 @@ impl HeaderValue {
     }
 
     /// The value as text when it is text-like (UTF-8 bytes or a scalar), lossy for bytes.
-    pub fn as_text(&self) -> Option<Cow<'_, str>> {
+    pub(crate) fn as_text(&self) -> Option<Cow<'_, str>> {
         match self {
             HeaderValue::Bytes(b) => Some(String::from_utf8_lossy(b)),
             HeaderValue::Int(i) => Some(Cow::Owned(i.to_string())),
@@ -101,7 +101,7 @@ impl HeaderValue {
 
     /// An integer, parsed leniently: typed ints, ASCII decimal text, or big-endian binary
     /// of 1, 2, 4 or 8 bytes (Spring Kafka writes partition and offset that way).
-    pub fn as_i64_lenient(&self) -> Option<i64> {
+    pub(crate) fn as_i64_lenient(&self) -> Option<i64> {
         match self {
             HeaderValue::Int(i) => Some(*i),
             HeaderValue::Timestamp(t) => i64::try_from(*t).ok(),
@@ -179,7 +179,7 @@ impl RawLetter {
     }
 
     /// Case-insensitive header lookup (AMQP/NServiceBus users vary the case).
-    pub fn header_ci(&self, name: &str) -> Option<&HeaderValue> {
+    pub(crate) fn header_ci(&self, name: &str) -> Option<&HeaderValue> {
         self.headers
             .iter()
             .rev()
@@ -407,7 +407,7 @@ pub enum TriageState {
 }
 
 impl TriageState {
-    pub const ALL: [TriageState; 6] = [
+    pub(crate) const ALL: [TriageState; 6] = [
         TriageState::Open,
         TriageState::Discarded,
         TriageState::Replaying,

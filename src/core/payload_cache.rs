@@ -34,7 +34,7 @@ impl PayloadCache {
 
     /// Keep a payload, evicting the least recently used until it fits. A payload larger
     /// than the whole budget is not kept (it will be re-fetched when shown).
-    pub fn put(&mut self, id: RowId, letter: RawLetter) {
+    pub(crate) fn put(&mut self, id: RowId, letter: RawLetter) {
         if let Some(old) = self.map.remove(&id) {
             self.used -= size_of_letter(&old);
             self.order.retain(|x| *x != id);
@@ -56,13 +56,6 @@ impl PayloadCache {
         self.map.insert(id, letter);
     }
 
-    /// Forget everything (e.g. before a rescan).
-    pub fn clear(&mut self) {
-        self.map.clear();
-        self.order.clear();
-        self.used = 0;
-    }
-
     fn touch(&mut self, id: RowId) {
         if let Some(pos) = self.order.iter().position(|x| *x == id) {
             self.order.remove(pos);
@@ -70,7 +63,8 @@ impl PayloadCache {
         }
     }
 
-    pub fn used_bytes(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn used_bytes(&self) -> usize {
         self.used
     }
 

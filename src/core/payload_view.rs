@@ -36,7 +36,7 @@ pub struct PayloadView {
 }
 
 /// Bytes of a binary payload shown as hex.
-pub const HEX_LIMIT: usize = 4096;
+pub(crate) const HEX_LIMIT: usize = 4096;
 
 /// Render a payload masked, at most about `max_out` bytes of output.
 pub fn render(masker: &Masker, payload: &[u8], body: BodyKind, max_out: usize) -> PayloadView {
@@ -72,7 +72,7 @@ pub fn render(masker: &Masker, payload: &[u8], body: BodyKind, max_out: usize) -
 
 /// Render a payload **unmasked** — only after the privileged role, a reason and an audit
 /// entry. Still size-capped; the caller still sanitizes.
-pub fn render_unmasked(payload: &[u8], body: BodyKind, max_out: usize) -> PayloadView {
+pub(crate) fn render_unmasked(payload: &[u8], body: BodyKind, max_out: usize) -> PayloadView {
     let cap = |mut t: String| {
         let cut = t.len() > max_out;
         if cut {
@@ -118,7 +118,7 @@ pub fn render_unmasked(payload: &[u8], body: BodyKind, max_out: usize) -> Payloa
 /// Classic 16-bytes-per-line hex dump. Printable runs are checked by the detectors; any
 /// byte inside a sensitive span is shown as `**` and `*`, in both columns, since hex of
 /// an email is as readable as the email.
-pub fn hex_dump(masker: Option<&Masker>, bytes: &[u8]) -> String {
+pub(crate) fn hex_dump(masker: Option<&Masker>, bytes: &[u8]) -> String {
     let projection = crate::core::masking::printable_projection(bytes);
     let hidden = masker.map_or_else(|| vec![false; bytes.len()], |m| m.sensitive_bytes(bytes));
     let mut out = String::new();

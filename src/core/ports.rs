@@ -4,7 +4,7 @@ use crate::core::model::{Coords, Header, RawLetter};
 use std::ops::ControlFlow;
 
 /// The underlying error a broker client reported.
-pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub(crate) type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// What went wrong with a source. The message says it in the user's terms (and already
 /// includes the cause's text, so it can be shown alone); `source()` keeps the client's
@@ -37,7 +37,7 @@ impl SourceError {
         }
     }
 
-    pub fn unavailable(message: impl Into<String>) -> Self {
+    pub(crate) fn unavailable(message: impl Into<String>) -> Self {
         SourceError::Unavailable {
             message: message.into(),
             cause: None,
@@ -45,7 +45,7 @@ impl SourceError {
     }
 
     /// `context: cause`, keeping the cause.
-    pub fn failed_by(
+    pub(crate) fn failed_by(
         context: impl std::fmt::Display,
         cause: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
@@ -56,7 +56,7 @@ impl SourceError {
     }
 
     /// `context: cause`, keeping the cause.
-    pub fn unavailable_by(
+    pub(crate) fn unavailable_by(
         context: impl std::fmt::Display,
         cause: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {

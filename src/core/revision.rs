@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 /// Merge an edit of the masked rendering back onto the original.
-pub fn merge_masked_edit(original: &Value, masked: &Value, edited: &Value) -> Value {
+pub(crate) fn merge_masked_edit(original: &Value, masked: &Value, edited: &Value) -> Value {
     if edited == masked {
         return original.clone();
     }
@@ -73,7 +73,11 @@ pub fn changed_paths(a: &Value, b: &Value) -> Vec<String> {
 
 /// Values an editor must not half-change: a masked hint edited in place would replace
 /// real data with asterisks.
-pub fn edited_masked_values(masked: &Value, merged: &Value, changed: &[String]) -> Vec<String> {
+pub(crate) fn edited_masked_values(
+    masked: &Value,
+    merged: &Value,
+    changed: &[String],
+) -> Vec<String> {
     changed
         .iter()
         .filter(|p| {

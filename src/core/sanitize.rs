@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 /// How newlines are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Everything on one line: `\n`, `\r`, `\t` become escapes.
     Line,
     /// Multi-line text: `\n` kept, tabs expanded to spaces, `\r` escaped.
@@ -19,7 +19,7 @@ pub enum Mode {
 }
 
 /// Is this character one that must never reach a terminal raw?
-pub fn is_unsafe_char(c: char) -> bool {
+pub(crate) fn is_unsafe_char(c: char) -> bool {
     let u = c as u32;
     u < 0x20 || u == 0x7f || (0x80..=0x9f).contains(&u) || is_format_char(c)
 }
@@ -40,7 +40,7 @@ fn is_format_char(c: char) -> bool {
 
 /// Sanitize arbitrary bytes for display, keeping at most `max_chars` output characters;
 /// if cut, a marker says how many input bytes are hidden.
-pub fn sanitize_bytes(bytes: &[u8], mode: Mode, max_chars: usize) -> String {
+pub(crate) fn sanitize_bytes(bytes: &[u8], mode: Mode, max_chars: usize) -> String {
     let mut out = String::with_capacity(bytes.len().min(max_chars) + 8);
     let mut shown = 0usize;
     let mut rest = bytes;
@@ -83,7 +83,7 @@ pub fn sanitize_bytes(bytes: &[u8], mode: Mode, max_chars: usize) -> String {
 }
 
 /// Sanitize text that is already valid UTF-8 (header names, error messages, ids).
-pub fn sanitize_str(s: &str, mode: Mode, max_chars: usize) -> String {
+pub(crate) fn sanitize_str(s: &str, mode: Mode, max_chars: usize) -> String {
     sanitize_bytes(s.as_bytes(), mode, max_chars)
 }
 
@@ -115,7 +115,7 @@ fn push_char(out: &mut String, c: char, mode: Mode) {
 }
 
 /// `1.5 KiB`, `10.0 MiB`.
-pub fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if n < 1024 {
         return format!("{n} B");

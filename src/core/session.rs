@@ -60,7 +60,7 @@ impl Principal {
     }
 
     /// The ledger if one exists already (reads never create it).
-    pub fn existing_ledger(&self) -> Result<Option<Ledger>, SessionError> {
+    pub(crate) fn existing_ledger(&self) -> Result<Option<Ledger>, SessionError> {
         match self.ledger_path.as_ref().filter(|p| p.exists()) {
             Some(p) => Ok(Some(Ledger::open(p, &self.actor)?)),
             None => Ok(None),
@@ -69,7 +69,7 @@ impl Principal {
 
     /// Check a permission; a refusal names the role it needs and is audited (except
     /// under --read-only, which writes nothing). `target` must already be redacted.
-    pub fn require(&self, p: Permission, target: &str) -> Result<(), SessionError> {
+    pub(crate) fn require(&self, p: Permission, target: &str) -> Result<(), SessionError> {
         let Err(denied) = access::check(self.role, p) else {
             return Ok(());
         };
@@ -102,7 +102,7 @@ impl Principal {
     }
 
     /// A letter's entries in the ledger (decisions, revisions, unmasks, refusals).
-    pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, SessionError> {
+    pub(crate) fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, SessionError> {
         match self.existing_ledger()? {
             Some(l) => Ok(l.history(letter_id)?),
             None => Ok(Vec::new()),
@@ -141,7 +141,7 @@ impl From<(DeadLetter, String)> for Prepared {
 
 /// A letter's state in the ledger, and the decision behind it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LetterState {
+pub(crate) struct LetterState {
     pub state: TriageState,
     pub decision: Option<Decision>,
 }
@@ -162,7 +162,7 @@ impl LetterState {
     }
 
     /// One line: `discarded by alice at … (reason: …)`, or `open`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.decision {
             Some(d) => format!(
                 "{} by {} at {} (reason: {}){}",
@@ -180,7 +180,7 @@ impl LetterState {
         }
     }
 
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "state": self.state.as_str(),
             "decision": self.decision.as_ref().map(|d| serde_json::json!({
@@ -319,7 +319,7 @@ impl Session {
 
     /// The letter's triage state and the decision that set it, for every view of a
     /// letter (`show`, `show --json`, the TUI detail).
-    pub fn letter_state(&self, letter: &DeadLetter) -> LetterState {
+    pub(crate) fn letter_state(&self, letter: &DeadLetter) -> LetterState {
         let binding = decisions::binding(&letter.raw);
         LetterState::of(self.decision(&letter.id.value.0, &binding))
     }

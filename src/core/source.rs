@@ -174,7 +174,7 @@ const NOT_UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHA
     .remove(b'~');
 
 /// Percent-encode everything but unreserved characters (RFC 3986), for URIs and paths.
-pub fn pct_encode(s: &str) -> String {
+pub(crate) fn pct_encode(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, NOT_UNRESERVED).to_string()
 }
 

@@ -8,7 +8,7 @@ use crate::core::model::{BodyKind, Coords, DeadLetter, TriageState};
 use std::collections::HashMap;
 
 /// An interned string. `0` is the empty string, used for "unknown".
-pub type Sym = u32;
+pub(crate) type Sym = u32;
 
 /// Row index in the store.
 pub type RowId = u32;
@@ -26,7 +26,7 @@ impl Interner {
         i
     }
 
-    pub fn intern(&mut self, s: &str) -> Sym {
+    pub(crate) fn intern(&mut self, s: &str) -> Sym {
         if let Some(&id) = self.map.get(s) {
             return id;
         }
@@ -40,7 +40,7 @@ impl Interner {
         self.map.get(s).copied()
     }
 
-    pub fn resolve(&self, sym: Sym) -> &str {
+    pub(crate) fn resolve(&self, sym: Sym) -> &str {
         self.names.get(sym as usize).map_or("", |s| s)
     }
 
@@ -63,7 +63,7 @@ impl Interner {
 }
 
 /// Sentinel for an unknown timestamp.
-pub const NO_TIME: i64 = i64::MIN;
+pub(crate) const NO_TIME: i64 = i64::MIN;
 
 /// One letter's metadata. Kept `Copy` and small: 80 bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -264,7 +264,7 @@ impl LetterStore {
         )
     }
 
-    pub fn sym(&self, s: Sym) -> &str {
+    pub(crate) fn sym(&self, s: Sym) -> &str {
         self.syms.resolve(s)
     }
 
@@ -298,7 +298,7 @@ impl LetterStore {
         self.arena.shrink_to_fit();
     }
 
-    pub fn set_state(&mut self, id: RowId, state: TriageState) {
+    pub(crate) fn set_state(&mut self, id: RowId, state: TriageState) {
         if let Some(r) = self.rows.get_mut(id as usize) {
             r.state = state;
         }

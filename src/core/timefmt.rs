@@ -5,7 +5,7 @@ use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 
 /// Parse a timestamp as conventions write it: RFC 3339, `YYYY-MM-DD HH:MM:SS[.f]`,
 /// NServiceBus' `YYYY-MM-DD HH:MM:SS:ffffff Z`, or epoch seconds/milliseconds.
-pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
     let s = s.trim();
     if s.is_empty() {
         return None;
@@ -37,7 +37,7 @@ pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
 }
 
 /// Epoch seconds or milliseconds, told apart by magnitude.
-pub fn from_epoch_guess(n: i64) -> Option<DateTime<Utc>> {
+pub(crate) fn from_epoch_guess(n: i64) -> Option<DateTime<Utc>> {
     if n > 100_000_000_000 {
         DateTime::from_timestamp_millis(n)
     } else {
@@ -46,7 +46,7 @@ pub fn from_epoch_guess(n: i64) -> Option<DateTime<Utc>> {
 }
 
 /// Parse `90s`, `15m`, `1h`, `2d`, `1w`, `1h30m` into milliseconds.
-pub fn parse_duration_ms(s: &str) -> Option<i64> {
+pub(crate) fn parse_duration_ms(s: &str) -> Option<i64> {
     let s = s.trim();
     if s.is_empty() {
         return None;
@@ -79,7 +79,7 @@ pub fn parse_duration_ms(s: &str) -> Option<i64> {
 }
 
 /// Compact age: `45s`, `12m`, `2h5m`, `2d3h`.
-pub fn format_age_ms(ms: i64) -> String {
+pub(crate) fn format_age_ms(ms: i64) -> String {
     if ms < 0 {
         return "future".into();
     }
@@ -108,7 +108,7 @@ pub fn format_age_ms(ms: i64) -> String {
 
 /// The five age buckets of the design, youngest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum AgeBucket {
+pub(crate) enum AgeBucket {
     Under5m,
     M5ToH1,
     H1ToD1,
@@ -118,7 +118,7 @@ pub enum AgeBucket {
 }
 
 impl AgeBucket {
-    pub const ALL: [AgeBucket; 6] = [
+    pub(crate) const ALL: [AgeBucket; 6] = [
         AgeBucket::Under5m,
         AgeBucket::M5ToH1,
         AgeBucket::H1ToD1,
@@ -127,7 +127,7 @@ impl AgeBucket {
         AgeBucket::Unknown,
     ];
 
-    pub fn of_age_ms(age_ms: i64) -> Self {
+    pub(crate) fn of_age_ms(age_ms: i64) -> Self {
         const M: i64 = 60_000;
         match age_ms {
             a if a < 5 * M => AgeBucket::Under5m,
@@ -149,7 +149,7 @@ impl AgeBucket {
         }
     }
 
-    pub fn from_index(i: u32) -> Self {
+    pub(crate) fn from_index(i: u32) -> Self {
         Self::ALL
             .get(i as usize)
             .copied()

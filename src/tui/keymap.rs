@@ -60,7 +60,7 @@ impl Key {
 
 /// What a binding changes outside the screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Nothing: navigation and views.
     View,
     /// Writes the ledger (a revision, an audit entry).
@@ -70,7 +70,7 @@ pub enum Effect {
 }
 
 /// One binding.
-pub struct Binding {
+pub(crate) struct Binding {
     pub keys: &'static [Key],
     pub help: &'static str,
     /// The short label in the footer, if it has a place there.
@@ -87,7 +87,7 @@ impl Binding {
     }
 
     /// The keys as help writes them.
-    pub fn keys_label(&self) -> String {
+    pub(crate) fn keys_label(&self) -> String {
         self.keys
             .iter()
             .map(|k| k.label())
@@ -96,7 +96,7 @@ impl Binding {
     }
 
     /// Why this user cannot use it here, if they cannot.
-    pub fn disabled(&self, role: Role, read_only: bool) -> Option<String> {
+    pub(crate) fn disabled(&self, role: Role, read_only: bool) -> Option<String> {
         if read_only && self.effect != Effect::View {
             return Some("--read-only".into());
         }
@@ -124,7 +124,7 @@ const fn b(
 use Key::{Char as C, Code, Ctrl};
 
 /// The bindings in normal mode, in help order.
-pub const BINDINGS: &[Binding] = &[
+pub(crate) const BINDINGS: &[Binding] = &[
     b(&[C('j'), Code(KeyCode::Down)], "move down", None, || {
         Action::Down
     }),
@@ -323,7 +323,7 @@ pub const PALETTE: &[PaletteCommand] = &[
 ];
 
 /// The palette's one-line hint.
-pub fn palette_hint() -> String {
+pub(crate) fn palette_hint() -> String {
     PALETTE
         .iter()
         .map(|c| {
@@ -339,7 +339,7 @@ pub fn palette_hint() -> String {
 
 /// The footer: `(key, label, disabled?)` for every binding that has a footer label,
 /// help first and quit last (a narrow footer drops from the middle).
-pub fn footer_items(role: Role, read_only: bool) -> Vec<(String, &'static str, bool)> {
+pub(crate) fn footer_items(role: Role, read_only: bool) -> Vec<(String, &'static str, bool)> {
     let rank = |label: &str| match label {
         "help" => 0,
         "quit" => 2,
@@ -359,7 +359,7 @@ pub fn footer_items(role: Role, read_only: bool) -> Vec<(String, &'static str, b
 }
 
 /// The action for a key in the current state (input mode captures typing).
-pub fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
+pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
     if e.code == KeyCode::Char('c') && e.modifiers.contains(KeyModifiers::CONTROL) {
         return Some(Action::Quit);
     }

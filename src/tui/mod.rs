@@ -29,7 +29,7 @@ pub enum AppEvent {
 }
 
 /// Payload bytes kept in memory for the detail pane (the rest is re-fetched).
-pub const CACHE_BUDGET: usize = 256 * 1024 * 1024;
+pub(crate) const CACHE_BUDGET: usize = 256 * 1024 * 1024;
 /// Most events handled before a frame is drawn, so a flood of letters cannot starve input.
 const MAX_EVENTS_PER_FRAME: usize = 512;
 

@@ -28,7 +28,7 @@ pub enum Tab {
 }
 
 impl Tab {
-    pub const ALL: [Tab; 5] = [
+    pub(crate) const ALL: [Tab; 5] = [
         Tab::Failure,
         Tab::Headers,
         Tab::Payload,
@@ -245,7 +245,7 @@ impl AppState {
     }
 
     /// The tree node under the group cursor.
-    pub fn selected_node(&self) -> Option<&TreeNode> {
+    pub(crate) fn selected_node(&self) -> Option<&TreeNode> {
         self.groups
             .visible
             .get(self.groups.cursor)

@@ -109,7 +109,7 @@ impl Theme {
         self.styles[key as usize]
     }
 
-    pub fn embedded_names() -> Vec<&'static str> {
+    pub(crate) fn embedded_names() -> Vec<&'static str> {
         EMBEDDED.iter().map(|(n, _)| *n).collect()
     }
 

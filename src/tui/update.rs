@@ -705,7 +705,7 @@ fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
 }
 
 /// Rebuild the group index for the current grouping, filter and clock.
-pub fn rebuild_index(state: &mut AppState) {
+pub(crate) fn rebuild_index(state: &mut AppState) {
     let dims: Vec<Dim> = state.dims().to_vec();
     state.index = GroupIndex::build(
         &state.catalog.store,
@@ -717,7 +717,7 @@ pub fn rebuild_index(state: &mut AppState) {
 }
 
 /// Recompute the tree from the index, keeping the selected node if it still exists.
-pub fn refresh_tree(state: &mut AppState) {
+pub(crate) fn refresh_tree(state: &mut AppState) {
     let selected = state.selected_node().map(|n| n.path.clone());
     state.groups.tree = state.index.tree(&state.catalog.store);
     let top_open = state
@@ -755,7 +755,7 @@ pub fn refresh_tree(state: &mut AppState) {
 }
 
 /// Which tree nodes are visible given the expanded set.
-pub fn refresh_visible(state: &mut AppState) {
+pub(crate) fn refresh_visible(state: &mut AppState) {
     state.groups.visible = state
         .groups
         .tree
@@ -822,7 +822,7 @@ const SORT_AHEAD: usize = 4096;
 
 /// Put at least the first `want` letters in order (all of them for small groups). A
 /// partial selection is O(n), a full sort of half a million letters is not.
-pub fn sort_letters(state: &mut AppState, want: usize) {
+pub(crate) fn sort_letters(state: &mut AppState, want: usize) {
     let len = state.letters.rows.len();
     if state.letters.sorted >= len.min(want) {
         return;

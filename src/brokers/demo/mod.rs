@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Origin topics the simulated consumer reads (replays go there).
-pub const ORIGIN_TOPICS: [(&str, i32); 3] =
+pub(crate) const ORIGIN_TOPICS: [(&str, i32); 3] =
     [("invoices", 6), ("payments", 4), ("ledger-postings", 4)];
 
 /// Counts failed deliveries so seeding can tell a partial load from a full one.
@@ -79,7 +79,7 @@ impl Demo {
     /// Seed `topic` with `n` realistic letters (the incident's letters, cycled) spread
     /// over `partitions`, produced in chunks so memory stays flat. The mock keeps about
     /// 5 MiB per partition, so large benchmarks need many partitions.
-    pub fn seed_bench(
+    pub(crate) fn seed_bench(
         &self,
         topic: &str,
         n: usize,
@@ -255,7 +255,7 @@ impl Drop for Simulator {
 }
 
 /// The `demo` source: a fresh seeded cluster read through the Kafka adapter.
-pub struct DemoSource {
+pub(crate) struct DemoSource {
     // Field order matters: the simulator and the consumer side are dropped before the
     // cluster they talk to.
     simulator: Option<Simulator>,
@@ -276,7 +276,7 @@ impl DemoSource {
 
     /// Start the live side (trickle of new letters, simulated consumer): for the TUI,
     /// where the incident should keep moving.
-    pub fn go_live(&mut self) -> Result<(), SourceError> {
+    pub(crate) fn go_live(&mut self) -> Result<(), SourceError> {
         if self.simulator.is_none() {
             self.simulator = Some(Simulator::start(
                 self.demo.bootstrap(),

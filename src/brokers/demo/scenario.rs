@@ -13,14 +13,14 @@ use serde_json::json;
 
 /// splitmix64: tiny, fast and good enough for synthetic data.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
         Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -29,7 +29,7 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n.max(1)
     }
 
@@ -38,7 +38,7 @@ impl Rng {
     }
 
     /// Crockford base32, like ULIDs.
-    pub fn ulidish(&mut self, len: usize) -> String {
+    pub(crate) fn ulidish(&mut self, len: usize) -> String {
         const A: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
         (0..len)
             .map(|_| A[self.below(32) as usize] as char)
@@ -82,8 +82,8 @@ const IBANS: &[&str] = &[
 ];
 
 pub const INVOICES_DLQ: &str = "invoices.dlq";
-pub const PAYMENTS_DLQ: &str = "payments.dlq";
-pub const DLQ_PARTITIONS: i32 = 3;
+pub(crate) const PAYMENTS_DLQ: &str = "payments.dlq";
+pub(crate) const DLQ_PARTITIONS: i32 = 3;
 
 /// How big an incident to generate: 1.0 is about 1,300 letters.
 #[derive(Debug, Clone, Copy)]
@@ -487,7 +487,7 @@ fn spring_letter(rng: &mut Rng, now: DateTime<Utc>, age_ms: i64, origin_offset: 
 
 /// One new dead letter arriving now (the demo's live trickle): mostly the tax-profile
 /// incident, some string amounts, as the scenario's two live problems.
-pub fn fresh_letter(rng: &mut Rng, now: DateTime<Utc>) -> RawLetter {
+pub(crate) fn fresh_letter(rng: &mut Rng, now: DateTime<Utc>) -> RawLetter {
     let reason = if rng.below(10) < 7 {
         "customer_tax_profile_missing"
     } else {
@@ -546,7 +546,7 @@ pub fn consumer_verdict(raw: &RawLetter) -> Result<(), &'static str> {
 }
 
 /// The DLQ topic an origin topic dead-letters into.
-pub fn dlq_for(origin: &str) -> &'static str {
+pub(crate) fn dlq_for(origin: &str) -> &'static str {
     match origin {
         "invoices" => INVOICES_DLQ,
         _ => PAYMENTS_DLQ,
@@ -555,7 +555,7 @@ pub fn dlq_for(origin: &str) -> &'static str {
 
 /// The dead letter the simulated consumer writes when a message fails again: same key,
 /// headers and message id; the envelope's attempt and last failure time move on.
-pub fn dead_letter_again(raw: &RawLetter, reason: &str, now: DateTime<Utc>) -> RawLetter {
+pub(crate) fn dead_letter_again(raw: &RawLetter, reason: &str, now: DateTime<Utc>) -> RawLetter {
     let origin = raw
         .coords
         .as_ref()

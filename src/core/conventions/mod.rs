@@ -45,7 +45,7 @@ pub enum Field {
 }
 
 impl Field {
-    pub const ALL: [Field; 17] = [
+    pub(crate) const ALL: [Field; 17] = [
         Field::ReasonCode,
         Field::ReasonDetail,
         Field::ExceptionType,

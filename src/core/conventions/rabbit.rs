@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 /// One parsed `x-death` entry.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DeathEntry {
+pub(crate) struct DeathEntry {
     pub queue: Option<String>,
     pub reason: Option<String>,
     pub count: Option<i64>,
@@ -18,7 +18,7 @@ pub struct DeathEntry {
 }
 
 /// Parse `x-death` leniently: strings may be long strings or bytes, ints any width.
-pub fn death_entries(raw: &RawLetter) -> Vec<DeathEntry> {
+pub(crate) fn death_entries(raw: &RawLetter) -> Vec<DeathEntry> {
     let Some(HeaderValue::Array(items)) = raw.header("x-death") else {
         return Vec::new();
     };

@@ -45,7 +45,7 @@ pub struct UserMapping {
 /// The config file form: `[[conventions]] name = "acme"` with `fields.reason_code = [...]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct UserMappingConfig {
+pub(crate) struct UserMappingConfig {
     pub name: String,
     pub fields: BTreeMap<String, Vec<String>>,
 }

@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 /// One detector.
-pub struct Rule {
+pub(crate) struct Rule {
     pub name: &'static str,
     pub class: Class,
     pattern: &'static str,
@@ -424,20 +424,22 @@ fn compiled() -> Option<&'static Compiled> {
 }
 
 /// How many rules the table has (for the README and the corpus test).
-pub fn rule_count() -> usize {
+#[cfg(test)]
+pub(crate) fn rule_count() -> usize {
     RULES.len()
 }
 
 /// Whether every rule compiled (a test keeps it so; without the table nothing would
 /// be detected, so `detect` then reports the whole input as one secret).
-pub fn all_compiled() -> bool {
+#[cfg(test)]
+pub(crate) fn all_compiled() -> bool {
     compiled().is_some()
 }
 
 /// Every detected span of `s`, in order, non-overlapping, with its class and the rule's
 /// name. At each candidate start the longest validated match wins (then table order).
 /// Linear: one pass of the alternation, plus bounded anchored matches per candidate.
-pub fn detect(s: &[u8]) -> Vec<(Range<usize>, Class, &'static str)> {
+pub(crate) fn detect(s: &[u8]) -> Vec<(Range<usize>, Class, &'static str)> {
     let Some(c) = compiled() else {
         // Fail closed: hide everything rather than show unchecked data.
         return vec![(0..s.len(), Class::Secret, "detectors unavailable")];

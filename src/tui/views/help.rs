@@ -84,7 +84,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
 
 /// A titled list over the panes (`:problems`, `:notes`). Every line is untrusted (record
 /// locations, broker messages): sanitized and cut to the popup.
-pub fn render_list(f: &mut Frame, area: Rect, title: &str, lines: &[String], t: &Theme) {
+pub(crate) fn render_list(f: &mut Frame, area: Rect, title: &str, lines: &[String], t: &Theme) {
     let w = area.width.min(100);
     let h = (lines.len() as u16 + 3).min(area.height);
     let popup = Rect::new(

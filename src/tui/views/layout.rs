@@ -50,7 +50,7 @@ pub fn layout(width: u16, height: u16) -> Areas {
 
 /// First visible item of a list of `height` rows with the cursor at `cursor`: lists
 /// scroll by pages, so the view is stable while the cursor moves within a page.
-pub fn list_offset(cursor: usize, height: usize) -> usize {
+pub(crate) fn list_offset(cursor: usize, height: usize) -> usize {
     if height == 0 {
         return 0;
     }

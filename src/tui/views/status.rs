@@ -64,7 +64,7 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     );
 }
 
-pub fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let progress = if let Some(e) = &s.scan.error {
         Span::styled(
             format!("scan failed: {}", sanitize::line(e, 60)),
@@ -117,7 +117,7 @@ pub fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     f.render_widget(Paragraph::new(line), area);
 }
 
-pub fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let width = usize::from(area.width);
     let line = match &s.prompt.input {
         Input::Fuzzy(w) => Line::from(vec![
