@@ -298,16 +298,8 @@ impl RabbitSource {
     /// (`None`: empty queue; `Some(None)`: no such header). Used only when the queue's
     /// type is unknown; on a quorum queue it costs that one message one delivery.
     fn probe_head(&mut self, queue: &str) -> Result<Option<Option<i64>>, SourceError> {
-        self.ensure_connected()?;
-        let conn = self
-            .conn
-            .as_ref()
-            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
+        let ch = self.fresh_channel()?;
         self.rt.block_on(async {
-            let ch = conn
-                .create_channel()
-                .await
-                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             ch.basic_qos(1, BasicQosOptions::default())
                 .await
                 .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
@@ -387,6 +379,19 @@ impl RabbitSource {
 
     /// (Re)connect if needed. A lost connection loses every held delivery (the broker
     /// requeues them), so their tags are forgotten too.
+    /// A new channel on the (re)connected connection: probes and browses each take
+    /// their own, so a channel the broker closes on an error takes nothing else down.
+    fn fresh_channel(&mut self) -> Result<Channel, SourceError> {
+        self.ensure_connected()?;
+        let conn = self
+            .conn
+            .as_ref()
+            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
+        self.rt
+            .block_on(conn.create_channel())
+            .map_err(|e| SourceError::failed_by("opening a channel", e))
+    }
+
     fn ensure_connected(&mut self) -> Result<(), SourceError> {
         if self.conn.as_ref().is_none_or(|c| !c.status().connected()) {
             self.held.clear();
@@ -401,16 +406,8 @@ impl RabbitSource {
     /// browsing one). Messages other consumers hold unacked are not in the count.
     fn count(&mut self, queue: &str) -> Result<(u32, u32), SourceError> {
         let vhost = self.target.vhost.clone();
-        self.ensure_connected()?;
-        let conn = self
-            .conn
-            .as_ref()
-            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
+        let ch = self.fresh_channel()?;
         self.rt.block_on(async {
-            let ch = conn
-                .create_channel()
-                .await
-                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             let q = ch
                 .queue_declare(
                     ShortString::from(queue),
@@ -435,16 +432,8 @@ impl RabbitSource {
     /// 0 for streams): streams refuse `basic.get`, which on any other queue either finds
     /// nothing or takes one message that the closing channel gives back.
     fn is_stream(&mut self, queue: &str) -> Result<bool, SourceError> {
-        self.ensure_connected()?;
-        let conn = self
-            .conn
-            .as_ref()
-            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
+        let ch = self.fresh_channel()?;
         self.rt.block_on(async {
-            let ch = conn
-                .create_channel()
-                .await
-                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             let got = ch
                 .basic_get(
                     ShortString::from(queue),
@@ -544,16 +533,8 @@ impl RabbitSource {
         }
         let vhost = self.target.vhost.clone();
         let prefetch = u16::try_from(want.max(1)).unwrap_or(self.browse_limit);
-        self.ensure_connected()?;
-        let conn = self
-            .conn
-            .as_ref()
-            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
+        let ch = self.fresh_channel()?;
         let (channel, deliveries) = self.rt.block_on(async {
-            let ch = conn
-                .create_channel()
-                .await
-                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             ch.basic_qos(prefetch, BasicQosOptions::default())
                 .await
                 .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
@@ -626,17 +607,9 @@ impl RabbitSource {
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, SourceError> {
         let vhost = self.target.vhost.clone();
-        self.ensure_connected()?;
-        let conn = self
-            .conn
-            .as_ref()
-            .ok_or_else(|| SourceError::failed("no AMQP connection"))?;
+        let ch = self.fresh_channel()?;
         let want = count.min(u32::from(self.browse_limit));
         let deliveries = self.rt.block_on(async {
-            let ch = conn
-                .create_channel()
-                .await
-                .map_err(|e| SourceError::failed_by("opening a channel", e))?;
             ch.basic_qos(500, BasicQosOptions::default())
                 .await
                 .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
