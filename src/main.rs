@@ -16,20 +16,12 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
-    // Values of secret -X properties, to keep them out of any error text (librdkafka
-    // echoes bad property values).
-    let secrets: Vec<String> = cli
+    // librdkafka echoes property values in its errors: secret ones are scrubbed below.
+    let props: Vec<(String, String)> = cli
         .kafka_props
         .iter()
         .filter_map(|kv| kv.split_once('='))
-        .filter(|(k, v)| {
-            let k = k.to_ascii_lowercase();
-            !v.is_empty()
-                && ["password", "secret", "jaas", "token", "key"]
-                    .iter()
-                    .any(|s| k.contains(s))
-        })
-        .map(|(_, v)| v.to_string())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -45,10 +37,10 @@ fn main() -> ExitCode {
             // are not followed by it again.
             let mut msg: Vec<String> = Vec::new();
             for c in e.chain() {
-                let mut text = dlq_triage::core::source::redact_uri_text(&c.to_string());
-                for s in &secrets {
-                    text = text.replace(s.as_str(), "***");
-                }
+                let text = dlq_triage::brokers::kafka::scrub_secrets(
+                    &dlq_triage::core::source::redact_uri_text(&c.to_string()),
+                    &props,
+                );
                 let text = sanitize::clean(&text);
                 if !msg.last().is_some_and(|m| m.ends_with(&text)) {
                     msg.push(text);

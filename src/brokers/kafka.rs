@@ -155,9 +155,15 @@ impl KafkaSource {
     fn consumer(&self) -> Result<BaseConsumer, SourceError> {
         self.config().create().map_err(|e| {
             SourceError::unavailable(format!(
-                "cannot create a Kafka client: {e} (check -X properties)"
+                "cannot create a Kafka client: {} (check -X properties)",
+                self.scrub(&e.to_string())
             ))
         })
+    }
+
+    /// librdkafka quotes property values in its errors: take out every secret one.
+    fn scrub(&self, text: &str) -> String {
+        scrub_secrets(text, &self.props)
     }
 
     fn label(&self) -> String {
@@ -427,9 +433,12 @@ impl DlqSource for KafkaSource {
         }
         let mut cfg = self.config();
         cfg.set("enable.partition.eof", "false");
-        let consumer: BaseConsumer = cfg
-            .create()
-            .map_err(|e| SourceError::unavailable_by("cannot create a Kafka client", e))?;
+        let consumer: BaseConsumer = cfg.create().map_err(|e| {
+            SourceError::unavailable(format!(
+                "cannot create a Kafka client: {}",
+                self.scrub(&e.to_string())
+            ))
+        })?;
         let mut tpl = TopicPartitionList::new();
         for (t, p, o) in &self.positions {
             tpl.add_partition_offset(t, *p, *o)
@@ -597,6 +606,22 @@ impl Publisher for KafkaPublisher {
             }
         }
     }
+}
+
+/// Whether a librdkafka property holds a secret (its value is never shown).
+pub fn is_secret_property(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["password", "secret", "jaas", "token", "key"]
+        .iter()
+        .any(|s| k.contains(s))
+}
+
+/// `text` with the values of secret properties replaced by `***`.
+pub fn scrub_secrets(text: &str, props: &[(String, String)]) -> String {
+    props
+        .iter()
+        .filter(|(k, v)| is_secret_property(k) && !v.is_empty())
+        .fold(text.to_string(), |t, (_, v)| t.replace(v.as_str(), "***"))
 }
 
 #[cfg(test)]
