@@ -3,11 +3,11 @@
 
 use super::context::{Context, UsageError};
 use super::ShowArgs;
+use crate::core::letter_view::{Fact, LetterFacts};
 use crate::core::masking::Masker;
 use crate::core::model::{DeadLetter, Sourced};
 use crate::core::payload_view::{self, ViewKind};
 use crate::core::sanitize::{self, human_bytes, Mode};
-use crate::core::timefmt::format_age_ms;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
 use std::fmt::Display;
@@ -140,18 +140,6 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let clean = |s: &str| sanitize::line(s, 300);
     let from = |p: &crate::core::model::Provenance| format!("  ← {}", clean(&p.to_string()));
-    let field = |out: &mut dyn Write,
-                 label: &str,
-                 value: String,
-                 prov: Option<&crate::core::model::Provenance>|
-     -> std::io::Result<()> {
-        writeln!(
-            out,
-            "  {label:<14} {}{}",
-            clean(&value),
-            prov.map(from).unwrap_or_default()
-        )
-    };
     writeln!(out, "letter {}{}", clean(&dl.id.value.0), from(&dl.id.from))?;
     if copies.len() > 1 {
         writeln!(
@@ -161,99 +149,39 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
         )?;
     }
     writeln!(out, "  {:<14} {}", "source", clean(&loaded.info.label))?;
-    if let Some(c) = &dl.raw.coords {
-        field(&mut out, "coords", c.to_string(), None)?;
-    }
-    if let Some(k) = &dl.raw.key {
-        field(
-            &mut out,
-            "key",
-            masker.mask_text(&String::from_utf8_lossy(k)),
-            None,
-        )?;
-    }
-    if let Some(t) = &dl.dead_lettered_at {
-        let age = format_age_ms(now - t.value.timestamp_millis());
-        field(
-            &mut out,
-            "dead-lettered",
-            format!("{} ({age} ago)", rfc(t.value)),
-            Some(&t.from),
-        )?;
-    }
-    field(
-        &mut out,
-        "state",
-        loaded.session.letter_state(dl).describe(),
-        None,
-    )?;
-    if dl.replay_count > 0 {
-        field(
-            &mut out,
-            "replayed",
-            format!("{} time(s) by dlq-triage", dl.replay_count),
-            None,
-        )?;
+    let facts = LetterFacts::of(dl, masker, &loaded.session.letter_state(dl), now);
+    let line = |out: &mut dyn Write, f: &Fact| -> std::io::Result<()> {
+        writeln!(
+            out,
+            "  {:<14} {}{}",
+            f.label,
+            clean(&f.value),
+            f.from
+                .as_deref()
+                .map(|p| format!("  ← {}", clean(p)))
+                .unwrap_or_default()
+        )
+    };
+    // The id is in the heading line.
+    for f in facts.identity.iter().skip(1) {
+        line(&mut out, f)?;
     }
     writeln!(out, "failure")?;
-    let f = &dl.failure;
-    let text_field = |out: &mut dyn Write,
-                      label: &str,
-                      s: &Option<Sourced<String>>,
-                      mask: bool|
-     -> std::io::Result<()> {
-        match s {
-            Some(s) => field(
-                out,
-                label,
-                if mask {
-                    masker.mask_text(&s.value)
-                } else {
-                    s.value.clone()
-                },
-                Some(&s.from),
-            ),
-            None => Ok(()),
-        }
-    };
-    text_field(&mut out, "reason", &f.reason_code, false)?;
-    text_field(&mut out, "detail", &f.reason_detail, true)?;
-    text_field(&mut out, "exception", &f.exception_type, false)?;
-    text_field(&mut out, "death reason", &f.death_reason, false)?;
-    text_field(&mut out, "consumer", &f.consumer, false)?;
-    text_field(&mut out, "version", &f.consumer_version, false)?;
-    if let Some(a) = &f.attempt {
-        field(&mut out, "attempt", a.value.to_string(), Some(&a.from))?;
+    for f in &facts.failure {
+        line(&mut out, f)?;
     }
-    for (label, t) in [
-        ("first failed", &f.first_failed_at),
-        ("last failed", &f.last_failed_at),
-    ] {
-        if let Some(t) = t {
-            field(&mut out, label, rfc(t.value), Some(&t.from))?;
-        }
-    }
-    if let Some(o) = &f.origin {
-        field(&mut out, "origin", o.value.to_string(), Some(&o.from))?;
-    }
-    let e = &dl.event;
-    let no_event = e.event_type.is_none()
-        && e.schema_version.is_none()
-        && e.correlation_id.is_none()
-        && e.occurred_at.is_none()
-        && e.payload_ref.is_none();
     writeln!(
         out,
         "event{}",
-        if no_event { " (no event metadata)" } else { "" }
+        if facts.event.is_empty() {
+            " (no event metadata)"
+        } else {
+            ""
+        }
     )?;
-    text_field(&mut out, "type", &e.event_type, false)?;
-    text_field(&mut out, "schema", &e.schema_version, false)?;
-    text_field(&mut out, "correlation", &e.correlation_id, true)?;
-    if let Some(t) = &e.occurred_at {
-        field(&mut out, "occurred at", rfc(t.value), Some(&t.from))?;
+    for f in &facts.event {
+        line(&mut out, f)?;
     }
-    text_field(&mut out, "payload ref", &e.payload_ref, true)?;
     writeln!(out, "headers ({})", dl.raw.headers.len())?;
     let width = dl
         .raw

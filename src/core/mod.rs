@@ -11,6 +11,7 @@ pub mod filter;
 pub mod fingerprint;
 pub mod grouping;
 pub mod ledger;
+pub mod letter_view;
 pub mod masking;
 pub mod model;
 pub mod payload_cache;

@@ -141,7 +141,7 @@ impl From<(DeadLetter, String)> for Prepared {
 
 /// A letter's state in the ledger, and the decision behind it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct LetterState {
+pub struct LetterState {
     pub state: TriageState,
     pub decision: Option<Decision>,
 }

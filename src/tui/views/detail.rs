@@ -3,14 +3,12 @@
 
 use super::pane;
 use crate::core::diff::{Diff, LineTag};
-use crate::core::model::{Provenance, Sourced};
+use crate::core::letter_view::{Fact, LetterFacts};
 use crate::core::payload_view::ViewKind;
 use crate::core::sanitize::{self, human_bytes, Mode};
-use crate::core::timefmt::format_age_ms;
 use crate::tui::state::{AppState, Detail, Pane, Tab};
 use crate::tui::theme::Theme;
 use crate::tui::theme::S;
-use chrono::SecondsFormat;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -79,106 +77,35 @@ fn clean(s: &str) -> String {
     sanitize::line(s, 400)
 }
 
-fn field<'a>(label: &str, value: String, from: Option<&Provenance>, t: &Theme) -> Line<'a> {
-    let mut spans = vec![
-        Span::styled(format!("{label:<14}"), t.get(S::UiDim)),
-        Span::styled(clean(&value), t.get(S::UiText)),
-    ];
-    if let Some(p) = from {
-        spans.push(Span::styled(
-            format!("  ← {}", clean(&p.to_string())),
-            t.get(S::UiProvenance),
-        ));
-    }
-    Line::from(spans)
-}
-
-fn text<'a>(
-    label: &str,
-    v: &Option<Sourced<String>>,
-    masked: Option<&crate::core::masking::Masker>,
-    t: &Theme,
-) -> Option<Line<'a>> {
-    v.as_ref().map(|s| {
-        let value = match masked {
-            Some(m) => m.mask_text(&s.value),
-            None => s.value.clone(),
-        };
-        field(label, value, Some(&s.from), t)
-    })
-}
-
 fn failure<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
-    let l = &d.letter;
-    let m = s.catalog.masker();
-    let f = &l.failure;
-    let e = &l.event;
-    let ts = |x: &chrono::DateTime<chrono::Utc>| x.to_rfc3339_opts(SecondsFormat::Secs, true);
-    let mut out = vec![field("id", l.id.value.0.clone(), Some(&l.id.from), t)];
-    if let Some(c) = &l.raw.coords {
-        out.push(field("coords", c.to_string(), None, t));
-    }
-    if let Some(k) = &l.raw.key {
-        out.push(field(
-            "key",
-            m.mask_text(&String::from_utf8_lossy(k)),
-            None,
-            t,
-        ));
-    }
-    if let Some(at) = &l.dead_lettered_at {
-        let age = format_age_ms(s.now_ms - at.value.timestamp_millis());
-        out.push(field(
-            "dead-lettered",
-            format!("{} ({age} ago)", ts(&at.value)),
-            Some(&at.from),
-            t,
-        ));
-    }
     let store = &s.catalog.store;
     let decision = store.row(d.row).and_then(|r| {
         s.decisions
             .get(&store.binding(r))
             .filter(|x| x.letter_id == store.id(r))
     });
-    out.push(field(
-        "state",
-        crate::core::session::LetterState::of(decision).describe(),
-        None,
-        t,
-    ));
-    out.extend(text("reason", &f.reason_code, None, t));
-    out.extend(text("detail", &f.reason_detail, Some(m), t));
-    out.extend(text("exception", &f.exception_type, None, t));
-    out.extend(text("death reason", &f.death_reason, None, t));
-    out.extend(text("consumer", &f.consumer, None, t));
-    out.extend(text("version", &f.consumer_version, None, t));
-    if let Some(a) = &f.attempt {
-        out.push(field("attempt", a.value.to_string(), Some(&a.from), t));
-    }
-    for (label, v) in [
-        ("first failed", &f.first_failed_at),
-        ("last failed", &f.last_failed_at),
-    ] {
-        if let Some(x) = v {
-            out.push(field(label, ts(&x.value), Some(&x.from), t));
+    let state = crate::core::session::LetterState::of(decision);
+    let facts = LetterFacts::of(&d.letter, s.catalog.masker(), &state, s.now_ms);
+    let fact = |f: &Fact| {
+        let mut spans = vec![
+            Span::styled(format!("{:<14}", f.label), t.get(S::UiDim)),
+            Span::styled(clean(&f.value), t.get(S::UiText)),
+        ];
+        if let Some(p) = &f.from {
+            spans.push(Span::styled(
+                format!("  ← {}", clean(p)),
+                t.get(S::UiProvenance),
+            ));
         }
-    }
-    if let Some(o) = &f.origin {
-        out.push(field("origin", o.value.to_string(), Some(&o.from), t));
-    }
-    out.extend(text("event", &e.event_type, None, t));
-    out.extend(text("schema", &e.schema_version, None, t));
-    out.extend(text("correlation", &e.correlation_id, Some(m), t));
-    if l.replay_count > 0 {
-        out.push(field(
-            "replayed",
-            format!("{} time(s) by dlq-triage", l.replay_count),
-            None,
-            t,
-        ));
-    }
-    out
+        Line::from(spans)
+    };
+    facts
+        .identity
+        .iter()
+        .chain(&facts.failure)
+        .chain(&facts.event)
+        .map(fact)
+        .collect()
 }
 
 fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
