@@ -271,6 +271,9 @@ fn browse(src: &mut RabbitSource) -> (Vec<DeadLetter>, Vec<String>) {
         match ev {
             ScanEvent::Letter(raw) => letters.push(extract(raw, &[])),
             ScanEvent::Problem { message, .. } => problems.push(message),
+            ScanEvent::Partial { browsed, total, .. } => {
+                problems.push(format!("browsed {browsed} of {total}"))
+            }
             ScanEvent::Progress { .. } => {}
         }
         ControlFlow::Continue(())
@@ -376,22 +379,22 @@ fn settle_removes_exactly_that_letter() {
 }
 
 #[test]
-fn browse_limit_is_reported_not_silent() {
+fn a_max_letters_cap_is_reported_not_silent() {
     if !rabbit_available() {
         return;
     }
     let t = seeded("limit");
     let mut src = RabbitSource::new(target(), vec![t.n("dlq")])
         .expect("source")
-        .with_browse_limit(4);
+        .with_max_letters(Some(4));
     let (letters, problems) = browse(&mut src);
     assert_eq!(letters.len(), 4);
     assert!(
-        problems
-            .iter()
-            .any(|p| p.contains("10 messages; only the first 4")),
+        problems.iter().any(|p| p.contains("browsed 4 of 10")),
         "{problems:?}"
     );
+    drop(src);
+    t.wait_for(&t.n("dlq"), 10);
 }
 
 #[test]
@@ -1024,12 +1027,106 @@ fn the_tui_applies_a_pending_discard_and_says_so() {
             .any(|n| n.contains("reconciled") && n.contains("m-0")),
         "{notes:?}"
     );
+    // A new dead letter arrives while the TUI is open: the consumer stays open, so it
+    // is delivered and shows as live.
+    t.publish("", &q, "m-2", "{\"n\":2}");
+    let started = Instant::now();
+    let mut live = Vec::new();
+    while live.is_empty() && started.elapsed() < Duration::from_secs(20) {
+        if let Ok(AppEvent::Action(Action::Live(b))) = rx.recv_timeout(Duration::from_millis(200)) {
+            live.extend(b.into_iter().map(|p| p.letter.id.value.0));
+        }
+    }
+    assert_eq!(live, ["m-2"]);
     drop(rx);
     drop(_req_tx);
-    // m-0 is gone, m-1 stays once the worker lets go.
-    t.wait_for(&q, 1);
+    // m-0 is gone; m-1 and the live m-2 stay once the worker lets go.
+    t.wait_for(&q, 2);
     let l = Ledger::open(&ledger_path, "check").expect("ledger");
     assert!(l.pending(&source.to_string()).expect("pending").is_empty());
     assert!(l.verify(None).expect("verify").ok);
     delete(&t, &q);
+}
+
+/// During an incident the DLQ is the big one: 100,000 letters dead-lettered for real (by
+/// TTL) are browsed whole by `summary`, and the queue holds all of them afterwards.
+#[test]
+fn a_100k_letter_dlq_is_browsed_whole_and_left_as_it_was() {
+    if !rabbit_available() {
+        return;
+    }
+    const N: u32 = 100_000;
+    let t = Topology::new("big");
+    let ttl = t.n("ttl");
+    t.rt.block_on(async {
+        let ch = t.conn.create_channel().await.expect("channel");
+        ch.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .expect("confirms");
+        let mut pending = Vec::with_capacity(1000);
+        for i in 0..N {
+            let body = format!("{{\"n\":{i},\"email\":\"user{i}@example.com\"}}");
+            pending.push(
+                ch.basic_publish(
+                    ShortString::from(""),
+                    ShortString::from(ttl.as_str()),
+                    BasicPublishOptions::default(),
+                    body.as_bytes(),
+                    BasicProperties::default().with_message_id(ShortString::from(format!("b-{i}"))),
+                )
+                .await
+                .expect("publish"),
+            );
+            if pending.len() == 1000 {
+                for p in pending.drain(..) {
+                    p.await.expect("confirmed");
+                }
+            }
+        }
+        for p in pending {
+            p.await.expect("confirmed");
+        }
+    });
+    let dlq = t.n("dlq");
+    let started = Instant::now();
+    while t.count(&dlq) < N {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "dead-lettering stalled"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args([
+            "summary",
+            &format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={dlq}"),
+            "--json",
+            "--queue-type",
+            "classic",
+        ])
+        .env("XDG_STATE_HOME", dir.path())
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        doc["total"],
+        u64::from(N),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(doc["coverage"]["complete"], true);
+    assert_eq!(doc["groups"][0]["reason_code"], "expired");
+    // Browsing consumed nothing.
+    let started = Instant::now();
+    while t.count(&dlq) < N {
+        assert!(started.elapsed() < Duration::from_secs(30), "letters lost");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(t.count(&dlq), N);
 }

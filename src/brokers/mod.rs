@@ -27,6 +27,8 @@ pub struct OpenOptions {
     pub allow_redelivery: bool,
     /// Accept plain HTTP to a remote management API for an amqps:// source.
     pub management_plain_http: bool,
+    /// RabbitMQ: browse at most this many messages per queue (the whole queue if unset).
+    pub max_letters: Option<u64>,
 }
 
 /// Open a source for scanning.
@@ -70,7 +72,8 @@ pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>
             Ok(Box::new(
                 rabbitmq::RabbitSource::new(target, queues.clone())?
                     .with_management(&mgmt)?
-                    .with_queue_policy(opts.queue_type.clone(), opts.allow_redelivery),
+                    .with_queue_policy(opts.queue_type.clone(), opts.allow_redelivery)
+                    .with_max_letters(opts.max_letters),
             ))
         }
     }

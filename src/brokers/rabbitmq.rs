@@ -25,10 +25,11 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 /// Most messages one browse holds per queue (the broker's prefetch is a u16).
-pub(crate) const MAX_BROWSE: u16 = 10_000;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A browse ends when this long passes without a new delivery.
 const IDLE: Duration = Duration::from_millis(1500);
+/// How long a tail waits on one queue before letting the caller look at its requests.
+const TAIL_POLL: Duration = Duration::from_millis(100);
 
 /// Where and how to connect.
 #[derive(Clone)]
@@ -239,11 +240,17 @@ fn to_raw(d: &Delivery, vhost: &str, queue: &str, position: u64) -> RawLetter {
 pub struct RabbitSource {
     target: AmqpTarget,
     queues: Vec<String>,
-    browse_limit: u16,
+    /// Browse at most this many messages per queue (`--max-letters`); the whole queue
+    /// by default.
+    max_letters: u64,
     rt: tokio::runtime::Runtime,
     conn: Option<Connection>,
     /// Channels holding browsed deliveries unacked, per queue.
     held: HashMap<String, Channel>,
+    /// The browsing consumers, kept open: new dead letters keep arriving on them (tail).
+    consumers: HashMap<String, lapin::Consumer>,
+    /// The next browse position per queue.
+    next_position: HashMap<String, u64>,
     /// Delivery tag of every browsed letter.
     tags: HashMap<(String, u64), u64>,
     connection_name: String,
@@ -260,10 +267,12 @@ impl RabbitSource {
         Ok(RabbitSource {
             target,
             queues,
-            browse_limit: MAX_BROWSE,
+            max_letters: u64::MAX,
             rt: runtime()?,
             conn: None,
             held: HashMap::new(),
+            consumers: HashMap::new(),
+            next_position: HashMap::new(),
             tags: HashMap::new(),
             connection_name: format!("dlq-triage browse (pid {})", std::process::id()),
             management: None,
@@ -372,8 +381,9 @@ impl RabbitSource {
         self
     }
 
-    pub fn with_browse_limit(mut self, n: u16) -> Self {
-        self.browse_limit = n.max(1);
+    /// Browse at most `n` messages per queue (the rest is reported, never hidden).
+    pub fn with_max_letters(mut self, n: Option<u64>) -> Self {
+        self.max_letters = n.unwrap_or(u64::MAX).max(1);
         self
     }
 
@@ -395,6 +405,7 @@ impl RabbitSource {
     fn ensure_connected(&mut self) -> Result<(), SourceError> {
         if self.conn.as_ref().is_none_or(|c| !c.status().connected()) {
             self.held.clear();
+            self.consumers.clear();
             self.tags.clear();
             self.conn = Some(connect(&self.rt, &self.target, &self.connection_name)?);
         }
@@ -450,6 +461,7 @@ impl RabbitSource {
     /// channel.
     pub fn release(&mut self) {
         let held: Vec<Channel> = self.held.drain().map(|(_, c)| c).collect();
+        self.consumers.clear();
         self.tags.clear();
         self.rt.block_on(async {
             for ch in held {
@@ -500,7 +512,8 @@ impl RabbitSource {
         if kind.as_deref() == Some("stream") {
             // AMQP's declare reports 0 for streams and the management API's counts are
             // sampled (stale for seconds): read until idle, up to the limit.
-            return self.browse_stream(queue, u32::from(self.browse_limit), sink);
+            let cap = u32::try_from(self.max_letters).unwrap_or(u32::MAX);
+            return self.browse_stream(queue, cap, sink);
         }
         let limit = info.as_ref().and_then(|i| i.delivery_limit());
         if let Some(line) = self.quorum_guard(queue, kind.as_deref(), limit, count)? {
@@ -512,89 +525,128 @@ impl RabbitSource {
                 return Ok(flow);
             }
         }
-        if count > u32::from(self.browse_limit) {
+        if let Some(old) = self.held.remove(queue) {
+            self.consumers.remove(queue);
+            self.tags.retain(|(q, _), _| q != queue);
+            self.rt.block_on(async {
+                let _ = old.close(200, ShortString::from("re-browse")).await;
+            });
+        }
+        let want = u64::from(count).min(self.max_letters);
+        // Unlimited prefetch (0) for a whole-queue browse, as a plain consumer does: the
+        // broker streams every message and new arrivals keep coming (tail). A cap is
+        // the prefetch, so nothing beyond it is held unseen.
+        let prefetch = if self.max_letters == u64::MAX {
+            0
+        } else {
+            u16::try_from(want.max(1)).unwrap_or(0)
+        };
+        let ch = self.fresh_channel()?;
+        let consumer = self.rt.block_on(async {
+            ch.basic_qos(prefetch, BasicQosOptions::default())
+                .await
+                .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
+            ch.basic_consume(
+                ShortString::from(queue),
+                ShortString::from(""),
+                BasicConsumeOptions {
+                    no_ack: false,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .map_err(|e| SourceError::failed_by(format!("consuming `{queue}`"), e))
+        })?;
+        let mut consumer = consumer;
+        let got = self.stream_deliveries(queue, &mut consumer, want, sink)?;
+        self.held.insert(queue.to_string(), ch);
+        self.consumers.insert(queue.to_string(), consumer);
+        self.next_position
+            .insert(queue.to_string(), got.browsed + 1);
+        if let (Some(limit), Some("quorum")) = (limit, kind.as_deref()) {
+            // On release each message has one more delivery than its header says.
+            let left = limit - (got.most_delivered + 1);
             let flow = sink(ScanEvent::Problem {
                 location: format!("queue {queue}"),
                 message: format!(
-                    "{count} messages; only the first {} are browsed (held unacked). Narrow down, or settle to see more",
-                    self.browse_limit
+                    "quorum queue delivery-limit {limit}: after this browse the most-redelivered message has {} deliveries; {} browse(s) left before messages are dead-lettered or dropped",
+                    got.most_delivered + 1,
+                    left.max(0)
                 ),
             });
             if flow.is_break() {
                 return Ok(flow);
             }
         }
-        let want = count.min(u32::from(self.browse_limit));
-        if let Some(old) = self.held.remove(queue) {
-            self.tags.retain(|(q, _), _| q != queue);
-            self.rt.block_on(async {
-                let _ = old.close(200, ShortString::from("re-browse")).await;
-            });
+        if got.flow.is_continue() && got.browsed < u64::from(count) {
+            return Ok(sink(ScanEvent::Partial {
+                location: format!("queue {queue}"),
+                browsed: got.browsed,
+                total: u64::from(count),
+            }));
         }
-        let vhost = self.target.vhost.clone();
-        let prefetch = u16::try_from(want.max(1)).unwrap_or(self.browse_limit);
-        let ch = self.fresh_channel()?;
-        let (channel, deliveries) = self.rt.block_on(async {
-            ch.basic_qos(prefetch, BasicQosOptions::default())
-                .await
-                .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
-            let mut consumer = ch
-                .basic_consume(
-                    ShortString::from(queue),
-                    ShortString::from(""),
-                    BasicConsumeOptions {
-                        no_ack: false,
-                        ..Default::default()
-                    },
-                    FieldTable::default(),
-                )
-                .await
-                .map_err(|e| SourceError::failed_by(format!("consuming `{queue}`"), e))?;
-            let mut got = Vec::new();
-            while (got.len() as u32) < want {
-                match tokio::time::timeout(IDLE, consumer.next()).await {
-                    Ok(Some(Ok(d))) => got.push(d),
+        Ok(got.flow)
+    }
+
+    /// Hand deliveries to the sink as they arrive, until `want` are held, the broker goes
+    /// quiet (IDLE: the count it gave at the start may have shrunk), or the sink stops.
+    fn stream_deliveries(
+        &mut self,
+        queue: &str,
+        consumer: &mut lapin::Consumer,
+        want: u64,
+        sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<Streamed, SourceError> {
+        let RabbitSource {
+            rt, tags, target, ..
+        } = self;
+        let vhost = target.vhost.clone();
+        rt.block_on(async {
+            let mut got = Streamed {
+                browsed: 0,
+                most_delivered: 0,
+                flow: ControlFlow::Continue(()),
+            };
+            while got.browsed < want {
+                let d = match tokio::time::timeout(IDLE, consumer.next()).await {
+                    Ok(Some(Ok(d))) => d,
                     Ok(Some(Err(e))) => {
                         return Err(SourceError::failed_by(format!("browsing `{queue}`"), e))
                     }
                     Ok(None) | Err(_) => break,
+                };
+                got.browsed += 1;
+                tags.insert((queue.to_string(), got.browsed), d.delivery_tag);
+                let raw = to_raw(&d, &vhost, queue, got.browsed);
+                if let Some(n) = raw
+                    .header("x-delivery-count")
+                    .and_then(HeaderValue::as_i64_lenient)
+                {
+                    got.most_delivered = got.most_delivered.max(n);
+                }
+                got.flow = sink(ScanEvent::Letter(raw));
+                if got.flow.is_continue() && got.browsed % 5_000 == 0 {
+                    got.flow = sink(ScanEvent::Progress {
+                        done: got.browsed,
+                        total: Some(want),
+                    });
+                }
+                if got.flow.is_break() {
+                    break;
                 }
             }
-            Ok::<_, SourceError>((ch, got))
-        })?;
-        let mut flow = ControlFlow::Continue(());
-        if let (Some(limit), Some("quorum")) = (limit, kind.as_deref()) {
-            let most = deliveries
-                .iter()
-                .filter_map(|d| {
-                    to_raw(d, "", queue, 0)
-                        .header("x-delivery-count")
-                        .and_then(HeaderValue::as_i64_lenient)
-                })
-                .max()
-                .unwrap_or(0);
-            // On release each message has one more delivery than its header says.
-            let left = limit - (most + 1);
-            flow = sink(ScanEvent::Problem {
-                location: format!("queue {queue}"),
-                message: format!(
-                    "quorum queue delivery-limit {limit}: after this browse the most-redelivered message has {} deliveries; {} browse(s) left before messages are dead-lettered or dropped",
-                    most + 1,
-                    left.max(0)
-                ),
-            });
-        }
-        for (i, d) in deliveries.iter().enumerate() {
-            let position = i as u64 + 1;
-            self.tags
-                .insert((queue.to_string(), position), d.delivery_tag);
-            if flow.is_continue() {
-                flow = sink(ScanEvent::Letter(to_raw(d, &vhost, queue, position)));
-            }
-        }
-        self.held.insert(queue.to_string(), channel);
-        Ok(flow)
+            Ok(got)
+        })
     }
+}
+
+/// What a browse streamed.
+struct Streamed {
+    browsed: u64,
+    /// The highest `x-delivery-count` seen (quorum queues).
+    most_delivered: i64,
+    flow: ControlFlow<()>,
 }
 
 impl RabbitSource {
@@ -608,7 +660,7 @@ impl RabbitSource {
     ) -> Result<ControlFlow<()>, SourceError> {
         let vhost = self.target.vhost.clone();
         let ch = self.fresh_channel()?;
-        let want = count.min(u32::from(self.browse_limit));
+        let want = count;
         let deliveries = self.rt.block_on(async {
             ch.basic_qos(500, BasicQosOptions::default())
                 .await
@@ -680,6 +732,62 @@ impl DlqSource for RabbitSource {
             }
         }
         Ok(())
+    }
+
+    /// New dead letters arrive on the browsing consumers, which stay open (the whole-queue
+    /// browse has no prefetch limit). A consumer the broker ends (a closed connection,
+    /// `consumer_timeout`) is an error saying so: its letters went back to the queue.
+    fn tail(
+        &mut self,
+        sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    ) -> Result<(), SourceError> {
+        if self.consumers.is_empty() {
+            return Err(SourceError::Unsupported(
+                "nothing is browsed to tail (streams are re-read instead)".into(),
+            ));
+        }
+        let vhost = self.target.vhost.clone();
+        loop {
+            for q in self.consumers.keys().cloned().collect::<Vec<_>>() {
+                let Some(mut c) = self.consumers.remove(&q) else {
+                    continue;
+                };
+                let next = self
+                    .rt
+                    .block_on(async { tokio::time::timeout(TAIL_POLL, c.next()).await });
+                self.consumers.insert(q.clone(), c);
+                let ev = match next {
+                    Ok(Some(Ok(d))) => {
+                        let pos = self.next_position.entry(q.clone()).or_insert(1);
+                        let position = *pos;
+                        *pos += 1;
+                        self.tags.insert((q.clone(), position), d.delivery_tag);
+                        ScanEvent::Letter(to_raw(&d, &vhost, &q, position))
+                    }
+                    Ok(Some(Err(e))) => {
+                        self.consumers.remove(&q);
+                        return Err(SourceError::unavailable_by(
+                            format!("the broker closed the browse of `{q}` (its letters went back to the queue)"),
+                            e,
+                        ));
+                    }
+                    Ok(None) => {
+                        self.consumers.remove(&q);
+                        return Err(SourceError::unavailable(format!(
+                            "the broker ended the browse of `{q}` (its letters went back to the queue)"
+                        )));
+                    }
+                    // Give the sink a chance to stop even when nothing arrives.
+                    Err(_) => ScanEvent::Progress {
+                        done: 0,
+                        total: None,
+                    },
+                };
+                if sink(ev).is_break() {
+                    return Ok(());
+                }
+            }
+        }
     }
 
     /// Classic/quorum: ack the held delivery. Streams cannot delete one message.

@@ -36,6 +36,7 @@ pub struct Context {
     pub queue_type: Option<String>,
     pub allow_redelivery: bool,
     pub management_plain_http: bool,
+    pub max_letters: Option<u64>,
     /// The ledger file (flag, environment, config, or the state dir).
     pub ledger_path: Option<std::path::PathBuf>,
     /// The user's role (roles file, capped by --read-only).
@@ -115,6 +116,7 @@ impl Context {
             queue_type: cli.queue_type.clone(),
             allow_redelivery: cli.allow_redelivery,
             management_plain_http: cli.management_plain_http,
+            max_letters: cli.max_letters,
             ledger_path,
             role,
         })
@@ -220,6 +222,7 @@ impl Context {
             queue_type: self.queue_type.clone(),
             allow_redelivery: self.allow_redelivery,
             management_plain_http: self.management_plain_http,
+            max_letters: self.max_letters,
         };
         Ok((source, opts))
     }
@@ -278,6 +281,8 @@ impl Context {
                         }
                     }
                     SessionEvent::Problem(p) => catalog.record_problem(p.location, p.message),
+                    // Kept by the session; said after the scan and in JSON.
+                    SessionEvent::Partial(_) => {}
                     SessionEvent::Progress { .. } => {}
                 }
                 ControlFlow::Continue(())
@@ -287,6 +292,14 @@ impl Context {
             return Err(e);
         }
         catalog.shrink_to_fit();
+        for c in session.partial() {
+            eprintln!(
+                "note: browsed {} of {} in {} — the rest was not read (raise or drop --max-letters, or settle some)",
+                c.browsed,
+                c.total,
+                sanitize::clean(&c.location)
+            );
+        }
         for note in session.reconcile() {
             eprintln!("{}", sanitize::clean(&note));
         }
@@ -375,6 +388,20 @@ pub(crate) fn report_problems(catalog: &Catalog) {
     if count > 5 {
         eprintln!("  … and {} more", count - 5);
     }
+}
+
+/// Coverage as JSON: `{"complete": bool, "partial": [{"location", "browsed", "total"}]}`
+/// — `complete` is false when any container was browsed in part.
+pub fn coverage_json(session: &crate::core::session::Session) -> serde_json::Value {
+    let partial = session.partial();
+    serde_json::json!({
+        "complete": partial.is_empty(),
+        "partial": partial.iter().map(|c| serde_json::json!({
+            "location": sanitize::clean(&c.location),
+            "browsed": c.browsed,
+            "total": c.total,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// Problems as JSON: `{"count": N, "first": [{"location", "message"}]}`.

@@ -64,6 +64,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
             "scanned_at": ctx.now.to_rfc3339_opts(SecondsFormat::Secs, true),
             "letters": letters,
             "problems": problems_json(&loaded.catalog),
+            "coverage": super::context::coverage_json(&loaded.session),
         });
         if !filter.is_empty() {
             doc["filter"] = json!(filter.source());

@@ -84,6 +84,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub management_plain_http: bool,
 
+    /// RabbitMQ: browse at most N messages per queue [default: the whole queue]; what
+    /// is left is reported as "browsed N of M".
+    #[arg(long, global = true, value_name = "N")]
+    pub max_letters: Option<u64>,
+
     /// RabbitMQ: the queues' type when the management API cannot say (classic, quorum,
     /// stream). Decides how they are browsed.
     #[arg(long, global = true, value_name = "TYPE", value_parser = ["classic", "quorum", "stream"])]

@@ -66,6 +66,7 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
             "group_by": dims.iter().map(|d| d.name()).collect::<Vec<_>>(),
             "groups": groups_json,
             "problems": problems_json(&loaded.catalog),
+            "coverage": super::context::coverage_json(&loaded.session),
         });
         if !filter.is_empty() {
             doc["filter"] = json!(filter.source());

@@ -81,6 +81,13 @@ pub enum ScanEvent {
         done: u64,
         total: Option<u64>,
     },
+    /// Not everything was browsed (a `--max-letters` cap, or the broker went quiet
+    /// before the count it gave was held): `browsed` of `total` in `location`.
+    Partial {
+        location: String,
+        browsed: u64,
+        total: u64,
+    },
 }
 
 /// What browsing does to the broker, stated in every front end (README: "What browsing

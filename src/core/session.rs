@@ -195,8 +195,22 @@ impl LetterState {
 #[derive(Debug)]
 pub enum SessionEvent {
     Letters(Vec<Prepared>),
-    Progress { done: u64, total: Option<u64> },
+    /// Not everything was browsed: `browsed` of `total` in `location`.
+    Partial(Coverage),
+    Progress {
+        done: u64,
+        total: Option<u64>,
+    },
     Problem(Problem),
+}
+
+/// Where a browse held less than the broker has (`--max-letters`, or a queue that went
+/// quiet): every output says "browsed N of M".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coverage {
+    pub location: String,
+    pub browsed: u64,
+    pub total: u64,
 }
 
 /// A letter to discard, as the front end knows it.
@@ -257,6 +271,7 @@ pub struct Session {
     decided: HashMap<String, Decision>,
     problems: Vec<Problem>,
     problem_count: u64,
+    partial: Vec<Coverage>,
 }
 
 impl Session {
@@ -272,6 +287,7 @@ impl Session {
             decided: HashMap::new(),
             problems: Vec::new(),
             problem_count: 0,
+            partial: Vec::new(),
         };
         s.load_decisions()?;
         Ok(s)
@@ -303,6 +319,11 @@ impl Session {
 
     pub fn source_key(&self) -> &str {
         &self.settings.source_key
+    }
+
+    /// Containers browsed in part, with how much.
+    pub fn partial(&self) -> &[Coverage] {
+        &self.partial
     }
 
     /// The first problems (up to 100) and how many there were.
@@ -360,6 +381,7 @@ impl Session {
             decided,
             problems,
             problem_count,
+            partial,
             ..
         } = self;
         let ctx = Prep {
@@ -404,6 +426,19 @@ impl Session {
                 }
                 ScanEvent::Progress { done, total } => {
                     sink(SessionEvent::Progress { done, total }).is_continue()
+                }
+                ScanEvent::Partial {
+                    location,
+                    browsed,
+                    total,
+                } => {
+                    let c = Coverage {
+                        location,
+                        browsed,
+                        total,
+                    };
+                    partial.push(c.clone());
+                    sink(SessionEvent::Partial(c)).is_continue()
                 }
                 ScanEvent::Problem { location, message } => {
                     *problem_count += 1;

@@ -53,6 +53,8 @@ pub enum Action {
     Unmasked(RowId, Result<(), String>),
     /// From the worker: the source is open and says what browsing does to it.
     SourceOpened(crate::core::ports::SourceInfo),
+    /// From the worker: a container browsed in part ("browsed N of M").
+    Partial(crate::core::session::Coverage),
     /// From the worker: a record that could not be read (counted, listed on :problems).
     Problem(crate::core::catalog::Problem),
     /// From the render thread: a big payload's view (row, unmasked, view).

@@ -83,6 +83,8 @@ pub struct ScanStatus {
     /// Records that could not be read: the first ones, and how many in all.
     pub problems: Vec<crate::core::catalog::Problem>,
     pub problem_count: u64,
+    /// Containers browsed in part.
+    pub partial: Vec<crate::core::session::Coverage>,
 }
 
 /// The selected letter, ready to render: the full letter, its masked payload view, and

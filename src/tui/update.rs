@@ -53,6 +53,7 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         | Action::ScanFailed(..)
         | Action::Fetched(..)
         | Action::Problem(..)
+        | Action::Partial(..)
         | Action::SourceOpened(..)
         | Action::Rendered(..)) => scan_event(state, a),
         a @ (Action::History(..)
@@ -377,6 +378,7 @@ fn scan_event(state: &mut AppState, action: Action) {
             }
             state.detail.rendered = Some((row, unmasked, view));
         }
+        Action::Partial(c) => state.scan.partial.push(c),
         Action::Problem(p) => {
             state.scan.problem_count += 1;
             if state.scan.problems.len() < 100 {

@@ -135,6 +135,18 @@ fn tail_until_gone(session: &mut Session, events: &Sender<AppEvent>, requests: &
             (Ok(()), None) => return,
             (Err(e), pending) => {
                 tracing::info!(error = %e, "tailing stopped; serving requests only");
+                // A browse the broker closed is news: the letters went back to the queue
+                // and nothing settles until it is browsed again.
+                if !matches!(
+                    e,
+                    crate::core::session::SessionError::Source(
+                        crate::core::ports::SourceError::Unsupported(_)
+                    )
+                ) {
+                    let _ = events.send(AppEvent::Action(Action::Notes(vec![format!(
+                        "{e}; nothing is lost — quit and reopen to browse again"
+                    )])));
+                }
                 if let Some(r) = pending {
                     handle(session, r, events);
                 }
@@ -153,6 +165,7 @@ fn forward(events: &Sender<AppEvent>, ev: SessionEvent, live: bool) -> bool {
         SessionEvent::Letters(b) if live => Action::Live(b),
         SessionEvent::Letters(b) => Action::Letters(b),
         SessionEvent::Progress { done, total } => Action::Progress { done, total },
+        SessionEvent::Partial(c) => Action::Partial(c),
         SessionEvent::Problem(p) => {
             tracing::warn!(location = %crate::core::sanitize::clean(&p.location), "unreadable record");
             Action::Problem(p)

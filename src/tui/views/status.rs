@@ -75,9 +75,19 @@ pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             0 => String::new(),
             n => format!(" · {n} unreadable (:problems)"),
         };
+        let (browsed, total) = s
+            .scan
+            .partial
+            .iter()
+            .fold((0, 0), |(b, t), c| (b + c.browsed, t + c.total));
+        let problems = if total > 0 {
+            format!(" · browsed {browsed} of {total}{problems}")
+        } else {
+            problems
+        };
         Span::styled(
             format!("scan complete · +{} live{problems}", s.scan.live),
-            if s.scan.problem_count > 0 {
+            if s.scan.problem_count > 0 || total > 0 {
                 t.get(S::UiWarn)
             } else {
                 t.get(S::UiInfo)
