@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Browse throughput on a RabbitMQ DLQ: dlq-triage against a plain pika consumer with
-the same prefetch, side by side in one run. Both hold every message unacked and release
-them (requeue), so the DLQ is left as it was.
+the same prefetch (unlimited, 0), side by side in one run, each browsing ALL the
+letters. Both hold every message unacked and release them (requeue), so the DLQ is
+left as it was. Prints dlq-triage's peak RSS too.
 
     pip install pika
     scripts/bench-rabbitmq-vs-pika.py [LETTERS]      # default 100000; needs 127.0.0.1:5672 guest/guest
@@ -17,7 +18,7 @@ import time
 import pika
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-PREFETCH = min(N, 10_000)  # dlq-triage holds at most 10,000 per queue (u16 prefetch)
+PREFETCH = 0  # unlimited on both sides: what dlq-triage uses for a whole-queue browse
 SUFFIX = f"{os.getpid()}"
 DLQ, WORK = f"bench.dlq.{SUFFIX}", f"bench.work.{SUFFIX}"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -46,7 +47,7 @@ def pika_browse():
         if method is None:
             break
         got += 1
-        if got >= PREFETCH:
+        if got >= N:
             break
     b.cancel()
     c.close()  # unacked messages go back to the queue
@@ -54,7 +55,8 @@ def pika_browse():
 
 
 def ours():
-    out = subprocess.run([BIN, "summary", f"amqp://guest:guest@127.0.0.1:5672/%2f?queue={DLQ}", "--json"],
+    out = subprocess.run([BIN, "summary", f"amqp://guest:guest@127.0.0.1:5672/%2f?queue={DLQ}", "--json",
+                          "--queue-type", "classic"],
                          capture_output=True, text=True, check=True)
     total = [l for l in out.stdout.splitlines() if '"total"' in l][0]
     return int(total.split(":")[1].strip().strip(","))
@@ -71,6 +73,8 @@ us = sorted(x[1] for x in rows)[1]
 a, b = rows[1][2], rows[1][3]
 print(f"median: pika {a} letters in {pk:.2f}s ({a / pk:.0f}/s), dlq-triage {b} in {us:.2f}s ({b / us:.0f}/s) "
       f"— ratio {(b / us) / (a / pk):.2f}; dlq-triage also extracts conventions, masks previews and groups")
+import resource
+print(f"dlq-triage peak RSS: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB")
 left = ch.queue_declare(DLQ, passive=True).method.message_count
 print(f"{DLQ} still holds {left} messages (browsing released them)")
 ch.queue_delete(DLQ)
