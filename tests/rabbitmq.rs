@@ -1130,3 +1130,100 @@ fn a_100k_letter_dlq_is_browsed_whole_and_left_as_it_was() {
     }
     assert_eq!(t.count(&dlq), N);
 }
+
+/// `d` in the TUI on a RabbitMQ DLQ: through the worker, the ledger records the discard
+/// and exactly that delivery is acked; the other letters stay in the queue.
+#[test]
+fn a_tui_discard_acks_exactly_the_discarded_letter() {
+    use dlq_triage::brokers::OpenOptions;
+    use dlq_triage::core::access::Role;
+    use dlq_triage::core::masking::Masker;
+    use dlq_triage::core::session::{DiscardTarget, Principal, Settings};
+    use dlq_triage::core::source::SourceRef;
+    use dlq_triage::core::store::LetterStore;
+    use dlq_triage::tui::action::Action;
+    use dlq_triage::tui::worker::{spawn, Request};
+    use dlq_triage::tui::AppEvent;
+
+    if !rabbit_available() {
+        return;
+    }
+    let t = seeded("tui-discard");
+    let q = t.n("dlq");
+    let source =
+        SourceRef::parse(&format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={q}")).expect("uri");
+    let dir = tempfile::tempdir().expect("tmp");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (req_tx, req_rx) = std::sync::mpsc::channel();
+    spawn(
+        source.clone(),
+        OpenOptions {
+            queue_type: Some("classic".into()),
+            ..OpenOptions::default()
+        },
+        Settings {
+            source_key: source.to_string(),
+            principal: Principal {
+                actor: "bob".into(),
+                role: Role::Operator,
+                read_only: false,
+                ledger_path: Some(dir.path().join("ledger.db")),
+            },
+            masker: Masker::with_key(vec![1]),
+            mappings: Vec::new(),
+        },
+        tx,
+        req_rx,
+    );
+    // The UI's store, fed the way the TUI feeds it.
+    let mut store = LetterStore::new();
+    let started = Instant::now();
+    let mut done = false;
+    while !done && started.elapsed() < Duration::from_secs(20) {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(AppEvent::Action(Action::Letters(b))) => {
+                for p in b {
+                    store.push(&p.letter, &p.preview);
+                }
+            }
+            Ok(AppEvent::Action(Action::ScanDone)) => done = true,
+            _ => {}
+        }
+    }
+    assert_eq!(store.len(), 10);
+    let r = *store.row(0).expect("row");
+    let victim = store.id(&r).to_string();
+    req_tx
+        .send(Request::Discard {
+            rows: vec![(
+                0,
+                DiscardTarget {
+                    letter_id: victim.clone(),
+                    binding: store.binding(&r),
+                    location: store.coords_label(&r),
+                },
+            )],
+            reason: "duplicate".into(),
+        })
+        .expect("worker");
+    let started = Instant::now();
+    let mut outcome = None;
+    while outcome.is_none() && started.elapsed() < Duration::from_secs(20) {
+        if let Ok(AppEvent::Action(Action::DiscardDone { rows, message, ok })) =
+            rx.recv_timeout(Duration::from_millis(200))
+        {
+            outcome = Some((rows, message, ok));
+        }
+    }
+    let (rows, message, ok) = outcome.expect("discard answered");
+    assert!(
+        ok && rows == [0] && message.contains("1 removed from the DLQ"),
+        "{message}"
+    );
+    drop(rx);
+    drop(req_tx);
+    // Nine left once the worker lets go: exactly the discarded one was acked.
+    t.wait_for(&q, 9);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(t.count(&q), 9);
+}
