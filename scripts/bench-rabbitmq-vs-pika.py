@@ -43,7 +43,7 @@ def pika_browse():
     b = c.channel()
     b.basic_qos(prefetch_count=PREFETCH)
     got = 0
-    for method, props, payload in b.consume(DLQ, auto_ack=False, inactivity_timeout=1.5):
+    for method, props, payload in b.consume(DLQ, auto_ack=False, inactivity_timeout=10):
         if method is None:
             break
         got += 1

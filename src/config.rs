@@ -45,6 +45,9 @@ struct ConfigFile {
     ledger: Option<PathBuf>,
     #[serde(default)]
     sources: BTreeMap<String, NamedSource>,
+    /// Topic/queue name globs the picker and `topics` take for DLQs.
+    #[serde(default)]
+    dlq_patterns: Vec<String>,
     #[serde(default)]
     masking: MaskConfig,
     #[serde(default)]
@@ -61,6 +64,7 @@ pub struct Config {
     pub roles_file: Option<PathBuf>,
     pub ledger: Option<PathBuf>,
     pub sources: BTreeMap<String, NamedSource>,
+    pub dlq_patterns: Vec<String>,
     pub masking: MaskConfig,
     pub conventions: Vec<UserMapping>,
 }
@@ -132,6 +136,7 @@ impl Config {
             roles_file: file.roles_file,
             ledger: file.ledger,
             sources: file.sources,
+            dlq_patterns: file.dlq_patterns,
             masking: file.masking,
             conventions,
         })

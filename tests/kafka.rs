@@ -414,3 +414,31 @@ fn demo_consumer_dead_letters_failed_replays_again_with_the_same_id() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
 }
+
+/// The picker and `topics` find the cluster's DLQ topics by name, with their counts.
+#[test]
+fn dlq_topics_are_discovered_with_their_counts() {
+    use dlq_triage::brokers::discovery::{discover, DEFAULT_PATTERNS};
+    use dlq_triage::brokers::OpenOptions;
+    use dlq_triage::core::source::SourceRef;
+
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("orders.dlq", 2, 1).expect("topic");
+    cluster.create_topic("orders", 1, 1).expect("topic");
+    let bootstrap = cluster.bootstrap_servers();
+    produce_all(&bootstrap, &letters("orders.dlq", 7, 2)).expect("seeded");
+    let base = SourceRef::Kafka {
+        brokers: vec![bootstrap],
+        topics: vec!["_".into()],
+    };
+    let patterns: Vec<String> = DEFAULT_PATTERNS.iter().map(|s| s.to_string()).collect();
+    let found = discover(&base, &OpenOptions::default(), &patterns, false).expect("discover");
+    let names: Vec<(&str, Option<u64>)> =
+        found.iter().map(|c| (c.name.as_str(), c.count)).collect();
+    assert_eq!(names, [("orders.dlq", Some(7))]);
+    assert!(
+        matches!(&found[0].source, SourceRef::Kafka { topics, .. } if topics == &["orders.dlq"])
+    );
+    let all = discover(&base, &OpenOptions::default(), &patterns, true).expect("discover");
+    assert!(all.iter().any(|c| c.name == "orders" && !c.looks_like_dlq));
+}

@@ -1227,3 +1227,45 @@ fn a_tui_discard_acks_exactly_the_discarded_letter() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(t.count(&q), 9);
 }
+
+/// The picker finds RabbitMQ DLQs through the management API: named like one, or another
+/// queue's dead-letter target.
+#[test]
+fn dlq_queues_are_discovered_through_the_management_api() {
+    use dlq_triage::brokers::discovery::{discover, DEFAULT_PATTERNS};
+    use dlq_triage::brokers::OpenOptions;
+    use dlq_triage::core::source::SourceRef;
+
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = seeded("discover");
+    let base = SourceRef::parse("amqp://guest:guest@127.0.0.1:5672/%2f?queue=_").expect("uri");
+    let patterns: Vec<String> = DEFAULT_PATTERNS.iter().map(|s| s.to_string()).collect();
+    let opts = OpenOptions {
+        management_url: Some(MGMT.into()),
+        ..OpenOptions::default()
+    };
+    let mut found = Vec::new();
+    let started = Instant::now();
+    // The API's counts are sampled every few seconds.
+    while started.elapsed() < Duration::from_secs(15) {
+        found = discover(&base, &opts, &patterns, false).expect("discover");
+        if found
+            .iter()
+            .any(|c| c.name == t.n("dlq") && c.count == Some(10))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let dlq = found
+        .iter()
+        .find(|c| c.name == t.n("dlq"))
+        .expect("the DLQ is offered");
+    assert_eq!(dlq.count, Some(10));
+    assert!(
+        !found.iter().any(|c| c.name == t.n("work")),
+        "a work queue is not a DLQ"
+    );
+}

@@ -608,6 +608,42 @@ impl Publisher for KafkaPublisher {
     }
 }
 
+/// Every topic of a cluster (internal ones left out) with its message count estimated
+/// from watermarks (high − low per partition: compaction and transaction markers make it
+/// an upper bound).
+pub fn topic_counts(
+    brokers: &[String],
+    props: &[(String, String)],
+) -> Result<Vec<(String, u64)>, SourceError> {
+    let src = KafkaSource::new(brokers.to_vec(), Vec::new(), props.to_vec());
+    let consumer = src.consumer()?;
+    let md = consumer
+        .fetch_metadata(None, METADATA_TIMEOUT)
+        .map_err(|e| {
+            SourceError::unavailable(format!(
+                "cannot reach Kafka at {} within {}s: {}",
+                brokers.join(","),
+                METADATA_TIMEOUT.as_secs(),
+                src.scrub(&e.to_string())
+            ))
+        })?;
+    let mut out = Vec::new();
+    for t in md.topics().iter().filter(|t| !t.name().starts_with("__")) {
+        let count = t
+            .partitions()
+            .iter()
+            .filter_map(|p| {
+                consumer
+                    .fetch_watermarks(t.name(), p.id(), Duration::from_secs(5))
+                    .ok()
+            })
+            .map(|(lo, hi)| u64::try_from(hi - lo).unwrap_or(0))
+            .sum();
+        out.push((t.name().to_string(), count));
+    }
+    Ok(out)
+}
+
 /// Whether a librdkafka property holds a secret (its value is never shown).
 pub fn is_secret_property(key: &str) -> bool {
     let k = key.to_ascii_lowercase();

@@ -1,6 +1,7 @@
 //! Adapters from real sources to core's ports.
 
 pub mod demo;
+pub mod discovery;
 pub mod file;
 pub mod kafka;
 pub mod rabbitmq;

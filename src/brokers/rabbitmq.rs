@@ -28,6 +28,9 @@ use std::time::Duration;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A browse ends when this long passes without a new delivery.
 const IDLE: Duration = Duration::from_millis(1500);
+/// How long a browse that has started waits for the next of the letters the broker
+/// counted before it settles for what it holds (and says "browsed N of M").
+const STALL: Duration = Duration::from_secs(10);
 /// How long a tail waits on one queue before letting the caller look at its requests.
 const TAIL_POLL: Duration = Duration::from_millis(100);
 
@@ -609,7 +612,10 @@ impl RabbitSource {
                 flow: ControlFlow::Continue(()),
             };
             while got.browsed < want {
-                let d = match tokio::time::timeout(IDLE, consumer.next()).await {
+                // The broker said there is more: once letters flow, give it time (a big
+                // queue pages to disk and pauses); the short wait is for a first letter.
+                let wait = if got.browsed == 0 { IDLE } else { STALL };
+                let d = match tokio::time::timeout(wait, consumer.next()).await {
                     Ok(Some(Ok(d))) => d,
                     Ok(Some(Err(e))) => {
                         return Err(SourceError::failed_by(format!("browsing `{queue}`"), e))

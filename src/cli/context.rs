@@ -180,6 +180,42 @@ impl Context {
         arg: &str,
     ) -> anyhow::Result<(SourceRef, brokers::OpenOptions)> {
         let source = self.resolve_source(arg)?;
+        self.plan_for(source, arg)
+    }
+
+    /// Topic/queue name patterns taken for DLQs: `dlq_patterns` in config, else the
+    /// defaults.
+    pub(crate) fn dlq_patterns(&self) -> Vec<String> {
+        if self.config.dlq_patterns.is_empty() {
+            crate::brokers::discovery::DEFAULT_PATTERNS
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        } else {
+            self.config.dlq_patterns.clone()
+        }
+    }
+
+    /// A source argument that names a broker but no queue or topic
+    /// (`amqp://host/vhost`, `kafka://host:9092`): the broker, for discovery.
+    pub(crate) fn broker_only(&self, arg: &str) -> Option<SourceRef> {
+        let a = arg.trim();
+        let probe = if a.starts_with("kafka://") && !a["kafka://".len()..].contains('/') {
+            format!("{}/_", a.trim_end_matches('/'))
+        } else if (a.starts_with("amqp://") || a.starts_with("amqps://")) && !a.contains("queue=") {
+            format!("{}?queue=_", a.trim_end_matches('?'))
+        } else {
+            return None;
+        };
+        self.resolve_source(&probe).ok()
+    }
+
+    /// What to open for a resolved source; `arg` names its config entry, if any.
+    pub(crate) fn plan_for(
+        &self,
+        source: SourceRef,
+        arg: &str,
+    ) -> anyhow::Result<(SourceRef, brokers::OpenOptions)> {
         // Named sources bring their own librdkafka properties; -X wins over them.
         let mut kafka_props: Vec<(String, String)> = self
             .config

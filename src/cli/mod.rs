@@ -15,6 +15,7 @@ mod queues;
 mod show;
 mod summary;
 mod table;
+mod topics;
 mod tui;
 
 use clap::{Args, Parser, Subcommand};
@@ -144,6 +145,8 @@ pub enum Command {
     Discard(DiscardArgs),
     /// The tamper-evident audit log: `list` or `verify`.
     Audit(AuditArgs),
+    /// A Kafka cluster's DLQ topics with their counts (`--all` for every topic).
+    Topics(TopicsArgs),
     /// A payload revision, edited on the masked payload in $EDITOR (the original stays).
     Edit(EditArgs),
 }
@@ -184,6 +187,17 @@ pub struct AuditArgs {
     /// unchanged — catches entries removed from the end and rewritten logs.
     #[arg(long, value_name = "SEQ:HASH")]
     pub expect_head: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TopicsArgs {
+    /// kafka://host:9092 (no topic needed).
+    pub source: String,
+    /// Every topic, not only those that look like DLQs.
+    #[arg(long)]
+    pub all: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -310,6 +324,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             return tui::run(&ctx, &source, theme);
         }
+        (None, None)
+            if !ctx.config.sources.is_empty()
+                && std::io::IsTerminal::is_terminal(&std::io::stdout()) =>
+        {
+            return tui::pick_named(&ctx, theme);
+        }
         (None, None) => {
             return Err(UsageError(
                 "nothing to do: try `dlq-triage demo`, `dlq-triage SOURCE`, or `dlq-triage --help`"
@@ -330,6 +350,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Diff(a) => diff::run(&ctx, &a),
         Command::Export(a) => export::run(&ctx, &a),
         Command::Queues(a) => queues::run(&ctx, &a),
+        Command::Topics(a) => topics::run(&ctx, &a),
         Command::Discard(a) => discard::run(&ctx, &a),
         Command::Audit(a) => audit::run(&ctx, &a),
         Command::Edit(a) => edit::run(&ctx, &a),

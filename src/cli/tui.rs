@@ -1,14 +1,46 @@
-//! `dlq-triage tui SOURCE` (also `dlq-triage SOURCE`, and `demo` on a terminal).
+//! `dlq-triage tui SOURCE` (also `dlq-triage SOURCE`, and `demo` on a terminal). A
+//! source that names a broker but no queue or topic (`amqp://host/vhost`,
+//! `kafka://host:9092`) opens the picker first, as does `dlq-triage` alone when the
+//! config names sources.
 
 use super::context::{Context, UsageError};
+use crate::brokers::discovery::discover;
 use crate::core::catalog::Catalog;
 use crate::core::source::SourceRef;
+use crate::tui::picker::{self, Choice, Picker};
 use crate::tui::theme::Theme;
 
 pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<()> {
-    let theme = Theme::load(theme.or(ctx.config.theme.as_deref()))
-        .map_err(|e| UsageError(crate::core::sanitize::clean(&e)))?;
-    let plan = ctx.source_plan(source)?;
+    let theme = load_theme(ctx, theme)?;
+    let plan = match ctx.broker_only(source) {
+        Some(base) => {
+            let (base, opts) = ctx.plan_for(base, source)?;
+            let found = discover(&base, &opts, &ctx.dlq_patterns(), false)?;
+            let choices = found
+                .iter()
+                .map(|c| Choice {
+                    name: c.name.clone(),
+                    detail: c.kind.clone(),
+                    count: c.count,
+                })
+                .collect();
+            let p = Picker {
+                title: format!(
+                    "DLQs on {} — pick one",
+                    base.to_string()
+                        .trim_end_matches("?queue=_")
+                        .trim_end_matches("/_")
+                ),
+                choices,
+                cursor: 0,
+            };
+            match picker::run(p, &theme)? {
+                Some(i) => ctx.plan_for(found[i].source.clone(), source)?,
+                None => return Ok(()),
+            }
+        }
+        None => ctx.source_plan(source)?,
+    };
     let label = match &plan.0 {
         SourceRef::Demo => "demo (in-process Kafka mock cluster)".to_string(),
         other => other.to_string(),
@@ -23,4 +55,34 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
         now_ms: ctx.now_ms(),
         theme,
     })
+}
+
+/// `dlq-triage` with no source: pick one of the config's named sources.
+pub fn pick_named(ctx: &Context, theme: Option<&str>) -> anyhow::Result<()> {
+    let names: Vec<String> = ctx.config.sources.keys().cloned().collect();
+    let choices = names
+        .iter()
+        .map(|n| Choice {
+            name: n.clone(),
+            detail: ctx
+                .resolve_source(n)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|e| e.to_string()),
+            count: None,
+        })
+        .collect();
+    let p = Picker {
+        title: "sources in config.toml — pick one".into(),
+        choices,
+        cursor: 0,
+    };
+    match picker::run(p, &load_theme(ctx, theme)?)? {
+        Some(i) => run(ctx, &names[i], theme),
+        None => Ok(()),
+    }
+}
+
+fn load_theme(ctx: &Context, theme: Option<&str>) -> anyhow::Result<Theme> {
+    Theme::load(theme.or(ctx.config.theme.as_deref()))
+        .map_err(|e| UsageError(crate::core::sanitize::clean(&e)).into())
 }

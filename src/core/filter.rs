@@ -377,7 +377,7 @@ fn any_glob(patterns: &[String], value: &str) -> bool {
 
 /// Case-sensitive glob with `*` and `?`. Iterative with one backtrack point: linear-ish,
 /// no exponential blow-up on hostile patterns.
-pub(crate) fn glob(pattern: &str, text: &str) -> bool {
+pub fn glob(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0, 0);

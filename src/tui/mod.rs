@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod keymap;
+pub mod picker;
 pub mod state;
 pub mod theme;
 pub mod update;
@@ -201,7 +202,7 @@ fn spawn_renderer(
 }
 
 /// Put the terminal back: raw mode off, main screen, mouse released.
-fn restore() {
+pub(crate) fn restore() {
     let mut out = std::io::stdout();
     let _ = crossterm::execute!(
         out,

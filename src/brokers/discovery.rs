@@ -1,0 +1,141 @@
+//! Finding DLQs on a broker, for the source picker and the `queues` / `topics` commands:
+//! RabbitMQ queues through the management API (named like a DLQ, or another queue's
+//! dead-letter target), Kafka topics whose names match the DLQ patterns.
+
+use super::kafka;
+use super::rabbitmq_mgmt::{looks_like_dlq, Management};
+use crate::core::ports::SourceError;
+use crate::core::source::SourceRef;
+
+/// Topic and queue name patterns taken for DLQs (globs, case-sensitive).
+pub const DEFAULT_PATTERNS: &[&str] = &[
+    "*.dlq",
+    "*.DLQ",
+    "*.DLT",
+    "*-dlt",
+    "*_dlt",
+    "*-dlq",
+    "*_dlq",
+    "dlq.*",
+    "*-dead-letter*",
+    "*.dead-letter*",
+    "*deadletter*",
+];
+
+/// One DLQ a picker can open.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The source to open (credentials included; never displayed as such).
+    pub source: SourceRef,
+    /// Queue or topic name.
+    pub name: String,
+    /// `classic`, `quorum`, `stream`, `topic`.
+    pub kind: String,
+    /// Messages the broker reports, when it does.
+    pub count: Option<u64>,
+    pub looks_like_dlq: bool,
+}
+
+/// Whether a name matches one of the patterns.
+pub fn matches_patterns(name: &str, patterns: &[String]) -> bool {
+    patterns.iter().any(|p| crate::core::filter::glob(p, name))
+}
+
+/// The DLQs (or, with `all`, every queue/topic) of the broker a `base` source points at;
+/// its own queue/topic list is ignored. Sorted: DLQs first, then by count.
+pub fn discover(
+    base: &SourceRef,
+    opts: &super::OpenOptions,
+    patterns: &[String],
+    all: bool,
+) -> Result<Vec<Candidate>, SourceError> {
+    let mut found = match base {
+        SourceRef::Amqp {
+            tls,
+            user,
+            password,
+            host,
+            vhost,
+            ..
+        } => {
+            let url = super::rabbitmq_mgmt::plan_url(
+                opts.management_url.as_deref(),
+                *tls,
+                host,
+                opts.management_plain_http,
+            )
+            .map_err(SourceError::Unsupported)?;
+            let mgmt = Management::new(&url, user, password)?;
+            let queues = mgmt.queues(vhost)?;
+            queues
+                .iter()
+                .map(|q| Candidate {
+                    source: with_target(base, &q.name),
+                    name: q.name.clone(),
+                    kind: q.kind.clone(),
+                    count: q.messages,
+                    looks_like_dlq: looks_like_dlq(q, &queues)
+                        || matches_patterns(&q.name, patterns),
+                })
+                .collect::<Vec<_>>()
+        }
+        SourceRef::Kafka { brokers, .. } => kafka::topic_counts(brokers, &opts.kafka_props)?
+            .into_iter()
+            .map(|(name, count)| Candidate {
+                source: with_target(base, &name),
+                looks_like_dlq: matches_patterns(&name, patterns),
+                name,
+                kind: "topic".into(),
+                count: Some(count),
+            })
+            .collect(),
+        other => {
+            return Err(SourceError::Unsupported(format!(
+                "{other} has no queues or topics to pick from"
+            )))
+        }
+    };
+    if !all {
+        found.retain(|c| c.looks_like_dlq);
+    }
+    found.sort_by(|a, b| {
+        b.looks_like_dlq
+            .cmp(&a.looks_like_dlq)
+            .then(b.count.cmp(&a.count))
+            .then(a.name.cmp(&b.name))
+    });
+    Ok(found)
+}
+
+/// `base` pointed at one queue or topic.
+fn with_target(base: &SourceRef, name: &str) -> SourceRef {
+    let mut s = base.clone();
+    match &mut s {
+        SourceRef::Amqp { queues, .. } => *queues = vec![name.to_string()],
+        SourceRef::Kafka { topics, .. } => *topics = vec![name.to_string()],
+        _ => {}
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dlq_names_match_the_default_patterns() {
+        let p: Vec<String> = DEFAULT_PATTERNS.iter().map(|s| s.to_string()).collect();
+        for yes in [
+            "orders.dlq",
+            "invoices.DLT",
+            "payments-dlt",
+            "dlq.orders",
+            "orders-dead-letter",
+        ] {
+            assert!(matches_patterns(yes, &p), "{yes}");
+        }
+        for no in ["orders", "dlqueue-metrics", "orders.retry"] {
+            assert!(!matches_patterns(no, &p), "{no}");
+        }
+    }
+}
