@@ -255,7 +255,7 @@ pub struct RabbitSource {
     /// The next browse position per queue.
     next_position: HashMap<String, u64>,
     /// Delivery tag of every browsed letter.
-    tags: HashMap<(String, u64), u64>,
+    tags: Tags,
     connection_name: String,
     /// Queue types and limits, when the management API is reachable.
     management: Option<super::rabbitmq_mgmt::Management>,
@@ -276,7 +276,7 @@ impl RabbitSource {
             held: HashMap::new(),
             consumers: HashMap::new(),
             next_position: HashMap::new(),
-            tags: HashMap::new(),
+            tags: Tags::default(),
             connection_name: format!("dlq-triage browse (pid {})", std::process::id()),
             management: None,
             stated_type: None,
@@ -530,7 +530,7 @@ impl RabbitSource {
         }
         if let Some(old) = self.held.remove(queue) {
             self.consumers.remove(queue);
-            self.tags.retain(|(q, _), _| q != queue);
+            self.tags.forget(queue);
             self.rt.block_on(async {
                 let _ = old.close(200, ShortString::from("re-browse")).await;
             });
@@ -623,7 +623,7 @@ impl RabbitSource {
                     Ok(None) | Err(_) => break,
                 };
                 got.browsed += 1;
-                tags.insert((queue.to_string(), got.browsed), d.delivery_tag);
+                tags.set(queue, got.browsed, d.delivery_tag);
                 let raw = to_raw(&d, &vhost, queue, got.browsed);
                 if let Some(n) = raw
                     .header("x-delivery-count")
@@ -644,6 +644,47 @@ impl RabbitSource {
             }
             Ok(got)
         })
+    }
+}
+
+/// Delivery tags of held letters: per queue, indexed by browse position (1-based); 0 is
+/// "not held" (settled). 8 bytes a letter, for a million held letters.
+#[derive(Default)]
+struct Tags(HashMap<String, Vec<u64>>);
+
+impl Tags {
+    fn set(&mut self, queue: &str, position: u64, tag: u64) {
+        let Some(i) = position
+            .checked_sub(1)
+            .and_then(|i| usize::try_from(i).ok())
+        else {
+            return;
+        };
+        let v = match self.0.get_mut(queue) {
+            Some(v) => v,
+            None => self.0.entry(queue.to_string()).or_default(),
+        };
+        if v.len() <= i {
+            v.resize(i + 1, 0);
+        }
+        v[i] = tag;
+    }
+
+    fn get(&self, queue: &str, position: u64) -> Option<u64> {
+        let i = usize::try_from(position.checked_sub(1)?).ok()?;
+        self.0
+            .get(queue)
+            .and_then(|v| v.get(i))
+            .copied()
+            .filter(|t| *t != 0)
+    }
+
+    fn forget(&mut self, queue: &str) {
+        self.0.remove(queue);
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
     }
 }
 
@@ -767,7 +808,7 @@ impl DlqSource for RabbitSource {
                         let pos = self.next_position.entry(q.clone()).or_insert(1);
                         let position = *pos;
                         *pos += 1;
-                        self.tags.insert((q.clone(), position), d.delivery_tag);
+                        self.tags.set(&q, position, d.delivery_tag);
                         ScanEvent::Letter(to_raw(&d, &vhost, &q, position))
                     }
                     Ok(Some(Err(e))) => {
@@ -829,15 +870,11 @@ impl RabbitSource {
                 "{coords} is not a RabbitMQ letter"
             )));
         };
-        let tag = self
-            .tags
-            .get(&(queue.clone(), *position))
-            .copied()
-            .ok_or_else(|| {
-                SourceError::unavailable(format!(
-                    "{coords} is not held by this browse (re-browse first)"
-                ))
-            })?;
+        let tag = self.tags.get(queue, *position).ok_or_else(|| {
+            SourceError::unavailable(format!(
+                "{coords} is not held by this browse (re-browse first)"
+            ))
+        })?;
         let ch = self.held.get(queue).ok_or_else(|| {
             SourceError::unavailable(format!("queue `{queue}` is not being browsed"))
         })?;
@@ -857,7 +894,7 @@ impl RabbitSource {
                     "acking {coords}: {e} (the letter stays in the DLQ)"
                 ))
             })?;
-        self.tags.remove(&(queue.clone(), *position));
+        self.tags.set(queue, *position, 0);
         Ok(())
     }
 }

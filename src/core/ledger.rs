@@ -744,20 +744,7 @@ impl Ledger {
             i64,
         );
         let rows: Vec<Row> = st
-            .query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                    r.get(9)?,
-                ))
-            })
+            .query_map([], |r| Row::try_from(r))
             .and_then(|rs| rs.collect())
             .map_err(|e| self.err(e))?;
         let mut decided_seqs = std::collections::HashSet::new();
@@ -802,16 +789,7 @@ impl Ledger {
             .map_err(|e| self.err(e))?;
         type RevRow = (String, String, i64, String, Vec<u8>, Option<i64>);
         let revs: Vec<RevRow> = st
-            .query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })
+            .query_map([], |r| RevRow::try_from(r))
             .and_then(|rs| rs.collect())
             .map_err(|e| self.err(e))?;
         let mut revised = std::collections::HashSet::new();

@@ -265,7 +265,7 @@ pub struct Session {
     info: SourceInfo,
     /// Held deliveries by the exact letter (RabbitMQ queues: settled by ack). Empty for
     /// sources that settle in the ledger only, so 1M Kafka letters do not pay for it.
-    held: HashMap<String, (String, Vec<Coords>)>,
+    held: crate::core::held::HeldDeliveries,
     /// Ledger decisions for this source: ids (for a cheap first test) and bindings.
     decided_ids: HashSet<String>,
     decided: HashMap<String, Decision>,
@@ -282,7 +282,7 @@ impl Session {
             settings,
             src,
             info,
-            held: HashMap::new(),
+            held: Default::default(),
             decided_ids: HashSet::new(),
             decided: HashMap::new(),
             problems: Vec::new(),
@@ -395,7 +395,7 @@ impl Session {
         let mut last = Instant::now();
         let mut stopped = false;
         let flush = |batch: &mut Vec<RawLetter>,
-                     held: &mut HashMap<String, (String, Vec<Coords>)>,
+                     held: &mut crate::core::held::HeldDeliveries,
                      sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>|
          -> bool {
             if batch.is_empty() {
@@ -410,10 +410,9 @@ impl Session {
                     },
                 ) = &p.letter.raw.coords
                 {
-                    held.entry(decisions::binding(&p.letter.raw))
-                        .or_insert_with(|| (p.letter.id.value.0.clone(), Vec::new()))
-                        .1
-                        .push(c.clone());
+                    if let Some(fp) = decisions::content_fp(&p.letter.raw) {
+                        held.add(fp, &p.letter.id.value.0, c);
+                    }
                 }
             }
             sink(SessionEvent::Letters(prepared)).is_continue()
@@ -500,19 +499,7 @@ impl Session {
 
     /// Held letters by id, for the ids that have a decision (few).
     fn held_by_id(&self) -> HashMap<String, Vec<Held>> {
-        let mut out: HashMap<String, Vec<Held>> = HashMap::new();
-        for (binding, (id, coords)) in &self.held {
-            if !self.decided_ids.contains(id) {
-                continue;
-            }
-            for c in coords {
-                out.entry(id.clone()).or_default().push(Held {
-                    coords: c.clone(),
-                    binding: binding.clone(),
-                });
-            }
-        }
-        out
+        self.held.by_ids(&self.decided_ids)
     }
 
     /// Discard letters: each decision in the ledger first, then the broker (RabbitMQ:
@@ -530,11 +517,7 @@ impl Session {
         let mut ledger = self.settings.principal.ledger()?;
         let mut report = DiscardReport::default();
         for (i, t) in targets.iter().enumerate() {
-            let coords = self
-                .held
-                .get(&t.binding)
-                .filter(|(id, _)| *id == t.letter_id)
-                .and_then(|(_, cs)| cs.first().cloned());
+            let coords = self.held.first(&t.binding, &t.letter_id);
             let location = (!t.location.is_empty()).then_some(t.location.as_str());
             let outcome = decisions::discard(
                 &mut ledger,
@@ -559,10 +542,8 @@ impl Session {
                 }
                 Err(e) => return Err(e.into()),
             }
-            if let Some((_, cs)) = self.held.get_mut(&t.binding) {
-                if !cs.is_empty() && coords.is_some() {
-                    cs.remove(0);
-                }
+            if coords.is_some() {
+                self.held.settled_first(&t.binding);
             }
             report.done.push(i);
         }

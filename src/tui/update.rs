@@ -122,14 +122,7 @@ fn navigate(state: &mut AppState, action: Action) {
                         refresh_visible(state);
                     } else if path.len() > 1 {
                         // Jump to the parent.
-                        let parent = path[..path.len() - 1].to_vec();
-                        if let Some(pos) = state
-                            .groups
-                            .visible
-                            .iter()
-                            .position(|i| state.groups.tree[*i].path == parent)
-                        {
-                            state.groups.cursor = pos;
+                        if select_path(state, &path[..path.len() - 1]) {
                             state.letters.dirty = true;
                         }
                     }
@@ -744,16 +737,22 @@ pub(crate) fn refresh_tree(state: &mut AppState) {
     }
     refresh_visible(state);
     if let Some(p) = selected {
-        if let Some(pos) = state
-            .groups
-            .visible
-            .iter()
-            .position(|i| state.groups.tree[*i].path == p)
-        {
-            state.groups.cursor = pos;
-        }
+        select_path(state, &p);
     }
     state.letters.dirty = true;
+}
+
+/// Put the group cursor on the visible node with this path, if there is one.
+fn select_path(state: &mut AppState, path: &[u32]) -> bool {
+    let found = state
+        .groups
+        .visible
+        .iter()
+        .position(|i| state.groups.tree[*i].path == path);
+    if let Some(pos) = found {
+        state.groups.cursor = pos;
+    }
+    found.is_some()
 }
 
 /// Which tree nodes are visible given the expanded set.
