@@ -75,6 +75,10 @@ print(f"median: pika {a} letters in {pk:.2f}s ({a / pk:.0f}/s), dlq-triage {b} i
       f"— ratio {(b / us) / (a / pk):.2f}; dlq-triage also extracts conventions, masks previews and groups")
 import resource
 print(f"dlq-triage peak RSS: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB")
+# The filling connection sat idle through the rounds (pika's blocking adapter does not
+# answer heartbeats while idle): a fresh one for the check and the clean-up.
+conn = pika.BlockingConnection(params)
+ch = conn.channel()
 left = ch.queue_declare(DLQ, passive=True).method.message_count
 print(f"{DLQ} still holds {left} messages (browsing released them)")
 ch.queue_delete(DLQ)
