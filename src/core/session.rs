@@ -39,8 +39,6 @@ pub enum SessionError {
         denied: access::Denied,
         read_only: bool,
     },
-    #[error("the source is not open")]
-    Closed,
 }
 
 /// Who acts, with which role, and where their decisions are recorded.
