@@ -100,6 +100,10 @@ CREATE TABLE replay_items (
 -- Decisions bind to the exact letter they were made on (not just its id), and a letter
 -- can carry one discard only: a second writer is told who decided first.
 ALTER TABLE decisions ADD COLUMN binding TEXT;
+-- Schema 1 recorded where a letter sat: for Kafka (topic/partition/offset) that is its
+-- exact identity. RabbitMQ positions were per browse: those keep no binding.
+UPDATE decisions SET binding = 'at:' || coords
+    WHERE binding IS NULL AND coords LIKE '%_/%_/%_';
 CREATE UNIQUE INDEX one_discard_per_letter ON decisions (source, letter_id, binding)
     WHERE kind = 'discard' AND binding IS NOT NULL;
 ALTER TABLE revisions ADD COLUMN audit_seq INTEGER;
@@ -373,6 +377,19 @@ impl Ledger {
                 params![prev_hash, hash, seq],
             )
             .map_err(|e| self.err(e))?;
+        }
+        // Schema 1 marked decisions applied without an audit entry; schema 2 audits every
+        // application. Record the earlier ones now, at the end of the chain.
+        let applied: Vec<(String, String, Option<String>, i64)> = tx
+            .prepare(
+                "SELECT source, letter_id, binding, audit_seq FROM decisions WHERE applied_at IS NOT NULL ORDER BY id",
+            )
+            .and_then(|mut st| st.query_map([], |r| <(String, String, Option<String>, i64)>::try_from(r))?.collect())
+            .map_err(|e| self.err(e))?;
+        for (source, letter_id, binding, seq) in applied {
+            let detail = serde_json::json!({"decision": seq, "source": source, "binding": binding, "how": "applied before this ledger was upgraded"}).to_string();
+            self.audit_in(tx, "discard-applied", &letter_id, &detail)
+                .map_err(|e| self.err(e))?;
         }
         Ok(())
     }
@@ -761,7 +778,7 @@ impl Ledger {
                     && e.at == at
                     && field(e, "source").as_str() == Some(source.as_str())
                     && field(e, "reason").as_str() == Some(reason.as_str())
-                    && field(e, "binding").as_str() == binding.as_deref()
+                    && expected_binding(e) == binding
             });
             if !matches {
                 return Ok(Some(RowProblem(seq, format!("decision row {id} does not match the audit entry that recorded it (the decisions table was edited)"))));
@@ -835,6 +852,20 @@ impl Ledger {
         }
         Ok(None)
     }
+}
+
+/// The binding an audit entry recorded for its decision. Entries from schema 1 have none:
+/// there it is derived as the upgrade did (Kafka coordinates), else absent.
+fn expected_binding(e: &AuditEntry) -> Option<String> {
+    let detail: serde_json::Value = serde_json::from_str(&e.detail).ok()?;
+    if let Some(b) = detail.get("binding") {
+        return b.as_str().map(str::to_string);
+    }
+    detail
+        .get("coords")
+        .and_then(serde_json::Value::as_str)
+        .filter(|c| c.split('/').filter(|p| !p.is_empty()).count() == 3)
+        .map(|c| format!("at:{c}"))
 }
 
 /// A table row that disagrees with the chain: the entry it points at, and why.
@@ -1175,24 +1206,43 @@ mod tests {
             conn.execute_batch(MIGRATIONS[0]).expect("v1");
             conn.pragma_update(None, "user_version", 1).expect("v");
             let mut prev = GENESIS.to_string();
+            let discard_k = r#"{"coords":"t/0/9","reason":"dup","source":"kafka://k/t"}"#;
+            let discard_r = r#"{"coords":"dlq#3","reason":"dup","source":"amqp://r"}"#;
             for seq in 1..=3i64 {
+                let (action, target, detail) = match seq {
+                    1 => ("unmask", "m", "{}"),
+                    2 => ("discard", "k-1", discard_k),
+                    _ => ("discard", "r-1", discard_r),
+                };
                 let c = Canonical {
                     seq,
                     at: "2026-01-01T00:00:00Z",
                     actor: "a",
-                    action: "unmask",
-                    target: "m",
-                    detail: "{}",
+                    action,
+                    target,
+                    detail,
                 };
                 let h = legacy_entry_hash(&prev, &c);
                 conn.execute("INSERT INTO audit (seq, at, actor, action, target, detail, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", params![seq, c.at, c.actor, c.action, c.target, c.detail, prev, h]).expect("insert");
                 prev = h;
             }
+            // A Kafka discard applied, a RabbitMQ one left pending, as schema 1 wrote them.
+            conn.execute_batch(
+                "INSERT INTO decisions (source, letter_id, coords, kind, reason, actor, at, applied_at, audit_seq) VALUES ('kafka://k/t', 'k-1', 't/0/9', 'discard', 'dup', 'a', '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', 2);
+                 INSERT INTO decisions (source, letter_id, coords, kind, reason, actor, at, applied_at, audit_seq) VALUES ('amqp://r', 'r-1', 'dlq#3', 'discard', 'dup', 'a', '2026-01-01T00:00:00Z', NULL, 3);",
+            )
+            .expect("v1 decisions");
         }
-        // The upgrade checks the old chain, creates the key and re-keys every entry.
+        // The upgrade checks the old chain, creates the key, re-keys every entry, binds
+        // the Kafka decision to its position and audits its earlier application.
         let mut l = Ledger::open(&path, "b").expect("migrated");
-        assert!(l.verify(None).expect("verify").ok);
-        assert_eq!(l.audit_entries().expect("e").len(), 3);
+        let v = l.verify(None).expect("verify");
+        assert!(v.ok, "{v:?}");
+        assert_eq!(l.audit_entries().expect("e").len(), 4);
+        let k = l.decisions("kafka://k/t").expect("d");
+        assert_eq!(k[0].binding.as_deref(), Some("at:t/0/9"));
+        let r = l.pending("amqp://r").expect("p");
+        assert_eq!(r[0].binding, None, "a RabbitMQ position binds nothing");
         l.audit("unmask", "m", "{}").expect("append");
         drop(l);
         // A keyed ledger without its key is refused: a fresh key would let anyone
