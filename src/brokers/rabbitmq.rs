@@ -31,6 +31,8 @@ const IDLE: Duration = Duration::from_millis(1500);
 /// How long a browse that has started waits for the next of the letters the broker
 /// counted before it settles for what it holds (and says "browsed N of M").
 const STALL: Duration = Duration::from_secs(10);
+/// Letters received ahead of the one being prepared.
+const PIPELINE: usize = 8192;
 /// How long a tail waits on one queue before letting the caller look at its requests.
 const TAIL_POLL: Duration = Duration::from_millis(100);
 
@@ -561,8 +563,7 @@ impl RabbitSource {
             .await
             .map_err(|e| SourceError::failed_by(format!("consuming `{queue}`"), e))
         })?;
-        let mut consumer = consumer;
-        let got = self.stream_deliveries(queue, &mut consumer, want, sink)?;
+        let (got, consumer) = self.stream_deliveries(queue, consumer, want, sink)?;
         self.held.insert(queue.to_string(), ch);
         self.consumers.insert(queue.to_string(), consumer);
         self.next_position
@@ -593,59 +594,92 @@ impl RabbitSource {
     }
 
     /// Hand deliveries to the sink as they arrive, until `want` are held, the broker goes
-    /// quiet (IDLE: the count it gave at the start may have shrunk), or the sink stops.
+    /// quiet (IDLE before the first letter, STALL after), or the sink stops. Receiving
+    /// runs as a task on the AMQP runtime, a bounded queue ahead of the sink: the broker
+    /// keeps streaming while letters are prepared, so a browse takes the longer of the
+    /// two, not their sum. Returns the consumer, which stays open for the tail.
     fn stream_deliveries(
         &mut self,
         queue: &str,
-        consumer: &mut lapin::Consumer,
+        consumer: lapin::Consumer,
         want: u64,
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
-    ) -> Result<Streamed, SourceError> {
-        let RabbitSource {
-            rt, tags, target, ..
-        } = self;
-        let vhost = target.vhost.clone();
-        rt.block_on(async {
-            let mut got = Streamed {
-                browsed: 0,
-                most_delivered: 0,
-                flow: ControlFlow::Continue(()),
-            };
-            while got.browsed < want {
-                // The broker said there is more: once letters flow, give it time (a big
-                // queue pages to disk and pauses); the short wait is for a first letter.
-                let wait = if got.browsed == 0 { IDLE } else { STALL };
-                let d = match tokio::time::timeout(wait, consumer.next()).await {
-                    Ok(Some(Ok(d))) => d,
-                    Ok(Some(Err(e))) => {
-                        return Err(SourceError::failed_by(format!("browsing `{queue}`"), e))
+    ) -> Result<(Streamed, lapin::Consumer), SourceError> {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Received>(PIPELINE);
+        let vhost = self.target.vhost.clone();
+        let q = queue.to_string();
+        let receiver = self.rt.spawn(async move {
+            let mut consumer = consumer;
+            let mut n = 0u64;
+            while n < want {
+                let wait = if n == 0 { IDLE } else { STALL };
+                let next = tokio::select! {
+                    r = tokio::time::timeout(wait, consumer.next()) => r,
+                    // The sink stopped: no need to wait out the broker.
+                    () = tx.closed() => break,
+                };
+                let item = match next {
+                    Ok(Some(Ok(d))) => {
+                        n += 1;
+                        Ok((d.delivery_tag, to_raw(&d, &vhost, &q, n)))
                     }
+                    Ok(Some(Err(e))) => Err(e.to_string()),
                     Ok(None) | Err(_) => break,
                 };
-                got.browsed += 1;
-                tags.set(queue, got.browsed, d.delivery_tag);
-                let raw = to_raw(&d, &vhost, queue, got.browsed);
-                if let Some(n) = raw
-                    .header("x-delivery-count")
-                    .and_then(HeaderValue::as_i64_lenient)
-                {
-                    got.most_delivered = got.most_delivered.max(n);
-                }
-                got.flow = sink(ScanEvent::Letter(raw));
-                if got.flow.is_continue() && got.browsed % 5_000 == 0 {
-                    got.flow = sink(ScanEvent::Progress {
-                        done: got.browsed,
-                        total: Some(want),
-                    });
-                }
-                if got.flow.is_break() {
+                let failed = item.is_err();
+                if tx.send(item).await.is_err() || failed {
                     break;
                 }
             }
-            Ok(got)
-        })
+            consumer
+        });
+        let mut got = Streamed {
+            browsed: 0,
+            most_delivered: 0,
+            flow: ControlFlow::Continue(()),
+        };
+        let mut error = None;
+        while let Some(item) = rx.blocking_recv() {
+            let (tag, raw) = match item {
+                Ok(x) => x,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            };
+            got.browsed += 1;
+            self.tags.set(queue, got.browsed, tag);
+            if let Some(n) = raw
+                .header("x-delivery-count")
+                .and_then(HeaderValue::as_i64_lenient)
+            {
+                got.most_delivered = got.most_delivered.max(n);
+            }
+            got.flow = sink(ScanEvent::Letter(raw));
+            if got.flow.is_continue() && got.browsed % 5_000 == 0 {
+                got.flow = sink(ScanEvent::Progress {
+                    done: got.browsed,
+                    total: Some(want),
+                });
+            }
+            if got.flow.is_break() {
+                break;
+            }
+        }
+        drop(rx);
+        let consumer = self
+            .rt
+            .block_on(receiver)
+            .map_err(|e| SourceError::failed_by(format!("browsing `{queue}`"), e))?;
+        if let Some(e) = error {
+            return Err(SourceError::failed(format!("browsing `{queue}`: {e}")));
+        }
+        Ok((got, consumer))
     }
 }
+
+/// What the receiving task hands over: a delivery tag and its letter, or why it stopped.
+type Received = Result<(u64, RawLetter), String>;
 
 /// Delivery tags of held letters: per queue, indexed by browse position (1-based); 0 is
 /// "not held" (settled). 8 bytes a letter, for a million held letters.

@@ -306,7 +306,7 @@ impl Context {
                 match ev {
                     SessionEvent::Letters(batch) => {
                         for p in batch {
-                            let row = catalog.push_prepared(&p.letter, &p.preview);
+                            let row = catalog.push_prepared(&p);
                             if p.state != crate::core::model::TriageState::Open {
                                 catalog.store.set_state(row, p.state);
                             }

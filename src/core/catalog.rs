@@ -120,8 +120,8 @@ impl Catalog {
     }
 
     /// Index a letter prepared elsewhere (a worker thread) with [`prepare_letter`].
-    pub(crate) fn push_prepared(&mut self, dl: &DeadLetter, preview: &str) -> RowId {
-        self.store.push(dl, preview)
+    pub(crate) fn push_prepared(&mut self, p: &crate::core::session::Prepared) -> RowId {
+        self.store.push_with_fp(&p.letter, &p.preview, p.fp)
     }
 }
 

@@ -124,15 +124,20 @@ pub struct Prepared {
     pub letter: DeadLetter,
     pub preview: String,
     pub state: TriageState,
+    /// Content digest of a letter without a stable position (RabbitMQ queues), computed
+    /// once here on the preparing threads (see `decisions::content_fp`).
+    pub fp: Option<u64>,
 }
 
 impl From<(DeadLetter, String)> for Prepared {
     /// A letter prepared outside a session (benches, tests): no ledger state.
     fn from((letter, preview): (DeadLetter, String)) -> Self {
+        let fp = decisions::content_fp(&letter.raw);
         Prepared {
             letter,
             preview,
             state: TriageState::Open,
+            fp,
         }
     }
 }
@@ -408,7 +413,7 @@ impl Session {
                     },
                 ) = &p.letter.raw.coords
                 {
-                    if let Some(fp) = decisions::content_fp(&p.letter.raw) {
+                    if let Some(fp) = p.fp {
                         held.add(fp, &p.letter.id.value.0, c);
                     }
                 }
@@ -586,10 +591,12 @@ impl Prep<'_> {
         } else {
             TriageState::Open
         };
+        let fp = decisions::content_fp(&letter.raw);
         Prepared {
             letter,
             preview,
             state,
+            fp,
         }
     }
 

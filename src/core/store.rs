@@ -158,6 +158,17 @@ fn text(o: &Option<crate::core::model::Sourced<String>>) -> &str {
 impl LetterStore {
     /// Add a letter with its already-masked preview; returns its row id.
     pub fn push(&mut self, dl: &DeadLetter, masked_preview: &str) -> RowId {
+        let fp = crate::core::decisions::content_fp(&dl.raw);
+        self.push_with_fp(dl, masked_preview, fp)
+    }
+
+    /// `push` with the content digest already computed (`Prepared::fp`).
+    pub fn push_with_fp(
+        &mut self,
+        dl: &DeadLetter,
+        masked_preview: &str,
+        fp: Option<u64>,
+    ) -> RowId {
         let f = &dl.failure;
         let e = &dl.event;
         let reason = self.syms.intern(dl.reason_code());
@@ -233,7 +244,7 @@ impl LetterStore {
             replay_count: dl.replay_count.min(255) as u8,
             state: TriageState::Open,
             body: dl.body,
-            fp: crate::core::decisions::content_fp(&dl.raw).unwrap_or(0),
+            fp: fp.unwrap_or(0),
         };
         self.rows.push(row);
         (self.rows.len() - 1) as RowId

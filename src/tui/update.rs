@@ -680,7 +680,7 @@ fn move_cursor(state: &mut AppState, delta: i64) {
 /// Index a batch of prepared letters; live ones are counted as arrivals.
 fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
     for p in batch {
-        let row = state.catalog.push_prepared(&p.letter, &p.preview);
+        let row = state.catalog.push_prepared(&p);
         if p.state != crate::core::model::TriageState::Open {
             state.catalog.store.set_state(row, p.state);
         }
