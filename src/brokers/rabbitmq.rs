@@ -308,37 +308,6 @@ impl RabbitSource {
         self
     }
 
-    /// Consume the head message alone and give it back, to read its `x-delivery-count`
-    /// (`None`: empty queue; `Some(None)`: no such header). Used only when the queue's
-    /// type is unknown; on a quorum queue it costs that one message one delivery.
-    fn probe_head(&mut self, queue: &str) -> Result<Option<Option<i64>>, SourceError> {
-        let ch = self.fresh_channel()?;
-        self.rt.block_on(async {
-            ch.basic_qos(1, BasicQosOptions::default())
-                .await
-                .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
-            let mut consumer = ch
-                .basic_consume(
-                    ShortString::from(queue),
-                    ShortString::from(""),
-                    BasicConsumeOptions::default(),
-                    FieldTable::default(),
-                )
-                .await
-                .map_err(|e| SourceError::failed_by(format!("consuming `{queue}`"), e))?;
-            let head = match tokio::time::timeout(IDLE, consumer.next()).await {
-                Ok(Some(Ok(d))) => Some(
-                    to_raw(&d, "", queue, 0)
-                        .header("x-delivery-count")
-                        .and_then(HeaderValue::as_i64_lenient),
-                ),
-                _ => None,
-            };
-            let _ = ch.close(200, ShortString::from("probe done")).await;
-            Ok(head)
-        })
-    }
-
     /// Never push a message past its delivery limit. Quorum queues count every return of
     /// a browsed message as a delivery and dead-letter (or drop) a message returned more
     /// than `delivery-limit` times, so: a quorum queue with a limit is browsed only when
@@ -351,7 +320,7 @@ impl RabbitSource {
         queue: &str,
         kind: Option<&str>,
         limit: Option<i64>,
-        count: u32,
+        probed: &Probe,
     ) -> Result<Option<String>, SourceError> {
         match (kind, limit) {
             (Some("quorum"), Some(limit)) => {
@@ -370,9 +339,8 @@ impl RabbitSource {
             (Some("quorum"), None) => Ok(Some(
                 "quorum queue without a delivery limit: each browse counts one redelivery per message".into(),
             )),
-            (None, _) if count == 0 => Ok(None),
-            (None, _) => match self.probe_head(queue)? {
-                Some(Some(count)) if !self.allow_redelivery => Err(SourceError::failed(format!(
+            (None, _) => match probed {
+                Probe::Head(Some(count)) if !self.allow_redelivery => Err(SourceError::failed(format!(
                     "refusing to browse `{queue}`: its messages carry x-delivery-count ({count}), so it is a quorum queue, and its delivery limit is unknown without the management API. Give --management-url, or check the limit and pass --queue-type quorum --allow-redelivery"
                 ))),
                 _ => Ok(None),
@@ -444,10 +412,12 @@ impl RabbitSource {
         })
     }
 
-    /// Whether a queue that reports no ready messages is a stream (AMQP's declare counts
-    /// 0 for streams): streams refuse `basic.get`, which on any other queue either finds
-    /// nothing or takes one message that the closing channel gives back.
-    fn is_stream(&mut self, queue: &str) -> Result<bool, SourceError> {
+    /// What a queue of unknown type is, from one `basic.get` on a short-lived channel:
+    /// streams refuse it; any other queue hands over its head message (or nothing), which
+    /// the closing channel gives back — its `x-delivery-count` tells a quorum queue that
+    /// redelivered it. (AMQP's declare-ok alone cannot tell: it may count 0 or N for a
+    /// stream.) On a quorum queue this costs the head one delivery.
+    fn probe(&mut self, queue: &str) -> Result<Probe, SourceError> {
         let ch = self.fresh_channel()?;
         self.rt.block_on(async {
             let got = ch
@@ -456,9 +426,17 @@ impl RabbitSource {
                     lapin::options::BasicGetOptions { no_ack: false },
                 )
                 .await;
-            let stream = matches!(&got, Err(e) if e.to_string().contains("stream"));
+            let probe = match &got {
+                Err(e) if e.to_string().contains("stream") => Probe::Stream,
+                Ok(Some(m)) => Probe::Head(
+                    to_raw(&m.delivery, "", queue, 0)
+                        .header("x-delivery-count")
+                        .and_then(HeaderValue::as_i64_lenient),
+                ),
+                _ => Probe::Empty,
+            };
             let _ = ch.close(200, ShortString::from("probe done")).await;
-            Ok(stream)
+            Ok(probe)
         })
     }
 
@@ -493,7 +471,12 @@ impl RabbitSource {
             .as_ref()
             .map(|i| i.kind.clone())
             .or_else(|| self.stated_type.clone());
-        if kind.is_none() && count == 0 && self.is_stream(queue)? {
+        let probed = if kind.is_none() {
+            self.probe(queue)?
+        } else {
+            Probe::Empty
+        };
+        if probed == Probe::Stream {
             kind = Some("stream".into());
         }
         if consumers > 0 {
@@ -521,7 +504,7 @@ impl RabbitSource {
             return self.browse_stream(queue, cap, sink);
         }
         let limit = info.as_ref().and_then(|i| i.delivery_limit());
-        if let Some(line) = self.quorum_guard(queue, kind.as_deref(), limit, count)? {
+        if let Some(line) = self.quorum_guard(queue, kind.as_deref(), limit, &probed)? {
             let flow = sink(ScanEvent::Problem {
                 location: format!("queue {queue}"),
                 message: line,
@@ -720,6 +703,15 @@ impl Tags {
     fn clear(&mut self) {
         self.0.clear();
     }
+}
+
+/// What a `basic.get` probe learned of a queue of unknown type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Stream,
+    /// The head message's `x-delivery-count`, if it carries one.
+    Head(Option<i64>),
+    Empty,
 }
 
 /// What a browse streamed.
