@@ -328,24 +328,31 @@ impl Masker {
     /// `name=value` pairs under sensitive names come first; the detector table
     /// (`detectors`) finds values anywhere else. Both are linear in `s`.
     pub(crate) fn sensitive_spans(&self, s: &str) -> Vec<(std::ops::Range<usize>, String)> {
-        let pairs = self.pair_spans(s);
-        let mut out: Vec<(std::ops::Range<usize>, String)> = Vec::with_capacity(pairs.len());
-        let mut pairs = pairs.into_iter().peekable();
-        for (r, class, _) in detectors::detect(s.as_bytes()) {
-            let r = widen_to_chars(s, r);
-            while let Some(p) = pairs.next_if(|p| p.0.start < r.end) {
-                if out.last().is_none_or(|l| l.0.end <= p.0.start) {
-                    out.push(p);
+        let mut all = self.pair_spans(s);
+        all.extend(
+            detectors::detect(s.as_bytes())
+                .into_iter()
+                .map(|(r, class, _)| {
+                    let r = widen_to_chars(s, r);
+                    let rep = self.mask_value(class, &s[r.clone()]);
+                    (r, rep)
+                }),
+        );
+        // Earliest first, the longest of those first (a pair before a detector span of
+        // the same extent: it keeps the field name readable).
+        all.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
+        let mut out: Vec<(std::ops::Range<usize>, String)> = Vec::with_capacity(all.len());
+        for (r, rep) in all {
+            match out.last_mut() {
+                // Inside a span already masked: nothing more to hide.
+                Some(last) if r.end <= last.0.end => {}
+                // Overlapping its end: no byte of either may show, so the union is
+                // redacted whole.
+                Some(last) if r.start < last.0.end => {
+                    last.0.end = r.end;
+                    last.1 = self.mask_value(Class::Secret, &s[last.0.clone()]);
                 }
-            }
-            if out.last().is_none_or(|l| l.0.end <= r.start) {
-                let rep = self.mask_value(class, &s[r.clone()]);
-                out.push((r, rep));
-            }
-        }
-        for p in pairs {
-            if out.last().is_none_or(|l| l.0.end <= p.0.start) {
-                out.push(p);
+                _ => out.push((r, rep)),
             }
         }
         out

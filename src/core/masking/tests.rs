@@ -448,3 +448,18 @@ fn bounded_masking_never_shows_a_token_split_by_the_cut() {
     let (out, cut) = m.mask_payload(big.as_bytes(), Layout::Pretty, 4096);
     assert!(cut && out.len() <= 4096 && !out.contains("jane@"));
 }
+
+#[test]
+fn overlapping_spans_never_show_a_byte_of_either() {
+    let m = m();
+    // A pair whose value runs into a detected token past its end, and a detected token
+    // that runs into a pair: the union is hidden.
+    let out = m.mask_text("token=abc4111111111111111 rest");
+    assert!(!out.contains("4111") && !out.contains("abc"), "{out}");
+    let out = m.mask_text("x Bearer pin=1234)5678xyz tail");
+    assert!(!out.contains("5678xyz"), "{out}");
+    // A span inside another keeps the outer one's readable form.
+    assert!(m
+        .mask_text("Authorization: Bearer abc.def-ghi_jkl")
+        .starts_with("Authorization: "));
+}
