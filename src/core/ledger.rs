@@ -737,11 +737,24 @@ impl Ledger {
     fn check_rows(&self, entries: &[AuditEntry]) -> Result<Option<RowProblem>, LedgerError> {
         let by_seq: std::collections::HashMap<i64, &AuditEntry> =
             entries.iter().map(|e| (e.seq, e)).collect();
-        let field = |e: &AuditEntry, k: &str| -> serde_json::Value {
-            serde_json::from_str::<serde_json::Value>(&e.detail)
-                .ok()
-                .and_then(|v| v.get(k).cloned())
-                .unwrap_or(serde_json::Value::Null)
+        // Each entry's detail parsed once (rows are checked against several fields).
+        let details: std::collections::HashMap<i64, serde_json::Value> = entries
+            .iter()
+            .map(|e| {
+                let v = serde_json::from_str(&e.detail).unwrap_or(serde_json::Value::Null);
+                (e.seq, v)
+            })
+            .collect();
+        let null = serde_json::Value::Null;
+        let field = |e: &AuditEntry, k: &str| -> &serde_json::Value {
+            details.get(&e.seq).and_then(|v| v.get(k)).unwrap_or(&null)
+        };
+        // An entry recording a row whose row is gone.
+        let orphan = |action: &str, rows: &std::collections::HashSet<i64>, why: &str| {
+            entries
+                .iter()
+                .find(|e| e.action == action && !rows.contains(&e.seq))
+                .map(|e| RowProblem(e.seq, why.to_string()))
         };
         // Decisions.
         let mut st = self
@@ -778,7 +791,7 @@ impl Ledger {
                     && e.at == at
                     && field(e, "source").as_str() == Some(source.as_str())
                     && field(e, "reason").as_str() == Some(reason.as_str())
-                    && expected_binding(e) == binding
+                    && details.get(&e.seq).and_then(expected_binding) == binding
             });
             if !matches {
                 return Ok(Some(RowProblem(seq, format!("decision row {id} does not match the audit entry that recorded it (the decisions table was edited)"))));
@@ -788,14 +801,12 @@ impl Ledger {
             }
             decided_seqs.insert(seq);
         }
-        if let Some(e) = entries
-            .iter()
-            .find(|e| e.action == "discard" && !decided_seqs.contains(&e.seq))
-        {
-            return Ok(Some(RowProblem(
-                e.seq,
-                "this discard has no decision row (the decisions table was edited)".into(),
-            )));
+        if let Some(p) = orphan(
+            "discard",
+            &decided_seqs,
+            "this discard has no decision row (the decisions table was edited)",
+        ) {
+            return Ok(Some(p));
         }
         // Revisions.
         let mut st = self
@@ -824,14 +835,12 @@ impl Ledger {
             }
             revised.insert(seq);
         }
-        if let Some(e) = entries
-            .iter()
-            .find(|e| e.action == "edit" && !revised.contains(&e.seq))
-        {
-            return Ok(Some(RowProblem(
-                e.seq,
-                "this revision has no row (the revisions table was edited)".into(),
-            )));
+        if let Some(p) = orphan(
+            "edit",
+            &revised,
+            "this revision has no row (the revisions table was edited)",
+        ) {
+            return Ok(Some(p));
         }
         // Replays: each row must have its start entry.
         let replay_ids: Vec<String> = self
@@ -856,8 +865,7 @@ impl Ledger {
 
 /// The binding an audit entry recorded for its decision. Entries from schema 1 have none:
 /// there it is derived as the upgrade did (Kafka coordinates), else absent.
-fn expected_binding(e: &AuditEntry) -> Option<String> {
-    let detail: serde_json::Value = serde_json::from_str(&e.detail).ok()?;
+fn expected_binding(detail: &serde_json::Value) -> Option<String> {
     if let Some(b) = detail.get("binding") {
         return b.as_str().map(str::to_string);
     }
