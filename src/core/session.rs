@@ -580,18 +580,14 @@ impl Prep<'_> {
                 String::new(),
             )
         };
-        let state = if self.decided_ids.contains(&letter.id.value.0) {
-            let b = decisions::binding(&letter.raw);
-            match self.decided.get(&b) {
-                Some(d) if d.letter_id == letter.id.value.0 && d.kind == "discard" => {
-                    TriageState::Discarded
-                }
-                _ => TriageState::Open,
-            }
+        let fp = decisions::content_fp(&letter.raw);
+        let id = &letter.id.value.0;
+        let state = if self.decided_ids.contains(id) {
+            let b = fp.map_or_else(|| decisions::binding(&letter.raw), decisions::content_label);
+            LetterState::of(self.decided.get(&b).filter(|d| &d.letter_id == id)).state
         } else {
             TriageState::Open
         };
-        let fp = decisions::content_fp(&letter.raw);
         Prepared {
             letter,
             preview,

@@ -802,12 +802,7 @@ fn refuse(
     denied: crate::core::access::Denied,
     row: RowId,
 ) {
-    let target = state
-        .catalog
-        .store
-        .row(row)
-        .map(|r| state.catalog.store.id(r).to_string())
-        .unwrap_or_default();
+    let target = letter_id(state, row).unwrap_or_default();
     let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
     cmds.push(Command::Audit {
         action: "denied".into(),
