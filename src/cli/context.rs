@@ -198,16 +198,18 @@ impl Context {
 
     /// A source argument that names a broker but no queue or topic
     /// (`amqp://host/vhost`, `kafka://host:9092`): the broker, for discovery.
-    pub(crate) fn broker_only(&self, arg: &str) -> Option<SourceRef> {
+    /// `Ok(None)` when `arg` has its queue or topic; an error names what is wrong with a
+    /// broker URI (a bad port, a bad escape), not the missing queue.
+    pub(crate) fn broker_only(&self, arg: &str) -> anyhow::Result<Option<SourceRef>> {
         let a = arg.trim();
         let probe = if a.starts_with("kafka://") && !a["kafka://".len()..].contains('/') {
             format!("{}/_", a.trim_end_matches('/'))
         } else if (a.starts_with("amqp://") || a.starts_with("amqps://")) && !a.contains("queue=") {
             format!("{}?queue=_", a.trim_end_matches('?'))
         } else {
-            return None;
+            return Ok(None);
         };
-        self.resolve_source(&probe).ok()
+        self.resolve_source(&probe).map(Some)
     }
 
     /// What to open for a resolved source; `arg` names its config entry, if any.

@@ -12,10 +12,9 @@ use std::io::Write;
 
 pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
     // The queue list is the point: accept the URI without `?queue=`.
-    let uri = if a.source.contains("?queue=") {
-        a.source.clone()
-    } else {
-        format!("{}?queue=_", a.source.trim_end_matches('?'))
+    let source = match ctx.broker_only(&a.source)? {
+        Some(s) => s,
+        None => ctx.resolve_source(&a.source)?,
     };
     let SourceRef::Amqp {
         tls,
@@ -24,7 +23,7 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
         host,
         vhost,
         ..
-    } = ctx.resolve_source(&uri)?
+    } = source
     else {
         return Err(UsageError("queues lists RabbitMQ queues: give an amqp:// URI".into()).into());
     };

@@ -10,7 +10,7 @@ use serde_json::json;
 use std::io::Write;
 
 pub fn run(ctx: &Context, a: &TopicsArgs) -> anyhow::Result<()> {
-    let Some(base) = ctx.broker_only(&a.source).filter(|s| s.kind() == "kafka") else {
+    let Some(base) = ctx.broker_only(&a.source)?.filter(|s| s.kind() == "kafka") else {
         return Err(UsageError(
             "topics lists a Kafka cluster's topics: give kafka://host:9092".into(),
         )

@@ -12,7 +12,7 @@ use crate::tui::theme::Theme;
 
 pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<()> {
     let theme = load_theme(ctx, theme)?;
-    let plan = match ctx.broker_only(source) {
+    let plan = match ctx.broker_only(source)? {
         Some(base) => {
             let (base, opts) = ctx.plan_for(base, source)?;
             let found = discover(&base, &opts, &ctx.dlq_patterns(), false)?;
