@@ -33,6 +33,12 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
+            if let Some(x) = e.downcast_ref::<cli::Exit>() {
+                if !x.message.is_empty() {
+                    eprintln!("{}", sanitize::clean(&x.message));
+                }
+                return ExitCode::from(x.code);
+            }
             // Each cause once: messages that already quote their cause (SourceError)
             // are not followed by it again.
             let mut msg: Vec<String> = Vec::new();

@@ -246,6 +246,7 @@ fn fetch_one_letter_by_offset_and_publish_with_confirmation() {
         },
         key: Some(b"cus-8812".to_vec()),
         headers: vec![Header::new("x-dlq-replay-id", HeaderValue::text("rp-1"))],
+        properties: vec![],
         payload: b"{\"amount\":1500}".to_vec(),
     };
     let first = publisher.publish(&msg).expect("confirmed");
@@ -286,6 +287,7 @@ fn publish_to_a_downed_broker_is_a_failure_not_a_success() {
         },
         key: None,
         headers: vec![],
+        properties: vec![],
         payload: b"x".to_vec(),
     };
     publisher.publish(&msg).expect("first publish confirmed");
@@ -379,6 +381,7 @@ fn demo_consumer_dead_letters_failed_replays_again_with_the_same_id() {
                 },
                 key: d.raw.key.clone(),
                 headers: d.raw.headers.clone(),
+                properties: vec![],
                 payload: d.raw.payload.clone(),
             })
             .expect("replay confirmed");

@@ -414,6 +414,7 @@ fn publish_is_confirmed_and_unroutable_is_a_failure() {
             "x-dlq-replay-id",
             dlq_triage::core::model::HeaderValue::text("rp-1"),
         )],
+        properties: vec![("message_id".into(), "m-7".into())],
         payload: b"{}".to_vec(),
     };
     let err = p

@@ -14,9 +14,9 @@ use crate::core::ports::{
 use chrono::{DateTime, Utc};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header as KHeader, Headers, Message, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, ProducerContext};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
@@ -424,6 +424,18 @@ impl DlqSource for KafkaSource {
         Ok(())
     }
 
+    fn replay_ports(&self) -> Result<crate::core::ports::ReplayPorts, SourceError> {
+        Ok(crate::core::ports::ReplayPorts {
+            publisher: Box::new(KafkaPublisher::new(
+                &self.brokers,
+                &self.props,
+                Duration::from_secs(30),
+            )?),
+            origin_log: Some(Box::new(KafkaOriginLog::new(&self.brokers, &self.props))),
+            kafka: true,
+        })
+    }
+
     fn tail(
         &mut self,
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
@@ -517,31 +529,40 @@ impl DlqSource for KafkaSource {
 }
 
 /// Delivery reports go back to the waiting `publish` call.
+/// Delivery reports, by ticket, back to the publisher.
 struct Confirmations;
+
+type Report = (u64, Result<(i32, i64), String>);
 
 impl ClientContext for Confirmations {}
 
 impl ProducerContext for Confirmations {
-    type DeliveryOpaque = Box<mpsc::Sender<Result<(i32, i64), String>>>;
+    type DeliveryOpaque = Box<(u64, mpsc::Sender<Report>)>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, reply: Self::DeliveryOpaque) {
         let r = match result {
             Ok(m) => Ok((m.partition(), m.offset())),
             Err((e, _)) => Err(e.to_string()),
         };
-        let _ = reply.send(r);
+        let (ticket, tx) = *reply;
+        let _ = tx.send((ticket, r));
     }
 }
 
-/// Publishes with `acks=all` and the idempotent producer, one confirmed message at a time
-/// (the replay engine decides the rate). Keys partition like the Java client (murmur2),
+/// Publishes with `acks=all` and the idempotent producer (which keeps a key's records in
+/// order even with several in flight). Keys partition like the Java client (murmur2),
 /// so a replayed letter lands where its producer would have put it.
 pub struct KafkaPublisher {
     producer: BaseProducer<Confirmations>,
-    timeout: Duration,
+    tx: mpsc::Sender<Report>,
+    rx: mpsc::Receiver<Report>,
+    /// Topic of each ticket in flight, for the location and the error message.
+    topics: HashMap<u64, String>,
 }
 
 impl KafkaPublisher {
+    /// `timeout` bounds each delivery (`message.timeout.ms`): past it, a publish is
+    /// reported as not confirmed rather than waited on forever.
     pub fn new(
         brokers: &[String],
         props: &[(String, String)],
@@ -552,6 +573,7 @@ impl KafkaPublisher {
             .set("acks", "all")
             .set("enable.idempotence", "true")
             .set("partitioner", "murmur2_random")
+            .set("linger.ms", "1")
             .set("message.timeout.ms", timeout.as_millis().to_string())
             .set("client.id", "dlq-triage-replay");
         for (k, v) in props {
@@ -560,49 +582,169 @@ impl KafkaPublisher {
         let producer = cfg
             .create_with_context(Confirmations)
             .map_err(|e| SourceError::unavailable_by("cannot create a Kafka producer", e))?;
-        Ok(KafkaPublisher { producer, timeout })
+        let (tx, rx) = mpsc::channel();
+        Ok(KafkaPublisher {
+            producer,
+            tx,
+            rx,
+            topics: HashMap::new(),
+        })
+    }
+
+    fn drain(&mut self, out: &mut Vec<crate::core::ports::Outcome>) {
+        while let Ok((ticket, r)) = self.rx.try_recv() {
+            let topic = self.topics.remove(&ticket).unwrap_or_default();
+            out.push((
+                ticket,
+                match r {
+                    Ok((p, o)) => Ok(Confirmed {
+                        location: Some(format!("{topic}/{p}/{o}")),
+                    }),
+                    Err(e) => Err(SourceError::failed(format!(
+                        "publishing to `{topic}` was not confirmed: {e}"
+                    ))),
+                },
+            ));
+        }
     }
 }
 
 impl Publisher for KafkaPublisher {
-    fn publish(&mut self, msg: &Outgoing) -> Result<Confirmed, SourceError> {
+    fn send(&mut self, ticket: u64, msg: &Outgoing) -> Result<(), SourceError> {
         let Target::Kafka { topic } = &msg.target else {
             return Err(SourceError::Unsupported(
                 "a Kafka publisher publishes to Kafka topics only".into(),
             ));
         };
         let headers = kafka_headers(&msg.headers);
-        let (tx, rx) = mpsc::channel();
-        let mut record = BaseRecord::with_opaque_to(topic, Box::new(tx))
+        let mut record = BaseRecord::with_opaque_to(topic, Box::new((ticket, self.tx.clone())))
             .payload(&msg.payload)
             .headers(headers);
         if let Some(k) = &msg.key {
             record = record.key(k);
         }
-        self.producer
-            .send(record)
-            .map_err(|(e, _)| SourceError::failed_by(format!("publishing to `{topic}`"), e))?;
-        // Wait for the broker's verdict; message.timeout.ms bounds it.
-        let deadline = Instant::now() + self.timeout + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            self.producer.poll(Duration::from_millis(10));
-            match rx.try_recv() {
-                Ok(Ok((p, o))) => {
-                    return Ok(Confirmed {
-                        location: Some(format!("{topic}/{p}/{o}")),
-                    })
+            match self.producer.send(record) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+                    if Instant::now() < deadline =>
+                {
+                    self.producer.poll(Duration::from_millis(10));
+                    record = r;
                 }
-                Ok(Err(e)) => {
+                Err((e, _)) => {
+                    return Err(SourceError::failed_by(
+                        format!("publishing to `{topic}`"),
+                        e,
+                    ))
+                }
+            }
+        }
+        self.topics.insert(ticket, topic.clone());
+        Ok(())
+    }
+
+    fn confirmations(&mut self, wait: Duration) -> Vec<crate::core::ports::Outcome> {
+        let mut out = Vec::new();
+        self.producer.poll(Duration::ZERO);
+        self.drain(&mut out);
+        if out.is_empty() && !wait.is_zero() && !self.topics.is_empty() {
+            self.producer.poll(wait);
+            self.drain(&mut out);
+        } else if out.is_empty() && !wait.is_zero() {
+            std::thread::sleep(wait.min(Duration::from_millis(5)));
+        }
+        out
+    }
+}
+
+impl Drop for KafkaPublisher {
+    /// Wait (boundedly) for outstanding deliveries so none is reported lost by a hurried
+    /// exit; the engine has already awaited the ones it counts.
+    fn drop(&mut self) {
+        let _ = self.producer.flush(Duration::from_secs(5));
+    }
+}
+
+/// Reads origin partitions for the stale-key check, with its own short-lived consumer.
+pub struct KafkaOriginLog {
+    src: KafkaSource,
+}
+
+impl KafkaOriginLog {
+    pub fn new(brokers: &[String], props: &[(String, String)]) -> Self {
+        KafkaOriginLog {
+            src: KafkaSource::new(brokers.to_vec(), Vec::new(), props.to_vec()),
+        }
+    }
+}
+
+impl crate::core::ports::OriginLog for KafkaOriginLog {
+    fn newest_by_key(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        keys: &HashSet<Vec<u8>>,
+        ignore: &HashSet<i64>,
+        budget: u64,
+    ) -> Result<crate::core::ports::KeyScan, SourceError> {
+        let consumer = self.src.consumer()?;
+        let (_, high) = consumer
+            .fetch_watermarks(topic, partition, METADATA_TIMEOUT)
+            .map_err(|e| {
+                SourceError::unavailable_by(format!("watermarks of {topic}/{partition}"), e)
+            })?;
+        let mut scan = crate::core::ports::KeyScan::default();
+        if from >= high {
+            scan.complete = true;
+            return Ok(scan);
+        }
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, partition, Offset::Offset(from))
+            .map_err(|e| SourceError::failed_by(format!("assigning {topic}/{partition}"), e))?;
+        consumer
+            .assign(&tpl)
+            .map_err(|e| SourceError::failed_by(format!("assigning {topic}/{partition}"), e))?;
+        let (mut read, mut last) = (0u64, Instant::now());
+        loop {
+            match consumer.poll(POLL) {
+                Some(Ok(m)) => {
+                    last = Instant::now();
+                    read += 1;
+                    if let Some(k) = m
+                        .key()
+                        .filter(|k| keys.contains(*k) && !ignore.contains(&m.offset()))
+                    {
+                        let e = scan.newest.entry(k.to_vec()).or_insert(m.offset());
+                        *e = (*e).max(m.offset());
+                    }
+                    if m.offset() + 1 >= high {
+                        scan.complete = true;
+                        return Ok(scan);
+                    }
+                    if read >= budget {
+                        return Ok(scan);
+                    }
+                }
+                Some(Err(KafkaError::PartitionEOF(_))) => {
+                    scan.complete = true;
+                    return Ok(scan);
+                }
+                Some(Err(e)) => {
+                    return Err(SourceError::failed_by(
+                        format!("reading {topic}/{partition}"),
+                        e,
+                    ))
+                }
+                None if last.elapsed() > STALL_TIMEOUT => {
                     return Err(SourceError::failed(format!(
-                        "publishing to `{topic}` was not confirmed: {e}"
+                        "reading {topic}/{partition}: nothing for {}s",
+                        STALL_TIMEOUT.as_secs()
                     )))
                 }
-                Err(mpsc::TryRecvError::Empty) if Instant::now() < deadline => {}
-                Err(_) => {
-                    return Err(SourceError::failed(format!(
-                        "publishing to `{topic}`: no delivery report"
-                    )))
-                }
+                None => {}
             }
         }
     }

@@ -21,6 +21,15 @@ use std::ops::ControlFlow;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A run that ended in a state scripts must tell apart (replay: auto-stopped 3, killed
+/// 4, refused 5); the message is printed as the error line.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Exit {
+    pub code: u8,
+    pub message: String,
+}
+
 pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
     Err(UsageError(msg.into()).into())
 }

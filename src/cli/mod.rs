@@ -12,6 +12,8 @@ mod export;
 mod list;
 pub mod output;
 mod queues;
+mod replay;
+mod replays;
 mod show;
 mod summary;
 mod table;
@@ -21,7 +23,7 @@ mod tui;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-pub use context::{Context, UsageError};
+pub use context::{Context, Exit, UsageError};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -143,6 +145,11 @@ pub enum Command {
     /// Discard letters with a recorded reason: ledger first, then the broker (RabbitMQ
     /// ack; Kafka and files are ledger-only).
     Discard(DiscardArgs),
+    /// Replay letters to where they came from: dry-run, canary, watch, ramp, auto-stop,
+    /// kill switch (Ctrl-C), journaled in the ledger (`--resume ID` after a crash).
+    Replay(ReplayArgs),
+    /// Replays in the ledger (`replays show ID` for one's letters).
+    Replays(ReplaysArgs),
     /// The tamper-evident audit log: `list` or `verify`.
     Audit(AuditArgs),
     /// A Kafka cluster's DLQ topics with their counts (`--all` for every topic).
@@ -175,6 +182,72 @@ pub struct DiscardArgs {
     /// Do not ask (scripts).
     #[arg(long)]
     pub yes: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    pub source: String,
+    /// Which letters (required, as for discard).
+    #[arg(
+        long,
+        short = 'f',
+        value_name = "EXPR",
+        required_unless_present = "resume"
+    )]
+    pub filter: Option<String>,
+    /// Publish here instead of each letter's origin: `kafka:TOPIC`, `amqp:EXCHANGE/ROUTING_KEY`
+    /// or `queue:NAME` (RabbitMQ default exchange).
+    #[arg(long, value_name = "TARGET")]
+    pub to: Option<String>,
+    /// Show the plan and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long)]
+    pub json: bool,
+    /// Letters sent first, at --canary-rate, then watched.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub canary: usize,
+    #[arg(long, default_value_t = 1.0, value_name = "PER_S")]
+    pub canary_rate: f64,
+    /// How long the DLQ is watched after the canary (and after the last letter).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub watch: String,
+    /// Letters per second after the canary.
+    #[arg(long, default_value_t = 10.0, value_name = "PER_S")]
+    pub rate: f64,
+    /// Stop when more than this share of the latest replayed letters fail again.
+    #[arg(long, default_value_t = 0.2, value_name = "RATIO")]
+    pub max_failed_ratio: f64,
+    /// Send each letter's latest revision (see `edit`) instead of its original payload.
+    #[arg(long)]
+    pub use_revisions: bool,
+    /// Send letters whose key has a newer record in the origin partition (Kafka).
+    #[arg(long)]
+    pub include_stale: bool,
+    /// Letters replayed this many times already are refused...
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub max_replay_count: u32,
+    /// ...unless this is given.
+    #[arg(long)]
+    pub force_replay_count: bool,
+    /// Do not ask (scripts). Above 100 letters, --expect N must name the count too.
+    #[arg(long)]
+    pub yes: bool,
+    #[arg(long, value_name = "N")]
+    pub expect: Option<usize>,
+    /// Continue an interrupted replay: letters it confirmed are never sent again.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplaysArgs {
+    /// `show` with an id, or nothing to list them.
+    #[arg(value_parser = ["show"])]
+    pub what: Option<String>,
+    pub id: Option<String>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -352,6 +425,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Queues(a) => queues::run(&ctx, &a),
         Command::Topics(a) => topics::run(&ctx, &a),
         Command::Discard(a) => discard::run(&ctx, &a),
+        Command::Replay(a) => replay::run(&ctx, &a),
+        Command::Replays(a) => replays::run(&ctx, &a),
         Command::Audit(a) => audit::run(&ctx, &a),
         Command::Edit(a) => edit::run(&ctx, &a),
     }

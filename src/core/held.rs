@@ -72,6 +72,31 @@ impl HeldDeliveries {
         at.first().and_then(|(p, pos)| self.coords(*p, *pos))
     }
 
+    /// The `n`th held copy of this exact letter (identical copies each get their own).
+    pub(crate) fn nth(&self, binding: &str, id: &str, n: usize) -> Option<Coords> {
+        let (held_id, at) = self.by_fp.get(&fp_of(binding)?)?;
+        if &**held_id != id {
+            return None;
+        }
+        at.get(n).and_then(|(p, pos)| self.coords(*p, *pos))
+    }
+
+    /// Forget this held delivery (it was settled).
+    pub(crate) fn forget(&mut self, binding: &str, c: &Coords) {
+        let Coords::Amqp {
+            position, queue, ..
+        } = c
+        else {
+            return;
+        };
+        let place = self.places.iter().position(|(_, q)| q == queue);
+        if let (Some((_, at)), Some(place)) =
+            (fp_of(binding).and_then(|fp| self.by_fp.get_mut(&fp)), place)
+        {
+            at.retain(|(p, pos)| !(*p as usize == place && pos == position));
+        }
+    }
+
     /// Forget the first held delivery of this letter (it was settled).
     pub(crate) fn settled_first(&mut self, binding: &str) {
         if let Some((_, at)) = fp_of(binding).and_then(|fp| self.by_fp.get_mut(&fp)) {

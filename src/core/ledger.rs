@@ -38,9 +38,9 @@ pub enum LedgerError {
 }
 
 /// The schema version this build writes; older ledgers are migrated forward.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     r#"
 CREATE TABLE audit (
     seq INTEGER PRIMARY KEY,
@@ -112,6 +112,23 @@ UPDATE revisions SET audit_seq = (
       AND json_extract(detail, '$.source') = revisions.source
       AND json_extract(detail, '$.revision') = revisions.number);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"#,
+    r#"
+-- Replay journal: one row per planned letter, keyed by its place in the plan (the same
+-- id can be in a DLQ twice). Nothing wrote the old table.
+DROP TABLE replay_items;
+CREATE TABLE replay_items (
+    replay_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    letter_id TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    location TEXT NOT NULL,
+    state TEXT NOT NULL,
+    at TEXT,
+    published TEXT,
+    error TEXT,
+    PRIMARY KEY (replay_id, seq)
+);
 "#,
 ];
 
@@ -255,6 +272,9 @@ pub(crate) fn key_path(ledger: &Path) -> PathBuf {
     p.push(".key");
     PathBuf::from(p)
 }
+
+pub mod replays;
+pub use replays::{ReplayItemRow, ReplayRow};
 
 impl Ledger {
     /// Open (creating and migrating as needed) the ledger at `path`.
@@ -585,7 +605,7 @@ impl Ledger {
         self.write(|l, tx| {
             let detail = serde_json::json!({"decision": decision.audit_seq, "source": decision.source, "binding": decision.binding, "how": how}).to_string();
             let entry = l
-                .audit_in(tx, "discard-applied", &decision.letter_id, &detail)
+                .audit_in(tx, &format!("{}-applied", decision.kind), &decision.letter_id, &detail)
                 .map_err(|e| l.err(e))?;
             tx.execute(
                 "UPDATE decisions SET applied_at = ?1 WHERE id = ?2 AND applied_at IS NULL",
@@ -780,7 +800,7 @@ impl Ledger {
         let mut decided_seqs = std::collections::HashSet::new();
         let applied: std::collections::HashSet<i64> = entries
             .iter()
-            .filter(|e| e.action == "discard-applied")
+            .filter(|e| e.action.ends_with("-applied"))
             .filter_map(|e| field(e, "decision").as_i64())
             .collect();
         for (id, source, letter_id, binding, kind, reason, actor, at, applied_at, seq) in rows {
@@ -801,12 +821,19 @@ impl Ledger {
             }
             decided_seqs.insert(seq);
         }
-        if let Some(p) = orphan(
-            "discard",
-            &decided_seqs,
-            "this discard has no decision row (the decisions table was edited)",
-        ) {
-            return Ok(Some(p));
+        for (action, why) in [
+            (
+                "discard",
+                "this discard has no decision row (the decisions table was edited)",
+            ),
+            (
+                "replay",
+                "this replayed letter has no decision row (the decisions table was edited)",
+            ),
+        ] {
+            if let Some(p) = orphan(action, &decided_seqs, why) {
+                return Ok(Some(p));
+            }
         }
         // Revisions.
         let mut st = self
@@ -858,6 +885,9 @@ impl Ledger {
                     format!("replay {id} has no audit entry (the replays table was edited)"),
                 )));
             }
+        }
+        if let Some(p) = self.check_replay_items(entries, &details)? {
+            return Ok(Some(p));
         }
         Ok(None)
     }

@@ -18,6 +18,7 @@ pub mod model;
 pub mod payload_cache;
 pub mod payload_view;
 pub mod ports;
+pub mod replay;
 pub mod revision;
 pub mod sanitize;
 pub mod session;

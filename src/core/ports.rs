@@ -2,6 +2,7 @@
 
 use crate::core::model::{Coords, Header, RawLetter};
 use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
 
 /// The underlying error a broker client reported.
 pub(crate) type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -127,6 +128,15 @@ pub trait DlqSource {
         Ok(Settled::LedgerOnly)
     }
 
+    /// A publisher to this source's broker (same address and credentials) and, on Kafka,
+    /// a reader of origin partitions: what a replay needs. Files cannot be replayed.
+    fn replay_ports(&self) -> Result<ReplayPorts, SourceError> {
+        Err(SourceError::Unsupported(format!(
+            "{} cannot be replayed: replay from the broker the letters are in",
+            self.info().label
+        )))
+    }
+
     /// One letter's full bytes by its coordinates (payloads are not kept after a scan).
     fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SourceError> {
         Err(SourceError::Unsupported(format!(
@@ -134,6 +144,15 @@ pub trait DlqSource {
             self.info().label
         )))
     }
+}
+
+/// What a replay publishes and reads with.
+pub struct ReplayPorts {
+    pub publisher: Box<dyn Publisher + Send>,
+    /// Kafka: the origin partitions, for the stale-key check.
+    pub origin_log: Option<Box<dyn OriginLog + Send>>,
+    /// The broker's kind: targets must be on it.
+    pub kafka: bool,
 }
 
 /// What settling did to the broker.
@@ -157,13 +176,40 @@ pub enum Target {
     },
 }
 
-/// A message to publish: key, headers and payload exactly as given.
-#[derive(Debug, Clone, PartialEq)]
+/// A message to publish: key, headers, AMQP properties and payload exactly as given.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Outgoing {
     pub target: Target,
     pub key: Option<Vec<u8>>,
     pub headers: Vec<Header>,
+    /// AMQP basic properties by name (`message_id`, `correlation_id`, `content_type`,
+    /// `type`, `app_id`, `timestamp`); Kafka has none and ignores them.
+    pub properties: Vec<(String, String)>,
     pub payload: Vec<u8>,
+}
+
+impl Default for Target {
+    fn default() -> Self {
+        Target::Kafka {
+            topic: String::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Kafka { topic } => write!(f, "kafka topic {topic}"),
+            Target::Amqp {
+                exchange,
+                routing_key,
+            } if exchange.is_empty() => write!(f, "amqp default exchange, rk {routing_key}"),
+            Target::Amqp {
+                exchange,
+                routing_key,
+            } => write!(f, "amqp exchange {exchange}, rk {routing_key}"),
+        }
+    }
 }
 
 /// The broker's confirmation of one publish.
@@ -173,8 +219,59 @@ pub struct Confirmed {
     pub location: Option<String>,
 }
 
-/// Publishes and waits for the broker's confirmation: a message counts as published only
-/// once confirmed (Kafka `acks=all`, RabbitMQ publisher confirms + mandatory).
+/// One publish's outcome, by the ticket it was sent with.
+pub type Outcome = (u64, Result<Confirmed, SourceError>);
+
+/// Publishes and reports the broker's confirmation: a message counts as published only
+/// once confirmed (Kafka `acks=all` with the idempotent producer, RabbitMQ publisher
+/// confirms + `mandatory`). Sends are pipelined — the replay engine keeps several in
+/// flight and sets the pace — so a confirmation round trip does not cap the rate.
 pub trait Publisher {
-    fn publish(&mut self, msg: &Outgoing) -> Result<Confirmed, SourceError>;
+    /// Start one publish and return; its outcome arrives from `confirmations` under
+    /// `ticket`. An error here means it was not sent at all.
+    fn send(&mut self, ticket: u64, msg: &Outgoing) -> Result<(), SourceError>;
+
+    /// Outcomes that have arrived; waits up to `wait` when none is ready yet.
+    fn confirmations(&mut self, wait: Duration) -> Vec<Outcome>;
+
+    /// Publish one message and wait for its outcome.
+    fn publish(&mut self, msg: &Outgoing) -> Result<Confirmed, SourceError> {
+        const ONE: u64 = u64::MAX;
+        self.send(ONE, msg)?;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            for (ticket, outcome) in self.confirmations(Duration::from_millis(50)) {
+                if ticket == ONE {
+                    return outcome;
+                }
+            }
+        }
+        Err(SourceError::failed(
+            "the broker did not confirm the publish within 120 s",
+        ))
+    }
+}
+
+/// Reads an origin Kafka partition to tell whether a key has moved on (stale-key check
+/// before a replay).
+pub trait OriginLog {
+    /// From `from` (inclusive), the newest offset of each of `keys` in `topic`/`partition`
+    /// other than the offsets in `ignore`, reading at most `budget` records. `complete` is false when the budget ran out
+    /// before the partition's end.
+    fn newest_by_key(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        keys: &std::collections::HashSet<Vec<u8>>,
+        ignore: &std::collections::HashSet<i64>,
+        budget: u64,
+    ) -> Result<KeyScan, SourceError>;
+}
+
+/// What an [`OriginLog`] read found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyScan {
+    pub newest: std::collections::HashMap<Vec<u8>, i64>,
+    pub complete: bool,
 }

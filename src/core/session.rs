@@ -19,6 +19,9 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+mod replaying;
+pub use replaying::{ReplayReport, Resume};
+
 /// Letters per prepared batch, and the longest a partial batch waits (a slow source
 /// still shows letters as they come).
 const BATCH: usize = 4096;
@@ -155,6 +158,10 @@ impl LetterState {
         match decision {
             Some(d) if d.kind == "discard" => LetterState {
                 state: TriageState::Discarded,
+                decision: Some(d.clone()),
+            },
+            Some(d) if d.kind == "replay" => LetterState {
+                state: TriageState::Replayed,
                 decision: Some(d.clone()),
             },
             _ => LetterState {

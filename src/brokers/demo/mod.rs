@@ -316,4 +316,8 @@ impl DlqSource for DemoSource {
     fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SourceError> {
         self.kafka.fetch(coords)
     }
+
+    fn replay_ports(&self) -> Result<crate::core::ports::ReplayPorts, SourceError> {
+        self.kafka.replay_ports()
+    }
 }

@@ -1,0 +1,503 @@
+//! `dlq-triage replay SOURCE --filter EXPR`: the dry-run first (always), then, once
+//! confirmed, the canary, the watch window and the ramp, with a live progress line.
+//! Ctrl-C is the kill switch: no publish starts after it, confirms in flight are
+//! awaited and journaled; a second Ctrl-C exits at once (the journal is consistent
+//! after every write; `--resume ID` continues).
+
+use super::context::{usage, Context, Exit};
+use super::ReplayArgs;
+use crate::core::model::DeadLetter;
+use crate::core::ports::Target;
+use crate::core::replay::{self, Control, End, Options, Plan, Progress};
+use crate::core::sanitize::clean;
+use crate::core::session::{Resume, SessionError};
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+/// Above this many letters, the operator types (or `--expect`s) the count.
+const CONFIRM_COUNT_ABOVE: usize = 100;
+
+pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
+    if ctx.read_only {
+        return refused("--read-only: replay publishes to the broker; run without --read-only");
+    }
+    if let Err(e) = ctx.require(crate::core::access::Permission::Replay, &a.source) {
+        return refused(&e.to_string());
+    }
+    let opts = options(a)?;
+    let mut filter = match &a.filter {
+        Some(f) => {
+            let filter = ctx.parse_filter(Some(f))?;
+            if filter.is_empty() {
+                return usage(
+                    "--filter must select letters, e.g. --filter 'reason=timeout age>1h'",
+                );
+            }
+            Some(filter)
+        }
+        None => None,
+    };
+    let now = ctx.now_ms();
+    let mut picked: Vec<(DeadLetter, String)> = Vec::new();
+    let mut loaded = ctx.load_visit(&a.source, |catalog, row, letter| {
+        let store = &catalog.store;
+        let Some(r) = store.row(row) else {
+            return Ok(());
+        };
+        if filter.as_mut().is_none_or(|f| f.matches(store, r, now)) {
+            picked.push((letter, store.preview(r).to_string()));
+        }
+        Ok(())
+    })?;
+    let session = &mut loaded.session;
+    let mut ports = match session.replay_ports() {
+        Ok(p) => p,
+        Err(SessionError::Source(crate::core::ports::SourceError::Unsupported(m))) => {
+            return usage(m)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(t) = &opts.to {
+        if matches!(t, Target::Kafka { .. }) != ports.kafka {
+            return usage("--to must be on the source's broker (kafka:… for Kafka, amqp:…/queue:… for RabbitMQ)");
+        }
+    }
+    let resume = match &a.resume {
+        Some(id) => Some(resume_of(session, id)?),
+        None => None,
+    };
+    let (id, opts) = match &resume {
+        Some(r) => (
+            r.row.id.clone(),
+            Options::from_json(&r.row.detail["options"]),
+        ),
+        None => (replay::new_id(ctx.now), opts),
+    };
+    let cands = session.replay_candidates(picked)?;
+    let log = ports.origin_log.as_deref_mut().map(|l| l as _);
+    let plan = session.plan_replay(cands, &opts, id, log, ports.kafka, resume.as_ref());
+    let label = clean(&loaded.info.label);
+    print_plan(&plan, &label, a, resume.as_ref())?;
+    if a.dry_run {
+        return Ok(());
+    }
+    if plan.items.is_empty() {
+        return refused(&format!(
+            "nothing to replay: {} letters excluded (see the plan above)",
+            plan.excluded.len()
+        ));
+    }
+    if !confirmed(&plan, a, &label)? {
+        return refused("not confirmed: nothing was sent");
+    }
+    let control = Control::default();
+    arm_kill_switch(&control)?;
+    let mut bar = Bar::new(plan.items.len());
+    let crash_after = crash_hook();
+    let report = session.replay(
+        &plan,
+        ports.publisher.as_mut(),
+        &control,
+        resume.as_ref(),
+        &mut |p| {
+            bar.draw(p);
+            if crash_after.is_some_and(|n| p.confirmed >= n) {
+                std::process::abort();
+            }
+        },
+    );
+    bar.finish();
+    let report = match report {
+        Ok(r) => r,
+        Err(e @ SessionError::Refused { .. }) => return refused(&e.to_string()),
+        Err(e) => return Err(e.into()),
+    };
+    let summary = summary_line(&report.id, &report.end, &report.outcome);
+    for (id, why) in &report.unsettled {
+        eprintln!(
+            "warning: {} was replayed but its DLQ copy is not settled yet ({}); the next browse applies it",
+            clean(id),
+            clean(why)
+        );
+    }
+    if a.json {
+        let j = serde_json::json!({
+            "replay_id": report.id,
+            "state": report.end.state(),
+            "reason": report.end.reason(),
+            "outcome": report.outcome,
+            "unsettled": report.unsettled.iter().map(|(i, w)| serde_json::json!({"letter_id": i, "why": w})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&j)?);
+    } else {
+        println!("{summary}");
+        println!("details: dlq-triage replays show {}", clean(&report.id));
+    }
+    match &report.end {
+        End::Completed => Ok(()),
+        End::AutoStopped(_) => Err(Exit {
+            code: 3,
+            message: String::new(),
+        }
+        .into()),
+        End::Killed => Err(Exit {
+            code: 4,
+            message: String::new(),
+        }
+        .into()),
+        End::Failed(_) => anyhow::bail!(summary),
+    }
+}
+
+fn refused<T>(why: &str) -> anyhow::Result<T> {
+    Err(Exit {
+        code: 5,
+        message: format!("error: refused: {why}"),
+    }
+    .into())
+}
+
+fn options(a: &ReplayArgs) -> anyhow::Result<Options> {
+    let watch_ms = crate::core::timefmt::parse_duration_ms(&a.watch).ok_or_else(|| {
+        super::UsageError(format!("--watch `{}`: use e.g. 30s, 2m", clean(&a.watch)))
+    })?;
+    let positive = |v: f64, what: &str| -> anyhow::Result<f64> {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            usage(format!(
+                "{what} must be a positive number of letters per second"
+            ))
+        }
+    };
+    if !(0.0..=1.0).contains(&a.max_failed_ratio) {
+        return usage("--max-failed-ratio is a share between 0 and 1 (0.2 = 20%)");
+    }
+    Ok(Options {
+        to: a.to.as_deref().map(parse_target).transpose()?,
+        use_revisions: a.use_revisions,
+        include_stale: a.include_stale,
+        max_replay_count: a.max_replay_count,
+        force_replay_count: a.force_replay_count,
+        canary: a.canary,
+        canary_rate: positive(a.canary_rate, "--canary-rate")?,
+        rate: positive(a.rate, "--rate")?,
+        watch: Duration::from_millis(u64::try_from(watch_ms).unwrap_or(0)),
+        max_failed_ratio: a.max_failed_ratio,
+        ..Options::default()
+    })
+}
+
+/// `kafka:TOPIC`, `amqp:EXCHANGE/ROUTING_KEY`, `queue:NAME`.
+fn parse_target(s: &str) -> anyhow::Result<Target> {
+    let bad = || {
+        usage(format!(
+            "--to `{}`: use kafka:TOPIC, amqp:EXCHANGE/ROUTING_KEY or queue:NAME",
+            clean(s)
+        ))
+    };
+    match s.split_once(':') {
+        Some(("kafka", t)) if !t.is_empty() => Ok(Target::Kafka {
+            topic: t.to_string(),
+        }),
+        Some(("amqp", rest)) => match rest.split_once('/') {
+            Some((ex, rk)) => Ok(Target::Amqp {
+                exchange: ex.to_string(),
+                routing_key: rk.to_string(),
+            }),
+            None => bad(),
+        },
+        Some(("queue", q)) if !q.is_empty() => Ok(Target::Amqp {
+            exchange: String::new(),
+            routing_key: q.to_string(),
+        }),
+        _ => bad(),
+    }
+}
+
+fn resume_of(session: &crate::core::session::Session, id: &str) -> anyhow::Result<Resume> {
+    let Some(r) = session.resume_of(id)? else {
+        return usage(format!(
+            "no replay `{}` in the ledger (see `dlq-triage replays`)",
+            clean(id)
+        ));
+    };
+    if r.row.source != session.source_key() {
+        return usage(format!(
+            "replay {} was of {}, not of this source",
+            clean(id),
+            clean(&r.row.source)
+        ));
+    }
+    if !matches!(
+        r.row.state.as_str(),
+        "running" | "killed" | "auto-stopped" | "failed"
+    ) {
+        return usage(format!(
+            "replay {} is {}: nothing to resume",
+            clean(id),
+            clean(&r.row.state)
+        ));
+    }
+    if r.in_doubt() > 0 {
+        eprintln!(
+            "note: {} letters were being sent when it stopped and were never confirmed: they are sent again (at-least-once: a consumer that deduplicates on the message id sees each once)",
+            r.in_doubt()
+        );
+    }
+    Ok(r)
+}
+
+fn plan_json(plan: &Plan, dry_run: bool) -> serde_json::Value {
+    serde_json::json!({
+        "replay_id": plan.id,
+        "source": plan.source,
+        "dry_run": dry_run,
+        "planned": plan.items.len(),
+        "excluded": plan.excluded_counts().iter().map(|(w, n)| (w.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+        "by_group": plan.breakdown.iter().map(|((g, t), n)| serde_json::json!({"group": g, "target": t, "count": n})).collect::<Vec<_>>(),
+        "warnings": plan.warnings.iter().map(|w| serde_json::json!({"kind": w.kind, "message": w.message, "count": w.count, "examples": w.examples})).collect::<Vec<_>>(),
+        "stale_check": {"checked": plan.stale.checked, "stale": plan.stale.stale, "partial": plan.stale.partial, "unchecked": plan.stale.unchecked},
+        "estimate_s": plan.estimate().as_secs(),
+        "options": plan.options.to_json(),
+        "sample": plan.sample.iter().map(|(i, g, t, p)| serde_json::json!({"letter_id": i, "group": g, "target": t, "preview": p})).collect::<Vec<_>>(),
+        "letters": plan.items.iter().map(|i| serde_json::json!({"seq": i.seq, "letter_id": i.letter_id, "location": i.location, "target": i.outgoing.target.to_string(), "revision": i.revision})).collect::<Vec<_>>(),
+    })
+}
+
+fn print_plan(
+    plan: &Plan,
+    label: &str,
+    a: &ReplayArgs,
+    resume: Option<&Resume>,
+) -> anyhow::Result<()> {
+    if a.json && a.dry_run {
+        println!("{}", serde_json::to_string_pretty(&plan_json(plan, true))?);
+        return Ok(());
+    }
+    // The plan goes to stderr when JSON is the run's report, so stdout stays one document.
+    let mut out: Box<dyn Write> = if a.json {
+        Box::new(std::io::stderr().lock())
+    } else {
+        Box::new(std::io::stdout().lock())
+    };
+    let o = &plan.options;
+    let verb = if resume.is_some() {
+        "Resuming"
+    } else {
+        "Replay plan"
+    };
+    writeln!(out, "{verb} {} · {label}", clean(&plan.id))?;
+    let excluded: Vec<String> = plan
+        .excluded_counts()
+        .iter()
+        .map(|(w, n)| format!("{n} {}", w.as_str()))
+        .collect();
+    writeln!(
+        out,
+        "  letters:  {} to send{}",
+        plan.items.len(),
+        if excluded.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} excluded ({})",
+                plan.excluded.len(),
+                excluded.join(", ")
+            )
+        }
+    )?;
+    writeln!(
+        out,
+        "  pace:     canary {} at {}/s, watch {}s, then {}/s — about {}s in all",
+        o.canary.min(plan.items.len()),
+        o.canary_rate,
+        o.watch.as_secs(),
+        o.rate,
+        plan.estimate().as_secs()
+    )?;
+    writeln!(
+        out,
+        "  stops:    when more than {:.0}% of the latest replayed letters fail again, when the broker refuses one, or on Ctrl-C",
+        o.max_failed_ratio * 100.0
+    )?;
+    writeln!(
+        out,
+        "  order:    each key's letters one at a time, in their original order"
+    )?;
+    if !plan.breakdown.is_empty() {
+        writeln!(out, "  by group and target:")?;
+        for ((g, t), n) in &plan.breakdown {
+            writeln!(out, "    {:>6}  {} → {}", n, clean(g), clean(t))?;
+        }
+    }
+    if !plan.warnings.is_empty() {
+        writeln!(out, "  warnings:")?;
+        for w in &plan.warnings {
+            let eg = if w.examples.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (e.g. {})",
+                    w.examples
+                        .iter()
+                        .map(|e| clean(e))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            writeln!(out, "    ! {} letters: {}{eg}", w.count, clean(&w.message))?;
+        }
+    }
+    if !plan.sample.is_empty() {
+        writeln!(out, "  sample (masked):")?;
+        for (i, g, t, p) in &plan.sample {
+            let p: String = clean(p).chars().take(60).collect();
+            writeln!(out, "    {}  {} → {}  {p}", clean(i), clean(g), clean(t))?;
+        }
+    }
+    if a.dry_run {
+        writeln!(out, "dry run: nothing was sent")?;
+    }
+    Ok(())
+}
+
+fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str) -> anyhow::Result<bool> {
+    let n = plan.items.len();
+    if a.yes {
+        if n > CONFIRM_COUNT_ABOVE && a.expect != Some(n) {
+            return usage(format!(
+                "{n} letters is more than {CONFIRM_COUNT_ABOVE}: confirm the count with --expect {n} (it guards against a filter that matches more than you meant)"
+            ));
+        }
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return usage(format!(
+            "about to replay {n} letters: confirm in a terminal, or pass --yes{}",
+            if n > CONFIRM_COUNT_ABOVE {
+                format!(" --expect {n}")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let want = if n > CONFIRM_COUNT_ABOVE {
+        n.to_string()
+    } else {
+        "yes".to_string()
+    };
+    eprint!("Replay {n} letters from {label}? Type {want} to start: ");
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == want)
+}
+
+/// First Ctrl-C: the kill switch. Second: exit now (the journal is consistent after
+/// every write; letters in flight are left `sending`, in doubt, for `--resume`).
+fn arm_kill_switch(control: &Control) -> anyhow::Result<()> {
+    let control = control.clone();
+    let hits = std::sync::atomic::AtomicU32::new(0);
+    ctrlc::set_handler(move || {
+        if hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            control.kill();
+            eprintln!("\nkill switch: no new publishes; waiting for confirms in flight (Ctrl-C again to exit now)");
+        } else {
+            eprintln!("\nexiting now: letters in flight stay `sending` in the journal (resume with --resume)");
+            std::process::exit(130);
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("cannot arm the kill switch (Ctrl-C handler): {e}"))
+}
+
+/// Test hook: abort once this many letters are journaled as confirmed (a crash mid-replay).
+fn crash_hook() -> Option<usize> {
+    if !cfg!(feature = "test-hooks") {
+        return None;
+    }
+    std::env::var("DLQ_TRIAGE_TEST_CRASH_AFTER_CONFIRMED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+}
+
+fn summary_line(id: &str, end: &End, o: &serde_json::Value) -> String {
+    let n = |k: &str| o.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    let mut s = format!(
+        "replay {} {}: {} of {} confirmed, {} failed again, {} refused, {} held back, {} not sent",
+        clean(id),
+        end.state(),
+        n("confirmed"),
+        n("planned"),
+        n("failed_again"),
+        n("refused"),
+        n("held_back"),
+        n("not_sent")
+    );
+    if n("in_doubt") > 0 {
+        s.push_str(&format!(
+            ", {} in doubt (resume re-sends them)",
+            n("in_doubt")
+        ));
+    }
+    if let Some(r) = end.reason() {
+        s.push_str(&format!(" — {}", clean(r)));
+    }
+    s
+}
+
+/// The progress display: a redrawn bar on a terminal, a line a second otherwise.
+struct Bar {
+    tty: bool,
+    last: Option<Instant>,
+    drawn: bool,
+    planned: usize,
+}
+
+impl Bar {
+    fn new(planned: usize) -> Self {
+        Bar {
+            tty: std::io::stderr().is_terminal(),
+            last: None,
+            drawn: false,
+            planned,
+        }
+    }
+
+    fn draw(&mut self, p: &Progress) {
+        let every = if self.tty {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_secs(1)
+        };
+        let due = self.last.is_none_or(|t| t.elapsed() >= every) || p.end.is_some();
+        if !due {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let width = 24usize;
+            let filled = (p.confirmed * width)
+                .checked_div(self.planned)
+                .unwrap_or(0)
+                .min(width);
+            let _ = write!(
+                err,
+                "\r\x1b[2K[{}{}] {}",
+                "#".repeat(filled),
+                ".".repeat(width - filled),
+                p.line()
+            );
+            self.drawn = true;
+        } else {
+            let _ = writeln!(err, "{}", p.line());
+        }
+        let _ = err.flush();
+    }
+
+    fn finish(&mut self) {
+        if self.drawn {
+            eprintln!();
+        }
+    }
+}

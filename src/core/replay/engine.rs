@@ -1,0 +1,695 @@
+//! The replay engine: canary, watch window, ramp, auto-stop and kill switch, one step
+//! at a time. It owns no thread and no broker: the session calls [`Engine::step`] as the
+//! DLQ is tailed, hands it every new dead letter ([`Engine::observe`]), and settles what
+//! it asks for. Every state change is journaled before it counts.
+
+use super::plan::{Item, Plan};
+use super::rate::TokenBucket;
+use crate::core::ledger::replays::ConfirmedLetter;
+use crate::core::ledger::{Decision, Ledger, LedgerError};
+use crate::core::model::{Coords, DeadLetter};
+use crate::core::ports::Publisher;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Letters in flight at most (the rate sets the pace; this bounds memory and the
+/// confirms a kill waits for).
+const MAX_IN_FLIGHT: usize = 1000;
+/// The failed-again ratio is taken over this many of the latest replayed letters.
+const WINDOW: usize = 50;
+/// How long a stop waits for confirms in flight before leaving them in doubt.
+const DRAIN: Duration = Duration::from_secs(30);
+/// Letters looked past when the next one's key is busy.
+const LOOKAHEAD: usize = 10_000;
+
+/// The kill switch, shared with whatever watches for it (Ctrl-C, a TUI key).
+#[derive(Debug, Clone, Default)]
+pub struct Control {
+    kill: Arc<AtomicBool>,
+}
+
+impl Control {
+    /// No publish starts after this returns; confirms in flight are awaited.
+    pub fn kill(&self) {
+        self.kill.store(true, Ordering::SeqCst);
+    }
+
+    pub fn killed(&self) -> bool {
+        self.kill.load(Ordering::SeqCst)
+    }
+}
+
+/// How a replay ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    Completed,
+    /// Too many letters failed again, or the broker refused one: why.
+    AutoStopped(String),
+    Killed,
+    /// The replay could not go on (the ledger or the DLQ watch failed): why.
+    Failed(String),
+}
+
+impl End {
+    pub fn state(&self) -> &'static str {
+        match self {
+            End::Completed => "completed",
+            End::AutoStopped(_) => "auto-stopped",
+            End::Killed => "killed",
+            End::Failed(_) => "failed",
+        }
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            End::AutoStopped(r) | End::Failed(r) => Some(r),
+            End::Completed | End::Killed => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Canary,
+    /// After the canary: nothing is sent until the window passes.
+    Watching,
+    Ramping,
+    /// Everything sent: watching the last letters.
+    FinalWatch,
+    /// Stopping: waiting for confirms in flight.
+    Stopping,
+    Done,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Canary => "canary",
+            Phase::Watching => "watching",
+            Phase::Ramping => "ramping",
+            Phase::FinalWatch => "final watch",
+            Phase::Stopping => "stopping",
+            Phase::Done => "done",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    Pending,
+    Sending,
+    Confirmed,
+    Settled,
+    Refused,
+    HeldBack,
+    FailedAgain,
+}
+
+/// A snapshot for progress displays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub replay_id: String,
+    pub phase: Phase,
+    pub planned: usize,
+    pub sent: usize,
+    pub confirmed: usize,
+    pub failed_again: usize,
+    pub refused: usize,
+    pub held_back: usize,
+    pub in_flight: usize,
+    pub remaining: usize,
+    /// Letters/s started over the last 5 s.
+    pub rate: f64,
+    pub target_rate: f64,
+    pub elapsed: Duration,
+    pub eta: Option<Duration>,
+    /// Time left in a watch window.
+    pub watch_left: Option<Duration>,
+    pub end: Option<End>,
+}
+
+impl Progress {
+    /// One line: `ramping  120/500 confirmed · 3 failed again · 9.8/s (10/s) · ETA 39s`.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "{:<11} {}/{} confirmed · {} failed again · {} refused · {:.1}/s (set {}/s)",
+            self.phase.as_str(),
+            self.confirmed,
+            self.planned,
+            self.failed_again,
+            self.refused,
+            self.rate,
+            self.target_rate
+        );
+        if let Some(w) = self.watch_left {
+            s.push_str(&format!(" · watch {}s left", w.as_secs()));
+        }
+        if let Some(e) = self.eta {
+            s.push_str(&format!(" · ETA {}s", e.as_secs()));
+        }
+        if let Some(end) = &self.end {
+            s.push_str(&format!(" · {}", end.state()));
+            if let Some(r) = end.reason() {
+                s.push_str(&format!(": {r}"));
+            }
+        }
+        s
+    }
+}
+
+/// A confirmed letter whose DLQ copy the broker must settle (a held RabbitMQ delivery).
+#[derive(Debug, Clone)]
+pub struct ToSettle {
+    pub index: usize,
+    pub coords: Coords,
+    pub decision: Decision,
+}
+
+pub struct Engine<'p> {
+    plan: &'p Plan,
+    control: Control,
+    states: Vec<St>,
+    queue: VecDeque<usize>,
+    busy: HashSet<Vec<u8>>,
+    blocked: HashSet<Vec<u8>>,
+    in_flight: HashSet<usize>,
+    bucket: TokenBucket,
+    phase: Phase,
+    until: Option<Instant>,
+    end: Option<End>,
+    canary_sent: usize,
+    /// Sent letters in order, for the failed-again window.
+    recent: VecDeque<usize>,
+    by_from: HashMap<&'p str, usize>,
+    by_message_id: HashMap<&'p str, usize>,
+    settle: Vec<ToSettle>,
+    sends: VecDeque<Instant>,
+    started: Instant,
+    stopping_since: Option<Instant>,
+    counts: Counts,
+    /// When the last publish started, and when the kill was first seen (benchmarks).
+    pub last_send_start: Option<Instant>,
+    pub kill_seen: Option<Instant>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    sent: usize,
+    confirmed: usize,
+    failed_again: usize,
+    refused: usize,
+    held_back: usize,
+}
+
+impl<'p> Engine<'p> {
+    pub fn new(plan: &'p Plan, control: Control, now: Instant) -> Self {
+        let o = &plan.options;
+        let canary = o.canary.min(plan.items.len());
+        let (phase, rate) = if canary > 0 {
+            (Phase::Canary, o.canary_rate)
+        } else {
+            (Phase::Ramping, o.rate)
+        };
+        let mut by_message_id = HashMap::new();
+        for (i, it) in plan.items.iter().enumerate() {
+            if let Some(m) = it.message_id.as_deref() {
+                by_message_id.insert(m, i);
+            }
+        }
+        Engine {
+            plan,
+            control,
+            states: vec![St::Pending; plan.items.len()],
+            queue: (0..plan.items.len()).collect(),
+            busy: HashSet::new(),
+            blocked: HashSet::new(),
+            in_flight: HashSet::new(),
+            bucket: TokenBucket::new(rate, now),
+            phase,
+            until: None,
+            end: None,
+            canary_sent: 0,
+            recent: VecDeque::new(),
+            by_from: plan
+                .items
+                .iter()
+                .enumerate()
+                .map(|(i, it)| (it.location.as_str(), i))
+                .collect(),
+            by_message_id,
+            settle: Vec::new(),
+            sends: VecDeque::new(),
+            started: now,
+            stopping_since: None,
+            counts: Counts::default(),
+            last_send_start: None,
+            kill_seen: None,
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    pub fn end(&self) -> Option<&End> {
+        self.end.as_ref()
+    }
+
+    /// Letters in doubt: sent, never confirmed nor refused (a stop that timed out).
+    pub fn in_doubt(&self) -> usize {
+        self.states.iter().filter(|s| **s == St::Sending).count()
+    }
+
+    /// Confirmed letters whose DLQ copy is to be settled now.
+    pub fn take_settles(&mut self) -> Vec<ToSettle> {
+        std::mem::take(&mut self.settle)
+    }
+
+    pub fn wants_settle(&self) -> bool {
+        !self.settle.is_empty()
+    }
+
+    /// The broker settled (acked) the DLQ copy; the ledger has it applied.
+    pub fn settled(&mut self, index: usize) {
+        if self.states.get(index) == Some(&St::Confirmed) {
+            self.states[index] = St::Settled;
+        }
+    }
+
+    /// Stop now for a reason outside the engine (the DLQ watch was lost).
+    pub fn fail(&mut self, why: String, now: Instant) {
+        self.stop(End::Failed(why), now);
+    }
+
+    fn stop(&mut self, end: End, now: Instant) {
+        if self.end.is_none() {
+            self.end = Some(end);
+            self.phase = Phase::Stopping;
+            self.stopping_since = Some(now);
+        }
+    }
+
+    /// A new letter in the DLQ: is it one we replayed, failing again?
+    pub fn observe(&mut self, letter: &DeadLetter, ledger: &mut Ledger) -> Result<(), LedgerError> {
+        let raw = &letter.raw;
+        let ours = raw
+            .header("x-dlq-replay-id")
+            .and_then(|v| v.as_nonempty_text())
+            .is_some_and(|id| id == self.plan.id);
+        let index = if ours {
+            raw.header("x-dlq-replayed-from")
+                .and_then(|v| v.as_nonempty_text())
+                .and_then(|from| self.by_from.get(from.as_str()).copied())
+        } else {
+            None
+        }
+        .or_else(|| {
+            let m = letter.event.message_id.as_ref()?;
+            self.by_message_id.get(m.value.as_str()).copied()
+        });
+        let Some(i) = index else { return Ok(()) };
+        if !matches!(self.states[i], St::Sending | St::Confirmed | St::Settled) {
+            return Ok(());
+        }
+        let item = &self.plan.items[i];
+        let at = raw.coords.as_ref().map(ToString::to_string);
+        ledger.replay_item(
+            &self.plan.id,
+            item.seq,
+            &item.letter_id,
+            "failed-again",
+            Some(&format!(
+                "back in the DLQ{} as {}",
+                at.map(|a| format!(" at {a}")).unwrap_or_default(),
+                letter.reason_code()
+            )),
+        )?;
+        self.states[i] = St::FailedAgain;
+        self.counts.failed_again += 1;
+        Ok(())
+    }
+
+    fn failed_ratio(&self) -> (usize, usize, f64) {
+        let failed = self
+            .recent
+            .iter()
+            .filter(|&&i| self.states[i] == St::FailedAgain)
+            .count();
+        let n = self.recent.len();
+        let floor = self.plan.options.canary.max(1);
+        (failed, n, failed as f64 / n.max(floor) as f64)
+    }
+
+    /// One step: collect confirms, apply the kill switch and the auto-stop rule, move
+    /// through the phases and start the publishes that are due.
+    pub fn step(
+        &mut self,
+        publisher: &mut dyn Publisher,
+        ledger: &mut Ledger,
+        now: Instant,
+    ) -> Result<(), LedgerError> {
+        self.collect(publisher, ledger, now)?;
+        if self.control.killed() && self.end.is_none() {
+            self.kill_seen = Some(now);
+            self.stop(End::Killed, now);
+        }
+        let (failed, n, ratio) = self.failed_ratio();
+        if ratio > self.plan.options.max_failed_ratio && self.end.is_none() {
+            self.stop(
+                End::AutoStopped(format!(
+                    "{failed} of the last {n} replayed letters failed again ({:.0}% > {:.0}%)",
+                    ratio * 100.0,
+                    self.plan.options.max_failed_ratio * 100.0
+                )),
+                now,
+            );
+        }
+        match self.phase {
+            Phase::Canary => {
+                self.send_due(publisher, ledger)?;
+                let canary = self.plan.options.canary.min(self.plan.items.len());
+                if self.phase == Phase::Canary
+                    && (self.canary_sent >= canary || self.queue.is_empty())
+                    && self.in_flight.is_empty()
+                {
+                    self.phase = Phase::Watching;
+                    self.until = Some(now + self.plan.options.watch);
+                }
+            }
+            Phase::Watching if self.until.is_some_and(|u| now >= u) => {
+                self.phase = Phase::Ramping;
+                self.bucket = TokenBucket::new(self.plan.options.rate, now);
+                self.until = None;
+            }
+            Phase::Ramping => {
+                self.send_due(publisher, ledger)?;
+                if self.phase == Phase::Ramping
+                    && self.queue.is_empty()
+                    && self.in_flight.is_empty()
+                {
+                    self.phase = Phase::FinalWatch;
+                    self.until = Some(now + self.plan.options.watch);
+                }
+            }
+            Phase::FinalWatch if self.until.is_some_and(|u| now >= u) => {
+                self.end = Some(End::Completed);
+                self.phase = Phase::Done;
+            }
+            Phase::Stopping => {
+                let waited = self
+                    .stopping_since
+                    .is_some_and(|s| now.saturating_duration_since(s) > DRAIN);
+                if self.in_flight.is_empty() || waited {
+                    self.phase = Phase::Done;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Confirms and refusals that arrived: journaled in one transaction per kind.
+    fn collect(
+        &mut self,
+        publisher: &mut dyn Publisher,
+        ledger: &mut Ledger,
+        now: Instant,
+    ) -> Result<(), LedgerError> {
+        let outcomes = publisher.confirmations(Duration::ZERO);
+        if outcomes.is_empty() {
+            return Ok(());
+        }
+        let mut ok: Vec<(usize, Option<String>)> = Vec::new();
+        for (ticket, outcome) in outcomes {
+            let Ok(i) = usize::try_from(ticket) else {
+                continue;
+            };
+            if !self.in_flight.remove(&i) {
+                continue;
+            }
+            let item = &self.plan.items[i];
+            if let Some(k) = &item.key {
+                self.busy.remove(k);
+            }
+            match outcome {
+                Ok(c) => ok.push((i, c.location)),
+                Err(e) => {
+                    let why = e.to_string();
+                    ledger.replay_item(
+                        &self.plan.id,
+                        item.seq,
+                        &item.letter_id,
+                        "refused",
+                        Some(&why),
+                    )?;
+                    self.states[i] = St::Refused;
+                    self.counts.refused += 1;
+                    if let Some(k) = &item.key {
+                        self.blocked.insert(k.clone());
+                    }
+                    self.stop(
+                        End::AutoStopped(format!(
+                            "the broker did not take {}: {why} (its DLQ copy stays)",
+                            item.letter_id
+                        )),
+                        now,
+                    );
+                }
+            }
+        }
+        let letters: Vec<ConfirmedLetter<'_>> = ok
+            .iter()
+            .map(|(i, published)| {
+                let it: &Item = &self.plan.items[*i];
+                ConfirmedLetter {
+                    seq: it.seq,
+                    letter_id: &it.letter_id,
+                    binding: &it.binding,
+                    location: &it.location,
+                    published: published.as_deref(),
+                    ledger_only: it.settle.is_none(),
+                }
+            })
+            .collect();
+        let decisions = ledger.replay_confirmed(&self.plan.id, &self.plan.source, &letters)?;
+        for ((i, _), d) in ok.into_iter().zip(decisions) {
+            if self.states[i] == St::Sending {
+                self.states[i] = St::Confirmed;
+            }
+            self.counts.confirmed += 1;
+            match &self.plan.items[i].settle {
+                Some(c) => self.settle.push(ToSettle {
+                    index: i,
+                    coords: c.clone(),
+                    decision: d,
+                }),
+                None => self.settled(i),
+            }
+        }
+        Ok(())
+    }
+
+    /// The next letter that may go: in plan order, skipping keys with a letter in flight;
+    /// letters of a key whose earlier letter was refused are held back.
+    fn next_eligible(&mut self, ledger: &mut Ledger) -> Result<Option<usize>, LedgerError> {
+        let mut pos = 0;
+        while pos < self.queue.len().min(LOOKAHEAD) {
+            let i = self.queue[pos];
+            let item = &self.plan.items[i];
+            match &item.key {
+                Some(k) if self.blocked.contains(k) => {
+                    ledger.replay_item(
+                        &self.plan.id,
+                        item.seq,
+                        &item.letter_id,
+                        "held-back",
+                        Some("an earlier letter of its key was not replayed"),
+                    )?;
+                    self.states[i] = St::HeldBack;
+                    self.counts.held_back += 1;
+                    self.queue.remove(pos);
+                }
+                Some(k) if self.busy.contains(k) => pos += 1,
+                _ => {
+                    self.queue.remove(pos);
+                    return Ok(Some(i));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Start the publishes the bucket allows: journaled as `sending` first, then sent,
+    /// each only if the kill switch is still off.
+    fn send_due(
+        &mut self,
+        publisher: &mut dyn Publisher,
+        ledger: &mut Ledger,
+    ) -> Result<(), LedgerError> {
+        let canary = self.plan.options.canary.min(self.plan.items.len());
+        let mut batch = Vec::new();
+        while self.end.is_none() && self.in_flight.len() + batch.len() < MAX_IN_FLIGHT {
+            if self.phase == Phase::Canary && self.canary_sent + batch.len() >= canary {
+                break;
+            }
+            if self.bucket.wait(Instant::now()) > Duration::ZERO {
+                break;
+            }
+            let Some(i) = self.next_eligible(ledger)? else {
+                break;
+            };
+            self.bucket.take(Instant::now());
+            if let Some(k) = &self.plan.items[i].key {
+                self.busy.insert(k.clone());
+            }
+            batch.push(i);
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let seqs: Vec<u32> = batch.iter().map(|&i| self.plan.items[i].seq).collect();
+        ledger.replay_sending(&self.plan.id, &seqs)?;
+        let mut unsent = Vec::new();
+        for (n, &i) in batch.iter().enumerate() {
+            let now = Instant::now();
+            if self.control.killed() {
+                self.kill_seen.get_or_insert(now);
+                unsent.extend(batch[n..].iter().copied());
+                break;
+            }
+            self.last_send_start = Some(now);
+            let item = &self.plan.items[i];
+            match publisher.send(i as u64, &item.outgoing) {
+                Ok(()) => {
+                    self.states[i] = St::Sending;
+                    self.in_flight.insert(i);
+                    self.counts.sent += 1;
+                    if self.phase == Phase::Canary {
+                        self.canary_sent += 1;
+                    }
+                    self.recent.push_back(i);
+                    if self.recent.len() > WINDOW {
+                        self.recent.pop_front();
+                    }
+                    self.sends.push_back(now);
+                }
+                Err(e) => {
+                    ledger.replay_item(
+                        &self.plan.id,
+                        item.seq,
+                        &item.letter_id,
+                        "refused",
+                        Some(&e.to_string()),
+                    )?;
+                    self.states[i] = St::Refused;
+                    self.counts.refused += 1;
+                    if let Some(k) = &item.key {
+                        self.busy.remove(k);
+                        self.blocked.insert(k.clone());
+                    }
+                    unsent.extend(batch[n + 1..].iter().copied());
+                    self.stop(End::AutoStopped(format!("publishing failed: {e}")), now);
+                    break;
+                }
+            }
+        }
+        // Journaled as sending but never started: back to planned (not in doubt).
+        for &i in unsent.iter().rev() {
+            let item = &self.plan.items[i];
+            if let Some(k) = &item.key {
+                self.busy.remove(k);
+            }
+            ledger.replay_item(
+                &self.plan.id,
+                item.seq,
+                &item.letter_id,
+                "planned",
+                Some("not sent: stopped first"),
+            )?;
+            self.queue.push_front(i);
+        }
+        if self.control.killed() && self.end.is_none() {
+            self.stop(End::Killed, Instant::now());
+        }
+        Ok(())
+    }
+
+    pub fn progress(&self, now: Instant) -> Progress {
+        let window = Duration::from_secs(5);
+        let recent = self
+            .sends
+            .iter()
+            .rev()
+            .take_while(|t| now.saturating_duration_since(**t) <= window)
+            .count();
+        let span = now
+            .saturating_duration_since(self.started)
+            .min(window)
+            .as_secs_f64()
+            .max(0.001);
+        let target_rate = self.bucket.rate();
+        let remaining = self.queue.len();
+        let watch_left = matches!(self.phase, Phase::Watching | Phase::FinalWatch)
+            .then(|| self.until.map(|u| u.saturating_duration_since(now)))
+            .flatten();
+        let eta = match self.phase {
+            Phase::Done | Phase::Stopping => None,
+            _ => Some(
+                Duration::from_secs_f64(remaining as f64 / self.plan.options.rate.max(0.001))
+                    + if matches!(self.phase, Phase::FinalWatch) {
+                        Duration::ZERO
+                    } else {
+                        self.plan.options.watch
+                    }
+                    + watch_left.unwrap_or_default(),
+            ),
+        };
+        Progress {
+            replay_id: self.plan.id.clone(),
+            phase: self.phase,
+            planned: self.plan.items.len(),
+            sent: self.counts.sent,
+            confirmed: self.counts.confirmed,
+            failed_again: self.counts.failed_again,
+            refused: self.counts.refused,
+            held_back: self.counts.held_back,
+            in_flight: self.in_flight.len(),
+            remaining,
+            rate: recent as f64 / span,
+            target_rate,
+            elapsed: now.saturating_duration_since(self.started),
+            eta,
+            watch_left,
+            end: self.end.clone(),
+        }
+    }
+
+    /// The counts as journaled when the replay ends.
+    pub fn outcome(&self) -> serde_json::Value {
+        serde_json::json!({
+            "planned": self.plan.items.len(),
+            "sent": self.counts.sent,
+            "confirmed": self.counts.confirmed,
+            "failed_again": self.counts.failed_again,
+            "refused": self.counts.refused,
+            "held_back": self.counts.held_back,
+            "not_sent": self.queue.len(),
+            "in_doubt": self.in_doubt(),
+            "reason": self.end.as_ref().and_then(End::reason),
+        })
+    }
+
+    /// Sleep hint: how long until something is due (a token, a window's end).
+    pub fn idle_for(&mut self, now: Instant) -> Duration {
+        let mut d = Duration::from_millis(100);
+        if matches!(self.phase, Phase::Canary | Phase::Ramping) && !self.queue.is_empty() {
+            d = d.min(self.bucket.wait(now));
+        }
+        if let Some(u) = self.until {
+            d = d.min(u.saturating_duration_since(now));
+        }
+        d
+    }
+}
