@@ -364,6 +364,12 @@ fn print_plan(
 
 fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str) -> anyhow::Result<bool> {
     let n = plan.items.len();
+    if a.expect.is_some_and(|e| e != n) {
+        return usage(format!(
+            "--expect {} but the plan has {n} letters: nothing was sent (check the filter)",
+            a.expect.unwrap_or_default()
+        ));
+    }
     if a.yes {
         if n > CONFIRM_COUNT_ABOVE && a.expect != Some(n) {
             return usage(format!(

@@ -1,0 +1,565 @@
+//! `dlq-triage replay` end to end on librdkafka's mock cluster: the demo's incident and
+//! its simulated consumer (which dead-letters a replay that fails again), driven through
+//! the built binary as an operator would. Never skips: no external broker is needed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
+
+use chrono::Utc;
+use dlq_triage::brokers::demo::scenario::Scale;
+use dlq_triage::brokers::demo::{produce_all, Demo, Simulator};
+use dlq_triage::brokers::kafka::KafkaSource;
+use dlq_triage::core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_triage::core::ports::{DlqSource, ScanEvent};
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Env {
+    dir: tempfile::TempDir,
+    bootstrap: String,
+    uri: String,
+}
+
+impl Env {
+    fn new(bootstrap: String, topics: &str) -> Self {
+        Env {
+            dir: tempfile::tempdir().expect("tmp"),
+            uri: format!("kafka://{bootstrap}/{topics}"),
+            bootstrap,
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
+        c.args(args)
+            .env("DLQ_TRIAGE_LEDGER", self.dir.path().join("ledger.db"))
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("XDG_STATE_HOME", self.dir.path().join("state"))
+            .env("DLQ_TRIAGE_ACTOR", "alice")
+            .env_remove("DLQ_TRIAGE_ROLES_FILE")
+            .env_remove("DLQ_TRIAGE_READ_ONLY")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("binary runs")
+    }
+
+    fn replay(&self, filter: &str, extra: &[&str]) -> Output {
+        let mut args = vec!["replay", self.uri.as_str(), "--filter", filter];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    fn show(&self, id: &str) -> serde_json::Value {
+        let out = self.run(&["replays", "show", id, "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).expect("json")
+    }
+
+    /// Records in the origin topics stamped with this replay id, by the DLQ letter they
+    /// came from.
+    fn landed(&self, id: &str) -> HashMap<String, Vec<RawLetter>> {
+        let topics = ["invoices", "payments", "ledger-postings", "orders"];
+        let mut by_from: HashMap<String, Vec<RawLetter>> = HashMap::new();
+        for t in topics {
+            let mut src =
+                KafkaSource::new(vec![self.bootstrap.clone()], vec![t.into()], Vec::new());
+            let r = src.scan(&mut |ev| {
+                if let ScanEvent::Letter(l) = ev {
+                    let h = |n: &str| l.header(n).and_then(|v| v.as_nonempty_text());
+                    if h("x-dlq-replay-id").as_deref() == Some(id) {
+                        by_from
+                            .entry(h("x-dlq-replayed-from").expect("from"))
+                            .or_default()
+                            .push(l);
+                    }
+                }
+                ControlFlow::Continue(())
+            });
+            if let Err(e) = r {
+                assert!(e.to_string().contains("Unknown topic"), "{t}: {e}"); // an absent topic
+            }
+        }
+        by_from
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The replay id the plan line names (`Replay plan r-… · …`).
+fn replay_id(o: &Output) -> String {
+    let s = String::from_utf8_lossy(&o.stdout);
+    s.split_whitespace()
+        .find(|w| w.starts_with("r-2"))
+        .unwrap_or_else(|| panic!("no replay id in {}", text(o)))
+        .to_string()
+}
+
+fn demo() -> (Demo, Simulator, Env) {
+    let demo = Demo::start(11, Utc::now(), Scale(0.1)).expect("demo");
+    let sim = Simulator::start(demo.bootstrap(), 11, None).expect("simulator");
+    let env = Env::new(demo.bootstrap(), "invoices.dlq,payments.dlq");
+    (demo, sim, env)
+}
+
+fn count(o: &serde_json::Value, state: &str) -> usize {
+    o["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .filter(|l| l["state"] == state)
+        .count()
+}
+
+#[test]
+fn the_demo_story_canary_stops_on_bad_amounts_then_a_revision_goes_through() {
+    let (_demo, _sim, env) = demo();
+    let fast = [
+        "--canary",
+        "3",
+        "--canary-rate",
+        "20",
+        "--watch",
+        "3s",
+        "--rate",
+        "50",
+        "--yes",
+        "--expect",
+    ];
+    // The dry-run says what would happen and sends nothing.
+    let dry = env.replay("reason=amount_not_a_number", &["--dry-run", "--json"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    let plan: serde_json::Value = serde_json::from_slice(&dry.stdout).expect("json");
+    let n = plan["planned"].as_u64().expect("planned");
+    assert!(n > 5, "{plan}");
+    assert_eq!(plan["by_group"][0]["target"], "kafka topic invoices");
+    assert!(env
+        .landed(plan["replay_id"].as_str().expect("id"))
+        .is_empty());
+    // Amounts as strings fail again: the canary stops the replay (exit 3).
+    let mut args = fast.to_vec();
+    let ns = n.to_string();
+    args.push(&ns);
+    let out = env.replay("reason=amount_not_a_number", &args);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("auto-stopped"),
+        "{}",
+        text(&out)
+    );
+    let id = replay_id(&out);
+    let shown = env.show(&id);
+    assert_eq!(shown["state"], "auto-stopped");
+    assert!(count(&shown, "failed-again") >= 1, "{shown}");
+    assert!(
+        count(&shown, "planned") as u64 >= n - 3,
+        "no ramp after a failing canary"
+    );
+    assert!(env.landed(&id).values().all(|v| v.len() == 1));
+    // A revision that makes one letter's amount a number, replayed: it resolves.
+    let letter = shown["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .find(|l| l["state"] == "planned")
+        .expect("an unsent letter")["letter_id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let edit = env
+        .command(&["edit", &env.uri, &letter, "--reason", "amount as a number"])
+        .env(
+            "EDITOR",
+            r#"sed -i -E 's/"amount": *"[^"]*"/"amount": 1500.0/'"#,
+        )
+        .env_remove("VISUAL")
+        .output()
+        .expect("edit runs");
+    assert!(edit.status.success(), "{}", text(&edit));
+    let filter = format!("id={letter}");
+    let dry = env.replay(&filter, &["--use-revisions", "--dry-run", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&dry.stdout).expect("json");
+    assert_eq!(plan["letters"][0]["revision"], 1, "{plan}");
+    let out = env.replay(
+        &filter,
+        &["--use-revisions", "--canary", "1", "--watch", "3s", "--yes"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = replay_id(&out);
+    let shown = env.show(&id);
+    assert_eq!(shown["state"], "completed");
+    assert_eq!(count(&shown, "settled"), 1, "{shown}");
+    let landed = env.landed(&id);
+    let copy = &landed.values().next().expect("landed")[0];
+    let body: serde_json::Value = serde_json::from_slice(&copy.payload).expect("json body");
+    assert_eq!(body["payload"]["amount"], 1500.0);
+    // Replayed letters are not offered again.
+    let again = env.replay(&filter, &["--yes"]);
+    assert_eq!(again.status.code(), Some(5), "{}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("already-replayed"),
+        "{}",
+        text(&again)
+    );
+    let verify = env.run(&["audit", "verify"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+}
+
+#[test]
+fn a_completed_replay_lands_each_letter_once_keyed_and_stamped() {
+    let (_demo, _sim, env) = demo();
+    let filter = "reason=attempt_budget_exhausted";
+    let dry = env.replay(filter, &["--dry-run", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&dry.stdout).expect("json");
+    let n = plan["planned"].as_u64().expect("n").to_string();
+    let out = env.replay(
+        filter,
+        &[
+            "--canary",
+            "2",
+            "--canary-rate",
+            "50",
+            "--rate",
+            "200",
+            "--watch",
+            "2s",
+            "--yes",
+            "--expect",
+            &n,
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(report["state"], "completed");
+    assert_eq!(report["outcome"]["confirmed"].to_string(), n);
+    let id = report["replay_id"].as_str().expect("id");
+    let landed = env.landed(id);
+    assert_eq!(landed.len().to_string(), n, "every letter landed");
+    for (from, copies) in &landed {
+        assert_eq!(copies.len(), 1, "{from} landed once");
+        let c = &copies[0];
+        assert!(c.key.is_some(), "the key is kept");
+        assert!(c.header("x-dlq-replayed-by").is_some());
+        assert_eq!(
+            c.header("x-dlq-replay-count")
+                .and_then(|v| v.as_nonempty_text())
+                .as_deref(),
+            Some("1")
+        );
+    }
+    let shown = env.show(id);
+    assert_eq!(count(&shown, "settled").to_string(), n);
+    // `list` shows them replayed now.
+    let list = env.run(&["list", &env.uri, "--filter", filter, "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    let states: Vec<&str> = rows["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .filter_map(|l| l["state"].as_str())
+        .collect();
+    assert!(states.iter().all(|s| *s == "replayed"), "{states:?}");
+}
+
+#[test]
+fn a_crash_mid_replay_resumes_without_resending_a_confirmed_letter() {
+    let (_demo, _sim, env) = demo();
+    let filter = "reason=attempt_budget_exhausted";
+    let crashed = env
+        .command(&[
+            "replay", &env.uri, "--filter", filter, "--canary", "0", "--rate", "20", "--watch",
+            "1s", "--yes", "--expect", "1000",
+        ])
+        .env("DLQ_TRIAGE_TEST_CRASH_AFTER_CONFIRMED", "4")
+        .output()
+        .expect("runs");
+    // --expect must match: find n first.
+    let dry = env.replay(filter, &["--dry-run", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&dry.stdout).expect("json");
+    let n = plan["planned"].as_u64().expect("n");
+    assert_eq!(
+        crashed.status.code(),
+        Some(2),
+        "a wrong --expect is refused: {}",
+        text(&crashed)
+    );
+    let ns = n.to_string();
+    let crashed = env
+        .command(&[
+            "replay", &env.uri, "--filter", filter, "--canary", "0", "--rate", "20", "--watch",
+            "1s", "--yes", "--expect", &ns,
+        ])
+        .env("DLQ_TRIAGE_TEST_CRASH_AFTER_CONFIRMED", "4")
+        .output()
+        .expect("runs");
+    assert!(
+        !crashed.status.success(),
+        "the hook aborts: {}",
+        text(&crashed)
+    );
+    let id = replay_id(&crashed);
+    let before = env.show(&id);
+    assert_eq!(before["state"], "interrupted", "{before}");
+    let confirmed: Vec<String> = before["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .filter(|l| l["state"] == "settled")
+        .map(|l| l["location"].as_str().expect("loc").to_string())
+        .collect();
+    assert!(confirmed.len() >= 4, "{before}");
+    let in_doubt = count(&before, "sending");
+    let listed = env.run(&["replays"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("interrupted"),
+        "{}",
+        text(&listed)
+    );
+    // Resume: the rest goes, nothing confirmed goes twice.
+    let resumed = env.run(&["replay", &env.uri, "--resume", &id, "--yes"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    let after = env.show(&id);
+    assert_eq!(after["state"], "completed");
+    assert_eq!(count(&after, "settled") as u64, n, "{after}");
+    let landed = env.landed(&id);
+    assert_eq!(landed.len() as u64, n, "every letter landed");
+    for loc in &confirmed {
+        assert_eq!(
+            landed[loc].len(),
+            1,
+            "{loc} was confirmed before the crash: never re-sent"
+        );
+    }
+    let dups: usize = landed.values().map(|v| v.len() - 1).sum();
+    assert!(
+        dups <= in_doubt,
+        "only letters in doubt may be duplicated: {dups} > {in_doubt}"
+    );
+    let verify = env.run(&["audit", "verify"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+}
+
+#[test]
+fn ctrl_c_is_the_kill_switch_no_publish_after_it() {
+    let (_demo, _sim, env) = demo();
+    let filter = "reason=customer_tax_profile_missing";
+    let dry = env.replay(filter, &["--dry-run", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&dry.stdout).expect("json");
+    let ns = plan["planned"].as_u64().expect("n").to_string();
+    let mut child = env
+        .command(&[
+            "replay",
+            &env.uri,
+            "--filter",
+            filter,
+            "--canary",
+            "0",
+            "--rate",
+            "5",
+            "--max-failed-ratio",
+            "1",
+            "--yes",
+            "--expect",
+            &ns,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Wait until a few are confirmed (the journal is readable while it runs).
+    let started = Instant::now();
+    let id = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never got going"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let list = env.run(&["replays", "--json"]);
+        let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
+        let Some(id) = rows[0]["id"].as_str().map(str::to_string) else {
+            continue;
+        };
+        if count(&env.show(&id), "settled") >= 3 {
+            break id;
+        }
+    };
+    let pid = child.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("exits");
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("kill switch"),
+        "{}",
+        text(&out)
+    );
+    let shown = env.show(&id);
+    assert_eq!(shown["state"], "killed");
+    assert_eq!(
+        count(&shown, "sending"),
+        0,
+        "confirms in flight were awaited"
+    );
+    let journaled = count(&shown, "settled") + count(&shown, "failed-again");
+    std::thread::sleep(Duration::from_secs(1));
+    let landed: usize = env.landed(&id).values().map(Vec::len).sum();
+    assert_eq!(
+        landed, journaled,
+        "every publish is journaled; none started after the kill"
+    );
+    assert!((journaled as u64) < ns.parse::<u64>().expect("n"));
+}
+
+/// An origin topic `orders` (one partition) and a DLQ of Spring-style letters pointing
+/// at its offsets.
+fn spring_dlq(cluster_bootstrap: &str, letters: &[(&str, i64, Option<&str>)]) {
+    let origin: Vec<RawLetter> = (0..10)
+        .map(|i| RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "orders".into(),
+                partition: 0,
+                offset: 0,
+            }),
+            key: Some(if i == 7 {
+                b"A".to_vec()
+            } else {
+                format!("k{i}").into_bytes()
+            }),
+            payload: b"{}".to_vec(),
+            ..Default::default()
+        })
+        .collect();
+    produce_all(cluster_bootstrap, &origin).expect("origin");
+    let dlq: Vec<RawLetter> = letters
+        .iter()
+        .enumerate()
+        .map(|(i, (key, offset, count))| {
+            let mut headers = vec![
+                Header::new("kafka_dlt-original-topic", HeaderValue::text("orders")),
+                Header::new(
+                    "kafka_dlt-original-partition",
+                    HeaderValue::Bytes(0i32.to_be_bytes().to_vec()),
+                ),
+                Header::new(
+                    "kafka_dlt-original-offset",
+                    HeaderValue::Bytes(offset.to_be_bytes().to_vec()),
+                ),
+                Header::new("x-message-id", HeaderValue::text(&format!("m-{i}"))),
+                Header::new("x-reason-code", HeaderValue::text("boom")),
+            ];
+            if let Some(c) = count {
+                headers.push(Header::new("x-dlq-replay-count", HeaderValue::text(c)));
+            }
+            RawLetter {
+                coords: Some(Coords::Kafka {
+                    topic: "orders.dlq".into(),
+                    partition: 0,
+                    offset: 0,
+                }),
+                key: Some(key.as_bytes().to_vec()),
+                headers,
+                payload: b"{}".to_vec(),
+                ..Default::default()
+            }
+        })
+        .collect();
+    produce_all(cluster_bootstrap, &dlq).expect("dlq");
+}
+
+#[test]
+fn stale_keys_and_tired_letters_are_excluded_unless_asked() {
+    let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock");
+    cluster.create_topic("orders", 1, 1).expect("topic");
+    cluster.create_topic("orders.dlq", 1, 1).expect("topic");
+    let b = cluster.bootstrap_servers();
+    // A failed at offset 2 but the origin has key A again at 7: stale. B is fresh.
+    // C was replayed 3 times already.
+    spring_dlq(&b, &[("A", 2, None), ("B", 3, None), ("C", 4, Some("3"))]);
+    let env = Env::new(b, "orders.dlq");
+    let plan = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--dry-run", "--json"];
+        args.extend_from_slice(extra);
+        let out = env.replay("reason=boom", &args);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let p = plan(&[]);
+    assert_eq!(p["planned"], 1, "{p}");
+    assert_eq!(p["letters"][0]["letter_id"], "m-1");
+    assert_eq!(p["excluded"]["stale-key"], 1);
+    assert_eq!(p["excluded"]["replay-count"], 1);
+    assert_eq!(p["stale_check"]["stale"], 1);
+    let p = plan(&["--include-stale", "--force-replay-count"]);
+    assert_eq!(p["planned"], 3, "{p}");
+    // The replay itself: B and only B lands in `orders`, on the partition its key maps to.
+    let out = env.replay("reason=boom", &["--canary", "0", "--watch", "1s", "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let landed = env.landed(&replay_id(&out));
+    assert_eq!(landed.len(), 1);
+    assert_eq!(landed["orders.dlq/0/1"][0].key.as_deref(), Some(&b"B"[..]));
+}
+
+#[test]
+fn viewers_read_only_and_files_cannot_replay() {
+    let (_demo, _sim, env) = demo();
+    let roles = env.dir.path().join("roles.toml");
+    std::fs::write(&roles, "operator = [\"bob\"]\nviewer = [\"*\"]\n").expect("roles");
+    let out = env
+        .command(&["replay", &env.uri, "--filter", "reason=timeout", "--yes"])
+        .env("DLQ_TRIAGE_ROLES_FILE", &roles)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("operator"),
+        "{}",
+        text(&out)
+    );
+    let audit = env.run(&["audit", "list", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&audit.stdout).contains("denied"),
+        "{}",
+        text(&audit)
+    );
+    let ro = env.run(&[
+        "--read-only",
+        "replay",
+        &env.uri,
+        "--filter",
+        "reason=timeout",
+        "--yes",
+    ]);
+    assert_eq!(ro.status.code(), Some(5), "{}", text(&ro));
+    let dump = env.dir.path().join("d.ndjson");
+    std::fs::write(
+        &dump,
+        "{\"payload\":\"{}\",\"headers\":{\"x-reason-code\":\"x\"}}\n",
+    )
+    .expect("dump");
+    let file = env.run(&[
+        "replay",
+        dump.to_str().expect("utf8"),
+        "--filter",
+        "reason=x",
+        "--yes",
+    ]);
+    assert_eq!(file.status.code(), Some(2), "{}", text(&file));
+    assert!(
+        String::from_utf8_lossy(&file.stderr).contains("cannot be replayed"),
+        "{}",
+        text(&file)
+    );
+}
