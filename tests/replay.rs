@@ -356,7 +356,7 @@ fn ctrl_c_is_the_kill_switch_no_publish_after_it() {
     let dry = env.replay(filter, &["--dry-run", "--json"]);
     let plan: serde_json::Value = serde_json::from_slice(&dry.stdout).expect("json");
     let ns = plan["planned"].as_u64().expect("n").to_string();
-    let mut child = env
+    let child = env
         .command(&[
             "replay",
             &env.uri,
