@@ -1270,3 +1270,210 @@ fn dlq_queues_are_discovered_through_the_management_api() {
         "a work queue is not a DLQ"
     );
 }
+
+/// A consumer of the work queue in its own thread, as the fixed service would be:
+/// letters whose body says `"bad":true` are rejected (dead-lettered again), the rest
+/// acked. Reports (message id, had x-death, replay id) per delivery.
+fn work_consumer(
+    queue: String,
+) -> (
+    std::sync::mpsc::Receiver<(String, bool, Option<String>)>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    std::thread::spawn(move || {
+        let rt = rt();
+        rt.block_on(async {
+            let conn = Connection::connect(
+                "amqp://guest:guest@127.0.0.1:5672/%2f",
+                ConnectionProperties::default(),
+            )
+            .await
+            .expect("connect");
+            let ch = conn.create_channel().await.expect("channel");
+            let mut c = ch
+                .basic_consume(
+                    ShortString::from(queue),
+                    ShortString::from("fixed-service"),
+                    BasicConsumeOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .expect("consume");
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                let Ok(Some(Ok(d))) =
+                    tokio::time::timeout(Duration::from_millis(100), c.next()).await
+                else {
+                    continue;
+                };
+                let headers = d.properties.headers().clone().unwrap_or_default();
+                let h = |n: &str| headers.inner().get(n).cloned();
+                let replay = h("x-dlq-replay-id").and_then(|v| match v {
+                    AMQPValue::LongString(s) => {
+                        Some(String::from_utf8_lossy(s.as_bytes()).to_string())
+                    }
+                    _ => None,
+                });
+                let id = d
+                    .properties
+                    .message_id()
+                    .as_ref()
+                    .map(|s| s.as_str().to_string())
+                    .unwrap_or_default();
+                let _ = tx.send((id, h("x-death").is_some(), replay));
+                if String::from_utf8_lossy(&d.data).contains("\"bad\":true") {
+                    d.reject(BasicRejectOptions { requeue: false })
+                        .await
+                        .expect("reject");
+                } else {
+                    d.ack(BasicAckOptions::default()).await.expect("ack");
+                }
+            }
+            let _ = conn.close(200, ShortString::from("bye")).await;
+        });
+    });
+    (rx, stop)
+}
+
+/// 20 orders rejected by the broken service: the DLQ holds them with x-death.
+fn dead_orders(tag: &str) -> Topology {
+    let t = Topology::new(tag);
+    for i in 0..20 {
+        t.publish(
+            &t.n("orders"),
+            "order.created",
+            &format!("m-{i}"),
+            &format!("{{\"order\":{i},\"bad\":{}}}", i % 10 == 3),
+        );
+    }
+    t.reject_from_work(20);
+    t.wait_for(&t.n("dlq"), 20);
+    t
+}
+
+fn replay_cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args(args)
+        .env("DLQ_TRIAGE_LEDGER", dir.join("ledger.db"))
+        .env("DLQ_TRIAGE_ACTOR", "alice")
+        .env("XDG_STATE_HOME", dir)
+        .env("XDG_CONFIG_HOME", dir)
+        .env_remove("DLQ_TRIAGE_ROLES_FILE")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("binary runs")
+}
+
+#[test]
+fn a_replay_goes_to_the_origin_exchange_acks_confirmed_letters_and_sees_failures_return() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("replay");
+    let (seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
+    let out = replay_cli(
+        dir.path(),
+        &[
+            "replay",
+            &uri,
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "2",
+            "--canary-rate",
+            "20",
+            "--watch",
+            "2s",
+            "--rate",
+            "100",
+            "--max-failed-ratio",
+            "0.5",
+            "--yes",
+            "--json",
+        ],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let log = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{log}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["state"], "completed", "{report}");
+    assert_eq!(report["outcome"]["confirmed"], 20);
+    assert_eq!(report["outcome"]["failed_again"], 2, "{report}");
+    // The service got each order once, with its message id, without the death headers.
+    let got: Vec<_> = seen.try_iter().collect();
+    let id = report["replay_id"].as_str().expect("id");
+    assert_eq!(got.len(), 20, "{got:?}");
+    let ids: std::collections::HashSet<&str> = got.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(ids.len(), 20);
+    assert!(
+        got.iter().all(|g| !g.1 && g.2.as_deref() == Some(id)),
+        "{got:?}"
+    );
+    // The 20 originals were acked after their confirms; the 2 bad ones are back.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(t.count(&t.n("dlq")), 2);
+    let shown = replay_cli(dir.path(), &["replays", "show", id, "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).expect("json");
+    assert_eq!(shown["by_state"]["settled"], 18, "{shown}");
+    assert_eq!(shown["by_state"]["failed-again"], 2, "{shown}");
+    let verify = replay_cli(dir.path(), &["audit", "verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+#[test]
+fn an_unroutable_replay_stops_and_leaves_every_dlq_copy() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("unroutable");
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
+    let to = format!("amqp:{}/nowhere", t.n("orders"));
+    let out = replay_cli(
+        dir.path(),
+        &[
+            "replay",
+            &uri,
+            "--filter",
+            "reason=rejected",
+            "--to",
+            &to,
+            "--canary",
+            "3",
+            "--canary-rate",
+            "20",
+            "--watch",
+            "1s",
+            "--yes",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("unroutable"), "{stdout}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(t.count(&t.n("dlq")), 20, "nothing acked");
+    assert_eq!(t.count(&t.n("work")), 0, "nothing delivered");
+    let list = replay_cli(dir.path(), &["list", &uri, "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    assert!(
+        rows["letters"]
+            .as_array()
+            .expect("letters")
+            .iter()
+            .all(|l| l["state"] == "open"),
+        "a refused letter stays open"
+    );
+}

@@ -162,7 +162,8 @@ pub fn reconcile(
             .partition(|h| Some(h.binding.as_str()) == d.binding.as_deref());
         if same.is_empty() && !other.is_empty() {
             notes.push(format!(
-                "note: a recorded discard of {} was not applied: the DLQ holds {} letter(s) with that id that are not the one decided on (dead-lettered again?); they stay in the DLQ",
+                "note: a recorded {} of {} was not applied: the DLQ holds {} letter(s) with that id that are not the one decided on (dead-lettered again?); they stay in the DLQ",
+                d.kind,
                 d.letter_id,
                 other.len()
             ));
@@ -186,7 +187,8 @@ fn apply_pending(
             Ok(_) => {
                 ledger.mark_applied(d, "reconciled")?;
                 return Ok(Some(format!(
-                    "reconciled: the discard of {} recorded by {} at {} was applied to the broker now ({})",
+                    "reconciled: the {} of {} recorded by {} at {} was applied to the broker now ({})",
+                    d.kind,
                     d.letter_id, d.actor, d.at, h.coords
                 )));
             }
@@ -195,8 +197,8 @@ fn apply_pending(
     }
     Ok(last_err.map(|e| {
         format!(
-            "warning: a recorded discard of {} could not be applied yet ({e})",
-            d.letter_id
+            "warning: a recorded {} of {} could not be applied yet ({e})",
+            d.kind, d.letter_id
         )
     }))
 }

@@ -433,8 +433,14 @@ impl Session {
                     batch.push(raw);
                     true
                 }
+                // While tailing, letters go before the heartbeat: a sink that breaks on
+                // a heartbeat (the replay engine, to settle) must not strand them.
                 ScanEvent::Progress { done, total } => {
-                    sink(SessionEvent::Progress { done, total }).is_continue()
+                    let flushed = !tail || {
+                        last = Instant::now();
+                        flush(&mut batch, held, sink)
+                    };
+                    flushed && sink(SessionEvent::Progress { done, total }).is_continue()
                 }
                 ScanEvent::Partial {
                     location,

@@ -181,8 +181,9 @@ impl Ledger {
                 } else {
                     "confirmed"
                 };
+                // A copy can come back to the DLQ before its confirm is read: keep that.
                 tx.execute(
-                    "UPDATE replay_items SET state = ?3, at = ?4, published = ?5, error = NULL WHERE replay_id = ?1 AND seq = ?2",
+                    "UPDATE replay_items SET state = CASE WHEN state = 'failed-again' THEN state ELSE ?3 END, at = ?4, published = ?5 WHERE replay_id = ?1 AND seq = ?2",
                     params![id, c.seq, state, entry.at, c.published],
                 )
                 .map_err(|e| l.err(e))?;
@@ -192,7 +193,35 @@ impl Ledger {
         })
     }
 
-    /// One letter's later state (`settled`, `refused`, `held-back`, `failed-again`),
+    /// The broker settled (acked) a confirmed letter's DLQ copy: the decision is applied
+    /// and the letter `settled` (unless it already failed again), in one transaction.
+    pub fn replay_settled(
+        &mut self,
+        id: &str,
+        seq: u32,
+        decision: &Decision,
+        how: &str,
+    ) -> Result<(), LedgerError> {
+        self.write(|l, tx| {
+            let detail = serde_json::json!({"decision": decision.audit_seq, "source": decision.source, "binding": decision.binding, "how": how, "replay": id, "seq": seq}).to_string();
+            let entry = l
+                .audit_in(tx, "replay-applied", &decision.letter_id, &detail)
+                .map_err(|e| l.err(e))?;
+            tx.execute(
+                "UPDATE decisions SET applied_at = ?1 WHERE id = ?2 AND applied_at IS NULL",
+                params![entry.at, decision.id],
+            )
+            .map_err(|e| l.err(e))?;
+            tx.execute(
+                "UPDATE replay_items SET state = 'settled', at = ?3 WHERE replay_id = ?1 AND seq = ?2 AND state = 'confirmed'",
+                params![id, seq, entry.at],
+            )
+            .map_err(|e| l.err(e))?;
+            Ok(())
+        })
+    }
+
+    /// One letter's later state (`refused`, `held-back`, `failed-again`, `planned`),
     /// audited as `replay-<state>` with `note` (the broker's error, the new DLQ copy).
     pub fn replay_item(
         &mut self,

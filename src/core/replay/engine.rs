@@ -163,6 +163,8 @@ impl Progress {
 #[derive(Debug, Clone)]
 pub struct ToSettle {
     pub index: usize,
+    /// The letter's place in the plan (the journal's key).
+    pub seq: u32,
     pub coords: Coords,
     pub decision: Decision,
 }
@@ -247,6 +249,10 @@ impl<'p> Engine<'p> {
             last_send_start: None,
             kill_seen: None,
         }
+    }
+
+    pub fn plan_id(&self) -> &str {
+        &self.plan.id
     }
 
     pub fn done(&self) -> bool {
@@ -482,6 +488,7 @@ impl<'p> Engine<'p> {
             match &self.plan.items[i].settle {
                 Some(c) => self.settle.push(ToSettle {
                     index: i,
+                    seq: self.plan.items[i].seq,
                     coords: c.clone(),
                     decision: d,
                 }),

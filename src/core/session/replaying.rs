@@ -245,10 +245,11 @@ impl Session {
         ledger: &mut Ledger,
         unsettled: &mut Vec<(String, String)>,
     ) -> Result<(), SessionError> {
+        let plan_id = engine.plan_id().to_string();
         for s in engine.take_settles() {
             match self.src.settle(&s.coords) {
                 Ok(_) => {
-                    ledger.mark_applied(&s.decision, "acked")?;
+                    ledger.replay_settled(&plan_id, s.seq, &s.decision, "acked")?;
                     if let Some(b) = &s.decision.binding {
                         self.held.forget(b, &s.coords);
                     }
