@@ -1271,15 +1271,14 @@ fn dlq_queues_are_discovered_through_the_management_api() {
     );
 }
 
+/// (message id, had x-death, x-dlq-replay-id) of one delivery to the fixed service.
+type Seen = (String, bool, Option<String>);
+type StopFlag = std::sync::Arc<std::sync::atomic::AtomicBool>;
+
 /// A consumer of the work queue in its own thread, as the fixed service would be:
 /// letters whose body says `"bad":true` are rejected (dead-lettered again), the rest
 /// acked. Reports (message id, had x-death, replay id) per delivery.
-fn work_consumer(
-    queue: String,
-) -> (
-    std::sync::mpsc::Receiver<(String, bool, Option<String>)>,
-    std::sync::Arc<std::sync::atomic::AtomicBool>,
-) {
+fn work_consumer(queue: String) -> (std::sync::mpsc::Receiver<Seen>, StopFlag) {
     let (tx, rx) = std::sync::mpsc::channel();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stop2 = stop.clone();
