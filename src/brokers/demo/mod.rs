@@ -79,7 +79,7 @@ impl Demo {
     /// Seed `topic` with `n` realistic letters (the incident's letters, cycled) spread
     /// over `partitions`, produced in chunks so memory stays flat. The mock keeps about
     /// 5 MiB per partition, so large benchmarks need many partitions.
-    pub(crate) fn seed_bench(
+    pub fn seed_bench(
         &self,
         topic: &str,
         n: usize,

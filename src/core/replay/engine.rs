@@ -21,6 +21,8 @@ const MAX_IN_FLIGHT: usize = 1000;
 const WINDOW: usize = 50;
 /// How long a stop waits for confirms in flight before leaving them in doubt.
 const DRAIN: Duration = Duration::from_secs(30);
+/// The current rate is measured over this window.
+const RATE_WINDOW: Duration = Duration::from_secs(5);
 /// Letters looked past when the next one's key is busy.
 const LOOKAHEAD: usize = 10_000;
 
@@ -128,6 +130,10 @@ pub struct Progress {
     /// Time left in a watch window.
     pub watch_left: Option<Duration>,
     pub end: Option<End>,
+    /// When the first and the latest publish started (benchmarks: achieved rate, and
+    /// kill latency against when the switch was thrown).
+    pub first_send_start: Option<Instant>,
+    pub last_send_start: Option<Instant>,
 }
 
 impl Progress {
@@ -194,6 +200,7 @@ pub struct Engine<'p> {
     /// When the last publish started, and when the kill was first seen (benchmarks).
     pub last_send_start: Option<Instant>,
     pub kill_seen: Option<Instant>,
+    first_send: Option<Instant>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -248,6 +255,7 @@ impl<'p> Engine<'p> {
             counts: Counts::default(),
             last_send_start: None,
             kill_seen: None,
+            first_send: None,
         }
     }
 
@@ -581,6 +589,14 @@ impl<'p> Engine<'p> {
                         self.recent.pop_front();
                     }
                     self.sends.push_back(now);
+                    self.first_send.get_or_insert(now);
+                    while self
+                        .sends
+                        .front()
+                        .is_some_and(|t| now.saturating_duration_since(*t) > RATE_WINDOW)
+                    {
+                        self.sends.pop_front();
+                    }
                 }
                 Err(e) => {
                     ledger.replay_item(
@@ -624,7 +640,7 @@ impl<'p> Engine<'p> {
     }
 
     pub fn progress(&self, now: Instant) -> Progress {
-        let window = Duration::from_secs(5);
+        let window = RATE_WINDOW;
         let recent = self
             .sends
             .iter()
@@ -670,6 +686,8 @@ impl<'p> Engine<'p> {
             eta,
             watch_left,
             end: self.end.clone(),
+            first_send_start: self.first_send,
+            last_send_start: self.last_send_start,
         }
     }
 
