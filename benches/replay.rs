@@ -10,11 +10,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::Utc;
-use dlq_triage::brokers::demo::scenario::Scale;
-use dlq_triage::brokers::demo::Demo;
+use dlq_triage::brokers::demo::scenario::{incident, Scale};
+use dlq_triage::brokers::demo::{produce_all, Demo};
 use dlq_triage::brokers::kafka::KafkaSource;
 use dlq_triage::core::access::Role;
 use dlq_triage::core::masking::Masker;
+use dlq_triage::core::model::Coords;
 use dlq_triage::core::replay::{new_id, Control, Options, Progress};
 use dlq_triage::core::session::{Principal, Session, SessionEvent, Settings};
 use std::ops::ControlFlow;
@@ -98,24 +99,56 @@ fn replay(demo: &Demo, topic: &str, rate: f64, kill: Option<(Duration, &Control,
     }
 }
 
+/// `n` realistic letters (the incident's, cycled) in `topic`, 16 partitions; each with
+/// its own key, or spread over `keys` keys (hot keys: one letter per key in flight).
+fn seed(demo: &Demo, topic: &str, n: usize, keys: Option<usize>) {
+    demo.seed_bench(topic, 0, 16, Utc::now()).expect("topic");
+    let templates = incident(7, Utc::now(), Scale(1.0));
+    let letters: Vec<_> = (0..n)
+        .map(|i| {
+            let mut l = templates[i % templates.len()].clone();
+            l.coords = Some(Coords::Kafka {
+                topic: topic.into(),
+                partition: (i % 16) as i32,
+                offset: 0,
+            });
+            l.key = Some(format!("key-{}", keys.map_or(i, |k| i % k)).into_bytes());
+            l
+        })
+        .collect();
+    for chunk in letters.chunks(50_000) {
+        produce_all(&demo.bootstrap(), chunk).expect("seed");
+    }
+}
+
 fn main() {
     let demo = Demo::start(5, Utc::now(), Scale(0.01)).expect("demo");
-    println!("set rate    letters   achieved     error");
-    for (rate, n) in [(1.0, 21usize), (100.0, 1_001), (5_000.0, 25_001)] {
-        let topic = format!("pace{}.dlq", rate as u64);
-        demo.seed_bench(&topic, n, 16, Utc::now()).expect("seed");
+    println!("set rate   letters   achieved      error");
+    let runs = [
+        (1.0, 21usize, None, "distinct keys"),
+        (100.0, 1_001, None, "distinct keys"),
+        (5_000.0, 25_001, None, "distinct keys"),
+        (
+            5_000.0,
+            5_001,
+            Some(20),
+            "20 hot keys: one letter per key in flight",
+        ),
+    ];
+    for (i, (rate, n, keys, what)) in runs.into_iter().enumerate() {
+        let topic = format!("pace{i}.dlq");
+        seed(&demo, &topic, n, keys);
         let r = replay(&demo, &topic, rate, None);
         let span = r.last.expect("sent") - r.first.expect("sent");
         let achieved = (r.sent - 1) as f64 / span.as_secs_f64();
         println!(
-            "{rate:>8}/s {:>9} {achieved:>9.2}/s {:>+8.2}%",
+            "{rate:>7}/s {:>9} {achieved:>9.2}/s {:>+9.2}%   {what}",
             r.sent,
             (achieved / rate - 1.0) * 100.0
         );
     }
     let topic = "kill.dlq";
-    demo.seed_bench(topic, 50_000, 16, Utc::now())
-        .expect("seed");
+    seed(&demo, topic, 50_000, None);
     let control = Control::default();
     let thrown: Thrown = Default::default();
     let r = replay(

@@ -278,7 +278,7 @@ fn a_crash_mid_replay_resumes_without_resending_a_confirmed_letter() {
     let crashed = env
         .command(&[
             "replay", &env.uri, "--filter", filter, "--canary", "0", "--rate", "20", "--watch",
-            "1s", "--yes", "--expect", "1000",
+            "1s", "--yes", "--expect", "3",
         ])
         .env("DLQ_TRIAGE_TEST_CRASH_AFTER_CONFIRMED", "4")
         .output()
@@ -487,7 +487,16 @@ fn stale_keys_and_tired_letters_are_excluded_unless_asked() {
     let b = cluster.bootstrap_servers();
     // A failed at offset 2 but the origin has key A again at 7: stale. B is fresh.
     // C was replayed 3 times already.
-    spring_dlq(&b, &[("A", 2, None), ("B", 3, None), ("C", 4, Some("3"))]);
+    // B's letters were dead-lettered out of order (offset 3, then 1).
+    spring_dlq(
+        &b,
+        &[
+            ("A", 2, None),
+            ("B", 3, None),
+            ("C", 4, Some("3")),
+            ("B", 1, None),
+        ],
+    );
     let env = Env::new(b, "orders.dlq");
     let plan = |extra: &[&str]| -> serde_json::Value {
         let mut args = vec!["--dry-run", "--json"];
@@ -497,19 +506,46 @@ fn stale_keys_and_tired_letters_are_excluded_unless_asked() {
         serde_json::from_slice(&out.stdout).expect("json")
     };
     let p = plan(&[]);
-    assert_eq!(p["planned"], 1, "{p}");
-    assert_eq!(p["letters"][0]["letter_id"], "m-1");
+    assert_eq!(p["planned"], 2, "{p}");
+    assert_eq!(p["letters"][0]["letter_id"], "m-3", "B@1 before B@3");
+    assert_eq!(p["letters"][1]["letter_id"], "m-1");
     assert_eq!(p["excluded"]["stale-key"], 1);
     assert_eq!(p["excluded"]["replay-count"], 1);
     assert_eq!(p["stale_check"]["stale"], 1);
     let p = plan(&["--include-stale", "--force-replay-count"]);
-    assert_eq!(p["planned"], 3, "{p}");
-    // The replay itself: B and only B lands in `orders`, on the partition its key maps to.
+    assert_eq!(p["planned"], 4, "{p}");
+    // The replay itself: B's two letters and only them land in `orders`, in their
+    // original order.
     let out = env.replay("reason=boom", &["--canary", "0", "--watch", "1s", "--yes"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let landed = env.landed(&replay_id(&out));
-    assert_eq!(landed.len(), 1);
+    let id = replay_id(&out);
+    let landed = env.landed(&id);
+    assert_eq!(landed.len(), 2);
     assert_eq!(landed["orders.dlq/0/1"][0].key.as_deref(), Some(&b"B"[..]));
+    let mut orders = KafkaSource::new(
+        vec![env.bootstrap.clone()],
+        vec!["orders".into()],
+        Vec::new(),
+    );
+    let mut order = Vec::new();
+    orders
+        .scan(&mut |ev| {
+            if let ScanEvent::Letter(l) = ev {
+                if let Some(from) = l
+                    .header("x-dlq-replayed-from")
+                    .and_then(|v| v.as_nonempty_text())
+                {
+                    order.push(from);
+                }
+            }
+            ControlFlow::Continue(())
+        })
+        .expect("scan orders");
+    assert_eq!(
+        order,
+        ["orders.dlq/0/3", "orders.dlq/0/1"],
+        "per key, in origin order"
+    );
 }
 
 #[test]

@@ -230,9 +230,10 @@ pub struct ReplayArgs {
     /// ...unless this is given.
     #[arg(long)]
     pub force_replay_count: bool,
-    /// Do not ask (scripts). Above 100 letters, --expect N must name the count too.
+    /// Do not ask (scripts). Above 100 letters, --expect N is needed too.
     #[arg(long)]
     pub yes: bool,
+    /// Refuse if the plan has more than N letters (a filter matching more than meant).
     #[arg(long, value_name = "N")]
     pub expect: Option<usize>,
     /// Continue an interrupted replay: letters it confirmed are never sent again.

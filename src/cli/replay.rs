@@ -364,16 +364,15 @@ fn print_plan(
 
 fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str) -> anyhow::Result<bool> {
     let n = plan.items.len();
-    if a.expect.is_some_and(|e| e != n) {
+    if let Some(e) = a.expect.filter(|e| n > *e) {
         return usage(format!(
-            "--expect {} but the plan has {n} letters: nothing was sent (check the filter)",
-            a.expect.unwrap_or_default()
+            "--expect {e} but the plan has {n} letters: nothing was sent (check the filter; if new letters keep arriving, pin the set with e.g. `age>5m`)"
         ));
     }
     if a.yes {
-        if n > CONFIRM_COUNT_ABOVE && a.expect != Some(n) {
+        if n > CONFIRM_COUNT_ABOVE && a.expect.is_none() {
             return usage(format!(
-                "{n} letters is more than {CONFIRM_COUNT_ABOVE}: confirm the count with --expect {n} (it guards against a filter that matches more than you meant)"
+                "{n} letters is more than {CONFIRM_COUNT_ABOVE}: confirm with --expect {n} (at most that many are sent: it guards against a filter that matches more than you meant)"
             ));
         }
         return Ok(true);

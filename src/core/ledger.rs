@@ -423,11 +423,8 @@ impl Ledger {
         detail: &str,
     ) -> rusqlite::Result<AuditEntry> {
         let last: Option<(i64, String)> = tx
-            .query_row(
-                "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .prepare_cached("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         let (seq, prev_hash) = match last {
             Some((s, h)) => (s + 1, h),
@@ -447,10 +444,10 @@ impl Ledger {
                 detail,
             },
         );
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO audit (seq, at, actor, action, target, detail, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![seq, at, actor, action, target, detail, prev_hash, hash],
-        )?;
+        )?
+        .execute(params![seq, at, actor, action, target, detail, prev_hash, hash])?;
         Ok(AuditEntry {
             seq,
             at,

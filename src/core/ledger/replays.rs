@@ -148,10 +148,12 @@ impl Ledger {
                 let entry = l
                     .audit_in(tx, "replay", c.letter_id, &detail)
                     .map_err(|e| l.err(e))?;
-                tx.execute(
+                tx.prepare_cached(
                     "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) VALUES (?1, ?2, ?3, ?4, 'replay', ?5, ?6, ?7, ?8)",
-                    params![source, c.letter_id, c.binding, c.location, reason, l.actor, entry.at, entry.seq],
                 )
+                .and_then(|mut st| st.execute(
+                    params![source, c.letter_id, c.binding, c.location, reason, l.actor, entry.at, entry.seq],
+                ))
                 .map_err(|e| l.err(e))?;
                 let mut d = Decision {
                     id: tx.last_insert_rowid(),

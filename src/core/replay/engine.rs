@@ -21,10 +21,10 @@ const MAX_IN_FLIGHT: usize = 1000;
 const WINDOW: usize = 50;
 /// How long a stop waits for confirms in flight before leaving them in doubt.
 const DRAIN: Duration = Duration::from_secs(30);
+/// Confirms are gathered this long before they are journaled together.
+const BATCH_WINDOW: Duration = Duration::from_millis(10);
 /// The current rate is measured over this window.
 const RATE_WINDOW: Duration = Duration::from_secs(5);
-/// Letters looked past when the next one's key is busy.
-const LOOKAHEAD: usize = 10_000;
 
 /// The kill switch, shared with whatever watches for it (Ctrl-C, a TUI key).
 #[derive(Debug, Clone, Default)]
@@ -179,8 +179,14 @@ pub struct Engine<'p> {
     plan: &'p Plan,
     control: Control,
     states: Vec<St>,
-    queue: VecDeque<usize>,
-    busy: HashSet<Vec<u8>>,
+    /// Letters that may go now, in plan order: at most one per key (its earliest).
+    ready: VecDeque<usize>,
+    /// Each key's later letters, in order: the next moves to `ready` when the one
+    /// before it is confirmed — so a key never has two letters in flight.
+    behind: HashMap<&'p [u8], VecDeque<usize>>,
+    /// Letters not sent yet (`ready` + `behind`).
+    remaining: usize,
+    /// Keys whose letter the broker refused: their later letters are held back.
     blocked: HashSet<Vec<u8>>,
     in_flight: HashSet<usize>,
     bucket: TokenBucket,
@@ -201,6 +207,8 @@ pub struct Engine<'p> {
     pub last_send_start: Option<Instant>,
     pub kill_seen: Option<Instant>,
     first_send: Option<Instant>,
+    /// Outcomes read while waiting, journaled by the next step.
+    stash: Vec<crate::core::ports::Outcome>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -221,6 +229,20 @@ impl<'p> Engine<'p> {
         } else {
             (Phase::Ramping, o.rate)
         };
+        let mut ready = VecDeque::new();
+        let mut behind: HashMap<&'p [u8], VecDeque<usize>> = HashMap::new();
+        for (i, it) in plan.items.iter().enumerate() {
+            match it.key.as_deref() {
+                Some(k) => match behind.get_mut(k) {
+                    Some(q) => q.push_back(i),
+                    None => {
+                        behind.insert(k, VecDeque::new());
+                        ready.push_back(i);
+                    }
+                },
+                None => ready.push_back(i),
+            }
+        }
         let mut by_message_id = HashMap::new();
         for (i, it) in plan.items.iter().enumerate() {
             if let Some(m) = it.message_id.as_deref() {
@@ -231,8 +253,9 @@ impl<'p> Engine<'p> {
             plan,
             control,
             states: vec![St::Pending; plan.items.len()],
-            queue: (0..plan.items.len()).collect(),
-            busy: HashSet::new(),
+            ready,
+            behind,
+            remaining: plan.items.len(),
             blocked: HashSet::new(),
             in_flight: HashSet::new(),
             bucket: TokenBucket::new(rate, now),
@@ -256,6 +279,7 @@ impl<'p> Engine<'p> {
             last_send_start: None,
             kill_seen: None,
             first_send: None,
+            stash: Vec::new(),
         }
     }
 
@@ -385,7 +409,7 @@ impl<'p> Engine<'p> {
                 self.send_due(publisher, ledger)?;
                 let canary = self.plan.options.canary.min(self.plan.items.len());
                 if self.phase == Phase::Canary
-                    && (self.canary_sent >= canary || self.queue.is_empty())
+                    && (self.canary_sent >= canary || self.remaining == 0)
                     && self.in_flight.is_empty()
                 {
                     self.phase = Phase::Watching;
@@ -399,9 +423,7 @@ impl<'p> Engine<'p> {
             }
             Phase::Ramping => {
                 self.send_due(publisher, ledger)?;
-                if self.phase == Phase::Ramping
-                    && self.queue.is_empty()
-                    && self.in_flight.is_empty()
+                if self.phase == Phase::Ramping && self.remaining == 0 && self.in_flight.is_empty()
                 {
                     self.phase = Phase::FinalWatch;
                     self.until = Some(now + self.plan.options.watch);
@@ -424,6 +446,52 @@ impl<'p> Engine<'p> {
         Ok(())
     }
 
+    /// Step repeatedly for up to `budget`, waiting briefly for confirms or the next
+    /// token in between — so a key's next letter follows its confirm within
+    /// milliseconds, not at the next DLQ heartbeat. Returns early when there is
+    /// nothing to send or wait for, something to settle, or the run is done.
+    pub fn run_for(
+        &mut self,
+        publisher: &mut dyn Publisher,
+        ledger: &mut Ledger,
+        budget: Duration,
+    ) -> Result<(), LedgerError> {
+        let start = Instant::now();
+        loop {
+            self.step(publisher, ledger, Instant::now())?;
+            let elapsed = start.elapsed();
+            let active = matches!(self.phase, Phase::Canary | Phase::Ramping | Phase::Stopping);
+            if self.done()
+                || self.wants_settle()
+                || elapsed >= budget
+                || !active
+                || (self.in_flight.is_empty() && self.remaining == 0)
+            {
+                return Ok(());
+            }
+            let left = budget - elapsed;
+            let wait = self
+                .idle_for(Instant::now())
+                .min(left)
+                .max(Duration::from_millis(1));
+            if self.in_flight.is_empty() {
+                std::thread::sleep(wait);
+                continue;
+            }
+            // Gather confirms for a batch window (each journal commit is an fsync), or
+            // until every letter in flight is confirmed (a canary, one hot key).
+            let deadline = Instant::now() + wait.max(BATCH_WINDOW).min(left);
+            loop {
+                let now = Instant::now();
+                if now >= deadline || self.stash.len() >= self.in_flight.len() {
+                    break;
+                }
+                let got = publisher.confirmations(deadline - now);
+                self.stash.extend(got);
+            }
+        }
+    }
+
     /// Confirms and refusals that arrived: journaled in one transaction per kind.
     fn collect(
         &mut self,
@@ -431,7 +499,8 @@ impl<'p> Engine<'p> {
         ledger: &mut Ledger,
         now: Instant,
     ) -> Result<(), LedgerError> {
-        let outcomes = publisher.confirmations(Duration::ZERO);
+        let mut outcomes = std::mem::take(&mut self.stash);
+        outcomes.extend(publisher.confirmations(Duration::ZERO));
         if outcomes.is_empty() {
             return Ok(());
         }
@@ -444,11 +513,11 @@ impl<'p> Engine<'p> {
                 continue;
             }
             let item = &self.plan.items[i];
-            if let Some(k) = &item.key {
-                self.busy.remove(k);
-            }
             match outcome {
-                Ok(c) => ok.push((i, c.location)),
+                Ok(c) => {
+                    self.release_key(i);
+                    ok.push((i, c.location));
+                }
                 Err(e) => {
                     let why = e.to_string();
                     ledger.replay_item(
@@ -506,31 +575,48 @@ impl<'p> Engine<'p> {
         Ok(())
     }
 
-    /// The next letter that may go: in plan order, skipping keys with a letter in flight;
-    /// letters of a key whose earlier letter was refused are held back.
+    /// A key's letter was confirmed: its next letter may go.
+    fn release_key(&mut self, i: usize) {
+        let plan = self.plan;
+        if let Some(next) = plan.items[i]
+            .key
+            .as_deref()
+            .and_then(|k| self.behind.get_mut(k))
+            .and_then(VecDeque::pop_front)
+        {
+            self.ready.push_back(next);
+        }
+    }
+
+    /// The next letter that may go; letters of a key whose earlier letter was refused
+    /// are held back (journaled), with all that follow them.
     fn next_eligible(&mut self, ledger: &mut Ledger) -> Result<Option<usize>, LedgerError> {
-        let mut pos = 0;
-        while pos < self.queue.len().min(LOOKAHEAD) {
-            let i = self.queue[pos];
-            let item = &self.plan.items[i];
-            match &item.key {
-                Some(k) if self.blocked.contains(k) => {
-                    ledger.replay_item(
-                        &self.plan.id,
-                        item.seq,
-                        &item.letter_id,
-                        "held-back",
-                        Some("an earlier letter of its key was not replayed"),
-                    )?;
-                    self.states[i] = St::HeldBack;
-                    self.counts.held_back += 1;
-                    self.queue.remove(pos);
-                }
-                Some(k) if self.busy.contains(k) => pos += 1,
-                _ => {
-                    self.queue.remove(pos);
-                    return Ok(Some(i));
-                }
+        let plan = self.plan;
+        while let Some(i) = self.ready.pop_front() {
+            let item = &plan.items[i];
+            let Some(k) = item.key.as_deref().filter(|k| self.blocked.contains(*k)) else {
+                self.remaining -= 1;
+                return Ok(Some(i));
+            };
+            let mut held = vec![i];
+            held.extend(
+                self.behind
+                    .get_mut(k)
+                    .map(std::mem::take)
+                    .unwrap_or_default(),
+            );
+            for h in held {
+                let it = &plan.items[h];
+                ledger.replay_item(
+                    &plan.id,
+                    it.seq,
+                    &it.letter_id,
+                    "held-back",
+                    Some("an earlier letter of its key was not replayed"),
+                )?;
+                self.states[h] = St::HeldBack;
+                self.counts.held_back += 1;
+                self.remaining -= 1;
             }
         }
         Ok(None)
@@ -556,9 +642,6 @@ impl<'p> Engine<'p> {
                 break;
             };
             self.bucket.take(Instant::now());
-            if let Some(k) = &self.plan.items[i].key {
-                self.busy.insert(k.clone());
-            }
             batch.push(i);
         }
         if batch.is_empty() {
@@ -609,7 +692,6 @@ impl<'p> Engine<'p> {
                     self.states[i] = St::Refused;
                     self.counts.refused += 1;
                     if let Some(k) = &item.key {
-                        self.busy.remove(k);
                         self.blocked.insert(k.clone());
                     }
                     unsent.extend(batch[n + 1..].iter().copied());
@@ -621,9 +703,6 @@ impl<'p> Engine<'p> {
         // Journaled as sending but never started: back to planned (not in doubt).
         for &i in unsent.iter().rev() {
             let item = &self.plan.items[i];
-            if let Some(k) = &item.key {
-                self.busy.remove(k);
-            }
             ledger.replay_item(
                 &self.plan.id,
                 item.seq,
@@ -631,7 +710,8 @@ impl<'p> Engine<'p> {
                 "planned",
                 Some("not sent: stopped first"),
             )?;
-            self.queue.push_front(i);
+            self.ready.push_front(i);
+            self.remaining += 1;
         }
         if self.control.killed() && self.end.is_none() {
             self.stop(End::Killed, Instant::now());
@@ -653,7 +733,7 @@ impl<'p> Engine<'p> {
             .as_secs_f64()
             .max(0.001);
         let target_rate = self.bucket.rate();
-        let remaining = self.queue.len();
+        let remaining = self.remaining;
         let watch_left = matches!(self.phase, Phase::Watching | Phase::FinalWatch)
             .then(|| self.until.map(|u| u.saturating_duration_since(now)))
             .flatten();
@@ -700,7 +780,7 @@ impl<'p> Engine<'p> {
             "failed_again": self.counts.failed_again,
             "refused": self.counts.refused,
             "held_back": self.counts.held_back,
-            "not_sent": self.queue.len(),
+            "not_sent": self.remaining,
             "in_doubt": self.in_doubt(),
             "reason": self.end.as_ref().and_then(End::reason),
         })
@@ -709,7 +789,7 @@ impl<'p> Engine<'p> {
     /// Sleep hint: how long until something is due (a token, a window's end).
     pub fn idle_for(&mut self, now: Instant) -> Duration {
         let mut d = Duration::from_millis(100);
-        if matches!(self.phase, Phase::Canary | Phase::Ramping) && !self.queue.is_empty() {
+        if matches!(self.phase, Phase::Canary | Phase::Ramping) && self.remaining > 0 {
             d = d.min(self.bucket.wait(now));
         }
         if let Some(u) = self.until {

@@ -13,6 +13,10 @@ use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::time::Instant;
 
+/// How long the engine may publish and await confirms between two looks at the DLQ
+/// (the tail's heartbeat is 100 ms): a failing letter is seen within about 0.3 s.
+const STEP_BUDGET: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// What a replay run did.
 #[derive(Debug, Clone)]
 pub struct ReplayReport {
@@ -184,7 +188,7 @@ impl Session {
                         }
                     }
                 }
-                if let Err(e) = engine.step(publisher, &mut ledger, Instant::now()) {
+                if let Err(e) = engine.run_for(publisher, &mut ledger, STEP_BUDGET) {
                     err = Some(e);
                     return ControlFlow::Break(());
                 }
@@ -271,7 +275,7 @@ impl Session {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<(), SessionError> {
         while !engine.done() {
-            engine.step(publisher, ledger, Instant::now())?;
+            engine.run_for(publisher, ledger, STEP_BUDGET)?;
             self.settle_replayed(engine, ledger, unsettled)?;
             progress(&engine.progress(Instant::now()));
             std::thread::sleep(
