@@ -207,6 +207,8 @@ pub struct Engine<'p> {
     pub last_send_start: Option<Instant>,
     pub kill_seen: Option<Instant>,
     first_send: Option<Instant>,
+    /// The bucket has not paced a publish yet.
+    bucket_fresh: bool,
     /// Outcomes read while waiting, journaled by the next step.
     stash: Vec<crate::core::ports::Outcome>,
 }
@@ -280,6 +282,7 @@ impl<'p> Engine<'p> {
             kill_seen: None,
             first_send: None,
             stash: Vec::new(),
+            bucket_fresh: true,
         }
     }
 
@@ -630,6 +633,11 @@ impl<'p> Engine<'p> {
         ledger: &mut Ledger,
     ) -> Result<(), LedgerError> {
         let canary = self.plan.options.canary.min(self.plan.items.len());
+        if self.first_send.is_none() && self.bucket_fresh {
+            // Time spent getting here (the DLQ watch starting) is not owed as a burst.
+            self.bucket = TokenBucket::new(self.bucket.rate(), Instant::now());
+            self.bucket_fresh = false;
+        }
         let mut batch = Vec::new();
         while self.end.is_none() && self.in_flight.len() + batch.len() < MAX_IN_FLIGHT {
             if self.phase == Phase::Canary && self.canary_sent + batch.len() >= canary {
