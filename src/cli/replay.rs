@@ -455,6 +455,7 @@ struct Bar {
     tty: bool,
     last: Option<Instant>,
     drawn: bool,
+    ended: bool,
     planned: usize,
 }
 
@@ -464,6 +465,7 @@ impl Bar {
             tty: std::io::stderr().is_terminal(),
             last: None,
             drawn: false,
+            ended: false,
             planned,
         }
     }
@@ -474,10 +476,14 @@ impl Bar {
         } else {
             Duration::from_secs(1)
         };
+        if self.ended {
+            return;
+        }
         let due = self.last.is_none_or(|t| t.elapsed() >= every) || p.end.is_some();
         if !due {
             return;
         }
+        self.ended = p.end.is_some() && p.phase == crate::core::replay::Phase::Done;
         self.last = Some(Instant::now());
         let mut err = std::io::stderr().lock();
         if self.tty {

@@ -123,6 +123,12 @@ impl Demo {
 /// Produce letters exactly where their coordinates say (same partition, key, headers,
 /// timestamp), idempotently, and fail unless every delivery was confirmed.
 pub fn produce_all(bootstrap: &str, letters: &[RawLetter]) -> Result<(), SourceError> {
+    let (producer, ctx) = producer(bootstrap)?;
+    produce_with(&producer, &ctx, letters)
+}
+
+/// An idempotent `acks=all` producer and its delivery counter.
+fn producer(bootstrap: &str) -> Result<(BaseProducer<Deliveries>, Deliveries), SourceError> {
     let ctx = Deliveries::default();
     let producer: BaseProducer<Deliveries> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -131,6 +137,16 @@ pub fn produce_all(bootstrap: &str, letters: &[RawLetter]) -> Result<(), SourceE
         .set("linger.ms", "5")
         .create_with_context(ctx.clone())
         .map_err(|e| SourceError::failed_by("demo: producer", e))?;
+    Ok((producer, ctx))
+}
+
+/// Produce `letters` where their coordinates say with `producer`, flush, and fail unless
+/// every delivery since `ctx` was made was confirmed.
+fn produce_with(
+    producer: &BaseProducer<Deliveries>,
+    ctx: &Deliveries,
+    letters: &[RawLetter],
+) -> Result<(), SourceError> {
     for l in letters {
         let Some(Coords::Kafka {
             topic, partition, ..
@@ -230,6 +246,7 @@ impl Simulator {
             .map_err(|e| SourceError::failed_by("demo consumer", e))?;
         let stop2 = stop.clone();
         handles.push(std::thread::spawn(move || {
+            let mut dlq = None;
             while !stop2.load(Ordering::Relaxed) {
                 let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) else {
                     continue;
@@ -237,7 +254,14 @@ impl Simulator {
                 let raw = super::kafka::to_raw(&msg);
                 if let Err(reason) = scenario::consumer_verdict(&raw) {
                     let again = scenario::dead_letter_again(&raw, reason, Utc::now());
-                    let _ = produce_all(&bootstrap, &[again]);
+                    // One producer for the consumer's life: a new one per failure made
+                    // the simulated service lag far behind a fast replay.
+                    if dlq.is_none() {
+                        dlq = producer(&bootstrap).ok();
+                    }
+                    if let Some((p, ctx)) = &dlq {
+                        let _ = produce_with(p, ctx, &[again]);
+                    }
                 }
             }
         }));

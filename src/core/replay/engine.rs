@@ -399,11 +399,20 @@ impl<'p> Engine<'p> {
         let (failed, n, ratio) = self.failed_ratio();
         if ratio > self.plan.options.max_failed_ratio && self.end.is_none() {
             self.stop(
-                End::AutoStopped(format!(
-                    "{failed} of the last {n} replayed letters failed again ({:.0}% > {:.0}%)",
-                    ratio * 100.0,
-                    self.plan.options.max_failed_ratio * 100.0
-                )),
+                End::AutoStopped(if n < self.plan.options.canary {
+                    format!(
+                        "{failed} of {n} replayed letters failed again: {:.0}% of the {}-letter canary > {:.0}%",
+                        ratio * 100.0,
+                        self.plan.options.canary,
+                        self.plan.options.max_failed_ratio * 100.0
+                    )
+                } else {
+                    format!(
+                        "{failed} of the last {n} replayed letters failed again ({:.0}% > {:.0}%)",
+                        ratio * 100.0,
+                        self.plan.options.max_failed_ratio * 100.0
+                    )
+                }),
                 now,
             );
         }

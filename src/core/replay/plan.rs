@@ -140,6 +140,8 @@ pub struct Candidate {
     pub revision: Option<(i64, Vec<u8>)>,
     /// Masked payload preview, for the dry-run's sample.
     pub preview: String,
+    /// The same of its latest revision.
+    pub revision_preview: Option<String>,
 }
 
 /// One letter the engine will send.
@@ -593,11 +595,15 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
             .entry((group.clone(), target.to_string()))
             .or_insert(0) += 1;
         if sample.len() < EXAMPLES {
+            let preview = match (&c.revision_preview, revision) {
+                (Some(p), Some(n)) => format!("(revision {n}) {p}"),
+                _ => c.preview.clone(),
+            };
             sample.push((
                 c.letter.id.value.0.clone(),
                 group.clone(),
                 target.to_string(),
-                c.preview.clone(),
+                preview,
             ));
         }
         let seq = match seqs.and_then(|s| s.get(&(c.letter.id.value.0.clone(), c.binding.clone())))

@@ -55,6 +55,7 @@ fn cand(r: RawLetter) -> Candidate {
         ledger_replays: 0,
         revision: None,
         preview: String::new(),
+        revision_preview: None,
         letter,
     }
 }

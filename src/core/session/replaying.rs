@@ -95,6 +95,9 @@ impl Session {
                     settle,
                     state,
                     ledger_replays: counts.get(&id).copied().unwrap_or(0),
+                    revision_preview: revisions
+                        .get(&id)
+                        .map(|(_, p)| crate::core::catalog::preview(&self.settings.masker, p)),
                     revision: revisions.get(&id).cloned(),
                     binding,
                     preview,
