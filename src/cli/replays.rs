@@ -61,7 +61,7 @@ fn list(ledger: &crate::core::ledger::Ledger, json: bool) -> anyhow::Result<()> 
     }
     writeln!(
         out,
-        "{:<24} {:<12} {:>7} {:>9} {:>6}  {:<10} {:<20} TARGET",
+        "{:<24} {:<12} {:>7} {:>9} {:>6}  {:<10} {:<24} TARGET",
         "ID", "STATE", "PLANNED", "CONFIRMED", "FAILED", "ACTOR", "STARTED"
     )?;
     for r in &rows {
@@ -73,7 +73,7 @@ fn list(ledger: &crate::core::ledger::Ledger, json: bool) -> anyhow::Result<()> 
         };
         writeln!(
             out,
-            "{:<24} {:<12} {:>7} {:>9} {:>6}  {:<10} {:<20} {}",
+            "{:<24} {:<12} {:>7} {:>9} {:>6}  {:<10} {:<24} {}",
             clean(&r.id),
             state(r),
             r.detail
