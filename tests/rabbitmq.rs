@@ -1476,3 +1476,162 @@ fn an_unroutable_replay_stops_and_leaves_every_dlq_copy() {
         "a refused letter stays open"
     );
 }
+
+#[test]
+fn a_crash_mid_replay_on_rabbitmq_resumes_and_acks_without_resending() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("resume");
+    let (seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
+    let args = [
+        "replay",
+        &uri,
+        "--filter",
+        "reason=rejected",
+        "--canary",
+        "0",
+        "--rate",
+        "10",
+        "--watch",
+        "1s",
+        "--max-failed-ratio",
+        "0.9",
+        "--yes",
+    ];
+    let crashed = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args(args)
+        .env("DLQ_TRIAGE_LEDGER", dir.path().join("ledger.db"))
+        .env("DLQ_TRIAGE_ACTOR", "alice")
+        .env("XDG_STATE_HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .env("DLQ_TRIAGE_TEST_CRASH_AFTER_CONFIRMED", "5")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    assert!(!crashed.status.success(), "the hook aborts");
+    let stdout = String::from_utf8_lossy(&crashed.stdout).to_string();
+    let id = stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("r-2"))
+        .expect("replay id")
+        .to_string();
+    let show = |dir: &std::path::Path| -> serde_json::Value {
+        let out = replay_cli(dir, &["replays", "show", &id, "--json"]);
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let before = show(dir.path());
+    assert_eq!(before["state"], "interrupted", "{before}");
+    let confirmed: Vec<String> = before["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .filter(|l| {
+            matches!(
+                l["state"].as_str(),
+                Some("settled" | "confirmed" | "failed-again")
+            )
+        })
+        .map(|l| l["letter_id"].as_str().expect("id").to_string())
+        .collect();
+    assert!(confirmed.len() >= 5, "{before}");
+    let acked = before["by_state"]["settled"].as_u64().unwrap_or(0) as u32;
+    let in_doubt = before["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .filter(|l| l["state"] == "sending")
+        .count();
+    // The dead connection gave every held letter back: nothing is lost.
+    t.wait_for(&t.n("dlq"), 20 - acked);
+    let resumed = replay_cli(dir.path(), &["replay", &uri, "--resume", &id, "--yes"]);
+    let log = String::from_utf8_lossy(&resumed.stderr).to_string();
+    assert_eq!(resumed.status.code(), Some(0), "{log}");
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let got: Vec<_> = seen.try_iter().collect();
+    let mut times: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for g in &got {
+        *times.entry(g.0.as_str()).or_insert(0) += 1;
+    }
+    assert_eq!(times.len(), 20, "every order was replayed: {times:?}");
+    for c in &confirmed {
+        assert_eq!(
+            times[c.as_str()],
+            1,
+            "{c} was confirmed before the crash: never re-sent"
+        );
+    }
+    let dups: usize = times.values().map(|n| n - 1).sum();
+    assert!(
+        dups <= in_doubt,
+        "only letters in doubt may repeat: {dups} > {in_doubt}"
+    );
+    // Left in the DLQ: exactly the copies of bad orders that failed again.
+    let bad = got.iter().filter(|g| g.0 == "m-3" || g.0 == "m-13").count() as u32;
+    assert_eq!(t.count(&t.n("dlq")), bad, "originals all acked");
+    let after = show(dir.path());
+    assert_eq!(after["state"], "completed", "{after}");
+    let verify = replay_cli(dir.path(), &["audit", "verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+#[test]
+fn a_canary_on_a_consumer_that_still_fails_stops_on_rabbitmq() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = Topology::new("stop");
+    for i in 0..10 {
+        t.publish(
+            &t.n("orders"),
+            "order.created",
+            &format!("b-{i}"),
+            "{\"bad\":true}",
+        );
+    }
+    t.reject_from_work(10);
+    t.wait_for(&t.n("dlq"), 10);
+    let (_seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
+    let out = replay_cli(
+        dir.path(),
+        &[
+            "replay",
+            &uri,
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "5",
+            "--canary-rate",
+            "5",
+            "--watch",
+            "3s",
+            "--yes",
+        ],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("failed again"), "{stdout}");
+    // Never past the canary; the rest were not sent and are still in the DLQ.
+    assert_eq!(t.count(&t.n("work")), 0);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        t.count(&t.n("dlq")),
+        10,
+        "5+ unsent originals + the copies that failed again"
+    );
+}
