@@ -1574,6 +1574,11 @@ fn a_crash_mid_replay_on_rabbitmq_resumes_and_acks_without_resending() {
     assert_eq!(t.count(&t.n("dlq")), bad, "originals all acked");
     let after = show(dir.path());
     assert_eq!(after["state"], "completed", "{after}");
+    assert!(
+        after["by_state"].get("confirmed").is_none(),
+        "reconciled acks are journaled: {after}"
+    );
+    assert!(log.contains("reconciled"), "{log}");
     let verify = replay_cli(dir.path(), &["audit", "verify"]);
     assert!(
         verify.status.success(),

@@ -609,6 +609,18 @@ impl Ledger {
                 params![entry.at, decision.id],
             )
             .map_err(|e| l.err(e))?;
+            // A replayed letter acked later (reconciled): its journal says so too.
+            if let Some(replay) = decision
+                .reason
+                .strip_prefix("replay ")
+                .filter(|_| decision.kind == "replay")
+            {
+                tx.execute(
+                    "UPDATE replay_items SET state = 'settled', at = ?1 WHERE replay_id = ?2 AND letter_id = ?3 AND binding = ?4 AND state = 'confirmed'",
+                    params![entry.at, replay, decision.letter_id, decision.binding],
+                )
+                .map_err(|e| l.err(e))?;
+            }
             Ok(())
         })
     }
