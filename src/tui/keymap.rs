@@ -251,7 +251,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[C('r')],
-        help: "replay (not in this build yet)",
+        help: "replay (not in this build yet: use `dlq-triage replay`)",
         footer: None,
         effect: Effect::Broker,
         needs: Some(Permission::Replay),
