@@ -282,18 +282,21 @@ fn browse(src: &mut RabbitSource) -> (Vec<DeadLetter>, Vec<String>) {
     (letters, problems)
 }
 
+/// Orders `m-0`… published to the work queue and rejected there by the consumer: the
+/// broker dead-letters them with its own `x-death`.
+fn rejected_orders(t: &Topology, n: usize, body: impl Fn(usize) -> String) {
+    for i in 0..n {
+        t.publish(&t.n("orders"), "order.created", &format!("m-{i}"), &body(i));
+    }
+    t.reject_from_work(n);
+}
+
 /// 5 rejected by the consumer, 3 expired by TTL, 2 pushed out by max-length.
 fn seeded(tag: &str) -> Topology {
     let t = Topology::new(tag);
-    for i in 0..5 {
-        t.publish(
-            &t.n("orders"),
-            "order.created",
-            &format!("m-{i}"),
-            &format!("{{\"order\":{i},\"email\":\"jane{i}@example.com\"}}"),
-        );
-    }
-    t.reject_from_work(5);
+    rejected_orders(&t, 5, |i| {
+        format!("{{\"order\":{i},\"email\":\"jane{i}@example.com\"}}")
+    });
     for i in 0..3 {
         t.publish("", &t.n("ttl"), &format!("t-{i}"), "{}");
     }
@@ -1339,17 +1342,21 @@ fn work_consumer(queue: String) -> (std::sync::mpsc::Receiver<Seen>, StopFlag) {
 /// 20 orders rejected by the broken service: the DLQ holds them with x-death.
 fn dead_orders(tag: &str) -> Topology {
     let t = Topology::new(tag);
-    for i in 0..20 {
-        t.publish(
-            &t.n("orders"),
-            "order.created",
-            &format!("m-{i}"),
-            &format!("{{\"order\":{i},\"bad\":{}}}", i % 10 == 3),
-        );
-    }
-    t.reject_from_work(20);
+    rejected_orders(&t, 20, |i| {
+        format!("{{\"order\":{i},\"bad\":{}}}", i % 10 == 3)
+    });
     t.wait_for(&t.n("dlq"), 20);
     t
+}
+
+/// The ledger's audit chain and rows check out.
+fn verified(dir: &std::path::Path) {
+    let verify = replay_cli(dir, &["audit", "verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
 }
 
 fn replay_cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
@@ -1419,12 +1426,7 @@ fn a_replay_goes_to_the_origin_exchange_acks_confirmed_letters_and_sees_failures
     let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).expect("json");
     assert_eq!(shown["by_state"]["settled"], 18, "{shown}");
     assert_eq!(shown["by_state"]["failed-again"], 2, "{shown}");
-    let verify = replay_cli(dir.path(), &["audit", "verify"]);
-    assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stdout)
-    );
+    verified(dir.path());
 }
 
 #[test]
@@ -1579,12 +1581,7 @@ fn a_crash_mid_replay_on_rabbitmq_resumes_and_acks_without_resending() {
         "reconciled acks are journaled: {after}"
     );
     assert!(log.contains("reconciled"), "{log}");
-    let verify = replay_cli(dir.path(), &["audit", "verify"]);
-    assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stdout)
-    );
+    verified(dir.path());
 }
 
 #[test]

@@ -248,6 +248,21 @@ impl Plan {
         Duration::from_secs_f64(secs)
     }
 
+    /// (seq, letter id, binding, location) of every letter, as the journal records them.
+    pub fn journal_rows(&self) -> Vec<(u32, &str, &str, &str)> {
+        self.items
+            .iter()
+            .map(|i| {
+                (
+                    i.seq,
+                    i.letter_id.as_str(),
+                    i.binding.as_str(),
+                    i.location.as_str(),
+                )
+            })
+            .collect()
+    }
+
     /// Excluded letters counted by reason.
     pub fn excluded_counts(&self) -> BTreeMap<Why, usize> {
         let mut m = BTreeMap::new();

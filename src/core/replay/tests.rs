@@ -338,18 +338,7 @@ fn ledger() -> (tempfile::TempDir, Ledger) {
 }
 
 fn start(l: &mut Ledger, p: &Plan) {
-    let rows: Vec<(u32, &str, &str, &str)> = p
-        .items
-        .iter()
-        .map(|i| {
-            (
-                i.seq,
-                i.letter_id.as_str(),
-                i.binding.as_str(),
-                i.location.as_str(),
-            )
-        })
-        .collect();
+    let rows = p.journal_rows();
     l.replay_start(&p.id, &p.source, "orders", &serde_json::json!({}), &rows)
         .expect("start");
 }

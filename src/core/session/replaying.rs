@@ -297,18 +297,7 @@ fn journal_start(
     plan: &Plan,
     resume: Option<&Resume>,
 ) -> Result<(), SessionError> {
-    let rows: Vec<(u32, &str, &str, &str)> = plan
-        .items
-        .iter()
-        .map(|i| {
-            (
-                i.seq,
-                i.letter_id.as_str(),
-                i.binding.as_str(),
-                i.location.as_str(),
-            )
-        })
-        .collect();
+    let rows = plan.journal_rows();
     let detail = serde_json::json!({
         "source": plan.source,
         "options": plan.options.to_json(),
