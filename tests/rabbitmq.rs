@@ -659,6 +659,20 @@ fn streams_are_read_by_offset_without_consuming() {
         t.publish("", &q, &format!("s-{i}"), "{}");
     }
     std::thread::sleep(Duration::from_millis(500));
+    // Replay is refused up front (nothing journaled, nothing sent): a stream is not
+    // tailed, so letters failing again could not be seen.
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={q}");
+    let out = replay_cli(dir.path(), &["replay", &uri, "--filter", "id=s-1", "--yes"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stream"));
+    let listed = replay_cli(dir.path(), &["replays", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "[]");
     let mut src = RabbitSource::new(target(), vec![q.clone()])
         .expect("source")
         .with_management(MGMT)

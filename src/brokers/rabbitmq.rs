@@ -863,7 +863,14 @@ impl DlqSource for RabbitSource {
         }
     }
 
+    /// Replay needs the browse's consumers: they are how letters failing again are seen
+    /// (and held deliveries are how the DLQ copies are acked). Streams have neither.
     fn replay_ports(&self) -> Result<crate::core::ports::ReplayPorts, SourceError> {
+        if self.consumers.is_empty() {
+            return Err(SourceError::Unsupported(
+                "replay from a RabbitMQ stream is not supported in this build: a stream is re-read, not tailed, so letters failing again could not be watched for; shovel the letters to a classic or quorum queue and replay from there".into(),
+            ));
+        }
         Ok(crate::core::ports::ReplayPorts {
             publisher: Box::new(RabbitPublisher::new(&self.target)?),
             origin_log: None,
