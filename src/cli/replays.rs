@@ -10,6 +10,12 @@ use std::io::Write;
 pub fn run(ctx: &Context, a: &ReplaysArgs) -> anyhow::Result<()> {
     let ledger = match &ctx.ledger_path {
         Some(p) if p.exists() => ctx.ledger()?,
+        _ if a.what.is_some() => {
+            return usage(format!(
+                "no replay `{}`: there is no ledger yet",
+                clean(a.id.as_deref().unwrap_or(""))
+            ))
+        }
         _ => {
             if a.json {
                 println!("[]");
