@@ -1651,3 +1651,89 @@ fn a_canary_on_a_consumer_that_still_fails_stops_on_rabbitmq() {
         "5+ unsent originals + the copies that failed again"
     );
 }
+
+#[test]
+fn ctrl_c_stops_a_rabbitmq_replay_and_every_publish_is_journaled() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("kill");
+    let (seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args([
+            "replay",
+            &uri,
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "0",
+            "--rate",
+            "4",
+            "--max-failed-ratio",
+            "1",
+            "--yes",
+        ])
+        .env("DLQ_TRIAGE_LEDGER", dir.path().join("ledger.db"))
+        .env("DLQ_TRIAGE_ACTOR", "alice")
+        .env("XDG_STATE_HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = Instant::now();
+    while settled_so_far(&dir) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never got going"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("exits");
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let delivered = seen.try_iter().count();
+    let list = replay_cli(dir.path(), &["replays", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    assert_eq!(rows[0]["state"], "killed");
+    let o = &rows[0]["outcome"];
+    assert_eq!(o["in_doubt"], 0, "confirms in flight were awaited: {o}");
+    assert_eq!(
+        o["sent"].as_u64(),
+        Some(delivered as u64),
+        "every publish journaled, none after the kill: {o}"
+    );
+    assert!(delivered < 20);
+    // The DLQ keeps every letter not replayed (confirmed ones were acked), plus the
+    // copies that failed again.
+    let confirmed = o["confirmed"].as_u64().expect("confirmed") as u32;
+    let failed = o["failed_again"].as_u64().expect("failed") as u32;
+    assert_eq!(t.count(&t.n("dlq")), 20 - confirmed + failed, "{o}");
+    verified(dir.path());
+}
+
+/// Letters the replay in `dir` has journaled as settled so far.
+fn settled_so_far(dir: &tempfile::TempDir) -> usize {
+    let list = replay_cli(dir.path(), &["replays", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
+    let Some(id) = rows[0]["id"].as_str() else {
+        return 0;
+    };
+    let out = replay_cli(dir.path(), &["replays", "show", id, "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    shown["by_state"]["settled"].as_u64().unwrap_or(0) as usize
+}
