@@ -737,18 +737,20 @@ impl<'p> Engine<'p> {
     }
 
     pub fn progress(&self, now: Instant) -> Progress {
-        let window = RATE_WINDOW;
-        let recent = self
+        // Publishes started in the last window, as intervals between the first and the
+        // last of them; none lately is a rate of 0.
+        let recent: Vec<&Instant> = self
             .sends
             .iter()
             .rev()
-            .take_while(|t| now.saturating_duration_since(**t) <= window)
-            .count();
-        let span = now
-            .saturating_duration_since(self.started)
-            .min(window)
-            .as_secs_f64()
-            .max(0.001);
+            .take_while(|t| now.saturating_duration_since(**t) <= RATE_WINDOW)
+            .collect();
+        let rate = match (recent.last(), recent.first()) {
+            (Some(oldest), Some(newest)) if recent.len() > 1 => {
+                (recent.len() - 1) as f64 / newest.duration_since(**oldest).as_secs_f64().max(0.001)
+            }
+            _ => 0.0,
+        };
         let target_rate = self.bucket.rate();
         let remaining = self.remaining;
         let watch_left = matches!(self.phase, Phase::Watching | Phase::FinalWatch)
@@ -777,7 +779,7 @@ impl<'p> Engine<'p> {
             held_back: self.counts.held_back,
             in_flight: self.in_flight.len(),
             remaining,
-            rate: recent as f64 / span,
+            rate,
             target_rate,
             elapsed: now.saturating_duration_since(self.started),
             eta,
