@@ -1737,3 +1737,91 @@ fn settled_so_far(dir: &tempfile::TempDir) -> usize {
     let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     shown["by_state"]["settled"].as_u64().unwrap_or(0) as usize
 }
+
+#[test]
+fn a_browse_closed_by_the_server_mid_replay_stops_it_and_loses_nothing() {
+    if !rabbit_available() || !rabbitmqctl_available() {
+        return;
+    }
+    let t = dead_orders("closed");
+    let (seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args([
+            "replay",
+            &uri,
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "0",
+            "--rate",
+            "4",
+            "--max-failed-ratio",
+            "1",
+            "--yes",
+        ])
+        .env("DLQ_TRIAGE_LEDGER", dir.path().join("ledger.db"))
+        .env("DLQ_TRIAGE_ACTOR", "alice")
+        .env("XDG_STATE_HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = Instant::now();
+    while settled_so_far(&dir) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never got going"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server_closes(&format!("dlq-triage browse (pid {})", child.id()));
+    let out = child.wait_with_output().expect("exits");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("could not be watched"), "{stdout}");
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let got: Vec<_> = seen.try_iter().collect();
+    let delivered = got.len() as u32;
+    // Bad orders the service rejected again: their copies are back in the DLQ, seen by
+    // the replay or not (the watch was gone).
+    let bad = got.iter().filter(|g| g.0 == "m-3" || g.0 == "m-13").count() as u32;
+    let list = replay_cli(dir.path(), &["replays", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    assert_eq!(rows[0]["state"], "failed");
+    let o = &rows[0]["outcome"];
+    let confirmed = o["confirmed"].as_u64().expect("confirmed") as u32;
+    assert_eq!(
+        delivered, confirmed,
+        "no publish after the watch was lost: {o}"
+    );
+    // The closed browse gave its letters back, including confirmed ones not yet acked;
+    // the next browse acks those (reconciled), once, and replays none of them again.
+    let summary = replay_cli(dir.path(), &["summary", &uri, "--json"]);
+    let notes = String::from_utf8_lossy(&summary.stderr).to_string();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(t.count(&t.n("dlq")), 20 - confirmed + bad, "{o}\n{notes}");
+    let again = replay_cli(
+        dir.path(),
+        &[
+            "replay",
+            &uri,
+            "--filter",
+            "reason=rejected",
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&again.stdout).expect("json");
+    assert_eq!(
+        plan["planned"].as_u64(),
+        Some(u64::from(20 - confirmed + bad)),
+        "replayed letters are not offered again: {plan}"
+    );
+    verified(dir.path());
+}
