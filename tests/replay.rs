@@ -326,10 +326,18 @@ fn a_crash_mid_replay_resumes_without_resending_a_confirmed_letter() {
         text(&listed)
     );
     // Resume: the rest goes, nothing confirmed goes twice.
-    let resumed = env.run(&["replay", &env.uri, "--resume", &id, "--yes"]);
+    let resumed = env.run(&["replay", &env.uri, "--resume", &id, "--yes", "--rate", "50"]);
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
     let after = env.show(&id);
     assert_eq!(after["state"], "completed");
+    assert_eq!(
+        after["detail"]["options"]["rate"], 50.0,
+        "the pace given with --resume"
+    );
+    assert_eq!(
+        after["detail"]["options"]["canary"], 0,
+        "the rest as stored"
+    );
     assert_eq!(count(&after, "settled") as u64, n, "{after}");
     let landed = env.landed(&id);
     assert_eq!(landed.len() as u64, n, "every letter landed");

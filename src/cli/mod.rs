@@ -204,20 +204,24 @@ pub struct ReplayArgs {
     pub dry_run: bool,
     #[arg(long)]
     pub json: bool,
-    /// Letters sent first, at --canary-rate, then watched.
-    #[arg(long, default_value_t = 5, value_name = "N")]
-    pub canary: usize,
-    #[arg(long, default_value_t = 1.0, value_name = "PER_S")]
-    pub canary_rate: f64,
-    /// How long the DLQ is watched after the canary (and after the last letter).
-    #[arg(long, default_value = "30s", value_name = "DURATION")]
-    pub watch: String,
-    /// Letters per second after the canary.
-    #[arg(long, default_value_t = 10.0, value_name = "PER_S")]
-    pub rate: f64,
-    /// Stop when more than this share of the latest replayed letters fail again.
-    #[arg(long, default_value_t = 0.2, value_name = "RATIO")]
-    pub max_failed_ratio: f64,
+    /// Letters sent first, at --canary-rate, then watched [default: 5]. The pace flags
+    /// also apply with --resume, over the replay's stored ones.
+    #[arg(long, value_name = "N")]
+    pub canary: Option<usize>,
+    /// [default: 1]
+    #[arg(long, value_name = "PER_S")]
+    pub canary_rate: Option<f64>,
+    /// How long the DLQ is watched after the canary (and after the last letter)
+    /// [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub watch: Option<String>,
+    /// Letters per second after the canary [default: 10].
+    #[arg(long, value_name = "PER_S")]
+    pub rate: Option<f64>,
+    /// Stop when more than this share of the latest replayed letters fail again
+    /// [default: 0.2].
+    #[arg(long, value_name = "RATIO")]
+    pub max_failed_ratio: Option<f64>,
     /// Send each letter's latest revision (see `edit`) instead of its original payload.
     #[arg(long)]
     pub use_revisions: bool,

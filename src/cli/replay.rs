@@ -69,7 +69,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     let (id, opts) = match &resume {
         Some(r) => (
             r.row.id.clone(),
-            Options::from_json(&r.row.detail["options"]),
+            with_pace(a, Options::from_json(&r.row.detail["options"]))?,
         ),
         None => (replay::new_id(ctx.now), opts),
     };
@@ -157,34 +157,53 @@ fn refused<T>(why: &str) -> anyhow::Result<T> {
     .into())
 }
 
+/// The options of a new replay: what the plan selects, and its pace.
 fn options(a: &ReplayArgs) -> anyhow::Result<Options> {
-    let watch_ms = crate::core::timefmt::parse_duration_ms(&a.watch).ok_or_else(|| {
-        super::UsageError(format!("--watch `{}`: use e.g. 30s, 2m", clean(&a.watch)))
-    })?;
-    let positive = |v: f64, what: &str| -> anyhow::Result<f64> {
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            usage(format!(
+    with_pace(
+        a,
+        Options {
+            to: a.to.as_deref().map(parse_target).transpose()?,
+            use_revisions: a.use_revisions,
+            include_stale: a.include_stale,
+            max_replay_count: a.max_replay_count,
+            force_replay_count: a.force_replay_count,
+            ..Options::default()
+        },
+    )
+}
+
+/// `base` with the pace flags the operator gave (checked); the rest keeps `base`'s —
+/// so `--resume ID --rate 2` continues more slowly under the stored plan.
+fn with_pace(a: &ReplayArgs, base: Options) -> anyhow::Result<Options> {
+    let positive = |v: Option<f64>, dflt: f64, what: &str| -> anyhow::Result<f64> {
+        match v {
+            None => Ok(dflt),
+            Some(v) if v.is_finite() && v > 0.0 => Ok(v),
+            Some(_) => usage(format!(
                 "{what} must be a positive number of letters per second"
-            ))
+            )),
         }
     };
-    if !(0.0..=1.0).contains(&a.max_failed_ratio) {
+    let watch = match &a.watch {
+        None => base.watch,
+        Some(w) => {
+            let ms = crate::core::timefmt::parse_duration_ms(w).ok_or_else(|| {
+                super::UsageError(format!("--watch `{}`: use e.g. 30s, 2m", clean(w)))
+            })?;
+            Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+        }
+    };
+    let ratio = a.max_failed_ratio.unwrap_or(base.max_failed_ratio);
+    if !(0.0..=1.0).contains(&ratio) {
         return usage("--max-failed-ratio is a share between 0 and 1 (0.2 = 20%)");
     }
     Ok(Options {
-        to: a.to.as_deref().map(parse_target).transpose()?,
-        use_revisions: a.use_revisions,
-        include_stale: a.include_stale,
-        max_replay_count: a.max_replay_count,
-        force_replay_count: a.force_replay_count,
-        canary: a.canary,
-        canary_rate: positive(a.canary_rate, "--canary-rate")?,
-        rate: positive(a.rate, "--rate")?,
-        watch: Duration::from_millis(u64::try_from(watch_ms).unwrap_or(0)),
-        max_failed_ratio: a.max_failed_ratio,
-        ..Options::default()
+        canary: a.canary.unwrap_or(base.canary),
+        canary_rate: positive(a.canary_rate, base.canary_rate, "--canary-rate")?,
+        rate: positive(a.rate, base.rate, "--rate")?,
+        watch,
+        max_failed_ratio: ratio,
+        ..base
     })
 }
 

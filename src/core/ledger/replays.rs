@@ -87,9 +87,20 @@ impl Ledger {
         self.write(|l, tx| {
             l.audit_in(tx, "replay-resume", id, &detail.to_string())
                 .map_err(|e| l.err(e))?;
+            // The pace may have been changed for the rest of the run: keep the latest.
+            let old: String = tx
+                .query_row("SELECT detail FROM replays WHERE id = ?1", params![id], |r| {
+                    r.get(0)
+                })
+                .map_err(|e| l.err(e))?;
+            let mut row: serde_json::Value = serde_json::from_str(&old).unwrap_or_default();
+            if let (Some(o), Some(opts)) = (row.as_object_mut(), detail.get("options")) {
+                o.insert("options".into(), opts.clone());
+                o.insert("pid".into(), detail.get("pid").cloned().unwrap_or_default());
+            }
             tx.execute(
-                "UPDATE replays SET state = 'running' WHERE id = ?1",
-                params![id],
+                "UPDATE replays SET state = 'running', detail = ?2 WHERE id = ?1",
+                params![id, row.to_string()],
             )
             .map_err(|e| l.err(e))?;
             for (seq, letter_id, binding, location) in added {
