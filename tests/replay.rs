@@ -386,9 +386,16 @@ fn ctrl_c_is_the_kill_switch_no_publish_after_it() {
         .expect("spawn");
     // Wait until a few are confirmed (the journal is readable while it runs).
     let started = Instant::now();
+    let mut child = child;
     let id = loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            panic!(
+                "the replay ended early: {}",
+                text(&child.wait_with_output().expect("output"))
+            );
+        }
         assert!(
-            started.elapsed() < Duration::from_secs(30),
+            started.elapsed() < Duration::from_secs(90),
             "never got going"
         );
         std::thread::sleep(Duration::from_millis(200));
