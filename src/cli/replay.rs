@@ -469,6 +469,22 @@ fn summary_line(id: &str, end: &End, o: &serde_json::Value) -> String {
     s
 }
 
+/// `[#####...] ramping 120/500 confirmed · …`, sanitized: a stop reason can quote a
+/// letter id or a broker's error, which are untrusted.
+fn bar_line(p: &Progress, planned: usize) -> String {
+    let width = 24usize;
+    let filled = (p.confirmed * width)
+        .checked_div(planned)
+        .unwrap_or(0)
+        .min(width);
+    format!(
+        "[{}{}] {}",
+        "#".repeat(filled),
+        ".".repeat(width - filled),
+        clean(&p.line())
+    )
+}
+
 /// The progress display: a redrawn bar on a terminal, a line a second otherwise.
 struct Bar {
     tty: bool,
@@ -506,21 +522,10 @@ impl Bar {
         self.last = Some(Instant::now());
         let mut err = std::io::stderr().lock();
         if self.tty {
-            let width = 24usize;
-            let filled = (p.confirmed * width)
-                .checked_div(self.planned)
-                .unwrap_or(0)
-                .min(width);
-            let _ = write!(
-                err,
-                "\r\x1b[2K[{}{}] {}",
-                "#".repeat(filled),
-                ".".repeat(width - filled),
-                p.line()
-            );
+            let _ = write!(err, "\r\x1b[2K{}", bar_line(p, self.planned));
             self.drawn = true;
         } else {
-            let _ = writeln!(err, "{}", p.line());
+            let _ = writeln!(err, "{}", clean(&p.line()));
         }
         let _ = err.flush();
     }
@@ -529,5 +534,44 @@ impl Bar {
         if self.drawn {
             eprintln!();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::replay::Phase;
+
+    #[test]
+    fn the_progress_bar_fills_and_never_prints_a_letters_escape_sequences() {
+        let p = Progress {
+            replay_id: "r-1".into(),
+            phase: Phase::Done,
+            planned: 10,
+            sent: 5,
+            confirmed: 5,
+            failed_again: 0,
+            refused: 1,
+            held_back: 0,
+            in_flight: 0,
+            remaining: 5,
+            rate: 1.0,
+            target_rate: 1.0,
+            elapsed: Duration::from_secs(5),
+            eta: None,
+            watch_left: None,
+            end: Some(End::AutoStopped(
+                "the broker did not take \x1b]0;pwned\x07m-\x1b[31m1: unroutable".into(),
+            )),
+            first_send_start: None,
+            last_send_start: None,
+        };
+        let line = bar_line(&p, 10);
+        assert!(
+            line.starts_with("[############............] done"),
+            "{line}"
+        );
+        assert!(!line.contains('\x1b') && !line.contains('\x07'), "{line:?}");
+        assert!(line.contains("unroutable"));
     }
 }
