@@ -399,8 +399,10 @@ fn ctrl_c_is_the_kill_switch_no_publish_after_it() {
             "never got going"
         );
         std::thread::sleep(Duration::from_millis(200));
+        // Reading the journal while the replay writes it must work (a second terminal).
         let list = env.run(&["replays", "--json"]);
-        let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
+        assert!(list.status.success(), "{}", text(&list));
+        let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
         let Some(id) = rows[0]["id"].as_str().map(str::to_string) else {
             continue;
         };

@@ -313,10 +313,12 @@ impl Ledger {
             actor: actor.to_string(),
             key,
         };
+        // The busy timeout first: a reader opening the ledger while a replay journals
+        // (`dlq-triage replays` from a second terminal) waits instead of failing.
         l.conn
-            .pragma_update(None, "journal_mode", "WAL")
+            .busy_timeout(std::time::Duration::from_secs(10))
+            .and_then(|_| l.conn.pragma_update(None, "journal_mode", "WAL"))
             .and_then(|_| l.conn.pragma_update(None, "synchronous", "FULL"))
-            .and_then(|_| l.conn.busy_timeout(std::time::Duration::from_secs(10)))
             .map_err(|e| l.err(e))?;
         l.migrate()?;
         Ok(l)
@@ -344,29 +346,47 @@ impl Ledger {
         &self.actor
     }
 
+    /// Bring the schema up to date, one process at a time: the write lock is taken
+    /// before the version is read, so two commands opening a new ledger at once do not
+    /// both create it.
     fn migrate(&self) -> Result<(), LedgerError> {
-        let version: i64 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
+        let current = |c: &Connection| -> Result<i64, LedgerError> {
+            c.pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(|e| self.err(e))
+        };
+        if current(&self.conn)? == SCHEMA_VERSION {
+            return Ok(());
+        }
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
             .map_err(|e| self.err(e))?;
-        if version > SCHEMA_VERSION {
-            return Err(self.other(format!("schema version {version} is newer than this build understands ({SCHEMA_VERSION}); upgrade dlq-triage")));
-        }
-        for (i, sql) in MIGRATIONS
-            .iter()
-            .enumerate()
-            .skip(usize::try_from(version).unwrap_or(0))
-        {
-            let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
-            tx.execute_batch(sql).map_err(|e| self.err(e))?;
-            if i == 1 {
-                self.rekey_legacy_chain(&tx)?;
+        let applied = (|| {
+            let version = current(&self.conn)?;
+            if version > SCHEMA_VERSION {
+                return Err(self.other(format!("schema version {version} is newer than this build understands ({SCHEMA_VERSION}); upgrade dlq-triage")));
             }
-            tx.pragma_update(None, "user_version", i as i64 + 1)
-                .map_err(|e| self.err(e))?;
-            tx.commit().map_err(|e| self.err(e))?;
+            for (i, sql) in MIGRATIONS
+                .iter()
+                .enumerate()
+                .skip(usize::try_from(version).unwrap_or(0))
+            {
+                self.conn.execute_batch(sql).map_err(|e| self.err(e))?;
+                if i == 1 {
+                    self.rekey_legacy_chain(&self.conn)?;
+                }
+                self.conn
+                    .pragma_update(None, "user_version", i as i64 + 1)
+                    .map_err(|e| self.err(e))?;
+            }
+            Ok(())
+        })();
+        match applied {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.err(e)),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     /// Schema 1 chained with plain sha256 (anyone could recompute it). Verify that chain
@@ -980,9 +1000,27 @@ fn load_or_create_key(path: &Path, keyed_entries: bool) -> Result<Vec<u8>, Strin
         opts.mode(0o600);
     }
     use std::io::Write;
-    opts.open(path)
-        .and_then(|mut f| f.write_all(&key).and_then(|_| f.sync_all()))
-        .map_err(|e| format!("writing the audit key {}: {e}", path.display()))?;
+    match opts.open(path) {
+        Ok(mut f) => f
+            .write_all(&key)
+            .and_then(|_| f.sync_all())
+            .map_err(|e| format!("writing the audit key {}: {e}", path.display()))?,
+        // Another process created it first (two commands started on a new ledger):
+        // use theirs once it is written.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            for _ in 0..100 {
+                match std::fs::read(path) {
+                    Ok(k) if k.len() >= 32 => return Ok(k),
+                    _ => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+            return Err(format!(
+                "the audit key {} was being created by another process and never completed",
+                path.display()
+            ));
+        }
+        Err(e) => return Err(format!("writing the audit key {}: {e}", path.display())),
+    }
     Ok(key)
 }
 
