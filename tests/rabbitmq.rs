@@ -1373,17 +1373,55 @@ fn verified(dir: &std::path::Path) {
     );
 }
 
-fn replay_cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-        .args(args)
+/// The binary as alice, with its ledger and config in `dir`.
+fn cli_command(dir: &std::path::Path, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
+    c.args(args)
         .env("DLQ_TRIAGE_LEDGER", dir.join("ledger.db"))
         .env("DLQ_TRIAGE_ACTOR", "alice")
         .env("XDG_STATE_HOME", dir)
         .env("XDG_CONFIG_HOME", dir)
         .env_remove("DLQ_TRIAGE_ROLES_FILE")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("binary runs")
+        .stdin(std::process::Stdio::null());
+    c
+}
+
+fn replay_cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    cli_command(dir, args).output().expect("binary runs")
+}
+
+/// A slow replay of every rejected order (4/s, no canary, never auto-stopped) in the
+/// background, returned once it has settled three letters.
+fn replay_under_way(dir: &tempfile::TempDir, uri: &str) -> std::process::Child {
+    let child = cli_command(
+        dir.path(),
+        &[
+            "replay",
+            uri,
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "0",
+            "--rate",
+            "4",
+            "--max-failed-ratio",
+            "1",
+            "--yes",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("spawn");
+    let started = Instant::now();
+    while settled_so_far(dir) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never got going"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
 }
 
 #[test]
@@ -1517,14 +1555,8 @@ fn a_crash_mid_replay_on_rabbitmq_resumes_and_acks_without_resending() {
         "0.9",
         "--yes",
     ];
-    let crashed = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-        .args(args)
-        .env("DLQ_TRIAGE_LEDGER", dir.path().join("ledger.db"))
-        .env("DLQ_TRIAGE_ACTOR", "alice")
-        .env("XDG_STATE_HOME", dir.path())
-        .env("XDG_CONFIG_HOME", dir.path())
+    let crashed = cli_command(dir.path(), &args)
         .env("DLQ_TRIAGE_TEST_CRASH_AFTER_CONFIRMED", "5")
-        .stdin(std::process::Stdio::null())
         .output()
         .expect("runs");
     assert!(!crashed.status.success(), "the hook aborts");
@@ -1661,37 +1693,7 @@ fn ctrl_c_stops_a_rabbitmq_replay_and_every_publish_is_journaled() {
     let (seen, stop) = work_consumer(t.n("work"));
     let dir = tempfile::tempdir().expect("tmp");
     let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-        .args([
-            "replay",
-            &uri,
-            "--filter",
-            "reason=rejected",
-            "--canary",
-            "0",
-            "--rate",
-            "4",
-            "--max-failed-ratio",
-            "1",
-            "--yes",
-        ])
-        .env("DLQ_TRIAGE_LEDGER", dir.path().join("ledger.db"))
-        .env("DLQ_TRIAGE_ACTOR", "alice")
-        .env("XDG_STATE_HOME", dir.path())
-        .env("XDG_CONFIG_HOME", dir.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let started = Instant::now();
-    while settled_so_far(&dir) < 3 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "never got going"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let child = replay_under_way(&dir, &uri);
     let kill = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -1747,37 +1749,7 @@ fn a_browse_closed_by_the_server_mid_replay_stops_it_and_loses_nothing() {
     let (seen, stop) = work_consumer(t.n("work"));
     let dir = tempfile::tempdir().expect("tmp");
     let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-        .args([
-            "replay",
-            &uri,
-            "--filter",
-            "reason=rejected",
-            "--canary",
-            "0",
-            "--rate",
-            "4",
-            "--max-failed-ratio",
-            "1",
-            "--yes",
-        ])
-        .env("DLQ_TRIAGE_LEDGER", dir.path().join("ledger.db"))
-        .env("DLQ_TRIAGE_ACTOR", "alice")
-        .env("XDG_STATE_HOME", dir.path())
-        .env("XDG_CONFIG_HOME", dir.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let started = Instant::now();
-    while settled_so_far(&dir) < 3 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "never got going"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let child = replay_under_way(&dir, &uri);
     server_closes(&format!("dlq-triage browse (pid {})", child.id()));
     let out = child.wait_with_output().expect("exits");
     let err = String::from_utf8_lossy(&out.stderr).to_string();
