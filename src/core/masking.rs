@@ -366,7 +366,18 @@ impl Masker {
         while i < b.len() {
             let boundary = i == 0 || !is_word_byte(b[i - 1]);
             if boundary {
-                if let Some((end, rep)) = self.detect_pair(s, i) {
+                if let Some((end, mut rep)) = self.detect_pair(s, i) {
+                    // The pair's mask shows its name: a name that is itself a secret
+                    // (a token before a colon) hides the pair whole.
+                    let name_end = b[i..end]
+                        .iter()
+                        .position(|&c| {
+                            !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+                        })
+                        .map_or(end, |n| i + n);
+                    if !detectors::detect(&b[i..name_end]).is_empty() {
+                        rep = self.mask_value(Class::Secret, &s[i..end]);
+                    }
                     spans.push((i..end, rep));
                     i = end;
                     continue;

@@ -463,3 +463,12 @@ fn overlapping_spans_never_show_a_byte_of_either() {
         .mask_text("Authorization: Bearer abc.def-ghi_jkl")
         .starts_with("Authorization: "));
 }
+
+/// A token before a colon reads as a field name; the pair's mask must not show it.
+#[test]
+fn a_secret_that_looks_like_a_field_name_is_hidden_with_its_value() {
+    let secret = "eyJ0-A0_-aaa0.C-VC_a-0A-.0__A0AaA";
+    let out = m().mask_text(&format!(" :a {secret} :a "));
+    assert!(!out.contains(secret), "{out}");
+    assert!(!out.contains("eyJ0"), "{out}");
+}
