@@ -8,14 +8,12 @@ use super::context::{usage, Context, Exit};
 use super::ReplayArgs;
 use crate::core::model::DeadLetter;
 use crate::core::ports::Target;
-use crate::core::replay::{self, Control, End, Options, Plan, Progress};
+use crate::core::replay::describe::{self, summary_line};
+use crate::core::replay::{self, Control, End, Options, Plan, Progress, CONFIRM_COUNT_ABOVE};
 use crate::core::sanitize::clean;
 use crate::core::session::{Resume, SessionError};
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, Instant};
-
-/// Above this many letters, the operator types (or `--expect`s) the count.
-const CONFIRM_COUNT_ABOVE: usize = 100;
 
 pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     if ctx.read_only {
@@ -92,21 +90,18 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     }
     let control = Control::default();
     arm_kill_switch(&control)?;
-    let mut bar = Bar::new(plan.items.len());
-    let crash_after = crash_hook();
+    let mut watch = BarWatch {
+        bar: Bar::new(plan.items.len()),
+        crash_after: crash_hook(),
+    };
     let report = session.replay(
         &plan,
         ports.publisher.as_mut(),
         &control,
         resume.as_ref(),
-        &mut |p| {
-            bar.draw(p);
-            if crash_after.is_some_and(|n| p.confirmed >= n) {
-                std::process::abort();
-            }
-        },
+        &mut watch,
     );
-    bar.finish();
+    watch.bar.finish();
     let report = match report {
         Ok(r) => r,
         Err(e @ SessionError::Refused { .. }) => return refused(&e.to_string()),
@@ -300,80 +295,8 @@ fn print_plan(
     } else {
         Box::new(std::io::stdout().lock())
     };
-    let o = &plan.options;
-    let verb = if resume.is_some() {
-        "Resuming"
-    } else {
-        "Replay plan"
-    };
-    writeln!(out, "{verb} {} · {label}", clean(&plan.id))?;
-    let excluded: Vec<String> = plan
-        .excluded_counts()
-        .iter()
-        .map(|(w, n)| format!("{n} {}", w.as_str()))
-        .collect();
-    writeln!(
-        out,
-        "  letters:  {} to send{}",
-        plan.items.len(),
-        if excluded.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ", {} excluded ({})",
-                plan.excluded.len(),
-                excluded.join(", ")
-            )
-        }
-    )?;
-    writeln!(
-        out,
-        "  pace:     canary {} at {}/s, watch {}s, then {}/s — about {}s in all",
-        o.canary.min(plan.items.len()),
-        o.canary_rate,
-        o.watch.as_secs(),
-        o.rate,
-        plan.estimate().as_secs()
-    )?;
-    writeln!(
-        out,
-        "  stops:    when more than {:.0}% of the latest replayed letters fail again, when the broker refuses one, or on Ctrl-C",
-        o.max_failed_ratio * 100.0
-    )?;
-    writeln!(
-        out,
-        "  order:    each key's letters one at a time, in their original order"
-    )?;
-    if !plan.breakdown.is_empty() {
-        writeln!(out, "  by group and target:")?;
-        for ((g, t), n) in &plan.breakdown {
-            writeln!(out, "    {:>6}  {} → {}", n, clean(g), clean(t))?;
-        }
-    }
-    if !plan.warnings.is_empty() {
-        writeln!(out, "  warnings:")?;
-        for w in &plan.warnings {
-            let eg = if w.examples.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (e.g. {})",
-                    w.examples
-                        .iter()
-                        .map(|e| clean(e))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
-            writeln!(out, "    ! {} letters: {}{eg}", w.count, clean(&w.message))?;
-        }
-    }
-    if !plan.sample.is_empty() {
-        writeln!(out, "  sample (masked):")?;
-        for (i, g, t, p) in &plan.sample {
-            let p: String = clean(p).chars().take(60).collect();
-            writeln!(out, "    {}  {} → {}  {p}", clean(i), clean(g), clean(t))?;
-        }
+    for line in describe::plan_lines(plan, label, resume.is_some(), "Ctrl-C") {
+        writeln!(out, "{line}")?;
     }
     if a.dry_run {
         writeln!(out, "dry run: nothing was sent")?;
@@ -444,31 +367,6 @@ fn crash_hook() -> Option<usize> {
         .and_then(|v| v.parse().ok())
 }
 
-fn summary_line(id: &str, end: &End, o: &serde_json::Value) -> String {
-    let n = |k: &str| o.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
-    let mut s = format!(
-        "replay {} {}: {} of {} confirmed, {} failed again, {} refused, {} held back, {} not sent",
-        clean(id),
-        end.state(),
-        n("confirmed"),
-        n("planned"),
-        n("failed_again"),
-        n("refused"),
-        n("held_back"),
-        n("not_sent")
-    );
-    if n("in_doubt") > 0 {
-        s.push_str(&format!(
-            ", {} in doubt (resume re-sends them)",
-            n("in_doubt")
-        ));
-    }
-    if let Some(r) = end.reason() {
-        s.push_str(&format!(" — {}", clean(r)));
-    }
-    s
-}
-
 /// `[#####...] ramping 120/500 confirmed · …`, sanitized: a stop reason can quote a
 /// letter id or a broker's error, which are untrusted.
 fn bar_line(p: &Progress, planned: usize) -> String {
@@ -483,6 +381,21 @@ fn bar_line(p: &Progress, planned: usize) -> String {
         ".".repeat(width - filled),
         clean(&p.line())
     )
+}
+
+/// The CLI's view of a running replay: the progress bar (and the crash test hook).
+struct BarWatch {
+    bar: Bar,
+    crash_after: Option<usize>,
+}
+
+impl crate::core::session::ReplayWatcher for BarWatch {
+    fn progress(&mut self, p: &Progress) {
+        self.bar.draw(p);
+        if self.crash_after.is_some_and(|n| p.confirmed >= n) {
+            std::process::abort();
+        }
+    }
 }
 
 /// The progress display: a redrawn bar on a terminal, a line a second otherwise.

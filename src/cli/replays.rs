@@ -32,16 +32,8 @@ pub fn run(ctx: &Context, a: &ReplaysArgs) -> anyhow::Result<()> {
     }
 }
 
-/// `running` with no live process behind it is an interrupted replay.
 fn state(r: &ReplayRow) -> String {
-    if r.state != "running" {
-        return r.state.clone();
-    }
-    let pid = r.detail.get("pid").and_then(|p| p.as_u64());
-    match pid {
-        Some(p) if std::path::Path::new(&format!("/proc/{p}")).exists() => "running".into(),
-        _ => "interrupted".into(),
-    }
+    r.shown_state()
 }
 
 fn list(ledger: &crate::core::ledger::Ledger, json: bool) -> anyhow::Result<()> {

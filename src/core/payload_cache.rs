@@ -32,6 +32,11 @@ impl PayloadCache {
         self.map.get(&id)
     }
 
+    /// A letter if it is held, without counting as a use (bulk reads: a replay's pick).
+    pub fn peek(&self, id: RowId) -> Option<&RawLetter> {
+        self.map.get(&id)
+    }
+
     /// Keep a payload, evicting the least recently used until it fits. A payload larger
     /// than the whole budget is not kept (it will be re-fetched when shown).
     pub(crate) fn put(&mut self, id: RowId, letter: RawLetter) {

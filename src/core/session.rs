@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 mod replaying;
-pub use replaying::{ReplayReport, Resume};
+pub use replaying::{Picked, ReplayReport, ReplayWatcher, Resume, Unfinished};
 
 /// Letters per prepared batch, and the longest a partial batch waits (a slow source
 /// still shows letters as they come).
@@ -37,6 +37,9 @@ pub enum SessionError {
     Ledger(#[from] LedgerError),
     #[error("no ledger location: set --ledger, or XDG_STATE_HOME/HOME")]
     NoLedger,
+    /// A request that names something that is not there (a replay id of another source).
+    #[error("{0}")]
+    Invalid(String),
     #[error("refused: {denied}{}", if *.read_only { " (--read-only caps everyone at viewer)" } else { "" })]
     Refused {
         denied: access::Denied,

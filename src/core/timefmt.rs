@@ -80,8 +80,12 @@ pub(crate) fn parse_duration_ms(s: &str) -> Option<i64> {
 
 /// Compact age: `45s`, `12m`, `2h5m`, `2d3h`.
 pub(crate) fn format_age_ms(ms: i64) -> String {
-    if ms < 0 {
+    // Views keep a clock that moves by the minute: a letter that arrived since is "now".
+    if ms < -60_000 {
         return "future".into();
+    }
+    if ms < 0 {
+        return "now".into();
     }
     let s = ms / 1000;
     match s {

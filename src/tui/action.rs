@@ -37,8 +37,37 @@ pub enum Action {
     NextTab,
     Copy,
     Diff,
-    /// A key for an action not in this build yet (replay).
+    /// A key for an action not in this build yet.
     NotYet(&'static str),
+    /// `r`: the dry-run of a replay of the marked letters, or the selected group's.
+    StartReplay,
+    /// `K`: the kill switch of the running replay.
+    KillReplay,
+    /// In the dry-run screen: move between options, change one, start.
+    ReplayField(i8),
+    ReplayValue(i8),
+    ReplayStart,
+    /// Esc on the dry-run screen: nothing is sent.
+    ReplayClose,
+    /// From the worker: the dry-run (or why there is none).
+    ReplayPlanned(PlanView),
+    ReplayPlanFailed(String),
+    /// From the worker: the replay started, moved on, changed letters, ended.
+    ReplayStarted {
+        id: String,
+        planned: usize,
+    },
+    ReplayProgress(Box<crate::core::replay::Progress>),
+    ReplayLetters(Vec<(String, crate::core::replay::LetterOutcome)>),
+    ReplayEnded {
+        id: String,
+        state: String,
+        summary: String,
+    },
+    /// From the worker: replays of this source left unfinished.
+    ReplaysUnfinished(Vec<crate::core::session::Unfinished>),
+    /// From the worker: the letters an unfinished replay has left (to resume it).
+    ResumeLetters(String, Result<Vec<String>, String>),
     /// `d`: discard the marked letters, or the selected one.
     StartDiscard,
     /// `u`: see the selected letter unmasked (privileged, with a reason).
@@ -95,6 +124,17 @@ pub enum Action {
     Fetched(RowId, Result<RawLetter, String>),
 }
 
+/// The dry-run as the worker planned it: what the screen shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanView {
+    pub id: String,
+    pub planned: usize,
+    pub options: crate::core::replay::Options,
+    /// Sanitized lines (`core::replay::describe`), the same the CLI prints.
+    pub lines: Vec<String>,
+    pub resuming: bool,
+}
+
 /// What `update` asks the outside world to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -121,6 +161,20 @@ pub enum Command {
         payload: Vec<u8>,
         reason: String,
     },
+    /// Plan a replay of these letters (or of what an unfinished replay has left).
+    PlanReplay {
+        picked: Vec<crate::core::session::Picked>,
+        opts: crate::core::replay::Options,
+        resume: Option<String>,
+    },
+    Replan(crate::core::replay::Options),
+    RunReplay {
+        id: String,
+        control: crate::core::replay::Control,
+    },
+    DropPlan,
+    AbandonReplay(String),
+    ResumeLetters(String),
     /// Write an audit entry: an unmask (before anything is shown) or a refusal.
     Audit {
         action: String,

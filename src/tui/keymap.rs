@@ -251,11 +251,19 @@ pub(crate) const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[C('r')],
-        help: "replay (not in this build yet: use `dlq-triage replay`)",
-        footer: None,
+        help: "replay the marked letters (or the selected group): dry-run first, then canary",
+        footer: Some("replay"),
         effect: Effect::Broker,
         needs: Some(Permission::Replay),
-        action: || Action::NotYet("replay"),
+        action: || Action::StartReplay,
+    },
+    Binding {
+        keys: &[C('K')],
+        help: "kill switch: stop the running replay (no publish starts after it)",
+        footer: None,
+        effect: Effect::View,
+        needs: None,
+        action: || Action::KillReplay,
     },
     b(&[C('?')], "this help", Some("help"), || Action::ToggleHelp),
     b(
@@ -309,6 +317,21 @@ pub const PALETTE: &[PaletteCommand] = &[
         name: "notes",
         args: "",
         help: "what the session reported (reconciled decisions…)",
+    },
+    PaletteCommand {
+        name: "resume",
+        args: "[ID]",
+        help: "resume an unfinished replay (dry-run first)",
+    },
+    PaletteCommand {
+        name: "abandon",
+        args: "[ID]",
+        help: "close an unfinished replay without sending the rest",
+    },
+    PaletteCommand {
+        name: "replays",
+        args: "",
+        help: "unfinished replays of this source",
     },
     PaletteCommand {
         name: "help",
@@ -371,6 +394,25 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
             KeyCode::Char(c) if !e.modifiers.contains(KeyModifiers::CONTROL) => {
                 Some(Action::InputChar(c))
             }
+            _ => None,
+        };
+    }
+    // The kill switch works over every screen but a line being typed.
+    if e.code == KeyCode::Char('K') && !e.modifiers.contains(KeyModifiers::CONTROL) {
+        return Some(Action::KillReplay);
+    }
+    if state.replay.dry_run.is_some() {
+        return match e.code {
+            KeyCode::Char('j') | KeyCode::Down | KeyCode::Tab => Some(Action::ReplayField(1)),
+            KeyCode::Char('k') | KeyCode::Up | KeyCode::BackTab => Some(Action::ReplayField(-1)),
+            KeyCode::Char('l') | KeyCode::Right | KeyCode::Char('+') | KeyCode::Char(' ') => {
+                Some(Action::ReplayValue(1))
+            }
+            KeyCode::Char('h') | KeyCode::Left | KeyCode::Char('-') => {
+                Some(Action::ReplayValue(-1))
+            }
+            KeyCode::Enter => Some(Action::ReplayStart),
+            KeyCode::Esc | KeyCode::Char('q') => Some(Action::ReplayClose),
             _ => None,
         };
     }
@@ -483,10 +525,16 @@ mod tests {
                 .map(|x| x.1)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(off(Role::Viewer, false), ["discard", "edit", "unmask"]);
+        assert_eq!(
+            off(Role::Viewer, false),
+            ["discard", "edit", "unmask", "replay"]
+        );
         assert_eq!(off(Role::Operator, false), ["unmask"]);
         assert!(off(Role::Privileged, false).is_empty());
-        assert_eq!(off(Role::Privileged, true), ["discard", "edit", "unmask"]);
+        assert_eq!(
+            off(Role::Privileged, true),
+            ["discard", "edit", "unmask", "replay"]
+        );
         let d = BINDINGS
             .iter()
             .find(|b| b.footer == Some("discard"))
@@ -507,12 +555,13 @@ mod tests {
         };
         assert!(matches!(fire('e'), Some(Action::StartEdit)));
         assert!(matches!(fire('u'), Some(Action::StartUnmask)));
-        assert!(matches!(fire('r'), Some(Action::NotYet("replay"))));
-        for b in BINDINGS
-            .iter()
-            .filter(|b| b.help.contains("not in this build"))
-        {
-            assert_eq!(b.keys_label(), "r", "only replay is missing: {:?}", b.help);
-        }
+        assert!(matches!(fire('r'), Some(Action::StartReplay)));
+        assert!(matches!(fire('K'), Some(Action::KillReplay)));
+        assert!(
+            !BINDINGS
+                .iter()
+                .any(|b| b.help.contains("not in this build")),
+            "every key works"
+        );
     }
 }

@@ -4,6 +4,7 @@
 pub mod action;
 pub mod keymap;
 pub mod picker;
+pub mod replaying;
 pub mod state;
 pub mod theme;
 pub mod update;
@@ -139,7 +140,7 @@ pub fn run_loop<B: Backend>(
 
 /// Run the editor on a payload and record the revision (ledger first: nothing else
 /// changes). Returns a line for the status bar.
-fn edit_and_record(
+pub fn edit_and_record(
     settings: &crate::core::session::Settings,
     letter_id: &str,
     payload: &[u8],
@@ -372,22 +373,15 @@ struct Outside {
 
 impl Outside {
     fn run(&mut self, c: Command) {
-        let request = match c {
-            Command::Fetch(row, coords) => worker::Request::Fetch(row, coords),
-            Command::Discard { rows, reason } => worker::Request::Discard { rows, reason },
-            Command::History(row, id) => worker::Request::History(row, id),
-            Command::Audit {
-                action,
-                target,
-                detail,
-                unmask_row,
-            } => worker::Request::Audit {
-                action,
-                target,
-                detail,
-                unmask_row,
-            },
-            Command::Copy(text) => return self.clipboard.copy(&text),
+        let c = match worker::Request::for_command(c) {
+            Ok(request) => {
+                let _ = self.requests.send(request);
+                return;
+            }
+            Err(c) => c,
+        };
+        match *c {
+            Command::Copy(text) => self.clipboard.copy(&text),
             Command::RenderPayload {
                 row,
                 payload,
@@ -395,15 +389,15 @@ impl Outside {
                 unmasked,
             } => {
                 let _ = self.render.send((row, payload, body, unmasked));
-                return;
             }
             Command::Edit {
                 letter_id,
                 payload,
                 reason,
-            } => return self.edit(&letter_id, &payload, &reason),
-        };
-        let _ = self.requests.send(request);
+            } => self.edit(&letter_id, &payload, &reason),
+            // Everything else is the worker's (handled above).
+            _ => {}
+        }
     }
 
     /// The editor needs the terminal: hand it over, then take it back.

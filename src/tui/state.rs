@@ -63,6 +63,8 @@ pub enum Input {
     UnmaskReason(String, RowId),
     /// `e`: the reason for a payload revision (mandatory).
     EditReason(String, RowId),
+    /// Confirming a replay above the threshold: the count typed, and the plan's count.
+    ReplayCount(String, usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +187,8 @@ pub struct AppState {
     /// The screen was used by another program (the editor): repaint everything.
     pub force_redraw: bool,
     pub read_only: bool,
+    /// The dry-run screen, the progress pane, unfinished replays.
+    pub replay: crate::tui::replaying::ReplayUi,
     /// Rows available to the lists (set by the view on resize), for paging.
     pub page: usize,
     pub quit: bool,
@@ -234,6 +238,7 @@ impl AppState {
             role: crate::core::access::Role::Operator,
             force_redraw: false,
             read_only: false,
+            replay: Default::default(),
             page: 10,
             quit: false,
         }

@@ -46,6 +46,20 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         | Action::Diff
         | Action::Copy
         | Action::NotYet(..)) => act(state, a, &mut cmds),
+        a @ (Action::StartReplay
+        | Action::KillReplay
+        | Action::ReplayField(..)
+        | Action::ReplayValue(..)
+        | Action::ReplayStart
+        | Action::ReplayClose
+        | Action::ReplayPlanned(..)
+        | Action::ReplayPlanFailed(..)
+        | Action::ReplayStarted { .. }
+        | Action::ReplayProgress(..)
+        | Action::ReplayLetters(..)
+        | Action::ReplayEnded { .. }
+        | Action::ReplaysUnfinished(..)
+        | Action::ResumeLetters(..)) => crate::tui::replaying::update(state, a, &mut cmds),
         a @ (Action::Letters(..)
         | Action::Live(..)
         | Action::Progress { .. }
@@ -147,7 +161,8 @@ fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
             | Input::Command(s)
             | Input::DiscardReason(s, _)
             | Input::UnmaskReason(s, _)
-            | Input::EditReason(s, _) => s.push(c),
+            | Input::EditReason(s, _)
+            | Input::ReplayCount(s, _) => s.push(c),
             Input::None => {}
         },
         Action::InputBackspace => match &mut state.prompt.input {
@@ -156,7 +171,8 @@ fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
             | Input::Command(s)
             | Input::DiscardReason(s, _)
             | Input::UnmaskReason(s, _)
-            | Input::EditReason(s, _) => {
+            | Input::EditReason(s, _)
+            | Input::ReplayCount(s, _) => {
                 s.pop();
             }
             Input::None => {}
@@ -183,10 +199,13 @@ fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
     match std::mem::replace(&mut state.prompt.input, Input::None) {
         Input::Fuzzy(words) => apply_filter(state, &words),
         Input::Expr(e) => apply_filter(state, &e),
-        Input::Command(c) => run_command(state, c.trim()),
+        Input::Command(c) => run_command(state, cmds, c.trim()),
         Input::EditReason(reason, row) => submit_edit(state, cmds, reason.trim(), row),
         Input::UnmaskReason(reason, row) => submit_unmask(state, cmds, reason.trim(), row),
         Input::DiscardReason(reason, rows) => submit_discard(state, cmds, reason.trim(), &rows),
+        Input::ReplayCount(typed, want) => {
+            crate::tui::replaying::submit_count(state, cmds, &typed, want)
+        }
         Input::None => apply_filter(state, ""),
     }
 }
@@ -470,6 +489,13 @@ fn ledger_event(state: &mut AppState, action: Action) {
 /// The view itself: help, grouping, sorting, tabs, mouse, clock.
 fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
     match action {
+        Action::Quit if state.replay.running() && !state.replay.quit_armed => {
+            state.replay.quit_armed = true;
+            state.message = Some((
+                "a replay is running: K stops it; q again quits now (letters in flight stay in doubt; :resume continues it)".into(),
+                Level::Warn,
+            ));
+        }
         Action::Quit => state.quit = true,
         Action::ToggleHelp => state.prompt.show_help = !state.prompt.show_help,
         Action::CycleGrouping => {
@@ -531,7 +557,7 @@ fn finish(state: &mut AppState, mut cmds: Vec<Command>, size: (u16, u16)) -> Vec
 }
 
 /// The `:` palette.
-fn run_command(state: &mut AppState, line: &str) {
+fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &str) {
     let (cmd, arg) = line
         .split_once(char::is_whitespace)
         .map_or((line, ""), |(c, a)| (c, a.trim()));
@@ -593,6 +619,11 @@ fn run_command(state: &mut AppState, line: &str) {
                 state.notes.clone()
             };
             state.prompt.overlay = Some(("Session notes".into(), lines));
+            Ok(String::new())
+        }
+        "resume" | "abandon" => crate::tui::replaying::command(state, cmds, cmd, arg),
+        "replays" => {
+            state.prompt.overlay = Some(crate::tui::replaying::unfinished_overlay(state));
             Ok(String::new())
         }
         "quit" | "q" => {
@@ -999,7 +1030,10 @@ pub fn render_payload(
     }
 }
 
-fn row_coords(state: &AppState, r: &crate::core::store::Row) -> Option<crate::core::model::Coords> {
+pub(crate) fn row_coords(
+    state: &AppState,
+    r: &crate::core::store::Row,
+) -> Option<crate::core::model::Coords> {
     let store = &state.catalog.store;
     (r.partition >= 0).then(|| crate::core::model::Coords::Kafka {
         topic: store.sym(r.container).to_string(),
@@ -1138,7 +1172,7 @@ mod tests {
             .message
             .as_ref()
             .is_some_and(|m| m.0.contains("+1 more on :notes")));
-        run_command(&mut s, "problems");
+        run_command(&mut s, &mut Vec::new(), "problems");
         assert!(s
             .prompt
             .overlay

@@ -5,10 +5,14 @@
 
 use crate::brokers::{self, OpenOptions};
 use crate::core::model::Coords;
-use crate::core::session::{DiscardTarget, Principal, Session, SessionEvent, Settings};
+use crate::core::ports::ReplayPorts;
+use crate::core::replay::{describe, Control, Options, Plan};
+use crate::core::session::{
+    DiscardTarget, Picked, Principal, Resume, Session, SessionEvent, Settings,
+};
 use crate::core::source::SourceRef;
 use crate::core::store::RowId;
-use crate::tui::action::Action;
+use crate::tui::action::{Action, Command};
 use crate::tui::AppEvent;
 use std::ops::ControlFlow;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
@@ -32,6 +36,65 @@ pub enum Request {
         detail: String,
         unmask_row: Option<RowId>,
     },
+    /// The dry-run of a replay of these letters (or of what `resume` has left).
+    PlanReplay {
+        picked: Vec<Picked>,
+        opts: Options,
+        resume: Option<String>,
+    },
+    /// The same letters with other options (the dry-run screen's choices).
+    Replan(Options),
+    /// Run the planned replay; `control` is the kill switch the UI holds.
+    RunReplay {
+        id: String,
+        control: Control,
+    },
+    /// The dry-run screen was closed: forget the plan.
+    DropPlan,
+    /// Close an unfinished replay without sending the rest.
+    AbandonReplay(String),
+    /// Which letters an unfinished replay has left (to resume it).
+    ResumeLetters(String),
+}
+
+impl Request {
+    /// The worker's share of `update`'s commands; the others (copy, render, edit) are
+    /// given back for the UI thread.
+    pub fn for_command(c: Command) -> Result<Request, Box<Command>> {
+        Ok(match c {
+            Command::Fetch(row, coords) => Request::Fetch(row, coords),
+            Command::Discard { rows, reason } => Request::Discard { rows, reason },
+            Command::History(row, id) => Request::History(row, id),
+            Command::Audit {
+                action,
+                target,
+                detail,
+                unmask_row,
+            } => Request::Audit {
+                action,
+                target,
+                detail,
+                unmask_row,
+            },
+            Command::PlanReplay {
+                picked,
+                opts,
+                resume,
+            } => Request::PlanReplay {
+                picked,
+                opts,
+                resume,
+            },
+            Command::Replan(o) => Request::Replan(o),
+            Command::RunReplay { id, control } => Request::RunReplay { id, control },
+            Command::DropPlan => Request::DropPlan,
+            Command::AbandonReplay(id) => Request::AbandonReplay(id),
+            Command::ResumeLetters(id) => Request::ResumeLetters(id),
+            other @ (Command::Copy(_) | Command::RenderPayload { .. } | Command::Edit { .. }) => {
+                return Err(Box::new(other))
+            }
+        })
+    }
 }
 
 pub fn spawn(
@@ -69,16 +132,28 @@ fn run(
     let postponed = initial_scan(&mut session, &events, &requests);
     let notes = session.reconcile();
     send(Action::Decisions(session.decisions()));
+    announce_unfinished(&session, &events);
     for n in &notes {
         tracing::info!(note = %n, "reconcile");
     }
     if !notes.is_empty() {
         send(Action::Notes(notes));
     }
+    let mut replays = Replays::default();
     for r in postponed {
-        handle(&mut session, r, &events);
+        handle(&mut session, &mut replays, r, &events, &requests);
     }
-    tail_until_gone(&mut session, &events, &requests);
+    tail_until_gone(&mut session, &mut replays, &events, &requests);
+}
+
+/// Replays of this source left unfinished (a crash, a kill, a lost connection).
+fn announce_unfinished(session: &Session, events: &Sender<AppEvent>) {
+    match session.unfinished_replays() {
+        Ok(u) => {
+            let _ = events.send(AppEvent::Action(Action::ReplaysUnfinished(u)));
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot read the replay journal"),
+    }
 }
 
 /// The initial scan, streamed to the UI; requests that arrive meanwhile are kept for
@@ -114,7 +189,12 @@ fn initial_scan(
 
 /// Tail new arrivals until the UI goes away, pausing to serve requests; a source that
 /// cannot be tailed serves requests only.
-fn tail_until_gone(session: &mut Session, events: &Sender<AppEvent>, requests: &Receiver<Request>) {
+fn tail_until_gone(
+    session: &mut Session,
+    replays: &mut Replays,
+    events: &Sender<AppEvent>,
+    requests: &Receiver<Request>,
+) {
     loop {
         let mut pending: Option<Request> = None;
         let tailed = session.tail(&mut |ev| {
@@ -131,7 +211,7 @@ fn tail_until_gone(session: &mut Session, events: &Sender<AppEvent>, requests: &
             }
         });
         match (tailed, pending) {
-            (Ok(()), Some(r)) => handle(session, r, events),
+            (Ok(()), Some(r)) => handle(session, replays, r, events, requests),
             (Ok(()), None) => return,
             (Err(e), pending) => {
                 tracing::info!(error = %e, "tailing stopped; serving requests only");
@@ -148,10 +228,10 @@ fn tail_until_gone(session: &mut Session, events: &Sender<AppEvent>, requests: &
                     )])));
                 }
                 if let Some(r) = pending {
-                    handle(session, r, events);
+                    handle(session, replays, r, events, requests);
                 }
-                for r in requests.iter() {
-                    handle(session, r, events);
+                while let Ok(r) = requests.recv() {
+                    handle(session, replays, r, events, requests);
                 }
                 return;
             }
@@ -174,8 +254,51 @@ fn forward(events: &Sender<AppEvent>, ev: SessionEvent, live: bool) -> bool {
     events.send(AppEvent::Action(a)).is_ok()
 }
 
-fn handle(session: &mut Session, r: Request, events: &Sender<AppEvent>) {
+fn handle(
+    session: &mut Session,
+    replays: &mut Replays,
+    r: Request,
+    events: &Sender<AppEvent>,
+    requests: &Receiver<Request>,
+) {
     let action = match r {
+        Request::PlanReplay {
+            picked,
+            opts,
+            resume,
+        } => replays.plan(session, picked, opts, resume),
+        Request::Replan(opts) => replays.replan(session, opts),
+        Request::DropPlan => {
+            replays.pending = None;
+            return;
+        }
+        Request::RunReplay { id, control } => {
+            let done = replays.run(session, &id, control, events, requests);
+            let _ = events.send(AppEvent::Action(done));
+            let _ = events.send(AppEvent::Action(Action::Decisions(session.decisions())));
+            announce_unfinished(session, events);
+            return;
+        }
+        Request::AbandonReplay(id) => {
+            let done = match session.abandon_replay(&id) {
+                Ok(line) => Action::Notes(vec![line]),
+                Err(e) => Action::Notes(vec![format!("not abandoned: {e}")]),
+            };
+            let _ = events.send(AppEvent::Action(done));
+            announce_unfinished(session, events);
+            return;
+        }
+        Request::ResumeLetters(id) => Action::ResumeLetters(
+            id.clone(),
+            match session.resume_of(&id) {
+                Ok(Some(r)) if r.row.source == session.source_key() => Ok(r.left()),
+                Ok(_) => Err(format!(
+                    "no replay {} of this source in the ledger",
+                    crate::core::sanitize::clean(&id)
+                )),
+                Err(e) => Err(e.to_string()),
+            },
+        ),
         Request::Fetch(row, coords) => {
             Action::Fetched(row, session.fetch(&coords).map_err(|e| e.to_string()))
         }
@@ -265,6 +388,10 @@ fn ledger_only(principal: &Principal, r: Request, events: &Sender<AppEvent>) {
             message: "the source is not open; nothing discarded".into(),
             ok: false,
         },
+        Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
+            Action::ReplayPlanFailed("the source is not open; nothing replayed".into())
+        }
+        Request::DropPlan | Request::AbandonReplay(_) | Request::ResumeLetters(_) => return,
     };
     let _ = events.send(AppEvent::Action(action));
 }
@@ -274,5 +401,264 @@ fn ledger_only(principal: &Principal, r: Request, events: &Sender<AppEvent>) {
 fn serve_closed(principal: &Principal, requests: &Receiver<Request>, events: &Sender<AppEvent>) {
     for r in requests.iter() {
         ledger_only(principal, r, events);
+    }
+}
+
+/// The replay the dry-run screen shows: its letters (to re-plan with other options),
+/// the plan, the broker's ports, and the journal it resumes.
+struct Pending {
+    letters: Vec<(crate::core::model::DeadLetter, String)>,
+    missing: Vec<String>,
+    plan: Plan,
+    ports: ReplayPorts,
+    resume: Option<Resume>,
+}
+
+#[derive(Default)]
+struct Replays {
+    pending: Option<Pending>,
+}
+
+impl Replays {
+    fn plan(
+        &mut self,
+        session: &mut Session,
+        picked: Vec<Picked>,
+        opts: Options,
+        resume: Option<String>,
+    ) -> Action {
+        self.pending = None;
+        let resume = match resume.map(|id| session.resume_of(&id)) {
+            None => None,
+            Some(Ok(Some(r))) => Some(r),
+            Some(Ok(None)) => {
+                return Action::ReplayPlanFailed("that replay is not in the ledger".into())
+            }
+            Some(Err(e)) => return Action::ReplayPlanFailed(e.to_string()),
+        };
+        let ports = match session.replay_ports() {
+            Ok(p) => p,
+            Err(e) => return Action::ReplayPlanFailed(e.to_string()),
+        };
+        let (letters, missing) = session.picked_letters(picked);
+        let opts = match &resume {
+            // A resume keeps its plan's choices; the pace can still be changed.
+            Some(r) => Options {
+                canary: opts.canary,
+                canary_rate: opts.canary_rate,
+                rate: opts.rate,
+                watch: opts.watch,
+                max_failed_ratio: opts.max_failed_ratio,
+                ..Options::from_json(&r.row.detail["options"])
+            },
+            None => opts,
+        };
+        let id = match &resume {
+            Some(r) => r.row.id.clone(),
+            None => crate::core::replay::new_id(chrono::Utc::now()),
+        };
+        let mut pending = Pending {
+            plan: Plan::default(),
+            letters,
+            missing,
+            ports,
+            resume,
+        };
+        pending.plan = build(session, &mut pending, &opts, id);
+        let view = view(session, &pending);
+        self.pending = Some(pending);
+        Action::ReplayPlanned(view)
+    }
+
+    fn replan(&mut self, session: &mut Session, opts: Options) -> Action {
+        let Some(p) = self.pending.as_mut() else {
+            return Action::ReplayPlanFailed("no replay is being planned".into());
+        };
+        let id = p.plan.id.clone();
+        p.plan = build(session, p, &opts, id);
+        Action::ReplayPlanned(view(session, p))
+    }
+
+    fn run(
+        &mut self,
+        session: &mut Session,
+        id: &str,
+        control: Control,
+        events: &Sender<AppEvent>,
+        requests: &Receiver<Request>,
+    ) -> Action {
+        let Some(mut p) = self.pending.take().filter(|p| p.plan.id == id) else {
+            return Action::ReplayEnded {
+                id: id.to_string(),
+                state: "not started".into(),
+                summary: "that plan is gone (planned again?): nothing was sent".into(),
+            };
+        };
+        if p.plan.items.is_empty() {
+            return Action::ReplayEnded {
+                id: id.to_string(),
+                state: "not started".into(),
+                summary: "nothing to replay: every letter was excluded (see the plan)".into(),
+            };
+        }
+        let mut watch = Watch {
+            principal: session.principal().clone(),
+            events,
+            requests,
+            stash: Vec::new(),
+            last: None,
+            last_phase: None,
+        };
+        let _ = events.send(AppEvent::Action(Action::ReplayStarted {
+            id: id.to_string(),
+            planned: p.plan.items.len(),
+        }));
+        let report = session.replay(
+            &p.plan,
+            p.ports.publisher.as_mut(),
+            &control,
+            p.resume.as_ref(),
+            &mut watch,
+        );
+        match report {
+            Ok(r) => {
+                let mut summary = describe::summary_line(&r.id, &r.end, &r.outcome);
+                if !r.unsettled.is_empty() {
+                    summary.push_str(&format!(
+                        "; {} replayed letters not settled in the DLQ yet (the next browse applies them)",
+                        r.unsettled.len()
+                    ));
+                }
+                Action::ReplayEnded {
+                    id: r.id,
+                    state: r.end.state().to_string(),
+                    summary,
+                }
+            }
+            Err(e) => Action::ReplayEnded {
+                id: id.to_string(),
+                state: "failed".into(),
+                summary: format!("replay {} failed: {e}", crate::core::sanitize::clean(id)),
+            },
+        }
+    }
+}
+
+fn build(session: &mut Session, p: &mut Pending, opts: &Options, id: String) -> Plan {
+    let cands = match session.replay_candidates(p.letters.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            p.missing.push(format!("the ledger could not be read: {e}"));
+            Vec::new()
+        }
+    };
+    let log = p.ports.origin_log.as_deref_mut().map(|l| l as _);
+    session.plan_replay(cands, opts, id, log, p.ports.kafka, p.resume.as_ref())
+}
+
+fn view(session: &Session, p: &Pending) -> crate::tui::action::PlanView {
+    let mut lines = describe::plan_lines(&p.plan, &session.info().label, p.resume.is_some(), "K");
+    if !p.missing.is_empty() {
+        lines.push(format!(
+            "  ! {} picked letters could not be read and are not in the plan (e.g. {})",
+            p.missing.len(),
+            crate::core::sanitize::clean(&p.missing[0])
+        ));
+    }
+    crate::tui::action::PlanView {
+        id: p.plan.id.clone(),
+        planned: p.plan.items.len(),
+        options: p.plan.options.clone(),
+        lines,
+        resuming: p.resume.is_some(),
+    }
+}
+
+/// The TUI's view of a running replay: progress and letter outcomes to the UI (the
+/// progress at most ten times a second, and at every change of phase), arrivals as live
+/// letters; requests that come meanwhile are served between steps — fetches and ledger
+/// reads at once, anything that would act on the DLQ refused until the replay ends.
+struct Watch<'a> {
+    principal: Principal,
+    events: &'a Sender<AppEvent>,
+    requests: &'a Receiver<Request>,
+    stash: Vec<Request>,
+    last: Option<std::time::Instant>,
+    last_phase: Option<crate::core::replay::Phase>,
+}
+
+impl crate::core::session::ReplayWatcher for Watch<'_> {
+    fn progress(&mut self, p: &crate::core::replay::Progress) {
+        let due = self
+            .last
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(100))
+            || self.last_phase != Some(p.phase)
+            || p.end.is_some();
+        if due {
+            self.last = Some(std::time::Instant::now());
+            self.last_phase = Some(p.phase);
+            let _ = self
+                .events
+                .send(AppEvent::Action(Action::ReplayProgress(Box::new(
+                    p.clone(),
+                ))));
+        }
+    }
+
+    fn letters(&mut self, changes: &[(&str, crate::core::replay::LetterOutcome)]) {
+        let _ = self.events.send(AppEvent::Action(Action::ReplayLetters(
+            changes.iter().map(|(i, o)| (i.to_string(), *o)).collect(),
+        )));
+    }
+
+    fn arrivals(&mut self, ev: SessionEvent) {
+        forward(self.events, ev, true);
+    }
+
+    fn wants_turn(&mut self) -> bool {
+        while let Ok(r) = self.requests.try_recv() {
+            self.stash.push(r);
+        }
+        !self.stash.is_empty()
+    }
+
+    fn turn(
+        &mut self,
+        fetch: &mut dyn FnMut(
+            &Coords,
+        ) -> Result<
+            crate::core::model::RawLetter,
+            crate::core::session::SessionError,
+        >,
+    ) {
+        for r in std::mem::take(&mut self.stash) {
+            let action = match r {
+                Request::Fetch(row, coords) => {
+                    Action::Fetched(row, fetch(&coords).map_err(|e| e.to_string()))
+                }
+                Request::Discard { .. } => Action::DiscardDone {
+                    rows: Vec::new(),
+                    message:
+                        "a replay is running: nothing discarded (K stops it; discard after it ends)"
+                            .into(),
+                    ok: false,
+                },
+                Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
+                    Action::ReplayPlanFailed(
+                        "a replay is running: one at a time (K stops it)".into(),
+                    )
+                }
+                Request::AbandonReplay(_) | Request::ResumeLetters(_) => Action::Notes(vec![
+                    "a replay is running: try again when it has ended".into(),
+                ]),
+                Request::DropPlan => continue,
+                other @ (Request::History(..) | Request::Audit { .. }) => {
+                    // Ledger reads and audit entries do not touch the source.
+                    ledger_only(&self.principal, other, self.events);
+                    continue;
+                }
+            };
+            let _ = self.events.send(AppEvent::Action(action));
+        }
     }
 }

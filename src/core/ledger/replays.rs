@@ -22,6 +22,20 @@ pub struct ReplayRow {
     pub detail: serde_json::Value,
 }
 
+impl ReplayRow {
+    /// Its state as an operator needs it: `running` with no live process behind it
+    /// (the pid journaled at start or resume) is `interrupted`.
+    pub fn shown_state(&self) -> String {
+        if self.state != "running" {
+            return self.state.clone();
+        }
+        match self.detail.get("pid").and_then(|p| p.as_u64()) {
+            Some(p) if std::path::Path::new(&format!("/proc/{p}")).exists() => "running".into(),
+            _ => "interrupted".into(),
+        }
+    }
+}
+
 /// One planned letter of a replay.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayItemRow {

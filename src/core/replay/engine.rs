@@ -32,6 +32,13 @@ pub struct Control {
     kill: Arc<AtomicBool>,
 }
 
+/// Two handles are equal when they are the same switch.
+impl PartialEq for Control {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.kill, &other.kill)
+    }
+}
+
 impl Control {
     /// No publish starts after this returns; confirms in flight are awaited.
     pub fn kill(&self) {
@@ -211,6 +218,31 @@ pub struct Engine<'p> {
     bucket_fresh: bool,
     /// Outcomes read while waiting, journaled by the next step.
     stash: Vec<crate::core::ports::Outcome>,
+    /// Letters whose state changed since the last [`Engine::take_changes`].
+    changed: Vec<usize>,
+}
+
+/// Where one letter of a replay stands, for front ends that mark letters as it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LetterOutcome {
+    Sending,
+    /// Confirmed by the broker (and its DLQ copy settled, where there is one).
+    Confirmed,
+    FailedAgain,
+    Refused,
+    HeldBack,
+}
+
+impl LetterOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LetterOutcome::Sending => "sending",
+            LetterOutcome::Confirmed => "confirmed",
+            LetterOutcome::FailedAgain => "failed again",
+            LetterOutcome::Refused => "refused",
+            LetterOutcome::HeldBack => "held back",
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -283,7 +315,31 @@ impl<'p> Engine<'p> {
             first_send: None,
             stash: Vec::new(),
             bucket_fresh: true,
+            changed: Vec::new(),
         }
+    }
+
+    fn set(&mut self, i: usize, st: St) {
+        self.states[i] = st;
+        self.changed.push(i);
+    }
+
+    /// (letter id, outcome) of every letter whose state changed since the last call.
+    pub fn take_changes(&mut self) -> Vec<(&'p str, LetterOutcome)> {
+        let plan = self.plan;
+        let mut out = Vec::with_capacity(self.changed.len());
+        for i in std::mem::take(&mut self.changed) {
+            let outcome = match self.states[i] {
+                St::Pending => continue,
+                St::Sending => LetterOutcome::Sending,
+                St::Confirmed | St::Settled => LetterOutcome::Confirmed,
+                St::FailedAgain => LetterOutcome::FailedAgain,
+                St::Refused => LetterOutcome::Refused,
+                St::HeldBack => LetterOutcome::HeldBack,
+            };
+            out.push((plan.items[i].letter_id.as_str(), outcome));
+        }
+        out
     }
 
     pub fn plan_id(&self) -> &str {
@@ -315,7 +371,7 @@ impl<'p> Engine<'p> {
     /// The broker settled (acked) the DLQ copy; the ledger has it applied.
     pub fn settled(&mut self, index: usize) {
         if self.states.get(index) == Some(&St::Confirmed) {
-            self.states[index] = St::Settled;
+            self.set(index, St::Settled);
         }
     }
 
@@ -367,7 +423,7 @@ impl<'p> Engine<'p> {
                 letter.reason_code()
             )),
         )?;
-        self.states[i] = St::FailedAgain;
+        self.set(i, St::FailedAgain);
         self.counts.failed_again += 1;
         Ok(())
     }
@@ -539,7 +595,7 @@ impl<'p> Engine<'p> {
                         "refused",
                         Some(&why),
                     )?;
-                    self.states[i] = St::Refused;
+                    self.set(i, St::Refused);
                     self.counts.refused += 1;
                     if let Some(k) = &item.key {
                         self.blocked.insert(k.clone());
@@ -571,7 +627,7 @@ impl<'p> Engine<'p> {
         let decisions = ledger.replay_confirmed(&self.plan.id, &self.plan.source, &letters)?;
         for ((i, _), d) in ok.into_iter().zip(decisions) {
             if self.states[i] == St::Sending {
-                self.states[i] = St::Confirmed;
+                self.set(i, St::Confirmed);
             }
             self.counts.confirmed += 1;
             match &self.plan.items[i].settle {
@@ -626,7 +682,7 @@ impl<'p> Engine<'p> {
                     "held-back",
                     Some("an earlier letter of its key was not replayed"),
                 )?;
-                self.states[h] = St::HeldBack;
+                self.set(h, St::HeldBack);
                 self.counts.held_back += 1;
                 self.remaining -= 1;
             }
@@ -678,7 +734,7 @@ impl<'p> Engine<'p> {
             let item = &self.plan.items[i];
             match publisher.send(i as u64, &item.outgoing) {
                 Ok(()) => {
-                    self.states[i] = St::Sending;
+                    self.set(i, St::Sending);
                     self.in_flight.insert(i);
                     self.counts.sent += 1;
                     if self.phase == Phase::Canary {
@@ -706,7 +762,7 @@ impl<'p> Engine<'p> {
                         "refused",
                         Some(&e.to_string()),
                     )?;
-                    self.states[i] = St::Refused;
+                    self.set(i, St::Refused);
                     self.counts.refused += 1;
                     if let Some(k) = &item.key {
                         self.blocked.insert(k.clone());

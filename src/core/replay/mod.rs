@@ -4,12 +4,17 @@
 //! settle, and every step journaled in the ledger so a crash can be resumed without
 //! sending a confirmed letter twice. The session drives it; front ends render it.
 
+pub mod describe;
 pub mod engine;
 pub mod plan;
 pub mod rate;
 
-pub use engine::{Control, End, Engine, Phase, Progress};
+pub use engine::{Control, End, Engine, LetterOutcome, Phase, Progress};
 pub use plan::{Candidate, Options, Plan, Why};
+
+/// Above this many letters, the operator types the count to confirm a replay (CLI:
+/// `--expect N` with `--yes`).
+pub const CONFIRM_COUNT_ABOVE: usize = 100;
 
 /// A new replay id: `r-YYYYMMDD-HHMMSS-xxxx` (sortable, short enough to type).
 pub fn new_id(now: chrono::DateTime<chrono::Utc>) -> String {

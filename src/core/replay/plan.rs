@@ -24,7 +24,7 @@ fn stripped(name: &str) -> bool {
 const DELIVERY_FACTS: [&str; 2] = ["exchange", "routing_key"];
 
 /// What the operator chose.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Overrides every letter's origin.
     pub to: Option<Target>,
@@ -216,7 +216,7 @@ pub struct StaleCheck {
 }
 
 /// A replay plan: the dry-run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Plan {
     pub id: String,
     pub source: String,

@@ -355,6 +355,9 @@ fn run(
     while !e.done() && now < t0 + limit {
         e.step(p, l, now).expect("step");
         now += Duration::from_millis(50);
+        // The rate's bucket runs on the real clock: let a little of it pass per step,
+        // or a fast machine reaches the end of the fake one before the sends are due.
+        std::thread::sleep(Duration::from_micros(500));
     }
     now
 }

@@ -7,8 +7,11 @@ use crate::core::access::Permission;
 use crate::core::decisions;
 use crate::core::ledger::{Ledger, ReplayItemRow, ReplayRow};
 use crate::core::model::DeadLetter;
+use crate::core::model::{Coords, RawLetter};
 use crate::core::ports::{OriginLog, Publisher};
-use crate::core::replay::{plan, Candidate, Control, End, Engine, Options, Plan, Progress};
+use crate::core::replay::{
+    plan, Candidate, Control, End, Engine, LetterOutcome, Options, Plan, Progress,
+};
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::time::Instant;
@@ -27,6 +30,51 @@ pub struct ReplayReport {
     /// Confirmed letters whose DLQ copy could not be settled yet (applied on the next
     /// browse): letter id and why.
     pub unsettled: Vec<(String, String)>,
+}
+
+/// What a front end sees of a running replay. Every call comes from the thread running
+/// it, between engine steps (at least every 0.2 s), so none may block for long.
+pub trait ReplayWatcher {
+    /// The counts, phase and rate, after every step.
+    fn progress(&mut self, p: &Progress);
+    /// Letters that changed state since the last call: (letter id, outcome).
+    fn letters(&mut self, _changes: &[(&str, LetterOutcome)]) {}
+    /// New dead letters seen on the DLQ while watching (shown live by a TUI).
+    fn arrivals(&mut self, _ev: SessionEvent) {}
+    /// Whether the front end has something to do between two steps (a fetch).
+    fn wants_turn(&mut self) -> bool {
+        false
+    }
+    /// Its turn: it may fetch letters from the source (nothing else may run meanwhile).
+    fn turn(&mut self, _fetch: &mut dyn FnMut(&Coords) -> Result<RawLetter, SessionError>) {}
+}
+
+/// A closure that only wants the progress.
+impl<F: FnMut(&Progress)> ReplayWatcher for F {
+    fn progress(&mut self, p: &Progress) {
+        self(p)
+    }
+}
+
+/// A letter a front end picked for a replay: its bytes if it still holds them, else
+/// where to fetch them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Picked {
+    Held(RawLetter),
+    At(Coords),
+}
+
+/// A replay that stopped with letters left, as announced when a source is opened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unfinished {
+    pub id: String,
+    /// `interrupted` (its process died), `killed` or `failed`.
+    pub state: String,
+    pub planned: usize,
+    pub confirmed: usize,
+    pub in_doubt: usize,
+    /// Letter ids not finished: a resume sends these.
+    pub left: Vec<String>,
 }
 
 /// A replay to continue: its journal row, and per letter (id, binding) its seq and
@@ -52,6 +100,16 @@ impl Resume {
             .collect()
     }
 
+    /// Letter ids it has not finished (not sent, or in doubt): what a resume sends.
+    pub fn left(&self) -> Vec<String> {
+        let done = self.done();
+        self.items
+            .iter()
+            .filter(|i| !done.contains(&(i.letter_id.clone(), i.binding.clone())))
+            .map(|i| i.letter_id.clone())
+            .collect()
+    }
+
     /// Letters it had in doubt (`sending` when it stopped): sent again on resume.
     pub fn in_doubt(&self) -> usize {
         self.items.iter().filter(|i| i.state == "sending").count()
@@ -59,6 +117,107 @@ impl Resume {
 }
 
 impl Session {
+    /// The full letters a front end picked, fetching those it no longer holds. Letters
+    /// that cannot be read are left out, each with why (the plan is built without them).
+    pub fn picked_letters(
+        &mut self,
+        picked: Vec<Picked>,
+    ) -> (Vec<(DeadLetter, String)>, Vec<String>) {
+        let mut letters = Vec::with_capacity(picked.len());
+        let mut missing = Vec::new();
+        for p in picked {
+            let raw = match p {
+                Picked::Held(raw) => raw,
+                Picked::At(c) => match self.src.fetch(&c) {
+                    Ok(raw) => raw,
+                    Err(e) => {
+                        missing.push(format!("{c}: {e}"));
+                        continue;
+                    }
+                },
+            };
+            letters.push(crate::core::catalog::prepare_letter(
+                &self.settings.masker,
+                &self.settings.mappings,
+                raw,
+            ));
+        }
+        (letters, missing)
+    }
+
+    /// Replays of this source that stopped before sending everything and were not
+    /// abandoned: the process died (`interrupted`), the kill switch, or a failure.
+    /// Auto-stopped ones are not listed: the operator saw why they stopped.
+    pub fn unfinished_replays(&self) -> Result<Vec<Unfinished>, SessionError> {
+        let Some(ledger) = self.settings.principal.existing_ledger()? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for row in ledger.replays()? {
+            let state = row.shown_state();
+            if row.source != self.settings.source_key
+                || !matches!(state.as_str(), "interrupted" | "killed" | "failed")
+            {
+                continue;
+            }
+            let Some((_, items)) = ledger.replay(&row.id)? else {
+                continue;
+            };
+            let confirmed = items
+                .iter()
+                .filter(|i| matches!(i.state.as_str(), "confirmed" | "settled"))
+                .count();
+            let resume = Resume { row, items };
+            let left = resume.left();
+            out.push(Unfinished {
+                id: resume.row.id.clone(),
+                state,
+                planned: resume.items.len(),
+                confirmed,
+                in_doubt: resume.in_doubt(),
+                left,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Close an unfinished replay without sending the rest (audited; `replays` shows
+    /// it `abandoned`, and it can no longer be resumed).
+    pub fn abandon_replay(&self, id: &str) -> Result<String, SessionError> {
+        let principal = &self.settings.principal;
+        principal.require(Permission::Replay, &self.settings.source_key)?;
+        let Some(r) = self.resume_of(id)? else {
+            return Err(SessionError::Invalid(format!(
+                "no replay {} in the ledger",
+                crate::core::sanitize::clean(id)
+            )));
+        };
+        if r.row.source != self.settings.source_key {
+            return Err(SessionError::Invalid(format!(
+                "replay {} is of another source",
+                crate::core::sanitize::clean(id)
+            )));
+        }
+        let left = r.left().len();
+        let mut outcome = r
+            .row
+            .detail
+            .get("outcome")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({}));
+        if let Some(o) = outcome.as_object_mut() {
+            o.insert("abandoned_by".into(), principal.actor.clone().into());
+            o.insert("not_sent".into(), left.into());
+        }
+        principal
+            .ledger()?
+            .replay_finish(id, "abandoned", &outcome)?;
+        Ok(format!(
+            "replay {} abandoned: {left} letters not sent stay in the DLQ",
+            crate::core::sanitize::clean(id)
+        ))
+    }
+
     /// The letters as replay candidates: their exact binding, held delivery, ledger
     /// state, earlier replays and latest revision. `letters` are (letter, masked preview).
     pub fn replay_candidates(
@@ -170,7 +329,7 @@ impl Session {
         publisher: &mut dyn Publisher,
         control: &Control,
         resume: Option<&Resume>,
-        progress: &mut dyn FnMut(&Progress),
+        watch: &mut dyn ReplayWatcher,
     ) -> Result<ReplayReport, SessionError> {
         self.settings
             .principal
@@ -191,12 +350,13 @@ impl Session {
                         }
                     }
                 }
+                watch.arrivals(ev);
                 if let Err(e) = engine.run_for(publisher, &mut ledger, STEP_BUDGET) {
                     err = Some(e);
                     return ControlFlow::Break(());
                 }
-                progress(&engine.progress(Instant::now()));
-                if engine.done() || engine.wants_settle() {
+                report_step(&mut engine, watch);
+                if engine.done() || engine.wants_settle() || watch.wants_turn() {
                     ControlFlow::Break(())
                 } else {
                     ControlFlow::Continue(())
@@ -208,6 +368,8 @@ impl Session {
                 break;
             }
             self.settle_replayed(&mut engine, &mut ledger, &mut unsettled)?;
+            let src = &mut self.src;
+            watch.turn(&mut |c| Ok(src.fetch(c)?));
             if engine.done() {
                 break;
             }
@@ -216,13 +378,7 @@ impl Session {
                     format!("the DLQ could not be watched for letters failing again: {e}"),
                     Instant::now(),
                 );
-                self.drain(
-                    &mut engine,
-                    publisher,
-                    &mut ledger,
-                    &mut unsettled,
-                    progress,
-                )?;
+                self.drain(&mut engine, publisher, &mut ledger, &mut unsettled, watch)?;
                 break;
             }
         }
@@ -232,7 +388,7 @@ impl Session {
         let end = engine.end().cloned().unwrap_or(End::Completed);
         let outcome = engine.outcome();
         ledger.replay_finish(&plan.id, end.state(), &outcome)?;
-        progress(&engine.progress(Instant::now()));
+        report_step(&mut engine, watch);
         // Later views of this session see the replayed letters.
         self.load_decisions()?;
         Ok(ReplayReport {
@@ -275,12 +431,12 @@ impl Session {
         publisher: &mut dyn Publisher,
         ledger: &mut Ledger,
         unsettled: &mut Vec<(String, String)>,
-        progress: &mut dyn FnMut(&Progress),
+        watch: &mut dyn ReplayWatcher,
     ) -> Result<(), SessionError> {
         while !engine.done() {
             engine.run_for(publisher, ledger, STEP_BUDGET)?;
             self.settle_replayed(engine, ledger, unsettled)?;
-            progress(&engine.progress(Instant::now()));
+            report_step(engine, watch);
             std::thread::sleep(
                 engine
                     .idle_for(Instant::now())
@@ -289,6 +445,15 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// Tell the watcher what changed and where the run stands.
+fn report_step(engine: &mut Engine<'_>, watch: &mut dyn ReplayWatcher) {
+    let changes = engine.take_changes();
+    if !changes.is_empty() {
+        watch.letters(&changes);
+    }
+    watch.progress(&engine.progress(Instant::now()));
 }
 
 /// Journal the start (or the resumption) of a replay.

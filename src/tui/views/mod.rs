@@ -5,11 +5,13 @@ mod groups;
 mod help;
 pub mod layout;
 mod letters;
+mod replay;
 mod status;
 
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use crate::tui::theme::S;
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::widgets::{Block, BorderType, Borders};
 use ratatui::Frame;
@@ -21,9 +23,32 @@ pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
     status::effect(f, a.effect, s, t);
     groups::render(f, a.groups, s, t);
     letters::render(f, a.letters, s, t);
-    detail::render(f, a.detail, s, t);
+    match &s.replay.run {
+        // The progress pane takes the bottom of the detail pane while a replay is shown.
+        Some(run) if a.detail.height >= replay::PANE_HEIGHT + 3 => {
+            let h = replay::PANE_HEIGHT;
+            let top = Rect::new(a.detail.x, a.detail.y, a.detail.width, a.detail.height - h);
+            let bottom = Rect::new(
+                a.detail.x,
+                a.detail.y + a.detail.height - h,
+                a.detail.width,
+                h,
+            );
+            detail::render(f, top, s, t);
+            replay::progress(f, bottom, run, t);
+        }
+        Some(run) => replay::progress(f, a.detail, run, t),
+        None => detail::render(f, a.detail, s, t),
+    }
     status::footer(f, a.footer, s, t);
-    if s.prompt.show_help {
+    if let Some(d) = &s.replay.dry_run {
+        replay::dry_run(
+            f,
+            Rect::new(0, a.groups.y, area.width, a.groups.height),
+            d,
+            t,
+        );
+    } else if s.prompt.show_help {
         help::render(f, area, s, t);
     } else if let Some((title, lines)) = &s.prompt.overlay {
         help::render_list(f, area, title, lines, t);

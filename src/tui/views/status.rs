@@ -178,6 +178,14 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 t.get(S::UiDim),
             ),
         ]),
+        Input::ReplayCount(typed, n) => Line::from(vec![
+            Span::styled(
+                format!(" replay {n} letters — type {n} to start: "),
+                t.get(S::UiWarn),
+            ),
+            Span::styled(format!("{}▏", sanitize::line(typed, 20)), t.get(S::UiText)),
+            Span::styled("  Enter · Esc cancels (nothing is sent)", t.get(S::UiDim)),
+        ]),
         Input::None => match &s.message {
             Some((m, level)) => {
                 let style = match level {

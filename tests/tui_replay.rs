@@ -1,0 +1,451 @@
+//! Replay from the TUI, end to end on the demo (librdkafka's mock cluster and the demo's
+//! simulated consumer, which dead-letters a replayed message again by the scenario's
+//! rules): keys go through the keymap and `update`, commands through the real worker and
+//! session, and the screen is rendered on a `TestBackend`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use dlq_triage::brokers::OpenOptions;
+use dlq_triage::core::access::Role;
+use dlq_triage::core::catalog::Catalog;
+use dlq_triage::core::masking::Masker;
+use dlq_triage::core::model::TriageState;
+use dlq_triage::core::ports::SourceInfo;
+use dlq_triage::core::replay::Phase;
+use dlq_triage::core::session::{Principal, Settings};
+use dlq_triage::core::source::SourceRef;
+use dlq_triage::tui::action::{Action, Command};
+use dlq_triage::tui::state::AppState;
+use dlq_triage::tui::theme::Theme;
+use dlq_triage::tui::worker::{spawn, Request};
+use dlq_triage::tui::{action_for_event, update::update, views, AppEvent};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::collections::BTreeSet;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+const SIZE: (u16, u16) = (160, 45);
+
+/// The TUI without a terminal: the worker on the demo, the state, and what it saw.
+struct Tui {
+    s: AppState,
+    rx: Receiver<AppEvent>,
+    req: Sender<Request>,
+    _dir: tempfile::TempDir,
+    ledger: std::path::PathBuf,
+    settings: Settings,
+    theme: Theme,
+    /// Replay phases the progress pane went through, in order, without repeats.
+    phases: Vec<Phase>,
+    /// (state, summary) of the last replay that ended.
+    ended: Option<(String, String)>,
+}
+
+impl Tui {
+    fn open(role: Role) -> Tui {
+        let dir = tempfile::tempdir().expect("tmp");
+        let ledger = dir.path().join("ledger.db");
+        let masker = Masker::with_key(vec![1]);
+        let settings = Settings {
+            source_key: "demo".into(),
+            principal: Principal {
+                actor: "tester".into(),
+                role,
+                read_only: false,
+                ledger_path: Some(ledger.clone()),
+            },
+            masker: masker.clone(),
+            mappings: Vec::new(),
+        };
+        let (tx, rx) = mpsc::channel();
+        let (req, req_rx) = mpsc::channel();
+        spawn(
+            SourceRef::Demo,
+            OpenOptions::default(),
+            settings.clone(),
+            tx,
+            req_rx,
+        );
+        let info = SourceInfo {
+            label: "demo".into(),
+            browse_effect: String::new(),
+        };
+        let mut s = AppState::new(
+            info,
+            Catalog::new(masker, Vec::new()),
+            chrono::Utc::now().timestamp_millis(),
+            64 << 20,
+        );
+        s.role = role;
+        let mut t = Tui {
+            s,
+            rx,
+            req,
+            _dir: dir,
+            ledger,
+            settings,
+            theme: Theme::load(Some("mono")).expect("theme"),
+            phases: Vec::new(),
+            ended: None,
+        };
+        t.until("the scan completes", Duration::from_secs(60), |t| {
+            t.s.scan.complete
+        });
+        t
+    }
+
+    fn apply(&mut self, a: Action) {
+        match &a {
+            Action::ReplayProgress(p) if self.phases.last() != Some(&p.phase) => {
+                self.phases.push(p.phase);
+            }
+            Action::ReplayEnded { state, summary, .. } => {
+                self.ended = Some((state.clone(), summary.clone()));
+            }
+            Action::ScanFailed(e) => panic!("the demo failed: {e}"),
+            _ => {}
+        }
+        for c in update(&mut self.s, a, SIZE) {
+            self.command(c);
+        }
+    }
+
+    fn command(&mut self, c: Command) {
+        let c = match Request::for_command(c) {
+            Ok(r) => return self.req.send(r).expect("worker alive"),
+            Err(c) => *c,
+        };
+        // `e`: the editor runs here as the TUI runs it (minus the terminal handover).
+        if let Command::Edit {
+            letter_id,
+            payload,
+            reason,
+        } = c
+        {
+            let done =
+                dlq_triage::tui::edit_and_record(&self.settings, &letter_id, &payload, &reason);
+            self.apply(Action::Edited(done));
+        }
+    }
+
+    /// Apply the worker's events until `done` holds.
+    fn until(&mut self, what: &str, limit: Duration, done: impl Fn(&Tui) -> bool) {
+        let started = Instant::now();
+        while !done(self) {
+            assert!(
+                started.elapsed() < limit,
+                "{what}: not within {limit:?}\n{}",
+                self.screen()
+            );
+            if let Ok(AppEvent::Action(a)) = self.rx.recv_timeout(Duration::from_millis(50)) {
+                self.apply(a);
+            }
+        }
+    }
+
+    fn key(&mut self, code: KeyCode) {
+        let ev = Event::Key(KeyEvent::new(code, KeyModifiers::NONE));
+        if let Some(a) = action_for_event(&self.s, &ev) {
+            self.apply(a);
+        }
+    }
+
+    fn keys(&mut self, text: &str) {
+        for c in text.chars() {
+            self.key(KeyCode::Char(c));
+        }
+    }
+
+    /// `:filter EXPR`, so the group under the cursor is the one asked for.
+    fn only(&mut self, expr: &str) {
+        self.key(KeyCode::Char(':'));
+        self.keys(&format!("filter {expr}"));
+        self.key(KeyCode::Enter);
+    }
+
+    fn screen(&self) -> String {
+        let mut term = Terminal::new(TestBackend::new(SIZE.0, SIZE.1)).expect("terminal");
+        term.draw(|f| views::render(f, &self.s, &self.theme))
+            .expect("draw");
+        let buf = term.backend().buffer().clone();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    fn planned(&mut self) -> usize {
+        self.until("the dry-run is planned", Duration::from_secs(60), |t| {
+            t.s.replay
+                .dry_run
+                .as_ref()
+                .is_some_and(|d| d.plan.is_some() || d.error.is_some())
+        });
+        let d = self.s.replay.dry_run.as_ref().expect("dry run");
+        d.plan.as_ref().expect("a plan").planned
+    }
+
+    /// Move to a field of the dry-run screen and step its value.
+    fn set(&mut self, field: usize, steps: i8) {
+        while self.s.replay.dry_run.as_ref().expect("dry run").field != field {
+            self.key(KeyCode::Down);
+        }
+        let code = if steps > 0 {
+            KeyCode::Right
+        } else {
+            KeyCode::Left
+        };
+        for _ in 0..steps.unsigned_abs() {
+            self.key(code);
+        }
+        self.planned();
+    }
+
+    /// Enter, typing the count when the plan is above the threshold.
+    fn start(&mut self) {
+        let n = self.planned();
+        self.key(KeyCode::Enter);
+        if n > dlq_triage::core::replay::CONFIRM_COUNT_ABOVE {
+            self.keys(&n.to_string());
+            self.key(KeyCode::Enter);
+        }
+        assert!(self.s.replay.running(), "not started:\n{}", self.screen());
+    }
+
+    fn wait_end(&mut self, limit: Duration) -> (String, String) {
+        self.ended = None;
+        self.until("the replay ends", limit, |t| t.ended.is_some());
+        self.ended.clone().expect("ended")
+    }
+
+    fn states_of_run(&self) -> BTreeSet<TriageState> {
+        let run = self.s.replay.run.as_ref().expect("a run");
+        run.rows
+            .values()
+            .flatten()
+            .filter_map(|r| self.s.catalog.store.row(*r).map(|x| x.state))
+            .collect()
+    }
+}
+
+/// The tax-profile group... no: the transient timeouts, which replays resolve. The
+/// dry-run screen shows the engine's plan for the group; the progress pane goes through
+/// canary → watching → ramping → done; the letters end resolved.
+#[test]
+fn a_group_replays_from_the_dry_run_through_canary_watch_and_ramp() {
+    let mut t = Tui::open(Role::Operator);
+    t.only("reason=attempt_budget_exhausted");
+    t.key(KeyCode::Char('r'));
+    let n = t.planned();
+    assert!(n > 100, "the group is the demo's ~280 timeouts: {n}");
+    let screen = t.screen();
+    for want in [
+        "Replay group attempt_budget_exhausted — dry run",
+        &format!("letters:  {n} to send"),
+        "attempt_budget_exhausted → kafka topic payments",
+        "pace:     canary 5 at 1/s, watch 30s",
+        "sample (masked):",
+        &format!("Enter: type {n} to start"),
+    ] {
+        assert!(screen.contains(want), "no `{want}` in\n{screen}");
+    }
+    // canary 2 (5 → 2), canary rate 5/s, rate 1000/s, watch 5s.
+    t.set(0, -1);
+    t.set(1, 2);
+    t.set(2, 6);
+    t.set(3, -2);
+    let screen = t.screen();
+    assert!(
+        screen.contains("canary 2 at 5/s, watch 5s, then 1000/s"),
+        "{screen}"
+    );
+    // A wrong count sends nothing.
+    t.key(KeyCode::Enter);
+    t.keys("12");
+    t.key(KeyCode::Enter);
+    assert!(!t.s.replay.running());
+    assert!(t.screen().contains("nothing was sent"));
+    t.start();
+    let (state, summary) = t.wait_end(Duration::from_secs(90));
+    assert_eq!(state, "completed", "{summary}");
+    assert!(
+        summary.contains(&format!("{n} of {n} confirmed, 0 failed again")),
+        "{summary}"
+    );
+    assert_eq!(
+        t.phases,
+        vec![
+            Phase::Canary,
+            Phase::Watching,
+            Phase::Ramping,
+            Phase::FinalWatch,
+            Phase::Done
+        ]
+    );
+    assert_eq!(t.states_of_run(), BTreeSet::from([TriageState::Resolved]));
+    let screen = t.screen();
+    assert!(screen.contains("Replay r-"), "{screen}");
+    assert!(
+        screen.contains(&format!("planned {n} · sent {n} · confirmed {n}")),
+        "{screen}"
+    );
+    assert!(screen.contains("completed"), "{screen}");
+    // The letters list shows the outcome.
+    t.key(KeyCode::Tab);
+    assert!(t.screen().contains("resolve"), "{}", t.screen());
+}
+
+/// The demo's story: the string amounts fail again and the canary auto-stops (the reason
+/// on screen); a revision fixes one letter and its replay from revisions goes through.
+#[test]
+fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
+    let mut t = Tui::open(Role::Operator);
+    t.only("reason=amount_not_a_number");
+    t.key(KeyCode::Char('r'));
+    t.planned();
+    t.set(3, -2); // watch 5s
+    t.start();
+    let (state, summary) = t.wait_end(Duration::from_secs(60));
+    assert_eq!(state, "auto-stopped", "{summary}");
+    let screen = t.screen();
+    assert!(screen.contains("auto-stopped"), "{screen}");
+    assert!(
+        screen.contains("stopped: ") && screen.contains("failed again"),
+        "the reason is on screen:\n{screen}"
+    );
+    assert!(
+        t.states_of_run().contains(&TriageState::FailedAgain),
+        "failed-again letters are marked"
+    );
+    // `e` on a letter that failed again: the editor (a sed script, as in the README)
+    // writes the amount as a number; the revision is ledgered.
+    t.key(KeyCode::Tab);
+    let row = t.s.letters.rows[t.s.letters.cursor];
+    let payload = t.s.cache.get(row).expect("held").payload.clone();
+    assert!(
+        String::from_utf8_lossy(&payload).contains("\"amount\":\""),
+        "a string amount"
+    );
+    std::env::set_var(
+        "EDITOR",
+        r#"sed -i -E 's/"amount": *"([0-9]+),?([0-9]*\.[0-9]+)"/"amount": \1\2/'"#,
+    );
+    t.key(KeyCode::Char('e'));
+    t.keys("amount as a number");
+    t.key(KeyCode::Enter);
+    let msg = t.s.message.clone().expect("a message").0;
+    assert!(msg.contains("revision 1 saved"), "{msg}");
+    t.key(KeyCode::Char(' '));
+    t.key(KeyCode::Char('r'));
+    assert_eq!(t.planned(), 1);
+    t.set(5, 1); // payloads: latest revisions
+    assert!(
+        t.screen().contains("payloads: the latest revision"),
+        "{}",
+        t.screen()
+    );
+    t.set(3, -2);
+    t.start();
+    let (state, summary) = t.wait_end(Duration::from_secs(60));
+    assert_eq!(state, "completed", "{summary}");
+    assert!(
+        summary.contains("1 of 1 confirmed, 0 failed again"),
+        "{summary}"
+    );
+}
+
+/// `K` stops a long replay at once; it is announced as unfinished and `:resume` opens
+/// the dry-run of what it left; `:abandon` closes it.
+#[test]
+fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
+    let mut t = Tui::open(Role::Operator);
+    t.only("reason=customer_tax_profile_missing");
+    t.key(KeyCode::Char('r'));
+    t.set(0, -3); // no canary: straight to the rate (10/s)
+    t.start();
+    t.until("letters are being sent", Duration::from_secs(30), |t| {
+        t.s.replay
+            .run
+            .as_ref()
+            .and_then(|r| r.progress.as_ref())
+            .is_some_and(|p| p.sent >= 3)
+    });
+    t.key(KeyCode::Char('K'));
+    let (state, summary) = t.wait_end(Duration::from_secs(40));
+    assert_eq!(state, "killed", "{summary}");
+    let sent =
+        t.s.replay
+            .run
+            .as_ref()
+            .unwrap()
+            .progress
+            .as_ref()
+            .unwrap()
+            .sent;
+    assert!(sent < 50, "the kill stopped it early: {sent} sent");
+    assert!(t.screen().contains("killed"), "{}", t.screen());
+    t.until(
+        "the killed replay is announced",
+        Duration::from_secs(10),
+        |t| !t.s.replay.unfinished.is_empty(),
+    );
+    let id = t.s.replay.unfinished[0].id.clone();
+    assert!(
+        t.screen().contains(&format!(":resume {id}")),
+        "{}",
+        t.screen()
+    );
+    t.key(KeyCode::Char(':'));
+    t.keys("resume");
+    t.key(KeyCode::Enter);
+    t.until("the resume is planned", Duration::from_secs(30), |t| {
+        t.s.replay
+            .dry_run
+            .as_ref()
+            .is_some_and(|d| d.plan.is_some())
+    });
+    let left =
+        t.s.replay
+            .dry_run
+            .as_ref()
+            .unwrap()
+            .plan
+            .as_ref()
+            .unwrap()
+            .planned;
+    assert!(left > 0 && left <= 612 - sent, "left {left}, sent {sent}");
+    assert!(
+        t.screen().contains(&format!("Resuming {id}")),
+        "{}",
+        t.screen()
+    );
+    t.key(KeyCode::Esc);
+    assert!(t.s.replay.dry_run.is_none());
+    t.key(KeyCode::Char(':'));
+    t.keys(&format!("abandon {id}"));
+    t.key(KeyCode::Enter);
+    t.until("abandoned", Duration::from_secs(10), |t| {
+        t.s.notes.iter().any(|n| n.contains("abandoned"))
+    });
+    let l = dlq_triage::core::ledger::Ledger::open(&t.ledger, "tester").expect("ledger");
+    let (row, _) = l.replay(&id).expect("read").expect("journaled");
+    assert_eq!(row.state, "abandoned");
+}
+
+/// A viewer sees `r` disabled and cannot open the dry-run.
+#[test]
+fn a_viewer_cannot_replay() {
+    let mut t = Tui::open(Role::Viewer);
+    t.key(KeyCode::Char('r'));
+    assert!(t.s.replay.dry_run.is_none());
+    let screen = t.screen();
+    assert!(
+        screen.contains("replay needs the operator role"),
+        "{screen}"
+    );
+}
