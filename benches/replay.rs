@@ -10,16 +10,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::Utc;
-use dlq_triage::brokers::demo::scenario::{incident, Scale};
-use dlq_triage::brokers::demo::{produce_all, Demo};
-use dlq_triage::brokers::kafka::KafkaSource;
-use dlq_triage::core::access::Role;
-use dlq_triage::core::masking::Masker;
-use dlq_triage::core::model::Coords;
-use dlq_triage::core::replay::{new_id, Control, Options, Progress};
-use dlq_triage::core::session::{Principal, Session, SessionEvent, Settings};
-use std::ops::ControlFlow;
+use dlq_triage::brokers::demo::scenario::Scale;
+use dlq_triage::brokers::demo::Demo;
+use dlq_triage::core::replay::{Control, Progress};
 use std::time::{Duration, Instant};
+
+mod support;
+use support::{replay_topic, seed};
 
 type Thrown = std::sync::Arc<std::sync::Mutex<Option<Instant>>>;
 
@@ -32,39 +29,6 @@ struct Run {
 
 /// Replay every letter of `topic` at `rate`; `kill_after` throws the switch.
 fn replay(demo: &Demo, topic: &str, rate: f64, kill: Option<(Duration, &Control, Thrown)>) -> Run {
-    let dir = tempfile::tempdir().expect("tmp");
-    let settings = Settings {
-        source_key: format!("kafka://{}/{topic}", demo.bootstrap()),
-        principal: Principal {
-            actor: "bench".into(),
-            role: Role::Operator,
-            read_only: false,
-            ledger_path: Some(dir.path().join("ledger.db")),
-        },
-        masker: Masker::with_key(vec![7; 32]),
-        mappings: Vec::new(),
-    };
-    let src = KafkaSource::new(vec![demo.bootstrap()], vec![topic.into()], Vec::new());
-    let mut session = Session::new(Box::new(src), settings).expect("session");
-    let mut letters = Vec::new();
-    session
-        .scan(true, &mut |ev| {
-            if let SessionEvent::Letters(b) = ev {
-                letters.extend(b.into_iter().map(|p| (p.letter, p.preview)));
-            }
-            ControlFlow::Continue(())
-        })
-        .expect("scan");
-    let cands = session.replay_candidates(letters).expect("candidates");
-    let mut ports = session.replay_ports().expect("ports");
-    let opts = Options {
-        canary: 0,
-        rate,
-        watch: Duration::ZERO,
-        max_failed_ratio: 1.0,
-        ..Options::default()
-    };
-    let plan = session.plan_replay(cands, &opts, new_id(Utc::now()), None, true, None);
     let control = kill
         .as_ref()
         .map(|(_, c, _)| (*c).clone())
@@ -79,45 +43,15 @@ fn replay(demo: &Demo, topic: &str, rate: f64, kill: Option<(Duration, &Control,
         });
     }
     let mut last = None;
-    session
-        .replay(
-            &plan,
-            ports.publisher.as_mut(),
-            &control,
-            None,
-            &mut |p: &Progress| {
-                last = Some(p.clone());
-            },
-        )
-        .expect("replay");
+    replay_topic(demo, topic, rate, &control, &mut |p: &Progress| {
+        last = Some(p.clone());
+    });
     let p = last.expect("progress");
     Run {
         sent: p.sent,
         first: p.first_send_start,
         last: p.last_send_start,
         ended: Instant::now(),
-    }
-}
-
-/// `n` realistic letters (the incident's, cycled) in `topic`, 16 partitions; each with
-/// its own key, or spread over `keys` keys (hot keys: one letter per key in flight).
-fn seed(demo: &Demo, topic: &str, n: usize, keys: Option<usize>) {
-    demo.seed_bench(topic, 0, 16, Utc::now()).expect("topic");
-    let templates = incident(7, Utc::now(), Scale(1.0));
-    let letters: Vec<_> = (0..n)
-        .map(|i| {
-            let mut l = templates[i % templates.len()].clone();
-            l.coords = Some(Coords::Kafka {
-                topic: topic.into(),
-                partition: (i % 16) as i32,
-                offset: 0,
-            });
-            l.key = Some(format!("key-{}", keys.map_or(i, |k| i % k)).into_bytes());
-            l
-        })
-        .collect();
-    for chunk in letters.chunks(50_000) {
-        produce_all(&demo.bootstrap(), chunk).expect("seed");
     }
 }
 

@@ -5,7 +5,7 @@
 
 use chrono::{TimeZone, Utc};
 use criterion::{criterion_group, criterion_main, Criterion};
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{Event, KeyCode};
 use dlq_triage::brokers::demo::scenario::{incident, Scale};
 use dlq_triage::core::catalog::{prepare_letter, Catalog};
 use dlq_triage::core::masking::Masker;
@@ -18,74 +18,10 @@ use dlq_triage::tui::{action_for_event, views};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-const N: usize = 1_000_000;
-const SIZE: (u16, u16) = (200, 60);
-
-#[derive(Clone, Default)]
-struct Sink(Arc<Mutex<usize>>);
-
-impl Write for Sink {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut n) = self.0.lock() {
-            *n += b.len();
-        }
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn loaded() -> AppState {
-    let now = Utc
-        .with_ymd_and_hms(2026, 11, 29, 18, 0, 0)
-        .single()
-        .expect("valid time");
-    let masker = Masker::with_key(b"bench".to_vec());
-    let templates: Vec<_> = incident(42, now, Scale(1.0))
-        .into_iter()
-        .map(|r| prepare_letter(&masker, &[], r))
-        .collect();
-    let info = SourceInfo {
-        label: "bench".into(),
-        browse_effect: "bench".into(),
-    };
-    // A small payload cache: the bench measures the index and the views, not payloads.
-    let mut s = AppState::new(
-        info,
-        Catalog::new(masker, Vec::new()),
-        now.timestamp_millis(),
-        8 << 20,
-    );
-    let mut i = 0;
-    while i < N {
-        let batch: Vec<_> = (i..(i + 20_000).min(N))
-            .map(|k| templates[k % templates.len()].clone())
-            .collect();
-        i += batch.len();
-        update(
-            &mut s,
-            Action::Letters(batch.into_iter().map(Into::into).collect()),
-            SIZE,
-        );
-    }
-    update(&mut s, Action::ScanDone, SIZE);
-    s
-}
-
-fn key(c: KeyCode) -> Event {
-    Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
-}
-
-fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
-    v.sort();
-    let at = |p: f64| v[((v.len() as f64 - 1.0) * p) as usize];
-    (at(0.5), at(0.99), v[v.len() - 1])
-}
+mod support;
+use support::{key, loaded, percentiles, Sink, SIZE};
 
 /// Keystroke → frame while moving onto a letter with a hostile 2 MB payload (`1 ` × 1M,
 /// the old quadratic case): the UI thread hands the rendering off, so the move costs what
@@ -161,7 +97,7 @@ fn hostile_payload_latency(theme: &Theme) {
 
 fn bench(c: &mut Criterion) {
     let started = Instant::now();
-    let mut s = loaded();
+    let mut s = loaded(false);
     eprintln!(
         "\nloaded {} letters into the TUI state in {:.2?}",
         s.catalog.store.len(),
