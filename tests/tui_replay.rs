@@ -291,7 +291,7 @@ fn a_group_replays_from_the_dry_run_through_canary_watch_and_ramp() {
     let screen = t.screen();
     assert!(screen.contains("Replay r-"), "{screen}");
     assert!(
-        screen.contains(&format!("planned {n} · sent {n} · confirmed {n}")),
+        screen.contains(&format!("{n} planned · {n} sent · {n} confirmed")),
         "{screen}"
     );
     assert!(screen.contains("completed"), "{screen}");
@@ -322,9 +322,45 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
         t.states_of_run().contains(&TriageState::FailedAgain),
         "failed-again letters are marked"
     );
-    // `e` on a letter that failed again: the editor (a sed script, as in the README)
-    // writes the amount as a number; the revision is ledgered.
+    // The History tab lists the letter's replays: sent, confirmed, back in the DLQ.
     t.key(KeyCode::Tab);
+    let at = t
+        .s
+        .letters
+        .rows
+        .iter()
+        .position(|r| t.s.catalog.store.row(*r).map(|x| x.state) == Some(TriageState::FailedAgain))
+        .expect("a failed-again letter in the list");
+    while t.s.letters.cursor < at {
+        t.key(KeyCode::Down);
+    }
+    t.key(KeyCode::Char('5'));
+    t.until("the history is read", Duration::from_secs(10), |t| {
+        let row = t.s.selected_row();
+        t.s.detail
+            .history
+            .as_ref()
+            .is_some_and(|(r, l)| Some(*r) == row && l.iter().all(|l| !l.contains("reading")))
+    });
+    let screen = t.screen();
+    for want in ["· replay ·", "replay-failed-again", "back in the DLQ"] {
+        assert!(
+            screen.contains(want),
+            "no `{want}` in the History tab:\n{screen}"
+        );
+    }
+    t.key(KeyCode::Char('1'));
+    t.key(KeyCode::BackTab);
+    // `e` on an open letter of the group (the one that failed again is replayed: its DLQ
+    // copy is settled; its new copy is a letter of its own): the editor (a sed script, as
+    // in the README) writes the amount as a number; the revision is ledgered.
+    t.key(KeyCode::Tab);
+    t.key(KeyCode::Home);
+    let row = t.s.letters.rows[t.s.letters.cursor];
+    assert_eq!(
+        t.s.catalog.store.row(row).map(|r| r.state),
+        Some(TriageState::Open)
+    );
     let row = t.s.letters.rows[t.s.letters.cursor];
     let payload = t.s.cache.get(row).expect("held").payload.clone();
     assert!(
@@ -447,5 +483,11 @@ fn a_viewer_cannot_replay() {
     assert!(
         screen.contains("replay needs the operator role"),
         "{screen}"
+    );
+    t.key(KeyCode::Char('?'));
+    let screen = t.screen();
+    assert!(
+        screen.contains("(off: needs operator) replay the marked letters"),
+        "help shows r disabled:\n{screen}"
     );
 }

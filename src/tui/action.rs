@@ -47,6 +47,8 @@ pub enum Action {
     ReplayField(i8),
     ReplayValue(i8),
     ReplayStart,
+    /// PgDn/PgUp on the dry-run screen: scroll the plan.
+    ReplayScroll(i8),
     /// Esc on the dry-run screen: nothing is sent.
     ReplayClose,
     /// From the worker: the dry-run (or why there is none).

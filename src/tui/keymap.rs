@@ -412,6 +412,8 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
                 Some(Action::ReplayValue(-1))
             }
             KeyCode::Enter => Some(Action::ReplayStart),
+            KeyCode::PageDown => Some(Action::ReplayScroll(1)),
+            KeyCode::PageUp => Some(Action::ReplayScroll(-1)),
             KeyCode::Esc | KeyCode::Char('q') => Some(Action::ReplayClose),
             _ => None,
         };

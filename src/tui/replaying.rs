@@ -53,6 +53,8 @@ pub struct DryRun {
     pub resume: Option<String>,
     /// Plans asked for and not answered yet: only the answer to the last one is shown.
     asked: u32,
+    /// Lines of the plan scrolled past (PgDn/PgUp).
+    pub scroll: u16,
 }
 
 /// The progress pane.
@@ -152,6 +154,13 @@ pub(crate) fn update(state: &mut AppState, action: Action, cmds: &mut Vec<Comman
             }
         }
         Action::ReplayStart => confirm(state, cmds),
+        Action::ReplayScroll(by) => {
+            if let Some(d) = state.replay.dry_run.as_mut() {
+                let lines = d.plan.as_ref().map_or(0, |p| p.lines.len()) as i64;
+                d.scroll =
+                    (i64::from(d.scroll) + i64::from(by) * 10).clamp(0, lines.max(1) - 1) as u16;
+            }
+        }
         Action::ReplayClose if state.replay.dry_run.take().is_some() => {
             cmds.push(Command::DropPlan);
             state.message = Some(("replay cancelled: nothing was sent".into(), Level::Info));
@@ -313,6 +322,7 @@ fn open(
         }),
         resume: resume.clone(),
         asked: 1,
+        scroll: 0,
     });
     state.prompt.overlay = None;
     state.prompt.show_help = false;

@@ -9,7 +9,7 @@ use crate::core::session::{DiscardTarget, Prepared};
 use crate::core::store::{RowId, NO_TIME};
 use crate::tui::action::{Action, Command};
 use crate::tui::state::{AppState, Detail, Input, Level, Pane, Tab, GROUPINGS};
-use crate::tui::views::layout::{layout, Areas};
+use crate::tui::views::layout::{layout_for, Areas};
 
 /// Payload view output cap in the detail pane.
 const DETAIL_PAYLOAD_MAX: usize = 256 * 1024;
@@ -51,6 +51,7 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         | Action::ReplayField(..)
         | Action::ReplayValue(..)
         | Action::ReplayStart
+        | Action::ReplayScroll(..)
         | Action::ReplayClose
         | Action::ReplayPlanned(..)
         | Action::ReplayPlanFailed(..)
@@ -522,9 +523,12 @@ fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
             state.detail.tab = Tab::ALL[(i + 1) % Tab::ALL.len()];
             state.detail.scroll = 0;
         }
-        Action::Click { column, row } => click(state, layout(size.0, size.1), column, row),
+        Action::Click { column, row } => {
+            let a = layout_for(state, size.0, size.1);
+            click(state, a, column, row)
+        }
         Action::Scroll { column, row, down } => {
-            let a = layout(size.0, size.1);
+            let a = layout_for(state, size.0, size.1);
             let delta = if down { 3 } else { -3 };
             if contains(a.groups, column, row) {
                 state.focus = Pane::Groups;
@@ -548,7 +552,13 @@ fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
 
 /// After any action: page size, the letter list, the detail pane.
 fn finish(state: &mut AppState, mut cmds: Vec<Command>, size: (u16, u16)) -> Vec<Command> {
-    state.page = usize::from(layout(size.0, size.1).letters.height.saturating_sub(3)).max(1);
+    state.page = usize::from(
+        layout_for(state, size.0, size.1)
+            .letters
+            .height
+            .saturating_sub(3),
+    )
+    .max(1);
     if state.letters.dirty {
         refresh_letters(state);
     }

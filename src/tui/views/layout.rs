@@ -10,10 +10,30 @@ pub struct Areas {
     pub groups: Rect,
     pub letters: Rect,
     pub detail: Rect,
+    /// The replay progress pane, full width above the footer (zero height when none).
+    pub progress: Rect,
     pub footer: Rect,
 }
 
+/// Rows the replay progress pane takes when it is shown.
+pub const PROGRESS_ROWS: u16 = 7;
+
+/// The areas for this state: with the progress pane while a replay is shown.
+pub fn layout_for(s: &crate::tui::state::AppState, width: u16, height: u16) -> Areas {
+    let rows = if s.replay.run.is_some() && height >= PROGRESS_ROWS + 12 {
+        PROGRESS_ROWS
+    } else {
+        0
+    };
+    layout_with(width, height, rows)
+}
+
 pub fn layout(width: u16, height: u16) -> Areas {
+    layout_with(width, height, 0)
+}
+
+/// The panes over `height` minus `progress` rows kept for the progress pane.
+pub fn layout_with(width: u16, height: u16, progress: u16) -> Areas {
     let full = Rect::new(0, 0, width, height);
     let line = |y: u16| {
         Rect::new(
@@ -23,7 +43,7 @@ pub fn layout(width: u16, height: u16) -> Areas {
             u16::from(height > y),
         )
     };
-    let body_h = height.saturating_sub(3);
+    let body_h = height.saturating_sub(3).saturating_sub(progress);
     let body = Rect::new(0, 2.min(height), width, body_h);
     let groups_w = if width >= 120 {
         width * 36 / 100
@@ -44,6 +64,7 @@ pub fn layout(width: u16, height: u16) -> Areas {
             right_w,
             body_h.saturating_sub(letters_h),
         ),
+        progress: Rect::new(0, body.y + body_h, width, progress),
         footer: if height == 0 { full } else { line(height - 1) },
     }
 }

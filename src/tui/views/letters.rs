@@ -36,7 +36,13 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let w = usize::from(inner.width);
     let h = usize::from(inner.height).saturating_sub(1);
     let store = &s.catalog.store;
-    let (id_w, age_w, key_w, att_w, state_w) = (if w >= 100 { 30 } else { 18 }, 6, 12, 3, 7);
+    let (id_w, age_w, key_w, att_w, state_w) = (
+        if w >= 100 { 30 } else { 18 },
+        6,
+        12,
+        3,
+        if w >= 100 { 12 } else { 8 },
+    );
     let fixed = 2 + id_w + 1 + age_w + 1 + key_w + 1 + att_w + 1 + state_w + 1;
     let prev_w = w.saturating_sub(fixed);
     let mut lines = vec![Line::from(Span::styled(
@@ -153,7 +159,7 @@ fn row_text(s: &AppState, r: &crate::core::store::Row, c: &Cols) -> String {
         "{:<id_w$} {age:>age_w$} {:<key_w$} {attempt:>att_w$} {:<state_w$} {}",
         fit(&sanitize::line(store.id(r), 200), id_w),
         fit(&key, key_w),
-        r.state.as_str(),
+        fit(r.state.as_str(), state_w),
         if s.role >= crate::core::access::Role::Operator {
             fit(&sanitize::line(store.preview(r), 200), c.prev_w)
         } else {

@@ -18,33 +18,28 @@ use ratatui::Frame;
 
 pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
     let area = f.area();
-    let a = layout::layout(area.width, area.height);
+    let a = layout::layout_for(s, area.width, area.height);
     status::title(f, a.title, s, t);
     status::effect(f, a.effect, s, t);
     groups::render(f, a.groups, s, t);
     letters::render(f, a.letters, s, t);
+    detail::render(f, a.detail, s, t);
     match &s.replay.run {
-        // The progress pane takes the bottom of the detail pane while a replay is shown.
-        Some(run) if a.detail.height >= replay::PANE_HEIGHT + 3 => {
-            let h = replay::PANE_HEIGHT;
-            let top = Rect::new(a.detail.x, a.detail.y, a.detail.width, a.detail.height - h);
-            let bottom = Rect::new(
-                a.detail.x,
-                a.detail.y + a.detail.height - h,
-                a.detail.width,
-                h,
-            );
-            detail::render(f, top, s, t);
-            replay::progress(f, bottom, run, t);
-        }
-        Some(run) => replay::progress(f, a.detail, run, t),
-        None => detail::render(f, a.detail, s, t),
+        Some(run) if a.progress.height > 0 => replay::progress(f, a.progress, run, t),
+        // Too short a terminal for the pane: the second line says where the replay stands.
+        Some(run) => replay::progress_line(f, a.effect, run, t),
+        None => {}
     }
     status::footer(f, a.footer, s, t);
     if let Some(d) = &s.replay.dry_run {
         replay::dry_run(
             f,
-            Rect::new(0, a.groups.y, area.width, a.groups.height),
+            Rect::new(
+                0,
+                a.groups.y,
+                area.width,
+                a.groups.height + a.progress.height,
+            ),
             d,
             t,
         );

@@ -7,11 +7,8 @@ use crate::tui::theme::{Theme, S};
 use crate::tui::views::fit;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
-
-/// Height the progress pane takes from the detail pane.
-pub(crate) const PANE_HEIGHT: u16 = 7;
 
 /// The dry-run screen, over the panes: the choices, then the plan as the CLI prints it.
 pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
@@ -55,7 +52,8 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
             t.get(S::UiFooter),
         ),
         Some(_) => (
-            "Enter starts · ↑↓ choose · ←→ change · Esc cancel (nothing sent yet)".to_string(),
+            "Enter starts · ↑↓ choose · ←→ change · PgDn/PgUp plan · Esc cancel (nothing sent yet)"
+                .to_string(),
             t.get(S::UiFooter),
         ),
     };
@@ -67,31 +65,44 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
         )));
     }
     rows.push(Line::from(""));
-    if let Some(p) = &d.plan {
-        let room = usize::from(h.saturating_sub(2)).saturating_sub(rows.len());
-        for l in p.lines.iter().take(room) {
-            let style = if l.trim_start().starts_with('!') {
-                t.get(S::UiWarn)
-            } else {
-                t.get(S::UiText)
-            };
-            rows.push(Line::from(Span::styled(sanitize::line(l, width), style)));
-        }
-    }
     let title = format!(
         " Replay {} — dry run ",
         sanitize::line(&d.what, usize::from(w / 2))
     );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .title_style(t.get(S::UiTitle))
+        .border_style(t.get(S::UiBorderFocus));
+    let inner = block.inner(popup);
+    f.render_widget(block, popup);
+    let top_h = (rows.len() as u16).min(inner.height);
     f.render_widget(
-        Paragraph::new(rows).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(title)
-                .title_style(t.get(S::UiTitle))
-                .border_style(t.get(S::UiBorderFocus)),
-        ),
-        popup,
+        Paragraph::new(rows),
+        Rect::new(inner.x, inner.y, inner.width, top_h),
     );
+    // The plan below the choices: wrapped (a narrow terminal loses no warning), scrolled
+    // with PgDn/PgUp.
+    if let Some(p) = &d.plan {
+        let lines: Vec<Line> = p
+            .lines
+            .iter()
+            .map(|l| {
+                let style = if l.trim_start().starts_with('!') {
+                    t.get(S::UiWarn)
+                } else {
+                    t.get(S::UiText)
+                };
+                Line::from(Span::styled(sanitize::line(l, 4 * width), style))
+            })
+            .collect();
+        f.render_widget(
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .scroll((d.scroll, 0)),
+            Rect::new(inner.x, inner.y + top_h, inner.width, inner.height - top_h),
+        );
+    }
 }
 
 /// The progress pane: counts, rate, ETA, sparklines of rate and failures, the state,
@@ -112,7 +123,7 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
     let mut lines = vec![Line::from(vec![
         Span::styled(
             format!(
-                "planned {} · sent {} · confirmed {} · ",
+                "{} planned · {} sent · {} confirmed · ",
                 r.planned,
                 n(|p| p.sent),
                 n(|p| p.confirmed)
@@ -120,7 +131,7 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
             t.get(S::UiText),
         ),
         Span::styled(
-            format!("failed again {}", n(|p| p.failed_again)),
+            format!("{} failed again", n(|p| p.failed_again)),
             if n(|p| p.failed_again) > 0 {
                 t.get(S::StateFailedAgain)
             } else {
@@ -129,7 +140,7 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
         ),
         Span::styled(
             format!(
-                " · refused {} · remaining {}",
+                " · {} refused · {} left",
                 n(|p| p.refused),
                 n(|p| p.remaining)
             ),
@@ -200,6 +211,23 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
                     t.get(S::UiBorder)
                 }),
         ),
+        area,
+    );
+}
+
+/// One line over the second line of the screen, where the pane does not fit.
+pub(crate) fn progress_line(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
+    let text = match (&r.ended, &r.progress) {
+        (Some((_, summary)), _) => summary.clone(),
+        (None, Some(p)) => format!("{} · K kills", p.line()),
+        (None, None) => format!("replay {} starting · K kills", r.id),
+    };
+    f.render_widget(Clear, area);
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(
+            sanitize::line(&text, usize::from(area.width)),
+            t.get(S::UiWarn),
+        ))),
         area,
     );
 }
