@@ -343,7 +343,11 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
             .is_some_and(|(r, l)| Some(*r) == row && l.iter().all(|l| !l.contains("reading")))
     });
     let screen = t.screen();
-    for want in ["· replay ·", "replay-failed-again", "back in the DLQ"] {
+    for want in [
+        "replayed by r-",
+        "its DLQ copy settled",
+        "failed again: back in the DLQ at",
+    ] {
         assert!(
             screen.contains(want),
             "no `{want}` in the History tab:\n{screen}"

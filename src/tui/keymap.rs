@@ -363,10 +363,12 @@ pub(crate) fn palette_hint() -> String {
 /// The footer: `(key, label, disabled?)` for every binding that has a footer label,
 /// help first and quit last (a narrow footer drops from the middle).
 pub(crate) fn footer_items(role: Role, read_only: bool) -> Vec<(String, &'static str, bool)> {
+    // Help first, then the decisions (a narrow terminal keeps them), quit always last.
     let rank = |label: &str| match label {
         "help" => 0,
-        "quit" => 2,
-        _ => 1,
+        "discard" | "replay" => 1,
+        "quit" => 3,
+        _ => 2,
     };
     let mut items: Vec<_> = BINDINGS
         .iter()
@@ -529,13 +531,13 @@ mod tests {
         };
         assert_eq!(
             off(Role::Viewer, false),
-            ["discard", "edit", "unmask", "replay"]
+            ["discard", "replay", "edit", "unmask"]
         );
         assert_eq!(off(Role::Operator, false), ["unmask"]);
         assert!(off(Role::Privileged, false).is_empty());
         assert_eq!(
             off(Role::Privileged, true),
-            ["discard", "edit", "unmask", "replay"]
+            ["discard", "replay", "edit", "unmask"]
         );
         let d = BINDINGS
             .iter()

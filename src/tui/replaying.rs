@@ -381,6 +381,10 @@ fn run(state: &mut AppState, cmds: &mut Vec<Command>) {
         return;
     };
     let Some(plan) = d.plan else { return };
+    // Marks picked these letters: they are spoken for.
+    for row in d.rows.values().flatten() {
+        state.letters.marks.remove(row);
+    }
     let control = Control::default();
     state.replay.run = Some(RunView {
         id: plan.id.clone(),

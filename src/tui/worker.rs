@@ -358,7 +358,7 @@ fn ledger_only(principal: &Principal, r: Request, events: &Sender<AppEvent>) {
                 }
                 Ok(entries) => entries
                     .iter()
-                    .map(|e| format!("{} · {} · {} · {}", e.at, e.actor, e.action, e.detail))
+                    .map(crate::core::letter_view::history_line)
                     .collect(),
                 Err(e) => vec![format!("cannot read the ledger: {e}")],
             };
@@ -474,8 +474,23 @@ impl Replays {
         let Some(p) = self.pending.as_mut() else {
             return Action::ReplayPlanFailed("no replay is being planned".into());
         };
-        let id = p.plan.id.clone();
-        p.plan = build(session, p, &opts, id);
+        // The pace (canary, rates, watch, threshold) changes no letter of the plan: only
+        // a choice of which letters or payloads (revisions) plans again — which reads the
+        // ledger and the origin partitions.
+        let same_letters = Options {
+            canary: p.plan.options.canary,
+            canary_rate: p.plan.options.canary_rate,
+            rate: p.plan.options.rate,
+            watch: p.plan.options.watch,
+            max_failed_ratio: p.plan.options.max_failed_ratio,
+            ..opts.clone()
+        } == p.plan.options;
+        if same_letters {
+            p.plan.options = opts;
+        } else {
+            let id = p.plan.id.clone();
+            p.plan = build(session, p, &opts, id);
+        }
         Action::ReplayPlanned(view(session, p))
     }
 
