@@ -126,6 +126,27 @@ impl LetterFacts {
     }
 }
 
+/// One ledger entry of a letter's history, in words: `at · actor · what`. Replay steps
+/// read as what happened to the letter; other entries keep their action and detail.
+/// Sanitized: details quote letter data (reasons, locations).
+pub fn history_line(e: &crate::core::ledger::AuditEntry) -> String {
+    let d: serde_json::Value = serde_json::from_str(&e.detail).unwrap_or_default();
+    let s = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+    let what = match e.action.as_str() {
+        "replay" => format!(
+            "replayed by {} → {} (confirmed)",
+            s("replay"),
+            s("published")
+        ),
+        "replay-applied" => format!("its DLQ copy settled ({})", s("how")),
+        "replay-failed-again" => format!("failed again: {}", s("note")),
+        "replay-refused" => format!("the broker refused the replay: {}", s("note")),
+        "replay-held-back" => format!("held back: {}", s("note")),
+        _ => format!("{} · {}", e.action, e.detail),
+    };
+    crate::core::sanitize::clean(&format!("{} · {} · {what}", e.at, e.actor))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,25 +187,4 @@ mod tests {
             .is_some_and(|p| p.contains("x-reason-code")));
         assert!(all.iter().any(|f| f.label == "state" && f.value == "open"));
     }
-}
-
-/// One ledger entry of a letter's history, in words: `at · actor · what`. Replay steps
-/// read as what happened to the letter; other entries keep their action and detail.
-/// Sanitized: details quote letter data (reasons, locations).
-pub fn history_line(e: &crate::core::ledger::AuditEntry) -> String {
-    let d: serde_json::Value = serde_json::from_str(&e.detail).unwrap_or_default();
-    let s = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
-    let what = match e.action.as_str() {
-        "replay" => format!(
-            "replayed by {} → {} (confirmed)",
-            s("replay"),
-            s("published")
-        ),
-        "replay-applied" => format!("its DLQ copy settled ({})", s("how")),
-        "replay-failed-again" => format!("failed again: {}", s("note")),
-        "replay-refused" => format!("the broker refused the replay: {}", s("note")),
-        "replay-held-back" => format!("held back: {}", s("note")),
-        _ => format!("{} · {}", e.action, e.detail),
-    };
-    crate::core::sanitize::clean(&format!("{} · {} · {what}", e.at, e.actor))
 }
