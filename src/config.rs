@@ -52,6 +52,30 @@ struct ConfigFile {
     masking: MaskConfig,
     #[serde(default)]
     conventions: Vec<UserMappingConfig>,
+    #[serde(default)]
+    replay: ReplayConfig,
+}
+
+/// `[replay]`: how replays are confirmed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayConfig {
+    /// Above this many letters, the operator types the count (TUI) or passes
+    /// `--expect N` with `--yes` (CLI).
+    #[serde(default = "default_confirm_above")]
+    pub confirm_above: usize,
+}
+
+fn default_confirm_above() -> usize {
+    crate::core::replay::CONFIRM_COUNT_ABOVE
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig {
+            confirm_above: default_confirm_above(),
+        }
+    }
 }
 
 /// The loaded configuration.
@@ -67,6 +91,7 @@ pub struct Config {
     pub dlq_patterns: Vec<String>,
     pub masking: MaskConfig,
     pub conventions: Vec<UserMapping>,
+    pub replay: ReplayConfig,
 }
 
 /// `$XDG_CONFIG_HOME/dlq-triage`, else `~/.config/dlq-triage`.
@@ -138,6 +163,7 @@ impl Config {
             sources: file.sources,
             dlq_patterns: file.dlq_patterns,
             masking: file.masking,
+            replay: file.replay,
             conventions,
         })
     }
@@ -218,6 +244,8 @@ mod tests {
         assert_eq!(c.conventions.len(), 1);
         assert_eq!(c.conventions[0].name, "acme");
         assert_eq!(c.masking.extra_fields, vec!["internal_note".to_string()]);
+        assert_eq!(c.replay.confirm_above, 20);
+        assert_eq!(Config::default().replay.confirm_above, 100);
     }
 
     #[test]

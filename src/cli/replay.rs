@@ -9,7 +9,7 @@ use super::ReplayArgs;
 use crate::core::model::DeadLetter;
 use crate::core::ports::Target;
 use crate::core::replay::describe::{self, summary_line};
-use crate::core::replay::{self, Control, End, Options, Plan, Progress, CONFIRM_COUNT_ABOVE};
+use crate::core::replay::{self, Control, End, Options, Plan, Progress};
 use crate::core::sanitize::clean;
 use crate::core::session::{Resume, SessionError};
 use std::io::{BufRead, IsTerminal, Write};
@@ -85,7 +85,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
             plan.excluded.len()
         ));
     }
-    if !confirmed(&plan, a, &label)? {
+    if !confirmed(&plan, a, &label, ctx.config.replay.confirm_above)? {
         return refused("not confirmed: nothing was sent");
     }
     let control = Control::default();
@@ -304,7 +304,7 @@ fn print_plan(
     Ok(())
 }
 
-fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str) -> anyhow::Result<bool> {
+fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str, above: usize) -> anyhow::Result<bool> {
     let n = plan.items.len();
     if let Some(e) = a.expect.filter(|e| n > *e) {
         return usage(format!(
@@ -312,9 +312,9 @@ fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str) -> anyhow::Result<bool> {
         ));
     }
     if a.yes {
-        if n > CONFIRM_COUNT_ABOVE && a.expect.is_none() {
+        if n > above && a.expect.is_none() {
             return usage(format!(
-                "{n} letters is more than {CONFIRM_COUNT_ABOVE}: confirm with --expect {n} (at most that many are sent: it guards against a filter that matches more than you meant)"
+                "{n} letters is more than {above}: confirm with --expect {n} (at most that many are sent: it guards against a filter that matches more than you meant)"
             ));
         }
         return Ok(true);
@@ -322,14 +322,14 @@ fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str) -> anyhow::Result<bool> {
     if !std::io::stdin().is_terminal() {
         return usage(format!(
             "about to replay {n} letters: confirm in a terminal, or pass --yes{}",
-            if n > CONFIRM_COUNT_ABOVE {
+            if n > above {
                 format!(" --expect {n}")
             } else {
                 String::new()
             }
         ));
     }
-    let want = if n > CONFIRM_COUNT_ABOVE {
+    let want = if n > above {
         n.to_string()
     } else {
         "yes".to_string()

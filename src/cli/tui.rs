@@ -54,6 +54,7 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
         label,
         now_ms: ctx.now_ms(),
         theme,
+        confirm_above: ctx.config.replay.confirm_above,
     })
 }
 

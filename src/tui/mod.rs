@@ -264,6 +264,8 @@ pub struct Setup {
     pub label: String,
     pub now_ms: i64,
     pub theme: Theme,
+    /// Replays above this many letters ask for the count (config `replay.confirm_above`).
+    pub confirm_above: usize,
 }
 
 /// Run the TUI on a source until the user quits.
@@ -275,6 +277,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
         label,
         now_ms,
         theme,
+        confirm_above,
     } = setup;
     let (source, opts) = plan;
     // The adapter states what browsing does once the source is open (SourceOpened).
@@ -287,6 +290,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     let mut state = AppState::new(info, catalog, now_ms, CACHE_BUDGET);
     state.read_only = settings.principal.read_only;
     state.role = settings.principal.role;
+    state.replay.confirm_above = confirm_above;
     let mut outside = Outside {
         requests: req_tx,
         render: spawn_renderer(state.catalog.masker().clone(), tx.clone()),

@@ -18,7 +18,7 @@ use std::time::Duration;
 const SPARK_SAMPLES: usize = 120;
 
 /// Everything replay-related the screen shows.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReplayUi {
     pub dry_run: Option<DryRun>,
     pub run: Option<RunView>,
@@ -28,6 +28,21 @@ pub struct ReplayUi {
     pub opts: Option<Options>,
     /// `q` was pressed once while a replay runs: the next `q` quits.
     pub quit_armed: bool,
+    /// Above this many letters the count is typed to confirm.
+    pub confirm_above: usize,
+}
+
+impl Default for ReplayUi {
+    fn default() -> Self {
+        ReplayUi {
+            dry_run: None,
+            run: None,
+            unfinished: Vec::new(),
+            opts: None,
+            quit_armed: false,
+            confirm_above: CONFIRM_COUNT_ABOVE,
+        }
+    }
 }
 
 impl ReplayUi {
@@ -55,6 +70,8 @@ pub struct DryRun {
     asked: u32,
     /// Lines of the plan scrolled past (PgDn/PgUp).
     pub scroll: u16,
+    /// Above this many letters the count is typed (`replay.confirm_above`).
+    pub confirm_above: usize,
 }
 
 /// The progress pane.
@@ -323,6 +340,7 @@ fn open(
         resume: resume.clone(),
         asked: 1,
         scroll: 0,
+        confirm_above: state.replay.confirm_above,
     });
     state.prompt.overlay = None;
     state.prompt.show_help = false;
@@ -349,7 +367,7 @@ fn confirm(state: &mut AppState, cmds: &mut Vec<Command>) {
         ));
         return;
     }
-    if plan.planned > CONFIRM_COUNT_ABOVE {
+    if plan.planned > state.replay.confirm_above {
         state.prompt.input = Input::ReplayCount(String::new(), plan.planned);
         return;
     }

@@ -44,7 +44,7 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
             "nothing to replay · Esc closes".to_string(),
             t.get(S::UiWarn),
         ),
-        Some(p) if p.planned > crate::core::replay::CONFIRM_COUNT_ABOVE => (
+        Some(p) if p.planned > d.confirm_above => (
             format!(
                 "Enter: type {} to start · ↑↓ choose · ←→ change · Esc cancel (nothing sent yet)",
                 p.planned
