@@ -1797,3 +1797,208 @@ fn a_browse_closed_by_the_server_mid_replay_stops_it_and_loses_nothing() {
     );
     verified(dir.path());
 }
+
+/// Close, from the server side, the connection whose channel consumes `queue` (as a
+/// consumer timeout or an operator would). rabbitmqctl answers at once, where the
+/// management API's consumer list lags by its stats interval.
+fn server_closes_consumer_of(queue: &str) {
+    let ctl = |args: &[&str]| {
+        let out = std::process::Command::new("rabbitmqctl")
+            .args(args)
+            .output()
+            .expect("rabbitmqctl runs");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let started = Instant::now();
+    let channel = loop {
+        let consumers = ctl(&["list_consumers", "-q", "queue_name", "channel_pid"]);
+        if let Some(pid) = consumers
+            .lines()
+            .find(|l| l.split('\t').next() == Some(queue))
+            .and_then(|l| l.split('\t').nth(1))
+        {
+            break pid.trim().to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no consumer on {queue}:\n{consumers}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let channels = ctl(&["list_channels", "-q", "pid", "connection"]);
+    let conn = channels
+        .lines()
+        .find(|l| l.split('\t').next().map(str::trim) == Some(channel.as_str()))
+        .and_then(|l| l.split('\t').nth(1))
+        .unwrap_or_else(|| panic!("channel {channel} not listed:\n{channels}"))
+        .trim()
+        .to_string();
+    let status = std::process::Command::new("rabbitmqctl")
+        .args(["close_connection", &conn, "closed by the dlq-triage test"])
+        .status()
+        .expect("rabbitmqctl runs");
+    assert!(status.success());
+}
+
+/// The TUI's worker on a RabbitMQ DLQ when the broker closes the browse: the screen
+/// says so, the held letters are back in the queue, `R` browses again on a new
+/// connection — the same letters, once, not twice — and a discard after it acks
+/// exactly that letter.
+#[test]
+fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
+    use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+    use dlq_triage::brokers::OpenOptions;
+    use dlq_triage::core::access::Role;
+    use dlq_triage::core::catalog::Catalog;
+    use dlq_triage::core::masking::Masker;
+    use dlq_triage::core::ports::SourceInfo;
+    use dlq_triage::core::session::{DiscardTarget, Principal, Settings};
+    use dlq_triage::core::source::SourceRef;
+    use dlq_triage::tui::action::Action;
+    use dlq_triage::tui::state::AppState;
+    use dlq_triage::tui::worker::{spawn, Request};
+    use dlq_triage::tui::{action_for_event, update::update, AppEvent};
+
+    if !rabbit_available() || !rabbitmqctl_available() {
+        return;
+    }
+    let t = Topology::new("tui-lost");
+    let q = t.n("ldlq");
+    declare(&t, &q, vec![]);
+    for i in 0..10 {
+        t.publish("", &q, &format!("m-{i}"), &format!("{{\"n\":{i}}}"));
+    }
+    t.wait_for(&q, 10);
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={q}");
+    let source = SourceRef::parse(&uri).expect("uri");
+    let dir = tempfile::tempdir().expect("tmp");
+    let masker = Masker::with_key(vec![1]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (req_tx, req_rx) = std::sync::mpsc::channel();
+    spawn(
+        source.clone(),
+        OpenOptions {
+            queue_type: Some("classic".into()),
+            ..OpenOptions::default()
+        },
+        Settings {
+            source_key: source.to_string(),
+            principal: Principal {
+                actor: "bob".into(),
+                role: Role::Operator,
+                read_only: false,
+                ledger_path: Some(dir.path().join("ledger.db")),
+            },
+            masker: masker.clone(),
+            mappings: Vec::new(),
+        },
+        tx,
+        req_rx,
+    );
+    let size = (160, 40);
+    let mut s = AppState::new(
+        SourceInfo {
+            label: q.clone(),
+            browse_effect: String::new(),
+        },
+        Catalog::new(masker, Vec::new()),
+        chrono::Utc::now().timestamp_millis(),
+        1 << 20,
+    );
+    let mut rebrowsed = false;
+    let mut pump = |s: &mut AppState, what: &str, until: &dyn Fn(&AppState, bool) -> bool| {
+        let started = Instant::now();
+        while !until(s, rebrowsed) {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{what}: not within 30 s"
+            );
+            if let Ok(AppEvent::Action(a)) = rx.recv_timeout(Duration::from_millis(100)) {
+                rebrowsed |= matches!(a, Action::Rebrowsing);
+                for c in update(s, a, size) {
+                    if let Ok(r) = Request::for_command(c) {
+                        req_tx.send(r).expect("worker alive");
+                    }
+                }
+            }
+        }
+    };
+    pump(&mut s, "the first browse", &|s, _| s.scan.complete);
+    assert_eq!(s.catalog.store.len(), 10);
+    assert_eq!(t.count(&q), 0, "browsed letters are held unacked");
+    server_closes_consumer_of(&q);
+    pump(&mut s, "the loss is reported", &|s, _| {
+        s.scan.lost.is_some()
+    });
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(size.0, size.1))
+        .expect("terminal");
+    let theme = dlq_triage::tui::theme::Theme::load(Some("mono")).expect("theme");
+    term.draw(|f| dlq_triage::tui::views::render(f, &s, &theme))
+        .expect("draw");
+    let screen: String = term
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(
+        screen.contains("browse closed by the broker · R browses again"),
+        "{screen}"
+    );
+    t.wait_for(&q, 10);
+    // `R`, through the keymap.
+    let r = action_for_event(
+        &s,
+        &Event::Key(KeyEvent::new(KeyCode::Char('R'), KeyModifiers::NONE)),
+    )
+    .expect("R is bound");
+    for c in update(&mut s, r, size) {
+        req_tx
+            .send(Request::for_command(c).expect("a worker request"))
+            .expect("worker alive");
+    }
+    pump(&mut s, "the second browse", &|s, again| {
+        again && s.scan.complete
+    });
+    assert_eq!(s.catalog.store.len(), 10, "the same letters, once");
+    assert!(s.scan.lost.is_none());
+    assert_eq!(t.count(&q), 0, "held again by the new browse");
+    // A discard on the new browse acks exactly that letter.
+    let store = &s.catalog.store;
+    let (at, r) = store
+        .rows()
+        .iter()
+        .enumerate()
+        .find(|(_, r)| store.id(r) == "m-3")
+        .expect("m-3");
+    let target = DiscardTarget {
+        letter_id: "m-3".into(),
+        binding: store.binding(r),
+        location: store.coords_label(r),
+    };
+    req_tx
+        .send(Request::Discard {
+            rows: vec![(at as u32, target)],
+            reason: "duplicate".into(),
+        })
+        .expect("worker alive");
+    let started = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(AppEvent::Action(Action::DiscardDone { rows, message, ok })) => {
+                assert!(ok, "{message}");
+                assert_eq!(rows, [at as u32]);
+                break;
+            }
+            _ => assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no discard answer"
+            ),
+        }
+    }
+    drop(req_tx);
+    drop(rx);
+    // The worker ends its browse: the nine others go back, m-3 was acked.
+    t.wait_for(&q, 9);
+}

@@ -32,6 +32,13 @@ impl PayloadCache {
         self.map.get(&id)
     }
 
+    /// Forget everything (a new browse: row ids start again).
+    pub(crate) fn clear(&mut self) {
+        self.map.clear();
+        self.order.clear();
+        self.used = 0;
+    }
+
     /// A letter if it is held, without counting as a use (bulk reads: a replay's pick).
     pub fn peek(&self, id: RowId) -> Option<&RawLetter> {
         self.map.get(&id)

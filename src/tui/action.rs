@@ -68,6 +68,13 @@ pub enum Action {
     },
     /// From the worker: replays of this source left unfinished.
     ReplaysUnfinished(Vec<crate::core::session::Unfinished>),
+    /// `R`: browse the source again.
+    Rebrowse,
+    /// From the worker: the broker ended the browse (its held letters are back in the
+    /// queue); `R` browses again.
+    BrowseLost(String),
+    /// From the worker: a new browse starts; what the old one loaded goes.
+    Rebrowsing,
     /// From the worker: the letters an unfinished replay has left (to resume it).
     ResumeLetters(String, Result<Vec<String>, String>),
     /// `d`: discard the marked letters, or the selected one.
@@ -177,6 +184,8 @@ pub enum Command {
     DropPlan,
     AbandonReplay(String),
     ResumeLetters(String),
+    /// Drop this browse and browse again.
+    Rebrowse,
     /// Write an audit entry: an unmask (before anything is shown) or a refusal.
     Audit {
         action: String,

@@ -257,6 +257,12 @@ pub(crate) const BINDINGS: &[Binding] = &[
         needs: Some(Permission::Replay),
         action: || Action::StartReplay,
     },
+    b(
+        &[C('R')],
+        "browse again on a new connection (after the broker closed the browse, or a failed open); what this browse holds goes back to the queue first",
+        None,
+        || Action::Rebrowse,
+    ),
     Binding {
         keys: &[C('K')],
         help: "kill switch: stop the running replay (no publish starts after it)",

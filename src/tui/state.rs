@@ -87,6 +87,8 @@ pub struct ScanStatus {
     pub problem_count: u64,
     /// Containers browsed in part.
     pub partial: Vec<crate::core::session::Coverage>,
+    /// The broker ended the browse (why): what it held is back in the queue.
+    pub lost: Option<String>,
 }
 
 /// The selected letter, ready to render: the full letter, its masked payload view, and

@@ -45,6 +45,7 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         | Action::ToggleMark
         | Action::Diff
         | Action::Copy
+        | Action::Rebrowse
         | Action::NotYet(..)) => act(state, a, &mut cmds),
         a @ (Action::StartReplay
         | Action::KillReplay
@@ -70,7 +71,9 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         | Action::Problem(..)
         | Action::Partial(..)
         | Action::SourceOpened(..)
-        | Action::Rendered(..)) => scan_event(state, a),
+        | Action::Rendered(..)
+        | Action::BrowseLost(..)
+        | Action::Rebrowsing) => scan_event(state, a),
         a @ (Action::History(..)
         | Action::Edited(..)
         | Action::Unmasked(..)
@@ -371,6 +374,19 @@ fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
             }
             None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
         },
+        Action::Rebrowse if state.replay.running() => {
+            state.message = Some((
+                "a replay is running: K stops it before browsing again".into(),
+                Level::Warn,
+            ));
+        }
+        Action::Rebrowse => {
+            state.message = Some((
+                "browsing again on a new connection (what this browse held goes back to the queue)…".into(),
+                Level::Info,
+            ));
+            cmds.push(Command::Rebrowse);
+        }
         Action::NotYet(what) => {
             let text = match what {
                 "replay" => "replay from the TUI is not in this build yet: from a shell, `dlq-triage replay SOURCE --filter EXPR` (dry-run first; README \"Replay\")".to_string(),
@@ -385,6 +401,16 @@ fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
 /// What the worker reports of the source, and the render thread's views.
 fn scan_event(state: &mut AppState, action: Action) {
     match action {
+        Action::BrowseLost(why) => {
+            state.message = Some((
+                format!(
+                    "{why} — nothing is lost: what this browse held is back in the queue; R browses again"
+                ),
+                Level::Error,
+            ));
+            state.scan.lost = Some(why);
+        }
+        Action::Rebrowsing => reset_browse(state),
         Action::SourceOpened(info) => state.info = info,
         Action::Rendered(row, unmasked, view) => {
             if let Some(d) = state.detail.current.as_mut().filter(|d| d.row == row) {
@@ -719,6 +745,35 @@ fn move_cursor(state: &mut AppState, delta: i64) {
                 (i64::from(state.detail.scroll) + delta).clamp(0, i64::from(u16::MAX)) as u16;
         }
     }
+}
+
+/// A new browse begins: forget the letters, their bytes, selections and decisions of
+/// the old one (row ids start again); the filter, grouping and replay history stay.
+fn reset_browse(state: &mut AppState) {
+    let masker = state.catalog.masker().clone();
+    let mappings = state.catalog.mappings().to_vec();
+    state.catalog = crate::core::catalog::Catalog::new(masker, mappings);
+    state.cache.clear();
+    state.decisions.clear();
+    state.scan = Default::default();
+    state.groups = Default::default();
+    state.letters.rows.clear();
+    state.letters.marks.clear();
+    state.letters.cursor = 0;
+    state.letters.offset = 0;
+    state.letters.sorted = 0;
+    state.letters.dirty = true;
+    state.detail.current = None;
+    state.detail.pending_fetch = None;
+    state.detail.rendered = None;
+    state.detail.history = None;
+    state.detail.unmasked.clear();
+    // A finished run's rows belonged to the old browse.
+    if !state.replay.running() {
+        state.replay.run = None;
+    }
+    state.replay.dry_run = None;
+    rebuild_index(state);
 }
 
 /// Index a batch of prepared letters; live ones are counted as arrivals.

@@ -55,6 +55,9 @@ pub enum Request {
     AbandonReplay(String),
     /// Which letters an unfinished replay has left (to resume it).
     ResumeLetters(String),
+    /// Drop this browse and browse the source again on a new connection (after the
+    /// broker closed it, or to refresh).
+    Rebrowse,
 }
 
 impl Request {
@@ -90,6 +93,7 @@ impl Request {
             Command::DropPlan => Request::DropPlan,
             Command::AbandonReplay(id) => Request::AbandonReplay(id),
             Command::ResumeLetters(id) => Request::ResumeLetters(id),
+            Command::Rebrowse => Request::Rebrowse,
             other @ (Command::Copy(_) | Command::RenderPayload { .. } | Command::Edit { .. }) => {
                 return Err(Box::new(other))
             }
@@ -116,34 +120,54 @@ fn run(
 ) {
     let send = |a: Action| events.send(AppEvent::Action(a)).is_ok();
     let principal = settings.principal.clone();
-    let opened = brokers::open(&source, &opts)
-        .map_err(crate::core::session::SessionError::from)
-        .and_then(|src| Session::new(src, settings));
-    let mut session = match opened {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(error = %e, "opening the source failed");
-            send(Action::ScanFailed(e.to_string()));
-            serve_closed(&principal, &requests, &events);
+    // One pass per browse: `R` (or a browse the broker closed, then `R`) starts another
+    // on a fresh connection; the UI empties its store when it hears `Rebrowsing`.
+    let mut first = true;
+    loop {
+        if !first && !send(Action::Rebrowsing) {
             return;
         }
-    };
-    send(Action::SourceOpened(session.info().clone()));
-    let postponed = initial_scan(&mut session, &events, &requests);
-    let notes = session.reconcile();
-    send(Action::Decisions(session.decisions()));
-    announce_unfinished(&session, &events);
-    for n in &notes {
-        tracing::info!(note = %n, "reconcile");
+        first = false;
+        let opened = brokers::open(&source, &opts)
+            .map_err(crate::core::session::SessionError::from)
+            .and_then(|src| Session::new(src, settings.clone()));
+        let mut session = match opened {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "opening the source failed");
+                send(Action::ScanFailed(e.to_string()));
+                if serve_closed(&principal, &requests, &events) {
+                    continue;
+                }
+                return;
+            }
+        };
+        send(Action::SourceOpened(session.info().clone()));
+        let postponed = initial_scan(&mut session, &events, &requests);
+        let notes = session.reconcile();
+        send(Action::Decisions(session.decisions()));
+        announce_unfinished(&session, &events);
+        for n in &notes {
+            tracing::info!(note = %n, "reconcile");
+        }
+        if !notes.is_empty() {
+            send(Action::Notes(notes));
+        }
+        let mut replays = Replays::default();
+        let mut again = false;
+        for r in postponed {
+            match r {
+                Request::Rebrowse => again = true,
+                r => handle(&mut session, &mut replays, r, &events, &requests),
+            }
+        }
+        if !again && !tail_until_gone(&mut session, &mut replays, &events, &requests) {
+            return;
+        }
+        // The old browse is dropped before the next opens: on RabbitMQ its held
+        // deliveries go back to the queue when its connection closes.
+        drop(session);
     }
-    if !notes.is_empty() {
-        send(Action::Notes(notes));
-    }
-    let mut replays = Replays::default();
-    for r in postponed {
-        handle(&mut session, &mut replays, r, &events, &requests);
-    }
-    tail_until_gone(&mut session, &mut replays, &events, &requests);
 }
 
 /// Replays of this source left unfinished (a crash, a kill, a lost connection).
@@ -189,12 +213,13 @@ fn initial_scan(
 
 /// Tail new arrivals until the UI goes away, pausing to serve requests; a source that
 /// cannot be tailed serves requests only.
+/// Returns whether to browse again (`R`); false once the UI is gone.
 fn tail_until_gone(
     session: &mut Session,
     replays: &mut Replays,
     events: &Sender<AppEvent>,
     requests: &Receiver<Request>,
-) {
+) -> bool {
     loop {
         let mut pending: Option<Request> = None;
         let tailed = session.tail(&mut |ev| {
@@ -211,29 +236,29 @@ fn tail_until_gone(
             }
         });
         match (tailed, pending) {
+            (Ok(()), Some(Request::Rebrowse)) => return true,
             (Ok(()), Some(r)) => handle(session, replays, r, events, requests),
-            (Ok(()), None) => return,
+            (Ok(()), None) => return false,
             (Err(e), pending) => {
                 tracing::info!(error = %e, "tailing stopped; serving requests only");
                 // A browse the broker closed is news: the letters went back to the queue
-                // and nothing settles until it is browsed again.
+                // and nothing settles until it is browsed again (`R`).
                 if !matches!(
                     e,
                     crate::core::session::SessionError::Source(
                         crate::core::ports::SourceError::Unsupported(_)
                     )
                 ) {
-                    let _ = events.send(AppEvent::Action(Action::Notes(vec![format!(
-                        "{e}; nothing is lost — quit and reopen to browse again"
-                    )])));
+                    let _ = events.send(AppEvent::Action(Action::BrowseLost(e.to_string())));
                 }
-                if let Some(r) = pending {
-                    handle(session, replays, r, events, requests);
+                let mut next = pending;
+                loop {
+                    match next.take().map_or_else(|| requests.recv().ok(), Some) {
+                        None => return false,
+                        Some(Request::Rebrowse) => return true,
+                        Some(r) => handle(session, replays, r, events, requests),
+                    }
                 }
-                while let Ok(r) = requests.recv() {
-                    handle(session, replays, r, events, requests);
-                }
-                return;
             }
         }
     }
@@ -391,17 +416,28 @@ fn ledger_only(principal: &Principal, r: Request, events: &Sender<AppEvent>) {
         Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
             Action::ReplayPlanFailed("the source is not open; nothing replayed".into())
         }
-        Request::DropPlan | Request::AbandonReplay(_) | Request::ResumeLetters(_) => return,
+        Request::DropPlan
+        | Request::AbandonReplay(_)
+        | Request::ResumeLetters(_)
+        | Request::Rebrowse => return,
     };
     let _ = events.send(AppEvent::Action(action));
 }
 
 /// The source never opened: answer requests (history and audit still work) until the
-/// UI goes away.
-fn serve_closed(principal: &Principal, requests: &Receiver<Request>, events: &Sender<AppEvent>) {
+/// UI goes away (false) or asks to try again (true).
+fn serve_closed(
+    principal: &Principal,
+    requests: &Receiver<Request>,
+    events: &Sender<AppEvent>,
+) -> bool {
     for r in requests.iter() {
-        ledger_only(principal, r, events);
+        match r {
+            Request::Rebrowse => return true,
+            r => ledger_only(principal, r, events),
+        }
     }
+    false
 }
 
 /// The replay the dry-run screen shows: its letters (to re-plan with other options),
@@ -663,9 +699,11 @@ impl crate::core::session::ReplayWatcher for Watch<'_> {
                         "a replay is running: one at a time (K stops it)".into(),
                     )
                 }
-                Request::AbandonReplay(_) | Request::ResumeLetters(_) => Action::Notes(vec![
-                    "a replay is running: try again when it has ended".into(),
-                ]),
+                Request::AbandonReplay(_) | Request::ResumeLetters(_) | Request::Rebrowse => {
+                    Action::Notes(vec![
+                        "a replay is running: try again when it has ended".into()
+                    ])
+                }
                 Request::DropPlan => continue,
                 other @ (Request::History(..) | Request::Audit { .. }) => {
                     // Ledger reads and audit entries do not touch the source.

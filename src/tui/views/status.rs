@@ -67,7 +67,12 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
 pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let progress = if let Some(e) = &s.scan.error {
         Span::styled(
-            format!("scan failed: {}", sanitize::line(e, 60)),
+            format!("scan failed: {} · R retries", sanitize::line(e, 60)),
+            t.get(S::UiError),
+        )
+    } else if s.scan.lost.is_some() {
+        Span::styled(
+            "browse closed by the broker · R browses again",
             t.get(S::UiError),
         )
     } else if s.scan.complete {
