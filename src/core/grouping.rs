@@ -109,7 +109,7 @@ impl Dim {
         Ok(dims)
     }
 
-    fn value(self, r: &Row, now_ms: i64) -> u32 {
+    pub(crate) fn value(self, r: &Row, now_ms: i64) -> u32 {
         match self {
             Dim::Reason => r.reason,
             Dim::Version => r.version,
