@@ -54,6 +54,31 @@ struct ConfigFile {
     conventions: Vec<UserMappingConfig>,
     #[serde(default)]
     replay: ReplayConfig,
+    /// `[[owners]]`: who must act on which letters.
+    #[serde(default)]
+    owners: Vec<crate::core::owners::OwnerRule>,
+    #[serde(default)]
+    watch: WatchConfig,
+}
+
+/// `[watch]`: the rules `dlq-triage watch` evaluates besides `--rule`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchConfig {
+    #[serde(default)]
+    pub rules: Vec<WatchRuleConfig>,
+}
+
+/// `[[watch.rules]]`: `rule = "reason=amount_* rate > 5/min for 5m"`, a name and a
+/// severity.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchRuleConfig {
+    pub rule: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub severity: Option<String>,
 }
 
 /// `[replay]`: how replays are confirmed.
@@ -92,6 +117,8 @@ pub struct Config {
     pub masking: MaskConfig,
     pub conventions: Vec<UserMapping>,
     pub replay: ReplayConfig,
+    pub owners: crate::core::owners::Owners,
+    pub watch: WatchConfig,
 }
 
 /// `$XDG_CONFIG_HOME/dlq-triage`, else `~/.config/dlq-triage`.
@@ -152,6 +179,10 @@ impl Config {
             crate::core::source::SourceRef::parse(&s.uri)
                 .map_err(|e| invalid(format!("sources.{name}.uri: {e}")))?;
         }
+        for r in &file.watch.rules {
+            crate::core::watch::Rule::parse(&r.rule, r.name.as_deref(), r.severity.as_deref())
+                .map_err(|e| invalid(format!("watch.rules: {e}")))?;
+        }
         // Validate masking classes now rather than at first use.
         crate::core::masking::Masker::new(&file.masking, Vec::new()).map_err(invalid)?;
         Ok(Config {
@@ -164,6 +195,8 @@ impl Config {
             dlq_patterns: file.dlq_patterns,
             masking: file.masking,
             replay: file.replay,
+            owners: crate::core::owners::Owners(file.owners),
+            watch: file.watch,
             conventions,
         })
     }

@@ -704,3 +704,178 @@ fn kafka_flags_are_validated() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("-X takes key=value"));
 }
+
+/// `watch --once` for cron and CI: rules from the flag and the config, a breach per
+/// group with its owner (config globs) and a masked example, exit 3; the `--exec` hook
+/// gets each breach as JSON on stdin; a quiet run exits 0 and prints nothing; a bad rule
+/// is a usage error that says why.
+#[test]
+fn watch_once_reports_breaches_with_owners_and_runs_the_hook() {
+    let env = Env::new();
+    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    // Quiet: exit 0, nothing printed.
+    let out = env.run(&[
+        "watch",
+        p.to_str().expect("utf-8"),
+        "--once",
+        "--rule",
+        "count > 100",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    // A bad rule says why.
+    let out = env.run(&[
+        "watch",
+        p.to_str().expect("utf-8"),
+        "--once",
+        "--rule",
+        "count is big",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no condition"));
+    let cfg_dir = env.dir.path().join("config/dlq-triage");
+    std::fs::create_dir_all(&cfg_dir).expect("mkdir");
+    std::fs::write(
+        cfg_dir.join("config.toml"),
+        "[[owners]]\nowner = \"team-tax\"\nreason = \"ta*\"\n\n[[watch.rules]]\nname = \"tax-rate\"\nseverity = \"critical\"\nrule = \"reason=tax rate > 0.1/min for 10m\"\n",
+    )
+    .expect("write");
+    let hook = env.dir.path().join("hook.ndjson");
+    let src = p.to_str().expect("utf-8");
+    let exec = format!("tee -a {}", hook.display());
+    let out = env.run(&[
+        "watch",
+        src,
+        "--once",
+        "--json",
+        "--rule",
+        "oldest > 1d",
+        "--rule",
+        "count > 100",
+        "--exec",
+        &exec,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let got: Vec<(String, String, String, String)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["rule"].as_str().unwrap_or("").to_string(),
+                l["severity"].as_str().unwrap_or("").to_string(),
+                l["group"].as_str().unwrap_or("").to_string(),
+                l["owner"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "tax-rate".into(),
+                "critical".into(),
+                "tax".into(),
+                "team-tax".into()
+            ),
+            (
+                "oldest > 1d".into(),
+                "warning".into(),
+                "tax".into(),
+                "team-tax".into()
+            ),
+        ]
+    );
+    assert_eq!(lines[0]["event"], "breach");
+    assert_eq!(lines[0]["value"], "0.2/min over 10m");
+    assert_eq!(lines[1]["count"], 14);
+    assert_eq!(lines[1]["oldest_s"], 2910 * 60);
+    assert!(lines[0]["example"]
+        .as_str()
+        .is_some_and(|e| e.starts_with("msg-")));
+    let hooked = std::fs::read_to_string(&hook).expect("the hook ran");
+    assert_eq!(hooked.lines().count(), 2, "{hooked}");
+    assert!(hooked.contains("\"rule\":\"tax-rate\""), "{hooked}");
+    // Human lines say the same.
+    let out = env.run(&["watch", src, "--once", "--rule", "oldest > 1d"]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2026-11-29T18:00:00Z BREACH warning · oldest > 1d · tax · oldest 2d (> 24h) · 14 letters · owner team-tax"),
+        "{text}"
+    );
+}
+
+/// `watch --metrics`: Prometheus text on a loopback port while it watches; a public
+/// address is refused without --metrics-any-interface.
+#[test]
+fn watch_serves_prometheus_metrics_on_loopback() {
+    use std::io::{BufRead, Read};
+    let env = Env::new();
+    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let src = p.to_str().expect("utf-8");
+    let out = env.run(&[
+        "watch",
+        src,
+        "--rule",
+        "count > 1",
+        "--metrics",
+        "0.0.0.0:0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args([
+            "watch",
+            src,
+            "--rule",
+            "count > 1",
+            "--every",
+            "1s",
+            "--metrics",
+            "127.0.0.1:0",
+        ])
+        .env("DLQ_TRIAGE_NOW", NOW)
+        .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
+        .env("XDG_STATE_HOME", env.dir.path().join("state"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut addr = None;
+    let mut line = String::new();
+    while addr.is_none() && err.read_line(&mut line).expect("stderr") > 0 {
+        if let Some(a) = line.trim().strip_prefix("metrics: http://") {
+            addr = Some(a.trim_end_matches("/metrics").to_string());
+        }
+        line.clear();
+    }
+    let addr = addr.expect("the metrics address is printed");
+    // The first evaluation fills the page right after the scan.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").expect("request");
+    let mut page = String::new();
+    s.read_to_string(&mut page).expect("response");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
+    for want in [
+        "dlq_letters{reason=\"tax\",version=\"r2\",event_type=\"invoice.issue.requested\"} 10",
+        "dlq_oldest_age_seconds{reason=\"tax\"} 174600",
+        "dlq_watch_breaches{rule=\"count > 1\",severity=\"warning\"} 2",
+        "dlq_scan_letters 17",
+    ] {
+        assert!(page.contains(want), "no `{want}` in\n{page}");
+    }
+}

@@ -19,6 +19,7 @@ mod summary;
 mod table;
 mod topics;
 mod tui;
+mod watch;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -156,6 +157,49 @@ pub enum Command {
     Topics(TopicsArgs),
     /// A payload revision, edited on the masked payload in $EDITOR (the original stays).
     Edit(EditArgs),
+    /// Alert on dead-letter rate, oldest age, counts, new failure modes and replays that
+    /// fail again — per group, with owners (`--once` for cron and CI: exit 3 on breach).
+    Watch(WatchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    pub source: String,
+    /// A rule: `[FILTER] CONDITION`, e.g. 'reason=amount_* rate > 5/min for 5m',
+    /// 'oldest > 30m', 'count > 100', 'new reason', 'replay failed-again > 20%'
+    /// (repeatable; `[[watch.rules]]` in the config adds more).
+    #[arg(long)]
+    pub rule: Vec<String>,
+    /// Severity of the --rule rules.
+    #[arg(long, default_value = "warning")]
+    pub severity: String,
+    /// How often to evaluate while watching.
+    #[arg(long, default_value = "30s")]
+    pub every: String,
+    /// Evaluate once and exit: 0 quiet, 3 breach, 1 error.
+    #[arg(long)]
+    pub once: bool,
+    /// JSON lines instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The dimension letters are grouped by for every rule.
+    #[arg(long, default_value = "reason")]
+    pub group_by: String,
+    /// Known group labels (one per line): `new reason` is any other.
+    #[arg(long)]
+    pub baseline: Option<std::path::PathBuf>,
+    /// Run this command per breach, the breach as JSON on stdin (split like a shell
+    /// line, never run by one).
+    #[arg(long)]
+    pub exec: Option<String>,
+    #[arg(long, default_value = "10s")]
+    pub exec_timeout: String,
+    /// Serve Prometheus metrics on HOST:PORT (loopback only, unless
+    /// --metrics-any-interface).
+    #[arg(long)]
+    pub metrics: Option<String>,
+    #[arg(long)]
+    pub metrics_any_interface: bool,
 }
 
 #[derive(Args, Debug)]
@@ -434,5 +478,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replays(a) => replays::run(&ctx, &a),
         Command::Audit(a) => audit::run(&ctx, &a),
         Command::Edit(a) => edit::run(&ctx, &a),
+        Command::Watch(a) => watch::run(&ctx, &a),
     }
 }

@@ -31,9 +31,8 @@ pub struct Owners(pub Vec<OwnerRule>);
 impl Owners {
     /// The owner of a letter, if a rule matches it.
     pub fn owner_of<'a>(&'a self, store: &LetterStore, r: &Row) -> Option<&'a str> {
-        let fits = |pat: &Option<String>, sym: u32| {
-            pat.as_deref().is_none_or(|p| glob(p, store.sym(sym)))
-        };
+        let fits =
+            |pat: &Option<String>, sym: u32| pat.as_deref().is_none_or(|p| glob(p, store.sym(sym)));
         self.0
             .iter()
             .find(|o| {

@@ -20,7 +20,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 mod replaying;
-pub use replaying::{Picked, ReplayReport, ReplayWatcher, Resume, Unfinished};
+pub use replaying::{
+    latest_replay_figures, Picked, ReplayReport, ReplayWatcher, Resume, Unfinished,
+};
 
 /// Letters per prepared batch, and the longest a partial batch waits (a slow source
 /// still shows letters as they come).

@@ -105,7 +105,10 @@ impl Rule {
             match tail {
                 [] => Ok(DEFAULT_WINDOW),
                 ["for", d] => duration(d).filter(|d| !d.is_zero()).ok_or_else(|| {
-                    format!("rule `{}`: `for {d}`: use e.g. 5m, 1h", crate::core::sanitize::clean(text))
+                    format!(
+                        "rule `{}`: `for {d}`: use e.g. 5m, 1h",
+                        crate::core::sanitize::clean(text)
+                    )
                 }),
                 _ => Err(format!(
                     "rule `{}`: unexpected `{}` after the condition",
@@ -211,7 +214,12 @@ fn unhandled(s: TriageState) -> bool {
 }
 
 impl Watch {
-    pub fn new(rules: Vec<Rule>, dim: Dim, owners: Owners, baseline: Option<HashSet<String>>) -> Self {
+    pub fn new(
+        rules: Vec<Rule>,
+        dim: Dim,
+        owners: Owners,
+        baseline: Option<HashSet<String>>,
+    ) -> Self {
         Watch {
             rules,
             dim,
@@ -235,12 +243,14 @@ impl Watch {
             if !unhandled(r.state) || !rule.filter.matches(store, r, now_ms) {
                 continue;
             }
-            let g = out.entry(self.dim.value(r, now_ms)).or_insert(GroupFigures {
-                oldest_ms: NO_TIME,
-                first_ms: NO_TIME,
-                newest_ms: NO_TIME,
-                ..GroupFigures::default()
-            });
+            let g = out
+                .entry(self.dim.value(r, now_ms))
+                .or_insert(GroupFigures {
+                    oldest_ms: NO_TIME,
+                    first_ms: NO_TIME,
+                    newest_ms: NO_TIME,
+                    ..GroupFigures::default()
+                });
             g.count += 1;
             g.rows.push(i as RowId);
             if r.at_ms != NO_TIME {
@@ -349,7 +359,9 @@ impl Watch {
                                 format!(
                                     "new {}: first letter {} ago",
                                     self.dim.name(),
-                                    age_s.map_or("?".into(), |a| crate::core::timefmt::format_age_ms(a * 1000))
+                                    age_s.map_or("?".into(), |a| {
+                                        crate::core::timefmt::format_age_ms(a * 1000)
+                                    })
                                 ),
                                 match &self.baseline {
                                     Some(_) => "not in the baseline".to_string(),
@@ -465,7 +477,10 @@ mod tests {
                 window: Duration::from_secs(300)
             }
         );
-        assert_eq!(rule("oldest > 30m").condition, Condition::Oldest(Duration::from_secs(1800)));
+        assert_eq!(
+            rule("oldest > 30m").condition,
+            Condition::Oldest(Duration::from_secs(1800))
+        );
         assert_eq!(rule("count > 100").condition, Condition::Count(100));
         assert_eq!(
             rule("new reason").condition,
@@ -477,7 +492,13 @@ mod tests {
             rule("replay failed-again > 20%").condition,
             Condition::ReplayFailedAgain(0.2)
         );
-        assert_eq!(rule("rate > 2/s").condition, Condition::Rate { per_min: 120.0, window: DEFAULT_WINDOW });
+        assert_eq!(
+            rule("rate > 2/s").condition,
+            Condition::Rate {
+                per_min: 120.0,
+                window: DEFAULT_WINDOW
+            }
+        );
         for (bad, why) in [
             ("reason=x", "no condition"),
             ("rate > fast", "N/min"),
@@ -531,14 +552,33 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("rate > 2/min for 5m".into(), "amount_not_a_number".into(), "team-billing".into()),
-                ("oldest > 30m".into(), "lock_timeout".into(), "(unowned)".into()),
-                ("count > 10".into(), "amount_not_a_number".into(), "team-billing".into()),
-                ("new reason for 10m".into(), "amount_not_a_number".into(), "team-billing".into()),
+                (
+                    "rate > 2/min for 5m".into(),
+                    "amount_not_a_number".into(),
+                    "team-billing".into()
+                ),
+                (
+                    "oldest > 30m".into(),
+                    "lock_timeout".into(),
+                    "(unowned)".into()
+                ),
+                (
+                    "count > 10".into(),
+                    "amount_not_a_number".into(),
+                    "team-billing".into()
+                ),
+                (
+                    "new reason for 10m".into(),
+                    "amount_not_a_number".into(),
+                    "team-billing".into()
+                ),
             ]
         );
         assert_eq!(e.breaches[0].value, "2.4/min over 5m");
-        assert!(e.breaches[0].example.as_deref().is_some_and(|x| x.starts_with("<id-")));
+        assert!(e.breaches[0]
+            .example
+            .as_deref()
+            .is_some_and(|x| x.starts_with("<id-")));
         assert_eq!(e.new.len(), 4);
         // Nothing changed: nothing new, nothing recovered.
         let e = w.evaluate(&s, NOW, None, &mask);

@@ -271,6 +271,14 @@ impl Session {
         Ok(self.src.replay_ports()?)
     }
 
+    /// The latest replay of this source: how many letters it sent and how many came
+    /// back (`watch`'s `replay failed-again` rule). None without a ledger or a replay.
+    pub fn latest_replay_figures(
+        &self,
+    ) -> Result<Option<crate::core::watch::ReplayFigures>, SessionError> {
+        latest_replay_figures(&self.settings.principal, &self.settings.source_key)
+    }
+
     /// A replay journaled in the ledger, to continue.
     pub fn resume_of(&self, id: &str) -> Result<Option<Resume>, SessionError> {
         let Some(ledger) = self.settings.principal.existing_ledger()? else {
@@ -493,4 +501,31 @@ fn targets(plan: &Plan) -> String {
         1 => t.into_iter().next().unwrap_or_default().to_string(),
         n => format!("{n} targets"),
     }
+}
+
+/// The latest replay of `source` in `principal`'s ledger: letters sent and failed again.
+pub fn latest_replay_figures(
+    principal: &super::Principal,
+    source: &str,
+) -> Result<Option<crate::core::watch::ReplayFigures>, SessionError> {
+    let Some(ledger) = principal.existing_ledger()? else {
+        return Ok(None);
+    };
+    let Some(row) = ledger.replays()?.into_iter().find(|r| r.source == source) else {
+        return Ok(None);
+    };
+    let Some((_, items)) = ledger.replay(&row.id)? else {
+        return Ok(None);
+    };
+    let count = |states: &[&str]| {
+        items
+            .iter()
+            .filter(|i| states.contains(&i.state.as_str()))
+            .count() as u64
+    };
+    Ok(Some(crate::core::watch::ReplayFigures {
+        id: row.id,
+        sent: count(&["sending", "confirmed", "settled", "failed-again", "refused"]),
+        failed_again: count(&["failed-again"]),
+    }))
 }
