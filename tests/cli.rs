@@ -802,6 +802,34 @@ fn watch_once_reports_breaches_with_owners_and_runs_the_hook() {
     assert!(lines[0]["example"]
         .as_str()
         .is_some_and(|e| e.starts_with("msg-")));
+    // `summary` shows the same owners, and counts the unowned letters.
+    let doc = json(&env.run(&["summary", src, "--json", "--group-by", "reason"]));
+    assert_eq!(doc["unowned"], 3);
+    let owners: Vec<(String, String)> = doc["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["reason_code"].as_str().unwrap_or("").to_string(),
+                g["owner"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            ("tax".to_string(), "team-tax".to_string()),
+            ("amount".to_string(), "(unowned)".to_string())
+        ]
+    );
+    let text = String::from_utf8_lossy(&env.run(&["summary", src, "--group-by", "reason"]).stdout)
+        .to_string();
+    assert!(
+        text.contains("OWNER") && text.contains("team-tax"),
+        "{text}"
+    );
+    assert!(text.contains("3 letters have no owner"), "{text}");
     let hooked = std::fs::read_to_string(&hook).expect("the hook ran");
     assert_eq!(hooked.lines().count(), 2, "{hooked}");
     assert!(hooked.contains("\"rule\":\"tax-rate\""), "{hooked}");

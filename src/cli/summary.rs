@@ -30,6 +30,11 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
             .flatten()
             .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
     };
+    let owners = &ctx.config.owners;
+    let owner_of = |members: &[crate::core::store::RowId]| {
+        crate::core::owners::owners_of(owners, store, members.iter().filter_map(|r| store.row(*r)))
+    };
+    let unowned: u64 = groups.iter().map(|(_, g)| owner_of(&g.members).1).sum();
     let mut out = std::io::stdout().lock();
     if a.json {
         let groups_json: Vec<Value> = groups
@@ -47,6 +52,7 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
                 o.insert("oldest".into(), json!(ts(g.oldest_ms)));
                 o.insert("newest".into(), json!(ts(g.newest_ms)));
                 o.insert("inflow_per_min".into(), json!(round(g.inflow_per_min(), 2)));
+                o.insert("owner".into(), json!(owner_of(&g.members).0));
                 o.insert(
                     "event_types".into(),
                     json!(g
@@ -65,6 +71,7 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
             "scanned_at": ctx.now.to_rfc3339_opts(SecondsFormat::Secs, true),
             "group_by": dims.iter().map(|d| d.name()).collect::<Vec<_>>(),
             "groups": groups_json,
+            "unowned": unowned,
             "problems": problems_json(&loaded.catalog),
             "coverage": super::context::coverage_json(&loaded.session),
         });
@@ -100,15 +107,20 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
     writeln!(out, "{}", loaded.info.browse_effect)?;
     writeln!(out)?;
     let labels: Vec<&str> = dims.iter().map(|d| d.name()).collect();
-    let mut t = Table::new(&[
+    // The owner column shows when owners are configured (`[[owners]]`).
+    let mut cols = vec![
         ("COUNT", true, 10),
         ("SHARE", true, 6),
         ("OLDEST", true, 8),
         ("NEWEST", true, 8),
         ("/MIN", true, 7),
         ("INFLOW 1h", false, 12),
-        ("GROUP", false, 72),
-    ]);
+    ];
+    if !owners.is_empty() {
+        cols.push(("OWNER", false, 24));
+    }
+    cols.push(("GROUP", false, 72));
+    let mut t = Table::new(&cols);
     let age = |ms: i64| {
         if ms == NO_TIME {
             "-".into()
@@ -122,18 +134,28 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         } else {
             n.label.clone()
         };
-        t.row(vec![
+        let mut row = vec![
             n.count.to_string(),
             format!("{:.1}%", 100.0 * n.count as f64 / idx.total().max(1) as f64),
             age(n.oldest_ms),
             age(n.newest_ms),
             format!("{:.1}", n.inflow_per_min()),
             sparkline(&n.spark),
-            format!("{}{label}", "  ".repeat(n.depth)),
-        ]);
+        ];
+        if !owners.is_empty() {
+            row.push(owner_of(&idx.members_under(&n.path)).0);
+        }
+        row.push(format!("{}{label}", "  ".repeat(n.depth)));
+        t.row(row);
     }
     writeln!(out, "grouped by {}", labels.join(" › "))?;
     write!(out, "{}", t.render())?;
+    if !owners.is_empty() && unowned > 0 {
+        writeln!(
+            out,
+            "{unowned} letters have no owner (add an [[owners]] rule for them)"
+        )?;
+    }
     if groups.is_empty() {
         writeln!(
             out,
