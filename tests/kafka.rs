@@ -445,3 +445,71 @@ fn dlq_topics_are_discovered_with_their_counts() {
     let all = discover(&base, &OpenOptions::default(), &patterns, true).expect("discover");
     assert!(all.iter().any(|c| c.name == "orders" && !c.looks_like_dlq));
 }
+
+/// `watch` keeps a Kafka DLQ open: letters that arrive after the scan are counted at the
+/// next evaluation, and the breach is printed then (not only at start).
+#[test]
+fn watch_sees_letters_that_arrive_while_it_watches() {
+    use std::io::BufRead;
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("w.dlq", 2, 1).expect("topic");
+    let bootstrap = cluster.bootstrap_servers();
+    let all = letters("w.dlq", 12, 2);
+    produce_all(&bootstrap, &all[..10]).expect("seeded");
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args([
+            "--ledger",
+            dir.path().join("l.db").to_str().expect("utf-8"),
+            "watch",
+            &format!("kafka://{bootstrap}/w.dlq"),
+            "--rule",
+            "count > 5",
+            "--every",
+            "1s",
+            "--json",
+        ])
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    while !line.contains("watching ") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).expect("stderr") > 0,
+            "watch ended early"
+        );
+    }
+    // Five letters a reason: quiet.
+    assert!(rx.recv_timeout(std::time::Duration::from_secs(2)).is_err());
+    produce_all(&bootstrap, &all[10..]).expect("two more");
+    let mut groups = Vec::new();
+    let started = std::time::Instant::now();
+    while groups.len() < 2 && started.elapsed() < std::time::Duration::from_secs(30) {
+        if let Ok(l) = rx.recv_timeout(std::time::Duration::from_millis(500)) {
+            let v: serde_json::Value = serde_json::from_str(&l).expect("a JSON line");
+            assert_eq!(v["event"], "breach", "{l}");
+            assert_eq!(v["count"], 6, "{l}");
+            groups.push(v["group"].as_str().unwrap_or("").to_string());
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    groups.sort();
+    assert_eq!(groups, ["even", "odd"]);
+}
