@@ -55,6 +55,7 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
         now_ms: ctx.now_ms(),
         theme,
         confirm_above: ctx.config.replay.confirm_above,
+        owners: ctx.config.owners.clone(),
     })
 }
 

@@ -313,6 +313,22 @@ impl GroupIndex {
         out
     }
 
+    /// At most `n` letters under a tree node, without gathering them all (a node's owner
+    /// on screen is read from a sample of a big group).
+    pub(crate) fn sample_under(&self, prefix: &[u32], n: usize) -> Vec<RowId> {
+        let mut out = Vec::new();
+        for (k, g) in &self.groups {
+            if out.len() >= n {
+                break;
+            }
+            if k.values().starts_with(prefix) {
+                let take = (n - out.len()).min(g.members.len());
+                out.extend_from_slice(&g.members[..take]);
+            }
+        }
+        out
+    }
+
     pub fn get(&self, key: &GroupKey) -> Option<&GroupStats> {
         self.groups.get(key)
     }

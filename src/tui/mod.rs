@@ -266,6 +266,8 @@ pub struct Setup {
     pub theme: Theme,
     /// Replays above this many letters ask for the count (config `replay.confirm_above`).
     pub confirm_above: usize,
+    /// `[[owners]]`: shown on the top-level groups.
+    pub owners: crate::core::owners::Owners,
 }
 
 /// Run the TUI on a source until the user quits.
@@ -278,6 +280,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
         now_ms,
         theme,
         confirm_above,
+        owners,
     } = setup;
     let (source, opts) = plan;
     // The adapter states what browsing does once the source is open (SourceOpened).
@@ -291,6 +294,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     state.read_only = settings.principal.read_only;
     state.role = settings.principal.role;
     state.replay.confirm_above = confirm_above;
+    state.owners = owners;
     let mut outside = Outside {
         requests: req_tx,
         render: spawn_renderer(state.catalog.masker().clone(), tx.clone()),

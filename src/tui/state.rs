@@ -122,6 +122,8 @@ pub struct GroupsPane {
     pub visible: Vec<usize>,
     pub cursor: usize,
     pub offset: usize,
+    /// Owner of each top-level group (`[[owners]]`), with the count it was read at.
+    pub owners: std::collections::HashMap<Vec<u32>, (u64, String)>,
 }
 
 /// The letters pane: the selected group's letters.
@@ -189,6 +191,8 @@ pub struct AppState {
     /// The screen was used by another program (the editor): repaint everything.
     pub force_redraw: bool,
     pub read_only: bool,
+    /// Who must act on which letters (`[[owners]]` in the config).
+    pub owners: crate::core::owners::Owners,
     /// The dry-run screen, the progress pane, unfinished replays.
     pub replay: crate::tui::replaying::ReplayUi,
     /// Rows available to the lists (set by the view on resize), for paging.
@@ -241,6 +245,7 @@ impl AppState {
             force_redraw: false,
             read_only: false,
             replay: Default::default(),
+            owners: Default::default(),
             page: 10,
             quit: false,
         }

@@ -810,6 +810,35 @@ pub(crate) fn rebuild_index(state: &mut AppState) {
     refresh_tree(state);
 }
 
+/// Letters read to name a top-level group's owner: a group bigger than this is named
+/// from a sample (owners are rules over event, reason and origin, which a group shares).
+const OWNER_SAMPLE: usize = 10_000;
+
+/// Owners of the top-level groups whose count changed (none without `[[owners]]`).
+fn refresh_owners(state: &mut AppState) {
+    if state.owners.is_empty() {
+        return;
+    }
+    let store = &state.catalog.store;
+    let mut fresh = std::collections::HashMap::new();
+    for n in state.groups.tree.iter().filter(|n| n.depth == 0).take(500) {
+        let owner = match state.groups.owners.get(&n.path) {
+            Some((count, o)) if *count == n.count => o.clone(),
+            _ => {
+                let rows = state.index.sample_under(&n.path, OWNER_SAMPLE);
+                crate::core::owners::owners_of(
+                    &state.owners,
+                    store,
+                    rows.iter().filter_map(|r| store.row(*r)),
+                )
+                .0
+            }
+        };
+        fresh.insert(n.path.clone(), (n.count, owner));
+    }
+    state.groups.owners = fresh;
+}
+
 /// Recompute the tree from the index, keeping the selected node if it still exists.
 pub(crate) fn refresh_tree(state: &mut AppState) {
     let selected = state.selected_node().map(|n| n.path.clone());
@@ -834,6 +863,7 @@ pub(crate) fn refresh_tree(state: &mut AppState) {
             }
         }
     }
+    refresh_owners(state);
     refresh_visible(state);
     if let Some(p) = selected {
         select_path(state, &p);
@@ -1149,6 +1179,39 @@ mod tests {
         update(&mut s, Action::Letters(batch), SIZE);
         update(&mut s, Action::ScanDone, SIZE);
         s
+    }
+
+    #[test]
+    fn top_level_groups_carry_their_owner_and_follow_new_letters() {
+        use crate::core::owners::{OwnerRule, Owners};
+        let mut s = state(0);
+        s.owners = Owners(vec![OwnerRule {
+            owner: "team-even".into(),
+            event: None,
+            reason: Some("ev*".into()),
+            origin: None,
+            consumer: None,
+            version: None,
+        }]);
+        let full = state(6);
+        let batch: Vec<Prepared> = (0..6)
+            .filter_map(|i| {
+                let raw = full.cache.peek(i)?.clone();
+                Some(prepare_letter(full.catalog.masker(), &[], raw).into())
+            })
+            .collect();
+        update(&mut s, Action::Letters(batch), SIZE);
+        let mut owners: Vec<String> = s.groups.owners.values().map(|(_, o)| o.clone()).collect();
+        owners.sort();
+        assert_eq!(owners, ["(unowned)", "team-even"]);
+        let (count, _) = s
+            .groups
+            .owners
+            .iter()
+            .find(|(_, (_, o))| o == "team-even")
+            .map(|(_, v)| v.clone())
+            .expect("even");
+        assert_eq!(count, 3);
     }
 
     #[test]

@@ -88,11 +88,14 @@ fn node_line<'a>(
     } else {
         "▸ "
     };
-    let label = if n.label.is_empty() {
+    let mut label = if n.label.is_empty() {
         "(none)".to_string()
     } else {
         sanitize::line(&n.label, 200)
     };
+    if let Some((_, owner)) = s.groups.owners.get(&n.path) {
+        label = format!("{label} · {}", sanitize::line(owner, 60));
+    }
     let text = fit(&format!("{}{marker}{label}", "  ".repeat(n.depth)), label_w);
     let oldest = if n.oldest_ms == NO_TIME {
         "-".into()
