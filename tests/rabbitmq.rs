@@ -2002,3 +2002,44 @@ fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
     // The worker ends its browse: the nine others go back, m-3 was acked.
     t.wait_for(&q, 9);
 }
+
+/// `watch --once` on a RabbitMQ DLQ filled by real dead-lettering: a breach for the
+/// group over the threshold (exit 3), and the DLQ holds every message afterwards.
+#[test]
+fn watch_once_on_a_rabbitmq_dlq_alerts_and_leaves_it_as_it_was() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = seeded("watch");
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
+    let out = cli_command(
+        dir.path(),
+        &[
+            "watch",
+            &uri,
+            "--once",
+            "--json",
+            "--rule",
+            "count > 3",
+            "--queue-type",
+            "classic",
+        ],
+    )
+    .output()
+    .expect("binary runs");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["group"], "rejected");
+    assert_eq!(lines[0]["count"], 5);
+    t.wait_for(&t.n("dlq"), 10);
+}
