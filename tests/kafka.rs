@@ -336,7 +336,9 @@ fn broker_down_mid_scan_is_a_clear_error_not_a_hang() {
         Err(e) => {
             let msg = e.to_string();
             assert!(msg.contains("no progress reading `big.dlq`"), "{msg}");
-            assert!((10..2000).contains(&seen), "{seen}");
+            // All 2000 may have arrived in librdkafka's prefetch before the broker went
+            // away while one partition's end was never confirmed: still incomplete.
+            assert!((10..=2000).contains(&seen), "{seen}");
         }
     }
 }
