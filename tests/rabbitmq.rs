@@ -963,15 +963,13 @@ fn passwords_can_stay_off_the_command_line() {
 /// exact letter when the TUI opens the queue, and the note reaches the screen.
 #[test]
 fn the_tui_applies_a_pending_discard_and_says_so() {
-    use dlq_triage::brokers::OpenOptions;
-    use dlq_triage::core::access::Role;
     use dlq_triage::core::decisions::binding;
     use dlq_triage::core::ledger::Ledger;
     use dlq_triage::core::masking::Masker;
-    use dlq_triage::core::session::{Principal, Settings};
+
     use dlq_triage::core::source::SourceRef;
     use dlq_triage::tui::action::Action;
-    use dlq_triage::tui::worker::spawn;
+
     use dlq_triage::tui::AppEvent;
 
     if !rabbit_available() {
@@ -1009,28 +1007,7 @@ fn the_tui_applies_a_pending_discard_and_says_so() {
         .expect("ledger")
         .record_discard(&source.to_string(), "m-0", &binding(m0), None, "duplicate")
         .expect("pending decision");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (_req_tx, req_rx) = std::sync::mpsc::channel();
-    spawn(
-        source.clone(),
-        OpenOptions {
-            queue_type: Some("classic".into()),
-            ..OpenOptions::default()
-        },
-        Settings {
-            source_key: source.to_string(),
-            principal: Principal {
-                actor: "bob".into(),
-                role: Role::Operator,
-                read_only: false,
-                ledger_path: Some(ledger_path.clone()),
-            },
-            masker: Masker::with_key(vec![1]),
-            mappings: Vec::new(),
-        },
-        tx,
-        req_rx,
-    );
+    let (rx, _req_tx) = tui_worker(&source, ledger_path.clone(), Masker::with_key(vec![1]));
     let started = Instant::now();
     let mut notes = Vec::new();
     while notes.is_empty() && started.elapsed() < Duration::from_secs(20) {
@@ -1153,14 +1130,12 @@ fn a_100k_letter_dlq_is_browsed_whole_and_left_as_it_was() {
 /// and exactly that delivery is acked; the other letters stay in the queue.
 #[test]
 fn a_tui_discard_acks_exactly_the_discarded_letter() {
-    use dlq_triage::brokers::OpenOptions;
-    use dlq_triage::core::access::Role;
     use dlq_triage::core::masking::Masker;
-    use dlq_triage::core::session::{DiscardTarget, Principal, Settings};
+    use dlq_triage::core::session::DiscardTarget;
     use dlq_triage::core::source::SourceRef;
     use dlq_triage::core::store::LetterStore;
     use dlq_triage::tui::action::Action;
-    use dlq_triage::tui::worker::{spawn, Request};
+    use dlq_triage::tui::worker::Request;
     use dlq_triage::tui::AppEvent;
 
     if !rabbit_available() {
@@ -1171,27 +1146,10 @@ fn a_tui_discard_acks_exactly_the_discarded_letter() {
     let source =
         SourceRef::parse(&format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={q}")).expect("uri");
     let dir = tempfile::tempdir().expect("tmp");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (req_tx, req_rx) = std::sync::mpsc::channel();
-    spawn(
-        source.clone(),
-        OpenOptions {
-            queue_type: Some("classic".into()),
-            ..OpenOptions::default()
-        },
-        Settings {
-            source_key: source.to_string(),
-            principal: Principal {
-                actor: "bob".into(),
-                role: Role::Operator,
-                read_only: false,
-                ledger_path: Some(dir.path().join("ledger.db")),
-            },
-            masker: Masker::with_key(vec![1]),
-            mappings: Vec::new(),
-        },
-        tx,
-        req_rx,
+    let (rx, req_tx) = tui_worker(
+        &source,
+        dir.path().join("ledger.db"),
+        Masker::with_key(vec![1]),
     );
     // The UI's store, fed the way the TUI feeds it.
     let mut store = LetterStore::new();
@@ -1847,16 +1805,15 @@ fn server_closes_consumer_of(queue: &str) {
 #[test]
 fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
     use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-    use dlq_triage::brokers::OpenOptions;
-    use dlq_triage::core::access::Role;
+
     use dlq_triage::core::catalog::Catalog;
     use dlq_triage::core::masking::Masker;
     use dlq_triage::core::ports::SourceInfo;
-    use dlq_triage::core::session::{DiscardTarget, Principal, Settings};
+    use dlq_triage::core::session::DiscardTarget;
     use dlq_triage::core::source::SourceRef;
     use dlq_triage::tui::action::Action;
     use dlq_triage::tui::state::AppState;
-    use dlq_triage::tui::worker::{spawn, Request};
+    use dlq_triage::tui::worker::Request;
     use dlq_triage::tui::{action_for_event, update::update, AppEvent};
 
     if !rabbit_available() || !rabbitmqctl_available() {
@@ -1873,28 +1830,7 @@ fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
     let source = SourceRef::parse(&uri).expect("uri");
     let dir = tempfile::tempdir().expect("tmp");
     let masker = Masker::with_key(vec![1]);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (req_tx, req_rx) = std::sync::mpsc::channel();
-    spawn(
-        source.clone(),
-        OpenOptions {
-            queue_type: Some("classic".into()),
-            ..OpenOptions::default()
-        },
-        Settings {
-            source_key: source.to_string(),
-            principal: Principal {
-                actor: "bob".into(),
-                role: Role::Operator,
-                read_only: false,
-                ledger_path: Some(dir.path().join("ledger.db")),
-            },
-            masker: masker.clone(),
-            mappings: Vec::new(),
-        },
-        tx,
-        req_rx,
-    );
+    let (rx, req_tx) = tui_worker(&source, dir.path().join("ledger.db"), masker.clone());
     let size = (160, 40);
     let mut s = AppState::new(
         SourceInfo {
@@ -2042,4 +1978,41 @@ fn watch_once_on_a_rabbitmq_dlq_alerts_and_leaves_it_as_it_was() {
     assert_eq!(lines[0]["group"], "rejected");
     assert_eq!(lines[0]["count"], 5);
     t.wait_for(&t.n("dlq"), 10);
+}
+
+/// The TUI's worker on a classic RabbitMQ queue, as bob (operator), with this ledger:
+/// its events, and the channel for its requests.
+fn tui_worker(
+    source: &dlq_triage::core::source::SourceRef,
+    ledger: std::path::PathBuf,
+    masker: dlq_triage::core::masking::Masker,
+) -> (
+    std::sync::mpsc::Receiver<dlq_triage::tui::AppEvent>,
+    std::sync::mpsc::Sender<dlq_triage::tui::worker::Request>,
+) {
+    use dlq_triage::core::access::Role;
+    use dlq_triage::core::session::{Principal, Settings};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (req_tx, req_rx) = std::sync::mpsc::channel();
+    dlq_triage::tui::worker::spawn(
+        source.clone(),
+        dlq_triage::brokers::OpenOptions {
+            queue_type: Some("classic".into()),
+            ..dlq_triage::brokers::OpenOptions::default()
+        },
+        Settings {
+            source_key: source.to_string(),
+            principal: Principal {
+                actor: "bob".into(),
+                role: Role::Operator,
+                read_only: false,
+                ledger_path: Some(ledger),
+            },
+            masker,
+            mappings: Vec::new(),
+        },
+        tx,
+        req_rx,
+    );
+    (rx, req_tx)
 }
