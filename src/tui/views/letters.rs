@@ -26,8 +26,14 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     } else {
         "oldest first"
     };
+    // The owner of the group the node is in (`[[owners]]`), where the tree has no room.
+    let owner = s
+        .selected_node()
+        .and_then(|n| s.groups.owners.get(&n.path[..n.path.len().min(1)]))
+        .map(|(_, o)| format!(" · owner {}", sanitize::line(o, 40)))
+        .unwrap_or_default();
     let title = Line::from(format!(
-        " Letters  {node} · {} · {order} ",
+        " Letters  {node} · {} · {order}{owner} ",
         s.letters.rows.len()
     ));
     let block = pane(title, focused, t);
