@@ -2016,3 +2016,114 @@ fn tui_worker(
     );
     (rx, req_tx)
 }
+
+/// Replay from the TUI on RabbitMQ: the worker that holds the browsed deliveries plans
+/// and runs the replay, so each confirmed letter's DLQ copy is acked on that same
+/// browse; letters that fail again come back as live letters and are reported.
+#[test]
+fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
+    use dlq_triage::core::replay::{Control, Options};
+    use dlq_triage::core::session::Picked;
+    use dlq_triage::tui::action::Action;
+    use dlq_triage::tui::worker::Request;
+    use dlq_triage::tui::AppEvent;
+
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("tui-replay");
+    let (seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
+    let source = dlq_triage::core::source::SourceRef::parse(&uri).expect("uri");
+    let (rx, req) = tui_worker(
+        &source,
+        dir.path().join("ledger.db"),
+        dlq_triage::core::masking::Masker::with_key(vec![1]),
+    );
+    let recv = |what: &str, want: &dyn Fn(&Action) -> bool| -> Action {
+        let started = Instant::now();
+        loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{what}: no answer"
+            );
+            if let Ok(AppEvent::Action(a)) = rx.recv_timeout(Duration::from_millis(200)) {
+                if want(&a) {
+                    return a;
+                }
+            }
+        }
+    };
+    // The UI holds the letters' bytes from the browse, as the TUI's cache does.
+    let mut picked = Vec::new();
+    let started = Instant::now();
+    loop {
+        assert!(started.elapsed() < Duration::from_secs(30), "no scan");
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(AppEvent::Action(Action::Letters(b))) => {
+                picked.extend(b.into_iter().map(|p| Picked::Held(p.letter.raw)))
+            }
+            Ok(AppEvent::Action(Action::ScanDone)) => break,
+            _ => {}
+        }
+    }
+    assert_eq!(picked.len(), 20);
+    req.send(Request::PlanReplay {
+        picked,
+        opts: Options {
+            canary: 2,
+            canary_rate: 20.0,
+            rate: 100.0,
+            watch: Duration::from_secs(2),
+            max_failed_ratio: 0.5,
+            ..Options::default()
+        },
+        resume: None,
+    })
+    .expect("worker");
+    let Action::ReplayPlanned(view) = recv("the plan", &|a| {
+        matches!(a, Action::ReplayPlanned(_) | Action::ReplayPlanFailed(_))
+    }) else {
+        panic!("no plan");
+    };
+    assert_eq!(view.planned, 20, "{:?}", view.lines);
+    req.send(Request::RunReplay {
+        id: view.id.clone(),
+        control: Control::default(),
+    })
+    .expect("worker");
+    // Every letter's outcome reaches the UI; the run's end says how it went.
+    let mut back = std::collections::HashSet::new();
+    let started = Instant::now();
+    let (state, summary) = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the replay never ended"
+        );
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(AppEvent::Action(Action::ReplayLetters(c))) => back.extend(
+                c.into_iter()
+                    .filter(|(_, o)| *o == dlq_triage::core::replay::LetterOutcome::FailedAgain)
+                    .map(|(id, _)| id),
+            ),
+            Ok(AppEvent::Action(Action::ReplayEnded { state, summary, .. })) => {
+                break (state, summary)
+            }
+            _ => {}
+        }
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(state, "completed", "{summary}");
+    assert!(
+        summary.contains("20 of 20 confirmed, 2 failed again"),
+        "{summary}"
+    );
+    assert_eq!(back.len(), 2, "{back:?}");
+    assert_eq!(seen.try_iter().count(), 20);
+    // Acked on the worker's browse: only the 2 that failed again are in the DLQ once
+    // the TUI lets go of what it holds.
+    drop(req);
+    drop(rx);
+    t.wait_for(&t.n("dlq"), 2);
+}

@@ -327,8 +327,12 @@ impl<'p> Engine<'p> {
     /// (letter id, outcome) of every letter whose state changed since the last call.
     pub fn take_changes(&mut self) -> Vec<(&'p str, LetterOutcome)> {
         let plan = self.plan;
-        let mut out = Vec::with_capacity(self.changed.len());
-        for i in std::mem::take(&mut self.changed) {
+        let mut changed = std::mem::take(&mut self.changed);
+        // A letter that changed twice in a step is reported once, as it stands now.
+        changed.sort_unstable();
+        changed.dedup();
+        let mut out = Vec::with_capacity(changed.len());
+        for i in changed {
             let outcome = match self.states[i] {
                 St::Pending => continue,
                 St::Sending => LetterOutcome::Sending,
