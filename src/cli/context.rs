@@ -312,10 +312,12 @@ impl Context {
         let mut catalog =
             Catalog::new(self.masker()?, self.config.conventions.clone()).with_previews(previews);
         let mut failed: Option<anyhow::Error> = None;
+        let mut bar = super::progress::ScanBar::new();
         session
             .scan(previews, &mut |ev| {
                 match ev {
                     SessionEvent::Letters(batch) => {
+                        bar.add(batch.len() as u64);
                         for p in batch {
                             let row = catalog.push_prepared(&p);
                             if p.state != crate::core::model::TriageState::Open {
@@ -330,11 +332,12 @@ impl Context {
                     SessionEvent::Problem(p) => catalog.record_problem(p.location, p.message),
                     // Kept by the session; said after the scan and in JSON.
                     SessionEvent::Partial(_) => {}
-                    SessionEvent::Progress { .. } => {}
+                    SessionEvent::Progress { total, .. } => bar.total(total),
                 }
                 ControlFlow::Continue(())
             })
             .with_context(|| format!("scanning {}", sanitize::clean(&info.label)))?;
+        bar.finish();
         if let Some(e) = failed {
             return Err(e);
         }

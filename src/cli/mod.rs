@@ -11,6 +11,7 @@ mod edit;
 mod export;
 mod list;
 pub mod output;
+mod progress;
 mod queues;
 mod replay;
 mod replays;
