@@ -1,0 +1,141 @@
+//! The core pipeline at scale, from an NDJSON dump this example writes (not committed):
+//! `cargo run --release --example scale_dump -- 10000000 /tmp/scale.ndjson`. Writes the
+//! dump (the demo incident's letters, cycled, each with its own id and offset) unless it
+//! exists, then loads it through a session into a catalog as `summary` does, and times
+//! the load, a grouping, a filter and a regroup; prints the process's peak RSS.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
+
+use chrono::Utc;
+use dlq_triage::brokers::demo::scenario::{incident, Scale};
+use dlq_triage::brokers::{open, OpenOptions};
+use dlq_triage::core::catalog::Catalog;
+use dlq_triage::core::dump::to_line;
+use dlq_triage::core::filter::Filter;
+use dlq_triage::core::grouping::{Dim, GroupIndex};
+use dlq_triage::core::masking::Masker;
+use dlq_triage::core::model::{Coords, Header, HeaderValue};
+use dlq_triage::core::session::{Principal, Session, SessionEvent, Settings};
+use dlq_triage::core::source::SourceRef;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::time::Instant;
+
+fn peak_rss_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb / 1024)
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args
+        .next()
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(10_000_000);
+    let path = std::path::PathBuf::from(args.next().unwrap_or_else(|| "/tmp/scale.ndjson".into()));
+    let now = Utc::now();
+    if !path.exists() {
+        let t = Instant::now();
+        let templates = incident(42, now, Scale(1.0));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        for i in 0..n {
+            let mut l = templates[i % templates.len()].clone();
+            l.coords = Some(Coords::Kafka {
+                topic: "scale.dlq".into(),
+                partition: (i % 256) as i32,
+                offset: (i / 256) as i64,
+            });
+            l.headers.push(Header::new(
+                "x-message-id",
+                HeaderValue::text(&format!("scale-{i}")),
+            ));
+            writeln!(out, "{}", to_line(&l, false))?;
+        }
+        out.flush()?;
+        println!(
+            "wrote {n} letters to {} in {:.1?}",
+            path.display(),
+            t.elapsed()
+        );
+    }
+    let size = std::fs::metadata(&path)?.len();
+    let dir = tempfile::tempdir()?;
+    let source = SourceRef::File { path: path.clone() };
+    let masker = Masker::with_key(vec![9; 32]);
+    let mut session = Session::new(
+        open(&source, &OpenOptions::default())?,
+        Settings {
+            source_key: source.to_string(),
+            principal: Principal {
+                actor: "scale".into(),
+                role: dlq_triage::core::access::Role::Operator,
+                read_only: true,
+                ledger_path: Some(dir.path().join("l.db")),
+            },
+            masker: masker.clone(),
+            mappings: Vec::new(),
+        },
+    )?;
+    let mut catalog = Catalog::new(masker, Vec::new());
+    let t = Instant::now();
+    session.scan(false, &mut |ev| {
+        if let SessionEvent::Letters(b) = ev {
+            for p in b {
+                catalog.store.push(&p.letter, &p.preview);
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    catalog.shrink_to_fit();
+    let load = t.elapsed();
+    let store = &catalog.store;
+    println!(
+        "loaded {} letters ({:.1} GB of dump) in {:.1?} ({:.0}/s); peak RSS so far {} MB",
+        store.len(),
+        size as f64 / 1e9,
+        load,
+        store.len() as f64 / load.as_secs_f64(),
+        peak_rss_mb()
+    );
+    let now_ms = now.timestamp_millis();
+    let t = Instant::now();
+    let idx = GroupIndex::build(store, &[Dim::Reason, Dim::Version, Dim::Age], now_ms, None);
+    println!(
+        "group reason › version › age: {:.1?} ({} letters)",
+        t.elapsed(),
+        idx.total()
+    );
+    let mut filter = Filter::parse("reason=amount_* age<1d")?;
+    let t = Instant::now();
+    let idx = GroupIndex::build(
+        store,
+        &[Dim::Reason, Dim::Version, Dim::Age],
+        now_ms,
+        Some(&mut filter),
+    );
+    println!(
+        "filter reason=amount_* age<1d: {:.1?} ({} match)",
+        t.elapsed(),
+        idx.total()
+    );
+    let t = Instant::now();
+    let idx = GroupIndex::build(store, &[Dim::Event, Dim::Reason], now_ms, None);
+    println!(
+        "regroup event › reason: {:.1?} ({} letters)",
+        t.elapsed(),
+        idx.total()
+    );
+    println!(
+        "peak RSS {} MB ({} bytes a letter)",
+        peak_rss_mb(),
+        peak_rss_mb() * 1024 * 1024 / store.len().max(1) as u64
+    );
+    Ok(())
+}
