@@ -24,6 +24,20 @@ pub struct OwnerRule {
     pub version: Option<String>,
 }
 
+impl OwnerRule {
+    /// A rule for `owner` that matches nothing until a field is given (`..new(owner)`).
+    pub fn new(owner: &str) -> Self {
+        OwnerRule {
+            owner: owner.to_string(),
+            event: None,
+            reason: None,
+            origin: None,
+            consumer: None,
+            version: None,
+        }
+    }
+}
+
 /// The owner rules, in config order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Owners(pub Vec<OwnerRule>);
@@ -107,20 +121,12 @@ mod tests {
         }
         let owners = Owners(vec![
             OwnerRule {
-                owner: "team-billing".into(),
                 event: Some("invoice.*".into()),
-                reason: None,
-                origin: None,
-                consumer: None,
-                version: None,
+                ..OwnerRule::new("team-billing")
             },
             OwnerRule {
-                owner: "team-payments".into(),
-                event: None,
                 reason: Some("time*".into()),
-                origin: None,
-                consumer: None,
-                version: None,
+                ..OwnerRule::new("team-payments")
             },
         ]);
         let rows = c.store.rows();

@@ -524,12 +524,8 @@ mod tests {
             ("lock_timeout", "ledger.post", &[120, 1]),
         ]);
         let owners = Owners(vec![OwnerRule {
-            owner: "team-billing".into(),
             event: Some("invoice.*".into()),
-            reason: None,
-            origin: None,
-            consumer: None,
-            version: None,
+            ..OwnerRule::new("team-billing")
         }]);
         let mut w = Watch::new(
             vec![

@@ -1186,12 +1186,8 @@ mod tests {
         use crate::core::owners::{OwnerRule, Owners};
         let mut s = state(0);
         s.owners = Owners(vec![OwnerRule {
-            owner: "team-even".into(),
-            event: None,
             reason: Some("ev*".into()),
-            origin: None,
-            consumer: None,
-            version: None,
+            ..OwnerRule::new("team-even")
         }]);
         let full = state(6);
         let batch: Vec<Prepared> = (0..6)
