@@ -37,8 +37,6 @@ pub enum Action {
     NextTab,
     Copy,
     Diff,
-    /// A key for an action not in this build yet.
-    NotYet(&'static str),
     /// `r`: the dry-run of a replay of the marked letters, or the selected group's.
     StartReplay,
     /// `K`: the kill switch of the running replay.

@@ -45,8 +45,7 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         | Action::ToggleMark
         | Action::Diff
         | Action::Copy
-        | Action::Rebrowse
-        | Action::NotYet(..)) => act(state, a, &mut cmds),
+        | Action::Rebrowse) => act(state, a, &mut cmds),
         a @ (Action::StartReplay
         | Action::KillReplay
         | Action::ReplayField(..)
@@ -386,13 +385,6 @@ fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
                 Level::Info,
             ));
             cmds.push(Command::Rebrowse);
-        }
-        Action::NotYet(what) => {
-            let text = match what {
-                "replay" => "replay from the TUI is not in this build yet: from a shell, `dlq-triage replay SOURCE --filter EXPR` (dry-run first; README \"Replay\")".to_string(),
-                _ => format!("{what} is not in this build yet (see the README roadmap)"),
-            };
-            state.message = Some((text, Level::Warn));
         }
         _ => {}
     }
@@ -1240,16 +1232,6 @@ mod tests {
         assert_eq!(s.filter.fuzzy_words(), ["ev"]);
         input(&mut s, Action::Cancel, &mut cmds);
         assert!(s.filter.is_empty(), "Esc clears the filter");
-        assert!(cmds.is_empty());
-    }
-
-    #[test]
-    fn replay_says_where_it_is_today() {
-        let mut s = state(2);
-        let mut cmds = Vec::new();
-        act(&mut s, Action::NotYet("replay"), &mut cmds);
-        let (text, _) = s.message.clone().expect("a message");
-        assert!(text.contains("dlq-triage replay SOURCE --filter"), "{text}");
         assert!(cmds.is_empty());
     }
 
