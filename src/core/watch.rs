@@ -156,8 +156,8 @@ impl Rule {
 #[derive(Debug, Clone, Default)]
 pub struct GroupFigures {
     pub count: u64,
+    /// Also when the group's first letter arrived (`new reason`).
     pub oldest_ms: i64,
-    pub first_ms: i64,
     /// Letters that arrived within the rule's window.
     pub recent: u64,
     /// A row to name as an example (the newest).
@@ -247,7 +247,6 @@ impl Watch {
                 .entry(self.dim.value(r, now_ms))
                 .or_insert(GroupFigures {
                     oldest_ms: NO_TIME,
-                    first_ms: NO_TIME,
                     newest_ms: NO_TIME,
                     ..GroupFigures::default()
                 });
@@ -267,9 +266,6 @@ impl Watch {
             } else if g.example.is_none() {
                 g.example = Some(i as RowId);
             }
-        }
-        for g in out.values_mut() {
-            g.first_ms = g.oldest_ms;
         }
         out
     }
@@ -349,8 +345,8 @@ impl Watch {
                         let new = match &self.baseline {
                             Some(b) => !b.contains(&label),
                             None => {
-                                g.first_ms != NO_TIME
-                                    && now_ms - g.first_ms
+                                g.oldest_ms != NO_TIME
+                                    && now_ms - g.oldest_ms
                                         <= i64::try_from(window.as_millis()).unwrap_or(i64::MAX)
                             }
                         };

@@ -271,14 +271,6 @@ impl Session {
         Ok(self.src.replay_ports()?)
     }
 
-    /// The latest replay of this source: how many letters it sent and how many came
-    /// back (`watch`'s `replay failed-again` rule). None without a ledger or a replay.
-    pub fn latest_replay_figures(
-        &self,
-    ) -> Result<Option<crate::core::watch::ReplayFigures>, SessionError> {
-        latest_replay_figures(&self.settings.principal, &self.settings.source_key)
-    }
-
     /// A replay journaled in the ledger, to continue.
     pub fn resume_of(&self, id: &str) -> Result<Option<Resume>, SessionError> {
         let Some(ledger) = self.settings.principal.existing_ledger()? else {
@@ -503,7 +495,9 @@ fn targets(plan: &Plan) -> String {
     }
 }
 
-/// The latest replay of `source` in `principal`'s ledger: letters sent and failed again.
+/// The latest replay of `source` in `principal`'s ledger: letters sent and how many came
+/// back (`watch`'s `replay failed-again` rule). None without a ledger or a replay. A free
+/// function: `watch` reads it while its session is busy tailing.
 pub fn latest_replay_figures(
     principal: &super::Principal,
     source: &str,
