@@ -34,12 +34,16 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
     let owner_of = |members: &[crate::core::store::RowId]| {
         crate::core::owners::owners_of(owners, store, members.iter().filter_map(|r| store.row(*r)))
     };
-    let unowned: u64 = groups.iter().map(|(_, g)| owner_of(&g.members).1).sum();
+    // Each group's owner in words and its unowned letters, once.
+    let group_owners: Vec<(String, u64)> =
+        groups.iter().map(|(_, g)| owner_of(&g.members)).collect();
+    let unowned: u64 = group_owners.iter().map(|(_, n)| n).sum();
     let mut out = std::io::stdout().lock();
     if a.json {
         let groups_json: Vec<Value> = groups
             .iter()
-            .map(|(k, g)| {
+            .zip(&group_owners)
+            .map(|((k, g), (owner, _))| {
                 let mut o = Map::new();
                 for (d, label) in dims.iter().zip(idx.labels(store, k)) {
                     o.insert(d.json_key().into(), Value::String(label));
@@ -52,7 +56,7 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
                 o.insert("oldest".into(), json!(ts(g.oldest_ms)));
                 o.insert("newest".into(), json!(ts(g.newest_ms)));
                 o.insert("inflow_per_min".into(), json!(round(g.inflow_per_min(), 2)));
-                o.insert("owner".into(), json!(owner_of(&g.members).0));
+                o.insert("owner".into(), json!(owner));
                 o.insert(
                     "event_types".into(),
                     json!(g
