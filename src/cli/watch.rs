@@ -294,37 +294,11 @@ fn run_hook(cmd: &[String], json: &str, timeout: Duration) {
 
 /// `notify-pager --team "on call"` → argv, with single and double quotes; no shell.
 fn split_command(s: &str) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut any = false;
-    for c in s.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => cur.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                any = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if any || !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                    any = false;
-                }
-            }
-            (None, c) => cur.push(c),
-        }
+    match crate::core::filter::split_quoted(s) {
+        Err(_) => usage("--exec: an unclosed quote"),
+        Ok(argv) if argv.is_empty() => usage("--exec needs a command"),
+        Ok(argv) => Ok(argv),
     }
-    if quote.is_some() {
-        return usage("--exec: an unclosed quote");
-    }
-    if any || !cur.is_empty() {
-        out.push(cur);
-    }
-    if out.is_empty() {
-        return usage("--exec needs a command");
-    }
-    Ok(out)
 }
 
 fn duration(s: &str, what: &str) -> anyhow::Result<Duration> {

@@ -221,13 +221,14 @@ fn compare(a: i64, op: Op, b: i64) -> bool {
     }
 }
 
-/// Split on whitespace outside quotes; quotes are removed.
-fn tokenize(expr: &str) -> Result<Vec<String>, FilterError> {
+/// Split on whitespace outside quotes; quotes are removed. Filters and `watch --exec`
+/// commands are both split this way (never by a shell). `Err` names an unclosed quote.
+pub(crate) fn split_quoted(text: &str) -> Result<Vec<String>, char> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
     let mut has = false;
-    for c in expr.chars() {
+    for c in text.chars() {
         match (quote, c) {
             (Some(q), c) if c == q => quote = None,
             (Some(_), c) => cur.push(c),
@@ -245,12 +246,16 @@ fn tokenize(expr: &str) -> Result<Vec<String>, FilterError> {
         }
     }
     if let Some(q) = quote {
-        return fail(format!("unclosed quote {q} in filter"));
+        return Err(q);
     }
     if has || !cur.is_empty() {
         out.push(cur);
     }
     Ok(out)
+}
+
+fn tokenize(expr: &str) -> Result<Vec<String>, FilterError> {
+    split_quoted(expr).or_else(|q| fail(format!("unclosed quote {q} in filter")))
 }
 
 fn parse_term(tok: &str) -> Result<Term, FilterError> {
