@@ -97,7 +97,6 @@ fn front_ends_drive_the_session_not_the_pipeline() {
         "record_discard(",
         ".scan(&mut",
         ".tail(&mut",
-        "ingest_batch(",
     ];
     let mut violations = Vec::new();
     for f in &files {

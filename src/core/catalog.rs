@@ -63,51 +63,6 @@ impl Catalog {
         (id, dl)
     }
 
-    /// Ingest many letters: conventions and masked previews run on all cores, the
-    /// index is updated in order on this thread. Same result as `ingest` one by one.
-    pub fn ingest_batch(
-        &mut self,
-        raws: Vec<crate::core::model::RawLetter>,
-    ) -> Vec<(RowId, DeadLetter)> {
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(4);
-        let prepared: Vec<(DeadLetter, String)> = if workers < 2 || raws.len() < 256 {
-            raws.into_iter().map(|r| self.prepare(r)).collect()
-        } else {
-            let chunk = raws.len().div_ceil(workers);
-            let mut raws = raws;
-            let mut parts: Vec<Vec<crate::core::model::RawLetter>> = Vec::with_capacity(workers);
-            while raws.len() > chunk {
-                let tail = raws.split_off(raws.len() - chunk);
-                parts.push(tail);
-            }
-            parts.push(raws);
-            parts.reverse();
-            let this = &*self;
-            std::thread::scope(|s| {
-                let handles: Vec<_> = parts
-                    .into_iter()
-                    .map(|part| {
-                        s.spawn(move || {
-                            part.into_iter()
-                                .map(|r| this.prepare(r))
-                                .collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
-                    .collect()
-            })
-        };
-        prepared
-            .into_iter()
-            .map(|(dl, preview)| (self.store.push(&dl, &preview), dl))
-            .collect()
-    }
-
     /// Conventions plus masked preview: the per-letter work that needs no index.
     fn prepare(&self, raw: crate::core::model::RawLetter) -> (DeadLetter, String) {
         if !self.previews {
@@ -160,26 +115,20 @@ pub(crate) fn extract_masked(
 /// re-extracts its target from `raw`).
 pub(crate) fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
     use crate::core::model::{Origin, Sourced};
-    fn text(m: &Masker, f: &mut Option<Sourced<String>>) {
-        if let Some(s) = f {
-            mask_sourced(m, s);
+    /// Replace `s` by its mask when it has anything to mask (no copy otherwise).
+    fn mask(m: &Masker, s: &mut String) {
+        if let Some(masked) = m.mask_if_needed(s) {
+            *s = masked;
         }
     }
-    fn mask_sourced(m: &Masker, s: &mut Sourced<String>) {
-        let masked = m.mask_text(&s.value);
-        if masked != s.value {
-            s.value = masked;
-        }
-        let loc = m.mask_text(&s.from.location);
-        if loc != s.from.location {
-            s.from.location = loc;
+    fn text(m: &Masker, f: &mut Option<Sourced<String>>) {
+        if let Some(s) = f {
+            mask(m, &mut s.value);
+            mask(m, &mut s.from.location);
         }
     }
     let m = masker;
-    let id = m.mask_text(&dl.id.value.0);
-    if id != dl.id.value.0 {
-        dl.id.value.0 = id;
-    }
+    mask(m, &mut dl.id.value.0);
     let f = &mut dl.failure;
     for field in [
         &mut f.reason_code,
@@ -193,21 +142,21 @@ pub(crate) fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
     }
     if let Some(o) = f.origin.as_mut() {
         match &mut o.value {
-            Origin::Kafka { topic, .. } => *topic = m.mask_text(topic),
+            Origin::Kafka { topic, .. } => mask(m, topic),
             Origin::Amqp {
                 exchange,
                 routing_keys,
                 queue,
             } => {
-                *exchange = m.mask_text(exchange);
+                mask(m, exchange);
                 for k in routing_keys.iter_mut() {
-                    *k = m.mask_text(k);
+                    mask(m, k);
                 }
                 if let Some(q) = queue {
-                    *q = m.mask_text(q);
+                    mask(m, q);
                 }
             }
-            Origin::Endpoint(e) => *e = m.mask_text(e),
+            Origin::Endpoint(e) => mask(m, e),
         }
     }
     let e = &mut dl.event;
@@ -221,7 +170,7 @@ pub(crate) fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
         text(m, field);
     }
     if let Some(err) = dl.body_error.as_mut() {
-        *err = m.mask_text(err);
+        mask(m, err);
     }
 }
 

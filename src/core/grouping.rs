@@ -208,7 +208,9 @@ impl GroupStats {
 pub struct GroupIndex {
     dims: Vec<Dim>,
     now_ms: i64,
-    groups: HashMap<GroupKey, GroupStats>,
+    /// foldhash: keys are interned symbols and buckets (small integers we assign), looked
+    /// up once per letter; nothing here for SipHash's flood resistance to protect.
+    groups: foldhash::HashMap<GroupKey, GroupStats>,
     total: u64,
 }
 
@@ -217,7 +219,7 @@ impl GroupIndex {
         GroupIndex {
             dims: dims.iter().copied().take(MAX_DIMS).collect(),
             now_ms,
-            groups: HashMap::new(),
+            groups: foldhash::HashMap::default(),
             total: 0,
         }
     }

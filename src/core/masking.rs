@@ -144,6 +144,35 @@ const EXACT_RULES: &[(&str, Class)] = &[
     ("pass", Class::Secret),
 ];
 
+/// The built-in rules for a normalised name: exact names first, then the first
+/// `CONTAINS_RULES` token (in table order) the name contains. This runs for every key of
+/// every previewed payload and every `name=` candidate in free text, so it is one hash
+/// lookup and one Aho-Corasick pass instead of ~60 string comparisons.
+fn static_class(n: &str) -> Option<Class> {
+    use aho_corasick::AhoCorasick;
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static EXACT: OnceLock<HashMap<&'static str, Class>> = OnceLock::new();
+    static CONTAINS: OnceLock<Option<AhoCorasick>> = OnceLock::new();
+    let exact = EXACT.get_or_init(|| EXACT_RULES.iter().copied().collect());
+    if let Some(c) = exact.get(n) {
+        return Some(*c);
+    }
+    let first_rule = match CONTAINS
+        .get_or_init(|| AhoCorasick::new(CONTAINS_RULES.iter().map(|(t, _)| t)).ok())
+    {
+        Some(ac) => ac
+            .find_overlapping_iter(n)
+            .map(|m| m.pattern().as_usize())
+            .min(),
+        // Cannot happen with these fixed tokens; fall back to the plain scan.
+        None => CONTAINS_RULES.iter().position(|(t, _)| n.contains(t)),
+    };
+    first_rule
+        .and_then(|i| CONTAINS_RULES.get(i))
+        .map(|(_, c)| *c)
+}
+
 /// `[masking]` in config.toml.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -170,6 +199,39 @@ pub struct Masker {
     extra: Vec<String>,
     allow: Vec<String>,
     hash_key: Vec<u8>,
+    /// Which policy this is, for the per-thread memo of masked values (clones share it:
+    /// same policy, same results).
+    id: u64,
+}
+
+/// A fresh policy id.
+fn next_masker_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Masked forms of short texts this thread has masked lately, under one policy.
+///
+/// A DLQ's reason codes, versions, consumers, event types and provenance labels repeat on
+/// nearly every letter, and masking is a pure function of the text under a policy: the
+/// preparing threads mask each distinct value once instead of running the detectors on it
+/// a million times. Bounded (texts of at most `MEMO_TEXT` bytes, at most `MEMO_ENTRIES`
+/// of them, then it starts over), so hostile input can only make it miss, not grow.
+struct MaskMemo {
+    policy: u64,
+    /// `None`: the text has nothing to mask.
+    seen: foldhash::HashMap<Box<str>, Option<Box<str>>>,
+}
+
+const MEMO_TEXT: usize = 160;
+const MEMO_ENTRIES: usize = 4096;
+
+thread_local! {
+    static MEMO: std::cell::RefCell<MaskMemo> = std::cell::RefCell::new(MaskMemo {
+        policy: 0,
+        seen: foldhash::HashMap::default(),
+    });
 }
 
 /// Output layout for JSON.
@@ -197,6 +259,7 @@ impl Masker {
             extra: cfg.extra_fields.iter().map(|f| normalize_name(f)).collect(),
             allow: cfg.allow_fields.iter().map(|f| normalize_name(f)).collect(),
             hash_key,
+            id: next_masker_id(),
         })
     }
 
@@ -208,6 +271,7 @@ impl Masker {
             extra: Vec::new(),
             allow: Vec::new(),
             hash_key,
+            id: next_masker_id(),
         }
     }
 
@@ -253,13 +317,7 @@ impl Masker {
         if self.extra.iter().any(|e| e == n) {
             return Some(Class::Generic);
         }
-        if let Some((_, c)) = EXACT_RULES.iter().find(|(t, _)| *t == n) {
-            return Some(*c);
-        }
-        CONTAINS_RULES
-            .iter()
-            .find(|(t, _)| n.contains(t))
-            .map(|(_, c)| *c)
+        static_class(n)
     }
 
     /// Mask a whole value known to be sensitive as `class`.
@@ -285,9 +343,41 @@ impl Masker {
 
     /// Mask free text: `key=value` pairs under sensitive names, then value detectors.
     pub fn mask_text(&self, s: &str) -> String {
+        self.mask_if_needed(s).unwrap_or_else(|| s.to_string())
+    }
+
+    /// `mask_text`, or `None` when nothing in `s` needs masking (no copy made). Short
+    /// texts are remembered per thread (see `MaskMemo`).
+    pub(crate) fn mask_if_needed(&self, s: &str) -> Option<String> {
+        if s.len() > MEMO_TEXT {
+            return self.mask_uncached(s);
+        }
+        let known = MEMO.with(|m| {
+            let m = m.borrow();
+            if m.policy != self.id {
+                return None;
+            }
+            m.seen.get(s).map(|v| v.as_deref().map(str::to_string))
+        });
+        if let Some(known) = known {
+            return known;
+        }
+        let masked = self.mask_uncached(s);
+        MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.policy != self.id || m.seen.len() >= MEMO_ENTRIES {
+                m.seen.clear();
+                m.policy = self.id;
+            }
+            m.seen.insert(s.into(), masked.as_deref().map(Box::from));
+        });
+        masked
+    }
+
+    fn mask_uncached(&self, s: &str) -> Option<String> {
         let spans = self.sensitive_spans(s);
         if spans.is_empty() {
-            return s.to_string();
+            return None;
         }
         let mut out = String::with_capacity(s.len());
         let mut last = 0;
@@ -297,7 +387,7 @@ impl Masker {
             last = range.end;
         }
         out.push_str(&s[last..]);
-        out
+        Some(out)
     }
 
     /// Mask at most about `max_out` bytes of `s`: a 2 MB payload shown in a 256 KiB view

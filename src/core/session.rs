@@ -7,7 +7,7 @@
 //! history. A behaviour that both front ends show lives here, once.
 
 use crate::core::access::{self, Permission, Role};
-use crate::core::catalog::{prepare_letter, Problem};
+use crate::core::catalog::Problem;
 use crate::core::conventions::UserMapping;
 use crate::core::decisions::{self, Discarded, Held, Target};
 use crate::core::ledger::{AuditEntry, Decision, Ledger, LedgerError};
@@ -19,7 +19,9 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+mod prepare;
 mod replaying;
+use prepare::{Broken, Pipeline, Prep, Pump};
 pub use replaying::{
     latest_replay_figures, Picked, ReplayReport, ReplayWatcher, Resume, Unfinished,
 };
@@ -406,91 +408,91 @@ impl Session {
             decided_ids,
             decided,
         };
-        let mut batch: Vec<RawLetter> = Vec::with_capacity(if tail { 64 } else { BATCH });
-        let mut last = Instant::now();
-        let mut stopped = false;
-        let flush = |batch: &mut Vec<RawLetter>,
-                     held: &mut crate::core::held::HeldDeliveries,
-                     sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>|
-         -> bool {
-            if batch.is_empty() {
-                return true;
-            }
-            let prepared = ctx.prepare_batch(std::mem::take(batch));
-            for p in &prepared {
-                if let Some(
-                    c @ Coords::Amqp {
-                        stream_offset: None,
-                        ..
-                    },
-                ) = &p.letter.raw.coords
-                {
-                    if let Some(fp) = p.fp {
-                        held.add(fp, &p.letter.id.value.0, c);
+        // Prepared letters go to the front end, their held deliveries remembered first.
+        let mut emit = |ev: SessionEvent| -> bool {
+            if let SessionEvent::Letters(prepared) = &ev {
+                for p in prepared {
+                    if let Some(
+                        c @ Coords::Amqp {
+                            stream_offset: None,
+                            ..
+                        },
+                    ) = &p.letter.raw.coords
+                    {
+                        if let Some(fp) = p.fp {
+                            held.add(fp, &p.letter.id.value.0, c);
+                        }
                     }
                 }
             }
-            sink(SessionEvent::Letters(prepared)).is_continue()
+            sink(ev).is_continue()
         };
-        let mut on_event = |ev: ScanEvent| -> ControlFlow<()> {
-            let go = match ev {
-                ScanEvent::Letter(raw) => {
-                    batch.push(raw);
-                    true
-                }
-                // While tailing, letters go before the heartbeat: a sink that breaks on
-                // a heartbeat (the replay engine, to settle) must not strand them.
-                ScanEvent::Progress { done, total } => {
-                    let flushed = !tail || {
-                        last = Instant::now();
-                        flush(&mut batch, held, sink)
-                    };
-                    flushed && sink(SessionEvent::Progress { done, total }).is_continue()
-                }
-                ScanEvent::Partial {
-                    location,
-                    browsed,
-                    total,
-                } => {
-                    let c = Coverage {
+        std::thread::scope(|scope| {
+            let mut pump = Pump {
+                tail,
+                batch: Vec::with_capacity(if tail { 64 } else { BATCH }),
+                last: Instant::now(),
+                pipeline: Pipeline::start(scope, &ctx),
+                emit: &mut emit,
+            };
+            let mut stopped = false;
+            let mut broken = false;
+            let mut on_event = |ev: ScanEvent| -> ControlFlow<()> {
+                let step = match ev {
+                    ScanEvent::Letter(raw) => pump.letter(raw),
+                    ScanEvent::Progress { done, total } => {
+                        pump.heartbeat(SessionEvent::Progress { done, total })
+                    }
+                    ScanEvent::Partial {
                         location,
                         browsed,
                         total,
-                    };
-                    partial.push(c.clone());
-                    sink(SessionEvent::Partial(c)).is_continue()
-                }
-                ScanEvent::Problem { location, message } => {
-                    *problem_count += 1;
-                    let p = Problem { location, message };
-                    if problems.len() < MAX_KEPT_PROBLEMS {
-                        problems.push(p.clone());
+                    } => {
+                        let c = Coverage {
+                            location,
+                            browsed,
+                            total,
+                        };
+                        partial.push(c.clone());
+                        Ok((pump.emit)(SessionEvent::Partial(c)))
                     }
-                    sink(SessionEvent::Problem(p)).is_continue()
+                    ScanEvent::Problem { location, message } => {
+                        *problem_count += 1;
+                        let p = Problem { location, message };
+                        if problems.len() < MAX_KEPT_PROBLEMS {
+                            problems.push(p.clone());
+                        }
+                        Ok((pump.emit)(SessionEvent::Problem(p)))
+                    }
+                };
+                match step {
+                    Ok(true) => ControlFlow::Continue(()),
+                    Ok(false) => {
+                        stopped = true;
+                        ControlFlow::Break(())
+                    }
+                    Err(Broken) => {
+                        (broken, stopped) = (true, true);
+                        ControlFlow::Break(())
+                    }
                 }
             };
-            let due = batch.len() >= if tail { 256 } else { BATCH }
-                || (!batch.is_empty() && last.elapsed() > BATCH_WAIT);
-            let go = go && (!due || flush(&mut batch, held, sink));
-            if due {
-                last = Instant::now();
-            }
-            if go {
-                ControlFlow::Continue(())
+            let result = if tail {
+                src.tail(&mut on_event)
             } else {
-                stopped = true;
-                ControlFlow::Break(())
+                src.scan(&mut on_event)
+            };
+            if !stopped && pump.flush(true).is_err() {
+                broken = true;
             }
-        };
-        let result = if tail {
-            src.tail(&mut on_event)
-        } else {
-            src.scan(&mut on_event)
-        };
-        if !stopped {
-            flush(&mut batch, held, sink);
-        }
-        result.map_err(SessionError::from)
+            if broken {
+                return Err(SessionError::Invalid(
+                    "preparing letters stopped: a preparing thread failed (a bug; nothing was settled)"
+                        .into(),
+                ));
+            }
+            result.map_err(SessionError::from)
+        })
     }
 
     /// Apply decisions a crash or a lost connection left pending to the exact letters
@@ -576,71 +578,5 @@ impl Session {
     /// One letter's full bytes (payloads are not kept after a scan).
     pub fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SessionError> {
         Ok(self.src.fetch(coords)?)
-    }
-}
-
-/// What preparing a letter needs; shared read-only by the preparing threads.
-struct Prep<'a> {
-    masker: &'a Masker,
-    mappings: &'a [UserMapping],
-    previews: bool,
-    decided_ids: &'a HashSet<String>,
-    decided: &'a HashMap<String, Decision>,
-}
-
-impl Prep<'_> {
-    fn one(&self, raw: RawLetter) -> Prepared {
-        let (letter, preview) = if self.previews {
-            prepare_letter(self.masker, self.mappings, raw)
-        } else {
-            (
-                crate::core::catalog::extract_masked(self.masker, self.mappings, raw),
-                String::new(),
-            )
-        };
-        let fp = decisions::content_fp(&letter.raw);
-        let id = &letter.id.value.0;
-        let state = if self.decided_ids.contains(id) {
-            let b = fp.map_or_else(|| decisions::binding(&letter.raw), decisions::content_label);
-            LetterState::of(self.decided.get(&b).filter(|d| &d.letter_id == id)).state
-        } else {
-            TriageState::Open
-        };
-        Prepared {
-            letter,
-            preview,
-            state,
-            fp,
-        }
-    }
-
-    /// Conventions and previews on up to four threads; order is kept.
-    fn prepare_batch(&self, raws: Vec<RawLetter>) -> Vec<Prepared> {
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(4);
-        if workers < 2 || raws.len() < 256 {
-            return raws.into_iter().map(|r| self.one(r)).collect();
-        }
-        let chunk = raws.len().div_ceil(workers);
-        let mut raws = raws;
-        let mut parts: Vec<Vec<RawLetter>> = Vec::with_capacity(workers);
-        while raws.len() > chunk {
-            parts.push(raws.split_off(raws.len() - chunk));
-        }
-        parts.push(raws);
-        parts.reverse();
-        std::thread::scope(|s| {
-            let handles: Vec<_> = parts
-                .into_iter()
-                .map(|part| {
-                    s.spawn(move || part.into_iter().map(|r| self.one(r)).collect::<Vec<_>>())
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        })
     }
 }

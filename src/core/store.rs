@@ -5,7 +5,6 @@
 //! sources re-fetch them by coordinates when a view needs them.
 
 use crate::core::model::{BodyKind, Coords, DeadLetter, TriageState};
-use std::collections::HashMap;
 
 /// An interned string. `0` is the empty string, used for "unknown".
 pub(crate) type Sym = u32;
@@ -13,9 +12,16 @@ pub(crate) type Sym = u32;
 /// Row index in the store.
 pub type RowId = u32;
 
+/// Repeated strings of a scan (reason codes, versions, topics), each stored once.
+///
+/// Hashed with foldhash, not SipHash: this lookup runs for every field of every letter.
+/// The keys are letter content, so an attacker could choose them, but foldhash is seeded
+/// per process at random and the hashes never leave the process, so colliding keys cannot
+/// be computed offline; and the strings interned here are the grouping fields (at most a
+/// few distinct values per letter), not a server's request keys.
 #[derive(Default, Debug)]
 pub struct Interner {
-    map: HashMap<Box<str>, Sym>,
+    map: foldhash::HashMap<Box<str>, Sym>,
     names: Vec<Box<str>>,
 }
 

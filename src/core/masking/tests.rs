@@ -472,3 +472,85 @@ fn a_secret_that_looks_like_a_field_name_is_hidden_with_its_value() {
     assert!(!out.contains(secret), "{out}");
     assert!(!out.contains("eyJ0"), "{out}");
 }
+
+/// The table-order semantics the one-pass lookup must keep: exact names first, then the
+/// first `CONTAINS_RULES` token (in table order) the name contains.
+fn class_by_scanning(n: &str) -> Option<Class> {
+    if let Some((_, c)) = EXACT_RULES.iter().find(|(t, _)| *t == n) {
+        return Some(*c);
+    }
+    CONTAINS_RULES
+        .iter()
+        .find(|(t, _)| n.contains(t))
+        .map(|(_, c)| *c)
+}
+
+#[test]
+fn the_one_pass_field_lookup_agrees_with_the_tables_in_order() {
+    let tokens: Vec<&str> = EXACT_RULES
+        .iter()
+        .chain(CONTAINS_RULES)
+        .map(|(t, _)| *t)
+        .chain(["", "x", "order", "topic", "amount", "id"])
+        .collect();
+    let mut checked = 0;
+    for a in &tokens {
+        for b in &tokens {
+            // Overlaps across the seam (`emailpassword`, `passwordemail`, `xtokenx`).
+            for n in [format!("{a}{b}"), format!("x{a}{b}x")] {
+                assert_eq!(static_class(&n), class_by_scanning(&n), "`{n}`");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 5_000);
+    assert_eq!(static_class("passwordemail"), Some(Class::Secret));
+    assert_eq!(static_class("emailaddress"), Some(Class::Email));
+    assert_eq!(static_class("name"), Some(Class::Name));
+    assert_eq!(static_class("topicname"), None);
+}
+
+proptest! {
+    #[test]
+    fn the_one_pass_field_lookup_agrees_on_any_name(n in "[a-z]{0,40}") {
+        prop_assert_eq!(static_class(&n), class_by_scanning(&n));
+    }
+}
+
+#[test]
+fn remembered_masks_are_the_masks_of_their_own_policy() {
+    let hint = m();
+    let hash = Masker::new(
+        &MaskConfig {
+            default_action: Some(Action::Hash),
+            ..MaskConfig::default()
+        },
+        b"test-key".to_vec(),
+    )
+    .expect("valid config");
+    let text = "customer jane.doe@example.com not found";
+    // Twice each, interleaved on one thread: the second call is the memo's.
+    for _ in 0..2 {
+        assert_eq!(hint.mask_text(text), "customer j***@e***.com not found");
+        assert!(
+            hash.mask_text(text).starts_with("customer #"),
+            "{}",
+            hash.mask_text(text)
+        );
+        assert_eq!(hint.mask_if_needed("customer_tax_profile_missing"), None);
+    }
+    // A clone is the same policy; it gets the same answers.
+    assert_eq!(hint.clone().mask_text(text), hint.mask_text(text));
+}
+
+#[test]
+fn the_memo_is_bounded_and_long_texts_bypass_it() {
+    let m = m();
+    for i in 0..(MEMO_ENTRIES + 10) {
+        assert_eq!(m.mask_if_needed(&format!("reason-{i}")), None);
+    }
+    assert!(MEMO.with(|memo| memo.borrow().seen.len()) <= MEMO_ENTRIES);
+    let long = format!("{} jane.doe@example.com", "x".repeat(MEMO_TEXT));
+    assert!(m.mask_text(&long).ends_with("j***@e***.com"));
+    assert!(MEMO.with(|memo| !memo.borrow().seen.contains_key(long.as_str())));
+}

@@ -1,0 +1,312 @@
+//! Letter preparation on persistent worker threads: conventions, masking and previews
+//! run beside the source's fetch and the front end's indexing, in arrival order, with
+//! back-pressure on the source when the workers fall behind.
+
+use super::{LetterState, Prepared, SessionEvent, BATCH, BATCH_WAIT};
+use crate::core::catalog::prepare_letter;
+use crate::core::conventions::UserMapping;
+use crate::core::decisions;
+use crate::core::ledger::Decision;
+use crate::core::masking::Masker;
+use crate::core::model::{RawLetter, TriageState};
+use std::collections::{HashMap, HashSet};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::thread::Scope;
+use std::time::Instant;
+
+/// Letters per batch while tailing.
+const TAIL_BATCH: usize = 256;
+
+/// What preparing a letter needs; shared read-only by the preparing threads.
+pub(super) struct Prep<'a> {
+    pub masker: &'a Masker,
+    pub mappings: &'a [UserMapping],
+    pub previews: bool,
+    pub decided_ids: &'a HashSet<String>,
+    pub decided: &'a HashMap<String, Decision>,
+}
+
+impl Prep<'_> {
+    pub fn one(&self, raw: RawLetter) -> Prepared {
+        let (letter, preview) = if self.previews {
+            prepare_letter(self.masker, self.mappings, raw)
+        } else {
+            (
+                crate::core::catalog::extract_masked(self.masker, self.mappings, raw),
+                String::new(),
+            )
+        };
+        let fp = decisions::content_fp(&letter.raw);
+        let id = &letter.id.value.0;
+        let state = if self.decided_ids.contains(id) {
+            let b = fp.map_or_else(|| decisions::binding(&letter.raw), decisions::content_label);
+            LetterState::of(self.decided.get(&b).filter(|d| &d.letter_id == id)).state
+        } else {
+            TriageState::Open
+        };
+        Prepared {
+            letter,
+            preview,
+            state,
+            fp,
+        }
+    }
+}
+
+/// A preparing thread stopped (it panicked): the scan must stop rather than go on
+/// without its letters. The panic itself surfaces when the thread scope ends.
+#[derive(Debug)]
+pub(super) struct Broken;
+
+/// Batches in, prepared batches out in the order they went in. Batch `k` goes to worker
+/// `k mod W` and comes back on that worker's channel, so order needs no sorting; at most
+/// `2 W` batches are in flight, then `send` waits for the oldest (back-pressure: the
+/// source is not read faster than letters are prepared).
+pub(super) struct Pipeline {
+    to: Vec<SyncSender<Vec<RawLetter>>>,
+    from: Vec<Receiver<Vec<Prepared>>>,
+    sent: usize,
+    received: usize,
+}
+
+impl Pipeline {
+    /// Start one worker per core (at most four; at least one, so preparation overlaps
+    /// the fetch even on one core).
+    pub fn start<'scope>(scope: &'scope Scope<'scope, '_>, prep: &'scope Prep<'scope>) -> Self {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 4);
+        let mut to = Vec::with_capacity(workers);
+        let mut from = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (in_tx, in_rx) = mpsc::sync_channel::<Vec<RawLetter>>(2);
+            let (out_tx, out_rx): (Sender<Vec<Prepared>>, _) = mpsc::channel();
+            scope.spawn(move || {
+                for batch in in_rx {
+                    let done: Vec<Prepared> = batch.into_iter().map(|r| prep.one(r)).collect();
+                    if out_tx.send(done).is_err() {
+                        return;
+                    }
+                }
+            });
+            to.push(in_tx);
+            from.push(out_rx);
+        }
+        Pipeline {
+            to,
+            from,
+            sent: 0,
+            received: 0,
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.sent - self.received
+    }
+
+    /// Hand a batch to the next worker; first, when `2 W` are in flight, wait for the
+    /// oldest and give it to `out`.
+    pub fn send(
+        &mut self,
+        batch: Vec<RawLetter>,
+        out: &mut dyn FnMut(Vec<Prepared>) -> bool,
+    ) -> Result<bool, Broken> {
+        let mut go = true;
+        while go && self.in_flight() >= 2 * self.to.len() {
+            go = out(self.next(true)?.ok_or(Broken)?);
+        }
+        let k = self.sent % self.to.len();
+        self.to[k].send(batch).map_err(|_| Broken)?;
+        self.sent += 1;
+        Ok(go)
+    }
+
+    /// Give `out` every prepared batch that is ready, in order, without waiting
+    /// (`wait`: every batch in flight). Stops early when `out` says stop.
+    pub fn collect(
+        &mut self,
+        wait: bool,
+        out: &mut dyn FnMut(Vec<Prepared>) -> bool,
+    ) -> Result<bool, Broken> {
+        while self.in_flight() > 0 {
+            match self.next(wait)? {
+                Some(done) => {
+                    if !out(done) {
+                        return Ok(false);
+                    }
+                }
+                None => break,
+            }
+        }
+        Ok(true)
+    }
+
+    fn next(&mut self, wait: bool) -> Result<Option<Vec<Prepared>>, Broken> {
+        let rx = &self.from[self.received % self.from.len()];
+        let got = if wait {
+            rx.recv().map_err(|_| Broken)?
+        } else {
+            match rx.try_recv() {
+                Ok(done) => done,
+                Err(mpsc::TryRecvError::Empty) => return Ok(None),
+                Err(mpsc::TryRecvError::Disconnected) => return Err(Broken),
+            }
+        };
+        self.received += 1;
+        Ok(Some(got))
+    }
+}
+
+/// One scan's batching: raw letters collect into batches for the pipeline; prepared
+/// batches go to `emit` in order.
+pub(super) struct Pump<'p> {
+    pub tail: bool,
+    pub batch: Vec<RawLetter>,
+    pub last: Instant,
+    pub pipeline: Pipeline,
+    pub emit: &'p mut dyn FnMut(SessionEvent) -> bool,
+}
+
+impl Pump<'_> {
+    /// Letters per batch: large for a scan, small while tailing (arrivals show quickly).
+    fn full(&self) -> bool {
+        self.batch.len() >= if self.tail { TAIL_BATCH } else { BATCH }
+    }
+
+    /// A letter arrived. A full batch goes to the workers; a partial one goes after
+    /// `BATCH_WAIT` (a slow source still shows letters as they come) and is waited for,
+    /// as is every batch while tailing.
+    pub fn letter(&mut self, raw: RawLetter) -> Result<bool, Broken> {
+        self.batch.push(raw);
+        let late = self.last.elapsed() > BATCH_WAIT;
+        if self.full() || late {
+            self.last = Instant::now();
+            return self.flush(self.tail || late);
+        }
+        Ok(true)
+    }
+
+    /// A heartbeat from the source. While tailing, letters go before it: a sink that
+    /// breaks on a heartbeat (the replay engine, to settle) must not strand them. While
+    /// scanning, whatever is prepared goes out, and so does a partial batch held too long.
+    pub fn heartbeat(&mut self, ev: SessionEvent) -> Result<bool, Broken> {
+        let go = if self.tail || (!self.batch.is_empty() && self.last.elapsed() > BATCH_WAIT) {
+            self.last = Instant::now();
+            self.flush(true)?
+        } else {
+            let emit = &mut *self.emit;
+            self.pipeline
+                .collect(false, &mut |p| emit(SessionEvent::Letters(p)))?
+        };
+        Ok(go && (self.emit)(ev))
+    }
+
+    /// Send the current batch; hand over what is prepared (`wait`: everything sent).
+    pub fn flush(&mut self, wait: bool) -> Result<bool, Broken> {
+        let emit = &mut *self.emit;
+        let mut out = |p: Vec<Prepared>| emit(SessionEvent::Letters(p));
+        let mut go = true;
+        if !self.batch.is_empty() {
+            go = self
+                .pipeline
+                .send(std::mem::take(&mut self.batch), &mut out)?;
+        }
+        Ok(go && self.pipeline.collect(wait, &mut out)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::Coords;
+
+    fn raw(offset: i64) -> RawLetter {
+        RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "orders.dlq".into(),
+                partition: 0,
+                offset,
+            }),
+            key: None,
+            headers: Vec::new(),
+            properties: Vec::new(),
+            payload: format!(r#"{{"order":{offset}}}"#).into_bytes(),
+            timestamp: None,
+        }
+    }
+
+    fn offset(p: &Prepared) -> i64 {
+        match &p.letter.raw.coords {
+            Some(Coords::Kafka { offset, .. }) => *offset,
+            other => panic!("unexpected coords {other:?}"),
+        }
+    }
+
+    /// Many more batches than workers and queue slots, of uneven sizes: every letter
+    /// comes out once, in the order it went in, whether collected eagerly or at the end.
+    #[test]
+    fn prepared_batches_come_out_in_the_order_they_went_in() {
+        let masker = Masker::with_key(b"k".to_vec());
+        let (ids, decided) = (HashSet::new(), HashMap::new());
+        let prep = Prep {
+            masker: &masker,
+            mappings: &[],
+            previews: true,
+            decided_ids: &ids,
+            decided: &decided,
+        };
+        let mut seen = Vec::new();
+        std::thread::scope(|scope| {
+            let mut pipeline = Pipeline::start(scope, &prep);
+            let mut out = |p: Vec<Prepared>| {
+                seen.extend(p.iter().map(offset));
+                true
+            };
+            let mut next = 0i64;
+            for (k, size) in [1usize, 300, 7, 4096, 0, 55, 1000, 3, 3, 3, 900, 12]
+                .iter()
+                .cycle()
+                .take(60)
+                .enumerate()
+            {
+                let batch: Vec<RawLetter> = (next..next + *size as i64).map(raw).collect();
+                next += *size as i64;
+                assert!(pipeline.send(batch, &mut out).is_ok());
+                if k % 3 == 0 {
+                    assert!(pipeline.collect(false, &mut out).is_ok());
+                }
+            }
+            assert!(pipeline.collect(true, &mut out).is_ok());
+            assert_eq!(pipeline.in_flight(), 0);
+            let want: Vec<i64> = (0..next).collect();
+            assert_eq!(seen, want);
+        });
+    }
+
+    /// A consumer that says stop gets nothing more, and the rest is not delivered.
+    #[test]
+    fn a_stop_from_the_consumer_stops_delivery() {
+        let masker = Masker::with_key(b"k".to_vec());
+        let (ids, decided) = (HashSet::new(), HashMap::new());
+        let prep = Prep {
+            masker: &masker,
+            mappings: &[],
+            previews: false,
+            decided_ids: &ids,
+            decided: &decided,
+        };
+        std::thread::scope(|scope| {
+            let mut pipeline = Pipeline::start(scope, &prep);
+            let mut calls = 0;
+            let mut out = |_: Vec<Prepared>| {
+                calls += 1;
+                false
+            };
+            for k in 0..3 {
+                assert!(pipeline.send(vec![raw(k)], &mut out).is_ok());
+            }
+            assert!(matches!(pipeline.collect(true, &mut out), Ok(false)));
+            assert_eq!(calls, 1);
+        });
+    }
+}
