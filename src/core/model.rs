@@ -92,6 +92,17 @@ impl HeaderValue {
         }
     }
 
+    /// Trimmed non-empty text, borrowed when the bytes are UTF-8 (the hot path of the
+    /// header conventions), or `None`.
+    pub(crate) fn nonempty_text(&self) -> Option<Cow<'_, str>> {
+        match self.as_text()? {
+            Cow::Borrowed(t) => Some(t.trim()).filter(|t| !t.is_empty()).map(Cow::Borrowed),
+            Cow::Owned(t) => Some(t.trim())
+                .filter(|t| !t.is_empty())
+                .map(|t| Cow::Owned(t.to_string())),
+        }
+    }
+
     /// Trimmed non-empty text, or `None`.
     pub fn as_nonempty_text(&self) -> Option<String> {
         let t = self.as_text()?;

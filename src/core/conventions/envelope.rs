@@ -4,23 +4,99 @@
 use super::{json_scalar_text, Candidates, Field};
 use crate::core::model::Convention;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 
-/// Only the envelope's own fields are materialised; the business payload is skipped.
+/// Only the envelope's own fields are read, borrowed from the body as raw JSON text and
+/// decoded when offered; the business payload is skipped.
 #[derive(Deserialize, Default)]
 pub(super) struct Envelope<'a> {
-    message_id: Option<Value>,
-    event_type: Option<Value>,
-    schema_version: Option<Value>,
-    occurred_at: Option<Value>,
-    correlation_id: Option<Value>,
-    payload_ref: Option<Value>,
-    failure: Option<Value>,
+    #[serde(borrow, default)]
+    message_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    event_type: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    schema_version: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    occurred_at: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    correlation_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    payload_ref: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    failure: Option<&'a RawValue>,
     /// The business payload inside the envelope, borrowed (never parsed here).
     #[serde(borrow, default)]
-    payload: Option<&'a serde_json::value::RawValue>,
+    payload: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    data: Option<&'a serde_json::value::RawValue>,
+    data: Option<&'a RawValue>,
+}
+
+/// The `failure` object's fields, borrowed like the envelope's (names as in `FAILURE`).
+#[derive(Deserialize, Default)]
+struct FailureFields<'a> {
+    #[serde(borrow, default)]
+    reason_code: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    reason_detail: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    exception_type: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    exception: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    consumer: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    consumer_version: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    attempt: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    first_failed_at: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    last_failed_at: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    origin: Option<&'a RawValue>,
+}
+
+impl<'a> FailureFields<'a> {
+    /// In `FAILURE`'s order.
+    fn values(&self) -> [Option<&'a RawValue>; 12] {
+        [
+            self.reason_code,
+            self.reason_detail,
+            self.message,
+            self.error,
+            self.exception_type,
+            self.exception,
+            self.consumer,
+            self.consumer_version,
+            self.attempt,
+            self.first_failed_at,
+            self.last_failed_at,
+            self.origin,
+        ]
+    }
+}
+
+/// A JSON scalar as text (strings decoded, numbers and booleans as serde_json prints
+/// them); objects, arrays and null are not text. Borrowed when the string has no escapes.
+fn scalar_text(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let s = raw.get();
+    match s.as_bytes().first()? {
+        b'"' => serde_json::from_str::<&str>(s)
+            .map(Cow::Borrowed)
+            .or_else(|_| serde_json::from_str::<String>(s).map(Cow::Owned))
+            .ok(),
+        b'{' | b'[' | b'n' => None,
+        _ => serde_json::from_str::<Value>(s)
+            .ok()
+            .and_then(|v| json_scalar_text(&v))
+            .map(Cow::Owned),
+    }
 }
 
 impl Envelope<'_> {
@@ -66,22 +142,38 @@ pub(super) fn parse(payload: &[u8]) -> Result<Envelope<'_>, serde_json::Error> {
 pub(super) fn apply(env: &Envelope<'_>, c: &mut Candidates) {
     let conv = Convention::BodyEnvelope;
     let top = [
-        &env.message_id,
-        &env.event_type,
-        &env.schema_version,
-        &env.occurred_at,
-        &env.correlation_id,
-        &env.payload_ref,
+        env.message_id,
+        env.event_type,
+        env.schema_version,
+        env.occurred_at,
+        env.correlation_id,
+        env.payload_ref,
     ];
     for ((name, field), value) in TOP.iter().zip(top) {
-        if let Some(text) = value.as_ref().and_then(json_scalar_text) {
+        if let Some(text) = value.and_then(scalar_text) {
             c.offer_text(*field, &text, &conv, || format!("body /{name}"));
         }
     }
-    if let Some(Value::Object(failure)) = &env.failure {
-        for (name, field) in FAILURE {
-            if let Some(text) = failure.get(name).and_then(json_scalar_text) {
-                c.offer_text(field, &text, &conv, || format!("body /failure/{name}"));
+    let Some(failure) = env.failure.filter(|f| f.get().starts_with('{')) else {
+        return;
+    };
+    match serde_json::from_str::<FailureFields>(failure.get()) {
+        Ok(fields) => {
+            for ((name, field), value) in FAILURE.iter().zip(fields.values()) {
+                if let Some(text) = value.and_then(scalar_text) {
+                    c.offer_text(*field, &text, &conv, || format!("body /failure/{name}"));
+                }
+            }
+        }
+        // A `failure` the borrowed reading refuses (a repeated key): read it as a map,
+        // where the last of a repeated key wins, as before.
+        Err(_) => {
+            if let Ok(Value::Object(failure)) = serde_json::from_str::<Value>(failure.get()) {
+                for (name, field) in FAILURE {
+                    if let Some(text) = failure.get(name).and_then(json_scalar_text) {
+                        c.offer_text(field, &text, &conv, || format!("body /failure/{name}"));
+                    }
+                }
             }
         }
     }

@@ -215,12 +215,12 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
         let loc = || format!("header {}", rule.header);
         match rule.read {
             Read::Text => {
-                if let Some(t) = value.as_nonempty_text() {
+                if let Some(t) = value.nonempty_text() {
                     c.offer_text(rule.field, &t, cv, loc);
                 }
             }
             Read::ErrorText => {
-                if let Some(t) = value.as_nonempty_text() {
+                if let Some(t) = value.nonempty_text() {
                     let first_line = t.lines().next().unwrap_or(&t);
                     if let (Some(ty), _) = crate::core::fingerprint::split_exception(first_line) {
                         c.offer_text(Field::ExceptionType, ty, cv, loc);
@@ -243,7 +243,7 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
                 }
             }
             Read::TypeList => {
-                if let Some(t) = value.as_nonempty_text() {
+                if let Some(t) = value.nonempty_text() {
                     let first = t.split(';').next().unwrap_or(&t);
                     let ty = first.split(',').next().unwrap_or(first);
                     c.offer_text(rule.field, ty, cv, loc);
