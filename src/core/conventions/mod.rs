@@ -282,7 +282,6 @@ pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
     if let Some(env) = &env {
         envelope::apply(env, &mut c);
     }
-    drop(env);
     for conv in header_rules::CONVENTIONS {
         header_rules::apply(conv, &raw, &mut c);
     }
