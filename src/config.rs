@@ -54,6 +54,10 @@ struct ConfigFile {
     conventions: Vec<UserMappingConfig>,
     #[serde(default)]
     replay: ReplayConfig,
+    /// Memory, in MiB, for whole letters the TUI keeps (default 256 for RabbitMQ, whose
+    /// deliveries cannot be re-read, 64 for Kafka and files, which are re-read by position).
+    #[serde(default)]
+    payload_cache_mib: Option<usize>,
     /// `[[owners]]`: who must act on which letters.
     #[serde(default)]
     owners: Vec<crate::core::owners::OwnerRule>,
@@ -117,6 +121,7 @@ pub struct Config {
     pub masking: MaskConfig,
     pub conventions: Vec<UserMapping>,
     pub replay: ReplayConfig,
+    pub payload_cache_mib: Option<usize>,
     pub owners: crate::core::owners::Owners,
     pub watch: WatchConfig,
 }
@@ -195,6 +200,7 @@ impl Config {
             dlq_patterns: file.dlq_patterns,
             masking: file.masking,
             replay: file.replay,
+            payload_cache_mib: file.payload_cache_mib,
             owners: crate::core::owners::Owners(file.owners),
             watch: file.watch,
             conventions,
@@ -279,6 +285,8 @@ mod tests {
         assert_eq!(c.masking.extra_fields, vec!["internal_note".to_string()]);
         assert_eq!(c.replay.confirm_above, 20);
         assert_eq!(Config::default().replay.confirm_above, 100);
+        assert_eq!(c.payload_cache_mib, Some(32));
+        assert_eq!(Config::default().payload_cache_mib, None);
     }
 
     #[test]

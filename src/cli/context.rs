@@ -332,7 +332,12 @@ impl Context {
                     SessionEvent::Problem(p) => catalog.record_problem(p.location, p.message),
                     // Kept by the session; said after the scan and in JSON.
                     SessionEvent::Partial(_) => {}
-                    SessionEvent::Progress { total, .. } => bar.total(total),
+                    SessionEvent::Progress { total, .. } => {
+                        if let Some(t) = total {
+                            catalog.store.expect(t);
+                        }
+                        bar.total(total)
+                    }
                 }
                 ControlFlow::Continue(())
             })

@@ -47,6 +47,11 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
     };
     let catalog = Catalog::new(ctx.masker()?, ctx.config.conventions.clone());
     let settings = ctx.session_settings(&plan.0.to_string())?;
+    let cache_budget = match (ctx.config.payload_cache_mib, &plan.0) {
+        (Some(mib), _) => mib.saturating_mul(1024 * 1024),
+        (None, SourceRef::Amqp { .. }) => crate::tui::CACHE_BUDGET_HELD,
+        (None, _) => crate::tui::CACHE_BUDGET_REFETCHABLE,
+    };
     crate::tui::run(crate::tui::Setup {
         plan,
         settings,
@@ -56,6 +61,7 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
         theme,
         confirm_above: ctx.config.replay.confirm_above,
         owners: ctx.config.owners.clone(),
+        cache_budget,
     })
 }
 

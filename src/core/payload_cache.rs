@@ -2,34 +2,42 @@
 //! metadata only; views ask here first and re-fetch from the source (by coordinates)
 //! when a letter was evicted.
 
-use crate::core::model::RawLetter;
+use crate::core::model::{Coords, Header, HeaderValue, RawLetter};
 use crate::core::store::RowId;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 pub struct PayloadCache {
     budget: usize,
     used: usize,
-    map: HashMap<RowId, RawLetter>,
-    /// Least recently used first.
-    order: VecDeque<RowId>,
+    /// Each letter with its last use.
+    map: HashMap<RowId, (RawLetter, u64)>,
+    /// Last use → row: the least recently used first. Uses are counted, so each is
+    /// unique; a use moves an entry in O(log n) (a 300,000-letter cache used to be
+    /// searched end to end on every look at a letter).
+    order: BTreeMap<u64, RowId>,
+    uses: u64,
 }
 
 impl PayloadCache {
-    /// A cache holding at most `budget` payload bytes.
+    /// A cache holding letters that take at most `budget` bytes of memory.
     pub fn new(budget: usize) -> Self {
         PayloadCache {
             budget,
             used: 0,
             map: HashMap::new(),
-            order: VecDeque::new(),
+            order: BTreeMap::new(),
+            uses: 0,
         }
     }
 
     pub fn get(&mut self, id: RowId) -> Option<&RawLetter> {
-        if self.map.contains_key(&id) {
-            self.touch(id);
-        }
-        self.map.get(&id)
+        self.uses += 1;
+        let now = self.uses;
+        let (letter, used) = self.map.get_mut(&id)?;
+        self.order.remove(used);
+        *used = now;
+        self.order.insert(now, id);
+        Some(letter)
     }
 
     /// Forget everything (a new browse: row ids start again).
@@ -41,38 +49,32 @@ impl PayloadCache {
 
     /// A letter if it is held, without counting as a use (bulk reads: a replay's pick).
     pub fn peek(&self, id: RowId) -> Option<&RawLetter> {
-        self.map.get(&id)
+        self.map.get(&id).map(|(l, _)| l)
     }
 
-    /// Keep a payload, evicting the least recently used until it fits. A payload larger
+    /// Keep a letter, evicting the least recently used until it fits. A letter larger
     /// than the whole budget is not kept (it will be re-fetched when shown).
     pub(crate) fn put(&mut self, id: RowId, letter: RawLetter) {
-        if let Some(old) = self.map.remove(&id) {
+        if let Some((old, used)) = self.map.remove(&id) {
             self.used -= size_of_letter(&old);
-            self.order.retain(|x| *x != id);
+            self.order.remove(&used);
         }
         let size = size_of_letter(&letter);
         if size > self.budget {
             return;
         }
         while self.used + size > self.budget {
-            let Some(victim) = self.order.pop_front() else {
+            let Some((_, victim)) = self.order.pop_first() else {
                 break;
             };
-            if let Some(v) = self.map.remove(&victim) {
+            if let Some((v, _)) = self.map.remove(&victim) {
                 self.used -= size_of_letter(&v);
             }
         }
+        self.uses += 1;
         self.used += size;
-        self.order.push_back(id);
-        self.map.insert(id, letter);
-    }
-
-    fn touch(&mut self, id: RowId) {
-        if let Some(pos) = self.order.iter().position(|x| *x == id) {
-            self.order.remove(pos);
-            self.order.push_back(id);
-        }
+        self.order.insert(self.uses, id);
+        self.map.insert(id, (letter, self.uses));
     }
 
     #[cfg(test)]
@@ -89,11 +91,62 @@ impl PayloadCache {
     }
 }
 
-/// Approximate bytes a letter holds.
+/// What an allocator adds to each block, about (size classes and headers).
+const PER_ALLOCATION: usize = 16;
+
+fn heap(capacity: usize) -> usize {
+    if capacity == 0 {
+        0
+    } else {
+        capacity + PER_ALLOCATION
+    }
+}
+
+fn header_value_heap(v: &HeaderValue) -> usize {
+    match v {
+        HeaderValue::Bytes(b) => heap(b.capacity()),
+        HeaderValue::Array(items) => {
+            heap(items.capacity() * size_of::<HeaderValue>())
+                + items.iter().map(header_value_heap).sum::<usize>()
+        }
+        HeaderValue::Table(fields) => {
+            heap(fields.capacity() * size_of::<(String, HeaderValue)>())
+                + fields
+                    .iter()
+                    .map(|(k, v)| heap(k.capacity()) + header_value_heap(v))
+                    .sum::<usize>()
+        }
+        _ => 0,
+    }
+}
+
+/// The memory a cached letter takes: its heap blocks (payload, key, every header name
+/// and value, properties, coordinates) and its entries in the map and the recency
+/// index — not only its payload bytes, which for a small letter with many headers
+/// are under half of it.
 fn size_of_letter(l: &RawLetter) -> usize {
-    l.payload.len()
-        + l.key.as_ref().map_or(0, Vec::len)
-        + l.headers.iter().map(|h| h.name.len() + 32).sum::<usize>()
+    let coords = match &l.coords {
+        Some(Coords::Kafka { topic, .. }) => heap(topic.capacity()),
+        Some(Coords::Amqp { vhost, queue, .. }) => heap(vhost.capacity()) + heap(queue.capacity()),
+        _ => 0,
+    };
+    let headers = heap(l.headers.capacity() * size_of::<Header>())
+        + l.headers
+            .iter()
+            .map(|h| heap(h.name.capacity()) + header_value_heap(&h.value))
+            .sum::<usize>();
+    let properties = heap(l.properties.capacity() * size_of::<(String, String)>())
+        + l.properties
+            .iter()
+            .map(|(k, v)| heap(k.capacity()) + heap(v.capacity()))
+            .sum::<usize>();
+    heap(l.payload.capacity())
+        + l.key.as_ref().map_or(0, |k| heap(k.capacity()))
+        + coords
+        + headers
+        + properties
+        // The map's slot (with its control byte and load slack) and the order entry.
+        + (size_of::<(RowId, (RawLetter, u64))>() + 1) * 8 / 7
         + 64
 }
 
@@ -110,20 +163,41 @@ mod tests {
 
     #[test]
     fn evicts_least_recently_used_within_budget() {
-        // Each letter costs its payload + 64 bytes of overhead.
-        let mut c = PayloadCache::new(300);
+        let each = size_of_letter(&letter(36));
+        let mut c = PayloadCache::new(3 * each);
         c.put(1, letter(36));
         c.put(2, letter(36));
         assert!(c.get(1).is_some()); // 1 is now most recent
-        c.put(3, letter(36)); // 300 budget, 100 each: fits three
+        c.put(3, letter(36)); // fits three
         c.put(4, letter(36)); // evicts 2, the least recently used
         assert!(c.get(2).is_none());
         assert!(c.get(1).is_some() && c.get(3).is_some() && c.get(4).is_some());
-        assert_eq!(c.used_bytes(), 300);
-        c.put(5, letter(1000)); // larger than the budget: not kept, nothing evicted
+        assert_eq!(c.used_bytes(), 3 * each);
+        c.put(5, letter(100 * each)); // larger than the budget: not kept, nothing evicted
         assert!(c.get(5).is_none());
         assert_eq!(c.len(), 3);
         c.put(1, letter(0)); // replacing updates the accounting
-        assert_eq!(c.used_bytes(), 264);
+        assert_eq!(c.used_bytes(), 2 * each + size_of_letter(&letter(0)));
+        // 3 is now the least recently used (1 was replaced, 4 and 1 used after it).
+        assert!(c.get(4).is_some());
+        c.put(6, letter(36)); // makes room by evicting 3 only
+        assert!(c.peek(3).is_none(), "3 was the least recently used");
+        assert!(c.peek(4).is_some() && c.peek(1).is_some() && c.peek(6).is_some());
+    }
+
+    /// A letter's headers count as the memory they take, not only its payload: a
+    /// 100-byte payload with twenty headers is several times its payload.
+    #[test]
+    fn the_budget_counts_what_a_letter_takes_in_memory() {
+        let mut l = letter(100);
+        l.headers = (0..20)
+            .map(|i| Header::new(format!("x-header-{i}"), HeaderValue::text("value")))
+            .collect();
+        assert!(size_of_letter(&l) > 5 * 100, "{}", size_of_letter(&l));
+        let mut c = PayloadCache::new(10 * size_of_letter(&l));
+        for i in 0..100 {
+            c.put(i, l.clone());
+        }
+        assert_eq!(c.len(), 10);
     }
 }

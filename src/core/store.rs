@@ -315,6 +315,27 @@ impl LetterStore {
         self.arena.shrink_to_fit();
     }
 
+    /// The source's estimate of how many letters the scan will hold (Kafka watermarks,
+    /// a queue's count): room is made once, so a million-letter scan does not double its
+    /// vectors (and hold old and new copies at once) twenty times on the way. Capped, and
+    /// the arena sized from what letters took so far, so a wild estimate cannot reserve
+    /// absurd amounts; `shrink_to_fit` gives back what was not used.
+    pub fn expect(&mut self, total: u64) {
+        const MOST: u64 = 16_000_000;
+        let total = usize::try_from(total.min(MOST)).unwrap_or(0);
+        let more = total.saturating_sub(self.rows.len());
+        if more == 0 || self.rows.capacity() - self.rows.len() >= more {
+            return;
+        }
+        // Not `reserve_exact`: an estimate that grows as partitions report in still
+        // grows the vectors geometrically.
+        self.rows.reserve(more);
+        if self.rows.len() >= 1_000 {
+            let per_letter = self.arena.len() / self.rows.len() + 1;
+            self.arena.reserve(more.saturating_mul(per_letter));
+        }
+    }
+
     pub(crate) fn set_state(&mut self, id: RowId, state: TriageState) {
         if let Some(r) = self.rows.get_mut(id as usize) {
             r.state = state;
@@ -363,5 +384,21 @@ mod tests {
         assert_eq!(i.intern("x"), a);
         assert_eq!(i.resolve(a), "x");
         assert_eq!(i.resolve(999), "");
+    }
+
+    #[test]
+    fn an_estimate_makes_room_once_and_a_wild_one_is_capped() {
+        let mut s = LetterStore::new();
+        s.expect(100_000);
+        assert!(s.rows.capacity() >= 100_000);
+        let cap = s.rows.capacity();
+        s.expect(50_000); // less than there is room for: nothing to do
+        assert_eq!(s.rows.capacity(), cap);
+        // A watermark of a compacted topic can be huge; a reservation never is.
+        let mut wild = LetterStore::new();
+        wild.expect(u64::MAX);
+        assert!(wild.rows.capacity() <= 32_000_000);
+        wild.shrink_to_fit();
+        assert_eq!(wild.rows.capacity(), 0);
     }
 }

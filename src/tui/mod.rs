@@ -30,8 +30,12 @@ pub enum AppEvent {
     Action(Action),
 }
 
-/// Payload bytes kept in memory for the detail pane (the rest is re-fetched).
-pub(crate) const CACHE_BUDGET: usize = 256 * 1024 * 1024;
+/// Memory for whole letters (payloads included) kept for the detail pane, by default:
+/// RabbitMQ deliveries cannot be fetched again without a new browse, so more of them are
+/// kept; Kafka and file letters are re-read by position when evicted. `payload_cache_mib`
+/// in the config overrides both.
+pub const CACHE_BUDGET_HELD: usize = 256 * 1024 * 1024;
+pub const CACHE_BUDGET_REFETCHABLE: usize = 64 * 1024 * 1024;
 /// Most events handled before a frame is drawn, so a flood of letters cannot starve input.
 const MAX_EVENTS_PER_FRAME: usize = 512;
 
@@ -268,6 +272,8 @@ pub struct Setup {
     pub confirm_above: usize,
     /// `[[owners]]`: shown on the top-level groups.
     pub owners: crate::core::owners::Owners,
+    /// Bytes of whole letters kept in memory (see `CACHE_BUDGET_HELD`).
+    pub cache_budget: usize,
 }
 
 /// Run the TUI on a source until the user quits.
@@ -281,6 +287,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
         theme,
         confirm_above,
         owners,
+        cache_budget,
     } = setup;
     let (source, opts) = plan;
     // The adapter states what browsing does once the source is open (SourceOpened).
@@ -290,7 +297,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     };
     let (tx, rx) = mpsc::channel();
     let (req_tx, req_rx) = mpsc::channel();
-    let mut state = AppState::new(info, catalog, now_ms, CACHE_BUDGET);
+    let mut state = AppState::new(info, catalog, now_ms, cache_budget);
     state.read_only = settings.principal.read_only;
     state.role = settings.principal.role;
     state.replay.confirm_above = confirm_above;

@@ -424,9 +424,13 @@ fn scan_event(state: &mut AppState, action: Action) {
         Action::Progress { done, total } => {
             state.scan.done = state.scan.done.max(done);
             state.scan.total = total;
+            if let Some(t) = total {
+                state.catalog.store.expect(t);
+            }
         }
         Action::ScanDone => {
             state.scan.complete = true;
+            state.catalog.shrink_to_fit();
             state.scan.total = Some(state.catalog.store.len() as u64);
             state.letters.dirty = true;
         }
