@@ -242,71 +242,70 @@ mod tests {
         }
     }
 
+    /// Run `test` with a preparation context that knows no decisions.
+    fn with_prep(previews: bool, test: impl FnOnce(&Prep<'_>)) {
+        let masker = Masker::with_key(b"k".to_vec());
+        let (ids, decided) = (HashSet::new(), HashMap::new());
+        test(&Prep {
+            masker: &masker,
+            mappings: &[],
+            previews,
+            decided_ids: &ids,
+            decided: &decided,
+        });
+    }
+
     /// Many more batches than workers and queue slots, of uneven sizes: every letter
     /// comes out once, in the order it went in, whether collected eagerly or at the end.
     #[test]
     fn prepared_batches_come_out_in_the_order_they_went_in() {
-        let masker = Masker::with_key(b"k".to_vec());
-        let (ids, decided) = (HashSet::new(), HashMap::new());
-        let prep = Prep {
-            masker: &masker,
-            mappings: &[],
-            previews: true,
-            decided_ids: &ids,
-            decided: &decided,
-        };
-        let mut seen = Vec::new();
-        std::thread::scope(|scope| {
-            let mut pipeline = Pipeline::start(scope, &prep);
-            let mut out = |p: Vec<Prepared>| {
-                seen.extend(p.iter().map(offset));
-                true
-            };
-            let mut next = 0i64;
-            for (k, size) in [1usize, 300, 7, 4096, 0, 55, 1000, 3, 3, 3, 900, 12]
-                .iter()
-                .cycle()
-                .take(60)
-                .enumerate()
-            {
-                let batch: Vec<RawLetter> = (next..next + *size as i64).map(raw).collect();
-                next += *size as i64;
-                assert!(pipeline.send(batch, &mut out).is_ok());
-                if k % 3 == 0 {
-                    assert!(pipeline.collect(false, &mut out).is_ok());
+        with_prep(true, |prep| {
+            let mut seen = Vec::new();
+            std::thread::scope(|scope| {
+                let mut pipeline = Pipeline::start(scope, prep);
+                let mut out = |p: Vec<Prepared>| {
+                    seen.extend(p.iter().map(offset));
+                    true
+                };
+                let mut next = 0i64;
+                for (k, size) in [1usize, 300, 7, 4096, 0, 55, 1000, 3, 3, 3, 900, 12]
+                    .iter()
+                    .cycle()
+                    .take(60)
+                    .enumerate()
+                {
+                    let batch: Vec<RawLetter> = (next..next + *size as i64).map(raw).collect();
+                    next += *size as i64;
+                    assert!(pipeline.send(batch, &mut out).is_ok());
+                    if k % 3 == 0 {
+                        assert!(pipeline.collect(false, &mut out).is_ok());
+                    }
                 }
-            }
-            assert!(pipeline.collect(true, &mut out).is_ok());
-            assert_eq!(pipeline.in_flight(), 0);
-            let want: Vec<i64> = (0..next).collect();
-            assert_eq!(seen, want);
+                assert!(pipeline.collect(true, &mut out).is_ok());
+                assert_eq!(pipeline.in_flight(), 0);
+                let want: Vec<i64> = (0..next).collect();
+                assert_eq!(seen, want);
+            });
         });
     }
 
     /// A consumer that says stop gets nothing more, and the rest is not delivered.
     #[test]
     fn a_stop_from_the_consumer_stops_delivery() {
-        let masker = Masker::with_key(b"k".to_vec());
-        let (ids, decided) = (HashSet::new(), HashMap::new());
-        let prep = Prep {
-            masker: &masker,
-            mappings: &[],
-            previews: false,
-            decided_ids: &ids,
-            decided: &decided,
-        };
-        std::thread::scope(|scope| {
-            let mut pipeline = Pipeline::start(scope, &prep);
-            let mut calls = 0;
-            let mut out = |_: Vec<Prepared>| {
-                calls += 1;
-                false
-            };
-            for k in 0..3 {
-                assert!(pipeline.send(vec![raw(k)], &mut out).is_ok());
-            }
-            assert!(matches!(pipeline.collect(true, &mut out), Ok(false)));
-            assert_eq!(calls, 1);
+        with_prep(false, |prep| {
+            std::thread::scope(|scope| {
+                let mut pipeline = Pipeline::start(scope, prep);
+                let mut calls = 0;
+                let mut out = |_: Vec<Prepared>| {
+                    calls += 1;
+                    false
+                };
+                for k in 0..3 {
+                    assert!(pipeline.send(vec![raw(k)], &mut out).is_ok());
+                }
+                assert!(matches!(pipeline.collect(true, &mut out), Ok(false)));
+                assert_eq!(calls, 1);
+            });
         });
     }
 }
