@@ -196,3 +196,86 @@ fn problems_and_decisions_reach_the_screen() {
         "{text}"
     );
 }
+
+/// A UI that does not take what it is sent (its frames stuck on a slow terminal) holds
+/// the scan back: the worker stops at the backlog limit plus one batch, instead of piling
+/// the whole DLQ into the channel; once the UI lets go, the scan completes with every
+/// letter.
+#[test]
+fn a_ui_that_falls_behind_holds_the_scan_back() {
+    const LETTERS: usize = 40_000;
+    let dir = tempfile::tempdir().expect("tmp");
+    let dump = dir.path().join("big.ndjson");
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson"),
+    )
+    .expect("example");
+    let lines: Vec<&str> = example.lines().collect();
+    let text: String = (0..LETTERS)
+        .map(|i| format!("{}\n", lines[i % lines.len()]))
+        .collect();
+    std::fs::write(&dump, text).expect("dump");
+    let (tx, rx) = mpsc::channel();
+    let (_req_tx, req_rx) = mpsc::channel();
+    let settings = Settings {
+        source_key: "file://big".into(),
+        principal: Principal {
+            actor: "tester".into(),
+            role: Role::Operator,
+            read_only: false,
+            ledger_path: Some(dir.path().join("ledger.db")),
+        },
+        masker: Masker::with_key(vec![1]),
+        mappings: Vec::new(),
+    };
+    spawn(
+        SourceRef::File { path: dump },
+        OpenOptions::default(),
+        settings,
+        tx,
+        req_rx,
+    );
+    // Take batches without letting go of them until nothing more comes for a second.
+    let mut held = Vec::new();
+    let mut received = 0usize;
+    let started = Instant::now();
+    loop {
+        assert!(started.elapsed() < Duration::from_secs(60), "no stall");
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(AppEvent::Action(Action::Letters(b))) => {
+                received += b.len();
+                held.push(b);
+            }
+            Ok(AppEvent::Action(Action::ScanDone)) => {
+                panic!("the scan finished with {received} letters held by a stuck UI")
+            }
+            Ok(_) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) if received > 0 => break,
+            Err(e) => assert!(
+                matches!(e, mpsc::RecvTimeoutError::Timeout),
+                "worker gone: {e}"
+            ),
+        }
+    }
+    assert!(
+        (12_288..=12_288 + 4_096).contains(&received),
+        "{received} letters in flight to a UI that took none of them"
+    );
+    // The UI catches up: the rest comes, and the scan ends with every letter.
+    drop(held);
+    let mut done = false;
+    while !done {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "scan did not resume"
+        );
+        match rx.recv_timeout(Duration::from_secs(5)) {
+            Ok(AppEvent::Action(Action::Letters(b))) => received += b.len(),
+            Ok(AppEvent::Action(Action::ScanDone)) => done = true,
+            Ok(AppEvent::Action(Action::ScanFailed(e))) => panic!("scan failed: {e}"),
+            Ok(_) => {}
+            Err(e) => panic!("scan did not resume: {e} after {received}"),
+        }
+    }
+    assert_eq!(received, LETTERS);
+}

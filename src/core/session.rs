@@ -19,7 +19,9 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+mod handover;
 mod prepare;
+pub use handover::{InFlight, Receipt};
 mod replaying;
 use prepare::{Broken, Pipeline, Prep, Pump};
 pub use replaying::{
@@ -137,6 +139,8 @@ pub struct Prepared {
     /// Content digest of a letter without a stable position (RabbitMQ queues), computed
     /// once here on the preparing threads (see `decisions::content_fp`).
     pub fp: Option<u64>,
+    /// Set when the batch was handed to a consumer that may fall behind (`InFlight`).
+    pub receipt: Option<Receipt>,
 }
 
 impl From<(DeadLetter, String)> for Prepared {
@@ -148,6 +152,7 @@ impl From<(DeadLetter, String)> for Prepared {
             preview,
             state: TriageState::Open,
             fp,
+            receipt: None,
         }
     }
 }

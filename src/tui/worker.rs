@@ -8,7 +8,7 @@ use crate::core::model::Coords;
 use crate::core::ports::ReplayPorts;
 use crate::core::replay::{describe, Control, Options, Plan};
 use crate::core::session::{
-    DiscardTarget, Picked, Principal, Resume, Session, SessionEvent, Settings,
+    DiscardTarget, InFlight, Picked, Principal, Resume, Session, SessionEvent, Settings,
 };
 use crate::core::source::SourceRef;
 use crate::core::store::RowId;
@@ -180,6 +180,10 @@ fn announce_unfinished(session: &Session, events: &Sender<AppEvent>) {
     }
 }
 
+/// Letters sent to the UI and not yet indexed, beyond which the scan waits: a few
+/// batches, so the UI always has the next one at hand.
+const UI_BACKLOG: usize = 12_288;
+
 /// The initial scan, streamed to the UI; requests that arrive meanwhile are kept for
 /// after it (the source is busy).
 fn initial_scan(
@@ -189,7 +193,14 @@ fn initial_scan(
 ) -> Vec<Request> {
     let mut postponed = Vec::new();
     let mut gone = false;
-    let result = session.scan(true, &mut |ev| {
+    // The UI thread indexes what it is sent between frames; if its frames are slow (a
+    // slow terminal over SSH) the scan waits rather than piling letters up in memory.
+    let in_flight = InFlight::default();
+    let result = session.scan(true, &mut |mut ev| {
+        if let SessionEvent::Letters(batch) = &mut ev {
+            in_flight.wait_below(UI_BACKLOG);
+            in_flight.issue(batch);
+        }
         gone |= !forward(events, ev, false);
         while let Ok(r) = requests.try_recv() {
             postponed.push(r);

@@ -49,6 +49,7 @@ impl Prep<'_> {
             preview,
             state,
             fp,
+            receipt: None,
         }
     }
 }
