@@ -61,7 +61,8 @@ fn bench(c: &mut Criterion) {
 
     // Memory figure, printed once.
     let (store, idx) = build_store(&templates, &previews, N);
-    let members = 4 * N; // one RowId per letter in the group index
+    // One RowId and its time per letter in the group index.
+    let members = (std::mem::size_of::<u32>() + std::mem::size_of::<i64>()) * N;
     let per_letter = (store.heap_bytes() + members) as f64 / N as f64;
     eprintln!(
         "\nmetadata per letter: {per_letter:.1} bytes ({} rows of {} bytes + arena + interner + group members), {} groups",

@@ -182,6 +182,11 @@ pub struct GroupStats {
     pub event_types: Vec<Sym>,
     /// Rows in the group, in arrival order.
     pub members: Vec<RowId>,
+    /// Each member's dead_lettered_at ([`NO_TIME`] if unknown), beside it: putting a
+    /// big group's letters in time order then reads one array in order instead of every
+    /// member's row in the store at random (the first visit of a 459,476-letter group
+    /// took ~25 ms that way).
+    pub member_times: Vec<i64>,
 }
 
 impl GroupStats {
@@ -194,6 +199,7 @@ impl GroupStats {
             spark: [0; SPARK_BUCKETS],
             event_types: Vec::new(),
             members: Vec::new(),
+            member_times: Vec::new(),
         }
     }
 
@@ -281,6 +287,7 @@ impl GroupIndex {
         let g = self.groups.entry(key).or_insert_with(GroupStats::new);
         g.count += 1;
         g.members.push(row_id);
+        g.member_times.push(r.at_ms);
         if r.at_ms != NO_TIME {
             if g.oldest_ms == NO_TIME || r.at_ms < g.oldest_ms {
                 g.oldest_ms = r.at_ms;
@@ -310,6 +317,22 @@ impl GroupIndex {
         for (k, g) in &self.groups {
             if k.values().starts_with(prefix) {
                 out.extend_from_slice(&g.members);
+            }
+        }
+        out
+    }
+
+    /// Letters of every group under a tree node with their dead_lettered_at.
+    pub(crate) fn timed_members_under(&self, prefix: &[u32]) -> Vec<(i64, RowId)> {
+        let mut out = Vec::new();
+        for (k, g) in &self.groups {
+            if k.values().starts_with(prefix) {
+                out.extend(
+                    g.member_times
+                        .iter()
+                        .copied()
+                        .zip(g.members.iter().copied()),
+                );
             }
         }
         out

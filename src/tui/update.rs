@@ -904,15 +904,27 @@ fn refresh_letters(state: &mut AppState) {
         state.letters.dirty = false;
         return;
     };
-    let members = state.index.members_under(&path);
+    let mut members = state.index.timed_members_under(&path);
     if members.len() > LIVE_LETTERS_LIMIT && !state.scan.complete && !state.letters.rows.is_empty()
     {
         return; // stay dirty; sorted once the scan completes
     }
     let keep = state.selected_row();
-    state.letters.rows = members;
-    state.letters.sorted = 0;
-    sort_letters(state, SORT_AHEAD);
+    // The first letters in order from the times beside the members (in order in
+    // memory), not from the store; `sort_letters` goes further on demand, same order.
+    let newest = state.letters.newest_first;
+    let len = members.len();
+    let key = |m: &(i64, RowId)| (sort_rank(m.0, newest), m.1);
+    let sorted = if len / 4 <= SORT_AHEAD {
+        members.sort_unstable_by_key(key);
+        len
+    } else {
+        members.select_nth_unstable_by_key(SORT_AHEAD, key);
+        members[..SORT_AHEAD].sort_unstable_by_key(key);
+        SORT_AHEAD
+    };
+    state.letters.rows = members.into_iter().map(|m| m.1).collect();
+    state.letters.sorted = sorted;
     state.letters.cursor = keep
         .and_then(|k| state.letters.rows.iter().position(|r| *r == k))
         .unwrap_or(0)
@@ -941,6 +953,17 @@ fn refuse(
 /// Sorted prefix kept ahead of the cursor; beyond it the rest is sorted on demand.
 const SORT_AHEAD: usize = 4096;
 
+/// A letter's place by time: newest or oldest first, unknown times last in either order.
+fn sort_rank(at_ms: i64, newest_first: bool) -> i64 {
+    if at_ms == NO_TIME {
+        i64::MAX
+    } else if newest_first {
+        -at_ms
+    } else {
+        at_ms
+    }
+}
+
 /// Put at least the first `want` letters in order (all of them for small groups). A
 /// partial selection is O(n), a full sort of half a million letters is not.
 pub(crate) fn sort_letters(state: &mut AppState, want: usize) {
@@ -951,18 +974,7 @@ pub(crate) fn sort_letters(state: &mut AppState, want: usize) {
     let store = &state.catalog.store;
     let at = |r: &RowId| store.row(*r).map_or(NO_TIME, |x| x.at_ms);
     let newest = state.letters.newest_first;
-    // Unknown times sort last in either order.
-    let key = |r: &RowId| {
-        let t = at(r);
-        let rank = if t == NO_TIME {
-            i64::MAX
-        } else if newest {
-            -t
-        } else {
-            t
-        };
-        (rank, *r)
-    };
+    let key = |r: &RowId| (sort_rank(at(r), newest), *r);
     let letters = &mut state.letters.rows;
     if len / 4 <= want {
         letters.sort_unstable_by_key(key);
