@@ -374,3 +374,42 @@ fn hostile_inputs_never_panic() {
         assert!(!d.reason_code().is_empty());
     }
 }
+
+/// The envelope is read from borrowed raw JSON: escaped strings still decode, numbers
+/// and booleans read as before, null and objects are not text, and a `failure` with a
+/// repeated key is still read (the last one wins) rather than losing every field.
+#[test]
+fn envelope_fields_read_from_raw_json_as_from_a_parsed_tree() {
+    let letter = |body: &str| RawLetter {
+        payload: body.as_bytes().to_vec(),
+        ..RawLetter::default()
+    };
+    let d = extract(
+        letter(
+            r#"{"message_id": "m\u002d1", "schema_version": 3, "payload_ref": true,
+                "correlation_id": null, "event_type": {"x": 1},
+                "failure": {"reason_code": "tax\u005fmissing", "attempt": 4,
+                            "reason_detail": "line one\nline two"}}"#,
+        ),
+        &[],
+    );
+    assert_eq!(d.body, BodyKind::Json);
+    assert_eq!(d.id.value.0, "m-1");
+    assert_eq!(v(&d.event.schema_version), "3");
+    assert_eq!(v(&d.event.payload_ref), "true");
+    assert!(d.event.correlation_id.is_none());
+    assert!(d.event.event_type.is_none());
+    assert_eq!(v(&d.failure.reason_code), "tax_missing");
+    assert_eq!(
+        loc(&d.failure.reason_code),
+        (Convention::BodyEnvelope, "body /failure/reason_code".into())
+    );
+    assert_eq!(v(&d.failure.attempt), 4);
+    assert_eq!(v(&d.failure.reason_detail), "line one\nline two");
+
+    let repeated = extract(
+        letter(r#"{"failure": {"reason_code": "first", "reason_code": "second"}}"#),
+        &[],
+    );
+    assert_eq!(v(&repeated.failure.reason_code), "second");
+}
