@@ -13,23 +13,28 @@ use dlq_triage::tui::AppEvent;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// Session settings for an operator whose decisions go to `ledger`.
+fn operator(source_key: &str, ledger: std::path::PathBuf, masker: Masker) -> Settings {
+    Settings {
+        source_key: source_key.into(),
+        principal: Principal {
+            actor: "tester".into(),
+            role: Role::Operator,
+            read_only: false,
+            ledger_path: Some(ledger),
+        },
+        masker,
+        mappings: Vec::new(),
+    }
+}
+
 #[test]
 fn demo_worker_scans_then_streams_live_letters_and_fetches() {
     let (tx, rx) = mpsc::channel();
     let (req_tx, req_rx) = mpsc::channel();
     let dir = tempfile::tempdir().expect("tmp");
     let ledger = dir.path().join("ledger.db");
-    let settings = Settings {
-        source_key: "demo".into(),
-        principal: Principal {
-            actor: "tester".into(),
-            role: Role::Operator,
-            read_only: false,
-            ledger_path: Some(ledger.clone()),
-        },
-        masker: Masker::with_key(vec![1]),
-        mappings: Vec::new(),
-    };
+    let settings = operator("demo", ledger.clone(), Masker::with_key(vec![1]));
     spawn(
         SourceRef::Demo,
         OpenOptions::default(),
@@ -109,17 +114,7 @@ fn problems_and_decisions_reach_the_screen() {
     let (tx, rx) = mpsc::channel();
     let (req_tx, req_rx) = mpsc::channel();
     let masker = Masker::with_key(vec![1]);
-    let settings = Settings {
-        source_key: "file://d".into(),
-        principal: Principal {
-            actor: "tester".into(),
-            role: Role::Operator,
-            read_only: false,
-            ledger_path: Some(dir.path().join("ledger.db")),
-        },
-        masker: masker.clone(),
-        mappings: Vec::new(),
-    };
+    let settings = operator("file://d", dir.path().join("ledger.db"), masker.clone());
     spawn(
         SourceRef::File { path: dump },
         OpenOptions::default(),
@@ -217,17 +212,11 @@ fn a_ui_that_falls_behind_holds_the_scan_back() {
     std::fs::write(&dump, text).expect("dump");
     let (tx, rx) = mpsc::channel();
     let (_req_tx, req_rx) = mpsc::channel();
-    let settings = Settings {
-        source_key: "file://big".into(),
-        principal: Principal {
-            actor: "tester".into(),
-            role: Role::Operator,
-            read_only: false,
-            ledger_path: Some(dir.path().join("ledger.db")),
-        },
-        masker: Masker::with_key(vec![1]),
-        mappings: Vec::new(),
-    };
+    let settings = operator(
+        "file://big",
+        dir.path().join("ledger.db"),
+        Masker::with_key(vec![1]),
+    );
     spawn(
         SourceRef::File { path: dump },
         OpenOptions::default(),
