@@ -65,13 +65,7 @@ impl Catalog {
 
     /// Conventions plus masked preview: the per-letter work that needs no index.
     fn prepare(&self, raw: crate::core::model::RawLetter) -> (DeadLetter, String) {
-        if !self.previews {
-            return (
-                extract_masked(&self.masker, &self.mappings, raw),
-                String::new(),
-            );
-        }
-        prepare_letter(&self.masker, &self.mappings, raw)
+        prepare_with(&self.masker, &self.mappings, self.previews, raw)
     }
 
     /// Index a letter prepared elsewhere (a worker thread) with [`prepare_letter`].
@@ -94,6 +88,21 @@ pub fn prepare_letter(
         .unwrap_or(&dl.raw.payload);
     let preview = preview(masker, focus);
     (dl, preview)
+}
+
+/// [`prepare_letter`], or without the preview (an empty one) when a command shows none:
+/// what a catalog and the session's preparing threads both do with a raw letter.
+pub(crate) fn prepare_with(
+    masker: &Masker,
+    mappings: &[UserMapping],
+    previews: bool,
+    raw: crate::core::model::RawLetter,
+) -> (DeadLetter, String) {
+    if previews {
+        prepare_letter(masker, mappings, raw)
+    } else {
+        (extract_masked(masker, mappings, raw), String::new())
+    }
 }
 
 /// Conventions on a letter, with the extracted fields masked (see [`mask_extracted`]):

@@ -3,7 +3,7 @@
 //! back-pressure on the source when the workers fall behind.
 
 use super::{LetterState, Prepared, SessionEvent, BATCH, BATCH_WAIT};
-use crate::core::catalog::prepare_letter;
+use crate::core::catalog::prepare_with;
 use crate::core::conventions::UserMapping;
 use crate::core::decisions;
 use crate::core::ledger::Decision;
@@ -28,14 +28,7 @@ pub(super) struct Prep<'a> {
 
 impl Prep<'_> {
     pub fn one(&self, raw: RawLetter) -> Prepared {
-        let (letter, preview) = if self.previews {
-            prepare_letter(self.masker, self.mappings, raw)
-        } else {
-            (
-                crate::core::catalog::extract_masked(self.masker, self.mappings, raw),
-                String::new(),
-            )
-        };
+        let (letter, preview) = prepare_with(self.masker, self.mappings, self.previews, raw);
         let fp = decisions::content_fp(&letter.raw);
         let id = &letter.id.value.0;
         let state = if self.decided_ids.contains(id) {
