@@ -4,6 +4,7 @@ use crate::core::conventions::{extract, UserMapping};
 use crate::core::masking::{Layout, Masker};
 use crate::core::model::DeadLetter;
 use crate::core::store::{LetterStore, RowId};
+use std::borrow::Cow;
 
 /// Length of the masked one-line preview kept per letter, in bytes.
 pub(crate) const PREVIEW_BYTES: usize = 48;
@@ -133,7 +134,10 @@ pub(crate) fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
     fn text(m: &Masker, f: &mut Option<Sourced<String>>) {
         if let Some(s) = f {
             mask(m, &mut s.value);
-            mask(m, &mut s.from.location);
+            // Fixed locations are ours; an owned one is formatted and masked anyway.
+            if let Cow::Owned(location) = &mut s.from.location {
+                mask(m, location);
+            }
         }
     }
     let m = masker;

@@ -251,8 +251,13 @@ impl fmt::Display for Convention {
 pub struct Provenance {
     pub convention: Convention,
     /// e.g. `header x-reason-code`, `body /failure/reason_code`, `x-death[0].time`.
-    pub location: String,
+    pub location: Location,
 }
+
+/// Where a value was found. The built-in conventions name fixed places, spelled out at
+/// compile time, so a letter costs no allocation per field; a place that depends on the
+/// letter (an `x-death` index, a user mapping's path) is owned, and it alone is masked.
+pub type Location = Cow<'static, str>;
 
 impl fmt::Display for Provenance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

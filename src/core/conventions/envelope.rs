@@ -109,7 +109,14 @@ impl Envelope<'_> {
     }
 }
 
-const TOP: [(&str, Field); 6] = [
+/// `(name, field, location)` rows with the location spelled out at compile time.
+macro_rules! fields {
+    ($prefix:literal: $(($name:literal, $field:expr)),* $(,)?) => {
+        [$(($name, $field, concat!($prefix, $name))),*]
+    };
+}
+
+const TOP: [(&str, Field, &str); 6] = fields!["body /":
     ("message_id", Field::MessageId),
     ("event_type", Field::EventType),
     ("schema_version", Field::SchemaVersion),
@@ -118,7 +125,7 @@ const TOP: [(&str, Field); 6] = [
     ("payload_ref", Field::PayloadRef),
 ];
 
-const FAILURE: [(&str, Field); 12] = [
+const FAILURE: [(&str, Field, &str); 12] = fields!["body /failure/":
     ("reason_code", Field::ReasonCode),
     ("reason_detail", Field::ReasonDetail),
     ("message", Field::ReasonDetail),
@@ -149,9 +156,9 @@ pub(super) fn apply(env: &Envelope<'_>, c: &mut Candidates) {
         env.correlation_id,
         env.payload_ref,
     ];
-    for ((name, field), value) in TOP.iter().zip(top) {
+    for ((_, field, location), value) in TOP.iter().zip(top) {
         if let Some(text) = value.and_then(scalar_text) {
-            c.offer_text(*field, &text, &conv, || format!("body /{name}"));
+            c.offer_text(*field, &text, &conv, || (*location).into());
         }
     }
     let Some(failure) = env.failure.filter(|f| f.get().starts_with('{')) else {
@@ -159,9 +166,9 @@ pub(super) fn apply(env: &Envelope<'_>, c: &mut Candidates) {
     };
     match serde_json::from_str::<FailureFields>(failure.get()) {
         Ok(fields) => {
-            for ((name, field), value) in FAILURE.iter().zip(fields.values()) {
+            for ((_, field, location), value) in FAILURE.iter().zip(fields.values()) {
                 if let Some(text) = value.and_then(scalar_text) {
-                    c.offer_text(*field, &text, &conv, || format!("body /failure/{name}"));
+                    c.offer_text(*field, &text, &conv, || (*location).into());
                 }
             }
         }
@@ -169,9 +176,9 @@ pub(super) fn apply(env: &Envelope<'_>, c: &mut Candidates) {
         // where the last of a repeated key wins, as before.
         Err(_) => {
             if let Ok(Value::Object(failure)) = serde_json::from_str::<Value>(failure.get()) {
-                for (name, field) in FAILURE {
+                for (name, field, location) in FAILURE {
                     if let Some(text) = failure.get(name).and_then(json_scalar_text) {
-                        c.offer_text(field, &text, &conv, || format!("body /failure/{name}"));
+                        c.offer_text(field, &text, &conv, || location.into());
                     }
                 }
             }

@@ -23,22 +23,32 @@ pub(super) struct Rule {
     pub header: &'static str,
     pub field: Field,
     pub read: Read,
+    /// The provenance shown for a value this rule found.
+    pub location: &'static str,
 }
 
-const fn r(header: &'static str, field: Field) -> Rule {
-    Rule {
-        header,
-        field,
-        read: Read::Text,
-    }
-}
-
-const fn rr(header: &'static str, field: Field, read: Read) -> Rule {
-    Rule {
-        header,
-        field,
-        read,
-    }
+/// A rule, its location spelled out at compile time (`header <name>`, and
+/// `header <name> + 1` for a retry count).
+macro_rules! r {
+    ($header:literal, $field:expr) => {
+        r!($header, $field, Text)
+    };
+    ($header:literal, $field:expr, RetriesPlusOne) => {
+        Rule {
+            header: $header,
+            field: $field,
+            read: Read::RetriesPlusOne,
+            location: concat!("header ", $header, " + 1"),
+        }
+    };
+    ($header:literal, $field:expr, $read:ident) => {
+        Rule {
+            header: $header,
+            field: $field,
+            read: Read::$read,
+            location: concat!("header ", $header),
+        }
+    };
 }
 
 /// A Kafka origin spread over three headers.
@@ -46,6 +56,18 @@ pub(super) struct KafkaOrigin {
     pub topic: &'static str,
     pub partition: &'static str,
     pub offset: &'static str,
+    pub location: &'static str,
+}
+
+macro_rules! origin {
+    ($topic:literal, $partition:literal, $offset:literal) => {
+        KafkaOrigin {
+            topic: $topic,
+            partition: $partition,
+            offset: $offset,
+            location: concat!("headers ", $topic, " / ", $partition, " / ", $offset),
+        }
+    };
 }
 
 pub(super) struct HeaderConvention {
@@ -64,23 +86,23 @@ pub(super) const SPRING: HeaderConvention = HeaderConvention {
     rules: &[
         // The cause is the real failure; the outer type is usually
         // ListenerExecutionFailedException.
-        r("kafka_dlt-exception-cause-fqcn", Field::ExceptionType),
-        r("kafka_dlt-exception-fqcn", Field::ExceptionType),
-        r("kafka_dlt-exception-message", Field::ReasonDetail),
-        r("kafka_dlt-key-exception-fqcn", Field::ExceptionType),
-        r("kafka_dlt-key-exception-message", Field::ReasonDetail),
-        r("kafka_dlt-original-consumer-group", Field::Consumer),
-        rr(
+        r!("kafka_dlt-exception-cause-fqcn", Field::ExceptionType),
+        r!("kafka_dlt-exception-fqcn", Field::ExceptionType),
+        r!("kafka_dlt-exception-message", Field::ReasonDetail),
+        r!("kafka_dlt-key-exception-fqcn", Field::ExceptionType),
+        r!("kafka_dlt-key-exception-message", Field::ReasonDetail),
+        r!("kafka_dlt-original-consumer-group", Field::Consumer),
+        r!(
             "kafka_dlt-original-timestamp",
             Field::OccurredAt,
-            Read::EpochMillis,
+            EpochMillis
         ),
     ],
-    origin: Some(KafkaOrigin {
-        topic: "kafka_dlt-original-topic",
-        partition: "kafka_dlt-original-partition",
-        offset: "kafka_dlt-original-offset",
-    }),
+    origin: Some(origin!(
+        "kafka_dlt-original-topic",
+        "kafka_dlt-original-partition",
+        "kafka_dlt-original-offset"
+    )),
     case_insensitive: false,
     prefixes: &["kafka_dlt-"],
 };
@@ -88,19 +110,19 @@ pub(super) const SPRING: HeaderConvention = HeaderConvention {
 pub(super) const CONNECT: HeaderConvention = HeaderConvention {
     convention: Convention::KafkaConnect,
     rules: &[
-        r(
+        r!(
             "__connect.errors.exception.class.name",
-            Field::ExceptionType,
+            Field::ExceptionType
         ),
-        r("__connect.errors.class.name", Field::ExceptionType),
-        r("__connect.errors.exception.message", Field::ReasonDetail),
-        r("__connect.errors.connector.name", Field::Consumer),
+        r!("__connect.errors.class.name", Field::ExceptionType),
+        r!("__connect.errors.exception.message", Field::ReasonDetail),
+        r!("__connect.errors.connector.name", Field::Consumer),
     ],
-    origin: Some(KafkaOrigin {
-        topic: "__connect.errors.topic",
-        partition: "__connect.errors.partition",
-        offset: "__connect.errors.offset",
-    }),
+    origin: Some(origin!(
+        "__connect.errors.topic",
+        "__connect.errors.partition",
+        "__connect.errors.offset"
+    )),
     case_insensitive: false,
     prefixes: &["__connect.errors."],
 };
@@ -108,14 +130,14 @@ pub(super) const CONNECT: HeaderConvention = HeaderConvention {
 pub(super) const MASSTRANSIT: HeaderConvention = HeaderConvention {
     convention: Convention::MassTransit,
     rules: &[
-        r("MT-Fault-ExceptionType", Field::ExceptionType),
-        r("MT-Fault-Message", Field::ReasonDetail),
-        r("MT-Fault-ConsumerType", Field::Consumer),
-        r("MT-Host-AssemblyVersion", Field::ConsumerVersion),
-        rr("MT-Fault-RetryCount", Field::Attempt, Read::RetriesPlusOne),
-        r("MT-Fault-Timestamp", Field::LastFailedAt),
-        r("MT-Fault-MessageType", Field::EventType),
-        r("MT-Reason", Field::DeathReason),
+        r!("MT-Fault-ExceptionType", Field::ExceptionType),
+        r!("MT-Fault-Message", Field::ReasonDetail),
+        r!("MT-Fault-ConsumerType", Field::Consumer),
+        r!("MT-Host-AssemblyVersion", Field::ConsumerVersion),
+        r!("MT-Fault-RetryCount", Field::Attempt, RetriesPlusOne),
+        r!("MT-Fault-Timestamp", Field::LastFailedAt),
+        r!("MT-Fault-MessageType", Field::EventType),
+        r!("MT-Reason", Field::DeathReason),
     ],
     origin: None,
     case_insensitive: true,
@@ -125,22 +147,22 @@ pub(super) const MASSTRANSIT: HeaderConvention = HeaderConvention {
 pub(super) const NSERVICEBUS: HeaderConvention = HeaderConvention {
     convention: Convention::NServiceBus,
     rules: &[
-        r(
+        r!(
             "NServiceBus.ExceptionInfo.ExceptionType",
-            Field::ExceptionType,
+            Field::ExceptionType
         ),
-        r("NServiceBus.ExceptionInfo.Message", Field::ReasonDetail),
-        r("NServiceBus.ProcessingEndpoint", Field::Consumer),
-        r("NServiceBus.TimeOfFailure", Field::LastFailedAt),
-        rr("NServiceBus.Retries", Field::Attempt, Read::RetriesPlusOne),
-        r("NServiceBus.MessageId", Field::MessageId),
-        r("NServiceBus.CorrelationId", Field::CorrelationId),
-        rr(
+        r!("NServiceBus.ExceptionInfo.Message", Field::ReasonDetail),
+        r!("NServiceBus.ProcessingEndpoint", Field::Consumer),
+        r!("NServiceBus.TimeOfFailure", Field::LastFailedAt),
+        r!("NServiceBus.Retries", Field::Attempt, RetriesPlusOne),
+        r!("NServiceBus.MessageId", Field::MessageId),
+        r!("NServiceBus.CorrelationId", Field::CorrelationId),
+        r!(
             "NServiceBus.EnclosedMessageTypes",
             Field::EventType,
-            Read::TypeList,
+            TypeList
         ),
-        r("NServiceBus.FailedQ", Field::Origin),
+        r!("NServiceBus.FailedQ", Field::Origin),
     ],
     origin: None,
     case_insensitive: true,
@@ -150,9 +172,9 @@ pub(super) const NSERVICEBUS: HeaderConvention = HeaderConvention {
 pub(super) const AZURE: HeaderConvention = HeaderConvention {
     convention: Convention::AzureServiceBus,
     rules: &[
-        r("DeadLetterReason", Field::ReasonCode),
-        r("DeadLetterErrorDescription", Field::ReasonDetail),
-        r("DeliveryCount", Field::Attempt),
+        r!("DeadLetterReason", Field::ReasonCode),
+        r!("DeadLetterErrorDescription", Field::ReasonDetail),
+        r!("DeliveryCount", Field::Attempt),
     ],
     origin: None,
     case_insensitive: true,
@@ -163,25 +185,25 @@ pub(super) const AZURE: HeaderConvention = HeaderConvention {
 pub(super) const X_HEADERS: HeaderConvention = HeaderConvention {
     convention: Convention::XHeaders,
     rules: &[
-        r("x-reason-code", Field::ReasonCode),
-        rr("x-error", Field::ReasonDetail, Read::ErrorText),
-        r("x-exception-type", Field::ExceptionType),
-        r("x-consumer", Field::Consumer),
-        r("x-consumer-version", Field::ConsumerVersion),
-        r("x-attempt", Field::Attempt),
-        rr("x-delivery-count", Field::Attempt, Read::RetriesPlusOne),
-        r("x-message-id", Field::MessageId),
-        r("x-correlation-id", Field::CorrelationId),
-        r("x-event-type", Field::EventType),
-        r("x-schema-version", Field::SchemaVersion),
-        r("x-first-failed-at", Field::FirstFailedAt),
-        r("x-last-failed-at", Field::LastFailedAt),
+        r!("x-reason-code", Field::ReasonCode),
+        r!("x-error", Field::ReasonDetail, ErrorText),
+        r!("x-exception-type", Field::ExceptionType),
+        r!("x-consumer", Field::Consumer),
+        r!("x-consumer-version", Field::ConsumerVersion),
+        r!("x-attempt", Field::Attempt),
+        r!("x-delivery-count", Field::Attempt, RetriesPlusOne),
+        r!("x-message-id", Field::MessageId),
+        r!("x-correlation-id", Field::CorrelationId),
+        r!("x-event-type", Field::EventType),
+        r!("x-schema-version", Field::SchemaVersion),
+        r!("x-first-failed-at", Field::FirstFailedAt),
+        r!("x-last-failed-at", Field::LastFailedAt),
     ],
-    origin: Some(KafkaOrigin {
-        topic: "x-original-topic",
-        partition: "x-original-partition",
-        offset: "x-original-offset",
-    }),
+    origin: Some(origin!(
+        "x-original-topic",
+        "x-original-partition",
+        "x-original-offset"
+    )),
     case_insensitive: false,
     prefixes: &["x-"],
 };
@@ -212,7 +234,7 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
         let Some(value) = lookup(rule.header) else {
             continue;
         };
-        let loc = || format!("header {}", rule.header);
+        let loc = || rule.location.into();
         match rule.read {
             Read::Text => {
                 if let Some(t) = value.nonempty_text() {
@@ -230,16 +252,12 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
             }
             Read::RetriesPlusOne => {
                 if let Some(n) = value.as_i64_lenient().and_then(|n| u32::try_from(n).ok()) {
-                    c.offer_attempt(
-                        n.saturating_add(1),
-                        cv,
-                        format!("header {} + 1", rule.header),
-                    );
+                    c.offer_attempt(n.saturating_add(1), cv, rule.location);
                 }
             }
             Read::EpochMillis => {
                 if let Some(t) = value.as_i64_lenient().and_then(timefmt::from_epoch_guess) {
-                    c.offer_time(rule.field, t, cv, loc());
+                    c.offer_time(rule.field, t, cv, rule.location);
                 }
             }
             Read::TypeList => {
@@ -264,7 +282,7 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
                     offset,
                 },
                 cv,
-                format!("headers {} / {} / {}", o.topic, o.partition, o.offset),
+                o.location,
             );
         }
     }

@@ -15,8 +15,8 @@ pub mod user;
 
 use crate::core::fingerprint;
 use crate::core::model::{
-    BodyKind, Convention, DeadLetter, EventMeta, Failure, LetterId, Origin, Provenance, RawLetter,
-    Sourced,
+    BodyKind, Convention, DeadLetter, EventMeta, Failure, LetterId, Location, Origin, Provenance,
+    RawLetter, Sourced,
 };
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
@@ -104,10 +104,10 @@ pub(crate) struct Candidates {
     dead_lettered_at: Option<Sourced<DateTime<Utc>>>,
 }
 
-fn prov(convention: &Convention, location: String) -> Provenance {
+fn prov(convention: &Convention, location: impl Into<Location>) -> Provenance {
     Provenance {
         convention: convention.clone(),
-        location,
+        location: location.into(),
     }
 }
 
@@ -143,7 +143,7 @@ impl Candidates {
         field: Field,
         value: &str,
         convention: &Convention,
-        location: impl FnOnce() -> String,
+        location: impl FnOnce() -> Location,
     ) -> bool {
         let value = value.trim();
         if value.is_empty() || self.has(field) {
@@ -200,7 +200,12 @@ impl Candidates {
         }
     }
 
-    pub(crate) fn offer_attempt(&mut self, n: u32, c: &Convention, location: String) -> bool {
+    pub(crate) fn offer_attempt(
+        &mut self,
+        n: u32,
+        c: &Convention,
+        location: impl Into<Location>,
+    ) -> bool {
         if self.failure.attempt.is_some() {
             return false;
         }
@@ -216,7 +221,7 @@ impl Candidates {
         field: Field,
         t: DateTime<Utc>,
         c: &Convention,
-        location: String,
+        location: impl Into<Location>,
     ) -> bool {
         if self.has(field) {
             return false;
@@ -235,7 +240,12 @@ impl Candidates {
         true
     }
 
-    pub(crate) fn offer_origin(&mut self, o: Origin, c: &Convention, location: String) -> bool {
+    pub(crate) fn offer_origin(
+        &mut self,
+        o: Origin,
+        c: &Convention,
+        location: impl Into<Location>,
+    ) -> bool {
         if self.failure.origin.is_some() {
             return false;
         }
@@ -293,7 +303,7 @@ pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
         // convention fields for this one purpose, so it replaces any earlier offer.
         c.dead_lettered_at = Some(Sourced {
             value: ts,
-            from: prov(&Convention::Broker, "record timestamp".into()),
+            from: prov(&Convention::Broker, "record timestamp"),
         });
     }
     let mut dl = finish(raw, body, body_error, c);
@@ -303,14 +313,18 @@ pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
 
 fn amqp_properties(raw: &RawLetter, c: &mut Candidates) {
     let conv = Convention::AmqpProperties;
-    for (prop, field) in [
-        ("message_id", Field::MessageId),
-        ("correlation_id", Field::CorrelationId),
-        ("type", Field::EventType),
-        ("timestamp", Field::OccurredAt),
+    for (prop, field, location) in [
+        ("message_id", Field::MessageId, "property message_id"),
+        (
+            "correlation_id",
+            Field::CorrelationId,
+            "property correlation_id",
+        ),
+        ("type", Field::EventType, "property type"),
+        ("timestamp", Field::OccurredAt, "property timestamp"),
     ] {
         if let Some(v) = raw.property(prop) {
-            c.offer_text(field, v, &conv, || format!("property {prop}"));
+            c.offer_text(field, v, &conv, || location.into());
         }
     }
 }
@@ -321,7 +335,7 @@ fn finish(
     body_error: Option<String>,
     mut c: Candidates,
 ) -> DeadLetter {
-    let derived = |loc: &str| prov(&Convention::Derived, loc.to_string());
+    let derived = |loc: &'static str| prov(&Convention::Derived, loc);
     if c.failure.reason_code.is_none() {
         let fp = fingerprint::fingerprint(
             c.failure.exception_type.as_ref().map(|s| s.value.as_str()),
@@ -382,7 +396,7 @@ fn derived_id(raw: &RawLetter) -> Sourced<LetterId> {
     if let Some(coords @ crate::core::model::Coords::Kafka { .. }) = &raw.coords {
         return Sourced {
             value: LetterId(coords.to_string()),
-            from: prov(&Convention::Broker, "topic/partition/offset".into()),
+            from: prov(&Convention::Broker, "topic/partition/offset"),
         };
     }
     let mut h = Sha256::new();
@@ -402,7 +416,7 @@ fn derived_id(raw: &RawLetter) -> Sourced<LetterId> {
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     Sourced {
         value: LetterId(format!("sha256:{hex}")),
-        from: prov(&Convention::Derived, "content hash (no message id)".into()),
+        from: prov(&Convention::Derived, "content hash (no message id)"),
     }
 }
 

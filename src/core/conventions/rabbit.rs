@@ -2,7 +2,7 @@
 //! `x-first-death-*`, `x-last-death-*` (4.x only) and quorum `x-delivery-count`.
 
 use super::{Candidates, Field};
-use crate::core::model::{Convention, HeaderValue, Origin, RawLetter};
+use crate::core::model::{Convention, HeaderValue, Location, Origin, RawLetter};
 use crate::core::timefmt;
 use chrono::{DateTime, Utc};
 
@@ -75,7 +75,7 @@ pub(super) fn apply(raw: &RawLetter, c: &mut Candidates) {
                     queue: d.queue.clone(),
                 },
                 &conv,
-                format!("x-death[{i}] exchange + routing-keys"),
+                death_location(i, &ORIGIN_AT, " exchange + routing-keys"),
             );
         }
     }
@@ -86,10 +86,10 @@ pub(super) fn apply(raw: &RawLetter, c: &mut Candidates) {
             });
         }
         if let Some(t) = d.time {
-            c.offer_time(Field::DeadLetteredAt, t, &conv, "x-death[0].time".into());
+            c.offer_time(Field::DeadLetteredAt, t, &conv, "x-death[0].time");
         }
         if let Some(n) = d.count.and_then(|n| u32::try_from(n).ok()) {
-            c.offer_attempt(n, &conv, "x-death[0].count".into());
+            c.offer_attempt(n, &conv, "x-death[0].count");
         }
     }
     if let Some((i, t)) = deaths
@@ -98,7 +98,12 @@ pub(super) fn apply(raw: &RawLetter, c: &mut Candidates) {
         .filter_map(|(i, d)| d.time.map(|t| (i, t)))
         .min_by_key(|(_, t)| *t)
     {
-        c.offer_time(Field::FirstFailedAt, t, &conv, format!("x-death[{i}].time"));
+        c.offer_time(
+            Field::FirstFailedAt,
+            t,
+            &conv,
+            death_location(i, &TIME_AT, ".time"),
+        );
     }
     if let Some((i, t)) = deaths
         .iter()
@@ -106,15 +111,28 @@ pub(super) fn apply(raw: &RawLetter, c: &mut Candidates) {
         .filter_map(|(i, d)| d.time.map(|t| (i, t)))
         .max_by_key(|(_, t)| *t)
     {
-        c.offer_time(Field::LastFailedAt, t, &conv, format!("x-death[{i}].time"));
+        c.offer_time(
+            Field::LastFailedAt,
+            t,
+            &conv,
+            death_location(i, &TIME_AT, ".time"),
+        );
     }
     // Summary headers when x-death itself is missing or was stripped.
-    for (header, field) in [
-        ("x-last-death-reason", Field::DeathReason),
-        ("x-first-death-reason", Field::DeathReason),
+    for (header, field, location) in [
+        (
+            "x-last-death-reason",
+            Field::DeathReason,
+            "header x-last-death-reason",
+        ),
+        (
+            "x-first-death-reason",
+            Field::DeathReason,
+            "header x-first-death-reason",
+        ),
     ] {
         if let Some(v) = text(header) {
-            c.offer_text(field, &v, &conv, || format!("header {header}"));
+            c.offer_text(field, &v, &conv, || location.into());
         }
     }
     if let Some(q) = first_queue {
@@ -126,7 +144,29 @@ pub(super) fn apply(raw: &RawLetter, c: &mut Candidates) {
                 queue: Some(q),
             },
             &conv,
-            "headers x-first-death-queue / x-first-death-exchange".into(),
+            "headers x-first-death-queue / x-first-death-exchange",
         );
+    }
+}
+
+/// Locations of the first `x-death` entries, which are nearly all there are.
+const TIME_AT: [&str; 4] = [
+    "x-death[0].time",
+    "x-death[1].time",
+    "x-death[2].time",
+    "x-death[3].time",
+];
+const ORIGIN_AT: [&str; 4] = [
+    "x-death[0] exchange + routing-keys",
+    "x-death[1] exchange + routing-keys",
+    "x-death[2] exchange + routing-keys",
+    "x-death[3] exchange + routing-keys",
+];
+
+/// `x-death[i]<suffix>`: static for the first entries, formatted beyond them.
+fn death_location(i: usize, first: &[&'static str; 4], suffix: &str) -> Location {
+    match first.get(i) {
+        Some(s) => Location::Borrowed(s),
+        None => format!("x-death[{i}]{suffix}").into(),
     }
 }

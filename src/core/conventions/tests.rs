@@ -22,7 +22,7 @@ fn v<T: Clone>(s: &Option<Sourced<T>>) -> T {
 
 fn loc<T>(s: &Option<Sourced<T>>) -> (Convention, String) {
     s.as_ref()
-        .map(|s| (s.from.convention.clone(), s.from.location.clone()))
+        .map(|s| (s.from.convention.clone(), s.from.location.to_string()))
         .expect("field present")
 }
 

@@ -114,7 +114,7 @@ pub(super) fn apply(m: &UserMapping, raw: &RawLetter, body: BodyKind, c: &mut Ca
                 ),
             };
             if let Some(v) = value {
-                if c.offer_text(*field, &v, &conv, || loc) {
+                if c.offer_text(*field, &v, &conv, || loc.into()) {
                     break;
                 }
             }
