@@ -7,6 +7,10 @@ use dlq_triage::brokers::kafka::KafkaSource;
 use dlq_triage::core::ports::{DlqSource, ScanEvent};
 use std::ops::ControlFlow;
 
+/// The binary's allocator, so the split measured here is the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_default();
