@@ -8,7 +8,7 @@ use dlq_triage::core::masking::Masker;
 use dlq_triage::core::session::{Principal, Settings};
 use dlq_triage::core::source::SourceRef;
 use dlq_triage::tui::action::Action;
-use dlq_triage::tui::worker::{spawn, Request};
+use dlq_triage::tui::worker::{spawn, Request, UI_BACKLOG};
 use dlq_triage::tui::AppEvent;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -247,7 +247,7 @@ fn a_ui_that_falls_behind_holds_the_scan_back() {
         }
     }
     assert!(
-        (12_288..=12_288 + 4_096).contains(&received),
+        (UI_BACKLOG..=UI_BACKLOG + 4_096).contains(&received),
         "{received} letters in flight to a UI that took none of them"
     );
     // The UI catches up: the rest comes, and the scan ends with every letter.

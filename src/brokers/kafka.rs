@@ -274,7 +274,10 @@ impl KafkaSource {
                     Duration::ZERO
                 }) {
                     Some(Ok(msg)) => {
-                        last_progress = Instant::now();
+                        // Progress is stamped once per batch sent, not per letter.
+                        if batch.is_empty() {
+                            last_progress = Instant::now();
+                        }
                         next.insert(msg.partition(), msg.offset() + 1);
                         batch.push(to_raw(&msg));
                         if batch.len() >= 1024 && tx.send(Ok(std::mem::take(&mut batch))).is_err() {
