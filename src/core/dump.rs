@@ -227,8 +227,16 @@ impl<R: BufRead> DumpReader<R> {
     }
 
     /// Next record with its 1-based line number; `None` at end of input. Blank lines are
-    /// skipped. An I/O error ends the stream.
+    /// skipped. An I/O error ends the stream. (The file source parses on workers.)
+    #[cfg(test)]
     pub(crate) fn next_record(&mut self) -> Option<Result<(u64, RawLetter), DumpError>> {
+        self.next_line().map(|r| r.and_then(DumpLineText::parse))
+    }
+
+    /// Next non-blank line, unparsed (parsing is the costly part, and any thread can do
+    /// it: [`DumpLineText::parse`]). A line over [`MAX_LINE_BYTES`] is skipped and
+    /// reported as a bad line; an I/O error ends the stream.
+    pub(crate) fn next_line(&mut self) -> Option<Result<DumpLineText, DumpError>> {
         loop {
             self.buf.clear();
             self.line_no += 1;
@@ -265,15 +273,28 @@ impl<R: BufRead> DumpReader<R> {
             if line.is_empty() {
                 continue;
             }
-            return Some(
-                from_line(line)
-                    .map(|r| (self.line_no, r))
-                    .map_err(|message| DumpError::BadLine {
-                        line: self.line_no,
-                        message,
-                    }),
-            );
+            return Some(Ok(DumpLineText {
+                line: self.line_no,
+                text: line.to_vec(),
+            }));
         }
+    }
+}
+
+/// One line of a dump, read but not parsed, with its 1-based line number.
+pub(crate) struct DumpLineText {
+    pub line: u64,
+    pub text: Vec<u8>,
+}
+
+impl DumpLineText {
+    pub(crate) fn parse(self) -> Result<(u64, RawLetter), DumpError> {
+        from_line(&self.text)
+            .map(|r| (self.line, r))
+            .map_err(|message| DumpError::BadLine {
+                line: self.line,
+                message,
+            })
     }
 }
 

@@ -18,6 +18,7 @@ pub mod model;
 pub mod owners;
 pub mod payload_cache;
 pub mod payload_view;
+pub(crate) mod pipeline;
 pub mod ports;
 pub mod replay;
 pub mod revision;

@@ -23,7 +23,8 @@ mod handover;
 mod prepare;
 pub use handover::{InFlight, Receipt};
 mod replaying;
-use prepare::{Broken, Pipeline, Prep, Pump};
+use crate::core::pipeline::Broken;
+use prepare::{preparing, Prep, Pump};
 pub use replaying::{
     latest_replay_figures, Picked, ReplayReport, ReplayWatcher, Resume, Unfinished,
 };
@@ -437,7 +438,7 @@ impl Session {
                 tail,
                 batch: Vec::with_capacity(if tail { 64 } else { BATCH }),
                 last: Instant::now(),
-                pipeline: Pipeline::start(scope, &ctx),
+                pipeline: preparing(scope, &ctx),
                 emit: &mut emit,
             };
             let mut stopped = false;

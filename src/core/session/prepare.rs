@@ -9,8 +9,8 @@ use crate::core::decisions;
 use crate::core::ledger::Decision;
 use crate::core::masking::Masker;
 use crate::core::model::{RawLetter, TriageState};
+use crate::core::pipeline::{Broken, Pipeline};
 use std::collections::{HashMap, HashSet};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread::Scope;
 use std::time::Instant;
 
@@ -47,108 +47,17 @@ impl Prep<'_> {
     }
 }
 
-/// A preparing thread stopped (it panicked): the scan must stop rather than go on
-/// without its letters. The panic itself surfaces when the thread scope ends.
-#[derive(Debug)]
-pub(super) struct Broken;
+/// The session's preparing pipeline: raw batches in, prepared batches out, in order.
+pub(super) type Preparing = Pipeline<Vec<RawLetter>, Vec<Prepared>>;
 
-/// Batches in, prepared batches out in the order they went in. Batch `k` goes to worker
-/// `k mod W` and comes back on that worker's channel, so order needs no sorting; at most
-/// `2 W` batches are in flight, then `send` waits for the oldest (back-pressure: the
-/// source is not read faster than letters are prepared).
-pub(super) struct Pipeline {
-    to: Vec<SyncSender<Vec<RawLetter>>>,
-    from: Vec<Receiver<Vec<Prepared>>>,
-    sent: usize,
-    received: usize,
-}
-
-impl Pipeline {
-    /// Start one worker per core (at most four; at least one, so preparation overlaps
-    /// the fetch even on one core).
-    pub fn start<'scope>(scope: &'scope Scope<'scope, '_>, prep: &'scope Prep<'scope>) -> Self {
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 4);
-        let mut to = Vec::with_capacity(workers);
-        let mut from = Vec::with_capacity(workers);
-        for _ in 0..workers {
-            let (in_tx, in_rx) = mpsc::sync_channel::<Vec<RawLetter>>(2);
-            let (out_tx, out_rx): (Sender<Vec<Prepared>>, _) = mpsc::channel();
-            scope.spawn(move || {
-                for batch in in_rx {
-                    let done: Vec<Prepared> = batch.into_iter().map(|r| prep.one(r)).collect();
-                    if out_tx.send(done).is_err() {
-                        return;
-                    }
-                }
-            });
-            to.push(in_tx);
-            from.push(out_rx);
-        }
-        Pipeline {
-            to,
-            from,
-            sent: 0,
-            received: 0,
-        }
-    }
-
-    fn in_flight(&self) -> usize {
-        self.sent - self.received
-    }
-
-    /// Hand a batch to the next worker; first, when `2 W` are in flight, wait for the
-    /// oldest and give it to `out`.
-    pub fn send(
-        &mut self,
-        batch: Vec<RawLetter>,
-        out: &mut dyn FnMut(Vec<Prepared>) -> bool,
-    ) -> Result<bool, Broken> {
-        let mut go = true;
-        while go && self.in_flight() >= 2 * self.to.len() {
-            go = out(self.next(true)?.ok_or(Broken)?);
-        }
-        let k = self.sent % self.to.len();
-        self.to[k].send(batch).map_err(|_| Broken)?;
-        self.sent += 1;
-        Ok(go)
-    }
-
-    /// Give `out` every prepared batch that is ready, in order, without waiting
-    /// (`wait`: every batch in flight). Stops early when `out` says stop.
-    pub fn collect(
-        &mut self,
-        wait: bool,
-        out: &mut dyn FnMut(Vec<Prepared>) -> bool,
-    ) -> Result<bool, Broken> {
-        while self.in_flight() > 0 {
-            match self.next(wait)? {
-                Some(done) => {
-                    if !out(done) {
-                        return Ok(false);
-                    }
-                }
-                None => break,
-            }
-        }
-        Ok(true)
-    }
-
-    fn next(&mut self, wait: bool) -> Result<Option<Vec<Prepared>>, Broken> {
-        let rx = &self.from[self.received % self.from.len()];
-        let got = if wait {
-            rx.recv().map_err(|_| Broken)?
-        } else {
-            match rx.try_recv() {
-                Ok(done) => done,
-                Err(mpsc::TryRecvError::Empty) => return Ok(None),
-                Err(mpsc::TryRecvError::Disconnected) => return Err(Broken),
-            }
-        };
-        self.received += 1;
-        Ok(Some(got))
-    }
+/// Start the preparing workers for a scan.
+pub(super) fn preparing<'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    prep: &'scope Prep<'scope>,
+) -> Preparing {
+    Pipeline::start(scope, move |batch: Vec<RawLetter>| {
+        batch.into_iter().map(|r| prep.one(r)).collect()
+    })
 }
 
 /// One scan's batching: raw letters collect into batches for the pipeline; prepared
@@ -157,7 +66,7 @@ pub(super) struct Pump<'p> {
     pub tail: bool,
     pub batch: Vec<RawLetter>,
     pub last: Instant,
-    pub pipeline: Pipeline,
+    pub pipeline: Preparing,
     pub emit: &'p mut dyn FnMut(SessionEvent) -> bool,
 }
 
@@ -260,7 +169,7 @@ mod tests {
         with_prep(true, |prep| {
             let mut seen = Vec::new();
             std::thread::scope(|scope| {
-                let mut pipeline = Pipeline::start(scope, prep);
+                let mut pipeline = preparing(scope, prep);
                 let mut out = |p: Vec<Prepared>| {
                     seen.extend(p.iter().map(offset));
                     true
@@ -292,7 +201,7 @@ mod tests {
     fn a_stop_from_the_consumer_stops_delivery() {
         with_prep(false, |prep| {
             std::thread::scope(|scope| {
-                let mut pipeline = Pipeline::start(scope, prep);
+                let mut pipeline = preparing(scope, prep);
                 let mut calls = 0;
                 let mut out = |_: Vec<Prepared>| {
                     calls += 1;
