@@ -10,7 +10,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 /// A line as read: its text, a line too long to keep, or the I/O error that ended it.
-type Read = Result<DumpLineText, DumpError>;
+type LineRead = Result<DumpLineText, DumpError>;
 
 /// Lines per parsing batch, and bytes, whichever comes first (a dump may hold 10 MiB
 /// letters: a batch stays a few MiB, and at most two per worker are in flight).
@@ -62,7 +62,7 @@ impl DlqSource for FileSource {
         // Lines are read here and parsed on worker threads, in order: parsing is most of
         // a dump's cost, and a 10,000,000-letter dump read on one thread took ~2 minutes.
         let flow = std::thread::scope(|scope| -> Result<ControlFlow<()>, SourceError> {
-            let mut parsing = Pipeline::start(scope, |lines: Vec<Read>| {
+            let mut parsing = Pipeline::start(scope, |lines: Vec<LineRead>| {
                 lines
                     .into_iter()
                     .map(|l| l.and_then(DumpLineText::parse))
@@ -97,7 +97,7 @@ impl DlqSource for FileSource {
                 true
             };
             let broken = |_| SourceError::failed(format!("a reader of {path} stopped"));
-            let mut chunk: Vec<Read> = Vec::with_capacity(CHUNK_LINES);
+            let mut chunk: Vec<LineRead> = Vec::with_capacity(CHUNK_LINES);
             let mut bytes = 0usize;
             let mut go = true;
             while go {
