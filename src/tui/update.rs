@@ -913,16 +913,7 @@ fn refresh_letters(state: &mut AppState) {
     // The first letters in order from the times beside the members (in order in
     // memory), not from the store; `sort_letters` goes further on demand, same order.
     let newest = state.letters.newest_first;
-    let len = members.len();
-    let key = |m: &(i64, RowId)| (sort_rank(m.0, newest), m.1);
-    let sorted = if len / 4 <= SORT_AHEAD {
-        members.sort_unstable_by_key(key);
-        len
-    } else {
-        members.select_nth_unstable_by_key(SORT_AHEAD, key);
-        members[..SORT_AHEAD].sort_unstable_by_key(key);
-        SORT_AHEAD
-    };
+    let sorted = order_prefix(&mut members, SORT_AHEAD, |m| (sort_rank(m.0, newest), m.1));
     state.letters.rows = members.into_iter().map(|m| m.1).collect();
     state.letters.sorted = sorted;
     state.letters.cursor = keep
@@ -974,15 +965,23 @@ pub(crate) fn sort_letters(state: &mut AppState, want: usize) {
     let store = &state.catalog.store;
     let at = |r: &RowId| store.row(*r).map_or(NO_TIME, |x| x.at_ms);
     let newest = state.letters.newest_first;
-    let key = |r: &RowId| (sort_rank(at(r), newest), *r);
-    let letters = &mut state.letters.rows;
+    state.letters.sorted = order_prefix(&mut state.letters.rows, want, |r| {
+        (sort_rank(at(r), newest), *r)
+    });
+}
+
+/// Put at least the first `want` items in `key` order and say how many are: all of
+/// them when `want` is a quarter of the items or more, else a selection of `want` then
+/// a sort of just those.
+fn order_prefix<T, K: Ord>(items: &mut [T], want: usize, key: impl Fn(&T) -> K) -> usize {
+    let len = items.len();
     if len / 4 <= want {
-        letters.sort_unstable_by_key(key);
-        state.letters.sorted = len;
+        items.sort_unstable_by_key(key);
+        len
     } else {
-        letters.select_nth_unstable_by_key(want, key);
-        letters[..want].sort_unstable_by_key(key);
-        state.letters.sorted = want;
+        items.select_nth_unstable_by_key(want, &key);
+        items[..want].sort_unstable_by_key(key);
+        want
     }
 }
 
