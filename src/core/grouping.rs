@@ -311,13 +311,19 @@ impl GroupIndex {
         self.total += 1;
     }
 
-    /// Letters of every group under a tree node (`prefix` of the dimension values).
+    /// The groups under a tree node (`prefix` of the dimension values).
+    fn groups_under<'a>(&'a self, prefix: &'a [u32]) -> impl Iterator<Item = &'a GroupStats> {
+        self.groups
+            .iter()
+            .filter(move |(k, _)| k.values().starts_with(prefix))
+            .map(|(_, g)| g)
+    }
+
+    /// Letters of every group under a tree node.
     pub(crate) fn members_under(&self, prefix: &[u32]) -> Vec<RowId> {
         let mut out = Vec::new();
-        for (k, g) in &self.groups {
-            if k.values().starts_with(prefix) {
-                out.extend_from_slice(&g.members);
-            }
+        for g in self.groups_under(prefix) {
+            out.extend_from_slice(&g.members);
         }
         out
     }
@@ -325,15 +331,13 @@ impl GroupIndex {
     /// Letters of every group under a tree node with their dead_lettered_at.
     pub(crate) fn timed_members_under(&self, prefix: &[u32]) -> Vec<(i64, RowId)> {
         let mut out = Vec::new();
-        for (k, g) in &self.groups {
-            if k.values().starts_with(prefix) {
-                out.extend(
-                    g.member_times
-                        .iter()
-                        .copied()
-                        .zip(g.members.iter().copied()),
-                );
-            }
+        for g in self.groups_under(prefix) {
+            out.extend(
+                g.member_times
+                    .iter()
+                    .copied()
+                    .zip(g.members.iter().copied()),
+            );
         }
         out
     }
@@ -342,14 +346,12 @@ impl GroupIndex {
     /// on screen is read from a sample of a big group).
     pub(crate) fn sample_under(&self, prefix: &[u32], n: usize) -> Vec<RowId> {
         let mut out = Vec::new();
-        for (k, g) in &self.groups {
+        for g in self.groups_under(prefix) {
             if out.len() >= n {
                 break;
             }
-            if k.values().starts_with(prefix) {
-                let take = (n - out.len()).min(g.members.len());
-                out.extend_from_slice(&g.members[..take]);
-            }
+            let take = (n - out.len()).min(g.members.len());
+            out.extend_from_slice(&g.members[..take]);
         }
         out
     }
