@@ -440,21 +440,6 @@ impl RabbitSource {
         })
     }
 
-    /// Release everything held: the broker requeues unacked deliveries of a closed
-    /// channel.
-    pub fn release(&mut self) {
-        let held: Vec<Channel> = self.held.drain().map(|(_, c)| c).collect();
-        self.consumers.clear();
-        self.tags.clear();
-        self.rt.block_on(async {
-            for ch in held {
-                let _ = ch
-                    .close(200, ShortString::from("dlq-triage browse done"))
-                    .await;
-            }
-        });
-    }
-
     fn browse(
         &mut self,
         queue: &str,
@@ -630,8 +615,17 @@ impl RabbitSource {
                         None => break,
                     }
                 }
+                let drained = batch.len() < BATCH;
                 if (!batch.is_empty() && tx.send(batch).await.is_err()) || last {
                     break 'receiving;
+                }
+                if drained {
+                    // Everything that had arrived is taken: let the next ones gather for
+                    // a moment instead of waking this task (and the lapin thread's
+                    // handoff) per delivery. Those wake-ups take CPU from the broker on
+                    // the same machine: system time halves, and the batch is a
+                    // millisecond late at most.
+                    tokio::time::sleep(GATHER).await;
                 }
             }
             consumer
@@ -685,6 +679,8 @@ impl RabbitSource {
 
 /// Most deliveries handed over at once.
 const BATCH: usize = 256;
+/// How long deliveries gather once the receiver has taken all that had arrived.
+const GATHER: Duration = Duration::from_millis(1);
 
 /// What the receiving task hands over: a delivery tag and its letter, or why it stopped.
 type Received = Result<(u64, RawLetter), String>;
@@ -966,8 +962,11 @@ impl RabbitSource {
 }
 
 impl Drop for RabbitSource {
+    /// Closing the connection releases everything held: the broker closes its channels
+    /// and requeues their unacked deliveries, as for any client that leaves. Closing each
+    /// channel first would wait for those requeues (0.8 s at 100,000 held, seconds at a
+    /// million) before the program could exit, with nothing more made safe by it.
     fn drop(&mut self) {
-        self.release();
         if let Some(c) = self.conn.take() {
             let _ = self.rt.block_on(c.close(200, ShortString::from("bye")));
         }
