@@ -189,7 +189,9 @@ impl RawLetter {
             .map(|h| &h.value)
     }
 
-    /// Case-insensitive header lookup (AMQP/NServiceBus users vary the case).
+    /// Case-insensitive header lookup (AMQP/NServiceBus users vary the case); the
+    /// conventions index names instead (`header_rules::Slots`), tests compare with this.
+    #[cfg(test)]
     pub(crate) fn header_ci(&self, name: &str) -> Option<&HeaderValue> {
         self.headers
             .iter()

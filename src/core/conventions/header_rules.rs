@@ -4,6 +4,7 @@
 use super::{Candidates, Field};
 use crate::core::model::{Convention, HeaderValue, Origin, RawLetter};
 use crate::core::timefmt;
+use std::sync::OnceLock;
 
 /// How to read a header's value.
 #[derive(Clone, Copy)]
@@ -79,9 +80,87 @@ pub(super) struct HeaderConvention {
     /// Lowercase name prefixes: a letter with no header starting with one of them is
     /// skipped without trying each rule (most letters carry one convention only).
     pub prefixes: &'static [&'static str],
+    /// Which rules read a header name, built on first use (see [`Slots`]).
+    pub slots: OnceLock<Slots>,
 }
 
-pub(super) const SPRING: HeaderConvention = HeaderConvention {
+/// A rule's place in [`Found`]: rules in order, then the origin's topic, partition and
+/// offset headers.
+const MAX_SLOTS: usize = 16;
+
+/// The header value each slot reads in one letter.
+type Found<'a> = [Option<&'a HeaderValue>; MAX_SLOTS];
+
+/// Header name → the slots that read it (a bit each). A letter's headers are looked up
+/// once each, instead of each rule scanning every header: 16 scans of ~13 headers were
+/// most of this module's cost on a million-letter scan.
+pub(super) struct Slots {
+    by_name: foldhash::HashMap<Box<[u8]>, u32>,
+    /// Longer names match no rule (and need no lowercasing).
+    longest: usize,
+}
+
+impl HeaderConvention {
+    fn slot_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let origin = self
+            .origin
+            .iter()
+            .flat_map(|o| [o.topic, o.partition, o.offset]);
+        self.rules.iter().map(|r| r.header).chain(origin)
+    }
+
+    fn slots(&self) -> &Slots {
+        self.slots.get_or_init(|| {
+            let mut by_name = foldhash::HashMap::<Box<[u8]>, u32>::default();
+            let mut longest = 0;
+            for (i, name) in self.slot_names().enumerate() {
+                let key = if self.case_insensitive {
+                    name.to_ascii_lowercase()
+                } else {
+                    name.to_string()
+                };
+                longest = longest.max(key.len());
+                *by_name.entry(key.into_bytes().into()).or_default() |= 1 << i;
+            }
+            Slots { by_name, longest }
+        })
+    }
+
+    /// Each slot's header in `raw`: the last one of that name, as [`RawLetter::header`]
+    /// (or `RawLetter::header_ci`) finds it.
+    fn find<'a>(&self, raw: &'a RawLetter) -> Found<'a> {
+        let slots = self.slots();
+        let mut found: Found<'a> = [None; MAX_SLOTS];
+        let mut lower = [0u8; 64];
+        for h in raw.headers.iter().rev() {
+            let name = h.name.as_bytes();
+            if name.len() > slots.longest || name.len() > lower.len() {
+                continue;
+            }
+            let key = if self.case_insensitive {
+                let l = &mut lower[..name.len()];
+                l.copy_from_slice(name);
+                l.make_ascii_lowercase();
+                &*l
+            } else {
+                name
+            };
+            let Some(mut bits) = slots.by_name.get(key).copied() else {
+                continue;
+            };
+            while bits != 0 {
+                let i = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(slot) = found.get_mut(i) {
+                    slot.get_or_insert(&h.value);
+                }
+            }
+        }
+        found
+    }
+}
+
+pub(super) static SPRING: HeaderConvention = HeaderConvention {
     convention: Convention::SpringKafka,
     rules: &[
         // The cause is the real failure; the outer type is usually
@@ -105,9 +184,10 @@ pub(super) const SPRING: HeaderConvention = HeaderConvention {
     )),
     case_insensitive: false,
     prefixes: &["kafka_dlt-"],
+    slots: OnceLock::new(),
 };
 
-pub(super) const CONNECT: HeaderConvention = HeaderConvention {
+pub(super) static CONNECT: HeaderConvention = HeaderConvention {
     convention: Convention::KafkaConnect,
     rules: &[
         r!(
@@ -125,9 +205,10 @@ pub(super) const CONNECT: HeaderConvention = HeaderConvention {
     )),
     case_insensitive: false,
     prefixes: &["__connect.errors."],
+    slots: OnceLock::new(),
 };
 
-pub(super) const MASSTRANSIT: HeaderConvention = HeaderConvention {
+pub(super) static MASSTRANSIT: HeaderConvention = HeaderConvention {
     convention: Convention::MassTransit,
     rules: &[
         r!("MT-Fault-ExceptionType", Field::ExceptionType),
@@ -142,9 +223,10 @@ pub(super) const MASSTRANSIT: HeaderConvention = HeaderConvention {
     origin: None,
     case_insensitive: true,
     prefixes: &["mt-"],
+    slots: OnceLock::new(),
 };
 
-pub(super) const NSERVICEBUS: HeaderConvention = HeaderConvention {
+pub(super) static NSERVICEBUS: HeaderConvention = HeaderConvention {
     convention: Convention::NServiceBus,
     rules: &[
         r!(
@@ -167,9 +249,10 @@ pub(super) const NSERVICEBUS: HeaderConvention = HeaderConvention {
     origin: None,
     case_insensitive: true,
     prefixes: &["nservicebus."],
+    slots: OnceLock::new(),
 };
 
-pub(super) const AZURE: HeaderConvention = HeaderConvention {
+pub(super) static AZURE: HeaderConvention = HeaderConvention {
     convention: Convention::AzureServiceBus,
     rules: &[
         r!("DeadLetterReason", Field::ReasonCode),
@@ -179,10 +262,11 @@ pub(super) const AZURE: HeaderConvention = HeaderConvention {
     origin: None,
     case_insensitive: true,
     prefixes: &["deadletter", "deliverycount"],
+    slots: OnceLock::new(),
 };
 
 /// Hand-rolled retry/DLQ pipelines. Generic, so they rank below the frameworks.
-pub(super) const X_HEADERS: HeaderConvention = HeaderConvention {
+pub(super) static X_HEADERS: HeaderConvention = HeaderConvention {
     convention: Convention::XHeaders,
     rules: &[
         r!("x-reason-code", Field::ReasonCode),
@@ -206,10 +290,11 @@ pub(super) const X_HEADERS: HeaderConvention = HeaderConvention {
     )),
     case_insensitive: false,
     prefixes: &["x-"],
+    slots: OnceLock::new(),
 };
 
 /// Framework conventions in priority order (x-headers run later, after x-death).
-pub(super) const CONVENTIONS: [&HeaderConvention; 5] =
+pub(super) static CONVENTIONS: [&HeaderConvention; 5] =
     [&SPRING, &CONNECT, &MASSTRANSIT, &NSERVICEBUS, &AZURE];
 
 pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates) {
@@ -222,16 +307,10 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
     if !present {
         return;
     }
-    let lookup = |name: &str| {
-        if conv.case_insensitive {
-            raw.header_ci(name)
-        } else {
-            raw.header(name)
-        }
-    };
+    let found = conv.find(raw);
     let cv = &conv.convention;
-    for rule in conv.rules {
-        let Some(value) = lookup(rule.header) else {
+    for (rule, value) in conv.rules.iter().zip(found) {
+        let Some(value) = value else {
             continue;
         };
         let loc = || rule.location.into();
@@ -270,11 +349,13 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
         }
     }
     if let Some(o) = &conv.origin {
-        if let Some(topic) = lookup(o.topic).and_then(HeaderValue::as_nonempty_text) {
-            let partition = lookup(o.partition)
+        let n = conv.rules.len();
+        let at = |i: usize| found.get(n + i).copied().flatten();
+        if let Some(topic) = at(0).and_then(HeaderValue::as_nonempty_text) {
+            let partition = at(1)
                 .and_then(HeaderValue::as_i64_lenient)
                 .and_then(|p| i32::try_from(p).ok());
-            let offset = lookup(o.offset).and_then(HeaderValue::as_i64_lenient);
+            let offset = at(2).and_then(HeaderValue::as_i64_lenient);
             c.offer_origin(
                 Origin::Kafka {
                     topic,
@@ -284,6 +365,64 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
                 cv,
                 o.location,
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::Header;
+    use proptest::prelude::*;
+
+    fn all() -> impl Iterator<Item = &'static HeaderConvention> {
+        CONVENTIONS.into_iter().chain([&X_HEADERS])
+    }
+
+    #[test]
+    fn every_convention_fits_its_slots() {
+        for conv in all() {
+            assert!(conv.slot_names().count() <= MAX_SLOTS);
+        }
+    }
+
+    /// Names of every rule, in their case and others, plus names no rule reads.
+    fn name() -> impl Strategy<Value = String> {
+        let known: Vec<&'static str> = all().flat_map(HeaderConvention::slot_names).collect();
+        prop_oneof![
+            proptest::sample::select(known.clone()).prop_map(str::to_string),
+            proptest::sample::select(known.clone()).prop_map(|n| n.to_ascii_uppercase()),
+            proptest::sample::select(known).prop_map(|n| format!("{n}-not")),
+            "[a-zA-Z._-]{0,70}",
+        ]
+    }
+
+    proptest! {
+        /// One pass over the headers finds, for every rule, what a lookup per rule finds:
+        /// the last header of that name, ignoring case where the convention does.
+        #[test]
+        fn one_pass_finds_what_each_lookup_finds(
+            names in proptest::collection::vec(name(), 0..24),
+        ) {
+            let raw = RawLetter {
+                headers: names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| Header::new(n.clone(), HeaderValue::Int(i as i64)))
+                    .collect(),
+                ..RawLetter::default()
+            };
+            for conv in all() {
+                let found = conv.find(&raw);
+                for (i, name) in conv.slot_names().enumerate() {
+                    let want = if conv.case_insensitive {
+                        raw.header_ci(name)
+                    } else {
+                        raw.header(name)
+                    };
+                    prop_assert_eq!(found[i], want, "{}", name);
+                }
+            }
         }
     }
 }
