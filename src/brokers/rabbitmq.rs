@@ -2,7 +2,7 @@
 //!
 //! Classic and quorum queues are browsed by consuming with manual ack and a bounded
 //! prefetch: what is shown is what this client holds unacked. Nothing is acked by
-//! browsing; closing the channel (on exit, or when the source is dropped) hands every
+//! browsing; closing the connection (on exit, or when the source is dropped) hands every
 //! held message back to the queue. Quorum queues count that as a redelivery. Settling a
 //! letter acks exactly that delivery. Publishing uses publisher confirms and `mandatory`,
 //! so an unroutable message is a failure, never a silent success.
@@ -445,6 +445,16 @@ impl RabbitSource {
         queue: &str,
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, SourceError> {
+        // A re-browse first hands back what the last one holds (the close waits for the
+        // requeue): counted before, those messages were missing from the count and our
+        // own consumer was reported as another client's.
+        if let Some(old) = self.held.remove(queue) {
+            self.consumers.remove(queue);
+            self.tags.forget(queue);
+            self.rt.block_on(async {
+                let _ = old.close(200, ShortString::from("re-browse")).await;
+            });
+        }
         let (count, consumers) = self.count(queue)?;
         // The API is asked only when the operator did not say what the queue is.
         let info = self
@@ -497,13 +507,6 @@ impl RabbitSource {
             if flow.is_break() {
                 return Ok(flow);
             }
-        }
-        if let Some(old) = self.held.remove(queue) {
-            self.consumers.remove(queue);
-            self.tags.forget(queue);
-            self.rt.block_on(async {
-                let _ = old.close(200, ShortString::from("re-browse")).await;
-            });
         }
         let want = u64::from(count).min(self.max_letters);
         // Unlimited prefetch (0) for a whole-queue browse, as a plain consumer does: the
