@@ -41,7 +41,7 @@ const NEAR_MISSES: &[&str] = &[
 ];
 
 fn letter(i: usize, secret: &str) -> RawLetter {
-    let h = |n: &str, v: &str| Header::new(n, HeaderValue::text(v));
+    let h = |n: &str, v: &str| Header::named(n, HeaderValue::text(v));
     RawLetter {
         coords: Some(Coords::Kafka {
             topic: "pii.dlq".into(),

@@ -379,7 +379,7 @@ pub(crate) fn to_raw<M: Message>(msg: &M) -> RawLetter {
         .map(|hs| {
             hs.iter()
                 .map(|h| {
-                    Header::new(
+                    Header::named(
                         h.key,
                         match h.value {
                             Some(v) => HeaderValue::Bytes(v.to_vec()),

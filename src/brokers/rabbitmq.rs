@@ -220,7 +220,7 @@ fn to_raw(d: &Delivery, vhost: &str, queue: &str, position: u64) -> RawLetter {
         .map(|h| {
             h.inner()
                 .iter()
-                .map(|(k, v)| Header::new(k.as_str(), from_amqp(v)))
+                .map(|(k, v)| Header::named(k.as_str(), from_amqp(v)))
                 .collect()
         })
         .unwrap_or_default();
@@ -1052,9 +1052,7 @@ impl Publisher for RabbitPublisher {
         };
         let mut props = properties_of(&msg.properties);
         if !msg.headers.is_empty() {
-            props = props.with_headers(table(
-                msg.headers.iter().map(|h| (h.name.as_str(), &h.value)),
-            ));
+            props = props.with_headers(table(msg.headers.iter().map(|h| (&*h.name, &h.value))));
         }
         let where_ = if exchange.is_empty() {
             "the default exchange".to_string()

@@ -15,7 +15,7 @@ fn headers_doc(dl: &DeadLetter) -> Vec<u8> {
     let mut m = Map::new();
     for h in &dl.raw.headers {
         let v = crate::core::masking::render_header(&h.value);
-        m.insert(h.name.clone(), Value::String(v));
+        m.insert(h.name.to_string(), Value::String(v));
     }
     serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
 }

@@ -69,7 +69,7 @@ pub fn to_line(raw: &RawLetter, masked: bool) -> String {
         headers: raw
             .headers
             .iter()
-            .map(|h| (h.name.clone(), header_to_json(&h.value)))
+            .map(|h| (h.name.to_string(), header_to_json(&h.value)))
             .collect(),
         properties: raw.properties.iter().cloned().collect(),
         payload,
@@ -196,7 +196,7 @@ pub(crate) fn from_line(line: &[u8]) -> Result<RawLetter, String> {
         .iter()
         .map(|(name, v)| {
             header_from_json(v)
-                .map(|value| Header::new(name.clone(), value))
+                .map(|value| Header::named(name, value))
                 .map_err(|e| format!("header `{name}`: {e}"))
         })
         .collect::<Result<Vec<_>, _>>()?;

@@ -4,6 +4,8 @@
 //! placeholders so that `Order 8812 not found` and `Order 9120 not found` group together.
 //! The placeholders also keep PII that exception messages often carry out of group labels.
 
+use std::borrow::Cow;
+
 /// Longest fingerprint we produce, in characters.
 pub(crate) const MAX_LEN: usize = 120;
 
@@ -57,14 +59,16 @@ pub(crate) fn fingerprint(exception_type: Option<&str>, message: Option<&str>) -
         (None, Some(m)) => m,
         (None, None) => return None,
     };
-    Some(truncate_chars(&fp, MAX_LEN))
+    Some(truncate_chars(fp, MAX_LEN))
 }
 
-fn truncate_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
+/// `s` cut to `max` characters, marked with `…` when cut.
+fn truncate_chars(mut s: String, max: usize) -> String {
+    if let Some((i, _)) = s.char_indices().nth(max) {
+        s.truncate(i);
+        s.push('…');
     }
+    s
 }
 
 /// Replace the variable parts of a message with placeholders and collapse whitespace.
@@ -81,12 +85,12 @@ pub(crate) fn normalize(msg: &str) -> String {
     while let Some(c) = chars.next() {
         if matches!(c, '\'' | '"' | '`') {
             // A quoted value: replace whole, if it closes on this line.
-            let rest: String = chars.clone().take_while(|&d| d != c && d != '\n').collect();
-            let closes = chars.clone().nth(rest.chars().count()) == Some(c);
+            let inside = chars.clone().take_while(|&d| d != c && d != '\n').count();
+            let closes = chars.clone().nth(inside) == Some(c);
             if closes {
                 flush(&mut token, &mut out);
                 out.push_str("<str>");
-                for _ in 0..=rest.chars().count() {
+                for _ in 0..=inside {
                     chars.next();
                 }
                 continue;
@@ -106,7 +110,8 @@ pub(crate) fn normalize(msg: &str) -> String {
         }
     }
     flush(&mut token, &mut out);
-    out.trim_end().to_string()
+    out.truncate(out.trim_end().len());
+    out
 }
 
 /// Classify one token (with trailing punctuation split off) and append its normal form.
@@ -117,43 +122,45 @@ fn classify_into(token: &str, out: &mut String) {
     out.push_str(trail);
 }
 
-fn classify(t: &str) -> String {
+/// A token's normal form: a placeholder, the token itself, or (mixed tokens) a copy with
+/// its numbers replaced — borrowed unless it had to change.
+fn classify(t: &str) -> Cow<'_, str> {
     if t.is_empty() {
-        return String::new();
+        return Cow::Borrowed("");
     }
     let digits = t.bytes().filter(u8::is_ascii_digit).count();
     if is_uuid(t) {
-        return "<uuid>".into();
+        return Cow::Borrowed("<uuid>");
     }
     if let Some((user, domain)) = t.split_once('@') {
         if !user.is_empty() && domain.contains('.') {
-            return "<email>".into();
+            return Cow::Borrowed("<email>");
         }
     }
     if looks_like_timestamp(t) {
-        return "<ts>".into();
+        return Cow::Borrowed("<ts>");
     }
     if digits == 0 {
-        return t.to_string();
+        return Cow::Borrowed(t);
     }
     // Long hex or digit runs are identifiers (a tx id `9f3a11c2` and `12345678` alike):
     // one placeholder, or letters would split by whether an id happened to be all digits.
     let hex_body = t.strip_prefix("0x").unwrap_or(t);
     if hex_body.len() >= 8 && hex_body.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return "<id>".into();
+        return Cow::Borrowed("<id>");
     }
     if t.bytes()
         .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b',' | b'-' | b'+'))
     {
-        return "<n>".into();
+        return Cow::Borrowed("<n>");
     }
     if t.len() >= 16 && digits >= 3 && !t.contains('/') {
-        return "<id>".into();
+        return Cow::Borrowed("<id>");
     }
     // Mixed token like `cus-8812`, `acc-7` or `INV-2026-001`: numeric segments become
     // `<n>`; digits glued to letters only when long (`user1234`), so `utf8`/`Int32` stay.
     if !t.is_ascii() {
-        return t.to_string();
+        return Cow::Borrowed(t);
     }
     let bytes = t.as_bytes();
     let mut s = String::with_capacity(t.len());
@@ -176,15 +183,15 @@ fn classify(t: &str) -> String {
             i += 1;
         }
     }
-    s
+    Cow::Owned(s)
 }
 
 fn is_uuid(t: &str) -> bool {
-    let parts: Vec<&str> = t.split('-').collect();
-    parts.len() == 5
+    t.len() == 36
+        && t.split('-').count() == 5
         && [8, 4, 4, 4, 12]
             .iter()
-            .zip(&parts)
+            .zip(t.split('-'))
             .all(|(n, p)| p.len() == *n && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 

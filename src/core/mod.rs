@@ -10,6 +10,7 @@ pub mod dump;
 pub mod filter;
 pub mod fingerprint;
 pub mod grouping;
+pub(crate) mod header_text;
 pub(crate) mod held;
 pub mod ledger;
 pub mod letter_view;

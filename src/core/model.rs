@@ -150,18 +150,32 @@ impl HeaderValue {
     }
 }
 
+/// A header's name: borrowed when it is one of the names the conventions know (most
+/// names of most letters), so a million letters do not each allocate and free a dozen
+/// copies of `x-error` and `x-death`.
+pub type HeaderName = Cow<'static, str>;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {
-    pub name: String,
+    pub name: HeaderName,
     pub value: HeaderValue,
 }
 
 impl Header {
-    pub fn new(name: impl Into<String>, value: HeaderValue) -> Self {
+    pub fn new(name: impl Into<HeaderName>, value: HeaderValue) -> Self {
         Header {
             name: name.into(),
             value,
         }
+    }
+
+    /// A header as a broker names it: a well-known name is not copied.
+    pub fn named(name: &str, value: HeaderValue) -> Self {
+        let name = match crate::core::conventions::known_header(name) {
+            Some(known) => Cow::Borrowed(known),
+            None => Cow::Owned(name.to_string()),
+        };
+        Header { name, value }
     }
 }
 

@@ -133,7 +133,13 @@ fn size_of_letter(l: &RawLetter) -> usize {
     let headers = heap(l.headers.capacity() * size_of::<Header>())
         + l.headers
             .iter()
-            .map(|h| heap(h.name.capacity()) + header_value_heap(&h.value))
+            .map(|h| {
+                let name = match &h.name {
+                    std::borrow::Cow::Owned(n) => heap(n.capacity()),
+                    std::borrow::Cow::Borrowed(_) => 0,
+                };
+                name + header_value_heap(&h.value)
+            })
             .sum::<usize>();
     let properties = heap(l.properties.capacity() * size_of::<(String, String)>())
         + l.properties

@@ -138,7 +138,7 @@ struct Draft {
 }
 
 fn h(name: &str, v: &str) -> Header {
-    Header::new(name, HeaderValue::text(v))
+    Header::named(name, HeaderValue::text(v))
 }
 
 /// Age in ms, skewed towards recent (incidents ramp up).

@@ -101,7 +101,7 @@ pub(super) struct Slots {
 }
 
 impl HeaderConvention {
-    fn slot_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+    pub(super) fn slot_names(&self) -> impl Iterator<Item = &'static str> + '_ {
         let origin = self
             .origin
             .iter()

@@ -280,6 +280,51 @@ fn classify_body(payload: &[u8]) -> (BodyKind, Option<String>, Option<envelope::
     }
 }
 
+/// Header names other than the conventions' own that most DLQ letters carry.
+const COMMON_HEADERS: &[&str] = &[
+    "x-death",
+    "x-first-death-exchange",
+    "x-first-death-queue",
+    "x-first-death-reason",
+    "x-last-death-exchange",
+    "x-last-death-queue",
+    "x-last-death-reason",
+    "x-dlq-replay-id",
+    "x-dlq-replay-count",
+    "x-dlq-replayed-by",
+    "x-dlq-replayed-from",
+    "x-exception-message",
+    "x-exception-stacktrace",
+    "x-retry-count",
+    "x-tenant",
+    "x-trace-id",
+    "kafka_dlt-exception-stacktrace",
+    "kafka_dlt-original-consumer-group",
+    "__connect.errors.stage",
+    "__connect.errors.exception.stacktrace",
+    "content-type",
+    "traceparent",
+    "tracestate",
+    "authorization",
+];
+
+/// `name` as a static string when it is a header name the conventions read or most DLQ
+/// letters carry (case as written), so a letter's headers need not copy it.
+pub(crate) fn known_header(name: &str) -> Option<&'static str> {
+    static KNOWN: std::sync::OnceLock<foldhash::HashSet<&'static str>> = std::sync::OnceLock::new();
+    KNOWN
+        .get_or_init(|| {
+            header_rules::CONVENTIONS
+                .iter()
+                .chain([&&header_rules::X_HEADERS])
+                .flat_map(|c| c.slot_names())
+                .chain(COMMON_HEADERS.iter().copied())
+                .collect()
+        })
+        .get(name)
+        .copied()
+}
+
 /// Run every convention on one raw letter.
 pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
     let (body, body_error, env) = classify_body(&raw.payload);
@@ -393,6 +438,7 @@ fn finish(
 /// Without a message id: Kafka coordinates, else a content hash (stable across browses
 /// of a RabbitMQ queue, where positions are not).
 fn derived_id(raw: &RawLetter) -> Sourced<LetterId> {
+    use std::fmt::Write as _;
     if let Some(coords @ crate::core::model::Coords::Kafka { .. }) = &raw.coords {
         return Sourced {
             value: LetterId(coords.to_string()),
@@ -400,6 +446,7 @@ fn derived_id(raw: &RawLetter) -> Sourced<LetterId> {
         };
     }
     let mut h = Sha256::new();
+    let mut text = Vec::new();
     h.update(raw.key.as_deref().unwrap_or_default());
     h.update([0]);
     h.update(&raw.payload);
@@ -409,13 +456,19 @@ fn derived_id(raw: &RawLetter) -> Sourced<LetterId> {
             || hd.name.starts_with("x-last-death")
         {
             h.update(hd.name.as_bytes());
-            h.update(format!("{:?}", hd.value).as_bytes());
+            text.clear();
+            crate::core::header_text::write(&hd.value, &mut text);
+            h.update(&text);
         }
     }
     let digest = h.finalize();
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let mut id = String::with_capacity(23);
+    id.push_str("sha256:");
+    for b in &digest[..8] {
+        let _ = write!(id, "{b:02x}");
+    }
     Sourced {
-        value: LetterId(format!("sha256:{hex}")),
+        value: LetterId(id),
         from: prov(&Convention::Derived, "content hash (no message id)"),
     }
 }

@@ -413,3 +413,25 @@ fn envelope_fields_read_from_raw_json_as_from_a_parsed_tree() {
     );
     assert_eq!(v(&repeated.failure.reason_code), "second");
 }
+
+/// Names the conventions read, and common DLQ names, are not copied per letter; any other
+/// name (or another case of a known one) is kept as the broker wrote it.
+#[test]
+fn well_known_header_names_are_borrowed_and_others_kept_exactly() {
+    use std::borrow::Cow;
+    for name in [
+        "x-error",
+        "x-death",
+        "kafka_dlt-exception-fqcn",
+        "MT-Fault-Message",
+    ] {
+        let h = Header::named(name, HeaderValue::Null);
+        assert!(matches!(h.name, Cow::Borrowed(_)), "{name}");
+        assert_eq!(h.name, name);
+    }
+    for name in ["X-Error", "x-error ", "tenant\u{1b}[2J", ""] {
+        let h = Header::named(name, HeaderValue::Null);
+        assert!(matches!(h.name, Cow::Owned(_)), "{name:?}");
+        assert_eq!(h.name, name);
+    }
+}

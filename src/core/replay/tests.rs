@@ -93,7 +93,7 @@ fn the_copy_loses_death_headers_keeps_the_rest_and_is_stamped() {
     );
     assert_eq!(out.key.as_deref(), Some(&b"k1"[..]));
     assert_eq!(out.payload, b"{\"n\":1}");
-    let names: Vec<&str> = out.headers.iter().map(|h| h.name.as_str()).collect();
+    let names: Vec<&str> = out.headers.iter().map(|h| &*h.name).collect();
     assert!(!names.contains(&"x-death") && !names.contains(&"x-first-death-queue"));
     for kept in ["x-message-id", "traceparent", "kafka_dlt-original-offset"] {
         assert!(names.contains(&kept), "{kept} kept: {names:?}");
