@@ -659,20 +659,41 @@ fn streams_are_read_by_offset_without_consuming() {
         t.publish("", &q, &format!("s-{i}"), "{}");
     }
     std::thread::sleep(Duration::from_millis(500));
-    // Replay is refused up front (nothing journaled, nothing sent): a stream is not
-    // tailed, so letters failing again could not be seen.
+    // Replay from a stream: the letter is published to the target and recorded; the
+    // stream keeps its copy (the ledger's decision is what counts), and the open stream
+    // consumer is what watches for letters failing again.
+    let target_q = t.n("stream-target");
+    declare(&t, &target_q, vec![]);
     let dir = tempfile::tempdir().expect("tmp");
     let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={q}");
-    let out = replay_cli(dir.path(), &["replay", &uri, "--filter", "id=s-1", "--yes"]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
+    let out = replay_cli(
+        dir.path(),
+        &[
+            "replay",
+            &uri,
+            "--filter",
+            "id=s-1",
+            "--to",
+            &format!("queue:{target_q}"),
+            "--canary",
+            "0",
+            "--watch",
+            "1s",
+            "--yes",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("stream"));
+    t.wait_for(&target_q, 1);
+    assert_eq!(t.count(&target_q), 1, "exactly the one letter was replayed");
     let listed = replay_cli(dir.path(), &["replays", "--json"]);
-    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "[]");
+    let replays: serde_json::Value =
+        serde_json::from_slice(&listed.stdout).expect("replays --json");
+    assert_eq!(replays.as_array().map(Vec::len), Some(1), "{replays}");
     let mut src = RabbitSource::new(target(), vec![q.clone()])
         .expect("source")
         .with_management(MGMT)
@@ -699,8 +720,34 @@ fn streams_are_read_by_offset_without_consuming() {
             "a stream cannot delete one message"
         );
     }
+    // A letter appended after the browse arrives on the open consumer (the tail), with
+    // its offset.
+    t.publish("", &q, "s-late", "{}");
+    let started = Instant::now();
+    let mut late = None;
+    src.tail(&mut |ev| {
+        if let ScanEvent::Letter(raw) = ev {
+            late = Some(raw);
+            return ControlFlow::Break(());
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    })
+    .expect("tail");
+    let late = late.expect("the appended letter arrived on the tail");
+    assert_eq!(late.property("message_id"), Some("s-late"));
+    assert!(matches!(
+        late.coords,
+        Some(dlq_triage::core::model::Coords::Amqp {
+            stream_offset: Some(5),
+            ..
+        })
+    ));
     drop(src);
     delete(&t, &q);
+    delete(&t, &target_q);
 }
 
 #[test]

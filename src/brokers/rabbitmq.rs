@@ -20,7 +20,7 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldArray, FieldTable, LongString, ShortString};
 use lapin::Confirmation;
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -254,6 +254,9 @@ pub struct RabbitSource {
     held: HashMap<String, Channel>,
     /// The browsing consumers, kept open: new dead letters keep arriving on them (tail).
     consumers: HashMap<String, lapin::Consumer>,
+    /// Queues of `consumers` that are streams (their deliveries are acked for credit and
+    /// addressed by offset).
+    streams: HashSet<String>,
     /// The next browse position per queue.
     next_position: HashMap<String, u64>,
     /// Delivery tag of every browsed letter.
@@ -277,6 +280,7 @@ impl RabbitSource {
             conn: None,
             held: HashMap::new(),
             consumers: HashMap::new(),
+            streams: HashSet::new(),
             next_position: HashMap::new(),
             tags: Tags::default(),
             connection_name: format!("dlq-triage browse (pid {})", std::process::id()),
@@ -379,6 +383,7 @@ impl RabbitSource {
         if self.conn.as_ref().is_none_or(|c| !c.status().connected()) {
             self.held.clear();
             self.consumers.clear();
+            self.streams.clear();
             self.tags.clear();
             self.conn = Some(connect(&self.rt, &self.target, &self.connection_name)?);
         }
@@ -450,6 +455,7 @@ impl RabbitSource {
         // own consumer was reported as another client's.
         if let Some(old) = self.held.remove(queue) {
             self.consumers.remove(queue);
+            self.streams.remove(queue);
             self.tags.forget(queue);
             self.rt.block_on(async {
                 let _ = old.close(200, ShortString::from("re-browse")).await;
@@ -792,23 +798,44 @@ impl RabbitSource {
                     Ok(None) | Err(_) => break,
                 }
             }
-            let _ = ch.close(200, ShortString::from("stream read")).await;
-            Ok::<_, SourceError>(got)
+            Ok::<_, SourceError>((got, consumer))
         })?;
+        let (deliveries, consumer) = deliveries;
+        // The consumer stays open, positioned after what was read: letters appended
+        // later (new dead letters, replayed letters failing again) arrive on it — the
+        // tail, as on a queue. Nothing is held: a stream's acks only grant credit.
+        self.held.insert(queue.to_string(), ch);
+        self.consumers.insert(queue.to_string(), consumer);
+        self.streams.insert(queue.to_string());
+        self.next_position
+            .insert(queue.to_string(), deliveries.len() as u64 + 1);
         for (i, d) in deliveries.iter().enumerate() {
-            let mut raw = to_raw(d, &vhost, queue, i as u64 + 1);
-            let offset = raw
-                .header("x-stream-offset")
-                .and_then(HeaderValue::as_i64_lenient);
-            if let Some(Coords::Amqp { stream_offset, .. }) = raw.coords.as_mut() {
-                *stream_offset = offset;
-            }
-            if sink(ScanEvent::Letter(raw)).is_break() {
+            if sink(ScanEvent::Letter(stream_letter(
+                d,
+                &vhost,
+                queue,
+                i as u64 + 1,
+            )))
+            .is_break()
+            {
                 return Ok(ControlFlow::Break(()));
             }
         }
         Ok(ControlFlow::Continue(()))
     }
+}
+
+/// A stream message as a letter: addressed by its offset, which is stable (positions are
+/// only the order of this browse).
+fn stream_letter(d: &Delivery, vhost: &str, queue: &str, position: u64) -> RawLetter {
+    let mut raw = to_raw(d, vhost, queue, position);
+    let offset = raw
+        .header("x-stream-offset")
+        .and_then(HeaderValue::as_i64_lenient);
+    if let Some(Coords::Amqp { stream_offset, .. }) = raw.coords.as_mut() {
+        *stream_offset = offset;
+    }
+    raw
 }
 
 impl DlqSource for RabbitSource {
@@ -840,7 +867,7 @@ impl DlqSource for RabbitSource {
     ) -> Result<(), SourceError> {
         if self.consumers.is_empty() {
             return Err(SourceError::Unsupported(
-                "nothing is browsed to tail (streams are re-read instead)".into(),
+                "nothing is browsed to tail: browse first".into(),
             ));
         }
         let vhost = self.target.vhost.clone();
@@ -858,8 +885,14 @@ impl DlqSource for RabbitSource {
                         let pos = self.next_position.entry(q.clone()).or_insert(1);
                         let position = *pos;
                         *pos += 1;
-                        self.tags.set(&q, position, d.delivery_tag);
-                        ScanEvent::Letter(to_raw(&d, &vhost, &q, position))
+                        if self.streams.contains(&q) {
+                            // Credit for the next ones; the message stays in the stream.
+                            let _ = self.rt.block_on(d.ack(BasicAckOptions::default()));
+                            ScanEvent::Letter(stream_letter(&d, &vhost, &q, position))
+                        } else {
+                            self.tags.set(&q, position, d.delivery_tag);
+                            ScanEvent::Letter(to_raw(&d, &vhost, &q, position))
+                        }
                     }
                     Ok(Some(Err(e))) => {
                         self.consumers.remove(&q);
@@ -888,11 +921,12 @@ impl DlqSource for RabbitSource {
     }
 
     /// Replay needs the browse's consumers: they are how letters failing again are seen
-    /// (and held deliveries are how the DLQ copies are acked). Streams have neither.
+    /// (and, on classic and quorum queues, held deliveries are how the DLQ copies are
+    /// acked; a stream's copies stay, and the ledger's decision is what counts).
     fn replay_ports(&self) -> Result<crate::core::ports::ReplayPorts, SourceError> {
         if self.consumers.is_empty() {
             return Err(SourceError::Unsupported(
-                "replay from a RabbitMQ stream is not supported in this build: a stream is re-read, not tailed, so letters failing again could not be watched for; shovel the letters to a classic or quorum queue and replay from there".into(),
+                "nothing is browsed: a replay watches the browse for letters failing again".into(),
             ));
         }
         Ok(crate::core::ports::ReplayPorts {
