@@ -842,7 +842,7 @@ impl DlqSource for RabbitSource {
     fn info(&self) -> SourceInfo {
         SourceInfo {
             label: format!("{}?queue={}", self.target.display(), self.queues.join(",")),
-            browse_effect: "RabbitMQ: browsed messages are held unacked while open and requeued on exit (quorum queues count a redelivery)".into(),
+            browse_effect: "RabbitMQ: browsed messages are held unacked while open and requeued on exit (quorum queues count a redelivery; streams are read by offset, nothing held)".into(),
         }
     }
 
