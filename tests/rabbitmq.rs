@@ -746,6 +746,19 @@ fn streams_are_read_by_offset_without_consuming() {
         })
     ));
     drop(src);
+    // A read stopped by --max-letters is not tailed: the rest of the stream would come
+    // in as "live" letters.
+    let mut capped = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_management(MGMT)
+        .expect("management")
+        .with_max_letters(Some(3));
+    let (letters, _) = browse(&mut capped);
+    assert_eq!(letters.len(), 3);
+    assert!(capped
+        .tail(&mut |_| ControlFlow::Break(()))
+        .is_err_and(|e| e.to_string().contains("browse")));
+    drop(capped);
     delete(&t, &q);
     delete(&t, &target_q);
 }

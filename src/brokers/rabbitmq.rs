@@ -801,14 +801,22 @@ impl RabbitSource {
             Ok::<_, SourceError>((got, consumer))
         })?;
         let (deliveries, consumer) = deliveries;
-        // The consumer stays open, positioned after what was read: letters appended
-        // later (new dead letters, replayed letters failing again) arrive on it — the
-        // tail, as on a queue. Nothing is held: a stream's acks only grant credit.
-        self.held.insert(queue.to_string(), ch);
-        self.consumers.insert(queue.to_string(), consumer);
-        self.streams.insert(queue.to_string());
-        self.next_position
-            .insert(queue.to_string(), deliveries.len() as u64 + 1);
+        if deliveries.len() as u64 >= u64::from(want) {
+            // Stopped by --max-letters: what follows is the rest of the stream, not new
+            // letters, so the consumer is not kept to be tailed.
+            self.rt.block_on(async {
+                let _ = ch.close(200, ShortString::from("stream read")).await;
+            });
+        } else {
+            // The consumer stays open, positioned after what was read: letters appended
+            // later (new dead letters, replayed letters failing again) arrive on it —
+            // the tail, as on a queue. Nothing is held: a stream's acks only grant credit.
+            self.held.insert(queue.to_string(), ch);
+            self.consumers.insert(queue.to_string(), consumer);
+            self.streams.insert(queue.to_string());
+            self.next_position
+                .insert(queue.to_string(), deliveries.len() as u64 + 1);
+        }
         for (i, d) in deliveries.iter().enumerate() {
             if sink(ScanEvent::Letter(stream_letter(
                 d,
@@ -926,7 +934,7 @@ impl DlqSource for RabbitSource {
     fn replay_ports(&self) -> Result<crate::core::ports::ReplayPorts, SourceError> {
         if self.consumers.is_empty() {
             return Err(SourceError::Unsupported(
-                "nothing is browsed: a replay watches the browse for letters failing again".into(),
+                "nothing is browsed and open to watch for letters failing again (a stream read stopped by --max-letters is not kept open: browse it whole)".into(),
             ));
         }
         Ok(crate::core::ports::ReplayPorts {
