@@ -86,6 +86,24 @@ impl<'a> FailureFields<'a> {
 /// them); objects, arrays and null are not text. Borrowed when the string has no escapes.
 fn scalar_text(raw: &RawValue) -> Option<Cow<'_, str>> {
     let s = raw.get();
+    let b = s.as_bytes();
+    // Fast paths, with what serde would give, byte for byte: `raw` is valid JSON, so a
+    // string with no backslash is its text between the quotes (JSON strings cannot hold
+    // raw control characters), and a short plain integer prints as written.
+    if b.len() >= 2 && b[0] == b'"' && b[b.len() - 1] == b'"' && !b.contains(&b'\\') {
+        return Some(Cow::Borrowed(&s[1..s.len() - 1]));
+    }
+    if (1..=18).contains(&b.len())
+        && b.iter().all(u8::is_ascii_digit)
+        && (b[0] != b'0' || b.len() == 1)
+    {
+        return Some(Cow::Borrowed(s));
+    }
+    parsed_scalar_text(s)
+}
+
+/// [`scalar_text`] through serde: escapes, floats, big numbers.
+fn parsed_scalar_text(s: &str) -> Option<Cow<'_, str>> {
     match s.as_bytes().first()? {
         b'"' => serde_json::from_str::<&str>(s)
             .map(Cow::Borrowed)
@@ -181,6 +199,62 @@ pub(super) fn apply(env: &Envelope<'_>, c: &mut Candidates) {
                         c.offer_text(field, &text, &conv, || location.into());
                     }
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn same(json: &str) -> Result<(), TestCaseError> {
+        let raw: Box<RawValue> =
+            serde_json::from_str(json).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(scalar_text(&raw), parsed_scalar_text(raw.get()), "{}", json);
+        Ok(())
+    }
+
+    proptest! {
+        /// The fast paths read a scalar exactly as serde does.
+        #[test]
+        fn fast_scalar_text_is_serdes(
+            text in any::<String>(),
+            int in any::<i64>(),
+            big in any::<u64>(),
+            float in any::<f64>(),
+            digits in "[0-9]{1,24}",
+        ) {
+            same(&serde_json::to_string(&text).unwrap_or_default())?;
+            same(&int.to_string())?;
+            same(&big.to_string())?;
+            if float.is_finite() {
+                same(&serde_json::to_string(&float).unwrap_or_default())?;
+            }
+            if !digits.starts_with('0') || digits.len() == 1 {
+                same(&digits)?;
+            }
+        }
+    }
+
+    #[test]
+    fn odd_scalars_read_as_serde_reads_them() {
+        for json in [
+            r#""a\"b""#,
+            r#""\u00e9""#,
+            r#""""#,
+            "0",
+            "-0",
+            "007",
+            "1.50",
+            "1e3",
+            "true",
+            "null",
+            "123456789012345678901",
+        ] {
+            if let Ok(raw) = serde_json::from_str::<Box<RawValue>>(json) {
+                assert_eq!(scalar_text(&raw), parsed_scalar_text(raw.get()), "{json}");
             }
         }
     }
