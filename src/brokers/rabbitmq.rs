@@ -1008,9 +1008,9 @@ impl RabbitSource {
 
 impl Drop for RabbitSource {
     /// Closing the connection releases everything held: the broker closes its channels
-    /// and requeues their unacked deliveries, as for any client that leaves. Closing each
-    /// channel first would wait for those requeues (0.8 s at 100,000 held, seconds at a
-    /// million) before the program could exit, with nothing more made safe by it.
+    /// and requeues their unacked deliveries, as for any client that leaves, and answers
+    /// once they are back (~0.2 s at 100,000 held). Closing each channel first took the
+    /// broker ~0.8 s to answer at 100,000, with nothing more made safe by it.
     fn drop(&mut self) {
         if let Some(c) = self.conn.take() {
             let _ = self.rt.block_on(c.close(200, ShortString::from("bye")));
