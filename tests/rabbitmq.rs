@@ -769,6 +769,14 @@ fn queues_command_flags_dead_letter_queues() {
         return;
     }
     let t = Topology::new("listing");
+    // A DLQ made a moment ago: the management API has no count for it yet (its
+    // statistics come every 5 s), so the count comes over AMQP.
+    let fresh = t.n("fresh.dlq");
+    declare(&t, &fresh, vec![]);
+    for i in 0..4 {
+        t.publish("", &fresh, &format!("f-{i}"), "{}");
+    }
+    t.wait_for(&fresh, 4);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
         .args(["queues", "amqp://guest:guest@127.0.0.1:5672/%2f", "--json"])
         .output()
@@ -792,6 +800,12 @@ fn queues_command_flags_dead_letter_queues() {
         find(&t.n("work")).map(|q| q["looks_like_dlq"].clone()),
         Some(serde_json::json!(false))
     );
+    assert_eq!(
+        find(&fresh).map(|q| q["messages"].clone()),
+        Some(serde_json::json!(4)),
+        "{doc}"
+    );
+    delete(&t, &fresh);
 }
 
 #[test]
@@ -2007,6 +2021,7 @@ fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
     drop(rx);
     // The worker ends its browse: the nine others go back, m-3 was acked.
     t.wait_for(&q, 9);
+    delete(&t, &q);
 }
 
 /// `watch --once` on a RabbitMQ DLQ filled by real dead-lettering: a breach for the

@@ -3,7 +3,7 @@
 //! dead-letter target), Kafka topics whose names match the DLQ patterns.
 
 use super::kafka;
-use super::rabbitmq_mgmt::{looks_like_dlq, Management};
+use super::rabbitmq_mgmt::{looks_like_dlq, Management, QueueInfo};
 use crate::core::ports::SourceError;
 use crate::core::source::SourceRef;
 
@@ -66,7 +66,10 @@ pub fn discover(
             )
             .map_err(SourceError::Unsupported)?;
             let mgmt = Management::new(&url, user, password)?;
-            let queues = mgmt.queues(vhost)?;
+            let mut queues = mgmt.queues(vhost)?;
+            fill_missing_counts(base, &mut queues, |q, all_q| {
+                all || looks_like_dlq(q, all_q) || matches_patterns(&q.name, patterns)
+            });
             queues
                 .iter()
                 .map(|q| Candidate {
@@ -105,6 +108,35 @@ pub fn discover(
             .then(a.name.cmp(&b.name))
     });
     Ok(found)
+}
+
+/// The management API counts only what it has sampled: a queue made in the last seconds
+/// (or before the plugin was enabled) has no count there. Those of `queues` that `wanted`
+/// get their ready messages from an AMQP passive declare instead (a stream's declare
+/// counts nothing: it stays unknown). Best effort: a queue AMQP cannot count stays unknown.
+pub(crate) fn fill_missing_counts(
+    base: &SourceRef,
+    queues: &mut [QueueInfo],
+    wanted: impl Fn(&QueueInfo, &[QueueInfo]) -> bool,
+) {
+    let missing: Vec<usize> = (0..queues.len())
+        .filter(|&i| {
+            let q = &queues[i];
+            q.messages.is_none() && q.kind != "stream" && wanted(q, queues)
+        })
+        .collect();
+    let Some(target) = super::amqp_target(base).filter(|_| !missing.is_empty()) else {
+        return;
+    };
+    let Ok(mut amqp) = super::rabbitmq::RabbitSource::new(target, Vec::new()) else {
+        return;
+    };
+    for i in missing {
+        if let Ok(n) = amqp.ready_count(&queues[i].name) {
+            queues[i].messages = Some(n);
+            queues[i].messages_ready = Some(n);
+        }
+    }
 }
 
 /// `base` pointed at one queue or topic.

@@ -32,6 +32,29 @@ pub struct OpenOptions {
     pub max_letters: Option<u64>,
 }
 
+/// Where an `amqp://` source's broker is, with its credentials.
+pub(crate) fn amqp_target(source: &SourceRef) -> Option<rabbitmq::AmqpTarget> {
+    match source {
+        SourceRef::Amqp {
+            tls,
+            user,
+            password,
+            host,
+            port,
+            vhost,
+            ..
+        } => Some(rabbitmq::AmqpTarget {
+            tls: *tls,
+            user: user.clone(),
+            password: password.clone(),
+            host: host.clone(),
+            port: *port,
+            vhost: vhost.clone(),
+        }),
+        _ => None,
+    }
+}
+
 /// Open a source for scanning.
 pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>, SourceError> {
     match source {
@@ -47,22 +70,10 @@ pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>
             "--since works on kafka:// sources; for RabbitMQ use --filter 'age<DURATION'".into(),
         )),
         SourceRef::Amqp {
-            tls,
-            user,
-            password,
-            host,
-            port,
-            vhost,
-            queues,
+            tls, host, queues, ..
         } => {
-            let target = rabbitmq::AmqpTarget {
-                tls: *tls,
-                user: user.clone(),
-                password: password.clone(),
-                host: host.clone(),
-                port: *port,
-                vhost: vhost.clone(),
-            };
+            let target = amqp_target(source)
+                .ok_or_else(|| SourceError::failed("an amqp:// source without its address"))?;
             let mgmt = rabbitmq_mgmt::plan_url(
                 opts.management_url.as_deref(),
                 *tls,

@@ -417,6 +417,12 @@ impl RabbitSource {
         })
     }
 
+    /// Ready messages of a queue over AMQP: for a listing whose management API has no
+    /// count yet (a new queue, or one made before the plugin was enabled).
+    pub(crate) fn ready_count(&mut self, queue: &str) -> Result<u64, SourceError> {
+        self.count(queue).map(|(ready, _)| u64::from(ready))
+    }
+
     /// What a queue of unknown type is, from one `basic.get` on a short-lived channel:
     /// streams refuse it; any other queue hands over its head message (or nothing), which
     /// the closing channel gives back — its `x-delivery-count` tells a quorum queue that

@@ -23,7 +23,7 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
         host,
         vhost,
         ..
-    } = source
+    } = source.clone()
     else {
         return Err(UsageError("queues lists RabbitMQ queues: give an amqp:// URI".into()).into());
     };
@@ -35,7 +35,10 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
     )
     .map_err(UsageError)?;
     let mgmt = Management::new(&base, &user, &password)?;
-    let all = mgmt.queues(&vhost)?;
+    let mut all = mgmt.queues(&vhost)?;
+    crate::brokers::discovery::fill_missing_counts(&source, &mut all, |q, all| {
+        !a.dlq || looks_like_dlq(q, all)
+    });
     let rows: Vec<_> = all
         .iter()
         .filter(|q| !a.dlq || looks_like_dlq(q, &all))
