@@ -640,25 +640,32 @@ fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
     delete(&t, &q);
 }
 
-#[test]
-fn streams_are_read_by_offset_without_consuming() {
-    if !rabbit_available() || !management_available() {
-        return;
-    }
-    let t = Topology::new("stream");
+/// A stream queue `sdlq` holding `n` letters `s-0`…, published straight to it.
+fn seeded_stream(t: &Topology, n: usize) -> String {
     let q = t.n("sdlq");
     declare(
-        &t,
+        t,
         &q,
         vec![(
             "x-queue-type",
             AMQPValue::LongString(LongString::from(b"stream".to_vec())),
         )],
     );
-    for i in 0..5 {
+    for i in 0..n {
         t.publish("", &q, &format!("s-{i}"), "{}");
     }
+    // Stream appends become readable asynchronously.
     std::thread::sleep(Duration::from_millis(500));
+    q
+}
+
+#[test]
+fn streams_are_read_by_offset_without_consuming() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("stream");
+    let q = seeded_stream(&t, 5);
     // Replay from a stream: the letter is published to the target and recorded; the
     // stream keeps its copy (the ledger's decision is what counts), and the open stream
     // consumer is what watches for letters failing again.
@@ -972,19 +979,7 @@ fn a_stream_without_the_management_api_is_read_as_a_stream() {
         return;
     }
     let t = Topology::new("stream-noapi");
-    let q = t.n("sdlq");
-    declare(
-        &t,
-        &q,
-        vec![(
-            "x-queue-type",
-            AMQPValue::LongString(LongString::from(b"stream".to_vec())),
-        )],
-    );
-    for i in 0..4 {
-        t.publish("", &q, &format!("s-{i}"), "{}");
-    }
-    std::thread::sleep(Duration::from_millis(500));
+    let q = seeded_stream(&t, 4);
     // No management API at all: the stream is recognised over AMQP.
     let mut src = RabbitSource::new(target(), vec![q.clone()]).expect("source");
     let (letters, _) = browse(&mut src);
