@@ -113,7 +113,9 @@ pub fn discover(
 /// The management API counts only what it has sampled: a queue made in the last seconds
 /// (or before the plugin was enabled) has no count there. Those of `queues` that `wanted`
 /// get their ready messages from an AMQP passive declare instead (a stream's declare
-/// counts nothing: it stays unknown). Best effort: a queue AMQP cannot count stays unknown.
+/// counts nothing: it stays unknown). Best effort, and bounded: the first failure (an
+/// AMQP port the API's host does not expose would otherwise cost a connect timeout per
+/// queue) leaves the rest unknown.
 pub(crate) fn fill_missing_counts(
     base: &SourceRef,
     queues: &mut [QueueInfo],
@@ -132,10 +134,11 @@ pub(crate) fn fill_missing_counts(
         return;
     };
     for i in missing {
-        if let Ok(n) = amqp.ready_count(&queues[i].name) {
-            queues[i].messages = Some(n);
-            queues[i].messages_ready = Some(n);
-        }
+        let Ok(n) = amqp.ready_count(&queues[i].name) else {
+            break;
+        };
+        queues[i].messages = Some(n);
+        queues[i].messages_ready = Some(n);
     }
 }
 
