@@ -451,6 +451,25 @@ impl RabbitSource {
         })
     }
 
+    /// A browse that stays open for the tail: its channel (what it holds), its
+    /// consumer (where new letters arrive) and the position of the next letter. A
+    /// re-browse of the queue hands all of it back first (see [`Self::browse`]).
+    fn keep_open(
+        &mut self,
+        queue: &str,
+        ch: Channel,
+        consumer: lapin::Consumer,
+        browsed: u64,
+        stream: bool,
+    ) {
+        self.held.insert(queue.to_string(), ch);
+        self.consumers.insert(queue.to_string(), consumer);
+        if stream {
+            self.streams.insert(queue.to_string());
+        }
+        self.next_position.insert(queue.to_string(), browsed + 1);
+    }
+
     fn browse(
         &mut self,
         queue: &str,
@@ -547,10 +566,7 @@ impl RabbitSource {
             .map_err(|e| SourceError::failed_by(format!("consuming `{queue}`"), e))
         })?;
         let (got, consumer) = self.stream_deliveries(queue, consumer, want, sink)?;
-        self.held.insert(queue.to_string(), ch);
-        self.consumers.insert(queue.to_string(), consumer);
-        self.next_position
-            .insert(queue.to_string(), got.browsed + 1);
+        self.keep_open(queue, ch, consumer, got.browsed, false);
         if let (Some(limit), Some("quorum")) = (limit, kind.as_deref()) {
             // On release each message has one more delivery than its header says.
             let left = limit - (got.most_delivered + 1);
@@ -770,7 +786,7 @@ impl RabbitSource {
         let vhost = self.target.vhost.clone();
         let ch = self.fresh_channel()?;
         let want = count;
-        let deliveries = self.rt.block_on(async {
+        let (deliveries, consumer) = self.rt.block_on(async {
             ch.basic_qos(500, BasicQosOptions::default())
                 .await
                 .map_err(|e| SourceError::failed_by(format!("basic.qos on `{queue}`"), e))?;
@@ -806,7 +822,6 @@ impl RabbitSource {
             }
             Ok::<_, SourceError>((got, consumer))
         })?;
-        let (deliveries, consumer) = deliveries;
         if deliveries.len() as u64 >= u64::from(want) {
             // Stopped by --max-letters: what follows is the rest of the stream, not new
             // letters, so the consumer is not kept to be tailed.
@@ -817,11 +832,7 @@ impl RabbitSource {
             // The consumer stays open, positioned after what was read: letters appended
             // later (new dead letters, replayed letters failing again) arrive on it —
             // the tail, as on a queue. Nothing is held: a stream's acks only grant credit.
-            self.held.insert(queue.to_string(), ch);
-            self.consumers.insert(queue.to_string(), consumer);
-            self.streams.insert(queue.to_string());
-            self.next_position
-                .insert(queue.to_string(), deliveries.len() as u64 + 1);
+            self.keep_open(queue, ch, consumer, deliveries.len() as u64, true);
         }
         for (i, d) in deliveries.iter().enumerate() {
             if sink(ScanEvent::Letter(stream_letter(

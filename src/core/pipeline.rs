@@ -73,7 +73,7 @@ impl<I: Send, O: Send> Pipeline<I, O> {
         Ok(go)
     }
 
-    /// Give `out` every prepared batch that is ready, in order, without waiting
+    /// Give `out` every worked batch that is ready, in order, without waiting
     /// (`wait`: every batch in flight). Stops early when `out` says stop.
     pub fn collect(&mut self, wait: bool, out: &mut dyn FnMut(O) -> bool) -> Result<bool, Broken> {
         while self.in_flight() > 0 {
