@@ -29,6 +29,8 @@ const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
 /// A scan with no message and no end-of-partition for this long is failed, not hung.
 pub(crate) const STALL_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(100);
+/// Letters the poller hands over at once.
+const POLL_BATCH: usize = 1024;
 
 /// Where to start reading each partition.
 pub trait OffsetLookup {
@@ -266,7 +268,10 @@ impl KafkaSource {
             let mut next: HashMap<i32, i64> = HashMap::new();
             let mut last_progress = Instant::now();
             let mut last_error: Option<KafkaError> = None;
-            let mut batch = Vec::with_capacity(1024);
+            // A full batch is replaced by an empty one of the same capacity: grown from
+            // nothing, each batch reallocated (and moved) ~10 times.
+            let fresh = || Vec::with_capacity(POLL_BATCH);
+            let mut batch = fresh();
             while !pending.is_empty() && !stop_poller.load(std::sync::atomic::Ordering::Relaxed) {
                 match consumer.poll(if batch.is_empty() {
                     POLL
@@ -280,7 +285,9 @@ impl KafkaSource {
                         }
                         next.insert(msg.partition(), msg.offset() + 1);
                         batch.push(to_raw(&msg));
-                        if batch.len() >= 1024 && tx.send(Ok(std::mem::take(&mut batch))).is_err() {
+                        if batch.len() >= POLL_BATCH
+                            && tx.send(Ok(std::mem::replace(&mut batch, fresh()))).is_err()
+                        {
                             return next;
                         }
                         continue;
@@ -293,7 +300,8 @@ impl KafkaSource {
                     Some(Err(e)) => last_error = Some(e),
                     None => {}
                 }
-                if !batch.is_empty() && tx.send(Ok(std::mem::take(&mut batch))).is_err() {
+                if !batch.is_empty() && tx.send(Ok(std::mem::replace(&mut batch, fresh()))).is_err()
+                {
                     return next;
                 }
                 if last_progress.elapsed() > stall_timeout {

@@ -24,7 +24,7 @@ mod prepare;
 pub use handover::{InFlight, Receipt};
 mod replaying;
 use crate::core::pipeline::Broken;
-use prepare::{preparing, Prep, Pump};
+use prepare::{preparing, Prep, Pump, TAIL_BATCH};
 pub use replaying::{
     latest_replay_figures, Picked, ReplayReport, ReplayWatcher, Resume, Unfinished,
 };
@@ -436,7 +436,7 @@ impl Session {
         std::thread::scope(|scope| {
             let mut pump = Pump {
                 tail,
-                batch: Vec::with_capacity(if tail { 64 } else { BATCH }),
+                batch: Vec::with_capacity(if tail { TAIL_BATCH } else { BATCH }),
                 last: Instant::now(),
                 pipeline: preparing(scope, &ctx),
                 emit: &mut emit,

@@ -15,7 +15,7 @@ use std::thread::Scope;
 use std::time::Instant;
 
 /// Letters per batch while tailing.
-const TAIL_BATCH: usize = 256;
+pub(super) const TAIL_BATCH: usize = 256;
 
 /// What preparing a letter needs; shared read-only by the preparing threads.
 pub(super) struct Prep<'a> {
@@ -72,8 +72,18 @@ pub(super) struct Pump<'p> {
 
 impl Pump<'_> {
     /// Letters per batch: large for a scan, small while tailing (arrivals show quickly).
+    /// The next batch is allocated at its full size (grown from nothing, each batch was
+    /// reallocated and moved ~10 times).
+    fn size(&self) -> usize {
+        if self.tail {
+            TAIL_BATCH
+        } else {
+            BATCH
+        }
+    }
+
     fn full(&self) -> bool {
-        self.batch.len() >= if self.tail { TAIL_BATCH } else { BATCH }
+        self.batch.len() >= self.size()
     }
 
     /// A letter arrived. A full batch goes to the workers; a partial one goes after
@@ -110,13 +120,17 @@ impl Pump<'_> {
 
     /// Send the current batch; hand over what is prepared (`wait`: everything sent).
     pub fn flush(&mut self, wait: bool) -> Result<bool, Broken> {
+        let full = if self.batch.is_empty() {
+            None
+        } else {
+            let next = Vec::with_capacity(self.size());
+            Some(std::mem::replace(&mut self.batch, next))
+        };
         let emit = &mut *self.emit;
         let mut out = |p: Vec<Prepared>| emit(SessionEvent::Letters(p));
         let mut go = true;
-        if !self.batch.is_empty() {
-            go = self
-                .pipeline
-                .send(std::mem::take(&mut self.batch), &mut out)?;
+        if let Some(batch) = full {
+            go = self.pipeline.send(batch, &mut out)?;
         }
         Ok(go && self.pipeline.collect(wait, &mut out)?)
     }
