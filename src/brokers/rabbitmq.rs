@@ -1028,11 +1028,10 @@ impl Drop for RabbitSource {
     /// connection is closed, and the broker requeues the unacked deliveries as for any
     /// client that leaves (what pika does on close). Cancelling first matters: with a
     /// consumer still attached the broker answers the close only once the requeue is
-    /// done (0.9-1.1 s at 100,000 held; it grows with what is held); after a cancel it answers
-    /// in milliseconds and requeues after. Nothing is exposed by not waiting: the queue
-    /// serves a count or a consumer after the requeue (a count taken right after exit
-    /// waited for it and said 100000). Bounded, so a broker that stops answering
-    /// cannot hold the exit.
+    /// done (0.9-1.1 s at 100,000 held); after a cancel it answers in milliseconds and
+    /// requeues after. Nothing is exposed by not waiting: the queue serves a count or a
+    /// consumer after the requeue (a count taken right after exit waited for it and
+    /// said 100000). Bounded, so a broker that stops answering cannot hold the exit.
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else {
             return;
