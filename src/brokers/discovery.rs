@@ -67,18 +67,22 @@ pub fn discover(
             .map_err(SourceError::Unsupported)?;
             let mgmt = Management::new(&url, user, password)?;
             let mut queues = mgmt.queues(vhost)?;
-            fill_missing_counts(base, &mut queues, |q, all_q| {
-                all || looks_like_dlq(q, all_q) || matches_patterns(&q.name, patterns)
-            });
+            // Judged once (each judgement scans every queue's dead-letter target), for
+            // the count fill and for the listing.
+            let flagged: Vec<bool> = queues
+                .iter()
+                .map(|q| looks_like_dlq(q, &queues) || matches_patterns(&q.name, patterns))
+                .collect();
+            fill_missing_counts(base, &mut queues, |i| all || flagged[i]);
             queues
                 .iter()
-                .map(|q| Candidate {
+                .zip(flagged)
+                .map(|(q, looks_like_dlq)| Candidate {
                     source: with_target(base, &q.name),
                     name: q.name.clone(),
                     kind: q.kind.clone(),
                     count: q.messages,
-                    looks_like_dlq: looks_like_dlq(q, &queues)
-                        || matches_patterns(&q.name, patterns),
+                    looks_like_dlq,
                 })
                 .collect::<Vec<_>>()
         }
@@ -111,21 +115,18 @@ pub fn discover(
 }
 
 /// The management API counts only what it has sampled: a queue made in the last seconds
-/// (or before the plugin was enabled) has no count there. Those of `queues` that `wanted`
-/// get their ready messages from an AMQP passive declare instead (a stream's declare
-/// counts nothing: it stays unknown). Best effort, and bounded: the first failure (an
-/// AMQP port the API's host does not expose would otherwise cost a connect timeout per
-/// queue) leaves the rest unknown.
+/// (or before the plugin was enabled) has no count there. Those of `queues` that are
+/// `wanted` (by index: the ones listed) get their ready messages from an AMQP passive
+/// declare instead (a stream's declare counts nothing: it stays unknown). Best effort,
+/// and bounded: the first failure (an AMQP port the API's host does not expose would
+/// otherwise cost a connect timeout per queue) leaves the rest unknown.
 pub(crate) fn fill_missing_counts(
     base: &SourceRef,
     queues: &mut [QueueInfo],
-    wanted: impl Fn(&QueueInfo, &[QueueInfo]) -> bool,
+    wanted: impl Fn(usize) -> bool,
 ) {
     let missing: Vec<usize> = (0..queues.len())
-        .filter(|&i| {
-            let q = &queues[i];
-            q.messages.is_none() && q.kind != "stream" && wanted(q, queues)
-        })
+        .filter(|&i| queues[i].messages.is_none() && queues[i].kind != "stream" && wanted(i))
         .collect();
     let Some(target) = super::amqp_target(base).filter(|_| !missing.is_empty()) else {
         return;

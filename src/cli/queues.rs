@@ -36,24 +36,26 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
     .map_err(UsageError)?;
     let mgmt = Management::new(&base, &user, &password)?;
     let mut all = mgmt.queues(&vhost)?;
-    crate::brokers::discovery::fill_missing_counts(&source, &mut all, |q, all| {
-        !a.dlq || looks_like_dlq(q, all)
-    });
+    // Judged once (each judgement scans every queue's dead-letter target), for the count
+    // fill, the filter and the DLQ column.
+    let flagged: Vec<bool> = all.iter().map(|q| looks_like_dlq(q, &all)).collect();
+    crate::brokers::discovery::fill_missing_counts(&source, &mut all, |i| !a.dlq || flagged[i]);
     let rows: Vec<_> = all
         .iter()
-        .filter(|q| !a.dlq || looks_like_dlq(q, &all))
+        .zip(flagged)
+        .filter(|(_, dlq)| !a.dlq || *dlq)
         .collect();
     if a.json {
         let doc = json!({
             "vhost": vhost,
-            "queues": rows.iter().map(|q| json!({
+            "queues": rows.iter().map(|(q, dlq)| json!({
                 "name": q.name,
                 "type": q.kind,
                 "messages": q.messages,
                 "ready": q.messages_ready,
                 "unacked": q.messages_unacknowledged,
                 "delivery_limit": q.delivery_limit(),
-                "looks_like_dlq": looks_like_dlq(q, &all),
+                "looks_like_dlq": dlq,
             })).collect::<Vec<_>>(),
         });
         return super::output::print_json(&doc);
@@ -66,7 +68,7 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
         ("DLQ?", false, 4),
         ("NOTE", false, 50),
     ]);
-    for q in &rows {
+    for (q, dlq) in &rows {
         let note = match (q.kind.as_str(), q.delivery_limit()) {
             ("quorum", Some(l)) => format!("delivery-limit {l}: browsing counts redeliveries"),
             ("stream", _) => "read by offset, never consumed".to_string(),
@@ -78,11 +80,7 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
             q.messages.map_or("-".into(), |m| m.to_string()),
             q.messages_unacknowledged
                 .map_or("-".into(), |m| m.to_string()),
-            if looks_like_dlq(q, &all) {
-                "yes".into()
-            } else {
-                String::new()
-            },
+            if *dlq { "yes".into() } else { String::new() },
             note,
         ]);
     }
