@@ -815,6 +815,38 @@ fn queues_command_flags_dead_letter_queues() {
     delete(&t, &fresh);
 }
 
+/// A queue deleted between the management API's listing and the AMQP count fill leaves
+/// only its own count unknown: the queues after it are still counted.
+#[test]
+fn a_queue_gone_since_the_listing_does_not_stop_the_count_fill() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = Topology::new("fill");
+    let fresh = t.n("fill.dlq");
+    declare(&t, &fresh, vec![]);
+    for i in 0..3 {
+        t.publish("", &fresh, &format!("g-{i}"), "{}");
+    }
+    t.wait_for(&fresh, 3);
+    let listed = |name: &str| -> dlq_triage::brokers::rabbitmq_mgmt::QueueInfo {
+        serde_json::from_value(serde_json::json!({ "name": name, "type": "classic" }))
+            .expect("queue info")
+    };
+    let mut queues = vec![listed(&t.n("gone.dlq")), listed(&fresh)];
+    let base =
+        dlq_triage::core::source::SourceRef::parse("amqp://guest:guest@127.0.0.1:5672/%2f?queue=x")
+            .expect("uri");
+    dlq_triage::brokers::discovery::fill_missing_counts(&base, &mut queues, |_| true);
+    assert_eq!(queues[0].messages, None, "the gone queue stays unknown");
+    assert_eq!(
+        queues[1].messages,
+        Some(3),
+        "the next queue is still counted"
+    );
+    delete(&t, &fresh);
+}
+
 #[test]
 fn a_crash_between_ledger_and_ack_is_applied_exactly_once_later() {
     if !rabbit_available() {

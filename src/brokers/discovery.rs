@@ -118,9 +118,10 @@ pub fn discover(
 /// (or before the plugin was enabled) has no count there. Those of `queues` that are
 /// `wanted` (by index: the ones listed) get their ready messages from an AMQP passive
 /// declare instead (a stream's declare counts nothing: it stays unknown). Best effort,
-/// and bounded: the first failure (an AMQP port the API's host does not expose would
-/// otherwise cost a connect timeout per queue) leaves the rest unknown.
-pub(crate) fn fill_missing_counts(
+/// and bounded: once the connection fails (an AMQP port the API's host does not expose
+/// would otherwise cost a connect timeout per queue) the rest stay unknown. A queue
+/// deleted since the API listed it only leaves its own count unknown.
+pub fn fill_missing_counts(
     base: &SourceRef,
     queues: &mut [QueueInfo],
     wanted: impl Fn(usize) -> bool,
@@ -135,11 +136,14 @@ pub(crate) fn fill_missing_counts(
         return;
     };
     for i in missing {
-        let Ok(n) = amqp.ready_count(&queues[i].name) else {
-            break;
-        };
-        queues[i].messages = Some(n);
-        queues[i].messages_ready = Some(n);
+        match amqp.ready_count(&queues[i].name) {
+            Ok(n) => {
+                queues[i].messages = Some(n);
+                queues[i].messages_ready = Some(n);
+            }
+            Err(_) if amqp.connected() => {}
+            Err(_) => break,
+        }
     }
 }
 

@@ -380,7 +380,7 @@ impl RabbitSource {
     }
 
     fn ensure_connected(&mut self) -> Result<(), SourceError> {
-        if self.conn.as_ref().is_none_or(|c| !c.status().connected()) {
+        if !self.connected() {
             self.held.clear();
             self.consumers.clear();
             self.streams.clear();
@@ -415,6 +415,11 @@ impl RabbitSource {
             let _ = ch.close(200, ShortString::from("probe done")).await;
             Ok((q.message_count(), q.consumer_count()))
         })
+    }
+
+    /// Whether the AMQP connection is up (a missing queue closes only its channel).
+    pub(crate) fn connected(&self) -> bool {
+        self.conn.as_ref().is_some_and(|c| c.status().connected())
     }
 
     /// Ready messages of a queue over AMQP: for a listing whose management API has no
