@@ -124,6 +124,10 @@ impl HeaderValue {
                         .all(|(i, c)| c.is_ascii_digit() || (i == 0 && *c == b'-' && b.len() > 1));
                 if ascii_num {
                     std::str::from_utf8(b).ok()?.parse().ok()
+                } else if b.iter().all(|c| c.is_ascii_graphic() || *c == b' ') {
+                    // Printable text is text: a count of "x" is no count, not 120 (the
+                    // byte read as an integer). Binary integers carry bytes below 0x20.
+                    std::str::from_utf8(b).ok()?.trim().parse().ok()
                 } else {
                     match b.len() {
                         8 => Some(i64::from_be_bytes(b[..8].try_into().ok()?)),

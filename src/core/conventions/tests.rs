@@ -435,3 +435,54 @@ fn well_known_header_names_are_borrowed_and_others_kept_exactly() {
         assert_eq!(h.name, name);
     }
 }
+
+/// A count or retry header written as text is read as decimal text, never as the bytes'
+/// integer value: `"x"` is no count (it read as 120), `" 7 "` is 7. Binary integers, as
+/// Spring writes them, still read big-endian.
+#[test]
+fn a_text_count_is_read_as_text_and_a_binary_one_as_an_integer() {
+    let with = |headers: Vec<Header>| {
+        extract(
+            RawLetter {
+                headers,
+                ..RawLetter::default()
+            },
+            &[],
+        )
+    };
+    let xdeath = |count: HeaderValue| {
+        Header::new(
+            "x-death",
+            HeaderValue::Array(vec![HeaderValue::Table(vec![
+                ("count".into(), count),
+                ("reason".into(), HeaderValue::text("rejected")),
+                ("queue".into(), HeaderValue::text("orders")),
+            ])]),
+        )
+    };
+    assert!(with(vec![xdeath(HeaderValue::text("x"))])
+        .failure
+        .attempt
+        .is_none());
+    assert!(with(vec![xdeath(HeaderValue::text("ab"))])
+        .failure
+        .attempt
+        .is_none());
+    assert_eq!(
+        v(&with(vec![xdeath(HeaderValue::text(" 7 "))]).failure.attempt),
+        7
+    );
+    assert_eq!(
+        v(&with(vec![xdeath(HeaderValue::Int(3))]).failure.attempt),
+        3
+    );
+    let retries = |bytes: Vec<u8>| {
+        with(vec![Header::new(
+            "x-delivery-count",
+            HeaderValue::Bytes(bytes),
+        )])
+    };
+    assert!(retries(b"x".to_vec()).failure.attempt.is_none());
+    // Three deliveries before, as a 4-byte big-endian int: the fourth attempt.
+    assert_eq!(v(&retries(vec![0, 0, 0, 3]).failure.attempt), 4);
+}
