@@ -208,18 +208,26 @@ impl Catalog {
 
 /// A masked single-line preview of a payload, from its first few KiB only.
 pub fn preview(masker: &Masker, payload: &[u8]) -> String {
-    let input = if payload.len() > PREVIEW_INPUT {
-        // Cut at a delimiter so no half-token (a partial email) escapes the detectors.
+    let (input, cut) = if payload.len() > PREVIEW_INPUT {
+        // Cut after a delimiter so no half-token (a partial email) escapes the
+        // detectors. The delimiter stays: a body that is one long string value
+        // (`{"blob":"AAAA…`) previews as `{"blob":"…`, not as nothing.
         let cut = payload[..PREVIEW_INPUT]
             .iter()
-            .rposition(|b| b.is_ascii_whitespace() || matches!(b, b',' | b'{' | b'}' | b'[' | b']'))
-            .unwrap_or(0);
-        &payload[..cut]
+            .rposition(|b| {
+                b.is_ascii_whitespace()
+                    || matches!(b, b',' | b':' | b'"' | b'{' | b'}' | b'[' | b']')
+            })
+            .map_or(0, |at| at + 1);
+        (&payload[..cut], true)
     } else {
-        payload
+        (payload, false)
     };
     let (text, _) = masker.mask_payload(input, Layout::Compact, PREVIEW_BYTES);
     let mut one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if cut && one_line.len() < PREVIEW_BYTES {
+        one_line.push('…');
+    }
     if one_line.len() > PREVIEW_BYTES {
         let mut at = PREVIEW_BYTES;
         while !one_line.is_char_boundary(at) {
@@ -228,4 +236,21 @@ pub fn preview(masker: &Masker, payload: &[u8]) -> String {
         one_line.truncate(at);
     }
     one_line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A large body that is one long string value still previews its start, marked as
+    /// cut (it showed an empty preview: the only delimiter before the cut was the opening
+    /// brace, and the cut dropped it).
+    #[test]
+    fn a_large_body_previews_its_start_without_a_half_token() {
+        let m = Masker::with_key(b"k".to_vec());
+        let blob = format!(r#"{{"blob":"{}"}}"#, "A".repeat(10 * PREVIEW_INPUT));
+        assert_eq!(preview(&m, blob.as_bytes()), r#"{"blob":"…"#);
+        // A small body is previewed whole, with no cut marker.
+        assert_eq!(preview(&m, br#"{"a":1}"#), r#"{"a":1}"#);
+    }
 }
