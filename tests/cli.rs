@@ -339,6 +339,20 @@ fn named_sources_from_config() {
     assert_eq!(doc["group_by"], serde_json::json!(["reason"]));
 }
 
+/// An empty DLQ reads as calm, not as `+-0.0/min` (a float sum of no groups is -0.0).
+#[test]
+fn an_empty_dlq_summarises_as_zero() {
+    let env = Env::new();
+    let p = env.dump("empty.ndjson", &[], &[]);
+    let out = env.run(&["summary", p.to_str().expect("utf8")]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).expect("utf8");
+    assert!(
+        text.contains(" · 0 letters · +0.0/min · oldest -"),
+        "{text}"
+    );
+}
+
 #[test]
 fn malformed_input_is_reported_never_a_panic() {
     let env = Env::new();
@@ -425,6 +439,25 @@ fn escape_sequences_print_as_visible_escapes() {
     let text = String::from_utf8(out.stdout).expect("utf8");
     assert!(text.contains("\\x1b]52;c;"), "{text}");
     assert!(text.contains("\\u{202e}"), "{text}");
+
+    // A message id with an escape is listed escaped; `show` finds the letter by what
+    // was listed, as the user copies it, and still by the raw id.
+    let mut l = letter(2, "tax", "r1", 5);
+    l.headers[3] = Header::new("x-message-id", HeaderValue::text("id\x1b[31mred"));
+    let p = env.dump("evil-id.ndjson", &[l], &[]);
+    let path = p.to_str().expect("utf8");
+    let listed = String::from_utf8(env.run(&["list", path]).stdout).expect("utf8");
+    assert!(listed.contains("id\\x1b[31mred"), "{listed}");
+    for id in ["id\\x1b[31mred", "id\x1b[31mred"] {
+        let out = env.run(&["show", path, id]);
+        assert!(
+            out.status.success(),
+            "{id:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let shown = String::from_utf8(out.stdout).expect("utf8");
+        assert!(shown.starts_with("letter id\\x1b[31mred"), "{shown}");
+    }
 }
 
 #[test]

@@ -270,10 +270,15 @@ fn browse(src: &mut RabbitSource) -> (Vec<DeadLetter>, Vec<String>) {
     src.scan(&mut |ev| {
         match ev {
             ScanEvent::Letter(raw) => letters.push(extract(raw, &[])),
-            ScanEvent::Problem { message, .. } => problems.push(message),
-            ScanEvent::Partial { browsed, total, .. } => {
-                problems.push(format!("browsed {browsed} of {total}"))
-            }
+            // Unreadable records are marked: a notice about the browse is not one.
+            ScanEvent::Problem { message, .. } => problems.push(format!("problem: {message}")),
+            ScanEvent::Notice { message, .. } => problems.push(message),
+            ScanEvent::Partial {
+                browsed,
+                total,
+                why,
+                ..
+            } => problems.push(format!("browsed {browsed} of {total}: {why}")),
             ScanEvent::Progress { .. } => {}
         }
         ControlFlow::Continue(())
@@ -393,7 +398,9 @@ fn a_max_letters_cap_is_reported_not_silent() {
     let (letters, problems) = browse(&mut src);
     assert_eq!(letters.len(), 4);
     assert!(
-        problems.iter().any(|p| p.contains("browsed 4 of 10")),
+        problems
+            .iter()
+            .any(|p| p.contains("browsed 4 of 10: --max-letters 4")),
         "{problems:?}"
     );
     drop(src);
@@ -990,6 +997,14 @@ fn an_empty_looking_dlq_says_who_holds_its_messages() {
             .any(|p| p.contains("3 message(s) are held unacked")),
         "{seen:?}"
     );
+    // Counted, the held messages make the browse partial (it said "complete" while
+    // all three were hidden), and the notice is no unreadable record.
+    assert!(
+        seen.iter().any(|p| p
+            == "browsed 0 of 3: 3 held unacked by 1 other consumer(s) (close them to see those)"),
+        "{seen:?}"
+    );
+    assert!(!seen.iter().any(|p| p.starts_with("problem:")), "{seen:?}");
     // A re-browse on the same source releases its own consumer before counting: only
     // the holder is another client.
     let (_, again) = browse(&mut src);

@@ -510,15 +510,19 @@ impl RabbitSource {
         if probed == Probe::Stream {
             kind = Some("stream".into());
         }
+        // Another client (a stuck consumer, a second dlq-triage) may hold messages
+        // unacked: they are invisible here, and an "empty" DLQ may not be. Counted
+        // (the management API's last sample), they make the browse partial.
+        let hidden = if consumers > 0 {
+            info.as_ref().and_then(|i| i.messages_unacknowledged)
+        } else {
+            Some(0)
+        };
         if consumers > 0 {
-            // Another client (a stuck consumer, a second dlq-triage) may hold messages
-            // unacked: they are invisible here, and an "empty" DLQ may not be.
-            let held = info
-                .as_ref()
-                .and_then(|i| i.messages_unacknowledged)
+            let held = hidden
                 .map(|n| format!("{n} message(s) are held unacked by them and not shown"))
                 .unwrap_or_else(|| "messages they hold unacked are not shown (the management API would say how many)".into());
-            let flow = sink(ScanEvent::Problem {
+            let flow = sink(ScanEvent::Notice {
                 location: format!("queue {queue}"),
                 message: format!(
                     "{consumers} other consumer(s) attached; {held}; the broker reports {count} ready"
@@ -536,7 +540,7 @@ impl RabbitSource {
         }
         let limit = info.as_ref().and_then(|i| i.delivery_limit());
         if let Some(line) = self.quorum_guard(queue, kind.as_deref(), limit, &probed)? {
-            let flow = sink(ScanEvent::Problem {
+            let flow = sink(ScanEvent::Notice {
                 location: format!("queue {queue}"),
                 message: line,
             });
@@ -575,7 +579,7 @@ impl RabbitSource {
         if let (Some(limit), Some("quorum")) = (limit, kind.as_deref()) {
             // On release each message has one more delivery than its header says.
             let left = limit - (got.most_delivered + 1);
-            let flow = sink(ScanEvent::Problem {
+            let flow = sink(ScanEvent::Notice {
                 location: format!("queue {queue}"),
                 message: format!(
                     "quorum queue delivery-limit {limit}: after this browse the most-redelivered message has {} deliveries; {} browse(s) left before messages are dead-lettered or dropped",
@@ -587,11 +591,21 @@ impl RabbitSource {
                 return Ok(flow);
             }
         }
-        if got.flow.is_continue() && got.browsed < u64::from(count) {
+        let hidden = hidden.unwrap_or(0);
+        let total = u64::from(count) + hidden;
+        if got.flow.is_continue() && got.browsed < total {
+            let why = partial_why(
+                got.browsed,
+                u64::from(count),
+                self.max_letters,
+                hidden,
+                consumers,
+            );
             return Ok(sink(ScanEvent::Partial {
                 location: format!("queue {queue}"),
                 browsed: got.browsed,
-                total: u64::from(count),
+                total,
+                why,
             }));
         }
         Ok(got.flow)
@@ -760,6 +774,25 @@ impl Tags {
     fn clear(&mut self) {
         self.0.clear();
     }
+}
+
+/// Why a browse held less than the queue has, in words for "browsed N of M — why":
+/// the operator's cap, messages other consumers hold, or a queue that went quiet first.
+fn partial_why(browsed: u64, ready: u64, max_letters: u64, hidden: u64, consumers: u32) -> String {
+    let mut why = Vec::new();
+    if browsed >= max_letters {
+        why.push(format!(
+            "--max-letters {max_letters} (raise or drop it, or settle some)"
+        ));
+    } else if browsed < ready {
+        why.push("the queue went quiet before its count was held".to_string());
+    }
+    if hidden > 0 {
+        why.push(format!(
+            "{hidden} held unacked by {consumers} other consumer(s) (close them to see those)"
+        ));
+    }
+    why.join("; ")
 }
 
 /// What a `basic.get` probe learned of a queue of unknown type.
@@ -1195,5 +1228,32 @@ impl Publisher for RabbitPublisher {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partial_why;
+
+    /// Each cause is named, and only causes that hold: a cap reached, a queue that went
+    /// quiet short of its count, messages other consumers hold.
+    #[test]
+    fn a_partial_browse_says_why() {
+        assert_eq!(
+            partial_why(4, 10, 4, 0, 0),
+            "--max-letters 4 (raise or drop it, or settle some)"
+        );
+        assert_eq!(
+            partial_why(6, 10, u64::MAX, 0, 0),
+            "the queue went quiet before its count was held"
+        );
+        assert_eq!(
+            partial_why(0, 0, u64::MAX, 7, 1),
+            "7 held unacked by 1 other consumer(s) (close them to see those)"
+        );
+        assert_eq!(
+            partial_why(4, 10, 4, 7, 2),
+            "--max-letters 4 (raise or drop it, or settle some); 7 held unacked by 2 other consumer(s) (close them to see those)"
+        );
     }
 }

@@ -331,7 +331,7 @@ impl Context {
                     }
                     SessionEvent::Problem(p) => catalog.record_problem(p.location, p.message),
                     // Kept by the session; said after the scan and in JSON.
-                    SessionEvent::Partial(_) => {}
+                    SessionEvent::Partial(_) | SessionEvent::Notice(_) => {}
                     SessionEvent::Progress { total, .. } => {
                         if let Some(t) = total {
                             catalog.store.expect(t);
@@ -347,12 +347,20 @@ impl Context {
             return Err(e);
         }
         catalog.shrink_to_fit();
+        for n in session.notices() {
+            eprintln!(
+                "note: {}: {}",
+                sanitize::clean(&n.location),
+                sanitize::line(&n.message, 300)
+            );
+        }
         for c in session.partial() {
             eprintln!(
-                "note: browsed {} of {} in {} — the rest was not read (raise or drop --max-letters, or settle some)",
+                "note: browsed {} of {} in {} — the rest was not read: {}",
                 c.browsed,
                 c.total,
-                sanitize::clean(&c.location)
+                sanitize::clean(&c.location),
+                sanitize::line(&c.why, 300)
             );
         }
         for note in session.reconcile() {
@@ -445,8 +453,9 @@ pub(crate) fn report_problems(catalog: &Catalog) {
     }
 }
 
-/// Coverage as JSON: `{"complete": bool, "partial": [{"location", "browsed", "total"}]}`
-/// — `complete` is false when any container was browsed in part.
+/// Coverage as JSON: `{"complete": bool, "partial": [{"location", "browsed", "total",
+/// "why"}], "notices": [{"location", "message"}]}` — `complete` is false when any
+/// container was browsed in part.
 pub fn coverage_json(session: &crate::core::session::Session) -> serde_json::Value {
     let partial = session.partial();
     serde_json::json!({
@@ -455,6 +464,11 @@ pub fn coverage_json(session: &crate::core::session::Session) -> serde_json::Val
             "location": sanitize::clean(&c.location),
             "browsed": c.browsed,
             "total": c.total,
+            "why": sanitize::line(&c.why, 300),
+        })).collect::<Vec<_>>(),
+        "notices": session.notices().iter().map(|n| serde_json::json!({
+            "location": sanitize::clean(&n.location),
+            "message": sanitize::line(&n.message, 500),
         })).collect::<Vec<_>>(),
     })
 }

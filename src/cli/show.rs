@@ -58,6 +58,9 @@ pub(crate) fn find_letters(
         }
     }
     let mut found: Vec<Vec<DeadLetter>> = vec![Vec::new(); ids.len()];
+    // An id with control characters is listed escaped (`id\x1b[31m…`); the escaped form
+    // as the user copies it finds the letter too. Only such ids pay for the escaping.
+    let escaped_ids = ids.iter().any(|id| id.contains('\\'));
     let loaded = ctx.load_visit(source, |_, _, dl| {
         let coords = dl
             .raw
@@ -65,8 +68,9 @@ pub(crate) fn find_letters(
             .as_ref()
             .map(|c| c.to_string())
             .unwrap_or_default();
+        let shown = escaped_ids.then(|| sanitize::clean(&dl.id.value.0));
         for (i, id) in ids.iter().enumerate() {
-            if dl.id.value.0 == *id || coords == *id {
+            if dl.id.value.0 == *id || coords == *id || shown.as_deref() == Some(*id) {
                 found[i].push(dl.clone());
             }
         }

@@ -85,7 +85,8 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         return super::output::print_json(&doc);
     }
 
-    let total_inflow: f64 = groups.iter().map(|(_, g)| g.inflow_per_min()).sum();
+    // Summed as counts: a float sum of no groups is -0.0, printed "+-0.0/min".
+    let total_inflow = groups.iter().map(|(_, g)| g.last_hour).sum::<u64>() as f64 / 60.0;
     let oldest = groups
         .iter()
         .map(|(_, g)| g.oldest_ms)

@@ -82,12 +82,20 @@ pub enum ScanEvent {
         done: u64,
         total: Option<u64>,
     },
-    /// Not everything was browsed (a `--max-letters` cap, or the broker went quiet
-    /// before the count it gave was held): `browsed` of `total` in `location`.
+    /// Not everything was browsed (a `--max-letters` cap, messages other consumers
+    /// hold, or the broker went quiet before the count it gave was held): `browsed` of
+    /// `total` in `location`, and `why`, in words.
     Partial {
         location: String,
         browsed: u64,
         total: u64,
+        why: String,
+    },
+    /// Something the operator must know about this browse that is no unreadable
+    /// record (another consumer attached, a quorum queue's delivery limit near).
+    Notice {
+        location: String,
+        message: String,
     },
 }
 

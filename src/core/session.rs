@@ -220,6 +220,8 @@ pub enum SessionEvent {
     Letters(Vec<Prepared>),
     /// Not everything was browsed: `browsed` of `total` in `location`.
     Partial(Coverage),
+    /// Something to know about the browse that is no unreadable record.
+    Notice(Problem),
     Progress {
         done: u64,
         total: Option<u64>,
@@ -227,13 +229,14 @@ pub enum SessionEvent {
     Problem(Problem),
 }
 
-/// Where a browse held less than the broker has (`--max-letters`, or a queue that went
-/// quiet): every output says "browsed N of M".
+/// Where a browse held less than the broker has (`--max-letters`, messages other
+/// consumers hold, a queue that went quiet): every output says "browsed N of M" and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Coverage {
     pub location: String,
     pub browsed: u64,
     pub total: u64,
+    pub why: String,
 }
 
 /// A letter to discard, as the front end knows it.
@@ -295,6 +298,7 @@ pub struct Session {
     problems: Vec<Problem>,
     problem_count: u64,
     partial: Vec<Coverage>,
+    notices: Vec<Problem>,
 }
 
 impl Session {
@@ -311,6 +315,7 @@ impl Session {
             problems: Vec::new(),
             problem_count: 0,
             partial: Vec::new(),
+            notices: Vec::new(),
         };
         s.load_decisions()?;
         Ok(s)
@@ -347,6 +352,11 @@ impl Session {
     /// Containers browsed in part, with how much.
     pub fn partial(&self) -> &[Coverage] {
         &self.partial
+    }
+
+    /// What the source said about the browse besides letters and unreadable records.
+    pub fn notices(&self) -> &[Problem] {
+        &self.notices
     }
 
     /// The first problems (up to 100) and how many there were.
@@ -405,6 +415,7 @@ impl Session {
             problems,
             problem_count,
             partial,
+            notices,
             ..
         } = self;
         let ctx = Prep {
@@ -453,14 +464,23 @@ impl Session {
                         location,
                         browsed,
                         total,
+                        why,
                     } => {
                         let c = Coverage {
                             location,
                             browsed,
                             total,
+                            why,
                         };
                         partial.push(c.clone());
                         Ok((pump.emit)(SessionEvent::Partial(c)))
+                    }
+                    ScanEvent::Notice { location, message } => {
+                        let n = Problem { location, message };
+                        if notices.len() < MAX_KEPT_PROBLEMS {
+                            notices.push(n.clone());
+                        }
+                        Ok((pump.emit)(SessionEvent::Notice(n)))
                     }
                     ScanEvent::Problem { location, message } => {
                         *problem_count += 1;

@@ -284,6 +284,11 @@ fn forward(events: &Sender<AppEvent>, ev: SessionEvent, live: bool) -> bool {
         SessionEvent::Letters(b) => Action::Letters(b),
         SessionEvent::Progress { done, total } => Action::Progress { done, total },
         SessionEvent::Partial(c) => Action::Partial(c),
+        SessionEvent::Notice(n) => Action::Notes(vec![format!(
+            "{}: {}",
+            crate::core::sanitize::clean(&n.location),
+            crate::core::sanitize::line(&n.message, 200)
+        )]),
         SessionEvent::Problem(p) => {
             tracing::warn!(location = %crate::core::sanitize::clean(&p.location), "unreadable record");
             Action::Problem(p)

@@ -14,13 +14,15 @@ use ratatui::Frame;
 
 pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let total = s.catalog.store.len();
-    let inflow: f64 = s
+    // Summed as counts: a float sum of no groups is -0.0, shown "+-0.0/min".
+    let inflow = s
         .groups
         .tree
         .iter()
         .filter(|n| n.depth == 0)
-        .map(|n| n.inflow_per_min())
-        .sum();
+        .map(|n| n.last_hour)
+        .sum::<u64>() as f64
+        / 60.0;
     let oldest = s
         .groups
         .tree
