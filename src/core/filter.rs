@@ -152,6 +152,21 @@ impl Filter {
     pub fn parse(expr: &str) -> Result<Filter, FilterError> {
         let mut terms = Vec::new();
         for tok in tokenize(expr)? {
+            // Typed from habit, a connective must not become a fuzzy term that matches
+            // nothing (`age<5m and reason=x` found 0 letters): `and` is what spaces
+            // mean already; `or` and `not` are refused with the way to say them.
+            match tok.to_ascii_lowercase().as_str() {
+                "and" | "&&" => continue,
+                "or" | "||" => {
+                    return fail(format!(
+                        "`{tok}`: terms separated by spaces must all hold; for any of several values use `|` inside one term (reason=a|b)"
+                    ))
+                }
+                "not" | "!" => {
+                    return fail(format!("`{tok}`: negate a term with != (version!=r1)"))
+                }
+                _ => {}
+            }
             terms.push(parse_term(&tok)?);
         }
         Ok(Filter {

@@ -78,6 +78,25 @@ fn ids(expr: &str) -> Vec<String> {
         .collect()
 }
 
+/// Connectives typed from habit: `and` means what spaces mean; `or` and `not` are
+/// refused with the way to say them, never read as fuzzy words that match nothing.
+#[test]
+fn connectives_are_understood_or_refused_never_fuzzy() {
+    assert_eq!(
+        ids("reason=customer_tax_profile_missing AND version=release-2026-09-21"),
+        ["m1"]
+    );
+    assert_eq!(ids("reason=customer_tax_profile_missing and age<1h"), ["m1"]);
+    for (expr, hint) in [
+        ("reason=a or reason=b", "reason=a|b"),
+        ("reason=a || reason=b", "reason=a|b"),
+        ("not version=r1", "version!=r1"),
+    ] {
+        let e = Filter::parse(expr).err().expect(expr);
+        assert!(e.to_string().contains(hint), "{expr}: {e}");
+    }
+}
+
 #[test]
 fn documented_terms() {
     assert_eq!(ids("reason=customer_tax_profile_missing"), ["m1", "m2"]);
