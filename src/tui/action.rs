@@ -27,6 +27,10 @@ pub enum Action {
     StartCommand,
     InputChar(char),
     InputBackspace,
+    /// Ctrl-U: clear the line (a filter prompt opens on the current filter).
+    InputClear,
+    /// Ctrl-W: delete the word before the cursor.
+    InputDeleteWord,
     InputSubmit,
     /// Esc: leave input, close help, or clear the filter.
     Cancel,

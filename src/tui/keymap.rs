@@ -399,6 +399,12 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
             KeyCode::Enter => Some(Action::InputSubmit),
             KeyCode::Esc => Some(Action::Cancel),
             KeyCode::Backspace => Some(Action::InputBackspace),
+            KeyCode::Char('u') if e.modifiers.contains(KeyModifiers::CONTROL) => {
+                Some(Action::InputClear)
+            }
+            KeyCode::Char('w') if e.modifiers.contains(KeyModifiers::CONTROL) => {
+                Some(Action::InputDeleteWord)
+            }
             KeyCode::Char(c) if !e.modifiers.contains(KeyModifiers::CONTROL) => {
                 Some(Action::InputChar(c))
             }

@@ -67,6 +67,22 @@ pub enum Input {
     ReplayCount(String, usize),
 }
 
+impl Input {
+    /// The line being typed, if any.
+    pub fn text_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Input::Fuzzy(s)
+            | Input::Expr(s)
+            | Input::Command(s)
+            | Input::DiscardReason(s, _)
+            | Input::UnmaskReason(s, _)
+            | Input::EditReason(s, _)
+            | Input::ReplayCount(s, _) => Some(s),
+            Input::None => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     Info,

@@ -37,6 +37,8 @@ pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Com
         | Action::StartCommand
         | Action::InputChar(..)
         | Action::InputBackspace
+        | Action::InputClear
+        | Action::InputDeleteWord
         | Action::InputSubmit
         | Action::Cancel) => input(state, a, &mut cmds),
         a @ (Action::StartUnmask
@@ -158,28 +160,29 @@ fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
         Action::StartFuzzy => state.prompt.input = Input::Fuzzy(String::new()),
         Action::StartExpr => state.prompt.input = Input::Expr(state.filter.source().to_string()),
         Action::StartCommand => state.prompt.input = Input::Command(String::new()),
-        Action::InputChar(c) => match &mut state.prompt.input {
-            Input::Fuzzy(s)
-            | Input::Expr(s)
-            | Input::Command(s)
-            | Input::DiscardReason(s, _)
-            | Input::UnmaskReason(s, _)
-            | Input::EditReason(s, _)
-            | Input::ReplayCount(s, _) => s.push(c),
-            Input::None => {}
-        },
-        Action::InputBackspace => match &mut state.prompt.input {
-            Input::Fuzzy(s)
-            | Input::Expr(s)
-            | Input::Command(s)
-            | Input::DiscardReason(s, _)
-            | Input::UnmaskReason(s, _)
-            | Input::EditReason(s, _)
-            | Input::ReplayCount(s, _) => {
-                s.pop();
+        Action::InputChar(c) => {
+            if let Some(s) = state.prompt.input.text_mut() {
+                s.push(c);
             }
-            Input::None => {}
-        },
+        }
+        Action::InputBackspace | Action::InputClear | Action::InputDeleteWord => {
+            let Some(s) = state.prompt.input.text_mut() else {
+                return;
+            };
+            match action {
+                Action::InputBackspace => {
+                    s.pop();
+                }
+                Action::InputClear => s.clear(),
+                _ => {
+                    // As a shell does: the spaces before the cursor, then the word.
+                    let kept = s.trim_end().len();
+                    s.truncate(kept);
+                    let word = s.rfind(char::is_whitespace).map_or(0, |at| at + 1);
+                    s.truncate(word);
+                }
+            }
+        }
         Action::InputSubmit => submit(state, cmds),
         Action::Cancel => {
             if state.prompt.input != Input::None {
@@ -1248,6 +1251,31 @@ mod tests {
         input(&mut s, Action::Cancel, &mut cmds);
         assert!(s.filter.is_empty(), "Esc clears the filter");
         assert!(cmds.is_empty());
+    }
+
+    /// The prompt edits as a shell line does: Ctrl-W deletes the last word (and the
+    /// spaces before the cursor), Ctrl-U the whole line — a filter prompt opens on the
+    /// current filter, and Ctrl-U only appended a `u` to it.
+    #[test]
+    fn ctrl_w_and_ctrl_u_edit_the_prompt_line() {
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let mut s = state(2);
+        let mut cmds = Vec::new();
+        let mut key = |s: &mut AppState, code: KeyCode, m: KeyModifiers| {
+            let a = crate::tui::keymap::action_for(s, &KeyEvent::new(code, m))
+                .expect("a key in the prompt does something");
+            input(s, a, &mut cmds);
+        };
+        key(&mut s, KeyCode::Char('f'), KeyModifiers::NONE);
+        for c in "age<5m reason=amount*  ".chars() {
+            key(&mut s, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        key(&mut s, KeyCode::Char('w'), KeyModifiers::CONTROL);
+        assert_eq!(s.prompt.input, Input::Expr("age<5m ".into()));
+        key(&mut s, KeyCode::Char('u'), KeyModifiers::CONTROL);
+        assert_eq!(s.prompt.input, Input::Expr(String::new()));
+        key(&mut s, KeyCode::Char('w'), KeyModifiers::CONTROL);
+        assert_eq!(s.prompt.input, Input::Expr(String::new()));
     }
 
     #[test]

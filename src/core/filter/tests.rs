@@ -86,7 +86,10 @@ fn connectives_are_understood_or_refused_never_fuzzy() {
         ids("reason=customer_tax_profile_missing AND version=release-2026-09-21"),
         ["m1"]
     );
-    assert_eq!(ids("reason=customer_tax_profile_missing and age<1h"), ["m1"]);
+    assert_eq!(
+        ids("reason=customer_tax_profile_missing and age<1h"),
+        ["m1"]
+    );
     for (expr, hint) in [
         ("reason=a or reason=b", "reason=a|b"),
         ("reason=a || reason=b", "reason=a|b"),
