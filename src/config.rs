@@ -169,7 +169,8 @@ impl Config {
             path: path.to_path_buf(),
             message,
         };
-        let file: ConfigFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let file: ConfigFile = toml::from_str(text)
+            .map_err(|e| invalid(crate::core::sanitize::toml_error(text, &e)))?;
         let conventions = file
             .conventions
             .into_iter()

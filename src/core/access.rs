@@ -119,11 +119,8 @@ pub(crate) enum RolesError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("roles file {path}: {source}")]
-    Invalid {
-        path: PathBuf,
-        source: toml::de::Error,
-    },
+    #[error("roles file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
 }
 
 /// The process's real uid (not the effective one: a setuid wrapper must not change who
@@ -184,9 +181,9 @@ pub(crate) fn resolve(
     let path = explicit.unwrap_or(Path::new(DEFAULT_ROLES_FILE));
     let role = match std::fs::read_to_string(path) {
         Ok(text) => {
-            let f: RolesFile = toml::from_str(&text).map_err(|source| RolesError::Invalid {
+            let f: RolesFile = toml::from_str(&text).map_err(|e| RolesError::Invalid {
                 path: path.to_path_buf(),
-                source,
+                message: crate::core::sanitize::toml_error(&text, &e),
             })?;
             let listed = |list: &[String]| {
                 list.iter().any(|e| {

@@ -97,6 +97,33 @@ pub fn clean(s: &str) -> String {
     sanitize_str(s, Mode::Line, usize::MAX)
 }
 
+/// A TOML error as `line L, column C: message`. toml's own text quotes the offending
+/// line over several lines: printed on one, it read as `…\n  |\n2 | uri = 5…`, and the
+/// quoted line may hold a password (a config's `sasl.password`, a roles file's names).
+pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    match e.span() {
+        Some(span) => {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+            let column = before.len()
+                - before
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .map_or(0, |at| at + 1)
+                + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message,
+    }
+}
+
 fn push_char(out: &mut String, c: char, mode: Mode) {
     match c {
         '\n' if mode == Mode::Block => out.push('\n'),
@@ -133,6 +160,16 @@ pub(crate) fn human_bytes(n: u64) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A TOML error says where, on one line, and never quotes the line it is on.
+    #[test]
+    fn toml_errors_say_where_without_quoting_the_line() {
+        let text = "[sources.x]\nkafka = { \"sasl.password\" = hunter2 }\n";
+        let e = toml::from_str::<toml::Table>(text).expect_err("invalid");
+        let m = toml_error(text, &e);
+        assert!(m.starts_with("line 2, column "), "{m}");
+        assert!(!m.contains("hunter2") && !m.contains('\n'), "{m}");
+    }
 
     #[test]
     fn escapes_terminal_attacks() {

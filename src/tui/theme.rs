@@ -141,7 +141,7 @@ impl Theme {
     /// Parse a theme file. Errors name the offending key.
     pub fn parse(name: &str, text: &str) -> Result<Theme, String> {
         let doc: BTreeMap<String, BTreeMap<String, String>> =
-            toml::from_str(text).map_err(|e| e.to_string())?;
+            toml::from_str(text).map_err(|e| crate::core::sanitize::toml_error(text, &e))?;
         let palette = doc.get("palette").cloned().unwrap_or_default();
         let mut styles: [Option<Style>; KEYS.len()] = [None; KEYS.len()];
         for (section, table) in &doc {

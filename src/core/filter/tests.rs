@@ -95,7 +95,7 @@ fn connectives_are_understood_or_refused_never_fuzzy() {
         ("reason=a || reason=b", "reason=a|b"),
         ("not version=r1", "version!=r1"),
     ] {
-        let e = Filter::parse(expr).err().expect(expr);
+        let e = Filter::parse(expr).expect_err(expr);
         assert!(e.to_string().contains(hint), "{expr}: {e}");
     }
 }
