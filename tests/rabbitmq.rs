@@ -464,6 +464,28 @@ fn missing_queue_and_bad_credentials_are_clear() {
         err.contains("guest") && !err.contains("wrong"),
         "names the user, never the password: {err}"
     );
+
+    // A port that answers in HTTP (a proxy, the management port behind one): said in
+    // words, not as the frame parser's debug dump.
+    let http = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let port = http.local_addr().expect("addr").port();
+    let answer = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok((mut s, _)) = http.accept() {
+            let mut buf = [0u8; 64];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
+        }
+    });
+    let mut src =
+        RabbitSource::new(AmqpTarget { port, ..target() }, vec!["q".into()]).expect("source");
+    let err = src
+        .scan(&mut |_| ControlFlow::Continue(()))
+        .expect_err("not AMQP")
+        .to_string();
+    assert!(err.contains("answered, but not in AMQP 0-9-1"), "{err}");
+    assert!(!err.contains("Nom("), "{err}");
+    let _ = answer.join();
 }
 
 /// Close one named client connection from the server side, as a consumer timeout, an

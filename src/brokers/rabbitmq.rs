@@ -104,7 +104,15 @@ fn connect(
     match res {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) => {
-            let msg = e.to_string();
+            let mut msg = e.to_string();
+            // A peer that answers in something else (an HTTP port, a proxy) surfaces as
+            // the frame parser's debug dump: say what it means instead.
+            if msg.contains("Parsing Error") || msg.contains("failed to parse") {
+                msg = format!(
+                    "{}:{} answered, but not in AMQP 0-9-1 (an HTTP port or a proxy? AMQP listens on 5672, AMQPS on 5671, the management API on 15672)",
+                    t.host, t.port
+                );
+            }
             let hint = if msg.contains("ACCESS_REFUSED") || msg.to_lowercase().contains("auth") {
                 format!("RabbitMQ refused the credentials for user `{}`", t.user)
             } else if msg.contains("NOT_ALLOWED") || msg.contains("vhost") {
