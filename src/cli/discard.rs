@@ -54,13 +54,13 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
     if !a.yes {
         if !std::io::stdin().is_terminal() {
             return usage(format!(
-                "about to discard {} letters: confirm in a terminal, or pass --yes",
-                targets.len()
+                "about to discard {}: confirm in a terminal, or pass --yes",
+                crate::core::words::letters(targets.len())
             ));
         }
         eprint!(
-            "Discard {} letters from {label} (reason: {})?\n  RabbitMQ: each is acked (removed from the DLQ) after the ledger records it.\n  Kafka, streams, files: recorded in the ledger only (one record cannot be deleted).\nType yes to continue: ",
-            targets.len(),
+            "Discard {} from {label} (reason: {})?\n  RabbitMQ: each is acked (removed from the DLQ) after the ledger records it.\n  Kafka, streams, files: recorded in the ledger only (one record cannot be deleted).\nType yes to continue: ",
+            crate::core::words::letters(targets.len()),
             sanitize::clean(reason)
         );
         let mut answer = String::new();

@@ -81,8 +81,8 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     }
     if plan.items.is_empty() {
         return refused(&format!(
-            "nothing to replay: {} letters excluded (see the plan above)",
-            plan.excluded.len()
+            "nothing to replay: {} excluded (see the plan above)",
+            crate::core::words::letters(plan.excluded.len())
         ));
     }
     if !confirmed(&plan, a, &label, ctx.config.replay.confirm_above)? {
@@ -321,7 +321,8 @@ fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str, above: usize) -> anyhow::
     }
     if !std::io::stdin().is_terminal() {
         return usage(format!(
-            "about to replay {n} letters: confirm in a terminal, or pass --yes{}",
+            "about to replay {}: confirm in a terminal, or pass --yes{}",
+            crate::core::words::letters(n),
             if n > above {
                 format!(" --expect {n}")
             } else {
@@ -334,7 +335,10 @@ fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str, above: usize) -> anyhow::
     } else {
         "yes".to_string()
     };
-    eprint!("Replay {n} letters from {label}? Type {want} to start: ");
+    eprint!(
+        "Replay {} from {label}? Type {want} to start: ",
+        crate::core::words::letters(n)
+    );
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     Ok(answer.trim() == want)

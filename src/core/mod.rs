@@ -29,3 +29,4 @@ pub mod source;
 pub mod store;
 pub mod timefmt;
 pub mod watch;
+pub mod words;

@@ -266,8 +266,8 @@ impl DiscardReport {
     /// One line for the user; `from` names the source.
     pub fn summary(&self, from: Option<&str>) -> String {
         let mut s = format!(
-            "discarded {} letters{}: {} removed from the DLQ, {} recorded in the ledger only",
-            self.done.len(),
+            "discarded {}{}: {} removed from the DLQ, {} recorded in the ledger only",
+            crate::core::words::letters(self.done.len()),
             from.map(|f| format!(" from {f}")).unwrap_or_default(),
             self.removed,
             self.ledger_only

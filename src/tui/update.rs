@@ -226,7 +226,7 @@ fn apply_filter(state: &mut AppState, expr: &str) {
                 if state.filter.is_empty() {
                     "filter cleared".into()
                 } else {
-                    format!("{n} letters match `{expr}`")
+                    format!("{} match `{expr}`", crate::core::words::count(n, "letter"))
                 },
                 Level::Info,
             ));
@@ -609,7 +609,10 @@ fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &str) {
             .map(|f| {
                 state.filter = f;
                 rebuild_index(state);
-                format!("{} letters match", state.index.total())
+                format!(
+                    "{} match",
+                    crate::core::words::count(state.index.total(), "letter")
+                )
             }),
         "clear" => {
             state.filter = Filter::all();

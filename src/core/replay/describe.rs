@@ -73,8 +73,8 @@ pub fn plan_lines(plan: &Plan, label: &str, resuming: bool, kill: &str) -> Vec<S
                 )
             };
             out.push(format!(
-                "    ! {} letters: {}{eg}",
-                w.count,
+                "    ! {}: {}{eg}",
+                crate::core::words::letters(w.count),
                 clean(&w.message)
             ));
         }

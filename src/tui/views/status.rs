@@ -187,7 +187,10 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         ]),
         Input::ReplayCount(typed, n) => Line::from(vec![
             Span::styled(
-                format!(" replay {n} letters — type {n} to start: "),
+                format!(
+                    " replay {} — type {n} to start: ",
+                    crate::core::words::letters(*n)
+                ),
                 t.get(S::UiWarn),
             ),
             Span::styled(format!("{}▏", sanitize::line(typed, 20)), t.get(S::UiText)),
