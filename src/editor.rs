@@ -83,11 +83,11 @@ pub(crate) fn edit_payload(
     let half = if unmasked {
         Vec::new()
     } else {
-        edited_masked_values(&shown_value, &merged, &paths)
+        edited_masked_values(&merged, &paths)
     };
     if !half.is_empty() {
         return Err(format!(
-            "masked values were edited in place at {}: keep a masked value as it is, or replace it entirely; nothing saved",
+            "masked values were edited, moved or copied at {}: keep a masked value where it is, as it is, or replace it entirely (a value to rename needs --unmasked); nothing saved",
             half.join(", ")
         ));
     }

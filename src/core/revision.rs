@@ -71,28 +71,27 @@ pub fn changed_paths(a: &Value, b: &Value) -> Vec<String> {
     out
 }
 
-/// Values an editor must not half-change: a masked hint edited in place would replace
-/// real data with asterisks.
-pub(crate) fn edited_masked_values(
-    masked: &Value,
-    merged: &Value,
-    changed: &[String],
-) -> Vec<String> {
+/// Changed values that still carry a masked hint: edited in place, or moved or copied
+/// to a path of their own (a renamed key, a shifted array element) — every one would
+/// replace real data with asterisks. Untouched hints come back from the original and
+/// are not among the changed paths.
+pub(crate) fn edited_masked_values(merged: &Value, changed: &[String]) -> Vec<String> {
     changed
         .iter()
-        .filter(|p| {
-            let was_masked = masked
-                .pointer(p)
-                .and_then(Value::as_str)
-                .is_some_and(is_hint);
-            let still_hint = merged
-                .pointer(p)
-                .and_then(Value::as_str)
-                .is_some_and(is_hint);
-            was_masked && still_hint
-        })
+        .filter(|p| merged.pointer(p).is_some_and(holds_hint))
         .cloned()
         .collect()
+}
+
+/// A masked hint anywhere in `v` (a renamed key may carry a whole masked object). JSON
+/// from serde_json nests at most 128 deep, so the recursion is bounded.
+fn holds_hint(v: &Value) -> bool {
+    match v {
+        Value::String(s) => is_hint(s),
+        Value::Array(items) => items.iter().any(holds_hint),
+        Value::Object(map) => map.values().any(holds_hint),
+        _ => false,
+    }
 }
 
 fn is_hint(s: &str) -> bool {
@@ -133,8 +132,40 @@ mod tests {
         );
         let changed = changed_paths(&original, &half);
         assert_eq!(
-            edited_masked_values(&masked, &half, &changed),
+            edited_masked_values(&half, &changed),
             vec!["/customer/email"]
         );
+    }
+
+    /// A masked hint moved to a path of its own — a renamed key, a whole masked object
+    /// under a new name — is refused like one edited in place: the revision would hold
+    /// asterisks where the original held the data (a renamed `ssn` saved `"1***"`).
+    #[test]
+    fn masked_hints_moved_to_a_new_path_are_refused() {
+        let original =
+            json!({"ssn": "123-45-6789", "customer": {"email": "jane@example.com"}, "n": 1});
+        let masked = json!({"ssn": "1***", "customer": {"email": "j***@e***.com"}, "n": 1});
+        for (edited, refused) in [
+            (
+                json!({"ssn_v2": "1***", "customer": {"email": "j***@e***.com"}, "n": 1}),
+                "/ssn_v2",
+            ),
+            (
+                json!({"ssn": "1***", "client": {"email": "j***@e***.com"}, "n": 1}),
+                "/client",
+            ),
+        ] {
+            let merged = merge_masked_edit(&original, &masked, &edited);
+            let changed = changed_paths(&original, &merged);
+            assert_eq!(edited_masked_values(&merged, &changed), vec![refused]);
+        }
+        // A new value of the operator's own is an edit like any other.
+        let merged = merge_masked_edit(
+            &original,
+            &masked,
+            &json!({"ssn": "1***", "customer": {"email": "j***@e***.com"}, "n": 2, "note": "fixed"}),
+        );
+        let changed = changed_paths(&original, &merged);
+        assert!(edited_masked_values(&merged, &changed).is_empty());
     }
 }
