@@ -85,6 +85,7 @@ fn main() -> anyhow::Result<()> {
             },
             masker: masker.clone(),
             mappings: Vec::new(),
+            since: None,
         },
     )?;
     let mut catalog = Catalog::new(masker, Vec::new());

@@ -339,6 +339,40 @@ fn named_sources_from_config() {
     assert_eq!(doc["group_by"], serde_json::json!(["reason"]));
 }
 
+/// `--since` keeps the letters dead-lettered within the window, on every source (a dump
+/// and the demo ignored it and showed everything); letters with no known time are kept.
+#[test]
+fn since_keeps_the_recent_letters_on_every_source() {
+    let env = Env::new();
+    let mut letters = mixed();
+    letters.push(RawLetter {
+        timestamp: None,
+        ..letter(50, "untimed", "r3", 0)
+    });
+    let p = env.dump("mixed.ndjson", &letters, &[]);
+    let path = p.to_str().expect("utf8");
+    let all = json(&env.run(&["summary", path, "--json"]));
+    assert_eq!(all["total"], 18);
+    let recent = json(&env.run(&["summary", path, "--since", "1h", "--json"]));
+    // The 10 tax/r2 letters of the last hour, and the one with no time.
+    assert_eq!(recent["total"], 11, "{recent}");
+    assert_eq!(recent["since"], "2026-11-29T17:00:00Z", "{recent}");
+    let text =
+        String::from_utf8(env.run(&["summary", path, "--since", "1h"]).stdout).expect("utf8");
+    assert!(text.contains(" · 11 letters in the last 1h · "), "{text}");
+    let mut c = group_counts(&json(
+        &env.run(&["summary", path, "--since", "1h", "-g", "reason", "--json"]),
+    ));
+    c.sort();
+    assert_eq!(
+        c,
+        vec![
+            (vec!["tax".to_string()], 10),
+            (vec!["untimed".to_string()], 1)
+        ]
+    );
+}
+
 /// An empty DLQ reads as calm, not as `+-0.0/min` (a float sum of no groups is -0.0).
 #[test]
 fn an_empty_dlq_summarises_as_zero() {

@@ -2159,6 +2159,7 @@ fn tui_worker(
             },
             masker,
             mappings: Vec::new(),
+            since: None,
         },
         tx,
         req_rx,

@@ -57,6 +57,7 @@ impl Tui {
             },
             masker: masker.clone(),
             mappings: Vec::new(),
+            since: None,
         };
         let (tx, rx) = mpsc::channel();
         let (req, req_rx) = mpsc::channel();

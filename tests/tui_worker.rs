@@ -25,6 +25,7 @@ fn operator(source_key: &str, ledger: std::path::PathBuf, masker: Masker) -> Set
         },
         masker,
         mappings: Vec::new(),
+        since: None,
     }
 }
 

@@ -116,6 +116,7 @@ pub fn replay_topic(
         },
         masker: Masker::with_key(vec![7; 32]),
         mappings: Vec::new(),
+        since: None,
     };
     let src = KafkaSource::new(vec![demo.bootstrap()], vec![topic.into()], Vec::new());
     let mut session = Session::new(Box::new(src), settings).expect("session");

@@ -66,9 +66,6 @@ pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>
         SourceRef::Demo => Ok(Box::new(demo::DemoSource::start(
             opts.now.unwrap_or_else(Utc::now),
         )?)),
-        SourceRef::Amqp { .. } if opts.since.is_some() => Err(SourceError::Unsupported(
-            "--since works on kafka:// sources; for RabbitMQ use --filter 'age<DURATION'".into(),
-        )),
         SourceRef::Amqp {
             tls, host, queues, ..
         } => {

@@ -390,6 +390,7 @@ impl Context {
             principal: self.principal(),
             masker: self.masker()?,
             mappings: self.config.conventions.clone(),
+            since: self.since,
         })
     }
 

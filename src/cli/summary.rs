@@ -82,6 +82,9 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         if !filter.is_empty() {
             doc["filter"] = json!(filter.source());
         }
+        if let Some(since) = ctx.since {
+            doc["since"] = json!(since.to_rfc3339_opts(SecondsFormat::Secs, true));
+        }
         return super::output::print_json(&doc);
     }
 
@@ -94,9 +97,14 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         .min();
     writeln!(
         out,
-        "{} · {} letters{} · +{:.1}/min · oldest {}",
+        "{} · {} letters{}{} · +{:.1}/min · oldest {}",
         crate::core::sanitize::clean(&loaded.info.label),
         store.len(),
+        // Older letters were left out: the count must not read as the whole DLQ's.
+        ctx.since.map_or(String::new(), |s| format!(
+            " in the last {}",
+            format_age_ms(now - s.timestamp_millis())
+        )),
         if filter.is_empty() {
             String::new()
         } else {

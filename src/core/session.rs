@@ -129,6 +129,10 @@ pub struct Settings {
     pub principal: Principal,
     pub masker: Masker,
     pub mappings: Vec<UserMapping>,
+    /// `--since`: only letters dead-lettered at or after this (letters with no known
+    /// time are kept). Applied here, to every source; Kafka also starts its read at
+    /// the matching offsets, which only saves reading.
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// One letter, ready to index: extracted, previewed (masked), with its ledger state.
@@ -422,6 +426,7 @@ impl Session {
             masker: &settings.masker,
             mappings: &settings.mappings,
             previews,
+            since: settings.since,
             decided_ids,
             decided,
         };

@@ -22,11 +22,20 @@ pub(super) struct Prep<'a> {
     pub masker: &'a Masker,
     pub mappings: &'a [UserMapping],
     pub previews: bool,
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
     pub decided_ids: &'a HashSet<String>,
     pub decided: &'a HashMap<String, Decision>,
 }
 
 impl Prep<'_> {
+    /// Whether a prepared letter is inside `--since` (one with no known time is).
+    pub fn keeps(&self, p: &Prepared) -> bool {
+        match (self.since, &p.letter.dead_lettered_at) {
+            (Some(since), Some(at)) => at.value >= since,
+            _ => true,
+        }
+    }
+
     pub fn one(&self, raw: RawLetter) -> Prepared {
         let (letter, preview) = prepare_with(self.masker, self.mappings, self.previews, raw);
         let fp = decisions::content_fp(&letter.raw);
@@ -56,7 +65,11 @@ pub(super) fn preparing<'scope>(
     prep: &'scope Prep<'scope>,
 ) -> Preparing {
     Pipeline::start(scope, move |batch: Vec<RawLetter>| {
-        batch.into_iter().map(|r| prep.one(r)).collect()
+        batch
+            .into_iter()
+            .map(|r| prep.one(r))
+            .filter(|p| prep.keeps(p))
+            .collect()
     })
 }
 
@@ -171,6 +184,7 @@ mod tests {
             masker: &masker,
             mappings: &[],
             previews,
+            since: None,
             decided_ids: &ids,
             decided: &decided,
         });
