@@ -97,9 +97,9 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         .min();
     writeln!(
         out,
-        "{} · {} letters{}{} · +{:.1}/min · oldest {}",
+        "{} · {}{}{} · +{:.1}/min · oldest {}",
         crate::core::sanitize::clean(&loaded.info.label),
-        store.len(),
+        crate::core::words::letters(store.len()),
         // Older letters were left out: the count must not read as the whole DLQ's.
         ctx.since.map_or(String::new(), |s| format!(
             " in the last {}",

@@ -36,7 +36,10 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             format!(" · {}", sanitize::line(&s.info.label, 80)),
             t.get(S::UiHeader),
         ),
-        Span::styled(format!(" · {total} letters"), t.get(S::UiCount)),
+        Span::styled(
+            format!(" · {}", crate::core::words::letters(total)),
+            t.get(S::UiCount),
+        ),
         Span::styled(format!(" · +{inflow:.1}/min"), t.get(S::UiText)),
         Span::styled(
             format!(
