@@ -115,6 +115,15 @@ fn first_screen_tells_the_incident_at_200x60() {
     assert!(text.contains("429 letters"));
 }
 
+/// Under `--since` the title says the count is of the window, not of the whole DLQ.
+#[test]
+fn the_title_says_when_since_left_older_letters_out() {
+    let size = (200, 60);
+    let mut s = state_from(&example(), size);
+    s.since_ms = Some(now_ms() - 2 * 3_600_000);
+    assert!(screen(&s, size).contains("429 letters in the last 2h ·"));
+}
+
 #[test]
 fn first_screen_at_80x24() {
     let size = (80, 24);

@@ -303,6 +303,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     state.role = settings.principal.role;
     state.replay.confirm_above = confirm_above;
     state.owners = owners;
+    state.since_ms = settings.since.map(|s| s.timestamp_millis());
     let mut outside = Outside {
         requests: req_tx,
         render: spawn_renderer(state.catalog.masker().clone(), tx.clone()),

@@ -213,6 +213,8 @@ pub struct AppState {
     pub replay: crate::tui::replaying::ReplayUi,
     /// Rows available to the lists (set by the view on resize), for paging.
     pub page: usize,
+    /// `--since` as epoch ms: the title says the count is of that window only.
+    pub since_ms: Option<i64>,
     pub quit: bool,
 }
 
@@ -263,6 +265,7 @@ impl AppState {
             replay: Default::default(),
             owners: Default::default(),
             page: 10,
+            since_ms: None,
             quit: false,
         }
     }

@@ -37,7 +37,15 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             t.get(S::UiHeader),
         ),
         Span::styled(
-            format!(" · {}", crate::core::words::letters(total)),
+            format!(
+                " · {}{}",
+                crate::core::words::letters(total),
+                // Older letters were left out: the count must not read as the DLQ's.
+                s.since_ms.map_or(String::new(), |since| format!(
+                    " in the last {}",
+                    crate::core::timefmt::format_age_ms(s.now_ms - since)
+                ))
+            ),
             t.get(S::UiCount),
         ),
         Span::styled(format!(" · +{inflow:.1}/min"), t.get(S::UiText)),
