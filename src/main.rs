@@ -10,7 +10,37 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Stack for every thread the process starts, and for the command itself. A hostile
+/// header nested as deep as RabbitMQ's 128 KiB frame allows (26,000 arrays) takes lapin's
+/// recursive parser over 32 MiB, on an I/O thread lapin starts with the default stack:
+/// 2 MiB overflowed at ~1,000 levels and aborted the process — one letter made the queue
+/// unbrowsable. Reserved address space, not memory: untouched stack pages cost nothing.
+const STACK_BYTES: usize = 128 << 20;
+
 fn main() -> ExitCode {
+    // std reads RUST_MIN_STACK once, at the first thread spawn (lapin's included), so it
+    // is set before any thread starts; an operator's own setting is kept.
+    if std::env::var_os("RUST_MIN_STACK").is_none() {
+        std::env::set_var("RUST_MIN_STACK", STACK_BYTES.to_string());
+    }
+    // The command runs on a thread of the same size: the main thread has the 8 MiB of
+    // the shell's ulimit.
+    let command = std::thread::Builder::new()
+        .name("dlq-triage".into())
+        .stack_size(STACK_BYTES)
+        .spawn(run);
+    match command.map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        // A panic was reported by the hook; 101 is what a panicking main exits with.
+        Ok(Err(_)) => ExitCode::from(101),
+        Err(e) => {
+            eprintln!("error: cannot start the command thread: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run() -> ExitCode {
     let cli = Cli::parse();
     if let Err(e) = dlq_triage::logging::init(&cli.log_level) {
         eprintln!("error: {e}");

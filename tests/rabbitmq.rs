@@ -580,6 +580,55 @@ fn management_available() -> bool {
     up
 }
 
+/// A letter whose header nests 10,000 arrays deep (RabbitMQ's 128 KiB frame allows about
+/// 26,000; a release build was checked at that by hand) is browsed, summarised and shown
+/// like any other: lapin's recursive parser overflowed its 2 MiB I/O thread at ~1,000
+/// levels and aborted the process, so one hostile letter made the queue unbrowsable.
+/// Published through the management API: a client's own recursive encoder would need
+/// the stack this test thread does not have.
+#[test]
+fn a_header_nested_ten_thousand_deep_is_browsed_not_a_crash() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("deep");
+    let q = t.n("deep.dlq");
+    declare(&t, &q, vec![]);
+    let n = 10_000;
+    let body = format!(
+        r#"{{"properties":{{"headers":{{"deep":{}{},"x-reason-code":"deep"}}}},"routing_key":"{q}","payload":"{{}}","payload_encoding":"string"}}"#,
+        "[".repeat(n),
+        "]".repeat(n)
+    );
+    let answer = ureq::post(&format!("{MGMT}/api/exchanges/%2f/amq.default/publish"))
+        .set("authorization", "Basic Z3Vlc3Q6Z3Vlc3Q=")
+        .set("content-type", "application/json")
+        .send_string(&body)
+        .expect("publish")
+        .into_string()
+        .expect("answer");
+    assert!(answer.contains(r#""routed":true"#), "{answer}");
+    t.wait_for(&q, 1);
+    let dir = tempfile::tempdir().expect("dir");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={q}");
+    let at = format!("{q}#1");
+    for args in [
+        vec!["summary", uri.as_str(), "-g", "reason"],
+        vec!["show", uri.as_str(), at.as_str()],
+    ] {
+        let out = cli_command(dir.path(), &args).output().expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}\n{text}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("deep"), "{text}");
+        t.wait_for(&q, 1);
+    }
+    delete(&t, &q);
+}
+
 fn declare(t: &Topology, name: &str, args: Vec<(&str, AMQPValue)>) {
     t.rt.block_on(async {
         let ch = t.conn.create_channel().await.expect("channel");
