@@ -451,7 +451,7 @@ fn masked_edit_round_trip_changes_only_the_edited_path() {
         String::from_utf8_lossy(&bad.stdout)
     );
     assert!(String::from_utf8_lossy(&bad.stderr)
-        .contains("masked values were edited in place at /payload/customer/email"));
+        .contains("masked values were edited, moved or copied at /payload/customer/email"));
     // A failing editor saves nothing.
     assert_eq!(edit("false", "x").status.code(), Some(1));
     let v = json(&env.run(&["audit", "verify", "--json"]));
