@@ -533,11 +533,23 @@ impl DlqSource for KafkaSource {
         while started.elapsed() < self.stall_timeout {
             match consumer.poll(POLL) {
                 Some(Ok(msg)) if msg.offset() == *offset => return Ok(to_raw(&msg)),
-                // Compaction or retention removed it; the broker skipped ahead.
+                // Not there: compaction or retention removed it (the broker skipped
+                // ahead), or it was never written (past the partition's end).
                 Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => {
-                    return Err(SourceError::unavailable(format!(
-                        "{coords} no longer exists (retention or compaction)"
-                    )))
+                    let end = consumer
+                        .fetch_watermarks(topic, *partition, METADATA_TIMEOUT)
+                        .ok()
+                        .map(|(_, high)| high);
+                    return Err(SourceError::unavailable(match end {
+                        Some(0) => format!(
+                            "{coords} does not exist: partition {partition} is empty (list the letters for their coordinates)"
+                        ),
+                        Some(high) if *offset >= high => format!(
+                            "{coords} does not exist: partition {partition} ends at offset {} (list the letters for their coordinates)",
+                            high - 1
+                        ),
+                        _ => format!("{coords} no longer exists (retention or compaction)"),
+                    }));
                 }
                 Some(Err(_)) | None => {}
             }
