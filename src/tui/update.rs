@@ -1258,7 +1258,7 @@ mod tests {
 
     /// The prompt edits as a shell line does: Ctrl-W deletes the last word (and the
     /// spaces before the cursor), Ctrl-U the whole line — a filter prompt opens on the
-    /// current filter, and Ctrl-U only appended a `u` to it.
+    /// current filter, and Ctrl-U did nothing, so a new filter was typed onto the old.
     #[test]
     fn ctrl_w_and_ctrl_u_edit_the_prompt_line() {
         use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
