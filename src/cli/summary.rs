@@ -97,14 +97,13 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         .min();
     writeln!(
         out,
-        "{} · {}{}{} · +{:.1}/min · oldest {}",
+        "{} · {}{} · +{:.1}/min · oldest {}",
         crate::core::sanitize::clean(&loaded.info.label),
-        crate::core::words::letters(store.len()),
-        // Older letters were left out: the count must not read as the whole DLQ's.
-        ctx.since.map_or(String::new(), |s| format!(
-            " in the last {}",
-            format_age_ms(now - s.timestamp_millis())
-        )),
+        crate::core::words::letters_since(
+            store.len(),
+            ctx.since.map(|s| s.timestamp_millis()),
+            now
+        ),
         if filter.is_empty() {
             String::new()
         } else {

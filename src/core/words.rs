@@ -15,6 +15,19 @@ pub fn letters(n: usize) -> String {
     count(n as u64, "letter")
 }
 
+/// The letters a title counts, with `--since`'s window when one left older letters out
+/// (`429 letters in the last 2h`): the count must not read as the whole DLQ's.
+pub fn letters_since(n: usize, since_ms: Option<i64>, now_ms: i64) -> String {
+    match since_ms {
+        Some(since) => format!(
+            "{} in the last {}",
+            letters(n),
+            crate::core::timefmt::format_age_ms(now_ms - since)
+        ),
+        None => letters(n),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -23,5 +36,10 @@ mod tests {
         assert_eq!(super::letters(1), "1 letter");
         assert_eq!(super::letters(2), "2 letters");
         assert_eq!(super::count(1u32, "replay"), "1 replay");
+        assert_eq!(super::letters_since(2, None, 0), "2 letters");
+        assert_eq!(
+            super::letters_since(1, Some(0), 2 * 3_600_000),
+            "1 letter in the last 2h"
+        );
     }
 }

@@ -38,13 +38,8 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         ),
         Span::styled(
             format!(
-                " · {}{}",
-                crate::core::words::letters(total),
-                // Older letters were left out: the count must not read as the DLQ's.
-                s.since_ms.map_or(String::new(), |since| format!(
-                    " in the last {}",
-                    crate::core::timefmt::format_age_ms(s.now_ms - since)
-                ))
+                " · {}",
+                crate::core::words::letters_since(total, s.since_ms, s.now_ms)
             ),
             t.get(S::UiCount),
         ),
