@@ -17,25 +17,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// unbrowsable. Reserved address space, not memory: untouched stack pages cost nothing.
 const STACK_BYTES: usize = 128 << 20;
 
-/// mimalloc's `mi_option_purge_delay`: the crate exports the options numbered 14
-/// (`eager_commit_delay`) and 16 (`use_numa_nodes`) but not this one between them.
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// mimalloc tuned for a scan: prepared batches are megabytes each, freed on another
-/// thread every few milliseconds. By default mimalloc returned that memory to the OS
-/// after 10 ms and took it back as fresh huge pages, each zeroed by the kernel:
-/// `clear_page` was ~10% of a 1,000,000-letter Kafka `summary` (perf). Freed memory is
-/// now kept 200 ms (CPU of that `summary` 4.97 → 4.57 s, RSS 239 → 259 MB).
-/// `MIMALLOC_PURGE_DELAY` still overrides.
-fn tune_allocator() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: an option setter of the allocator, called before any other thread.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 200) };
-    }
-}
-
 fn main() -> ExitCode {
-    tune_allocator();
     // std reads RUST_MIN_STACK once, at the first thread spawn (lapin's included), so it
     // is set before any thread starts; an operator's own setting is kept.
     if std::env::var_os("RUST_MIN_STACK").is_none() {
@@ -106,25 +88,6 @@ fn run() -> ExitCode {
             } else {
                 ExitCode::from(1)
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The option number is mimalloc's enum, not exported by the crate: option 15 must
-    /// be the purge delay (its default is 10 ms) and the setter must take.
-    #[test]
-    fn the_purge_delay_option_is_the_one_set() {
-        // SAFETY: option getters of the allocator.
-        let before = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
-        assert!(before == 10 || before == 200, "option 15 is {before}, not a purge delay");
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-            tune_allocator();
-            let after = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
-            assert_eq!(after, 200);
         }
     }
 }
