@@ -289,7 +289,7 @@ impl Context {
     pub(crate) fn load_visit(
         &self,
         arg: &str,
-        visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
+        visit: impl FnMut(&Catalog, RowId, Box<DeadLetter>) -> anyhow::Result<()>,
     ) -> anyhow::Result<Loaded> {
         self.load_with(arg, true, visit)
     }
@@ -302,7 +302,7 @@ impl Context {
         &self,
         arg: &str,
         previews: bool,
-        mut visit: impl FnMut(&Catalog, RowId, DeadLetter) -> anyhow::Result<()>,
+        mut visit: impl FnMut(&Catalog, RowId, Box<DeadLetter>) -> anyhow::Result<()>,
     ) -> anyhow::Result<Loaded> {
         let (source_ref, opts) = self.source_plan(arg)?;
         let source_key = source_ref.to_string();

@@ -43,7 +43,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
             return Ok(());
         };
         if filter.as_mut().is_none_or(|f| f.matches(store, r, now)) {
-            picked.push((letter, store.preview(r).to_string()));
+            picked.push((*letter, store.preview(r).to_string()));
         }
         Ok(())
     })?;

@@ -71,7 +71,7 @@ pub(crate) fn find_letters(
         let shown = escaped_ids.then(|| sanitize::clean(&dl.id.value.0));
         for (i, id) in ids.iter().enumerate() {
             if dl.id.value.0 == *id || coords == *id || shown.as_deref() == Some(*id) {
-                found[i].push(dl.clone());
+                found[i].push((*dl).clone());
             }
         }
         Ok(())

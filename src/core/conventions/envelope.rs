@@ -161,7 +161,13 @@ const FAILURE: [(&str, Field, &str); 12] = fields!["body /failure/":
 /// Parse a JSON object body once, as an envelope (every field is optional and untyped,
 /// so any valid object parses). `Err` means the body is not a valid JSON object.
 pub(super) fn parse(payload: &[u8]) -> Result<Envelope<'_>, serde_json::Error> {
-    serde_json::from_slice::<Envelope>(payload)
+    // Checked as UTF-8 once, up front: parsed from bytes, serde_json validated every
+    // borrowed field again, the business payload's whole span included.
+    match std::str::from_utf8(payload) {
+        Ok(text) => serde_json::from_str::<Envelope>(text),
+        // Not UTF-8: the byte parser says where (the message the detail view shows).
+        Err(_) => serde_json::from_slice::<Envelope>(payload),
+    }
 }
 
 pub(super) fn apply(env: &Envelope<'_>, c: &mut Candidates) {

@@ -342,6 +342,30 @@ fn poison_pill_without_metadata() {
     assert_eq!(d.reason_code(), "poison: unparseable JSON");
 }
 
+/// The envelope is read from text checked once as UTF-8; a body that is not UTF-8 still
+/// goes to the byte parser, which says where it breaks.
+#[test]
+fn envelope_from_text_and_a_body_that_is_not_utf8() {
+    let ok = RawLetter {
+        payload: "{\"message_id\":\"m-ü\",\"failure\":{\"reason_code\":\"e\\u00e9\"}}"
+            .as_bytes()
+            .to_vec(),
+        ..RawLetter::default()
+    };
+    let d = extract(ok, &[]);
+    assert_eq!(d.body, BodyKind::Json);
+    assert_eq!(v(&d.event.message_id), "m-ü");
+    assert_eq!(d.reason_code(), "eé");
+    let bad = RawLetter {
+        payload: b"{\"message_id\":\"m\xff\"}".to_vec(),
+        ..RawLetter::default()
+    };
+    let d = extract(bad, &[]);
+    assert_eq!(d.body, BodyKind::BrokenJson);
+    let why = d.body_error.unwrap_or_default();
+    assert!(why.contains("line 1 column"), "{why}");
+}
+
 #[test]
 fn hostile_inputs_never_panic() {
     let deep = "[".repeat(10_000) + &"]".repeat(10_000);

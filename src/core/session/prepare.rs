@@ -47,7 +47,7 @@ impl Prep<'_> {
             TriageState::Open
         };
         Prepared {
-            letter,
+            letter: Box::new(letter),
             preview,
             state,
             fp,
@@ -68,7 +68,12 @@ pub(super) fn preparing<'scope>(
         // Sized up front: a prepared letter is ~1.6 KB, and a filtered `collect` grew a
         // 4,096-letter batch by doubling, copying megabytes and faulting fresh pages.
         let mut out = Vec::with_capacity(batch.len());
-        out.extend(batch.into_iter().map(|r| prep.one(r)).filter(|p| prep.keeps(p)));
+        out.extend(
+            batch
+                .into_iter()
+                .map(|r| prep.one(r))
+                .filter(|p| prep.keeps(p)),
+        );
         out
     })
 }
