@@ -1,5 +1,6 @@
 //! Profiling target for the ingest path (conventions + masked preview + index) on the
-//! demo incident, repeated: `perf record target/release/examples/ingest_profile`.
+//! demo incident, repeated (`ROUNDS`, default 150, times):
+//! `perf record target/release/examples/ingest_profile`.
 //! Besides the time per letter (noisy on a shared machine) it prints the heap
 //! allocations per letter, which do not vary from run to run: a change that removes
 //! allocations from the hot path shows there even where timings cannot tell.
@@ -45,7 +46,7 @@ fn main() {
         .unwrap_or_default();
     let raws = incident(7, now, Scale(1.0));
     let mut cat = Catalog::new(Masker::with_key(b"p".to_vec()), Vec::new());
-    let rounds = 150;
+    let rounds = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(150);
     // The letters are cloned outside the counted span: the copy stands in for the
     // source's, which is not what this measures.
     let batches: Vec<_> = (0..rounds).map(|_| raws.clone()).collect();
