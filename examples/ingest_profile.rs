@@ -46,7 +46,10 @@ fn main() {
         .unwrap_or_default();
     let raws = incident(7, now, Scale(1.0));
     let mut cat = Catalog::new(Masker::with_key(b"p".to_vec()), Vec::new());
-    let rounds = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(150);
+    let rounds = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(150);
     // The letters are cloned outside the counted span: the copy stands in for the
     // source's, which is not what this measures.
     let batches: Vec<_> = (0..rounds).map(|_| raws.clone()).collect();
