@@ -30,11 +30,9 @@ pub use replaying::{
 };
 
 /// Letters per prepared batch, and the longest a partial batch waits (a slow source
-/// still shows letters as they come). A prepared letter is ~1.6 KB: at 4,096 a batch
-/// was 6.5 MB and fell out of cache between the worker and the indexer. Alternating
-/// runs of a 1,000,000-letter Kafka `summary`: 4,096 took 2.84 s / 4.89 CPU-s / 241 MB,
-/// 1,024 2.70 s / 4.50 / 220 MB, 2,048 about the same as 1,024 with a quarter fewer
-/// batches for the TUI to index; 512 was slower again.
+/// still shows letters as they come). Not larger: 4,096 prepared letters (~1.6 KB
+/// each) fell out of cache between the worker and the indexer (1,000,000-letter Kafka
+/// `summary`: 2.84 s and 241 MB at 4,096, 2.70 s and 220 MB at 1,024; 512 was slower).
 const BATCH: usize = 2048;
 const BATCH_WAIT: Duration = Duration::from_millis(100);
 /// Problems kept for reporting (all are counted).
