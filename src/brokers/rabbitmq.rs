@@ -1064,8 +1064,31 @@ impl RabbitSource {
                     "acking {coords}: {e} (the letter stays in the DLQ)"
                 ))
             })?;
-        self.tags.set(queue, *position, 0);
-        Ok(())
+        // The check above can pass while the broker's close is still on its way (the
+        // server closed the connection and requeued; our client has not read that yet):
+        // the ack then went nowhere. A round trip on the same channel after it proves
+        // the broker's channel took the ack — frames are handled in order. basic.qos
+        // is harmless here: on RabbitMQ it applies to consumers started after it.
+        let confirmed = self.rt.block_on(async {
+            tokio::time::timeout(
+                ACK_CONFIRM_TIMEOUT,
+                ch.basic_qos(0, BasicQosOptions::default()),
+            )
+            .await
+        });
+        match confirmed {
+            Ok(Ok(())) => {
+                self.tags.set(queue, *position, 0);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(SourceError::unavailable(format!(
+                "{coords}: the ack was not confirmed — the browse holding it was closed ({e}); the decision stays pending and is applied on the next browse if the letter is still in the queue"
+            ))),
+            Err(_) => Err(SourceError::unavailable(format!(
+                "{coords}: the broker did not answer within {}s after the ack; the decision stays pending and is applied on the next browse if the letter is still in the queue",
+                ACK_CONFIRM_TIMEOUT.as_secs()
+            ))),
+        }
     }
 }
 
@@ -1098,6 +1121,9 @@ impl Drop for RabbitSource {
         });
     }
 }
+
+/// Longest wait for the round trip that confirms an ack (see `ack_letter`).
+const ACK_CONFIRM_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Longest wait for the broker on exit; the socket's close releases everything anyway.
 const LEAVE_TIMEOUT: Duration = Duration::from_secs(5);
