@@ -560,6 +560,95 @@ fn a_connection_closed_by_the_server_mid_browse_loses_nothing() {
     t.wait_for(&t.n("dlq"), 10);
 }
 
+/// A relay between dlq-triage and the broker that can stop passing the broker's bytes
+/// on (and never closes the client's side): the state where the server has closed the
+/// connection and requeued, but our client has not read that yet.
+struct Relay {
+    port: u16,
+    mute: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Relay {
+    fn start() -> Self {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let mute = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let muted = mute.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = std::net::TcpStream::connect("127.0.0.1:5672") else {
+                    continue;
+                };
+                let (mut c_in, mut s_out) = (
+                    client.try_clone().expect("clone"),
+                    server.try_clone().expect("clone"),
+                );
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = c_in.read(&mut buf) {
+                        if s_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+                let (mut s_in, mut c_out, muted) = (server, client, muted.clone());
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = s_in.read(&mut buf) {
+                        if !muted.load(Ordering::SeqCst) && c_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    // Muted: the client's socket stays open, as if the close were late.
+                    while muted.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                });
+            }
+        });
+        Relay { port, mute }
+    }
+}
+
+/// The ack's race, made certain: the server closes the connection (and requeues) while
+/// our client cannot see it, so the channel still looks open. An ack then goes nowhere:
+/// `settle` must not report it done (the ledger would mark the discard applied while
+/// the letter is back in the queue). Before the confirming round trip it said Ok.
+#[test]
+fn an_ack_the_broker_never_took_is_not_reported_done() {
+    if !rabbit_available() || !rabbitmqctl_available() {
+        return;
+    }
+    let t = seeded("unseen-close");
+    let relay = Relay::start();
+    let name = format!("dlq-triage test unseen close {}", t.id);
+    let mut src = RabbitSource::new(
+        AmqpTarget {
+            port: relay.port,
+            ..target()
+        },
+        vec![t.n("dlq")],
+    )
+    .expect("source")
+    .with_connection_name(&name);
+    let (letters, _) = browse(&mut src);
+    assert_eq!(letters.len(), 10);
+    relay.mute.store(true, std::sync::atomic::Ordering::SeqCst);
+    server_closes(&name);
+    t.wait_for(&t.n("dlq"), 10);
+    let held = letters[0].raw.coords.clone().expect("coords");
+    let settled = src.settle(&held);
+    assert!(
+        settled.is_err(),
+        "an ack on a connection the server closed was reported as {settled:?}"
+    );
+    relay.mute.store(false, std::sync::atomic::Ordering::SeqCst);
+    drop(src);
+    assert_eq!(t.count(&t.n("dlq")), 10, "every letter is still in the DLQ");
+}
+
 const MGMT: &str = "http://127.0.0.1:15672";
 
 /// The management API is optional for users but required in CI (it detects quorum
