@@ -65,8 +65,8 @@ pub(super) fn preparing<'scope>(
     prep: &'scope Prep<'scope>,
 ) -> Preparing {
     Pipeline::start(scope, move |batch: Vec<RawLetter>| {
-        // Sized up front: a prepared letter is ~1.6 KB, and a filtered `collect` grew a
-        // 4,096-letter batch by doubling, copying megabytes and faulting fresh pages.
+        // Sized up front: a filtered `collect` cannot know the count and grew each batch
+        // by doubling (when letters were unboxed, megabytes copied and fresh pages).
         let mut out = Vec::with_capacity(batch.len());
         out.extend(
             batch
