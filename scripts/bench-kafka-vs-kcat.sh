@@ -19,7 +19,7 @@ SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; rm -f "$LOG"' EXIT
 echo "seeding $N letters…"
 for _ in $(seq 1 600); do
-    grep -q '^bench:' "$LOG" && break
+    grep -q '^bench:' "$LOG" && grep -q '^demo broker:' "$LOG" && break
     kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
     sleep 1
 done
