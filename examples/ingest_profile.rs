@@ -1,5 +1,6 @@
 //! Profiling target for the ingest path (conventions + masked preview + index) on the
-//! demo incident, repeated (`ROUNDS`, default 150, times):
+//! demo incident (`SCALE` times its size, default 1), repeated (`ROUNDS`, default 150,
+//! times; `PREVIEWS=0` for what `summary` does):
 //! `perf record target/release/examples/ingest_profile`.
 //! Besides the time per letter (noisy on a shared machine) it prints the heap
 //! allocations per letter, which do not vary from run to run: a change that removes
@@ -44,8 +45,16 @@ fn main() {
         .with_ymd_and_hms(2026, 11, 29, 18, 0, 0)
         .single()
         .unwrap_or_default();
-    let raws = incident(7, now, Scale(1.0));
-    let mut cat = Catalog::new(Masker::with_key(b"p".to_vec()), Vec::new());
+    // SCALE=N: an incident N times the size, every letter distinct (ROUNDS repeats the
+    // same letters, which flatters anything memoised per value, ids included).
+    let scale = std::env::var("SCALE")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1.0);
+    let raws = incident(7, now, Scale(scale));
+    // PREVIEWS=0: what `summary` prepares (no masked previews).
+    let previews = std::env::var("PREVIEWS").map_or(true, |p| p != "0");
+    let mut cat = Catalog::new(Masker::with_key(b"p".to_vec()), Vec::new()).with_previews(previews);
     let rounds = std::env::var("ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())

@@ -44,7 +44,7 @@ impl Catalog {
     }
 
     /// Whether ingest computes masked previews (default on).
-    pub(crate) fn with_previews(mut self, on: bool) -> Self {
+    pub fn with_previews(mut self, on: bool) -> Self {
         self.previews = on;
         self
     }
