@@ -193,8 +193,9 @@ fn table<'a>(fields: impl Iterator<Item = (&'a str, &'a HeaderValue)>) -> FieldT
     t
 }
 
-/// A delivery as a raw letter at `position` in our browse of `queue`.
-fn to_raw(d: &Delivery, vhost: &str, queue: &str, position: u64) -> RawLetter {
+/// A delivery as a raw letter at `position` in our browse of `queue`. The delivery is
+/// taken: its body becomes the letter's payload without a copy.
+fn to_raw(d: Delivery, vhost: &str, queue: &str, position: u64) -> RawLetter {
     let p = &d.properties;
     let mut properties = Vec::new();
     let mut prop = |name: &str, v: Option<String>| {
@@ -242,7 +243,7 @@ fn to_raw(d: &Delivery, vhost: &str, queue: &str, position: u64) -> RawLetter {
         key: None,
         headers,
         properties,
-        payload: d.data.clone(),
+        payload: d.data,
         // AMQP has no broker timestamp of the DLQ record: the dead-lettering time comes
         // from x-death (the publish-time property is kept above as `timestamp`).
         timestamp: None,
@@ -453,9 +454,16 @@ impl RabbitSource {
             let probe = match &got {
                 Err(e) if e.to_string().contains("stream") => Probe::Stream,
                 Ok(Some(m)) => Probe::Head(
-                    to_raw(&m.delivery, "", queue, 0)
-                        .header("x-delivery-count")
-                        .and_then(HeaderValue::as_i64_lenient),
+                    m.delivery
+                        .properties
+                        .headers()
+                        .as_ref()
+                        .and_then(|h| {
+                            h.inner()
+                                .iter()
+                                .find(|(k, _)| k.as_str() == "x-delivery-count")
+                        })
+                        .and_then(|(_, v)| from_amqp(v).as_i64_lenient()),
                 ),
                 _ => Probe::Empty,
             };
@@ -652,7 +660,8 @@ impl RabbitSource {
                     match next {
                         Some(Some(Ok(d))) => {
                             n += 1;
-                            batch.push(Ok((d.delivery_tag, to_raw(&d, &vhost, &q, n))));
+                            let tag = d.delivery_tag;
+                            batch.push(Ok((tag, to_raw(d, &vhost, &q, n))));
                         }
                         Some(Some(Err(e))) => {
                             batch.push(Err(e.to_string()));
@@ -880,7 +889,7 @@ impl RabbitSource {
             // the tail, as on a queue. Nothing is held: a stream's acks only grant credit.
             self.keep_open(queue, ch, consumer, deliveries.len() as u64, true);
         }
-        for (i, d) in deliveries.iter().enumerate() {
+        for (i, d) in deliveries.into_iter().enumerate() {
             if sink(ScanEvent::Letter(stream_letter(
                 d,
                 &vhost,
@@ -898,7 +907,7 @@ impl RabbitSource {
 
 /// A stream message as a letter: addressed by its offset, which is stable (positions are
 /// only the order of this browse).
-fn stream_letter(d: &Delivery, vhost: &str, queue: &str, position: u64) -> RawLetter {
+fn stream_letter(d: Delivery, vhost: &str, queue: &str, position: u64) -> RawLetter {
     let mut raw = to_raw(d, vhost, queue, position);
     let offset = raw
         .header("x-stream-offset")
@@ -959,10 +968,10 @@ impl DlqSource for RabbitSource {
                         if self.streams.contains(&q) {
                             // Credit for the next ones; the message stays in the stream.
                             let _ = self.rt.block_on(d.ack(BasicAckOptions::default()));
-                            ScanEvent::Letter(stream_letter(&d, &vhost, &q, position))
+                            ScanEvent::Letter(stream_letter(d, &vhost, &q, position))
                         } else {
                             self.tags.set(&q, position, d.delivery_tag);
-                            ScanEvent::Letter(to_raw(&d, &vhost, &q, position))
+                            ScanEvent::Letter(to_raw(d, &vhost, &q, position))
                         }
                     }
                     Ok(Some(Err(e))) => {
