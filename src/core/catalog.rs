@@ -125,23 +125,39 @@ pub(crate) fn extract_masked(
 /// re-extracts its target from `raw`).
 pub(crate) fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
     use crate::core::model::{Origin, Sourced};
-    /// Replace `s` by its mask when it has anything to mask (no copy otherwise).
-    fn mask(m: &Masker, s: &mut String) {
-        if let Some(masked) = m.mask_if_needed(s) {
+    /// Replace `s` by its mask when it has anything to mask (no copy otherwise). A
+    /// value that repeats across letters goes through the masker's memo; one unique to
+    /// this letter (`unique`) does not.
+    fn mask(m: &Masker, s: &mut String, unique: bool) {
+        let masked = if unique {
+            m.mask_unique(s)
+        } else {
+            m.mask_if_needed(s)
+        };
+        if let Some(masked) = masked {
             *s = masked;
         }
     }
-    fn text(m: &Masker, f: &mut Option<Sourced<String>>) {
+    fn text(m: &Masker, f: &mut Option<Sourced<String>>, unique: bool) {
         if let Some(s) = f {
-            mask(m, &mut s.value);
+            mask(m, &mut s.value, unique);
             // Fixed locations are ours; an owned one is formatted and masked anyway.
             if let Cow::Owned(location) = &mut s.from.location {
-                mask(m, location);
+                mask(m, location, false);
             }
         }
     }
     let m = masker;
-    mask(m, &mut dl.id.value.0);
+    // The id is most often the message id itself: masked once, for both.
+    let id_is_message_id = dl
+        .event
+        .message_id
+        .as_ref()
+        .is_some_and(|s| s.value == dl.id.value.0);
+    let id_masked = m.mask_unique(&dl.id.value.0);
+    if let Some(masked) = &id_masked {
+        dl.id.value.0.clone_from(masked);
+    }
     let f = &mut dl.failure;
     for field in [
         &mut f.reason_code,
@@ -151,39 +167,46 @@ pub(crate) fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
         &mut f.consumer_version,
         &mut f.death_reason,
     ] {
-        text(m, field);
+        text(m, field, false);
     }
     if let Some(o) = f.origin.as_mut() {
         match &mut o.value {
-            Origin::Kafka { topic, .. } => mask(m, topic),
+            Origin::Kafka { topic, .. } => mask(m, topic, false),
             Origin::Amqp {
                 exchange,
                 routing_keys,
                 queue,
             } => {
-                mask(m, exchange);
+                mask(m, exchange, false);
                 for k in routing_keys.iter_mut() {
-                    mask(m, k);
+                    mask(m, k, false);
                 }
                 if let Some(q) = queue {
-                    mask(m, q);
+                    mask(m, q, false);
                 }
             }
-            Origin::Endpoint(e) => mask(m, e),
+            Origin::Endpoint(e) => mask(m, e, false),
         }
     }
     let e = &mut dl.event;
-    for field in [
-        &mut e.message_id,
-        &mut e.event_type,
-        &mut e.schema_version,
-        &mut e.correlation_id,
-        &mut e.payload_ref,
-    ] {
-        text(m, field);
+    match (&mut e.message_id, id_is_message_id) {
+        (Some(s), true) => {
+            if let Some(masked) = id_masked {
+                s.value = masked;
+            }
+            if let Cow::Owned(location) = &mut s.from.location {
+                mask(m, location, false);
+            }
+        }
+        (field, _) => text(m, field, true),
+    }
+    text(m, &mut e.correlation_id, true);
+    text(m, &mut e.payload_ref, true);
+    for field in [&mut e.event_type, &mut e.schema_version] {
+        text(m, field, false);
     }
     if let Some(err) = dl.body_error.as_mut() {
-        mask(m, err);
+        mask(m, err, true);
     }
 }
 

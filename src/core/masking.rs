@@ -374,6 +374,12 @@ impl Masker {
         masked
     }
 
+    /// `mask_if_needed` for a text unique to one letter (an id, a correlation id): the
+    /// memo would only miss on it, and each insert pushed out a value that repeats.
+    pub(crate) fn mask_unique(&self, s: &str) -> Option<String> {
+        self.mask_uncached(s)
+    }
+
     fn mask_uncached(&self, s: &str) -> Option<String> {
         let spans = self.sensitive_spans(s);
         if spans.is_empty() {
@@ -452,6 +458,11 @@ impl Masker {
     fn pair_spans(&self, s: &str) -> Vec<(std::ops::Range<usize>, String)> {
         let b = s.as_bytes();
         let mut spans = Vec::new();
+        // Every pair has its `=` or `:` (see `detect_pair`): most ids and codes have
+        // neither and are done here.
+        if !b.iter().any(|c| matches!(c, b'=' | b':')) {
+            return spans;
+        }
         let mut i = 0;
         while i < b.len() {
             let boundary = i == 0 || !is_word_byte(b[i - 1]);
