@@ -414,6 +414,56 @@ fn detector_corpus_positives_never_survive_and_near_misses_stay() {
     assert!(super::detectors::rule_count() >= 16);
 }
 
+/// The cheap check before the detectors (`Needs`) skips only texts with nothing to
+/// find: every corpus text, and random texts with and without a secret in them.
+#[test]
+fn every_detection_meets_its_rules_condition() {
+    assert!(super::detectors::iban_table_is_sorted());
+    // An IBAN with no run of digits (the others also meet the digit-run condition).
+    let iban_only = "acct de85a1b2c3d4e5f6g7h8i9 ok";
+    let iban_last = "acct DE85A1B2C3D4E5F6G7H8I9";
+    for text in [iban_only, iban_last] {
+        assert!(
+            !super::detectors::detect(text.as_bytes()).is_empty(),
+            "{text}"
+        );
+    }
+    for text in POSITIVES
+        .iter()
+        .map(|(t, _)| *t)
+        .chain(NEAR_MISSES.iter().copied())
+        .chain([iban_only, iban_last])
+    {
+        assert!(super::detectors::gate_is_sound(text.as_bytes()), "{text:?}");
+        assert!(
+            !super::detectors::detect(text.as_bytes()).is_empty()
+                || NEAR_MISSES.contains(&text)
+                || text.contains('=')
+                || text.contains(':'),
+            "{text:?} found nothing"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    #[test]
+    fn the_check_before_the_detectors_never_skips_a_detection(
+        a in "[a-zA-Z0-9 \\-./()+@_]{0,40}",
+        secret in secret_value(),
+        digits in "[0-9]{1,4}([ .\\-/()]{0,3}[0-9]{1,4}){0,6}",
+        b in "[a-zA-Z0-9 \\-./()+@_]{0,40}",
+        which in 0u8..3,
+    ) {
+        let text = match which {
+            0 => format!("{a}{secret}{b}"),
+            1 => format!("{a}{digits}{b}"),
+            _ => format!("{a}{b}"),
+        };
+        prop_assert!(super::detectors::gate_is_sound(text.as_bytes()), "{:?}", text);
+    }
+}
+
 #[test]
 fn adversarial_inputs_are_masked_in_one_pass() {
     // These were quadratic with the hand-written scanners ("1 " × 150,000 took over a
