@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 pub struct PayloadCache {
     budget: usize,
     used: usize,
-    /// Each letter with its last use.
-    map: HashMap<RowId, (RawLetter, u64)>,
+    /// Each letter with its last use and the memory it was counted as (measured once:
+    /// during a scan every letter goes in and another comes out).
+    map: HashMap<RowId, (RawLetter, u64, usize)>,
     /// Last use → row: the least recently used first. Uses are counted, so each is
     /// unique; a use moves an entry in O(log n) (a 300,000-letter cache used to be
     /// searched end to end on every look at a letter).
@@ -33,7 +34,7 @@ impl PayloadCache {
     pub fn get(&mut self, id: RowId) -> Option<&RawLetter> {
         self.uses += 1;
         let now = self.uses;
-        let (letter, used) = self.map.get_mut(&id)?;
+        let (letter, used, _) = self.map.get_mut(&id)?;
         self.order.remove(used);
         *used = now;
         self.order.insert(now, id);
@@ -49,14 +50,14 @@ impl PayloadCache {
 
     /// A letter if it is held, without counting as a use (bulk reads: a replay's pick).
     pub fn peek(&self, id: RowId) -> Option<&RawLetter> {
-        self.map.get(&id).map(|(l, _)| l)
+        self.map.get(&id).map(|(l, _, _)| l)
     }
 
     /// Keep a letter, evicting the least recently used until it fits. A letter larger
     /// than the whole budget is not kept (it will be re-fetched when shown).
     pub(crate) fn put(&mut self, id: RowId, letter: RawLetter) {
-        if let Some((old, used)) = self.map.remove(&id) {
-            self.used -= size_of_letter(&old);
+        if let Some((_, used, size)) = self.map.remove(&id) {
+            self.used -= size;
             self.order.remove(&used);
         }
         let size = size_of_letter(&letter);
@@ -67,14 +68,14 @@ impl PayloadCache {
             let Some((_, victim)) = self.order.pop_first() else {
                 break;
             };
-            if let Some((v, _)) = self.map.remove(&victim) {
-                self.used -= size_of_letter(&v);
+            if let Some((_, _, size)) = self.map.remove(&victim) {
+                self.used -= size;
             }
         }
         self.uses += 1;
         self.used += size;
         self.order.insert(self.uses, id);
-        self.map.insert(id, (letter, self.uses));
+        self.map.insert(id, (letter, self.uses, size));
     }
 
     #[cfg(test)]
