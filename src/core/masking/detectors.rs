@@ -27,7 +27,7 @@ pub(crate) struct Rule {
 /// text that meets no rule's condition cannot hold a match, and skips the alternation.
 /// Ids (ULIDs, UUIDs, hashes) are why: unique per letter, so no memo helps, and random
 /// alphanumerics walk the alternation's lazy DFA into new states (1.3-2.8 µs an id,
-/// measured on 200,000 ULIDs) where these checks take a few dozen nanoseconds.
+/// measured on 200,000 ULIDs; masking one now takes 0.35-0.44 µs in all).
 /// Each condition must hold for everything its rule reports, validator included:
 /// `every_detection_meets_its_rules_condition` checks the corpus and random texts.
 #[derive(Clone, Copy)]
