@@ -1,12 +1,12 @@
 //! The core pipeline at scale, from an NDJSON dump this example writes (not committed):
 //! `cargo run --release --example scale_dump -- 10000000 /tmp/scale.ndjson`. Writes the
-//! dump (the demo incident's letters, cycled, each with its own id and offset) unless it
+//! dump (the demo incident's letters, cycled, each with its own ids and offset) unless it
 //! exists, then loads it through a session into a catalog as `summary` does, and times
 //! the load, a grouping, a filter and a regroup; prints the process's peak RSS.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::Utc;
-use dlq_triage::brokers::demo::scenario::{incident, Scale};
+use dlq_triage::brokers::demo::scenario::{incident, make_distinct, Scale};
 use dlq_triage::brokers::{open, OpenOptions};
 use dlq_triage::core::catalog::Catalog;
 use dlq_triage::core::dump::to_line;
@@ -51,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
         for i in 0..n {
             let mut l = templates[i % templates.len()].clone();
+            make_distinct(&mut l, i);
             l.coords = Some(Coords::Kafka {
                 topic: "scale.dlq".into(),
                 partition: (i % 256) as i32,

@@ -2,7 +2,7 @@
 //! `scenario`, read through the real Kafka adapter. No broker needed.
 
 use super::kafka::KafkaSource;
-use crate::core::model::{Coords, HeaderValue, RawLetter};
+use crate::core::model::{Coords, RawLetter};
 use crate::core::ports::{DlqSource, ScanEvent, SourceError, SourceInfo};
 pub mod scenario;
 
@@ -96,15 +96,7 @@ impl Demo {
             let chunk: Vec<RawLetter> = (i..(i + 50_000).min(n))
                 .map(|k| {
                     let mut l = templates[k % templates.len()].clone();
-                    // Every letter its own ids, as in a real DLQ: cycled templates
-                    // would repeat them, and anything remembered per value (masks of
-                    // ids) would look cheaper than it is.
-                    distinct_ids(&mut l.payload, k);
-                    for h in &mut l.headers {
-                        if let HeaderValue::Bytes(b) = &mut h.value {
-                            distinct_ids(b, k);
-                        }
-                    }
+                    scenario::make_distinct(&mut l, k);
                     l.coords = Some(Coords::Kafka {
                         topic: topic.to_string(),
                         partition: (k % partitions as usize) as i32,
@@ -126,40 +118,6 @@ impl Demo {
     /// `kafka://…/invoices.dlq,payments.dlq` for this cluster.
     pub fn uri(&self) -> String {
         format!("kafka://{}/{}", self.bootstrap(), self.topics.join(","))
-    }
-}
-
-/// Make the scenario's ids in `text` (`msg_01K5…`, `pm_…`, `corr-…`) those of letter `k`:
-/// the tail of each becomes `k` in the id's own alphabet and case, so lengths (and the
-/// JSON around them) stay as they were.
-fn distinct_ids(text: &mut [u8], k: usize) {
-    const IDS: &[(&[u8], usize, bool)] = &[
-        (b"msg_01K5", 22, false),
-        (b"pm_", 20, false),
-        (b"corr-", 12, true),
-    ];
-    const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-    for (prefix, len, lower) in IDS {
-        let mut from = 0;
-        while let Some(at) = text[from..]
-            .windows(prefix.len())
-            .position(|w| w == *prefix)
-            .map(|p| from + p)
-        {
-            let start = at + prefix.len();
-            let end = start + len;
-            if end > text.len() || !text[start..end].iter().all(u8::is_ascii_alphanumeric) {
-                from = start;
-                continue;
-            }
-            let mut n = k;
-            for b in text[end - 6..end].iter_mut().rev() {
-                let c = ALPHABET[n % 32];
-                *b = if *lower { c.to_ascii_lowercase() } else { c };
-                n /= 32;
-            }
-            from = end;
-        }
     }
 }
 
@@ -386,42 +344,5 @@ impl DlqSource for DemoSource {
 
     fn replay_ports(&self) -> Result<crate::core::ports::ReplayPorts, SourceError> {
         self.kafka.replay_ports()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashSet;
-
-    /// Cycled templates get ids of their own: each letter's message and correlation ids
-    /// are distinct, the JSON still parses, and the lengths do not change.
-    #[test]
-    fn bench_letters_have_distinct_ids() {
-        let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 11, 29, 18, 0, 0)
-            .single()
-            .unwrap_or_default();
-        let templates = incident(7, now, Scale(1.0));
-        let (mut ids, mut corr) = (HashSet::new(), HashSet::new());
-        let n = templates.len() * 3;
-        for k in 0..n {
-            let t = &templates[k % templates.len()];
-            let mut payload = t.payload.clone();
-            distinct_ids(&mut payload, k);
-            assert_eq!(payload.len(), t.payload.len());
-            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&payload) else {
-                // Poison pills stay as broken as they were.
-                assert!(serde_json::from_slice::<serde_json::Value>(&t.payload).is_err());
-                continue;
-            };
-            if let Some(id) = v["message_id"].as_str() {
-                assert!(ids.insert(id.to_string()), "{id} repeats");
-            }
-            if let Some(c) = v["correlation_id"].as_str() {
-                assert!(corr.insert(c.to_string()), "{c} repeats");
-            }
-        }
-        assert!(ids.len() > n / 2, "{} ids", ids.len());
-        assert!(corr.len() > n / 2, "{} correlation ids", corr.len());
     }
 }

@@ -795,10 +795,57 @@ pub fn convention_samples(seed: u64, now: DateTime<Utc>, per_kind: u32) -> Vec<R
     out
 }
 
+/// Letter `k` of a benchmark built by cycling the incident: its ids made its own, as in a
+/// real DLQ. Cycled templates would repeat them, and anything remembered per value
+/// (masks of ids) would look cheaper than it is.
+pub fn make_distinct(l: &mut RawLetter, k: usize) {
+    distinct_ids(&mut l.payload, k);
+    for h in &mut l.headers {
+        if let HeaderValue::Bytes(b) = &mut h.value {
+            distinct_ids(b, k);
+        }
+    }
+}
+
+/// Make the scenario's ids in `text` (`msg_01K5…`, `pm_…`, `corr-…`) those of letter `k`:
+/// the tail of each becomes `k` in the id's own alphabet and case, so lengths (and the
+/// JSON around them) stay as they were.
+fn distinct_ids(text: &mut [u8], k: usize) {
+    const IDS: &[(&[u8], usize, bool)] = &[
+        (b"msg_01K5", 22, false),
+        (b"pm_", 20, false),
+        (b"corr-", 12, true),
+    ];
+    const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    for (prefix, len, lower) in IDS {
+        let mut from = 0;
+        while let Some(at) = text[from..]
+            .windows(prefix.len())
+            .position(|w| w == *prefix)
+            .map(|p| from + p)
+        {
+            let start = at + prefix.len();
+            let end = start + len;
+            if end > text.len() || !text[start..end].iter().all(u8::is_ascii_alphanumeric) {
+                from = start;
+                continue;
+            }
+            let mut n = k;
+            for b in text[end - 6..end].iter_mut().rev() {
+                let c = ALPHABET[n % 32];
+                *b = if *lower { c.to_ascii_lowercase() } else { c };
+                n /= 32;
+            }
+            from = end;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use std::collections::HashSet;
 
     #[test]
     fn consumer_verdicts_follow_the_story() {
@@ -884,5 +931,47 @@ mod tests {
         assert!((1_200..1_500).contains(&a.len()), "{}", a.len());
         assert!(a.windows(2).all(|w| w[0].timestamp <= w[1].timestamp));
         assert!(a.iter().all(|l| l.timestamp.is_some_and(|t| t <= now)));
+    }
+
+    /// Cycled templates get ids of their own: each letter's message and correlation ids
+    /// are distinct, the JSON still parses, and the lengths do not change.
+    #[test]
+    fn bench_letters_have_distinct_ids() {
+        let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 11, 29, 18, 0, 0)
+            .single()
+            .unwrap_or_default();
+        let templates = incident(7, now, Scale(1.0));
+        let (mut ids, mut corr) = (HashSet::new(), HashSet::new());
+        let n = templates.len() * 3;
+        for k in 0..n {
+            let t = &templates[k % templates.len()];
+            let mut l = t.clone();
+            make_distinct(&mut l, k);
+            let payload = l.payload;
+            assert_eq!(payload.len(), t.payload.len());
+            if let (Some(a), Some(b)) = (
+                t.header("x-correlation-id"),
+                l.headers.iter().find(|h| h.name == "x-correlation-id"),
+            ) {
+                assert_eq!(
+                    a.as_text().map(|t| t.len()),
+                    b.value.as_text().map(|t| t.len())
+                );
+                assert!(corr.insert(b.value.as_text().unwrap_or_default().to_string()));
+            }
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&payload) else {
+                // Poison pills stay as broken as they were.
+                assert!(serde_json::from_slice::<serde_json::Value>(&t.payload).is_err());
+                continue;
+            };
+            if let Some(id) = v["message_id"].as_str() {
+                assert!(ids.insert(id.to_string()), "{id} repeats");
+            }
+            if let Some(c) = v["correlation_id"].as_str() {
+                assert!(corr.insert(c.to_string()), "{c} repeats");
+            }
+        }
+        assert!(ids.len() > n / 2, "{} ids", ids.len());
+        assert!(corr.len() > n / 2, "{} correlation ids", corr.len());
     }
 }
