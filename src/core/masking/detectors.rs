@@ -256,6 +256,14 @@ const IBAN_LENGTHS: &[(&[u8; 2], usize)] = &[
     (b"XK", 20),
 ];
 
+/// The IBAN length of an (uppercase) country code, if it has IBANs.
+fn iban_length(country: [u8; 2]) -> Option<usize> {
+    IBAN_LENGTHS
+        .binary_search_by(|(c, _)| c.as_slice().cmp(&country))
+        .ok()
+        .map(|k| IBAN_LENGTHS[k].1)
+}
+
 /// An IBAN of its country's exact length passing mod-97, in any case, grouped or not.
 /// Glued to a preceding letter or digit (`xDE89…`) it must end its word, so a random
 /// stretch inside an id does not count.
@@ -264,10 +272,7 @@ fn iban(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
         b[r.start].to_ascii_uppercase(),
         b[r.start + 1].to_ascii_uppercase(),
     ];
-    let len = IBAN_LENGTHS
-        .iter()
-        .find(|(c, _)| **c == country)
-        .map(|(_, n)| *n)?;
+    let len = iban_length(country)?;
     let mut chars = Vec::with_capacity(len);
     let mut end = r.start;
     for (i, &c) in b[r.clone()].iter().enumerate() {
@@ -573,12 +578,9 @@ impl Facts {
                     let (c0, c1) = (s[i - 3], s[i - 2]);
                     if c0.is_ascii_alphabetic() && c1.is_ascii_alphabetic() {
                         let country = [c0.to_ascii_uppercase(), c1.to_ascii_uppercase()];
-                        // The table is in country order.
-                        if let Ok(k) =
-                            IBAN_LENGTHS.binary_search_by(|(c, _)| c.as_slice().cmp(&country))
-                        {
+                        if let Some(len) = iban_length(country) {
                             // `alnum` counts the three before `b`, which the IBAN uses.
-                            iban_needs = iban_needs.min(alnum - 3 + IBAN_LENGTHS[k].1);
+                            iban_needs = iban_needs.min(alnum - 3 + len);
                         }
                     }
                 }
