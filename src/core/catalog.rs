@@ -138,13 +138,16 @@ pub(crate) fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
             *s = masked;
         }
     }
+    /// Fixed locations are ours; an owned one is formatted and masked anyway.
+    fn location(m: &Masker, s: &mut Sourced<String>) {
+        if let Cow::Owned(location) = &mut s.from.location {
+            mask(m, location, false);
+        }
+    }
     fn text(m: &Masker, f: &mut Option<Sourced<String>>, unique: bool) {
         if let Some(s) = f {
             mask(m, &mut s.value, unique);
-            // Fixed locations are ours; an owned one is formatted and masked anyway.
-            if let Cow::Owned(location) = &mut s.from.location {
-                mask(m, location, false);
-            }
+            location(m, s);
         }
     }
     let m = masker;
@@ -194,9 +197,7 @@ pub(crate) fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
             if let Some(masked) = id_masked {
                 s.value = masked;
             }
-            if let Cow::Owned(location) = &mut s.from.location {
-                mask(m, location, false);
-            }
+            location(m, s);
         }
         (field, _) => text(m, field, true),
     }
