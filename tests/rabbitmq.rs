@@ -2415,3 +2415,188 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
     drop(rx);
     t.wait_for(&t.n("dlq"), 2);
 }
+
+/// TLS listeners in front of the real server's `upstreams` ports (AMQP, the management
+/// API), one each, their certificate issued by one private CA for `names` (the shape of
+/// most production amqps listeners). The runtime that serves them lives as long as the
+/// value.
+struct TlsFront {
+    ports: Vec<u16>,
+    ca_pem: String,
+    _rt: tokio::runtime::Runtime,
+}
+
+fn tls_front(names: &[&str], upstreams: &[u16]) -> TlsFront {
+    use tokio_rustls::rustls;
+    let ca_key = rcgen::KeyPair::generate().expect("CA key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "dlq-triage test CA");
+    ca_params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+    ];
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
+    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
+    let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let leaf = rcgen::CertificateParams::new(names)
+        .expect("leaf params")
+        .signed_by(&leaf_key, &ca)
+        .expect("leaf");
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            rustls::pki_types::PrivatePkcs8KeyDer::from(leaf_key.serialize_der()).into(),
+        )
+        .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut ports = Vec::new();
+    for &upstream in upstreams {
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("listener");
+        ports.push(listener.local_addr().expect("addr").port());
+        let acceptor = acceptor.clone();
+        rt.spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    // A client that refuses the certificate ends the handshake here.
+                    let Ok(mut tls) = acceptor.accept(inbound).await else {
+                        return;
+                    };
+                    let Ok(mut plain) =
+                        tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                    else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        });
+    }
+    TlsFront {
+        ports,
+        ca_pem: ca.pem(),
+        _rt: rt,
+    }
+}
+
+/// amqps end to end on the binary: a listener whose certificate comes from a private CA
+/// is browsed whole once SSL_CERT_FILE names that CA, and left as it was; without it, or
+/// under a name the certificate does not carry, or on the plain port, the refusal says
+/// what to do, and never shows the password.
+#[test]
+fn amqps_with_a_private_ca_is_browsed_and_refusals_say_why() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = seeded("tls");
+    let dlq = t.n("dlq");
+    // AMQP and the management API behind one private CA: one SSL_CERT_FILE serves both.
+    let front = tls_front(&["localhost"], &[5672, 15672]);
+    let (amqps, https) = (front.ports[0], front.ports[1]);
+    let dir = tempfile::tempdir().expect("tmp");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &front.ca_pem).expect("CA file");
+    let summary = |host: &str, port: u16, ca: Option<&std::path::Path>| {
+        let mut c = cli_command(
+            dir.path(),
+            &[
+                "summary",
+                &format!("amqps://guest:guest@{host}:{port}/%2f?queue={dlq}"),
+                "--json",
+                "--queue-type",
+                "classic",
+            ],
+        );
+        c.env_remove("SSL_CERT_FILE").env_remove("SSL_CERT_DIR");
+        if let Some(ca) = ca {
+            c.env("SSL_CERT_FILE", ca);
+        }
+        c.output().expect("binary runs")
+    };
+
+    let out = summary("localhost", amqps, Some(&ca));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["total"], 10, "{stderr}");
+    assert_eq!(doc["coverage"]["complete"], true, "{stderr}");
+    t.wait_for(&dlq, 10);
+
+    let refused = |out: std::process::Output| {
+        assert!(!out.status.success(), "connected where it must not");
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!err.contains("guest:guest"), "password shown: {err}");
+        err
+    };
+    let err = refused(summary("localhost", amqps, None));
+    assert!(
+        err.contains("UnknownIssuer") && err.contains("SSL_CERT_FILE"),
+        "an untrusted CA names the fix: {err}"
+    );
+    let err = refused(summary("127.0.0.1", amqps, Some(&ca)));
+    assert!(
+        err.contains("does not name `127.0.0.1`"),
+        "a name the certificate lacks is said: {err}"
+    );
+    let err = refused(summary("127.0.0.1", 5672, Some(&ca)));
+    assert!(
+        err.contains("did not answer in TLS"),
+        "amqps to the plain port is said: {err}"
+    );
+    assert_eq!(t.count(&dlq), 10, "no letter consumed");
+
+    if !management_available() {
+        return;
+    }
+    let queues = |ca: Option<&std::path::Path>| {
+        let mut c = cli_command(
+            dir.path(),
+            &[
+                "queues",
+                &format!("amqps://guest:guest@localhost:{amqps}/%2f"),
+                "--management-url",
+                &format!("https://localhost:{https}"),
+                "--json",
+            ],
+        );
+        c.env_remove("SSL_CERT_FILE").env_remove("SSL_CERT_DIR");
+        if let Some(ca) = ca {
+            c.env("SSL_CERT_FILE", ca);
+        }
+        c.output().expect("binary runs")
+    };
+    let out = queues(Some(&ca));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let listed = doc["queues"]
+        .as_array()
+        .and_then(|qs| qs.iter().find(|q| q["name"] == dlq.as_str()).cloned());
+    assert_eq!(
+        listed.map(|q| q["looks_like_dlq"].clone()),
+        Some(serde_json::json!(true)),
+        "{doc}"
+    );
+    let err = refused(queues(None));
+    assert!(
+        err.contains("certificate") && err.contains("SSL_CERT_FILE"),
+        "{err}"
+    );
+}

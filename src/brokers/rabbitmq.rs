@@ -113,7 +113,9 @@ fn connect(
                     t.host, t.port
                 );
             }
-            let hint = if msg.contains("ACCESS_REFUSED") || msg.to_lowercase().contains("auth") {
+            let hint = if let Some(why) = tls_hint(&msg, t) {
+                why
+            } else if msg.contains("ACCESS_REFUSED") || msg.to_lowercase().contains("auth") {
                 format!("RabbitMQ refused the credentials for user `{}`", t.user)
             } else if msg.contains("NOT_ALLOWED") || msg.contains("vhost") {
                 format!(
@@ -134,6 +136,39 @@ fn connect(
             CONNECT_TIMEOUT.as_secs()
         ))),
     }
+}
+
+/// What a failed TLS connection means, in words an operator can act on; rustls' own
+/// text (`invalid peer certificate: UnknownIssuer`) stays in the message before it.
+fn tls_hint(msg: &str, t: &AmqpTarget) -> Option<String> {
+    if !t.tls {
+        return None;
+    }
+    let why = if msg.contains("UnknownIssuer") {
+        "the server's certificate is signed by a CA this machine does not trust: for a private CA, point SSL_CERT_FILE at its PEM file (or add it to the system's store)".to_string()
+    } else if msg.contains("not valid for name") || msg.contains("NotValidForName") {
+        format!(
+            "the server's certificate does not name `{}`: connect by a name the certificate carries",
+            t.host
+        )
+    } else if msg.contains("certificate expired")
+        || msg.contains("not valid yet")
+        || msg.contains("Expired")
+        || msg.contains("NotValidYet")
+    {
+        "the server's certificate is outside its validity period (or this machine's clock is wrong)"
+            .to_string()
+    } else if msg.contains("InvalidContentType") || msg.contains("corrupt message") {
+        format!(
+            "{}:{} did not answer in TLS: is it the plain AMQP port? (amqp:// listens on 5672, amqps:// on 5671)",
+            t.host, t.port
+        )
+    } else if msg.contains("invalid peer certificate") {
+        "the server's certificate was refused".to_string()
+    } else {
+        return None;
+    };
+    Some(why)
 }
 
 /// Typed AMQP field value → our header value, faithfully (tables stay tables).
@@ -1276,7 +1311,37 @@ impl Publisher for RabbitPublisher {
 
 #[cfg(test)]
 mod tests {
-    use super::partial_why;
+    use super::{partial_why, tls_hint, AmqpTarget};
+
+    /// rustls' certificate refusals become what to do; plain AMQP and other failures get
+    /// no TLS hint.
+    #[test]
+    fn a_refused_certificate_is_said_in_words() {
+        let t = AmqpTarget {
+            tls: true,
+            user: "u".into(),
+            password: "p".into(),
+            host: "rabbit.internal".into(),
+            port: 5671,
+            vhost: "/".into(),
+        };
+        let hint = |msg: &str| tls_hint(msg, &t).unwrap_or_default();
+        assert!(hint("invalid peer certificate: UnknownIssuer").contains("SSL_CERT_FILE"));
+        assert!(hint("invalid peer certificate: certificate not valid for name \"x\"; certificate is only valid for y").contains("does not name `rabbit.internal`"));
+        assert!(hint("invalid peer certificate: certificate expired: verification time 2 (UNIX), but certificate is not valid after 1 (1 seconds ago)").contains("validity period"));
+        assert!(hint("received corrupt message of type InvalidContentType")
+            .contains("did not answer in TLS"));
+        assert!(hint("invalid peer certificate: BadSignature").contains("was refused"));
+        assert_eq!(tls_hint("connection refused", &t), None);
+        let plain = AmqpTarget {
+            tls: false,
+            ..t.clone()
+        };
+        assert_eq!(
+            tls_hint("invalid peer certificate: UnknownIssuer", &plain),
+            None
+        );
+    }
 
     /// Each cause is named, and only causes that hold: a cap reached, a queue that went
     /// quiet short of its count, messages other consumers hold.

@@ -140,16 +140,32 @@ impl Management {
     fn get(&self, path: &str) -> Result<String, SourceError> {
         let url = format!("{}{path}", self.base);
         match self.agent.get(&url).set("Authorization", &self.auth).call() {
-            Ok(r) => r.into_string().map_err(|e| SourceError::failed(format!("reading {}: {e}", self.shown))),
-            Err(ureq::Error::Status(401, _)) => {
-                Err(SourceError::unavailable(format!("the management API at {} refused the credentials", self.shown)))
-            }
-            Err(ureq::Error::Status(404, _)) => Err(SourceError::unavailable(format!("not found at {}{path}", self.shown))),
-            // ureq's error text carries the URL, userinfo included.
-            Err(e) => Err(SourceError::unavailable(crate::core::source::redact_uri_text(&format!(
-                "management API at {} not reachable: {e} (enable it with `rabbitmq-plugins enable rabbitmq_management`, or pass --management-url)",
+            Ok(r) => r
+                .into_string()
+                .map_err(|e| SourceError::failed(format!("reading {}: {e}", self.shown))),
+            Err(ureq::Error::Status(401, _)) => Err(SourceError::unavailable(format!(
+                "the management API at {} refused the credentials",
                 self.shown
-            )))),
+            ))),
+            Err(ureq::Error::Status(404, _)) => Err(SourceError::unavailable(format!(
+                "not found at {}{path}",
+                self.shown
+            ))),
+            // ureq's error text carries the URL, userinfo included.
+            Err(e) => {
+                let text = e.to_string();
+                let hint = if text.contains("certificate") {
+                    "the API's certificate was refused: for a private CA, point SSL_CERT_FILE at its PEM file (or add it to the system's store)"
+                } else {
+                    "enable it with `rabbitmq-plugins enable rabbitmq_management`, or pass --management-url"
+                };
+                Err(SourceError::unavailable(
+                    crate::core::source::redact_uri_text(&format!(
+                        "management API at {} not reachable: {text} ({hint})",
+                        self.shown
+                    )),
+                ))
+            }
         }
     }
 
