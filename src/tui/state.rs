@@ -105,6 +105,8 @@ pub struct ScanStatus {
     pub partial: Vec<crate::core::session::Coverage>,
     /// The broker ended the browse (why): what it held is back in the queue.
     pub lost: Option<String>,
+    /// This browse is a second one (`R`): its end replaces the "browsing again…" line.
+    pub again: bool,
 }
 
 /// The selected letter, ready to render: the full letter, its masked payload view, and

@@ -8,7 +8,7 @@ use crate::core::payload_view;
 use crate::core::session::{DiscardTarget, Prepared};
 use crate::core::store::{RowId, NO_TIME};
 use crate::tui::action::{Action, Command};
-use crate::tui::state::{AppState, Detail, Input, Level, Pane, Tab, GROUPINGS};
+use crate::tui::state::{AppState, Detail, Input, Level, Pane, ScanStatus, Tab, GROUPINGS};
 use crate::tui::views::layout::{layout_for, Areas};
 
 /// Payload view output cap in the detail pane.
@@ -434,8 +434,18 @@ fn scan_event(state: &mut AppState, action: Action) {
         Action::ScanDone => {
             state.scan.complete = true;
             state.catalog.shrink_to_fit();
-            state.scan.total = Some(state.catalog.store.len() as u64);
+            let n = state.catalog.store.len() as u64;
+            state.scan.total = Some(n);
             state.letters.dirty = true;
+            if state.scan.again {
+                state.message = Some((
+                    format!(
+                        "browsed again: {}, scan complete",
+                        crate::core::words::letters(state.catalog.store.len())
+                    ),
+                    Level::Info,
+                ));
+            }
         }
         Action::ScanFailed(e) => {
             state.scan.error = Some(e.clone());
@@ -757,7 +767,10 @@ fn reset_browse(state: &mut AppState) {
     state.catalog = crate::core::catalog::Catalog::new(masker, mappings);
     state.cache.clear();
     state.decisions.clear();
-    state.scan = Default::default();
+    state.scan = ScanStatus {
+        again: true,
+        ..Default::default()
+    };
     state.groups = Default::default();
     state.letters.rows.clear();
     state.letters.marks.clear();
@@ -1192,6 +1205,49 @@ mod tests {
         update(&mut s, Action::Letters(batch), SIZE);
         update(&mut s, Action::ScanDone, SIZE);
         s
+    }
+
+    /// `R` says a second browse is under way until it ends, then says it ended: the
+    /// "browsing again…" line must not outlive the browse it announced.
+    #[test]
+    fn a_second_browse_says_when_it_is_done() {
+        let mut s = state(6);
+        update(
+            &mut s,
+            Action::BrowseLost("the broker closed the browse".into()),
+            SIZE,
+        );
+        update(&mut s, Action::Rebrowse, SIZE);
+        assert!(s
+            .message
+            .as_ref()
+            .is_some_and(|(m, _)| m.starts_with("browsing again")));
+        update(&mut s, Action::Rebrowsing, SIZE);
+        let again = state(4);
+        let batch: Vec<Prepared> = (0..4)
+            .filter_map(|i| {
+                let raw = again.cache.peek(i)?.clone();
+                Some(prepare_letter(again.catalog.masker(), &[], raw).into())
+            })
+            .collect();
+        update(&mut s, Action::Letters(batch), SIZE);
+        assert!(s
+            .message
+            .as_ref()
+            .is_some_and(|(m, _)| m.starts_with("browsing again")));
+        update(&mut s, Action::ScanDone, SIZE);
+        assert_eq!(
+            s.message,
+            Some((
+                "browsed again: 4 letters, scan complete".into(),
+                Level::Info
+            ))
+        );
+        // A first browse's end says nothing over what is on the line.
+        let mut first = state(0);
+        first.message = Some(("kept".into(), Level::Warn));
+        update(&mut first, Action::ScanDone, SIZE);
+        assert_eq!(first.message, Some(("kept".into(), Level::Warn)));
     }
 
     #[test]
