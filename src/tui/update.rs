@@ -1207,6 +1207,17 @@ mod tests {
         s
     }
 
+    /// The letters `state(n)` holds, prepared again, to feed another state.
+    fn prepared(n: usize) -> Vec<Prepared> {
+        let full = state(n);
+        (0..n as u32)
+            .filter_map(|i| {
+                let raw = full.cache.peek(i)?.clone();
+                Some(prepare_letter(full.catalog.masker(), &[], raw).into())
+            })
+            .collect()
+    }
+
     /// `R` says a second browse is under way until it ends, then says it ended: the
     /// "browsing again…" line must not outlive the browse it announced.
     #[test]
@@ -1223,14 +1234,7 @@ mod tests {
             .as_ref()
             .is_some_and(|(m, _)| m.starts_with("browsing again")));
         update(&mut s, Action::Rebrowsing, SIZE);
-        let again = state(4);
-        let batch: Vec<Prepared> = (0..4)
-            .filter_map(|i| {
-                let raw = again.cache.peek(i)?.clone();
-                Some(prepare_letter(again.catalog.masker(), &[], raw).into())
-            })
-            .collect();
-        update(&mut s, Action::Letters(batch), SIZE);
+        update(&mut s, Action::Letters(prepared(4)), SIZE);
         assert!(s
             .message
             .as_ref()
@@ -1258,14 +1262,7 @@ mod tests {
             reason: Some("ev*".into()),
             ..OwnerRule::new("team-even")
         }]);
-        let full = state(6);
-        let batch: Vec<Prepared> = (0..6)
-            .filter_map(|i| {
-                let raw = full.cache.peek(i)?.clone();
-                Some(prepare_letter(full.catalog.masker(), &[], raw).into())
-            })
-            .collect();
-        update(&mut s, Action::Letters(batch), SIZE);
+        update(&mut s, Action::Letters(prepared(6)), SIZE);
         let mut owners: Vec<String> = s.groups.owners.values().map(|(_, o)| o.clone()).collect();
         owners.sort();
         assert_eq!(owners, ["(unowned)", "team-even"]);
