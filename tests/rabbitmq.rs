@@ -23,6 +23,7 @@ fn target() -> AmqpTarget {
         host: "127.0.0.1".into(),
         port: 5672,
         vhost: "/".into(),
+        tls_files: Default::default(),
     }
 }
 
@@ -2423,10 +2424,14 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
 struct TlsFront {
     ports: Vec<u16>,
     ca_pem: String,
+    /// A client certificate and its key (PEM) from the same CA, for `mutual` fronts.
+    client_pem: String,
+    client_key_pem: String,
     _rt: tokio::runtime::Runtime,
 }
 
-fn tls_front(names: &[&str], upstreams: &[u16]) -> TlsFront {
+/// With `mutual`, the front also requires a client certificate from its CA.
+fn tls_front(names: &[&str], upstreams: &[u16], mutual: bool) -> TlsFront {
     use tokio_rustls::rustls;
     let ca_key = rcgen::KeyPair::generate().expect("CA key");
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
@@ -2445,11 +2450,29 @@ fn tls_front(names: &[&str], upstreams: &[u16]) -> TlsFront {
         .expect("leaf params")
         .signed_by(&leaf_key, &ca)
         .expect("leaf");
+    let client_key = rcgen::KeyPair::generate().expect("client key");
+    let mut client_params =
+        rcgen::CertificateParams::new(vec!["dlq-triage-client".to_string()]).expect("params");
+    client_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let client = client_params
+        .signed_by(&client_key, &ca)
+        .expect("client certificate");
     let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
+        .expect("TLS versions");
+    let builder = if mutual {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.der().clone()).expect("CA root");
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
+                .build()
+                .expect("client verifier");
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let config = builder
         .with_single_cert(
             vec![leaf.der().clone()],
             rustls::pki_types::PrivatePkcs8KeyDer::from(leaf_key.serialize_der()).into(),
@@ -2489,6 +2512,8 @@ fn tls_front(names: &[&str], upstreams: &[u16]) -> TlsFront {
     TlsFront {
         ports,
         ca_pem: ca.pem(),
+        client_pem: client.pem(),
+        client_key_pem: client_key.serialize_pem(),
         _rt: rt,
     }
 }
@@ -2505,7 +2530,7 @@ fn amqps_with_a_private_ca_is_browsed_and_refusals_say_why() {
     let t = seeded("tls");
     let dlq = t.n("dlq");
     // AMQP and the management API behind one private CA: one SSL_CERT_FILE serves both.
-    let front = tls_front(&["localhost"], &[5672, 15672]);
+    let front = tls_front(&["localhost"], &[5672, 15672], false);
     let (amqps, https) = (front.ports[0], front.ports[1]);
     let dir = tempfile::tempdir().expect("tmp");
     let ca = dir.path().join("ca.pem");
@@ -2598,5 +2623,92 @@ fn amqps_with_a_private_ca_is_browsed_and_refusals_say_why() {
     assert!(
         err.contains("certificate") && err.contains("SSL_CERT_FILE"),
         "{err}"
+    );
+}
+
+/// A broker that requires a client certificate (mutual TLS), behind a private CA named by
+/// the URI alone (`cacertfile`, no SSL_CERT_FILE): browsed whole with `certfile` and
+/// `keyfile`, its management API listed with the same files; without the certificate, or
+/// with a key file that is not there, the refusal says what to add.
+#[test]
+fn amqps_with_a_client_certificate_from_the_uri() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = seeded("mtls");
+    let dlq = t.n("dlq");
+    let front = tls_front(&["localhost"], &[5672, 15672], true);
+    let (amqps, https) = (front.ports[0], front.ports[1]);
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path.display().to_string()
+    };
+    let ca = file("ca.pem", &front.ca_pem);
+    let cert = file("client.pem", &front.client_pem);
+    let key = file("client.key", &front.client_key_pem);
+    let run = |args: &[&str]| {
+        let mut c = cli_command(dir.path(), args);
+        c.env_remove("SSL_CERT_FILE").env_remove("SSL_CERT_DIR");
+        c.output().expect("binary runs")
+    };
+    let base = format!("amqps://guest:guest@localhost:{amqps}/%2f");
+    let summary = |query: &str| {
+        run(&[
+            "summary",
+            &format!("{base}?queue={dlq}{query}"),
+            "--json",
+            "--queue-type",
+            "classic",
+        ])
+    };
+
+    let out = summary(&format!("&cacertfile={ca}&certfile={cert}&keyfile={key}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["total"], 10, "{stderr}");
+    t.wait_for(&dlq, 10);
+
+    let out = summary(&format!("&cacertfile={ca}"));
+    assert!(
+        !out.status.success(),
+        "connected without a client certificate"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("&certfile="), "{err}");
+    let out = summary(&format!(
+        "&cacertfile={ca}&certfile={cert}&keyfile=/nonexistent/client.key"
+    ));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("keyfile=/nonexistent/client.key"),
+        "the missing file is named: {err}"
+    );
+    assert_eq!(t.count(&dlq), 10, "no letter consumed");
+
+    if !management_available() {
+        return;
+    }
+    let out = run(&[
+        "queues",
+        &format!("{base}?cacertfile={ca}&certfile={cert}&keyfile={key}"),
+        "--management-url",
+        &format!("https://localhost:{https}"),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(
+        doc["queues"]
+            .as_array()
+            .is_some_and(|qs| qs.iter().any(|q| q["name"] == dlq.as_str())),
+        "{doc}"
     );
 }

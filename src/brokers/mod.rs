@@ -42,6 +42,7 @@ pub(crate) fn amqp_target(source: &SourceRef) -> Option<rabbitmq::AmqpTarget> {
             host,
             port,
             vhost,
+            tls_files,
             ..
         } => Some(rabbitmq::AmqpTarget {
             tls: *tls,
@@ -50,6 +51,7 @@ pub(crate) fn amqp_target(source: &SourceRef) -> Option<rabbitmq::AmqpTarget> {
             host: host.clone(),
             port: *port,
             vhost: vhost.clone(),
+            tls_files: tls_files.clone(),
         }),
         _ => None,
     }

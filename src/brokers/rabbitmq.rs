@@ -11,6 +11,7 @@ use crate::core::model::{Coords, Header, HeaderValue, RawLetter};
 use crate::core::ports::{
     Confirmed, DlqSource, Outgoing, Publisher, ScanEvent, Settled, SourceError, SourceInfo, Target,
 };
+use crate::core::source::TlsFiles;
 use futures_lite::StreamExt;
 use lapin::message::Delivery;
 use lapin::options::{
@@ -45,6 +46,8 @@ pub struct AmqpTarget {
     pub host: String,
     pub port: u16,
     pub vhost: String,
+    /// amqps://: a CA beside the system's store, a client certificate and key.
+    pub tls_files: TlsFiles,
 }
 
 impl AmqpTarget {
@@ -98,8 +101,22 @@ fn connect(
     let uri = t.uri();
     let props = ConnectionProperties::default()
         .with_connection_name(LongString::from(name.as_bytes().to_vec()));
+    let tls = tls_config(&t.tls_files)?;
     let res = rt.block_on(async {
-        tokio::time::timeout(CONNECT_TIMEOUT, Connection::connect(&uri, props)).await
+        let connecting = async {
+            match tls {
+                None => Connection::connect(&uri, props).await,
+                Some(tls) => {
+                    lapin::DefaultConnectionBuilder::new()?
+                        .with_uri_str(uri.clone())
+                        .with_properties(props)
+                        .with_tls_config(tls)
+                        .connect()
+                        .await
+                }
+            }
+        };
+        tokio::time::timeout(CONNECT_TIMEOUT, connecting).await
     });
     match res {
         Ok(Ok(c)) => Ok(c),
@@ -138,6 +155,41 @@ fn connect(
     }
 }
 
+/// The files an amqps:// URI names, read now so a missing or unreadable one is said by
+/// its parameter's name; `None` when it names none (the system's store, no client
+/// certificate).
+fn tls_config(files: &TlsFiles) -> Result<Option<lapin::tcp::OwnedTLSConfig>, SourceError> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let read = |what: &str, path: &std::path::Path| {
+        std::fs::read(path)
+            .map_err(|e| SourceError::failed(format!("reading {what}={}: {e}", path.display())))
+    };
+    let cert_chain = match &files.ca {
+        Some(p) => Some(String::from_utf8(read("cacertfile", p)?).map_err(|_| {
+            SourceError::failed(format!("cacertfile={} is not a PEM file", p.display()))
+        })?),
+        None => None,
+    };
+    let identity = match (&files.cert, &files.key) {
+        (Some(cert), Some(key)) => Some(lapin::tcp::OwnedIdentity::PKCS8 {
+            pem: read("certfile", cert)?,
+            key: read("keyfile", key)?,
+        }),
+        _ => None,
+    };
+    Ok(Some(lapin::tcp::OwnedTLSConfig {
+        identity,
+        cert_chain,
+    }))
+}
+
+/// What to do about a certificate from a CA outside the system's store (rustls, which
+/// lapin uses, and OpenSSL, which the management API's client uses, both read it).
+pub(crate) const PRIVATE_CA: &str =
+    "for a private CA, point SSL_CERT_FILE at its PEM file (or add it to the system's store)";
+
 /// What a failed TLS connection means, in words an operator can act on; rustls' own
 /// text (`invalid peer certificate: UnknownIssuer`) stays in the message before it.
 fn tls_hint(msg: &str, t: &AmqpTarget) -> Option<String> {
@@ -145,7 +197,9 @@ fn tls_hint(msg: &str, t: &AmqpTarget) -> Option<String> {
         return None;
     }
     let why = if msg.contains("UnknownIssuer") {
-        "the server's certificate is signed by a CA this machine does not trust: for a private CA, point SSL_CERT_FILE at its PEM file (or add it to the system's store)".to_string()
+        format!(
+            "the server's certificate is signed by a CA this machine does not trust: {PRIVATE_CA}"
+        )
     } else if msg.contains("not valid for name") || msg.contains("NotValidForName") {
         format!(
             "the server's certificate does not name `{}`: connect by a name the certificate carries",
@@ -163,6 +217,11 @@ fn tls_hint(msg: &str, t: &AmqpTarget) -> Option<String> {
             "{}:{} did not answer in TLS: is it the plain AMQP port? (amqp:// listens on 5672, amqps:// on 5671)",
             t.host, t.port
         )
+    } else if msg.contains("CertificateRequired")
+        || msg.contains("alert: BadCertificate")
+        || msg.contains("alert: UnknownCA")
+    {
+        "the server requires a client certificate it trusts: add &certfile=PATH&keyfile=PATH (PEM) to the amqps:// URI".to_string()
     } else if msg.contains("invalid peer certificate") {
         "the server's certificate was refused".to_string()
     } else {
@@ -340,6 +399,7 @@ impl RabbitSource {
             base_url,
             &self.target.user,
             &self.target.password,
+            &self.target.tls_files,
         )?);
         Ok(self)
     }
@@ -1311,7 +1371,7 @@ impl Publisher for RabbitPublisher {
 
 #[cfg(test)]
 mod tests {
-    use super::{partial_why, tls_hint, AmqpTarget};
+    use super::{partial_why, tls_hint, AmqpTarget, TlsFiles};
 
     /// rustls' certificate refusals become what to do; plain AMQP and other failures get
     /// no TLS hint.
@@ -1324,6 +1384,7 @@ mod tests {
             host: "rabbit.internal".into(),
             port: 5671,
             vhost: "/".into(),
+            tls_files: TlsFiles::default(),
         };
         let hint = |msg: &str| tls_hint(msg, &t).unwrap_or_default();
         assert!(hint("invalid peer certificate: UnknownIssuer").contains("SSL_CERT_FILE"));
@@ -1332,6 +1393,7 @@ mod tests {
         assert!(hint("received corrupt message of type InvalidContentType")
             .contains("did not answer in TLS"));
         assert!(hint("invalid peer certificate: BadSignature").contains("was refused"));
+        assert!(hint("received fatal alert: CertificateRequired").contains("&certfile="));
         assert_eq!(tls_hint("connection refused", &t), None);
         let plain = AmqpTarget {
             tls: false,

@@ -2,6 +2,7 @@
 //! limits that AMQP itself does not expose, and queue listings to find DLQs.
 
 use crate::core::ports::SourceError;
+use crate::core::source::TlsFiles;
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -113,8 +114,43 @@ fn is_loopback(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// The system's store, plus the source's CA and client certificate when it names them.
+fn https_connector(files: &TlsFiles) -> Result<native_tls::TlsConnector, SourceError> {
+    let read = |what: &str, path: &std::path::Path| {
+        std::fs::read(path)
+            .map_err(|e| SourceError::failed(format!("reading {what}={}: {e}", path.display())))
+    };
+    let mut b = native_tls::TlsConnector::builder();
+    if let Some(ca) = &files.ca {
+        let pem = read("cacertfile", ca)?;
+        let cert = native_tls::Certificate::from_pem(&pem)
+            .map_err(|e| SourceError::failed(format!("cacertfile={}: {e}", ca.display())))?;
+        b.add_root_certificate(cert);
+    }
+    if let (Some(cert), Some(key)) = (&files.cert, &files.key) {
+        let identity = native_tls::Identity::from_pkcs8(&read("certfile", cert)?, &read("keyfile", key)?)
+            .map_err(|e| {
+                SourceError::failed(format!(
+                    "certfile={} with keyfile={} for the management API: {e} (the key must be PKCS#8 PEM, `BEGIN PRIVATE KEY`; `openssl pkcs8 -topk8 -nocrypt` converts one)",
+                    cert.display(),
+                    key.display()
+                ))
+            })?;
+        b.identity(identity);
+    }
+    b.build()
+        .map_err(|e| SourceError::failed_by("TLS for the management API", e))
+}
+
 impl Management {
-    pub fn new(base_url: &str, user: &str, password: &str) -> Result<Self, SourceError> {
+    /// `tls` names the amqps:// source's CA and client certificate: the API behind the
+    /// same private CA (or requiring the same client certificate) is reached with them.
+    pub fn new(
+        base_url: &str,
+        user: &str,
+        password: &str,
+        tls: &TlsFiles,
+    ) -> Result<Self, SourceError> {
         let mut agent = ureq::AgentBuilder::new()
             .timeout_connect(Duration::from_millis(1500))
             .timeout(Duration::from_secs(10));
@@ -123,8 +159,7 @@ impl Management {
             .get(..8)
             .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
         {
-            let tls = native_tls::TlsConnector::new()
-                .map_err(|e| SourceError::failed_by("TLS for the management API", e))?;
+            let tls = https_connector(tls)?;
             agent = agent.tls_connector(std::sync::Arc::new(tls));
         }
         let agent = agent.build();
@@ -155,9 +190,12 @@ impl Management {
             Err(e) => {
                 let text = e.to_string();
                 let hint = if text.contains("certificate") {
-                    "the API's certificate was refused: for a private CA, point SSL_CERT_FILE at its PEM file (or add it to the system's store)"
+                    format!(
+                        "the API's certificate was refused: {}",
+                        super::rabbitmq::PRIVATE_CA
+                    )
                 } else {
-                    "enable it with `rabbitmq-plugins enable rabbitmq_management`, or pass --management-url"
+                    "enable it with `rabbitmq-plugins enable rabbitmq_management`, or pass --management-url".into()
                 };
                 Err(SourceError::unavailable(
                     crate::core::source::redact_uri_text(&format!(

@@ -214,7 +214,11 @@ impl Context {
         let probe = if a.starts_with("kafka://") && !a["kafka://".len()..].contains('/') {
             format!("{}/_", a.trim_end_matches('/'))
         } else if (a.starts_with("amqp://") || a.starts_with("amqps://")) && !a.contains("queue=") {
-            format!("{}?queue=_", a.trim_end_matches('?'))
+            // Other parameters (amqps' certificate files) keep their place.
+            match a.trim_end_matches(['?', '&']) {
+                t if t.contains('?') => format!("{t}&queue=_"),
+                t => format!("{t}?queue=_"),
+            }
         } else {
             return Ok(None);
         };

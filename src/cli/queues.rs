@@ -22,6 +22,7 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
         password,
         host,
         vhost,
+        tls_files,
         ..
     } = source.clone()
     else {
@@ -34,7 +35,7 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
         ctx.management_plain_http,
     )
     .map_err(UsageError)?;
-    let mgmt = Management::new(&base, &user, &password)?;
+    let mgmt = Management::new(&base, &user, &password, &tls_files)?;
     let mut all = mgmt.queues(&vhost)?;
     // Judged once (each judgement scans every queue's dead-letter target), for the count
     // fill, the filter and the DLQ column.

@@ -35,6 +35,8 @@ pub enum SourceRef {
         port: u16,
         vhost: String,
         queues: Vec<String>,
+        /// `amqps://` only: a private CA and a client certificate (mutual TLS).
+        tls_files: TlsFiles,
     },
     File {
         path: PathBuf,
@@ -196,8 +198,25 @@ fn pct_decode(s: &str) -> Result<String, String> {
         .map_err(|_| format!("%-escapes in `{s}` are not UTF-8"))
 }
 
+/// Files for an `amqps://` connection, named as in RabbitMQ's own URI query parameters
+/// (`cacertfile`, `certfile`, `keyfile`): a CA to trust beside the system's store, and a
+/// client certificate with its key (PEM) for brokers that require one. Paths, not
+/// secrets: the key file's contents are read at connect time and never shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsFiles {
+    pub ca: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+impl TlsFiles {
+    pub fn is_empty(&self) -> bool {
+        self.ca.is_none() && self.cert.is_none() && self.key.is_none()
+    }
+}
+
 fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, BadSource> {
-    let usage = "amqp://user:pass@host:5672/vhost?queue=q1[,q2]";
+    let usage = "amqp://user:pass@host:5672/vhost?queue=q1[,q2] (amqps:// also takes &cacertfile=PATH, &certfile=PATH&keyfile=PATH)";
     let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (authority, path) = before_query.split_once('/').unwrap_or((before_query, ""));
     let (userinfo, hostport) = match authority.rsplit_once('@') {
@@ -234,11 +253,25 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, BadSource> {
         pct_decode(path)?
     };
     let mut queues = Vec::new();
+    let mut tls_files = TlsFiles::default();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
             Some(("queue", v)) => {
                 for q in v.split(',').filter(|q| !q.is_empty()) {
                     queues.push(pct_decode(q)?);
+                }
+            }
+            Some((name @ ("cacertfile" | "certfile" | "keyfile"), v)) => {
+                if !tls {
+                    return Err(BadSource(format!(
+                        "`{name}` is for amqps:// (TLS); this URI is amqp://"
+                    )));
+                }
+                let path = Some(PathBuf::from(pct_decode(v)?));
+                match name {
+                    "cacertfile" => tls_files.ca = path,
+                    "certfile" => tls_files.cert = path,
+                    _ => tls_files.key = path,
                 }
             }
             _ => {
@@ -251,6 +284,11 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, BadSource> {
     if queues.is_empty() {
         return Err(BadSource(format!("amqp source needs ?queue=NAME: {usage}")));
     }
+    if tls_files.cert.is_some() != tls_files.key.is_some() {
+        return Err(BadSource(
+            "a client certificate needs both `certfile` and `keyfile`".into(),
+        ));
+    }
     Ok(SourceRef::Amqp {
         tls,
         user,
@@ -259,6 +297,7 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, BadSource> {
         port,
         vhost,
         queues,
+        tls_files,
     })
 }
 
@@ -306,6 +345,40 @@ impl fmt::Debug for SourceRef {
 mod tests {
     use super::*;
 
+    /// RabbitMQ's own TLS query parameters, for amqps:// only, a certificate with its key.
+    #[test]
+    fn amqps_takes_a_ca_and_a_client_certificate() {
+        let a = SourceRef::parse(
+            "amqps://u@rabbit/%2f?queue=q&cacertfile=/etc/ca%20dir/ca.pem&certfile=c.pem&keyfile=c.key",
+        )
+        .expect("valid");
+        let SourceRef::Amqp { tls_files, .. } = a else {
+            panic!("not amqp: {a}");
+        };
+        assert_eq!(
+            tls_files,
+            TlsFiles {
+                ca: Some("/etc/ca dir/ca.pem".into()),
+                cert: Some("c.pem".into()),
+                key: Some("c.key".into()),
+            }
+        );
+        for (uri, says) in [
+            ("amqp://h/v?queue=q&cacertfile=ca.pem", "is for amqps://"),
+            (
+                "amqps://h/v?queue=q&certfile=c.pem",
+                "both `certfile` and `keyfile`",
+            ),
+            (
+                "amqps://h/v?queue=q&keyfile=c.key",
+                "both `certfile` and `keyfile`",
+            ),
+        ] {
+            let err = SourceRef::parse(uri).expect_err(uri).0;
+            assert!(err.contains(says), "{uri}: {err}");
+        }
+    }
+
     #[test]
     fn parses_all_kinds() {
         assert_eq!(
@@ -326,6 +399,7 @@ mod tests {
                 port: 5673,
                 vhost: "/".into(),
                 queues: vec!["q1".into(), "q2".into()],
+                tls_files: TlsFiles::default(),
             }
         );
         assert!(!a.to_string().contains("p@ss"), "{a}");
