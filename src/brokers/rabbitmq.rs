@@ -162,10 +162,7 @@ fn tls_config(files: &TlsFiles) -> Result<Option<lapin::tcp::OwnedTLSConfig>, So
     if files.is_empty() {
         return Ok(None);
     }
-    let read = |what: &str, path: &std::path::Path| {
-        std::fs::read(path)
-            .map_err(|e| SourceError::failed(format!("reading {what}={}: {e}", path.display())))
-    };
+    let read = read_tls_file;
     let cert_chain = match &files.ca {
         Some(p) => Some(String::from_utf8(read("cacertfile", p)?).map_err(|_| {
             SourceError::failed(format!("cacertfile={} is not a PEM file", p.display()))
@@ -185,10 +182,17 @@ fn tls_config(files: &TlsFiles) -> Result<Option<lapin::tcp::OwnedTLSConfig>, So
     }))
 }
 
-/// What to do about a certificate from a CA outside the system's store (rustls, which
-/// lapin uses, and OpenSSL, which the management API's client uses, both read it).
+/// One of an amqps:// URI's files, or why not, named by its parameter (`keyfile=PATH`).
+pub(crate) fn read_tls_file(param: &str, path: &std::path::Path) -> Result<Vec<u8>, SourceError> {
+    std::fs::read(path)
+        .map_err(|e| SourceError::failed(format!("reading {param}={}: {e}", path.display())))
+}
+
+/// What to do about a certificate from a CA outside the system's store: the URI's
+/// `cacertfile` serves AMQP and the management API alike; SSL_CERT_FILE (read by rustls,
+/// which lapin uses, and by OpenSSL, which the API's client uses) replaces the store.
 pub(crate) const PRIVATE_CA: &str =
-    "for a private CA, point SSL_CERT_FILE at its PEM file (or add it to the system's store)";
+    "for a private CA, add &cacertfile=PATH (its PEM file) to the amqps:// URI, or set SSL_CERT_FILE, or add it to the system's store";
 
 /// What a failed TLS connection means, in words an operator can act on; rustls' own
 /// text (`invalid peer certificate: UnknownIssuer`) stays in the message before it.

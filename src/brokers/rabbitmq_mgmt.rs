@@ -116,10 +116,7 @@ fn is_loopback(url: &str) -> bool {
 
 /// The system's store, plus the source's CA and client certificate when it names them.
 fn https_connector(files: &TlsFiles) -> Result<native_tls::TlsConnector, SourceError> {
-    let read = |what: &str, path: &std::path::Path| {
-        std::fs::read(path)
-            .map_err(|e| SourceError::failed(format!("reading {what}={}: {e}", path.display())))
-    };
+    let read = super::rabbitmq::read_tls_file;
     let mut b = native_tls::TlsConnector::builder();
     if let Some(ca) = &files.ca {
         let pem = read("cacertfile", ca)?;
