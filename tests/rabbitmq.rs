@@ -1599,6 +1599,36 @@ fn work_consumer(queue: String) -> (std::sync::mpsc::Receiver<Seen>, StopFlag) {
 }
 
 /// 20 orders rejected by the broken service: the DLQ holds them with x-death.
+/// Every rejected order replayed with a canary of 2 and a short watch, as JSON; the
+/// system's CA store as it is (no SSL_CERT_FILE from the caller's environment).
+fn replay_rejected(dir: &std::path::Path, uri: &str) -> std::process::Output {
+    cli_command(
+        dir,
+        &[
+            "replay",
+            uri,
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "2",
+            "--canary-rate",
+            "20",
+            "--watch",
+            "2s",
+            "--rate",
+            "100",
+            "--max-failed-ratio",
+            "0.5",
+            "--yes",
+            "--json",
+        ],
+    )
+    .env_remove("SSL_CERT_FILE")
+    .env_remove("SSL_CERT_DIR")
+    .output()
+    .expect("binary runs")
+}
+
 fn dead_orders(tag: &str) -> Topology {
     let t = Topology::new(tag);
     rejected_orders(&t, 20, |i| {
@@ -1678,27 +1708,7 @@ fn a_replay_goes_to_the_origin_exchange_acks_confirmed_letters_and_sees_failures
     let (seen, stop) = work_consumer(t.n("work"));
     let dir = tempfile::tempdir().expect("tmp");
     let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
-    let out = replay_cli(
-        dir.path(),
-        &[
-            "replay",
-            &uri,
-            "--filter",
-            "reason=rejected",
-            "--canary",
-            "2",
-            "--canary-rate",
-            "20",
-            "--watch",
-            "2s",
-            "--rate",
-            "100",
-            "--max-failed-ratio",
-            "0.5",
-            "--yes",
-            "--json",
-        ],
-    );
+    let out = replay_rejected(dir.path(), &uri);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let log = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(0), "{log}");
@@ -2654,6 +2664,7 @@ fn amqps_with_a_client_certificate_from_the_uri() {
         c.output().expect("binary runs")
     };
     let base = format!("amqps://guest:guest@localhost:{amqps}/%2f");
+    let files = format!("cacertfile={ca}&certfile={cert}&keyfile={key}");
     let summary = |query: &str| {
         run(&[
             "summary",
@@ -2664,7 +2675,7 @@ fn amqps_with_a_client_certificate_from_the_uri() {
         ])
     };
 
-    let out = summary(&format!("&cacertfile={ca}&certfile={cert}&keyfile={key}"));
+    let out = summary(&format!("&{files}"));
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "{stderr}");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -2694,7 +2705,7 @@ fn amqps_with_a_client_certificate_from_the_uri() {
     }
     let out = run(&[
         "queues",
-        &format!("{base}?cacertfile={ca}&certfile={cert}&keyfile={key}"),
+        &format!("{base}?{files}"),
         "--management-url",
         &format!("https://localhost:{https}"),
         "--json",
@@ -2711,4 +2722,49 @@ fn amqps_with_a_client_certificate_from_the_uri() {
             .is_some_and(|qs| qs.iter().any(|q| q["name"] == dlq.as_str())),
         "{doc}"
     );
+}
+
+/// A replay over mutual TLS: the publisher and the acks of the DLQ copies go through the
+/// same certificate files as the browse (the publisher opens its own connection).
+#[test]
+fn a_replay_over_mutual_tls_publishes_and_acks() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("replay-tls");
+    let (seen, stop) = work_consumer(t.n("work"));
+    let front = tls_front(&["localhost"], &[5672], true);
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path.display().to_string()
+    };
+    let uri = format!(
+        "amqps://guest:guest@localhost:{}/%2f?queue={}&cacertfile={}&certfile={}&keyfile={}",
+        front.ports[0],
+        t.n("dlq"),
+        file("ca.pem", &front.ca_pem),
+        file("client.pem", &front.client_pem),
+        file("client.key", &front.client_key_pem)
+    );
+    let out = replay_rejected(dir.path(), &uri);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let log = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{log}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["state"], "completed", "{report}");
+    assert_eq!(report["outcome"]["confirmed"], 20, "{report}");
+    assert_eq!(
+        seen.try_iter().count(),
+        20,
+        "the service got each order once"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        t.count(&t.n("dlq")),
+        2,
+        "the 18 that stayed fixed were acked"
+    );
+    verified(dir.path());
 }
