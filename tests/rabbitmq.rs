@@ -2440,6 +2440,24 @@ struct TlsFront {
     _rt: tokio::runtime::Runtime,
 }
 
+impl TlsFront {
+    /// The CA, client certificate and key written to `dir`, as an amqps:// URI's
+    /// `cacertfile=…&certfile=…&keyfile=…`.
+    fn files_in(&self, dir: &std::path::Path) -> String {
+        let file = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).expect("write");
+            path.display().to_string()
+        };
+        format!(
+            "cacertfile={}&certfile={}&keyfile={}",
+            file("ca.pem", &self.ca_pem),
+            file("client.pem", &self.client_pem),
+            file("client.key", &self.client_key_pem)
+        )
+    }
+}
+
 /// With `mutual`, the front also requires a client certificate from its CA.
 fn tls_front(names: &[&str], upstreams: &[u16], mutual: bool) -> TlsFront {
     use tokio_rustls::rustls;
@@ -2650,21 +2668,15 @@ fn amqps_with_a_client_certificate_from_the_uri() {
     let front = tls_front(&["localhost"], &[5672, 15672], true);
     let (amqps, https) = (front.ports[0], front.ports[1]);
     let dir = tempfile::tempdir().expect("tmp");
-    let file = |name: &str, text: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).expect("write");
-        path.display().to_string()
-    };
-    let ca = file("ca.pem", &front.ca_pem);
-    let cert = file("client.pem", &front.client_pem);
-    let key = file("client.key", &front.client_key_pem);
+    let files = front.files_in(dir.path());
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let (ca, cert) = (path("ca.pem"), path("client.pem"));
     let run = |args: &[&str]| {
         let mut c = cli_command(dir.path(), args);
         c.env_remove("SSL_CERT_FILE").env_remove("SSL_CERT_DIR");
         c.output().expect("binary runs")
     };
     let base = format!("amqps://guest:guest@localhost:{amqps}/%2f");
-    let files = format!("cacertfile={ca}&certfile={cert}&keyfile={key}");
     let summary = |query: &str| {
         run(&[
             "summary",
@@ -2735,18 +2747,11 @@ fn a_replay_over_mutual_tls_publishes_and_acks() {
     let (seen, stop) = work_consumer(t.n("work"));
     let front = tls_front(&["localhost"], &[5672], true);
     let dir = tempfile::tempdir().expect("tmp");
-    let file = |name: &str, text: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).expect("write");
-        path.display().to_string()
-    };
     let uri = format!(
-        "amqps://guest:guest@localhost:{}/%2f?queue={}&cacertfile={}&certfile={}&keyfile={}",
+        "amqps://guest:guest@localhost:{}/%2f?queue={}&{}",
         front.ports[0],
         t.n("dlq"),
-        file("ca.pem", &front.ca_pem),
-        file("client.pem", &front.client_pem),
-        file("client.key", &front.client_key_pem)
+        front.files_in(dir.path())
     );
     let out = replay_rejected(dir.path(), &uri);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
