@@ -2710,11 +2710,45 @@ fn amqps_with_a_client_certificate_from_the_uri() {
         err.contains("keyfile=/nonexistent/client.key"),
         "the missing file is named: {err}"
     );
+    // A CA file with no certificate in it is said as such, not as an untrusted server.
+    let out = summary(&format!("&cacertfile={cert}x"));
+    assert!(!out.status.success());
+    std::fs::write(format!("{cert}x"), b"\x00\x01 not PEM").expect("junk");
+    let out = summary(&format!("&cacertfile={cert}x"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("is not a PEM certificate"),
+        "{err}"
+    );
+    // The same key in SEC1 form (`BEGIN EC PRIVATE KEY`): rustls takes it for AMQP, so a
+    // browse that does not call the management API works; the API's client needs
+    // PKCS#8, which is said when it is called.
+    let sec1 = dir.path().join("client-sec1.key");
+    let key = openssl::pkey::PKey::private_key_from_pem(front.client_key_pem.as_bytes())
+        .expect("key")
+        .ec_key()
+        .expect("EC key")
+        .private_key_to_pem()
+        .expect("SEC1 PEM");
+    std::fs::write(&sec1, key).expect("write");
+    let sec1_files = format!("cacertfile={ca}&certfile={cert}&keyfile={}", sec1.display());
+    let out = summary(&format!("&{sec1_files}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "a SEC1 key over AMQP: {stderr}");
+    t.wait_for(&dlq, 10);
     assert_eq!(t.count(&dlq), 10, "no letter consumed");
 
     if !management_available() {
         return;
     }
+    let out = run(&[
+        "queues",
+        &format!("{base}?{sec1_files}"),
+        "--management-url",
+        &format!("https://localhost:{https}"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("PKCS#8"), "{err}");
     let out = run(&[
         "queues",
         &format!("{base}?{files}"),

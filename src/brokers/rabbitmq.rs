@@ -182,10 +182,25 @@ fn tls_config(files: &TlsFiles) -> Result<Option<lapin::tcp::OwnedTLSConfig>, So
     }))
 }
 
-/// One of an amqps:// URI's files, or why not, named by its parameter (`keyfile=PATH`).
+/// One of an amqps:// URI's files, or why not, named by its parameter (`keyfile=PATH`):
+/// missing, or not the PEM it must be (a key given as the certificate, a DER file), said
+/// here rather than as a TLS library's parse error or, for a CA file with no
+/// certificate in it, as an untrusted server later.
 pub(crate) fn read_tls_file(param: &str, path: &std::path::Path) -> Result<Vec<u8>, SourceError> {
-    std::fs::read(path)
-        .map_err(|e| SourceError::failed(format!("reading {param}={}: {e}", path.display())))
+    let bytes = std::fs::read(path)
+        .map_err(|e| SourceError::failed(format!("reading {param}={}: {e}", path.display())))?;
+    let (marker, what) = if param == "keyfile" {
+        ("PRIVATE KEY-----", "a PEM private key")
+    } else {
+        ("-----BEGIN CERTIFICATE-----", "a PEM certificate")
+    };
+    if !bytes.windows(marker.len()).any(|w| w == marker.as_bytes()) {
+        return Err(SourceError::failed(format!(
+            "{param}={} is not {what}: no `{marker}` in it",
+            path.display()
+        )));
+    }
+    Ok(bytes)
 }
 
 /// What to do about a certificate from a CA outside the system's store: the URI's

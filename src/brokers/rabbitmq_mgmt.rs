@@ -61,7 +61,10 @@ pub(crate) struct Management {
     /// `base` without credentials, for messages.
     shown: String,
     auth: String,
-    agent: ureq::Agent,
+    /// Why there is no client, when the source's certificate files do not suit the API's
+    /// TLS library: said when the API is called, so a browse that never calls it (the
+    /// queue type given) is not stopped by it.
+    agent: Result<ureq::Agent, String>,
 }
 
 use crate::core::source::pct_encode as enc;
@@ -148,18 +151,20 @@ impl Management {
         password: &str,
         tls: &TlsFiles,
     ) -> Result<Self, SourceError> {
-        let mut agent = ureq::AgentBuilder::new()
+        let builder = ureq::AgentBuilder::new()
             .timeout_connect(Duration::from_millis(1500))
             .timeout(Duration::from_secs(10));
         // Loading the system's CA store takes ~50 ms: only for an https API.
-        if base_url
+        let agent = if base_url
             .get(..8)
             .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
         {
-            let tls = https_connector(tls)?;
-            agent = agent.tls_connector(std::sync::Arc::new(tls));
-        }
-        let agent = agent.build();
+            https_connector(tls)
+                .map(|tls| builder.tls_connector(std::sync::Arc::new(tls)).build())
+                .map_err(|e| e.to_string())
+        } else {
+            Ok(builder.build())
+        };
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         Ok(Management {
             base: base_url.trim_end_matches('/').to_string(),
@@ -171,7 +176,11 @@ impl Management {
 
     fn get(&self, path: &str) -> Result<String, SourceError> {
         let url = format!("{}{path}", self.base);
-        match self.agent.get(&url).set("Authorization", &self.auth).call() {
+        let agent = self
+            .agent
+            .as_ref()
+            .map_err(|e| SourceError::failed(e.clone()))?;
+        match agent.get(&url).set("Authorization", &self.auth).call() {
             Ok(r) => r
                 .into_string()
                 .map_err(|e| SourceError::failed(format!("reading {}: {e}", self.shown))),
