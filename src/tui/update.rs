@@ -434,14 +434,14 @@ fn scan_event(state: &mut AppState, action: Action) {
         Action::ScanDone => {
             state.scan.complete = true;
             state.catalog.shrink_to_fit();
-            let n = state.catalog.store.len() as u64;
-            state.scan.total = Some(n);
+            let n = state.catalog.store.len();
+            state.scan.total = Some(n as u64);
             state.letters.dirty = true;
             if state.scan.again {
                 state.message = Some((
                     format!(
                         "browsed again: {}, scan complete",
-                        crate::core::words::letters(state.catalog.store.len())
+                        crate::core::words::letters(n)
                     ),
                     Level::Info,
                 ));
