@@ -66,7 +66,7 @@ pub fn discover(
                 opts.management_plain_http,
             )
             .map_err(SourceError::Unsupported)?;
-            let mgmt = Management::new(&url, user, password, tls_files)?;
+            let mgmt = Management::new(&url, user, password, tls_files);
             let mut queues = mgmt.queues(vhost)?;
             // Judged once (each judgement scans every queue's dead-letter target), for
             // the count fill and for the listing.

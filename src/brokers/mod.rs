@@ -82,7 +82,7 @@ pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>
             .map_err(SourceError::Unsupported)?;
             Ok(Box::new(
                 rabbitmq::RabbitSource::new(target, queues.clone())?
-                    .with_management(&mgmt)?
+                    .with_management(&mgmt)
                     .with_queue_policy(opts.queue_type.clone(), opts.allow_redelivery)
                     .with_max_letters(opts.max_letters),
             ))

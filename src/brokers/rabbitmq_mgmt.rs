@@ -61,10 +61,12 @@ pub(crate) struct Management {
     /// `base` without credentials, for messages.
     shown: String,
     auth: String,
-    /// Why there is no client, when the source's certificate files do not suit the API's
-    /// TLS library: said when the API is called, so a browse that never calls it (the
-    /// queue type given) is not stopped by it.
-    agent: Result<ureq::Agent, String>,
+    /// The source's CA and client certificate, for an https API.
+    tls: TlsFiles,
+    /// Built at the first call: a browse that never calls the API (the queue type
+    /// given) neither loads the system's CA store (~50 ms) nor is stopped by certificate
+    /// files that do not suit the API's TLS library. Why there is no client, if not.
+    agent: std::sync::OnceLock<Result<ureq::Agent, String>>,
 }
 
 use crate::core::source::pct_encode as enc;
@@ -145,42 +147,48 @@ fn https_connector(files: &TlsFiles) -> Result<native_tls::TlsConnector, SourceE
 impl Management {
     /// `tls` names the amqps:// source's CA and client certificate: the API behind the
     /// same private CA (or requiring the same client certificate) is reached with them.
-    pub fn new(
-        base_url: &str,
-        user: &str,
-        password: &str,
-        tls: &TlsFiles,
-    ) -> Result<Self, SourceError> {
-        let builder = ureq::AgentBuilder::new()
-            .timeout_connect(Duration::from_millis(1500))
-            .timeout(Duration::from_secs(10));
-        // Loading the system's CA store takes ~50 ms: only for an https API.
-        let agent = if base_url
-            .get(..8)
-            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-        {
-            https_connector(tls)
-                .map(|tls| builder.tls_connector(std::sync::Arc::new(tls)).build())
-                .map_err(|e| e.to_string())
-        } else {
-            Ok(builder.build())
-        };
+    pub fn new(base_url: &str, user: &str, password: &str, tls: &TlsFiles) -> Self {
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        Ok(Management {
+        Management {
             base: base_url.trim_end_matches('/').to_string(),
             shown: crate::core::source::redact_uri_text(base_url.trim_end_matches('/')),
             auth: format!("Basic {token}"),
-            agent,
-        })
+            tls: tls.clone(),
+            agent: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn agent(&self) -> Result<&ureq::Agent, SourceError> {
+        self.agent
+            .get_or_init(|| {
+                let builder = ureq::AgentBuilder::new()
+                    .timeout_connect(Duration::from_millis(1500))
+                    .timeout(Duration::from_secs(10));
+                // The system's CA store only for an https API.
+                if self
+                    .base
+                    .get(..8)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+                {
+                    https_connector(&self.tls)
+                        .map(|tls| builder.tls_connector(std::sync::Arc::new(tls)).build())
+                        .map_err(|e| e.to_string())
+                } else {
+                    Ok(builder.build())
+                }
+            })
+            .as_ref()
+            .map_err(|e| SourceError::failed(e.clone()))
     }
 
     fn get(&self, path: &str) -> Result<String, SourceError> {
         let url = format!("{}{path}", self.base);
-        let agent = self
-            .agent
-            .as_ref()
-            .map_err(|e| SourceError::failed(e.clone()))?;
-        match agent.get(&url).set("Authorization", &self.auth).call() {
+        match self
+            .agent()?
+            .get(&url)
+            .set("Authorization", &self.auth)
+            .call()
+        {
             Ok(r) => r
                 .into_string()
                 .map_err(|e| SourceError::failed(format!("reading {}: {e}", self.shown))),

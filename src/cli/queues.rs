@@ -35,7 +35,7 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
         ctx.management_plain_http,
     )
     .map_err(UsageError)?;
-    let mgmt = Management::new(&base, &user, &password, &tls_files)?;
+    let mgmt = Management::new(&base, &user, &password, &tls_files);
     let mut all = mgmt.queues(&vhost)?;
     // Judged once (each judgement scans every queue's dead-letter target), for the count
     // fill, the filter and the DLQ column.
