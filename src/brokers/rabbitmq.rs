@@ -27,10 +27,13 @@ use std::time::Duration;
 
 /// Most messages one browse holds per queue (the broker's prefetch is a u16).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// A browse ends when this long passes without a new delivery.
+/// A stream read (streams report no count) ends when this long passes without a new
+/// delivery.
 const IDLE: Duration = Duration::from_millis(1500);
-/// How long a browse that has started waits for the next of the letters the broker
-/// counted before it settles for what it holds (and says "browsed N of M").
+/// How long a queue browse waits for the next of the letters the broker counted before it
+/// settles for what it holds (and says "browsed N of M"). The first letter gets the
+/// same wait: the count says it exists, and a broker busy dead-lettering a flood (the
+/// incident itself) was seen to take over 1.5 s to deliver it.
 const STALL: Duration = Duration::from_secs(10);
 /// Letters received ahead of the one being prepared.
 const PIPELINE: usize = 8192;
@@ -742,7 +745,7 @@ impl RabbitSource {
     }
 
     /// Hand deliveries to the sink as they arrive, until `want` are held, the broker goes
-    /// quiet (IDLE before the first letter, STALL after), or the sink stops. Receiving
+    /// quiet for STALL, or the sink stops. Receiving
     /// runs as a task on the AMQP runtime, a bounded queue ahead of the sink: the broker
     /// keeps streaming while letters are prepared, so a browse takes the longer of the
     /// two, not their sum. Returns the consumer, which stays open for the tail.
@@ -762,9 +765,8 @@ impl RabbitSource {
             let mut consumer = consumer;
             let mut n = 0u64;
             'receiving: while n < want {
-                let wait = if n == 0 { IDLE } else { STALL };
                 let mut next = tokio::select! {
-                    r = tokio::time::timeout(wait, consumer.next()) => r.ok(),
+                    r = tokio::time::timeout(STALL, consumer.next()) => r.ok(),
                     // The sink stopped: no need to wait out the broker.
                     () = tx.closed() => break,
                 };
