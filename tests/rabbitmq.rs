@@ -161,6 +161,21 @@ impl Topology {
         format!("{what}.{}", self.id)
     }
 
+    fn bind(&self, queue: &str, exchange: &str, key: &str) {
+        self.rt.block_on(async {
+            let ch = self.conn.create_channel().await.expect("channel");
+            ch.queue_bind(
+                ShortString::from(queue),
+                ShortString::from(exchange),
+                ShortString::from(key),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("bind");
+        });
+    }
+
     fn publish(&self, exchange: &str, rk: &str, id: &str, body: &str) {
         self.rt.block_on(async {
             let ch = self.conn.create_channel().await.expect("channel");
@@ -934,6 +949,10 @@ fn streams_are_read_by_offset_without_consuming() {
     delete(&t, &target_q);
 }
 
+/// `queues` says which queues are DLQs the way the picker does: by name, by where other
+/// queues' dead letters are routed (here a queue named like nothing, bound to the
+/// dead-letter exchange), by the configured patterns; a retry loop's consumer queue,
+/// bound to the exchange a TTL queue expires into, is not taken for one.
 #[test]
 fn queues_command_flags_dead_letter_queues() {
     if !rabbit_available() || !management_available() {
@@ -948,35 +967,80 @@ fn queues_command_flags_dead_letter_queues() {
         t.publish("", &fresh, &format!("f-{i}"), "{}");
     }
     t.wait_for(&fresh, 4);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-        .args(["queues", "amqp://guest:guest@127.0.0.1:5672/%2f", "--json"])
-        .output()
-        .expect("binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let review = t.n("review");
+    declare(&t, &review, vec![]);
+    t.bind(&review, &t.n("dlx"), "");
+    let wait = t.n("wait");
+    declare(
+        &t,
+        &wait,
+        vec![
+            ("x-message-ttl", AMQPValue::LongInt(60_000)),
+            (
+                "x-dead-letter-exchange",
+                AMQPValue::LongString(LongString::from(t.n("orders").into_bytes())),
+            ),
+        ],
     );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let audit = t.n("audit");
+    declare(&t, &audit, vec![]);
+    let dir = tempfile::tempdir().expect("dir");
+    let cfg = dir.path().join("dlq-triage");
+    std::fs::create_dir_all(&cfg).expect("mkdir");
+    std::fs::write(
+        cfg.join("config.toml"),
+        "dlq_patterns = [\"audit.listing.*\"]\n",
+    )
+    .expect("config");
+    let listed = |args: &[&str]| -> serde_json::Value {
+        let out = cli_command(dir.path(), args).output().expect("binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let doc = listed(&["queues", "amqp://guest:guest@127.0.0.1:5672/%2f", "--json"]);
     let find = |name: &str| {
         doc["queues"]
             .as_array()
             .and_then(|qs| qs.iter().find(|q| q["name"] == name).cloned())
     };
-    assert_eq!(
-        find(&t.n("dlq")).map(|q| q["looks_like_dlq"].clone()),
-        Some(serde_json::json!(true))
-    );
-    assert_eq!(
-        find(&t.n("work")).map(|q| q["looks_like_dlq"].clone()),
-        Some(serde_json::json!(false))
-    );
+    for (name, dlq) in [
+        (t.n("dlq"), true),
+        (review.clone(), true),
+        (audit.clone(), true),
+        (t.n("work"), false),
+        (wait.clone(), false),
+    ] {
+        assert_eq!(
+            find(&name).map(|q| q["looks_like_dlq"].clone()),
+            Some(serde_json::json!(dlq)),
+            "{name}: {doc}"
+        );
+    }
     assert_eq!(
         find(&fresh).map(|q| q["messages"].clone()),
         Some(serde_json::json!(4)),
         "{doc}"
     );
-    delete(&t, &fresh);
+    // `--dlq` lists exactly the flagged ones.
+    let only = listed(&[
+        "queues",
+        "amqp://guest:guest@127.0.0.1:5672/%2f",
+        "--dlq",
+        "--json",
+    ]);
+    let names: Vec<&str> = only["queues"]
+        .as_array()
+        .map(|qs| qs.iter().filter_map(|q| q["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(names.contains(&review.as_str()) && names.contains(&audit.as_str()));
+    assert!(!names.contains(&t.n("work").as_str()) && !names.contains(&wait.as_str()));
+    for q in [&fresh, &review, &wait, &audit] {
+        delete(&t, q);
+    }
 }
 
 /// A queue deleted between the management API's listing and the AMQP count fill leaves

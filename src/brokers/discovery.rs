@@ -3,7 +3,7 @@
 //! dead-letter target), Kafka topics whose names match the DLQ patterns.
 
 use super::kafka;
-use super::rabbitmq_mgmt::{looks_like_dlq, Management, QueueInfo};
+use super::rabbitmq_mgmt::{dlq_flags, Management, QueueInfo};
 use crate::core::ports::SourceError;
 use crate::core::source::SourceRef;
 
@@ -49,44 +49,17 @@ pub fn discover(
     patterns: &[String],
     all: bool,
 ) -> Result<Vec<Candidate>, SourceError> {
-    let mut found = match base {
-        SourceRef::Amqp {
-            tls,
-            user,
-            password,
-            host,
-            vhost,
-            tls_files,
-            ..
-        } => {
-            let url = super::rabbitmq_mgmt::plan_url(
-                opts.management_url.as_deref(),
-                *tls,
-                host,
-                opts.management_plain_http,
-            )
-            .map_err(SourceError::Unsupported)?;
-            let mgmt = Management::new(&url, user, password, tls_files);
-            let mut queues = mgmt.queues(vhost)?;
-            // Judged once (each judgement scans every queue's dead-letter target), for
-            // the count fill and for the listing.
-            let flagged: Vec<bool> = queues
-                .iter()
-                .map(|q| looks_like_dlq(q, &queues) || matches_patterns(&q.name, patterns))
-                .collect();
-            fill_missing_counts(base, &mut queues, |i| all || flagged[i]);
-            queues
-                .iter()
-                .zip(flagged)
-                .map(|(q, looks_like_dlq)| Candidate {
-                    source: with_target(base, &q.name),
-                    name: q.name.clone(),
-                    kind: q.kind.clone(),
-                    count: q.messages,
-                    looks_like_dlq,
-                })
-                .collect::<Vec<_>>()
-        }
+    let mut found: Vec<Candidate> = match base {
+        SourceRef::Amqp { .. } => rabbit_queues(base, opts, patterns, all)?
+            .into_iter()
+            .map(|(q, looks_like_dlq)| Candidate {
+                source: with_target(base, &q.name),
+                name: q.name,
+                kind: q.kind,
+                count: q.messages,
+                looks_like_dlq,
+            })
+            .collect(),
         SourceRef::Kafka { brokers, .. } => kafka::topic_counts(brokers, &opts.kafka_props)?
             .into_iter()
             .map(|(name, count)| Candidate {
@@ -113,6 +86,55 @@ pub fn discover(
             .then(a.name.cmp(&b.name))
     });
     Ok(found)
+}
+
+/// A RabbitMQ vhost's queues from the management API (with `all`, or only the DLQs),
+/// each with whether it is taken for a DLQ: by `dlq_flags` (names, dead-letter routing
+/// through the vhost's bindings) or a name matching `patterns`. What the picker and
+/// `queues` list, judged once here so the two cannot disagree. The bindings are best
+/// effort: without them (a user the API does not show them to) names and dead-letter
+/// routing keys still judge.
+pub fn rabbit_queues(
+    base: &SourceRef,
+    opts: &super::OpenOptions,
+    patterns: &[String],
+    all: bool,
+) -> Result<Vec<(QueueInfo, bool)>, SourceError> {
+    let SourceRef::Amqp {
+        tls,
+        user,
+        password,
+        host,
+        vhost,
+        tls_files,
+        ..
+    } = base
+    else {
+        return Err(SourceError::Unsupported(format!(
+            "{base} is not a RabbitMQ vhost"
+        )));
+    };
+    let url = super::rabbitmq_mgmt::plan_url(
+        opts.management_url.as_deref(),
+        *tls,
+        host,
+        opts.management_plain_http,
+    )
+    .map_err(SourceError::Unsupported)?;
+    let mgmt = Management::new(&url, user, password, tls_files);
+    let mut queues = mgmt.queues(vhost)?;
+    let bindings = mgmt.bindings(vhost).unwrap_or_default();
+    let flagged: Vec<bool> = dlq_flags(&queues, &bindings)
+        .into_iter()
+        .zip(&queues)
+        .map(|(dlq, q)| dlq || matches_patterns(&q.name, patterns))
+        .collect();
+    fill_missing_counts(base, &mut queues, |i| all || flagged[i]);
+    Ok(queues
+        .into_iter()
+        .zip(flagged)
+        .filter(|(_, dlq)| all || *dlq)
+        .collect())
 }
 
 /// The management API counts only what it has sampled: a queue made in the last seconds

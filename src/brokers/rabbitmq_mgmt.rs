@@ -42,6 +42,12 @@ impl QueueInfo {
             .and_then(Value::as_i64)
     }
 
+    /// Expires messages into a dead-letter exchange: a delay or retry queue.
+    fn is_retry(&self) -> bool {
+        self.setting("x-message-ttl", "message-ttl").is_some()
+            && self.dead_letter_target().is_some()
+    }
+
     /// Where this queue dead-letters to, if anywhere.
     pub(crate) fn dead_letter_target(&self) -> Option<(String, Option<String>)> {
         let ex = self
@@ -230,6 +236,16 @@ impl Management {
             .map_err(|e| SourceError::failed_by("unexpected answer from the management API", e))
     }
 
+    /// The vhost's bindings, to see where dead letters are routed.
+    pub fn bindings(&self, vhost: &str) -> Result<Vec<BindingInfo>, SourceError> {
+        let body = self.get(&format!(
+            "/api/bindings/{}?columns=source,destination,destination_type",
+            enc(vhost)
+        ))?;
+        serde_json::from_str(&body)
+            .map_err(|e| SourceError::failed_by("unexpected answer from the management API", e))
+    }
+
     pub fn queue(&self, vhost: &str, name: &str) -> Result<QueueInfo, SourceError> {
         let body = self.get(&format!("/api/queues/{}/{}", enc(vhost), enc(name)))?;
         serde_json::from_str(&body)
@@ -237,23 +253,175 @@ impl Management {
     }
 }
 
-/// Does a queue look like a dead-letter queue: named like one, or the dead-letter target
-/// of another queue?
-pub fn looks_like_dlq(q: &QueueInfo, all: &[QueueInfo]) -> bool {
-    let n = q.name.to_lowercase();
-    let named = ["dlq", "dead", "error", "parking", ".dlt", "_dlt", "failed"]
+/// One binding of the vhost: `source` exchange to a queue or another exchange.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BindingInfo {
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub destination: String,
+    #[serde(default)]
+    pub destination_type: String,
+}
+
+/// Named like a DLQ: `dlq` or `dead-letter` anywhere (`OrdersDLQ`, `orders.dead_letter`),
+/// or one of the words below standing alone between separators (`orders.error`,
+/// `payments-parked`; not `deadline-jobs` or `errorbudget`).
+pub fn named_like_dlq(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "dlt",
+        "dead",
+        "error",
+        "errors",
+        "failed",
+        "failures",
+        "parking",
+        "parked",
+        "poison",
+        "undeliverable",
+        "quarantine",
+        "expired",
+    ];
+    let n = name.to_ascii_lowercase();
+    let squashed: String = n.chars().filter(char::is_ascii_alphanumeric).collect();
+    n.contains("dlq")
+        || squashed.contains("deadletter")
+        || n.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| WORDS.contains(&w))
+}
+
+/// Which of `queues` are dead-letter queues: named like one, or where another queue's
+/// dead letters go — the target of a dead-letter routing key on the default exchange,
+/// or a queue bound (directly, or through exchange-to-exchange bindings) to an exchange
+/// some queue dead-letters to. A queue with a message TTL and a dead-letter exchange is
+/// a delay or retry queue: what it expires goes back to work, so the queues behind its
+/// exchange are not DLQs by that alone (`expired` in a name still counts). Judged for
+/// the whole vhost at once: linear in queues and bindings, for vhosts of thousands.
+pub fn dlq_flags(queues: &[QueueInfo], bindings: &[BindingInfo]) -> Vec<bool> {
+    use std::collections::HashSet;
+    // Routing keys on the default exchange name their queue.
+    let mut targets: HashSet<String> = HashSet::new();
+    let mut exchanges: HashSet<String> = HashSet::new();
+    for q in queues {
+        match q.dead_letter_target() {
+            Some((ex, Some(rk))) if ex.is_empty() => {
+                targets.insert(rk);
+            }
+            Some((ex, _)) if !ex.is_empty() && !q.is_retry() => {
+                exchanges.insert(ex);
+            }
+            _ => {}
+        }
+    }
+    // Exchange-to-exchange bindings carry dead letters on; follow them to a fixed point.
+    loop {
+        let before = exchanges.len();
+        for b in bindings.iter().filter(|b| b.destination_type == "exchange") {
+            if exchanges.contains(&b.source) {
+                exchanges.insert(b.destination.clone());
+            }
+        }
+        if exchanges.len() == before {
+            break;
+        }
+    }
+    let bound: HashSet<&str> = bindings
         .iter()
-        .any(|w| n.contains(w));
-    let targeted = all.iter().any(|o| match o.dead_letter_target() {
-        Some((ex, Some(rk))) => ex.is_empty() && rk == q.name,
-        _ => false,
-    });
-    named || targeted
+        .filter(|b| b.destination_type == "queue" && exchanges.contains(&b.source))
+        .map(|b| b.destination.as_str())
+        .collect();
+    queues
+        .iter()
+        .map(|q| {
+            named_like_dlq(&q.name) || targets.contains(&q.name) || bound.contains(q.name.as_str())
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn queue(name: &str, args: Value) -> QueueInfo {
+        serde_json::from_value(json!({"name": name, "arguments": args})).expect("queue")
+    }
+
+    fn binding(source: &str, destination: &str, kind: &str) -> BindingInfo {
+        BindingInfo {
+            source: source.into(),
+            destination: destination.into(),
+            destination_type: kind.into(),
+        }
+    }
+
+    #[test]
+    fn dlq_names_are_words_not_substrings() {
+        for yes in [
+            "orders.dlq",
+            "OrdersDLQ",
+            "orders.dead_letter",
+            "orders-DeadLetters",
+            "orders.error",
+            "payments-parked",
+            "billing.failed",
+            "invoices_DLT",
+            "poison",
+            "orders.expired",
+        ] {
+            assert!(named_like_dlq(yes), "{yes}");
+        }
+        for no in [
+            "orders",
+            "deadline-jobs",
+            "errorbudget.metrics",
+            "dltech-sync",
+            "orders.retry",
+            "unfailed",
+        ] {
+            assert!(!named_like_dlq(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn dead_letter_routing_finds_dlqs_whatever_their_names() {
+        let queues = vec![
+            // Work queues dead-letter to `dlx` and, by routing key, to `lot`.
+            queue("orders", json!({"x-dead-letter-exchange": "dlx"})),
+            queue(
+                "invoices",
+                json!({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "lot"}),
+            ),
+            queue("held-for-review", json!({})),
+            queue("lot", json!({})),
+            queue("behind-e2e", json!({})),
+            // A retry loop: `wait` expires into `work-x`, whose queue is back at work.
+            queue(
+                "wait",
+                json!({"x-message-ttl": 5000, "x-dead-letter-exchange": "work-x"}),
+            ),
+            queue("consumer", json!({"x-dead-letter-exchange": "dlx"})),
+            queue("unrelated", json!({})),
+        ];
+        let bindings = vec![
+            binding("dlx", "held-for-review", "queue"),
+            binding("dlx", "dlx-fanout", "exchange"),
+            binding("dlx-fanout", "behind-e2e", "queue"),
+            binding("work-x", "consumer", "queue"),
+            binding("other", "unrelated", "queue"),
+        ];
+        let flags = dlq_flags(&queues, &bindings);
+        let flagged: Vec<&str> = queues
+            .iter()
+            .zip(&flags)
+            .filter(|(_, f)| **f)
+            .map(|(q, _)| q.name.as_str())
+            .collect();
+        assert_eq!(flagged, ["held-for-review", "lot", "behind-e2e"]);
+        // Without bindings (the API would not show them), routing keys still judge.
+        let flags = dlq_flags(&queues, &[]);
+        assert_eq!(flags.iter().filter(|f| **f).count(), 1);
+    }
 
     #[test]
     fn the_management_api_is_https_for_amqps_and_plain_http_is_opt_in() {

@@ -1,11 +1,11 @@
 //! `dlq-triage queues amqp://…`: the vhost's queues from the management API, with type,
-//! counts and whether each looks like a DLQ (named like one, or another queue's
-//! dead-letter target).
+//! counts and whether each looks like a DLQ, judged as the source picker judges
+//! (`discovery::rabbit_queues`).
 
 use super::context::{Context, UsageError};
 use super::table::Table;
 use super::QueuesArgs;
-use crate::brokers::rabbitmq_mgmt::{looks_like_dlq, Management};
+use crate::brokers::discovery::rabbit_queues;
 use crate::core::source::SourceRef;
 use serde_json::json;
 use std::io::Write;
@@ -16,41 +16,23 @@ pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
         Some(s) => s,
         None => ctx.resolve_source(&a.source)?,
     };
-    let SourceRef::Amqp {
-        tls,
-        user,
-        password,
-        host,
-        vhost,
-        tls_files,
-        ..
-    } = source.clone()
-    else {
+    let SourceRef::Amqp { vhost, .. } = &source else {
         return Err(UsageError("queues lists RabbitMQ queues: give an amqp:// URI".into()).into());
     };
-    let base = crate::brokers::rabbitmq_mgmt::plan_url(
-        ctx.management_url.as_deref(),
-        tls,
-        &host,
-        ctx.management_plain_http,
-    )
-    .map_err(UsageError)?;
-    let mgmt = Management::new(&base, &user, &password, &tls_files);
-    let mut all = mgmt.queues(&vhost)?;
-    // Judged once (each judgement scans every queue's dead-letter target), for the count
-    // fill, the filter and the DLQ column.
-    let flagged: Vec<bool> = all.iter().map(|q| looks_like_dlq(q, &all)).collect();
-    crate::brokers::discovery::fill_missing_counts(&source, &mut all, |i| !a.dlq || flagged[i]);
-    let rows: Vec<_> = all
-        .iter()
-        .zip(flagged)
-        .filter(|(_, dlq)| !a.dlq || *dlq)
-        .collect();
+    let vhost = vhost.clone();
+    let (source, opts) = ctx.plan_for(source, &a.source)?;
+    let patterns = ctx.dlq_patterns();
+    let rows = rabbit_queues(&source, &opts, &patterns, !a.dlq).map_err(|e| match e {
+        // A management URL that is not one is the operator's to fix.
+        crate::core::ports::SourceError::Unsupported(m) => anyhow::Error::from(UsageError(m)),
+        other => other.into(),
+    })?;
     if a.json {
         let doc = json!({
-            "vhost": vhost,
+            "vhost": crate::core::sanitize::clean(&vhost),
+            "patterns": patterns,
             "queues": rows.iter().map(|(q, dlq)| json!({
-                "name": q.name,
+                "name": crate::core::sanitize::clean(&q.name),
                 "type": q.kind,
                 "messages": q.messages,
                 "ready": q.messages_ready,
