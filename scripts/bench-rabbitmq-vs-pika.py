@@ -6,6 +6,7 @@ left as it was. Prints dlq-triage's peak RSS too.
 
     pip install pika
     scripts/bench-rabbitmq-vs-pika.py [LETTERS]      # default 100000; needs 127.0.0.1:5672 guest/guest
+    ROUNDS=7 scripts/bench-rabbitmq-vs-pika.py …     # rounds (default 5), who goes first alternating
 
 The DLQ is filled by real dead-lettering: messages published to a work queue with a 1 ms
 TTL expire into it, so every letter carries the broker's own x-death.
@@ -19,6 +20,7 @@ import time
 import pika
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
 PREFETCH = 0  # unlimited on both sides: what dlq-triage uses for a whole-queue browse
 SUFFIX = f"{os.getpid()}"
 DLQ, WORK = f"bench.dlq.{SUFFIX}", f"bench.work.{SUFFIX}"
@@ -79,15 +81,24 @@ def settled():
 # (seen once at 1,000,000, when the broker paused delivering to it), and a rate over part
 # of the queue is not the whole job.
 pika_times, our_times = [], []
-for r in range(3):
-    settled(); t0 = time.time(); a = pika_browse(); t1 = time.time()
-    settled(); t2 = time.time(); b = ours(); t3 = time.time()
-    print(f"round {r + 1}: pika {a} in {t1 - t0:.2f}s, dlq-triage {b} in {t3 - t2:.2f}s", flush=True)
-    for who, got, took, times in (("pika", a, t1 - t0, pika_times), ("dlq-triage", b, t3 - t2, our_times)):
+for r in range(ROUNDS):
+    # Who goes first alternates: the broker's pace drifts within a run (its garbage
+    # collector on a heap of N held messages; rounds a minute apart differ by up to 2x).
+    order = [("pika", pika_browse, pika_times), ("dlq-triage", ours, our_times)]
+    if r % 2:
+        order.reverse()
+    line = []
+    for who, browse, times in order:
+        settled()
+        t0 = time.time()
+        got = browse()
+        took = time.time() - t0
+        line.append(f"{who} {got} in {took:.2f}s")
         if got == N:
             times.append(took)
         else:
-            print(f"  {who} browsed {got} of {N}: left out of the median", flush=True)
+            line.append(f"({who} browsed {got} of {N}: left out of the median)")
+    print(f"round {r + 1}: " + ", ".join(line), flush=True)
 if not pika_times or not our_times:
     sys.exit("no complete run on one side: no ratio")
 pk = statistics.median(pika_times)
