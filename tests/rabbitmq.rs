@@ -1658,7 +1658,7 @@ fn work_consumer(queue: String) -> (std::sync::mpsc::Receiver<Seen>, StopFlag) {
 }
 
 /// 20 orders rejected by the broken service: the DLQ holds them with x-death.
-/// Every rejected order replayed with a canary of 2 and a short watch, as JSON; the
+/// Every rejected order replayed with a canary of 2 and a 5 s watch, as JSON; the
 /// system's CA store as it is (no SSL_CERT_FILE from the caller's environment).
 fn replay_rejected(dir: &std::path::Path, uri: &str) -> std::process::Output {
     cli_command(
@@ -1672,8 +1672,10 @@ fn replay_rejected(dir: &std::path::Path, uri: &str) -> std::process::Output {
             "2",
             "--canary-rate",
             "20",
+            // Long enough for a failure to come back through a broker busy with the
+            // other tests (the 100k fill runs beside this one in CI).
             "--watch",
-            "2s",
+            "5s",
             "--rate",
             "100",
             "--max-failed-ratio",
@@ -2433,7 +2435,8 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
             canary: 2,
             canary_rate: 20.0,
             rate: 100.0,
-            watch: Duration::from_secs(2),
+            // Room for a failure to come back through a broker busy with other tests.
+            watch: Duration::from_secs(5),
             max_failed_ratio: 0.5,
             ..Options::default()
         },
