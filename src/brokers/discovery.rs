@@ -1,6 +1,7 @@
 //! Finding DLQs on a broker, for the source picker and the `queues` / `topics` commands:
-//! RabbitMQ queues through the management API (named like a DLQ, or another queue's
-//! dead-letter target), Kafka topics whose names match the DLQ patterns.
+//! RabbitMQ queues through the management API (named like a DLQ, matching the DLQ
+//! patterns, or where other queues' dead letters are routed), Kafka topics whose names
+//! match the DLQ patterns.
 
 use super::kafka;
 use super::rabbitmq_mgmt::{dlq_flags, Management, QueueInfo};

@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-/// Most messages one browse holds per queue (the broker's prefetch is a u16).
+/// How long a connection (TCP, TLS and the AMQP handshake) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A stream read (streams report no count) ends when this long passes without a new
 /// delivery.
@@ -745,10 +745,10 @@ impl RabbitSource {
     }
 
     /// Hand deliveries to the sink as they arrive, until `want` are held, the broker goes
-    /// quiet for STALL, or the sink stops. Receiving
-    /// runs as a task on the AMQP runtime, a bounded queue ahead of the sink: the broker
-    /// keeps streaming while letters are prepared, so a browse takes the longer of the
-    /// two, not their sum. Returns the consumer, which stays open for the tail.
+    /// quiet for STALL, or the sink stops. Receiving runs as a task on the AMQP runtime,
+    /// a bounded queue ahead of the sink: the broker keeps streaming while letters are
+    /// prepared, so a browse takes the longer of the two, not their sum. Returns the
+    /// consumer, which stays open for the tail.
     fn stream_deliveries(
         &mut self,
         queue: &str,
