@@ -318,6 +318,73 @@ fn idle_writes_nothing_and_a_move_writes_only_changed_cells() {
     handle.join().expect("loop ends on q");
 }
 
+/// A held RabbitMQ letter whose bytes the payload budget pushed out cannot be fetched
+/// again: the detail pane says "payload not kept" and shows what the index still holds
+/// (id, where it sits, reason, version), not "no letter selected".
+#[test]
+fn a_letter_past_the_payload_budget_says_payload_not_kept() {
+    let masker = Masker::with_key(vec![1]);
+    let base = now_ms();
+    let batch: Vec<_> = (0..40u64)
+        .map(|i| {
+            let raw = RawLetter {
+                coords: Some(Coords::Amqp {
+                    vhost: "/".into(),
+                    queue: "orders.dlq".into(),
+                    position: i + 1,
+                    stream_offset: None,
+                }),
+                headers: vec![
+                    Header::new("x-reason-code", HeaderValue::text("amount_not_a_number")),
+                    Header::new("x-consumer-version", HeaderValue::text("v2.3.0")),
+                ],
+                properties: vec![("message_id".into(), format!("m-{i}"))],
+                payload: format!("{{\"pad\":\"{}\"}}", "x".repeat(4000)).into_bytes(),
+                // The first delivered is the oldest: last in the list, first out of the cache.
+                timestamp: DateTime::from_timestamp_millis(base - (40 - i as i64) * 1000),
+                ..RawLetter::default()
+            };
+            prepare_letter(&masker, &[], raw)
+        })
+        .collect();
+    let size = (120, 40);
+    let info = SourceInfo {
+        label: "amqp://guest:***@rabbit/%2f?queue=orders.dlq".into(),
+        browse_effect: String::new(),
+    };
+    // Room for a few letters of 4 KiB, not forty.
+    let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), base, 32 << 10);
+    update(
+        &mut s,
+        Action::Letters(batch.into_iter().map(Into::into).collect()),
+        size,
+    );
+    update(&mut s, Action::ScanDone, size);
+    press(&mut s, &["Tab", "j"], size);
+    let kept = screen(&s, size);
+    assert!(
+        kept.contains("m-38") && !kept.contains("payload not kept"),
+        "{kept}"
+    );
+    press(&mut s, &["G"], size);
+    let gone = screen(&s, size);
+    assert!(gone.contains("payload not kept"), "{gone}");
+    assert!(!gone.contains("no letter selected"), "{gone}");
+    for fact in [
+        "m-0",
+        "orders.dlq#1",
+        "amount_not_a_number",
+        "v2.3.0",
+        "open",
+    ] {
+        assert!(gone.contains(fact), "{fact}: {gone}");
+    }
+    // Back on a letter the cache holds, the whole detail returns.
+    update(&mut s, Action::Top, size);
+    let back = screen(&s, size);
+    assert!(!back.contains("payload not kept"), "{back}");
+}
+
 #[test]
 fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
     let masker = Masker::with_key(vec![1]);

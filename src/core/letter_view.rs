@@ -126,6 +126,61 @@ impl LetterFacts {
     }
 }
 
+impl LetterFacts {
+    /// The facts the index still holds of a letter whose bytes are gone (a held RabbitMQ
+    /// delivery past the payload budget): what grouped and listed it, without
+    /// provenance, headers or payload.
+    pub fn of_row(
+        store: &crate::core::store::LetterStore,
+        r: &crate::core::store::Row,
+        masker: &Masker,
+        state: &LetterState,
+        now_ms: i64,
+    ) -> Self {
+        let mut identity = vec![fact("id", store.id(r).to_string(), None)];
+        let coords = store.coords_label(r);
+        if !coords.is_empty() {
+            identity.push(fact("coords", coords, None));
+        }
+        if !store.key(r).is_empty() {
+            identity.push(fact("key", masker.mask_text(store.key(r)), None));
+        }
+        let at = Some(r.at_ms).filter(|ms| *ms != crate::core::store::NO_TIME);
+        if let Some(t) = at.and_then(DateTime::from_timestamp_millis) {
+            let age = format_age_ms(now_ms - r.at_ms);
+            identity.push(fact(
+                "dead-lettered",
+                format!("{} ({age} ago)", rfc(t)),
+                None,
+            ));
+        }
+        identity.push(fact("state", state.describe(), None));
+        let mut failure = Vec::new();
+        let sym = |out: &mut Vec<Fact>, label: &'static str, s: crate::core::store::Sym| {
+            let v = store.sym(s);
+            if !v.is_empty() {
+                out.push(fact(label, v.to_string(), None));
+            }
+        };
+        sym(&mut failure, "reason", r.reason);
+        sym(&mut failure, "exception", r.exception);
+        sym(&mut failure, "consumer", r.consumer);
+        sym(&mut failure, "version", r.version);
+        sym(&mut failure, "origin", r.origin);
+        let mut event = Vec::new();
+        sym(&mut event, "event type", r.event);
+        sym(&mut event, "schema", r.schema);
+        if r.attempt > 0 {
+            failure.push(fact("attempt", r.attempt.to_string(), None));
+        }
+        LetterFacts {
+            identity,
+            failure,
+            event,
+        }
+    }
+}
+
 /// One ledger entry of a letter's history, in words: `at · actor · what`. Replay steps
 /// read as what happened to the letter; other entries keep their action and detail.
 /// Sanitized: details quote letter data (reasons, locations).

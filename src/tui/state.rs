@@ -154,6 +154,11 @@ pub struct LettersPane {
     /// the first pages at once, the rest when paged to).
     pub sorted: usize,
     pub cursor: usize,
+    /// The operator put the cursor on this letter (moved, clicked, opened it): it stays
+    /// selected as letters arrive and the list re-sorts. Until then the cursor stays at
+    /// the top, so a finished scan shows the newest letters, not the one that happened
+    /// to be first when the scan began.
+    pub chosen: bool,
     pub offset: usize,
     pub newest_first: bool,
     pub marks: BTreeSet<RowId>,
@@ -167,6 +172,9 @@ pub struct DetailPane {
     pub scroll: u16,
     /// A letter whose bytes were requested from the source.
     pub pending_fetch: Option<RowId>,
+    /// A letter whose bytes left memory and that its source cannot fetch again (a held
+    /// RabbitMQ delivery past the payload budget): the pane shows what the index holds.
+    pub not_kept: Option<RowId>,
     /// The last payload rendered off the UI thread: row, unmasked, view.
     pub rendered: Option<(RowId, bool, crate::core::payload_view::PayloadView)>,
     /// Letters unmasked in this session (privileged, audited); forgotten on exit.
@@ -237,6 +245,7 @@ impl AppState {
                 dirty: true,
                 sorted: 0,
                 cursor: 0,
+                chosen: false,
                 offset: 0,
                 newest_first: true,
                 marks: BTreeSet::new(),
@@ -246,6 +255,7 @@ impl AppState {
                 tab: Tab::Failure,
                 scroll: 0,
                 pending_fetch: None,
+                not_kept: None,
                 rendered: None,
                 unmasked: std::collections::HashSet::new(),
                 history: None,

@@ -130,7 +130,10 @@ fn navigate(state: &mut AppState, action: Action) {
                     _ => state.focus = Pane::Letters,
                 }
             }
-            Pane::Letters => state.focus = Pane::Detail,
+            Pane::Letters => {
+                state.focus = Pane::Detail;
+                state.letters.chosen = true;
+            }
             Pane::Detail => {}
         },
         Action::Close => match state.focus {
@@ -142,6 +145,7 @@ fn navigate(state: &mut AppState, action: Action) {
                     } else if path.len() > 1 {
                         // Jump to the parent.
                         if select_path(state, &path[..path.len() - 1]) {
+                            state.letters.chosen = false;
                             state.letters.dirty = true;
                         }
                     }
@@ -718,6 +722,7 @@ fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
         let i = state.groups.offset + usize::from(row.saturating_sub(a.groups.y + 1));
         if i < state.groups.visible.len() {
             state.groups.cursor = i;
+            state.letters.chosen = false;
             state.letters.dirty = true;
         }
     } else if contains(a.letters, column, row) {
@@ -725,6 +730,7 @@ fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
         let i = state.letters.offset + usize::from(row.saturating_sub(a.letters.y + 2));
         if i < state.letters.rows.len() {
             state.letters.cursor = i;
+            state.letters.chosen = true;
         }
     } else if contains(a.detail, column, row) {
         state.focus = Pane::Detail;
@@ -743,11 +749,13 @@ fn move_cursor(state: &mut AppState, delta: i64) {
             let new = step(state.groups.cursor, state.groups.visible.len());
             if new != state.groups.cursor {
                 state.groups.cursor = new;
+                state.letters.chosen = false;
                 state.letters.dirty = true;
             }
         }
         Pane::Letters => {
             state.letters.cursor = step(state.letters.cursor, state.letters.rows.len());
+            state.letters.chosen = true;
             if state.letters.cursor + 2 * state.page >= state.letters.sorted {
                 sort_letters(state, usize::MAX);
             }
@@ -775,11 +783,13 @@ fn reset_browse(state: &mut AppState) {
     state.letters.rows.clear();
     state.letters.marks.clear();
     state.letters.cursor = 0;
+    state.letters.chosen = false;
     state.letters.offset = 0;
     state.letters.sorted = 0;
     state.letters.dirty = true;
     state.detail.current = None;
     state.detail.pending_fetch = None;
+    state.detail.not_kept = None;
     state.detail.rendered = None;
     state.detail.history = None;
     state.detail.unmasked.clear();
@@ -928,7 +938,7 @@ fn refresh_letters(state: &mut AppState) {
     {
         return; // stay dirty; sorted once the scan completes
     }
-    let keep = state.selected_row();
+    let keep = state.selected_row().filter(|_| state.letters.chosen);
     // The first letters in order from the times beside the members (in order in
     // memory), not from the store; `sort_letters` goes further on demand, same order.
     let newest = state.letters.newest_first;
@@ -1069,6 +1079,7 @@ fn request_fetch(state: &mut AppState, row: RowId, cmds: &mut Vec<Command>) {
             cmds.push(Command::Fetch(row, c));
         }
         None => {
+            state.detail.not_kept = Some(row);
             state.message = Some((
                 "this letter's bytes are not in memory (payload budget) and the source cannot re-fetch them".into(),
                 Level::Warn,
@@ -1216,6 +1227,60 @@ mod tests {
                 Some(prepare_letter(full.catalog.masker(), &[], raw).into())
             })
             .collect()
+    }
+
+    /// Letters of reason "r" dead-lettered `ages_s` seconds before NOW, prepared.
+    fn aged(ages_s: &[i64]) -> Vec<Prepared> {
+        let masker = Masker::with_key(vec![1]);
+        ages_s
+            .iter()
+            .enumerate()
+            .map(|(i, age)| {
+                let raw = RawLetter {
+                    coords: Some(Coords::Kafka {
+                        topic: "t".into(),
+                        partition: 0,
+                        offset: i as i64,
+                    }),
+                    headers: vec![Header::new("x-reason-code", HeaderValue::text("r"))],
+                    payload: br#"{}"#.to_vec(),
+                    timestamp: chrono::DateTime::from_timestamp_millis(NOW - age * 1000),
+                    ..RawLetter::default()
+                };
+                prepare_letter(&masker, &[], raw).into()
+            })
+            .collect()
+    }
+
+    /// Until the operator picks a letter the cursor stays at the top: a scan whose first
+    /// batch held old letters ends showing the newest (the 1,000,000-letter RabbitMQ
+    /// browse ended showing the first letter delivered, deep in the list). A letter the
+    /// operator moved to stays selected while more arrive.
+    #[test]
+    fn the_list_shows_the_newest_until_a_letter_is_chosen() {
+        let at = |s: &AppState| {
+            s.selected_row()
+                .and_then(|r| s.catalog.store.row(r))
+                .map(|r| (NOW - r.at_ms) / 1000)
+        };
+        let mut s = state(0);
+        update(&mut s, Action::Letters(aged(&[500, 400])), SIZE);
+        assert_eq!(at(&s), Some(400));
+        update(&mut s, Action::Letters(aged(&[30, 20, 10])), SIZE);
+        update(&mut s, Action::ScanDone, SIZE);
+        assert_eq!(at(&s), Some(10), "the newest is selected");
+        assert_eq!(s.letters.cursor, 0);
+        // Chosen: the second newest stays selected as a newer letter arrives live.
+        update(&mut s, Action::FocusNext, SIZE);
+        update(&mut s, Action::Down, SIZE);
+        assert_eq!(at(&s), Some(20));
+        update(&mut s, Action::Live(aged(&[1])), SIZE);
+        assert_eq!(at(&s), Some(20));
+        assert_eq!(s.letters.cursor, 2);
+        // Another group lets go of the choice.
+        update(&mut s, Action::FocusPrev, SIZE);
+        update(&mut s, Action::Down, SIZE);
+        assert!(!s.letters.chosen);
     }
 
     /// `R` says a second browse is under way until it ends, then says it ended: the

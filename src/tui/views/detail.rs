@@ -60,6 +60,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             "fetching the letter…",
             t.get(S::UiDim),
         ))],
+        (None, Some(row)) if s.detail.not_kept == Some(row) => not_kept(row, s, t),
         _ => vec![Line::from(Span::styled(
             "no letter selected",
             t.get(S::UiDim),
@@ -77,15 +78,47 @@ fn clean(s: &str) -> String {
     sanitize::line(s, 400)
 }
 
-fn failure<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
+/// The ledger state of a row: its decision, if one is bound to this exact letter.
+fn row_state(s: &AppState, row: crate::core::store::RowId) -> crate::core::session::LetterState {
     let store = &s.catalog.store;
-    let decision = store.row(d.row).and_then(|r| {
+    let decision = store.row(row).and_then(|r| {
         s.decisions
             .get(&store.binding(r))
             .filter(|x| x.letter_id == store.id(r))
     });
-    let state = crate::core::session::LetterState::of(decision);
+    crate::core::session::LetterState::of(decision)
+}
+
+fn failure<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
+    let state = row_state(s, d.row);
     let facts = LetterFacts::of(&d.letter, s.catalog.masker(), &state, s.now_ms);
+    fact_lines(&facts, t)
+}
+
+/// A letter whose bytes are gone: says so, then what the index still knows of it.
+fn not_kept<'a>(row: crate::core::store::RowId, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
+    let mut lines = vec![
+        Line::from(Span::styled(
+            "payload not kept: this held delivery's bytes left memory (the payload budget) and RabbitMQ cannot hand one message out again; a larger payload_cache_mib in the config keeps more",
+            t.get(S::UiWarn),
+        )),
+        Line::from(""),
+    ];
+    if let Some(r) = s.catalog.store.row(row) {
+        let facts = LetterFacts::of_row(
+            &s.catalog.store,
+            r,
+            s.catalog.masker(),
+            &row_state(s, row),
+            s.now_ms,
+        );
+        lines.extend(fact_lines(&facts, t));
+    }
+    lines
+}
+
+/// `label  value  ← provenance`, one line a fact.
+fn fact_lines<'a>(facts: &LetterFacts, t: &Theme) -> Vec<Line<'a>> {
     let fact = |f: &Fact| {
         let mut spans = vec![
             Span::styled(format!("{:<14}", f.label), t.get(S::UiDim)),
