@@ -318,48 +318,52 @@ fn idle_writes_nothing_and_a_move_writes_only_changed_cells() {
     handle.join().expect("loop ends on q");
 }
 
+/// A state fed `raws` as one scan, with a payload cache of `budget` bytes.
+fn state_of(label: &str, raws: Vec<RawLetter>, budget: usize, size: (u16, u16)) -> AppState {
+    let masker = Masker::with_key(vec![1]);
+    let batch = raws
+        .into_iter()
+        .map(|raw| prepare_letter(&masker, &[], raw).into())
+        .collect();
+    let info = SourceInfo {
+        label: label.into(),
+        browse_effect: String::new(),
+    };
+    let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), now_ms(), budget);
+    update(&mut s, Action::Letters(batch), size);
+    update(&mut s, Action::ScanDone, size);
+    s
+}
+
 /// A held RabbitMQ letter whose bytes the payload budget pushed out cannot be fetched
 /// again: the detail pane says "payload not kept" and shows what the index still holds
 /// (id, where it sits, reason, version), not "no letter selected".
 #[test]
 fn a_letter_past_the_payload_budget_says_payload_not_kept() {
-    let masker = Masker::with_key(vec![1]);
     let base = now_ms();
-    let batch: Vec<_> = (0..40u64)
-        .map(|i| {
-            let raw = RawLetter {
-                coords: Some(Coords::Amqp {
-                    vhost: "/".into(),
-                    queue: "orders.dlq".into(),
-                    position: i + 1,
-                    stream_offset: None,
-                }),
-                headers: vec![
-                    Header::new("x-reason-code", HeaderValue::text("amount_not_a_number")),
-                    Header::new("x-consumer-version", HeaderValue::text("v2.3.0")),
-                ],
-                properties: vec![("message_id".into(), format!("m-{i}"))],
-                payload: format!("{{\"pad\":\"{}\"}}", "x".repeat(4000)).into_bytes(),
-                // The first delivered is the oldest: last in the list, first out of the cache.
-                timestamp: DateTime::from_timestamp_millis(base - (40 - i as i64) * 1000),
-                ..RawLetter::default()
-            };
-            prepare_letter(&masker, &[], raw)
+    let raws = (0..40u64)
+        .map(|i| RawLetter {
+            coords: Some(Coords::Amqp {
+                vhost: "/".into(),
+                queue: "orders.dlq".into(),
+                position: i + 1,
+                stream_offset: None,
+            }),
+            headers: vec![
+                Header::new("x-reason-code", HeaderValue::text("amount_not_a_number")),
+                Header::new("x-consumer-version", HeaderValue::text("v2.3.0")),
+            ],
+            properties: vec![("message_id".into(), format!("m-{i}"))],
+            payload: format!("{{\"pad\":\"{}\"}}", "x".repeat(4000)).into_bytes(),
+            // The first delivered is the oldest: last in the list, first out of the cache.
+            timestamp: DateTime::from_timestamp_millis(base - (40 - i as i64) * 1000),
+            ..RawLetter::default()
         })
         .collect();
     let size = (120, 40);
-    let info = SourceInfo {
-        label: "amqp://guest:***@rabbit/%2f?queue=orders.dlq".into(),
-        browse_effect: String::new(),
-    };
     // Room for a few letters of 4 KiB, not forty.
-    let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), base, 32 << 10);
-    update(
-        &mut s,
-        Action::Letters(batch.into_iter().map(Into::into).collect()),
-        size,
-    );
-    update(&mut s, Action::ScanDone, size);
+    let label = "amqp://guest:***@rabbit/%2f?queue=orders.dlq";
+    let mut s = state_of(label, raws, 32 << 10, size);
     press(&mut s, &["Tab", "j"], size);
     let kept = screen(&s, size);
     assert!(
@@ -387,13 +391,12 @@ fn a_letter_past_the_payload_budget_says_payload_not_kept() {
 
 #[test]
 fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
-    let masker = Masker::with_key(vec![1]);
     let base = now_ms();
     // 30,000 letters of one reason with scrambled times.
-    let batch: Vec<_> = (0..30_000u64)
+    let raws = (0..30_000u64)
         .map(|i| {
             let age_s = (i * 7919) % 30_000;
-            let raw = RawLetter {
+            RawLetter {
                 coords: Some(Coords::Kafka {
                     topic: "big.dlq".into(),
                     partition: 0,
@@ -403,22 +406,11 @@ fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
                 payload: b"{}".to_vec(),
                 timestamp: DateTime::from_timestamp_millis(base - age_s as i64 * 1000),
                 ..RawLetter::default()
-            };
-            prepare_letter(&masker, &[], raw)
+            }
         })
         .collect();
     let size = (120, 40);
-    let info = SourceInfo {
-        label: "big".into(),
-        browse_effect: String::new(),
-    };
-    let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), base, 1 << 20);
-    update(
-        &mut s,
-        Action::Letters(batch.into_iter().map(Into::into).collect()),
-        size,
-    );
-    update(&mut s, Action::ScanDone, size);
+    let mut s = state_of("big", raws, 1 << 20, size);
     let at = |s: &AppState, i: usize| {
         s.catalog
             .store

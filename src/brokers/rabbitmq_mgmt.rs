@@ -227,29 +227,29 @@ impl Management {
         }
     }
 
+    /// GET `path` and read the answer as `T`.
+    fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, SourceError> {
+        serde_json::from_str(&self.get(path)?)
+            .map_err(|e| SourceError::failed_by("unexpected answer from the management API", e))
+    }
+
     pub fn queues(&self, vhost: &str) -> Result<Vec<QueueInfo>, SourceError> {
-        let body = self.get(&format!(
+        self.get_json(&format!(
             "/api/queues/{}?columns=name,type,messages,messages_ready,messages_unacknowledged,arguments,policy,effective_policy_definition",
             enc(vhost)
-        ))?;
-        serde_json::from_str(&body)
-            .map_err(|e| SourceError::failed_by("unexpected answer from the management API", e))
+        ))
     }
 
     /// The vhost's bindings, to see where dead letters are routed.
     pub fn bindings(&self, vhost: &str) -> Result<Vec<BindingInfo>, SourceError> {
-        let body = self.get(&format!(
+        self.get_json(&format!(
             "/api/bindings/{}?columns=source,destination,destination_type",
             enc(vhost)
-        ))?;
-        serde_json::from_str(&body)
-            .map_err(|e| SourceError::failed_by("unexpected answer from the management API", e))
+        ))
     }
 
     pub fn queue(&self, vhost: &str, name: &str) -> Result<QueueInfo, SourceError> {
-        let body = self.get(&format!("/api/queues/{}/{}", enc(vhost), enc(name)))?;
-        serde_json::from_str(&body)
-            .map_err(|e| SourceError::failed_by("unexpected answer from the management API", e))
+        self.get_json(&format!("/api/queues/{}/{}", enc(vhost), enc(name)))
     }
 }
 
