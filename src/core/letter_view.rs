@@ -32,6 +32,15 @@ fn rfc(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
+/// `2026-11-29T17:59:20Z (40s ago)`.
+fn when(t: DateTime<Utc>, now_ms: i64) -> String {
+    let age = format_age_ms(now_ms - t.timestamp_millis());
+    match age.as_str() {
+        "now" | "future" => format!("{} ({age})", rfc(t)),
+        _ => format!("{} ({age} ago)", rfc(t)),
+    }
+}
+
 fn fact(label: &'static str, value: String, from: Option<String>) -> Fact {
     Fact { label, value, from }
 }
@@ -69,13 +78,9 @@ impl LetterFacts {
             ));
         }
         if let Some(t) = &dl.dead_lettered_at {
-            let age = format_age_ms(now_ms - t.value.timestamp_millis());
             identity.push(fact(
                 "dead-lettered",
-                match age.as_str() {
-                    "now" | "future" => format!("{} ({age})", rfc(t.value)),
-                    _ => format!("{} ({age} ago)", rfc(t.value)),
-                },
+                when(t.value, now_ms),
                 Some(t.from.to_string()),
             ));
         }
@@ -124,9 +129,7 @@ impl LetterFacts {
             event,
         }
     }
-}
 
-impl LetterFacts {
     /// The facts the index still holds of a letter whose bytes are gone (a held RabbitMQ
     /// delivery past the payload budget): what grouped and listed it, without
     /// provenance, headers or payload.
@@ -147,12 +150,7 @@ impl LetterFacts {
         }
         let at = Some(r.at_ms).filter(|ms| *ms != crate::core::store::NO_TIME);
         if let Some(t) = at.and_then(DateTime::from_timestamp_millis) {
-            let age = format_age_ms(now_ms - r.at_ms);
-            identity.push(fact(
-                "dead-lettered",
-                format!("{} ({age} ago)", rfc(t)),
-                None,
-            ));
+            identity.push(fact("dead-lettered", when(t, now_ms), None));
         }
         identity.push(fact("state", state.describe(), None));
         let mut failure = Vec::new();
@@ -166,13 +164,13 @@ impl LetterFacts {
         sym(&mut failure, "exception", r.exception);
         sym(&mut failure, "consumer", r.consumer);
         sym(&mut failure, "version", r.version);
+        if r.attempt > 0 {
+            failure.push(fact("attempt", r.attempt.to_string(), None));
+        }
         sym(&mut failure, "origin", r.origin);
         let mut event = Vec::new();
         sym(&mut event, "event type", r.event);
         sym(&mut event, "schema", r.schema);
-        if r.attempt > 0 {
-            failure.push(fact("attempt", r.attempt.to_string(), None));
-        }
         LetterFacts {
             identity,
             failure,
