@@ -154,11 +154,13 @@ pub struct LettersPane {
     /// the first pages at once, the rest when paged to).
     pub sorted: usize,
     pub cursor: usize,
-    /// The operator put the cursor on this letter (moved, clicked, opened it): it stays
-    /// selected as letters arrive and the list re-sorts. Until then the cursor stays at
-    /// the top, so a finished scan shows the newest letters, not the one that happened
-    /// to be first when the scan began.
-    pub chosen: bool,
+    /// The selected letter stays selected as letters arrive and the list re-sorts: the
+    /// operator put the cursor on it (moved, clicked, opened it), or the scan is complete
+    /// (a live arrival does not pull the detail away). While a scan streams in and
+    /// nothing was chosen the cursor stays on the top letter, so the finished scan shows
+    /// the newest, not the one that happened to be first when the scan began. Choosing
+    /// another group lets go.
+    pub pinned: bool,
     pub offset: usize,
     pub newest_first: bool,
     pub marks: BTreeSet<RowId>,
@@ -245,7 +247,7 @@ impl AppState {
                 dirty: true,
                 sorted: 0,
                 cursor: 0,
-                chosen: false,
+                pinned: false,
                 offset: 0,
                 newest_first: true,
                 marks: BTreeSet::new(),

@@ -132,7 +132,7 @@ fn navigate(state: &mut AppState, action: Action) {
             }
             Pane::Letters => {
                 state.focus = Pane::Detail;
-                state.letters.chosen = true;
+                state.letters.pinned = true;
             }
             Pane::Detail => {}
         },
@@ -145,7 +145,7 @@ fn navigate(state: &mut AppState, action: Action) {
                     } else if path.len() > 1 {
                         // Jump to the parent.
                         if select_path(state, &path[..path.len() - 1]) {
-                            state.letters.chosen = false;
+                            state.letters.pinned = false;
                             state.letters.dirty = true;
                         }
                     }
@@ -722,7 +722,7 @@ fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
         let i = state.groups.offset + usize::from(row.saturating_sub(a.groups.y + 1));
         if i < state.groups.visible.len() {
             state.groups.cursor = i;
-            state.letters.chosen = false;
+            state.letters.pinned = false;
             state.letters.dirty = true;
         }
     } else if contains(a.letters, column, row) {
@@ -730,7 +730,7 @@ fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
         let i = state.letters.offset + usize::from(row.saturating_sub(a.letters.y + 2));
         if i < state.letters.rows.len() {
             state.letters.cursor = i;
-            state.letters.chosen = true;
+            state.letters.pinned = true;
         }
     } else if contains(a.detail, column, row) {
         state.focus = Pane::Detail;
@@ -749,13 +749,13 @@ fn move_cursor(state: &mut AppState, delta: i64) {
             let new = step(state.groups.cursor, state.groups.visible.len());
             if new != state.groups.cursor {
                 state.groups.cursor = new;
-                state.letters.chosen = false;
+                state.letters.pinned = false;
                 state.letters.dirty = true;
             }
         }
         Pane::Letters => {
             state.letters.cursor = step(state.letters.cursor, state.letters.rows.len());
-            state.letters.chosen = true;
+            state.letters.pinned = true;
             if state.letters.cursor + 2 * state.page >= state.letters.sorted {
                 sort_letters(state, usize::MAX);
             }
@@ -783,7 +783,7 @@ fn reset_browse(state: &mut AppState) {
     state.letters.rows.clear();
     state.letters.marks.clear();
     state.letters.cursor = 0;
-    state.letters.chosen = false;
+    state.letters.pinned = false;
     state.letters.offset = 0;
     state.letters.sorted = 0;
     state.letters.dirty = true;
@@ -938,7 +938,7 @@ fn refresh_letters(state: &mut AppState) {
     {
         return; // stay dirty; sorted once the scan completes
     }
-    let keep = state.selected_row().filter(|_| state.letters.chosen);
+    let keep = state.selected_row().filter(|_| state.letters.pinned);
     // The first letters in order from the times beside the members (in order in
     // memory), not from the store; `sort_letters` goes further on demand, same order.
     let newest = state.letters.newest_first;
@@ -949,6 +949,7 @@ fn refresh_letters(state: &mut AppState) {
         .and_then(|k| state.letters.rows.iter().position(|r| *r == k))
         .unwrap_or(0)
         .min(state.letters.rows.len().saturating_sub(1));
+    state.letters.pinned |= state.scan.complete;
     state.letters.dirty = false;
 }
 
@@ -1252,10 +1253,11 @@ mod tests {
             .collect()
     }
 
-    /// Until the operator picks a letter the cursor stays at the top: a scan whose first
-    /// batch held old letters ends showing the newest (the 1,000,000-letter RabbitMQ
-    /// browse ended showing the first letter delivered, deep in the list). A letter the
-    /// operator moved to stays selected while more arrive.
+    /// While a scan streams in and the operator has not picked a letter, the cursor
+    /// stays at the top: a scan whose first batch held old letters ends showing the
+    /// newest (a 1,000,000-letter RabbitMQ browse ended showing the first letter
+    /// delivered, deep in the list). Once the scan is complete, or a letter was picked,
+    /// the selection stays put as live letters arrive.
     #[test]
     fn the_list_shows_the_newest_until_a_letter_is_chosen() {
         let at = |s: &AppState| {
@@ -1264,23 +1266,33 @@ mod tests {
                 .map(|r| (NOW - r.at_ms) / 1000)
         };
         let mut s = state(0);
+        s.scan.complete = false;
         update(&mut s, Action::Letters(aged(&[500, 400])), SIZE);
         assert_eq!(at(&s), Some(400));
         update(&mut s, Action::Letters(aged(&[30, 20, 10])), SIZE);
+        assert_eq!(
+            at(&s),
+            Some(10),
+            "the top follows the newest while scanning"
+        );
         update(&mut s, Action::ScanDone, SIZE);
-        assert_eq!(at(&s), Some(10), "the newest is selected");
+        assert_eq!(at(&s), Some(10));
         assert_eq!(s.letters.cursor, 0);
-        // Chosen: the second newest stays selected as a newer letter arrives live.
+        // Complete: a live arrival goes on top, the selection stays.
+        update(&mut s, Action::Live(aged(&[5])), SIZE);
+        assert_eq!(at(&s), Some(10));
+        assert_eq!(s.letters.cursor, 1);
+        // Picked: the same.
         update(&mut s, Action::FocusNext, SIZE);
         update(&mut s, Action::Down, SIZE);
         assert_eq!(at(&s), Some(20));
         update(&mut s, Action::Live(aged(&[1])), SIZE);
         assert_eq!(at(&s), Some(20));
-        assert_eq!(s.letters.cursor, 2);
-        // Another group lets go of the choice.
+        assert_eq!(s.letters.cursor, 3);
+        // Another group opens at its top.
         update(&mut s, Action::FocusPrev, SIZE);
         update(&mut s, Action::Down, SIZE);
-        assert!(!s.letters.chosen);
+        assert_eq!(s.letters.cursor, 0);
     }
 
     /// `R` says a second browse is under way until it ends, then says it ended: the
