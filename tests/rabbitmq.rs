@@ -1658,10 +1658,17 @@ fn work_consumer(queue: String) -> (std::sync::mpsc::Receiver<Seen>, StopFlag) {
 }
 
 /// 20 orders rejected by the broken service: the DLQ holds them with x-death.
-/// Every rejected order replayed with a canary of 2 and a 5 s watch, as JSON; the
-/// system's CA store as it is (no SSL_CERT_FILE from the caller's environment).
-fn replay_rejected(dir: &std::path::Path, uri: &str) -> std::process::Output {
-    cli_command(
+/// Every rejected order of `t` replayed from `uri` with a canary of 2 and a 5 s watch,
+/// as JSON, while the fixed service consumes `t`'s work queue; the system's CA store as
+/// it is (no SSL_CERT_FILE from the caller's environment). The run must complete:
+/// returns its report and what the service got.
+fn replay_rejected(
+    t: &Topology,
+    dir: &std::path::Path,
+    uri: &str,
+) -> (serde_json::Value, Vec<Seen>) {
+    let (seen, stop) = work_consumer(t.n("work"));
+    let out = cli_command(
         dir,
         &[
             "replay",
@@ -1687,7 +1694,13 @@ fn replay_rejected(dir: &std::path::Path, uri: &str) -> std::process::Output {
     .env_remove("SSL_CERT_FILE")
     .env_remove("SSL_CERT_DIR")
     .output()
-    .expect("binary runs")
+    .expect("binary runs");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let log = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{log}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["state"], "completed", "{report}");
+    (report, seen.try_iter().collect())
 }
 
 fn dead_orders(tag: &str) -> Topology {
@@ -1766,19 +1779,12 @@ fn a_replay_goes_to_the_origin_exchange_acks_confirmed_letters_and_sees_failures
         return;
     }
     let t = dead_orders("replay");
-    let (seen, stop) = work_consumer(t.n("work"));
     let dir = tempfile::tempdir().expect("tmp");
     let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
-    let out = replay_rejected(dir.path(), &uri);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let log = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(0), "{log}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(report["state"], "completed", "{report}");
+    let (report, got) = replay_rejected(&t, dir.path(), &uri);
     assert_eq!(report["outcome"]["confirmed"], 20);
     assert_eq!(report["outcome"]["failed_again"], 2, "{report}");
     // The service got each order once, with its message id, without the death headers.
-    let got: Vec<_> = seen.try_iter().collect();
     let id = report["replay_id"].as_str().expect("id");
     assert_eq!(got.len(), 20, "{got:?}");
     let ids: std::collections::HashSet<&str> = got.iter().map(|g| g.0.as_str()).collect();
@@ -2840,7 +2846,6 @@ fn a_replay_over_mutual_tls_publishes_and_acks() {
         return;
     }
     let t = dead_orders("replay-tls");
-    let (seen, stop) = work_consumer(t.n("work"));
     let front = tls_front(&["localhost"], &[5672], true);
     let dir = tempfile::tempdir().expect("tmp");
     let uri = format!(
@@ -2849,18 +2854,9 @@ fn a_replay_over_mutual_tls_publishes_and_acks() {
         t.n("dlq"),
         front.files_in(dir.path())
     );
-    let out = replay_rejected(dir.path(), &uri);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let log = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(0), "{log}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(report["state"], "completed", "{report}");
+    let (report, seen) = replay_rejected(&t, dir.path(), &uri);
     assert_eq!(report["outcome"]["confirmed"], 20, "{report}");
-    assert_eq!(
-        seen.try_iter().count(),
-        20,
-        "the service got each order once"
-    );
+    assert_eq!(seen.len(), 20, "the service got each order once");
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         t.count(&t.n("dlq")),
