@@ -6,14 +6,14 @@
 
 use chrono::{TimeZone, Utc};
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use dlq_triage::brokers::demo::scenario::{incident, Scale};
-use dlq_triage::core::catalog::{preview, Catalog};
-use dlq_triage::core::conventions::extract;
-use dlq_triage::core::filter::Filter;
-use dlq_triage::core::grouping::{Dim, GroupIndex, DEFAULT_DIMS};
-use dlq_triage::core::masking::{Layout, Masker};
-use dlq_triage::core::model::DeadLetter;
-use dlq_triage::core::store::LetterStore;
+use dlq_core::catalog::{preview, Catalog};
+use dlq_core::conventions::extract;
+use dlq_core::filter::Filter;
+use dlq_core::grouping::{Dim, GroupIndex, DEFAULT_DIMS};
+use dlq_core::masking::{Layout, Masker};
+use dlq_core::model::DeadLetter;
+use dlq_core::store::LetterStore;
+use dlq_kafka::demo::scenario::{incident, Scale};
 
 const N: usize = 1_000_000;
 
@@ -67,7 +67,7 @@ fn bench(c: &mut Criterion) {
     eprintln!(
         "\nmetadata per letter: {per_letter:.1} bytes ({} rows of {} bytes + arena + interner + group members), {} groups",
         store.len(),
-        std::mem::size_of::<dlq_triage::core::store::Row>(),
+        std::mem::size_of::<dlq_core::store::Row>(),
         idx.len()
     );
 

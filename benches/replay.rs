@@ -10,9 +10,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::Utc;
-use dlq_triage::brokers::demo::scenario::Scale;
-use dlq_triage::brokers::demo::Demo;
-use dlq_triage::core::replay::{Control, Progress};
+use dlq_core::replay::{Control, Progress};
+use dlq_kafka::demo::scenario::Scale;
+use dlq_kafka::demo::Demo;
 use std::time::{Duration, Instant};
 
 mod support;

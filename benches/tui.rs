@@ -6,15 +6,15 @@
 use chrono::{TimeZone, Utc};
 use criterion::{criterion_group, criterion_main, Criterion};
 use crossterm::event::{Event, KeyCode};
-use dlq_triage::brokers::demo::scenario::{incident, Scale};
-use dlq_triage::core::catalog::{prepare_letter, Catalog};
-use dlq_triage::core::masking::Masker;
-use dlq_triage::core::ports::SourceInfo;
-use dlq_triage::tui::action::Action;
-use dlq_triage::tui::state::AppState;
-use dlq_triage::tui::theme::Theme;
-use dlq_triage::tui::update::update;
-use dlq_triage::tui::{action_for_event, views};
+use dlq_core::catalog::{prepare_letter, Catalog};
+use dlq_core::masking::Masker;
+use dlq_core::ports::SourceInfo;
+use dlq_kafka::demo::scenario::{incident, Scale};
+use dlq_tui::action::Action;
+use dlq_tui::state::AppState;
+use dlq_tui::theme::Theme;
+use dlq_tui::update::update;
+use dlq_tui::{action_for_event, views};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};
@@ -82,10 +82,10 @@ fn hostile_payload_latency(theme: &Theme) {
     let (p50, p99, max) = percentiles(times);
     eprintln!("hostile 2 MB payload: keystroke → frame p50 {p50:.2?} p99 {p99:.2?} max {max:.2?}");
     let t = Instant::now();
-    let view = dlq_triage::tui::update::render_payload(
+    let view = dlq_tui::update::render_payload(
         &masker,
         &letters[1].payload,
-        dlq_triage::core::model::BodyKind::Text,
+        dlq_core::model::BodyKind::Text,
         false,
     );
     eprintln!(

@@ -13,15 +13,15 @@
 
 use chrono::Utc;
 use crossterm::event::{Event, KeyCode};
-use dlq_triage::brokers::demo::scenario::Scale;
-use dlq_triage::brokers::demo::Demo;
-use dlq_triage::core::replay::{Control, LetterOutcome, Options, Progress};
-use dlq_triage::core::session::ReplayWatcher;
-use dlq_triage::tui::action::{Action, PlanView};
-use dlq_triage::tui::state::AppState;
-use dlq_triage::tui::theme::Theme;
-use dlq_triage::tui::update::update;
-use dlq_triage::tui::{action_for_event, views};
+use dlq_app::session::ReplayWatcher;
+use dlq_core::replay::{Control, LetterOutcome, Options, Progress};
+use dlq_kafka::demo::scenario::Scale;
+use dlq_kafka::demo::Demo;
+use dlq_tui::action::{Action, PlanView};
+use dlq_tui::state::AppState;
+use dlq_tui::theme::Theme;
+use dlq_tui::update::update;
+use dlq_tui::{action_for_event, views};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};

@@ -6,11 +6,12 @@
 //! allocations per letter, which do not vary from run to run: a change that removes
 //! allocations from the hot path shows there even where timings cannot tell.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
+#![allow(unsafe_code)] // the counting allocator wraps mimalloc; nothing else here is unsafe
 
 use chrono::{TimeZone, Utc};
-use dlq_triage::brokers::demo::scenario::{incident, Scale};
-use dlq_triage::core::catalog::Catalog;
-use dlq_triage::core::masking::Masker;
+use dlq_core::catalog::Catalog;
+use dlq_core::masking::Masker;
+use dlq_kafka::demo::scenario::{incident, Scale};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicU64, Ordering};
 

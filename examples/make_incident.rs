@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::{DateTime, Utc};
-use dlq_triage::brokers::demo::scenario::{convention_samples, incident, Scale};
-use dlq_triage::core::dump::to_line;
+use dlq_core::dump::to_line;
+use dlq_kafka::demo::scenario::{convention_samples, incident, Scale};
 use std::io::Write;
 
 fn main() -> anyhow::Result<()> {

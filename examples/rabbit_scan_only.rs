@@ -3,9 +3,9 @@
 //! `scripts/bench-rabbitmq-vs-pika.py` time between the client and our processing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
-use dlq_triage::brokers::{open, OpenOptions};
-use dlq_triage::core::ports::ScanEvent;
-use dlq_triage::core::source::SourceRef;
+use dlq_app::brokers::{open, OpenOptions};
+use dlq_core::ports::ScanEvent;
+use dlq_core::source::SourceRef;
 use std::ops::ControlFlow;
 
 fn main() -> anyhow::Result<()> {

@@ -6,16 +6,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::Utc;
-use dlq_triage::brokers::demo::scenario::{incident, make_distinct, Scale};
-use dlq_triage::brokers::{open, OpenOptions};
-use dlq_triage::core::catalog::Catalog;
-use dlq_triage::core::dump::to_line;
-use dlq_triage::core::filter::Filter;
-use dlq_triage::core::grouping::{Dim, GroupIndex};
-use dlq_triage::core::masking::Masker;
-use dlq_triage::core::model::{Coords, Header, HeaderValue};
-use dlq_triage::core::session::{Principal, Session, SessionEvent, Settings};
-use dlq_triage::core::source::SourceRef;
+use dlq_app::brokers::{open, OpenOptions};
+use dlq_app::session::{Principal, Session, SessionEvent, Settings};
+use dlq_core::catalog::Catalog;
+use dlq_core::dump::to_line;
+use dlq_core::filter::Filter;
+use dlq_core::grouping::{Dim, GroupIndex};
+use dlq_core::masking::Masker;
+use dlq_core::model::{Coords, Header, HeaderValue};
+use dlq_core::source::SourceRef;
+use dlq_kafka::demo::scenario::{incident, make_distinct, Scale};
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::time::Instant;
@@ -80,7 +80,7 @@ fn main() -> anyhow::Result<()> {
             source_key: source.to_string(),
             principal: Principal {
                 actor: "scale".into(),
-                role: dlq_triage::core::access::Role::Operator,
+                role: dlq_core::access::Role::Operator,
                 read_only: true,
                 ledger_path: Some(dir.path().join("l.db")),
             },

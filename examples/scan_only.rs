@@ -3,8 +3,8 @@
 //! client and our processing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
-use dlq_triage::brokers::kafka::KafkaSource;
-use dlq_triage::core::ports::{DlqSource, ScanEvent};
+use dlq_core::ports::{DlqSource, ScanEvent};
+use dlq_kafka::KafkaSource;
 use std::ops::ControlFlow;
 
 /// The binary's allocator, so the split measured here is the binary's.

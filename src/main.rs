@@ -1,8 +1,8 @@
 //! Entry point: parse, dispatch, map errors to exit codes (0 ok, 1 operational, 2 usage).
 
 use clap::Parser;
-use dlq_triage::cli::{self, Cli, UsageError};
-use dlq_triage::core::sanitize;
+use dlq_cli::{self as cli, Cli, UsageError};
+use dlq_core::sanitize;
 use std::process::ExitCode;
 
 /// Scans allocate and free millions of small buffers across threads (the Kafka poller
@@ -42,7 +42,7 @@ fn main() -> ExitCode {
 
 fn run() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(e) = dlq_triage::logging::init(&cli.log_level) {
+    if let Err(e) = dlq_app::logging::init(&cli.log_level) {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
@@ -73,8 +73,8 @@ fn run() -> ExitCode {
             // are not followed by it again.
             let mut msg: Vec<String> = Vec::new();
             for c in e.chain() {
-                let text = dlq_triage::brokers::kafka::scrub_secrets(
-                    &dlq_triage::core::source::redact_uri_text(&c.to_string()),
+                let text = dlq_app::brokers::scrub_secrets(
+                    &dlq_core::source::redact_uri_text(&c.to_string()),
                     &props,
                 );
                 let text = sanitize::clean(&text);

@@ -1,8 +1,120 @@
-//! Core stays broker- and terminal-agnostic: no file under src/core may import ratatui,
-//! crossterm, rdkafka or lapin, nor reach up into the front ends or adapters.
+//! The crate graph is the architecture: each crate may depend only on the layers below
+//! it, so a wrong-way `use` (core → ledger, tui → kafka, cli → amqp …) does not compile.
+//! This test reads the graph from `cargo metadata` and fails when a manifest adds an
+//! edge the design forbids — the one place a wrong-way import could sneak back in.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+
+/// Normal (non-dev) dependencies of every workspace member, by package name.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .expect("dependencies")
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .map(|d| d["name"].as_str().expect("name").to_string())
+                .collect();
+            (p["name"].as_str().expect("name").to_string(), deps)
+        })
+        .collect()
+}
+
+/// Crates that do I/O against a broker, a database, a terminal or the network.
+const IO_CRATES: [&str; 10] = [
+    "rusqlite",
+    "tokio-postgres",
+    "postgres",
+    "rdkafka",
+    "lapin",
+    "ratatui",
+    "crossterm",
+    "ureq",
+    "arboard",
+    "tokio",
+];
+
+#[test]
+fn every_layer_depends_only_downwards() {
+    let g = graph();
+    // Which of our crates each crate may use.
+    let allowed: [(&str, &[&str]); 8] = [
+        ("dlq-core", &[]),
+        ("dlq-ledger", &["dlq-core"]),
+        ("dlq-kafka", &["dlq-core"]),
+        ("dlq-amqp", &["dlq-core"]),
+        (
+            "dlq-app",
+            &["dlq-core", "dlq-ledger", "dlq-kafka", "dlq-amqp"],
+        ),
+        ("dlq-tui", &["dlq-core", "dlq-app"]),
+        ("dlq-cli", &["dlq-core", "dlq-app", "dlq-tui"]),
+        ("dlq-triage", &["dlq-core", "dlq-app", "dlq-cli"]),
+    ];
+    let ours: BTreeSet<&str> = allowed.iter().map(|(n, _)| *n).collect();
+    for name in &ours {
+        assert!(g.contains_key(*name), "{name} is not a workspace member");
+    }
+    let mut wrong = Vec::new();
+    for (name, may) in allowed {
+        for dep in &g[name] {
+            if ours.contains(dep.as_str()) && !may.contains(&dep.as_str()) {
+                wrong.push(format!("{name} → {dep}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "wrong-way crate edges: {wrong:?}");
+}
+
+#[test]
+fn core_names_no_io_crate_and_front_ends_no_adapter_crate() {
+    let g = graph();
+    let core_io: Vec<&String> = g["dlq-core"]
+        .iter()
+        .filter(|d| IO_CRATES.contains(&d.as_str()))
+        .collect();
+    assert!(core_io.is_empty(), "dlq-core depends on {core_io:?}");
+    // The front ends reach brokers and the ledger through the app, never directly.
+    for front in ["dlq-tui", "dlq-cli"] {
+        let bad: Vec<&String> = g[front]
+            .iter()
+            .filter(|d| {
+                ["rusqlite", "rdkafka", "lapin", "ureq", "tokio-postgres"].contains(&d.as_str())
+            })
+            .collect();
+        assert!(bad.is_empty(), "{front} depends on {bad:?}");
+    }
+    // Only the TUI draws.
+    for other in ["dlq-core", "dlq-ledger", "dlq-kafka", "dlq-amqp", "dlq-app"] {
+        assert!(
+            !g[other].contains("ratatui") && !g[other].contains("crossterm"),
+            "{other} depends on a terminal crate"
+        );
+    }
+}
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("readable src dir") {
@@ -15,71 +127,46 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-#[test]
-fn core_imports_no_front_end_or_broker_crates() {
-    let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
+/// Lines of code (comments cut) in a crate's sources containing any of `words`.
+fn offending_lines(krate: &str, words: &[&str], except: impl Fn(&str) -> bool) -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates")
+        .join(krate);
     let mut files = Vec::new();
-    rust_files(&core, &mut files);
-    assert!(
-        files.len() > 10,
-        "expected the core modules under {}",
-        core.display()
-    );
-    let forbidden = [
-        "ratatui",
-        "crossterm",
-        "rdkafka",
-        "lapin",
-        "crate::tui",
-        "crate::cli",
-        "crate::brokers",
-        "crate::config",
-        "crate::credentials",
-        "crate::editor",
-        "crate::logging",
-        "ureq",
-        "arboard",
-    ];
-    let mut violations = Vec::new();
+    rust_files(&dir.join("src"), &mut files);
+    assert!(!files.is_empty(), "no sources under {}", dir.display());
+    let mut found = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).expect("readable source");
         for (n, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            for word in forbidden {
-                if code.contains(word) {
-                    violations.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
-                }
+            if words.iter().any(|w| code.contains(w)) && !except(code) {
+                found.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
             }
         }
     }
-    assert!(
-        violations.is_empty(),
-        "core must not import these:\n{}",
-        violations.join("\n")
-    );
+    found
 }
 
-/// SQLite lives in the ledger module only: every other module reaches decisions and the
-/// audit log through its API, so the chain's rules cannot be bypassed by a stray query.
+/// The app may not hand an adapter crate to the front ends wholesale: a `pub use` of
+/// one would let the TUI or the CLI reach past the session.
 #[test]
-fn only_the_ledger_touches_sqlite() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let violations: Vec<String> = files
-        .iter()
-        .filter(|f| !f.ends_with("core/ledger.rs") && !f.to_string_lossy().contains("core/ledger/"))
-        .filter(|f| {
-            std::fs::read_to_string(f)
-                .expect("readable")
-                .lines()
-                .any(|l| l.split("//").next().unwrap_or("").contains("rusqlite"))
-        })
-        .map(|f| f.display().to_string())
-        .collect();
+fn the_app_re_exports_no_adapter_crate() {
+    let found = offending_lines(
+        "app",
+        &[
+            "pub use dlq_ledger",
+            "pub use dlq_kafka as",
+            "pub use dlq_amqp as",
+            "pub use dlq_kafka::*",
+            "pub use dlq_amqp::*",
+        ],
+        |_| false,
+    );
     assert!(
-        violations.is_empty(),
-        "rusqlite outside core/ledger.rs: {violations:?}"
+        found.is_empty(),
+        "adapter re-exports:\n{}",
+        found.join("\n")
     );
 }
 
@@ -87,10 +174,6 @@ fn only_the_ledger_touches_sqlite() {
 /// session. Neither may open a source's scan or decide on its own.
 #[test]
 fn front_ends_drive_the_session_not_the_pipeline() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&root.join("cli"), &mut files);
-    rust_files(&root.join("tui"), &mut files);
     let forbidden = [
         "decisions::discard(",
         "decisions::reconcile(",
@@ -98,22 +181,16 @@ fn front_ends_drive_the_session_not_the_pipeline() {
         ".scan(&mut",
         ".tail(&mut",
     ];
-    let mut violations = Vec::new();
-    for f in &files {
-        let text = std::fs::read_to_string(f).expect("readable");
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            for word in forbidden {
-                // `session.scan(…)` and `session.tail(…)` are the way.
-                if code.contains(word) && !code.contains("session.") {
-                    violations.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
-                }
-            }
-        }
+    let mut found = Vec::new();
+    for krate in ["cli", "tui"] {
+        // `session.scan(…)` and `session.tail(…)` are the way.
+        found.extend(offending_lines(krate, &forbidden, |code| {
+            code.contains("session.")
+        }));
     }
     assert!(
-        violations.is_empty(),
+        found.is_empty(),
         "pipeline logic in a front end:\n{}",
-        violations.join("\n")
+        found.join("\n")
     );
 }

@@ -2,8 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::{DateTime, Duration, Utc};
-use dlq_triage::core::dump::to_line;
-use dlq_triage::core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::dump::to_line;
+use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -725,7 +725,7 @@ fn json_output_escapes_what_terminals_interpret() {
         assert!(
             !text
                 .chars()
-                .any(dlq_triage::core::sanitize::is_unsafe_char_in_output),
+                .any(dlq_core::sanitize::is_unsafe_char_in_output),
             "{args:?}: {text:?}"
         );
     }
@@ -735,11 +735,8 @@ fn json_output_escapes_what_terminals_interpret() {
 fn demo_summary_matches_the_seeded_scenario() {
     let env = Env::new();
     let doc = json(&env.run(&["summary", "demo", "--json", "-g", "reason"]));
-    let expected = dlq_triage::brokers::demo::scenario::incident(
-        42,
-        now(),
-        dlq_triage::brokers::demo::scenario::Scale(1.0),
-    );
+    let expected =
+        dlq_kafka::demo::scenario::incident(42, now(), dlq_kafka::demo::scenario::Scale(1.0));
     assert_eq!(doc["total"].as_u64(), Some(expected.len() as u64));
     assert!(
         doc["source"]

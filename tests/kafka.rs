@@ -3,10 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::{DateTime, Duration, Utc};
-use dlq_triage::brokers::demo::produce_all;
-use dlq_triage::brokers::kafka::KafkaSource;
-use dlq_triage::core::model::{Coords, Header, HeaderValue, RawLetter};
-use dlq_triage::core::ports::{DlqSource, ScanEvent, SourceError};
+use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::ports::{DlqSource, ScanEvent, SourceError};
+use dlq_kafka::demo::produce_all;
+use dlq_kafka::KafkaSource;
 use rdkafka::mocking::MockCluster;
 use std::ops::ControlFlow;
 use std::sync::mpsc;
@@ -240,8 +240,8 @@ fn fetch_one_letter_by_offset_and_publish_with_confirmation() {
         "{missing}"
     );
 
-    use dlq_triage::brokers::kafka::KafkaPublisher;
-    use dlq_triage::core::ports::{Outgoing, Publisher, Target};
+    use dlq_core::ports::{Outgoing, Publisher, Target};
+    use dlq_kafka::KafkaPublisher;
     let mut publisher = KafkaPublisher::new(
         std::slice::from_ref(&bootstrap),
         &[],
@@ -259,7 +259,7 @@ fn fetch_one_letter_by_offset_and_publish_with_confirmation() {
     };
     let first = publisher.publish(&msg).expect("confirmed");
     let second = publisher.publish(&msg).expect("confirmed");
-    let loc = |c: &dlq_triage::core::ports::Confirmed| c.location.clone().expect("location");
+    let loc = |c: &dlq_core::ports::Confirmed| c.location.clone().expect("location");
     let (l1, l2) = (loc(&first), loc(&second));
     // Same key, same partition (murmur2), consecutive offsets.
     let part = |l: &str| l.rsplit('/').nth(1).map(str::to_string);
@@ -279,8 +279,8 @@ fn fetch_one_letter_by_offset_and_publish_with_confirmation() {
 
 #[test]
 fn publish_to_a_downed_broker_is_a_failure_not_a_success() {
-    use dlq_triage::brokers::kafka::KafkaPublisher;
-    use dlq_triage::core::ports::{Outgoing, Publisher, Target};
+    use dlq_core::ports::{Outgoing, Publisher, Target};
+    use dlq_kafka::KafkaPublisher;
     let cluster = MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("orders", 1, 1).expect("topic");
     let mut publisher = KafkaPublisher::new(
@@ -353,11 +353,11 @@ fn broker_down_mid_scan_is_a_clear_error_not_a_hang() {
 
 #[test]
 fn demo_consumer_dead_letters_failed_replays_again_with_the_same_id() {
-    use dlq_triage::brokers::demo::scenario::{consumer_verdict, Scale, INVOICES_DLQ};
-    use dlq_triage::brokers::demo::{Demo, Simulator};
-    use dlq_triage::brokers::kafka::KafkaPublisher;
-    use dlq_triage::core::conventions::extract;
-    use dlq_triage::core::ports::{Outgoing, Publisher, Target};
+    use dlq_core::conventions::extract;
+    use dlq_core::ports::{Outgoing, Publisher, Target};
+    use dlq_kafka::demo::scenario::{consumer_verdict, Scale, INVOICES_DLQ};
+    use dlq_kafka::demo::{Demo, Simulator};
+    use dlq_kafka::KafkaPublisher;
 
     let demo = Demo::start(3, Utc::now(), Scale(0.05)).expect("demo");
     let _sim = Simulator::start(demo.bootstrap(), 3, None).expect("simulator");
@@ -396,7 +396,7 @@ fn demo_consumer_dead_letters_failed_replays_again_with_the_same_id() {
             })
             .expect("replay confirmed");
     }
-    let count = |letters: &[dlq_triage::core::model::DeadLetter], id: &str| {
+    let count = |letters: &[dlq_core::model::DeadLetter], id: &str| {
         letters.iter().filter(|d| d.id.value.0 == id).count()
     };
     let started = std::time::Instant::now();
@@ -431,9 +431,9 @@ fn demo_consumer_dead_letters_failed_replays_again_with_the_same_id() {
 /// The picker and `topics` find the cluster's DLQ topics by name, with their counts.
 #[test]
 fn dlq_topics_are_discovered_with_their_counts() {
-    use dlq_triage::brokers::discovery::{discover, DEFAULT_PATTERNS};
-    use dlq_triage::brokers::OpenOptions;
-    use dlq_triage::core::source::SourceRef;
+    use dlq_app::brokers::discovery::{discover, DEFAULT_PATTERNS};
+    use dlq_app::brokers::OpenOptions;
+    use dlq_core::source::SourceRef;
 
     let cluster = MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("orders.dlq", 2, 1).expect("topic");

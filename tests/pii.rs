@@ -5,8 +5,8 @@
 //! The TUI's screens are checked the same way in tests/tui.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
-use dlq_triage::core::dump::to_line;
-use dlq_triage::core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::dump::to_line;
+use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
 use std::io::Write;
 use std::process::Command;
 
@@ -157,14 +157,14 @@ fn no_secret_survives_any_output_and_near_misses_stay_readable() {
 /// letter, each detail tab.
 #[test]
 fn no_secret_survives_the_tui_screens() {
-    use dlq_triage::core::catalog::{prepare_letter, Catalog};
-    use dlq_triage::core::masking::Masker;
-    use dlq_triage::core::ports::SourceInfo;
-    use dlq_triage::tui::action::Action;
-    use dlq_triage::tui::state::{AppState, Tab, GROUPINGS};
-    use dlq_triage::tui::theme::Theme;
-    use dlq_triage::tui::update::update;
-    use dlq_triage::tui::views;
+    use dlq_core::catalog::{prepare_letter, Catalog};
+    use dlq_core::masking::Masker;
+    use dlq_core::ports::SourceInfo;
+    use dlq_tui::action::Action;
+    use dlq_tui::state::{AppState, Tab, GROUPINGS};
+    use dlq_tui::theme::Theme;
+    use dlq_tui::update::update;
+    use dlq_tui::views;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 
@@ -243,12 +243,12 @@ fn no_secret_survives_the_tui_screens() {
 /// and asks the render thread, whose answer then shows, masked.
 #[test]
 fn a_huge_hostile_payload_renders_off_the_ui_thread() {
-    use dlq_triage::core::catalog::{prepare_letter, Catalog};
-    use dlq_triage::core::masking::Masker;
-    use dlq_triage::core::ports::SourceInfo;
-    use dlq_triage::tui::action::{Action, Command};
-    use dlq_triage::tui::state::{AppState, Tab};
-    use dlq_triage::tui::update::{render_payload, update};
+    use dlq_core::catalog::{prepare_letter, Catalog};
+    use dlq_core::masking::Masker;
+    use dlq_core::ports::SourceInfo;
+    use dlq_tui::action::{Action, Command};
+    use dlq_tui::state::{AppState, Tab};
+    use dlq_tui::update::{render_payload, update};
 
     let size = (120, 40);
     let masker = Masker::with_key(b"pii".to_vec());

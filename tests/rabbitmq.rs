@@ -4,10 +4,10 @@
 //! Without a server these tests skip with a message, unless DLQ_TRIAGE_REQUIRE_BROKERS=1.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
-use dlq_triage::brokers::rabbitmq::{AmqpTarget, RabbitPublisher, RabbitSource};
-use dlq_triage::core::conventions::extract;
-use dlq_triage::core::model::{DeadLetter, Origin};
-use dlq_triage::core::ports::{DlqSource, Outgoing, Publisher, ScanEvent, Settled, Target};
+use dlq_amqp::{AmqpTarget, RabbitPublisher, RabbitSource};
+use dlq_core::conventions::extract;
+use dlq_core::model::{DeadLetter, Origin};
+use dlq_core::ports::{DlqSource, Outgoing, Publisher, ScanEvent, Settled, Target};
 use futures_lite::StreamExt;
 use lapin::options::*;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
@@ -386,7 +386,7 @@ fn settle_removes_exactly_that_letter() {
     src.settle(victim.raw.coords.as_ref().expect("coords"))
         .expect("acked");
     // Settling something not held is refused, not guessed.
-    let bogus = dlq_triage::core::model::Coords::Amqp {
+    let bogus = dlq_core::model::Coords::Amqp {
         vhost: "/".into(),
         queue: t.n("dlq"),
         position: 999,
@@ -436,9 +436,9 @@ fn publish_is_confirmed_and_unroutable_is_a_failure() {
             routing_key: rk.into(),
         },
         key: None,
-        headers: vec![dlq_triage::core::model::Header::new(
+        headers: vec![dlq_core::model::Header::new(
             "x-dlq-replay-id",
-            dlq_triage::core::model::HeaderValue::text("rp-1"),
+            dlq_core::model::HeaderValue::text("rp-1"),
         )],
         properties: vec![("message_id".into(), "m-7".into())],
         payload: b"{}".to_vec(),
@@ -895,7 +895,7 @@ fn streams_are_read_by_offset_without_consuming() {
         let offsets: Vec<Option<i64>> = letters
             .iter()
             .map(|d| match &d.raw.coords {
-                Some(dlq_triage::core::model::Coords::Amqp { stream_offset, .. }) => *stream_offset,
+                Some(dlq_core::model::Coords::Amqp { stream_offset, .. }) => *stream_offset,
                 _ => None,
             })
             .collect();
@@ -927,7 +927,7 @@ fn streams_are_read_by_offset_without_consuming() {
     assert_eq!(late.property("message_id"), Some("s-late"));
     assert!(matches!(
         late.coords,
-        Some(dlq_triage::core::model::Coords::Amqp {
+        Some(dlq_core::model::Coords::Amqp {
             stream_offset: Some(5),
             ..
         })
@@ -1057,15 +1057,14 @@ fn a_queue_gone_since_the_listing_does_not_stop_the_count_fill() {
         t.publish("", &fresh, &format!("g-{i}"), "{}");
     }
     t.wait_for(&fresh, 3);
-    let listed = |name: &str| -> dlq_triage::brokers::rabbitmq_mgmt::QueueInfo {
+    let listed = |name: &str| -> dlq_amqp::mgmt::QueueInfo {
         serde_json::from_value(serde_json::json!({ "name": name, "type": "classic" }))
             .expect("queue info")
     };
     let mut queues = vec![listed(&t.n("gone.dlq")), listed(&fresh)];
-    let base =
-        dlq_triage::core::source::SourceRef::parse("amqp://guest:guest@127.0.0.1:5672/%2f?queue=x")
-            .expect("uri");
-    dlq_triage::brokers::discovery::fill_missing_counts(&base, &mut queues, |_| true);
+    let base = dlq_core::source::SourceRef::parse("amqp://guest:guest@127.0.0.1:5672/%2f?queue=x")
+        .expect("uri");
+    dlq_app::brokers::discovery::fill_missing_counts(&base, &mut queues, |_| true);
     assert_eq!(queues[0].messages, None, "the gone queue stays unknown");
     assert_eq!(
         queues[1].messages,
@@ -1309,14 +1308,14 @@ fn passwords_can_stay_off_the_command_line() {
 /// exact letter when the TUI opens the queue, and the note reaches the screen.
 #[test]
 fn the_tui_applies_a_pending_discard_and_says_so() {
-    use dlq_triage::core::decisions::binding;
-    use dlq_triage::core::ledger::Ledger;
-    use dlq_triage::core::masking::Masker;
+    use dlq_core::decisions::binding;
+    use dlq_core::masking::Masker;
+    use dlq_ledger::Ledger;
 
-    use dlq_triage::core::source::SourceRef;
-    use dlq_triage::tui::action::Action;
+    use dlq_core::source::SourceRef;
+    use dlq_tui::action::Action;
 
-    use dlq_triage::tui::AppEvent;
+    use dlq_tui::AppEvent;
 
     if !rabbit_available() {
         return;
@@ -1476,13 +1475,13 @@ fn a_100k_letter_dlq_is_browsed_whole_and_left_as_it_was() {
 /// and exactly that delivery is acked; the other letters stay in the queue.
 #[test]
 fn a_tui_discard_acks_exactly_the_discarded_letter() {
-    use dlq_triage::core::masking::Masker;
-    use dlq_triage::core::session::DiscardTarget;
-    use dlq_triage::core::source::SourceRef;
-    use dlq_triage::core::store::LetterStore;
-    use dlq_triage::tui::action::Action;
-    use dlq_triage::tui::worker::Request;
-    use dlq_triage::tui::AppEvent;
+    use dlq_app::session::DiscardTarget;
+    use dlq_core::masking::Masker;
+    use dlq_core::source::SourceRef;
+    use dlq_core::store::LetterStore;
+    use dlq_tui::action::Action;
+    use dlq_tui::worker::Request;
+    use dlq_tui::AppEvent;
 
     if !rabbit_available() {
         return;
@@ -1554,9 +1553,9 @@ fn a_tui_discard_acks_exactly_the_discarded_letter() {
 /// queue's dead-letter target.
 #[test]
 fn dlq_queues_are_discovered_through_the_management_api() {
-    use dlq_triage::brokers::discovery::{discover, DEFAULT_PATTERNS};
-    use dlq_triage::brokers::OpenOptions;
-    use dlq_triage::core::source::SourceRef;
+    use dlq_app::brokers::discovery::{discover, DEFAULT_PATTERNS};
+    use dlq_app::brokers::OpenOptions;
+    use dlq_core::source::SourceRef;
 
     if !rabbit_available() || !management_available() {
         return;
@@ -2170,15 +2169,15 @@ fn server_closes_consumer_of(queue: &str) {
 fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
     use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 
-    use dlq_triage::core::catalog::Catalog;
-    use dlq_triage::core::masking::Masker;
-    use dlq_triage::core::ports::SourceInfo;
-    use dlq_triage::core::session::DiscardTarget;
-    use dlq_triage::core::source::SourceRef;
-    use dlq_triage::tui::action::Action;
-    use dlq_triage::tui::state::AppState;
-    use dlq_triage::tui::worker::Request;
-    use dlq_triage::tui::{action_for_event, update::update, AppEvent};
+    use dlq_app::session::DiscardTarget;
+    use dlq_core::catalog::Catalog;
+    use dlq_core::masking::Masker;
+    use dlq_core::ports::SourceInfo;
+    use dlq_core::source::SourceRef;
+    use dlq_tui::action::Action;
+    use dlq_tui::state::AppState;
+    use dlq_tui::worker::Request;
+    use dlq_tui::{action_for_event, update::update, AppEvent};
 
     if !rabbit_available() || !rabbitmqctl_available() {
         return;
@@ -2232,8 +2231,8 @@ fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
     });
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(size.0, size.1))
         .expect("terminal");
-    let theme = dlq_triage::tui::theme::Theme::load(Some("mono")).expect("theme");
-    term.draw(|f| dlq_triage::tui::views::render(f, &s, &theme))
+    let theme = dlq_tui::theme::Theme::load(Some("mono")).expect("theme");
+    term.draw(|f| dlq_tui::views::render(f, &s, &theme))
         .expect("draw");
     let screen: String = term
         .backend()
@@ -2348,22 +2347,22 @@ fn watch_once_on_a_rabbitmq_dlq_alerts_and_leaves_it_as_it_was() {
 /// The TUI's worker on a classic RabbitMQ queue, as bob (operator), with this ledger:
 /// its events, and the channel for its requests.
 fn tui_worker(
-    source: &dlq_triage::core::source::SourceRef,
+    source: &dlq_core::source::SourceRef,
     ledger: std::path::PathBuf,
-    masker: dlq_triage::core::masking::Masker,
+    masker: dlq_core::masking::Masker,
 ) -> (
-    std::sync::mpsc::Receiver<dlq_triage::tui::AppEvent>,
-    std::sync::mpsc::Sender<dlq_triage::tui::worker::Request>,
+    std::sync::mpsc::Receiver<dlq_tui::AppEvent>,
+    std::sync::mpsc::Sender<dlq_tui::worker::Request>,
 ) {
-    use dlq_triage::core::access::Role;
-    use dlq_triage::core::session::{Principal, Settings};
+    use dlq_app::session::{Principal, Settings};
+    use dlq_core::access::Role;
     let (tx, rx) = std::sync::mpsc::channel();
     let (req_tx, req_rx) = std::sync::mpsc::channel();
-    dlq_triage::tui::worker::spawn(
+    dlq_tui::worker::spawn(
         source.clone(),
-        dlq_triage::brokers::OpenOptions {
+        dlq_app::brokers::OpenOptions {
             queue_type: Some("classic".into()),
-            ..dlq_triage::brokers::OpenOptions::default()
+            ..dlq_app::brokers::OpenOptions::default()
         },
         Settings {
             source_key: source.to_string(),
@@ -2388,11 +2387,11 @@ fn tui_worker(
 /// browse; letters that fail again come back as live letters and are reported.
 #[test]
 fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
-    use dlq_triage::core::replay::{Control, Options};
-    use dlq_triage::core::session::Picked;
-    use dlq_triage::tui::action::Action;
-    use dlq_triage::tui::worker::Request;
-    use dlq_triage::tui::AppEvent;
+    use dlq_app::session::Picked;
+    use dlq_core::replay::{Control, Options};
+    use dlq_tui::action::Action;
+    use dlq_tui::worker::Request;
+    use dlq_tui::AppEvent;
 
     if !rabbit_available() {
         return;
@@ -2401,11 +2400,11 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
     let (seen, stop) = work_consumer(t.n("work"));
     let dir = tempfile::tempdir().expect("tmp");
     let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={}", t.n("dlq"));
-    let source = dlq_triage::core::source::SourceRef::parse(&uri).expect("uri");
+    let source = dlq_core::source::SourceRef::parse(&uri).expect("uri");
     let (rx, req) = tui_worker(
         &source,
         dir.path().join("ledger.db"),
-        dlq_triage::core::masking::Masker::with_key(vec![1]),
+        dlq_core::masking::Masker::with_key(vec![1]),
     );
     let recv = |what: &str, want: &dyn Fn(&Action) -> bool| -> Action {
         let started = Instant::now();
@@ -2471,7 +2470,7 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(AppEvent::Action(Action::ReplayLetters(c))) => back.extend(
                 c.into_iter()
-                    .filter(|(_, o)| *o == dlq_triage::core::replay::LetterOutcome::FailedAgain)
+                    .filter(|(_, o)| *o == dlq_core::replay::LetterOutcome::FailedAgain)
                     .map(|(id, _)| id),
             ),
             Ok(AppEvent::Action(Action::ReplayEnded { state, summary, .. })) => {

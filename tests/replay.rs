@@ -4,11 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::Utc;
-use dlq_triage::brokers::demo::scenario::Scale;
-use dlq_triage::brokers::demo::{produce_all, Demo, Simulator};
-use dlq_triage::brokers::kafka::KafkaSource;
-use dlq_triage::core::model::{Coords, Header, HeaderValue, RawLetter};
-use dlq_triage::core::ports::{DlqSource, ScanEvent};
+use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::ports::{DlqSource, ScanEvent};
+use dlq_kafka::demo::scenario::Scale;
+use dlq_kafka::demo::{produce_all, Demo, Simulator};
+use dlq_kafka::KafkaSource;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::process::{Command, Output, Stdio};

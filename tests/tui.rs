@@ -4,17 +4,17 @@
 
 use chrono::DateTime;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use dlq_triage::brokers::file::FileSource;
-use dlq_triage::core::catalog::{prepare_letter, Catalog};
-use dlq_triage::core::dump::to_line;
-use dlq_triage::core::masking::Masker;
-use dlq_triage::core::model::{Coords, Header, HeaderValue, RawLetter};
-use dlq_triage::core::ports::{DlqSource, ScanEvent, SourceInfo};
-use dlq_triage::tui::action::Action;
-use dlq_triage::tui::state::AppState;
-use dlq_triage::tui::theme::Theme;
-use dlq_triage::tui::update::update;
-use dlq_triage::tui::{action_for_event, run_loop, views, AppEvent};
+use dlq_app::brokers::file::FileSource;
+use dlq_core::catalog::{prepare_letter, Catalog};
+use dlq_core::dump::to_line;
+use dlq_core::masking::Masker;
+use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::ports::{DlqSource, ScanEvent, SourceInfo};
+use dlq_tui::action::{Action, Request};
+use dlq_tui::state::AppState;
+use dlq_tui::theme::Theme;
+use dlq_tui::update::update;
+use dlq_tui::{action_for_event, run_loop, views, AppEvent};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::io::Write;
@@ -476,7 +476,7 @@ fn discard_needs_a_reason_and_the_letter_leaves_the_open_groups() {
     }
     cmds.extend(update(&mut s, Action::InputSubmit, size));
     assert!(
-        cmds.iter().any(|c| matches!(c, dlq_triage::tui::action::Command::Discard { rows, reason } if rows[0].0 == row && reason == "dup of INV-1")),
+        cmds.iter().any(|c| matches!(c, dlq_tui::action::Command::Session(Request::Discard { rows, reason }) if rows[0].0 == row && reason == "dup of INV-1")),
         "{cmds:?}"
     );
     update(
@@ -499,8 +499,8 @@ fn discard_needs_a_reason_and_the_letter_leaves_the_open_groups() {
 
 #[test]
 fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
-    use dlq_triage::core::access::Role;
-    use dlq_triage::tui::action::Command as Cmd;
+    use dlq_core::access::Role;
+    use dlq_tui::action::Command as Cmd;
     let size = (140, 40);
     let mut s = state_from(&example(), size);
     s.role = Role::Viewer;
@@ -513,8 +513,9 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
     assert!(!text.contains("\"amount\""), "{text}");
     let cmds = update(&mut s, Action::StartDiscard, size);
     assert!(
-        cmds.iter()
-            .any(|c| matches!(c, Cmd::Audit { action, .. } if action == "denied")),
+        cmds.iter().any(
+            |c| matches!(c, Cmd::Session(Request::Audit { action, .. }) if action == "denied")
+        ),
         "{cmds:?}"
     );
     assert!(
@@ -526,7 +527,7 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
     let cmds = update(&mut s, Action::StartUnmask, size);
     assert!(cmds
         .iter()
-        .any(|c| matches!(c, Cmd::Audit { action, .. } if action == "denied")));
+        .any(|c| matches!(c, Cmd::Session(Request::Audit { action, .. }) if action == "denied")));
     s.role = Role::Privileged;
     update(&mut s, Action::StartUnmask, size);
     let mut cmds = Vec::new();
@@ -537,15 +538,12 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
     let row = cmds
         .iter()
         .find_map(|c| match c {
-            Cmd::Audit {
-                action,
-                unmask_row: Some(r),
-                detail,
-                ..
-            } if action == "unmask" && detail.contains("ticket 991") => Some(*r),
+            Cmd::Session(Request::Unmask { row, reason, .. }) if reason == "ticket 991" => {
+                Some(*row)
+            }
             _ => None,
         })
-        .expect("an unmask audit request");
+        .expect("an unmask request (the app audits it)");
     assert!(
         !screen(&s, size).contains("UNMASKED"),
         "nothing is shown before the audit is written"
@@ -570,7 +568,7 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
 
 #[test]
 fn edit_asks_for_a_reason_and_hands_the_payload_to_the_editor_command() {
-    use dlq_triage::tui::action::Command as Cmd;
+    use dlq_tui::action::Command as Cmd;
     let size = (140, 40);
     let mut s = state_from(&example(), size);
     press(&mut s, &["Tab"], size);
@@ -594,7 +592,7 @@ fn edit_asks_for_a_reason_and_hands_the_payload_to_the_editor_command() {
 #[test]
 fn every_palette_command_the_hint_names_is_understood() {
     let size = (120, 40);
-    for c in dlq_triage::tui::keymap::PALETTE {
+    for c in dlq_tui::keymap::PALETTE {
         let mut s = state_from(&example(), size);
         let arg = c.args.split('|').next().unwrap_or("");
         let arg = match arg {

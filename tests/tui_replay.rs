@@ -5,20 +5,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use dlq_triage::brokers::OpenOptions;
-use dlq_triage::core::access::Role;
-use dlq_triage::core::catalog::Catalog;
-use dlq_triage::core::masking::Masker;
-use dlq_triage::core::model::TriageState;
-use dlq_triage::core::ports::SourceInfo;
-use dlq_triage::core::replay::Phase;
-use dlq_triage::core::session::{Principal, Settings};
-use dlq_triage::core::source::SourceRef;
-use dlq_triage::tui::action::{Action, Command};
-use dlq_triage::tui::state::AppState;
-use dlq_triage::tui::theme::Theme;
-use dlq_triage::tui::worker::{spawn, Request};
-use dlq_triage::tui::{action_for_event, update::update, views, AppEvent};
+use dlq_app::brokers::OpenOptions;
+use dlq_app::session::{Principal, Settings};
+use dlq_core::access::Role;
+use dlq_core::catalog::Catalog;
+use dlq_core::masking::Masker;
+use dlq_core::model::TriageState;
+use dlq_core::ports::SourceInfo;
+use dlq_core::replay::Phase;
+use dlq_core::source::SourceRef;
+use dlq_tui::action::{Action, Command};
+use dlq_tui::state::AppState;
+use dlq_tui::theme::Theme;
+use dlq_tui::worker::{spawn, Request};
+use dlq_tui::{action_for_event, update::update, views, AppEvent};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::collections::BTreeSet;
@@ -124,8 +124,7 @@ impl Tui {
             reason,
         } = c
         {
-            let done =
-                dlq_triage::tui::edit_and_record(&self.settings, &letter_id, &payload, &reason);
+            let done = dlq_tui::edit_and_record(&self.settings, &letter_id, &payload, &reason);
             self.apply(Action::Edited(done));
         }
     }
@@ -211,7 +210,7 @@ impl Tui {
     fn start(&mut self) {
         let n = self.planned();
         self.key(KeyCode::Enter);
-        if n > dlq_triage::core::replay::CONFIRM_COUNT_ABOVE {
+        if n > dlq_core::replay::CONFIRM_COUNT_ABOVE {
             self.keys(&n.to_string());
             self.key(KeyCode::Enter);
         }
@@ -473,7 +472,7 @@ fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
     t.until("abandoned", Duration::from_secs(10), |t| {
         t.s.notes.iter().any(|n| n.contains("abandoned"))
     });
-    let l = dlq_triage::core::ledger::Ledger::open(&t.ledger, "tester").expect("ledger");
+    let l = dlq_ledger::Ledger::open(&t.ledger, "tester").expect("ledger");
     let (row, _) = l.replay(&id).expect("read").expect("journaled");
     assert_eq!(row.state, "abandoned");
 }

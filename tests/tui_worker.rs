@@ -2,14 +2,14 @@
 //! the demo's trickle, then a fetch by coordinates.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
-use dlq_triage::brokers::OpenOptions;
-use dlq_triage::core::access::Role;
-use dlq_triage::core::masking::Masker;
-use dlq_triage::core::session::{Principal, Settings};
-use dlq_triage::core::source::SourceRef;
-use dlq_triage::tui::action::Action;
-use dlq_triage::tui::worker::{spawn, Request, UI_BACKLOG};
-use dlq_triage::tui::AppEvent;
+use dlq_app::brokers::OpenOptions;
+use dlq_app::session::{Principal, Settings};
+use dlq_core::access::Role;
+use dlq_core::masking::Masker;
+use dlq_core::source::SourceRef;
+use dlq_tui::action::Action;
+use dlq_tui::worker::{spawn, Request, UI_BACKLOG};
+use dlq_tui::AppEvent;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -93,13 +93,13 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
 /// detail, from the same view model as `show`.
 #[test]
 fn problems_and_decisions_reach_the_screen() {
-    use dlq_triage::core::catalog::Catalog;
-    use dlq_triage::core::ports::SourceInfo;
-    use dlq_triage::core::session::DiscardTarget;
-    use dlq_triage::tui::state::{AppState, Tab};
-    use dlq_triage::tui::theme::Theme;
-    use dlq_triage::tui::update::update;
-    use dlq_triage::tui::views;
+    use dlq_app::session::DiscardTarget;
+    use dlq_core::catalog::Catalog;
+    use dlq_core::ports::SourceInfo;
+    use dlq_tui::state::{AppState, Tab};
+    use dlq_tui::theme::Theme;
+    use dlq_tui::update::update;
+    use dlq_tui::views;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 

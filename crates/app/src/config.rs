@@ -1,0 +1,319 @@
+//! Configuration: XDG paths, `config.toml`, `DLQ_TRIAGE_*` environment overrides.
+//!
+//! Precedence, highest first: command-line flag, environment variable, config file,
+//! built-in default. Flags and their environment variables are wired in clap (`env = …`);
+//! this module loads the file and resolves paths.
+
+use dlq_core::conventions::user::UserMappingConfig;
+use dlq_core::conventions::UserMapping;
+use dlq_core::masking::MaskConfig;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {path} is invalid: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// A named source, like a k9s context: `[sources.orders] uri = "kafka://…"`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NamedSource {
+    pub uri: String,
+    /// librdkafka properties for this source (same as repeated `-X key=value`).
+    #[serde(default)]
+    pub kafka: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    theme: Option<String>,
+    #[serde(default)]
+    group_by: Option<String>,
+    #[serde(default)]
+    roles_file: Option<PathBuf>,
+    #[serde(default)]
+    ledger: Option<PathBuf>,
+    #[serde(default)]
+    sources: BTreeMap<String, NamedSource>,
+    /// Topic/queue name globs the picker and `topics` take for DLQs.
+    #[serde(default)]
+    dlq_patterns: Vec<String>,
+    #[serde(default)]
+    masking: MaskConfig,
+    #[serde(default)]
+    conventions: Vec<UserMappingConfig>,
+    #[serde(default)]
+    replay: ReplayConfig,
+    /// Memory, in MiB, for whole letters the TUI keeps (default 256 for RabbitMQ, whose
+    /// deliveries cannot be re-read, 64 for Kafka and files, which are re-read by position).
+    #[serde(default)]
+    payload_cache_mib: Option<usize>,
+    /// `[[owners]]`: who must act on which letters.
+    #[serde(default)]
+    owners: Vec<dlq_core::owners::OwnerRule>,
+    #[serde(default)]
+    watch: WatchConfig,
+}
+
+/// `[watch]`: the rules `dlq-triage watch` evaluates besides `--rule`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchConfig {
+    #[serde(default)]
+    pub rules: Vec<WatchRuleConfig>,
+}
+
+/// `[[watch.rules]]`: `rule = "reason=amount_* rate > 5/min for 5m"`, a name and a
+/// severity.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchRuleConfig {
+    pub rule: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub severity: Option<String>,
+}
+
+/// `[replay]`: how replays are confirmed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayConfig {
+    /// Above this many letters, the operator types the count (TUI) or passes
+    /// `--expect N` with `--yes` (CLI).
+    #[serde(default = "default_confirm_above")]
+    pub confirm_above: usize,
+}
+
+fn default_confirm_above() -> usize {
+    dlq_core::replay::CONFIRM_COUNT_ABOVE
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig {
+            confirm_above: default_confirm_above(),
+        }
+    }
+}
+
+/// The loaded configuration.
+#[derive(Debug, Default)]
+pub struct Config {
+    /// The file it came from, if any.
+    pub path: Option<PathBuf>,
+    pub theme: Option<String>,
+    pub group_by: Option<String>,
+    pub roles_file: Option<PathBuf>,
+    pub ledger: Option<PathBuf>,
+    pub sources: BTreeMap<String, NamedSource>,
+    pub dlq_patterns: Vec<String>,
+    pub masking: MaskConfig,
+    pub conventions: Vec<UserMapping>,
+    pub replay: ReplayConfig,
+    pub payload_cache_mib: Option<usize>,
+    pub owners: dlq_core::owners::Owners,
+    pub watch: WatchConfig,
+}
+
+/// `$XDG_CONFIG_HOME/dlq-triage`, else `~/.config/dlq-triage`.
+pub fn config_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_CONFIG_HOME", ".config")
+}
+
+/// `$XDG_STATE_HOME/dlq-triage`, else `~/.local/state/dlq-triage`.
+pub fn state_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_STATE_HOME", ".local/state")
+}
+
+fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    let base = std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))?;
+    Some(base.join("dlq-triage"))
+}
+
+impl Config {
+    /// Load from an explicit path (must exist) or the default location (may be absent).
+    pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        let (path, must_exist) = match explicit {
+            Some(p) => (p.to_path_buf(), true),
+            None => match config_dir() {
+                Some(d) => (d.join("config.toml"), false),
+                None => return Ok(Config::default()),
+            },
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Config::default())
+            }
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Config::parse(&text, &path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let file: ConfigFile =
+            toml::from_str(text).map_err(|e| invalid(dlq_core::sanitize::toml_error(text, &e)))?;
+        let conventions = file
+            .conventions
+            .into_iter()
+            .map(UserMapping::try_from)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        if let Some(g) = &file.group_by {
+            dlq_core::grouping::Dim::parse_list(g)
+                .map_err(|e| invalid(format!("group_by: {e}")))?;
+        }
+        for (name, s) in &file.sources {
+            dlq_core::source::SourceRef::parse(&s.uri)
+                .map_err(|e| invalid(format!("sources.{name}.uri: {e}")))?;
+        }
+        for r in &file.watch.rules {
+            dlq_core::watch::Rule::parse(&r.rule, r.name.as_deref(), r.severity.as_deref())
+                .map_err(|e| invalid(format!("watch.rules: {e}")))?;
+        }
+        // Validate masking classes now rather than at first use.
+        dlq_core::masking::Masker::new(&file.masking, Vec::new()).map_err(invalid)?;
+        Ok(Config {
+            path: Some(path.to_path_buf()),
+            theme: file.theme,
+            group_by: file.group_by,
+            roles_file: file.roles_file,
+            ledger: file.ledger,
+            sources: file.sources,
+            dlq_patterns: file.dlq_patterns,
+            masking: file.masking,
+            replay: file.replay,
+            payload_cache_mib: file.payload_cache_mib,
+            owners: dlq_core::owners::Owners(file.owners),
+            watch: file.watch,
+            conventions,
+        })
+    }
+}
+
+/// The per-installation key for keyed-hash masking, created on first use (mode 0600) so
+/// hashes stay comparable across runs and exports. Falls back to a per-process key.
+pub fn mask_hash_key() -> Vec<u8> {
+    if let Ok(k) = std::env::var("DLQ_TRIAGE_MASK_KEY") {
+        if !k.is_empty() {
+            return k.into_bytes();
+        }
+    }
+    let Some(dir) = state_dir() else {
+        return random_key();
+    };
+    let path = dir.join("mask.key");
+    if let Ok(k) = std::fs::read(&path) {
+        if k.len() >= 16 {
+            return k;
+        }
+    }
+    let key = random_key();
+    let written = std::fs::create_dir_all(&dir).and_then(|_| write_private(&path, &key));
+    if written.is_err() {
+        // Unwritable state dir: hashes are comparable within this run only.
+        return key;
+    }
+    key
+}
+
+fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)?.write_all(data)
+}
+
+fn random_key() -> Vec<u8> {
+    use std::io::Read;
+    let mut k = vec![0u8; 32];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut k))
+        .is_err()
+    {
+        // No urandom: derive from the process's randomly seeded hasher state.
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in k.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(std::process::id() as u64);
+            chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
+        }
+    }
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/config")
+            .join(name)
+    }
+
+    #[test]
+    fn valid_config_loads_every_section() {
+        let c = Config::load(Some(&fixture("valid.toml"))).expect("valid config");
+        assert_eq!(c.theme.as_deref(), Some("high-contrast"));
+        assert_eq!(c.sources["orders"].uri, "kafka://127.0.0.1:9092/orders.dlq");
+        assert_eq!(c.sources["orders"].kafka["security.protocol"], "SASL_SSL");
+        assert_eq!(c.conventions.len(), 1);
+        assert_eq!(c.conventions[0].name, "acme");
+        assert_eq!(c.masking.extra_fields, vec!["internal_note".to_string()]);
+        assert_eq!(c.replay.confirm_above, 20);
+        assert_eq!(Config::default().replay.confirm_above, 100);
+        assert_eq!(c.payload_cache_mib, Some(32));
+        assert_eq!(Config::default().payload_cache_mib, None);
+    }
+
+    #[test]
+    fn invalid_configs_name_the_problem() {
+        for (file, needle) in [
+            ("unknown-key.toml", "colour"),
+            ("bad-mapping.toml", "json:error"),
+            ("bad-field.toml", "reason_cod"),
+            ("bad-group.toml", "colour"),
+            ("bad-source.toml", "sources.broken.uri"),
+            ("bad-mask-class.toml", "emial"),
+            ("not-toml.toml", "invalid"),
+        ] {
+            let err = Config::load(Some(&fixture(file)))
+                .expect_err(file)
+                .to_string();
+            assert!(err.contains(needle), "{file}: {err}");
+            assert!(
+                err.contains(file),
+                "{file}: error should name the file: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_default_is_fine_missing_explicit_is_not() {
+        assert!(Config::load(Some(Path::new("/nonexistent/dlq-triage.toml"))).is_err());
+    }
+}

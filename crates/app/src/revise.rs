@@ -1,0 +1,149 @@
+//! Seeing and changing a letter's payload: unmask and edit, each with its permission
+//! check and its audit entry, once for both front ends (`show --unmask`, `edit`, the
+//! TUI's `u` and `e`). A front end gathers the reason and renders the outcome; whether
+//! the user may, and what the ledger says about it, is decided here.
+
+use crate::editor::{edit_payload, Edited};
+use crate::session::{Principal, SessionError};
+use dlq_core::access::Permission;
+use dlq_core::masking::Masker;
+
+/// What an unmask is for, recorded with it (`show`, `edit --unmasked`, the TUI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnmaskFor {
+    View,
+    Edit,
+}
+
+/// What an edit did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revised {
+    /// The editor closed without a change: nothing recorded.
+    Unchanged,
+    /// Revision `number` recorded; the JSON paths it changed.
+    Saved { number: i64, paths: Vec<String> },
+}
+
+impl Principal {
+    /// Unmask one letter: needs the Unmask permission (a refusal is audited) and a
+    /// reason, and is audited before the caller shows anything — a failed audit write
+    /// means nothing is shown. `letter_id` is the letter's id as recorded.
+    pub fn unmask(
+        &self,
+        source_key: &str,
+        letter_id: &str,
+        reason: &str,
+        purpose: UnmaskFor,
+    ) -> Result<(), SessionError> {
+        let reason = reason.trim();
+        if reason.is_empty() {
+            return Err(SessionError::Invalid(
+                "unmasking needs a reason saying why (it is audited); nothing shown".into(),
+            ));
+        }
+        self.require(Permission::Unmask, letter_id)?;
+        let mut detail = serde_json::json!({"reason": reason, "source": source_key});
+        if purpose == UnmaskFor::Edit {
+            detail["for"] = "edit --unmasked".into();
+        }
+        self.audit("unmask", letter_id, &detail.to_string())?;
+        Ok(())
+    }
+
+    /// Edit a JSON payload in `$EDITOR` and record the result as a new revision (the
+    /// original is never rewritten). Needs Edit, and Unmask too when `unmasked` (that
+    /// unmask is audited before the editor opens).
+    #[allow(clippy::too_many_arguments)]
+    pub fn edit_and_record(
+        &self,
+        masker: &Masker,
+        source_key: &str,
+        letter_id: &str,
+        payload: &[u8],
+        reason: &str,
+        unmasked: bool,
+    ) -> Result<Revised, SessionError> {
+        let reason = reason.trim();
+        if reason.is_empty() {
+            return Err(SessionError::Invalid(
+                "an edit needs a reason (it is recorded with the revision)".into(),
+            ));
+        }
+        self.require(Permission::Edit, letter_id)?;
+        if unmasked {
+            self.unmask(source_key, letter_id, reason, UnmaskFor::Edit)?;
+        }
+        match edit_payload(masker, payload, unmasked).map_err(SessionError::Invalid)? {
+            Edited::Unchanged => Ok(Revised::Unchanged),
+            Edited::Changed { after, paths } => {
+                let number = self
+                    .ledger()?
+                    .record_revision(source_key, letter_id, reason, &paths, payload, &after)?;
+                Ok(Revised::Saved { number, paths })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlq_core::access::Role;
+
+    fn principal(dir: &std::path::Path, role: Role) -> Principal {
+        Principal {
+            actor: "alice".into(),
+            role,
+            read_only: false,
+            ledger_path: Some(dir.join("ledger.db")),
+        }
+    }
+
+    #[test]
+    fn an_operator_cannot_unmask_and_the_refusal_is_audited() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = principal(dir.path(), Role::Operator);
+        let e = p
+            .unmask("demo", "m-1", "incident 42", UnmaskFor::View)
+            .expect_err("operators cannot unmask");
+        assert!(e.to_string().contains("privileged"), "{e}");
+        let actions: Vec<String> = p
+            .ledger()
+            .expect("ledger")
+            .audit_entries()
+            .expect("entries")
+            .into_iter()
+            .map(|e| e.action)
+            .collect();
+        assert_eq!(actions, ["denied"]);
+    }
+
+    #[test]
+    fn an_unmask_without_a_reason_is_refused_and_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = principal(dir.path(), Role::Privileged);
+        assert!(p.unmask("demo", "m-1", "  ", UnmaskFor::View).is_err());
+        assert!(!dir.path().join("ledger.db").exists());
+        p.unmask("demo", "m-1", "incident 42", UnmaskFor::Edit)
+            .expect("privileged may");
+        let entries = p
+            .ledger()
+            .expect("ledger")
+            .audit_entries()
+            .expect("entries");
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].action, "unmask");
+        assert!(entries[0].detail.contains("edit --unmasked"));
+    }
+
+    #[test]
+    fn a_viewer_cannot_edit() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = principal(dir.path(), Role::Viewer);
+        let masker = Masker::with_key(b"k".to_vec());
+        let e = p
+            .edit_and_record(&masker, "demo", "m-1", b"{}", "fix", false)
+            .expect_err("viewers cannot edit");
+        assert!(matches!(e, SessionError::Refused { .. }), "{e}");
+    }
+}

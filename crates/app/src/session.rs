@@ -1,0 +1,534 @@
+//! One triage session, driven by every front end: the CLI commands and the TUI worker.
+//!
+//! It owns the open source, the batched scan with letter preparation (conventions and
+//! masked previews on all cores, off any render thread), problem reports, what settling
+//! needs (held RabbitMQ deliveries by the exact letter), the ledger's states on the
+//! letters, reconciliation of decisions a crash left pending, and discard, audit and
+//! history. A behaviour that both front ends show lives here, once.
+
+use dlq_core::access::{self, Permission, Role};
+use dlq_core::catalog::Problem;
+use dlq_core::conventions::UserMapping;
+use dlq_core::decisions::{self, Discarded, Held, Target};
+use dlq_core::journal::{AuditEntry, Decision, Journal, JournalError};
+use dlq_core::masking::Masker;
+use dlq_core::model::{Coords, DeadLetter, RawLetter};
+use dlq_core::ports::{DlqSource, ScanEvent, SourceError, SourceInfo};
+use dlq_ledger::Ledger;
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+mod prepare;
+pub use dlq_core::handover::{InFlight, Receipt};
+pub use dlq_core::prepared::{LetterState, Prepared};
+mod replaying;
+use dlq_core::pipeline::Broken;
+use prepare::{preparing, Prep, Pump, TAIL_BATCH};
+pub use replaying::{
+    latest_replay_figures, Picked, ReplayReport, ReplayWatcher, Resume, Unfinished,
+};
+
+/// Letters per prepared batch, and the longest a partial batch waits (a slow source
+/// still shows letters as they come). Not larger: 4,096 prepared letters (~1.6 KB
+/// each) fell out of cache between the worker and the indexer (1,000,000-letter Kafka
+/// `summary`: 2.84 s and 241 MB at 4,096, 2.70 s and 220 MB at 1,024; 512 was slower).
+const BATCH: usize = 2048;
+const BATCH_WAIT: Duration = Duration::from_millis(100);
+/// Problems kept for reporting (all are counted).
+const MAX_KEPT_PROBLEMS: usize = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Ledger(#[from] JournalError),
+    #[error("no ledger location: set --ledger, or XDG_STATE_HOME/HOME")]
+    NoLedger,
+    /// A request that names something that is not there (a replay id of another source).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("refused: {denied}{}", if *.read_only { " (--read-only caps everyone at viewer)" } else { "" })]
+    Refused {
+        denied: access::Denied,
+        read_only: bool,
+    },
+}
+
+/// Who acts, with which role, and where their decisions are recorded.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub actor: String,
+    pub role: Role,
+    pub read_only: bool,
+    pub ledger_path: Option<PathBuf>,
+}
+
+impl Principal {
+    /// Open the ledger for writing (created on first use). Front ends get the
+    /// `Journal` port, never the store behind it.
+    pub fn ledger(&self) -> Result<Box<dyn Journal>, SessionError> {
+        let path = self.ledger_path.as_ref().ok_or(SessionError::NoLedger)?;
+        Ok(Box::new(Ledger::open(path, &self.actor)?))
+    }
+
+    /// The ledger if one exists already (reads never create it).
+    pub fn existing_ledger(&self) -> Result<Option<Box<dyn Journal>>, SessionError> {
+        match self.ledger_path.as_ref().filter(|p| p.exists()) {
+            Some(p) => Ok(Some(Box::new(Ledger::open(p, &self.actor)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// Check a permission; a refusal names the role it needs and is audited (except
+    /// under --read-only, which writes nothing). `target` must already be redacted.
+    pub fn require(&self, p: Permission, target: &str) -> Result<(), SessionError> {
+        let Err(denied) = access::check(self.role, p) else {
+            return Ok(());
+        };
+        if !self.read_only {
+            if let Ok(mut l) = self.ledger() {
+                let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
+                if let Err(e) = l.audit("denied", target, &detail) {
+                    tracing::warn!(error = %e, "could not audit a refusal");
+                }
+            }
+        }
+        Err(SessionError::Refused {
+            denied,
+            read_only: self.read_only,
+        })
+    }
+
+    pub fn may(&self, p: Permission) -> bool {
+        access::check(self.role, p).is_ok()
+    }
+
+    /// Write an audit entry.
+    pub fn audit(
+        &self,
+        action: &str,
+        target: &str,
+        detail: &str,
+    ) -> Result<AuditEntry, SessionError> {
+        Ok(self.ledger()?.audit(action, target, detail)?)
+    }
+
+    /// A letter's entries in the ledger (decisions, revisions, unmasks, refusals).
+    pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, SessionError> {
+        match self.existing_ledger()? {
+            Some(l) => Ok(l.history(letter_id)?),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// What a session needs besides the open source.
+#[derive(Clone)]
+pub struct Settings {
+    /// The source's key in the ledger (its URI without credentials).
+    pub source_key: String,
+    pub principal: Principal,
+    pub masker: Masker,
+    pub mappings: Vec<UserMapping>,
+    /// `--since`: only letters dead-lettered at or after this (letters with no known
+    /// time are kept). Applied here, to every source; Kafka also starts its read at
+    /// the matching offsets, which only saves reading.
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// What a scan or tail hands the front end, in order.
+#[derive(Debug)]
+pub enum SessionEvent {
+    Letters(Vec<Prepared>),
+    /// Not everything was browsed: `browsed` of `total` in `location`.
+    Partial(Coverage),
+    /// Something to know about the browse that is no unreadable record.
+    Notice(Problem),
+    Progress {
+        done: u64,
+        total: Option<u64>,
+    },
+    Problem(Problem),
+}
+
+/// Where a browse held less than the broker has (`--max-letters`, messages other
+/// consumers hold, a queue that went quiet): every output says "browsed N of M" and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coverage {
+    pub location: String,
+    pub browsed: u64,
+    pub total: u64,
+    pub why: String,
+}
+
+/// A letter to discard, as the front end knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscardTarget {
+    pub letter_id: String,
+    /// `LetterStore::binding` of its row.
+    pub binding: String,
+    /// Where it sits (`LetterStore::coords_label`), for the record.
+    pub location: String,
+}
+
+/// What a discard did, letter by letter.
+#[derive(Debug, Default)]
+pub struct DiscardReport {
+    /// Indexes into the targets that are now discarded in the ledger.
+    pub done: Vec<usize>,
+    pub removed: u64,
+    pub ledger_only: u64,
+    /// Recorded but not applied to the broker (applied on the next browse).
+    pub pending: Vec<(String, String)>,
+    /// Already decided by someone else (a concurrent run): who and when.
+    pub already: Vec<String>,
+}
+
+impl DiscardReport {
+    /// One line for the user; `from` names the source.
+    pub fn summary(&self, from: Option<&str>) -> String {
+        let mut s = format!(
+            "discarded {}{}: {} removed from the DLQ, {} recorded in the ledger only",
+            dlq_core::words::letters(self.done.len()),
+            from.map(|f| format!(" from {f}")).unwrap_or_default(),
+            self.removed,
+            self.ledger_only
+        );
+        if !self.pending.is_empty() {
+            s.push_str(&format!(
+                ", {} pending (applied on the next browse)",
+                self.pending.len()
+            ));
+        }
+        if !self.already.is_empty() {
+            s.push_str(&format!(", {} already decided", self.already.len()));
+        }
+        s
+    }
+}
+
+pub struct Session {
+    settings: Settings,
+    src: Box<dyn DlqSource>,
+    info: SourceInfo,
+    /// Held deliveries by the exact letter (RabbitMQ queues: settled by ack). Empty for
+    /// sources that settle in the ledger only, so 1M Kafka letters do not pay for it.
+    held: dlq_core::held::HeldDeliveries,
+    /// Ledger decisions for this source: ids (for a cheap first test) and bindings.
+    decided_ids: HashSet<String>,
+    decided: HashMap<String, Decision>,
+    problems: Vec<Problem>,
+    problem_count: u64,
+    partial: Vec<Coverage>,
+    notices: Vec<Problem>,
+}
+
+impl Session {
+    /// Start a session on an open source; reads (never creates) the ledger's decisions.
+    pub fn new(src: Box<dyn DlqSource>, settings: Settings) -> Result<Session, SessionError> {
+        let info = src.info();
+        let mut s = Session {
+            settings,
+            src,
+            info,
+            held: Default::default(),
+            decided_ids: HashSet::new(),
+            decided: HashMap::new(),
+            problems: Vec::new(),
+            problem_count: 0,
+            partial: Vec::new(),
+            notices: Vec::new(),
+        };
+        s.load_decisions()?;
+        Ok(s)
+    }
+
+    fn load_decisions(&mut self) -> Result<(), SessionError> {
+        let Some(ledger) = self.settings.principal.existing_ledger()? else {
+            return Ok(());
+        };
+        for d in ledger.decisions(&self.settings.source_key)? {
+            self.decided_ids.insert(d.letter_id.clone());
+            let key = d.binding.clone().unwrap_or_default();
+            self.decided.insert(key, d);
+        }
+        Ok(())
+    }
+
+    pub fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn principal(&self) -> &Principal {
+        &self.settings.principal
+    }
+
+    pub fn source_key(&self) -> &str {
+        &self.settings.source_key
+    }
+
+    /// Containers browsed in part, with how much.
+    pub fn partial(&self) -> &[Coverage] {
+        &self.partial
+    }
+
+    /// What the source said about the browse besides letters and unreadable records.
+    pub fn notices(&self) -> &[Problem] {
+        &self.notices
+    }
+
+    /// The first problems (up to 100) and how many there were.
+    pub fn problems(&self) -> (&[Problem], u64) {
+        (&self.problems, self.problem_count)
+    }
+
+    /// The decision recorded on this exact letter, if any.
+    pub fn decision(&self, letter_id: &str, binding: &str) -> Option<&Decision> {
+        self.decided
+            .get(binding)
+            .filter(|d| d.letter_id == letter_id)
+    }
+
+    /// The letter's triage state and the decision that set it, for every view of a
+    /// letter (`show`, `show --json`, the TUI detail).
+    pub fn letter_state(&self, letter: &DeadLetter) -> LetterState {
+        let binding = decisions::binding(&letter.raw);
+        LetterState::of(self.decision(&letter.id.value.0, &binding))
+    }
+
+    /// Every decision on this source (few), for front ends that keep their own view.
+    pub fn decisions(&self) -> Vec<Decision> {
+        self.decided.values().cloned().collect()
+    }
+
+    /// Scan the whole source; `previews` off skips masked previews (a summary needs none).
+    pub fn scan(
+        &mut self,
+        previews: bool,
+        sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>,
+    ) -> Result<(), SessionError> {
+        self.pump(previews, false, sink)
+    }
+
+    /// After `scan`, stream new arrivals until the sink breaks.
+    pub fn tail(
+        &mut self,
+        sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>,
+    ) -> Result<(), SessionError> {
+        self.pump(true, true, sink)
+    }
+
+    fn pump(
+        &mut self,
+        previews: bool,
+        tail: bool,
+        sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>,
+    ) -> Result<(), SessionError> {
+        let Session {
+            settings,
+            src,
+            held,
+            decided_ids,
+            decided,
+            problems,
+            problem_count,
+            partial,
+            notices,
+            ..
+        } = self;
+        let ctx = Prep {
+            masker: &settings.masker,
+            mappings: &settings.mappings,
+            previews,
+            since: settings.since,
+            decided_ids,
+            decided,
+        };
+        // Prepared letters go to the front end, their held deliveries remembered first.
+        let mut emit = |ev: SessionEvent| -> bool {
+            if let SessionEvent::Letters(prepared) = &ev {
+                for p in prepared {
+                    if let Some(
+                        c @ Coords::Amqp {
+                            stream_offset: None,
+                            ..
+                        },
+                    ) = &p.letter.raw.coords
+                    {
+                        if let Some(fp) = p.fp {
+                            held.add(fp, &p.letter.id.value.0, c);
+                        }
+                    }
+                }
+            }
+            sink(ev).is_continue()
+        };
+        std::thread::scope(|scope| {
+            let mut pump = Pump {
+                tail,
+                batch: Vec::with_capacity(if tail { TAIL_BATCH } else { BATCH }),
+                last: Instant::now(),
+                pipeline: preparing(scope, &ctx),
+                emit: &mut emit,
+            };
+            let mut stopped = false;
+            let mut broken = false;
+            let mut on_event = |ev: ScanEvent| -> ControlFlow<()> {
+                let step = match ev {
+                    ScanEvent::Letter(raw) => pump.letter(raw),
+                    ScanEvent::Progress { done, total } => {
+                        pump.heartbeat(SessionEvent::Progress { done, total })
+                    }
+                    ScanEvent::Partial {
+                        location,
+                        browsed,
+                        total,
+                        why,
+                    } => {
+                        let c = Coverage {
+                            location,
+                            browsed,
+                            total,
+                            why,
+                        };
+                        partial.push(c.clone());
+                        Ok((pump.emit)(SessionEvent::Partial(c)))
+                    }
+                    ScanEvent::Notice { location, message } => {
+                        let n = Problem { location, message };
+                        if notices.len() < MAX_KEPT_PROBLEMS {
+                            notices.push(n.clone());
+                        }
+                        Ok((pump.emit)(SessionEvent::Notice(n)))
+                    }
+                    ScanEvent::Problem { location, message } => {
+                        *problem_count += 1;
+                        let p = Problem { location, message };
+                        if problems.len() < MAX_KEPT_PROBLEMS {
+                            problems.push(p.clone());
+                        }
+                        Ok((pump.emit)(SessionEvent::Problem(p)))
+                    }
+                };
+                match step {
+                    Ok(true) => ControlFlow::Continue(()),
+                    Ok(false) => {
+                        stopped = true;
+                        ControlFlow::Break(())
+                    }
+                    Err(Broken) => {
+                        (broken, stopped) = (true, true);
+                        ControlFlow::Break(())
+                    }
+                }
+            };
+            let result = if tail {
+                src.tail(&mut on_event)
+            } else {
+                src.scan(&mut on_event)
+            };
+            if !stopped && pump.flush(true).is_err() {
+                broken = true;
+            }
+            if broken {
+                return Err(SessionError::Invalid(
+                    "preparing letters stopped: a preparing thread failed (a bug; nothing was settled)"
+                        .into(),
+                ));
+            }
+            result.map_err(SessionError::from)
+        })
+    }
+
+    /// Apply decisions a crash or a lost connection left pending to the exact letters
+    /// this browse holds — once, audited. Returns lines for the user; failures are lines
+    /// too (the browse goes on). Read-only sessions apply nothing.
+    pub fn reconcile(&mut self) -> Vec<String> {
+        if self.settings.principal.read_only || self.decided.is_empty() {
+            return Vec::new();
+        }
+        let mut ledger = match self.settings.principal.existing_ledger() {
+            Ok(Some(l)) => l,
+            Ok(None) => return Vec::new(),
+            Err(e) => return vec![format!("warning: cannot read the ledger: {e}")],
+        };
+        let by_id = self.held_by_id();
+        let held_of = |id: &str| by_id.get(id).cloned().unwrap_or_default();
+        match decisions::reconcile(
+            &mut *ledger,
+            self.src.as_mut(),
+            &self.settings.source_key,
+            &held_of,
+        ) {
+            Ok(notes) => notes,
+            Err(e) => vec![format!("warning: reconciling with the ledger failed: {e}")],
+        }
+    }
+
+    /// Held letters by id, for the ids that have a decision (few).
+    fn held_by_id(&self) -> HashMap<String, Vec<Held>> {
+        self.held.by_ids(&self.decided_ids)
+    }
+
+    /// Discard letters: each decision in the ledger first, then the broker (RabbitMQ:
+    /// ack of the held delivery; elsewhere ledger-only). Needs the Discard permission
+    /// (checked and audited here). `after_record` runs between ledger and broker.
+    pub fn discard(
+        &mut self,
+        targets: &[DiscardTarget],
+        reason: &str,
+        after_record: &mut dyn FnMut(),
+    ) -> Result<DiscardReport, SessionError> {
+        self.settings
+            .principal
+            .require(Permission::Discard, &self.settings.source_key)?;
+        let mut ledger = self.settings.principal.ledger()?;
+        let mut report = DiscardReport::default();
+        for (i, t) in targets.iter().enumerate() {
+            let coords = self.held.first(&t.binding, &t.letter_id);
+            let location = (!t.location.is_empty()).then_some(t.location.as_str());
+            let outcome = decisions::discard(
+                &mut *ledger,
+                self.src.as_mut(),
+                &self.settings.source_key,
+                Target {
+                    letter_id: &t.letter_id,
+                    binding: &t.binding,
+                    coords: coords.as_ref(),
+                    location,
+                },
+                reason,
+                after_record,
+            );
+            match outcome {
+                Ok(Discarded::Removed) => report.removed += 1,
+                Ok(Discarded::LedgerOnly) => report.ledger_only += 1,
+                Ok(Discarded::Pending(e)) => report.pending.push((t.letter_id.clone(), e)),
+                Err(e @ JournalError::AlreadyDecided { .. }) => {
+                    report.already.push(e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            if coords.is_some() {
+                self.held.settled_first(&t.binding);
+            }
+            report.done.push(i);
+        }
+        // Later browses of this session see these decisions too.
+        self.load_decisions()?;
+        Ok(report)
+    }
+
+    /// One letter's full bytes (payloads are not kept after a scan).
+    pub fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SessionError> {
+        Ok(self.src.fetch(coords)?)
+    }
+}

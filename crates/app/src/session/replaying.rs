@@ -1,0 +1,525 @@
+//! Replay driven by the session: candidates from the letters a front end selected, the
+//! plan (dry-run), and the run itself — the engine stepped as the DLQ is tailed, so a
+//! replayed letter that fails again is seen on the same browse that holds the DLQ.
+
+use super::{Session, SessionError, SessionEvent};
+use dlq_core::access::Permission;
+use dlq_core::decisions;
+use dlq_core::journal::{Journal, ReplayItemRow, ReplayRow};
+use dlq_core::model::DeadLetter;
+use dlq_core::model::{Coords, RawLetter};
+use dlq_core::ports::{OriginLog, Publisher};
+use dlq_core::replay::{
+    plan, Candidate, Control, End, Engine, LetterOutcome, Options, Plan, Progress,
+};
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::time::Instant;
+
+/// How long the engine may publish and await confirms between two looks at the DLQ
+/// (the tail's heartbeat is 100 ms): a failing letter is seen within about 0.3 s.
+const STEP_BUDGET: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// What a replay run did.
+#[derive(Debug, Clone)]
+pub struct ReplayReport {
+    pub id: String,
+    pub end: End,
+    /// The journaled counts (`replays show` has the same).
+    pub outcome: serde_json::Value,
+    /// Confirmed letters whose DLQ copy could not be settled yet (applied on the next
+    /// browse): letter id and why.
+    pub unsettled: Vec<(String, String)>,
+}
+
+/// What a front end sees of a running replay. Every call comes from the thread running
+/// it, between engine steps (at least every 0.2 s), so none may block for long.
+pub trait ReplayWatcher {
+    /// The counts, phase and rate, after every step.
+    fn progress(&mut self, p: &Progress);
+    /// Letters that changed state since the last call: (letter id, outcome).
+    fn letters(&mut self, _changes: &[(&str, LetterOutcome)]) {}
+    /// New dead letters seen on the DLQ while watching (shown live by a TUI).
+    fn arrivals(&mut self, _ev: SessionEvent) {}
+    /// Whether the front end has something to do between two steps (a fetch).
+    fn wants_turn(&mut self) -> bool {
+        false
+    }
+    /// Its turn: it may fetch letters from the source (nothing else may run meanwhile).
+    fn turn(&mut self, _fetch: &mut dyn FnMut(&Coords) -> Result<RawLetter, SessionError>) {}
+}
+
+/// A closure that only wants the progress.
+impl<F: FnMut(&Progress)> ReplayWatcher for F {
+    fn progress(&mut self, p: &Progress) {
+        self(p)
+    }
+}
+
+/// A letter a front end picked for a replay: its bytes if it still holds them, else
+/// where to fetch them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Picked {
+    Held(RawLetter),
+    At(Coords),
+}
+
+/// A replay that stopped with letters left, as announced when a source is opened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unfinished {
+    pub id: String,
+    /// `interrupted` (its process died), `killed` or `failed`.
+    pub state: String,
+    pub planned: usize,
+    pub confirmed: usize,
+    pub in_doubt: usize,
+    /// Letter ids not finished: a resume sends these.
+    pub left: Vec<String>,
+}
+
+/// A replay to continue: its journal row, and per letter (id, binding) its seq and
+/// whether it is done (confirmed, settled or failed again — never sent twice).
+pub struct Resume {
+    pub row: ReplayRow,
+    pub items: Vec<ReplayItemRow>,
+}
+
+impl Resume {
+    fn seqs(&self) -> HashMap<(String, String), u32> {
+        self.items
+            .iter()
+            .map(|i| ((i.letter_id.clone(), i.binding.clone()), i.seq))
+            .collect()
+    }
+
+    fn done(&self) -> HashSet<(String, String)> {
+        self.items
+            .iter()
+            .filter(|i| matches!(i.state.as_str(), "confirmed" | "settled" | "failed-again"))
+            .map(|i| (i.letter_id.clone(), i.binding.clone()))
+            .collect()
+    }
+
+    /// Letter ids it has not finished (not sent, or in doubt): what a resume sends.
+    pub fn left(&self) -> Vec<String> {
+        let done = self.done();
+        self.items
+            .iter()
+            .filter(|i| !done.contains(&(i.letter_id.clone(), i.binding.clone())))
+            .map(|i| i.letter_id.clone())
+            .collect()
+    }
+
+    /// Letters it had in doubt (`sending` when it stopped): sent again on resume.
+    pub fn in_doubt(&self) -> usize {
+        self.items.iter().filter(|i| i.state == "sending").count()
+    }
+}
+
+impl Session {
+    /// The full letters a front end picked, fetching those it no longer holds. Letters
+    /// that cannot be read are left out, each with why (the plan is built without them).
+    pub fn picked_letters(
+        &mut self,
+        picked: Vec<Picked>,
+    ) -> (Vec<(DeadLetter, String)>, Vec<String>) {
+        let mut letters = Vec::with_capacity(picked.len());
+        let mut missing = Vec::new();
+        for p in picked {
+            let raw = match p {
+                Picked::Held(raw) => raw,
+                Picked::At(c) => match self.src.fetch(&c) {
+                    Ok(raw) => raw,
+                    Err(e) => {
+                        missing.push(format!("{c}: {e}"));
+                        continue;
+                    }
+                },
+            };
+            letters.push(dlq_core::catalog::prepare_letter(
+                &self.settings.masker,
+                &self.settings.mappings,
+                raw,
+            ));
+        }
+        (letters, missing)
+    }
+
+    /// Replays of this source that stopped before sending everything and were not
+    /// abandoned: the process died (`interrupted`), the kill switch, or a failure.
+    /// Auto-stopped ones are not listed: the operator saw why they stopped.
+    pub fn unfinished_replays(&self) -> Result<Vec<Unfinished>, SessionError> {
+        let Some(ledger) = self.settings.principal.existing_ledger()? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for row in ledger.replays()? {
+            let state = row.shown_state();
+            if row.source != self.settings.source_key
+                || !matches!(state.as_str(), "interrupted" | "killed" | "failed")
+            {
+                continue;
+            }
+            let Some((_, items)) = ledger.replay(&row.id)? else {
+                continue;
+            };
+            let confirmed = items
+                .iter()
+                .filter(|i| matches!(i.state.as_str(), "confirmed" | "settled"))
+                .count();
+            let resume = Resume { row, items };
+            let left = resume.left();
+            out.push(Unfinished {
+                id: resume.row.id.clone(),
+                state,
+                planned: resume.items.len(),
+                confirmed,
+                in_doubt: resume.in_doubt(),
+                left,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Close an unfinished replay without sending the rest (audited; `replays` shows
+    /// it `abandoned`, and it can no longer be resumed).
+    pub fn abandon_replay(&self, id: &str) -> Result<String, SessionError> {
+        let principal = &self.settings.principal;
+        principal.require(Permission::Replay, &self.settings.source_key)?;
+        let Some(r) = self.resume_of(id)? else {
+            return Err(SessionError::Invalid(format!(
+                "no replay {} in the ledger",
+                dlq_core::sanitize::clean(id)
+            )));
+        };
+        if r.row.source != self.settings.source_key {
+            return Err(SessionError::Invalid(format!(
+                "replay {} is of another source",
+                dlq_core::sanitize::clean(id)
+            )));
+        }
+        let left = r.left().len();
+        let mut outcome = r
+            .row
+            .detail
+            .get("outcome")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({}));
+        if let Some(o) = outcome.as_object_mut() {
+            o.insert("abandoned_by".into(), principal.actor.clone().into());
+            o.insert("not_sent".into(), left.into());
+        }
+        principal
+            .ledger()?
+            .replay_finish(id, "abandoned", &outcome)?;
+        Ok(format!(
+            "replay {} abandoned: {left} letters not sent stay in the DLQ",
+            dlq_core::sanitize::clean(id)
+        ))
+    }
+
+    /// The letters as replay candidates: their exact binding, held delivery, ledger
+    /// state, earlier replays and latest revision. `letters` are (letter, masked preview).
+    pub fn replay_candidates(
+        &self,
+        letters: Vec<(DeadLetter, String)>,
+    ) -> Result<Vec<Candidate>, SessionError> {
+        let ledger = self.settings.principal.existing_ledger()?;
+        let source = &self.settings.source_key;
+        let counts = match &ledger {
+            Some(l) => l.replay_counts(source)?,
+            None => HashMap::new(),
+        };
+        let revisions = match &ledger {
+            Some(l) => l.latest_revisions(source)?,
+            None => HashMap::new(),
+        };
+        let mut copies: HashMap<String, usize> = HashMap::new();
+        Ok(letters
+            .into_iter()
+            .map(|(letter, preview)| {
+                let binding = decisions::binding(&letter.raw);
+                let id = letter.id.value.0.clone();
+                let n = copies.entry(binding.clone()).or_insert(0);
+                let settle = self.held.nth(&binding, &id, *n);
+                *n += 1;
+                let state = self.letter_state(&letter).state;
+                Candidate {
+                    location: letter
+                        .raw
+                        .coords
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                    settle,
+                    state,
+                    ledger_replays: counts.get(&id).copied().unwrap_or(0),
+                    revision_preview: revisions
+                        .get(&id)
+                        .map(|(_, p)| dlq_core::catalog::preview(&self.settings.masker, p)),
+                    revision: revisions.get(&id).cloned(),
+                    binding,
+                    preview,
+                    letter,
+                }
+            })
+            .collect())
+    }
+
+    /// A publisher (and origin reader) on this session's broker.
+    pub fn replay_ports(&self) -> Result<dlq_core::ports::ReplayPorts, SessionError> {
+        Ok(self.src.replay_ports()?)
+    }
+
+    /// A replay journaled in the ledger, to continue.
+    pub fn resume_of(&self, id: &str) -> Result<Option<Resume>, SessionError> {
+        let Some(ledger) = self.settings.principal.existing_ledger()? else {
+            return Ok(None);
+        };
+        Ok(ledger.replay(id)?.map(|(row, items)| Resume { row, items }))
+    }
+
+    /// The plan (dry-run). With `resume`, only its letters not yet done, under its id,
+    /// options and seqs.
+    pub fn plan_replay(
+        &self,
+        cands: Vec<Candidate>,
+        opts: &Options,
+        id: String,
+        origin_log: Option<&mut dyn OriginLog>,
+        kafka_source: bool,
+        resume: Option<&Resume>,
+    ) -> Plan {
+        let seqs = resume.map(Resume::seqs);
+        let cands = match resume {
+            Some(r) => {
+                let (done, seqs) = (r.done(), r.seqs());
+                cands
+                    .into_iter()
+                    .filter(|c| {
+                        let k = (c.letter.id.value.0.clone(), c.binding.clone());
+                        seqs.contains_key(&k) && !done.contains(&k)
+                    })
+                    .collect()
+            }
+            None => cands,
+        };
+        plan::build(
+            cands,
+            opts,
+            plan::Context {
+                id,
+                source: self.settings.source_key.clone(),
+                actor: self.settings.principal.actor.clone(),
+                mappings: &self.settings.mappings,
+                kafka_source,
+                origin_log,
+                seqs: seqs.as_ref(),
+            },
+        )
+    }
+
+    /// Run a plan: journal it, then canary, watch, ramp — stepping the engine as the DLQ
+    /// is tailed (new letters are checked for ours failing again), settling each
+    /// confirmed letter's DLQ copy after its confirm is journaled. Needs the Replay
+    /// permission (checked and audited here). `progress` is called on every step.
+    pub fn replay(
+        &mut self,
+        plan: &Plan,
+        publisher: &mut dyn Publisher,
+        control: &Control,
+        resume: Option<&Resume>,
+        watch: &mut dyn ReplayWatcher,
+    ) -> Result<ReplayReport, SessionError> {
+        self.settings
+            .principal
+            .require(Permission::Replay, &self.settings.source_key)?;
+        let mut ledger = self.settings.principal.ledger()?;
+        journal_start(&mut *ledger, plan, resume)?;
+        let mut engine = Engine::new(plan, control.clone(), Instant::now());
+        let mut unsettled = Vec::new();
+        let mut failure: Option<SessionError> = None;
+        loop {
+            let mut err = None;
+            let tailed = self.pump(true, true, &mut |ev| {
+                if let SessionEvent::Letters(batch) = &ev {
+                    for p in batch {
+                        if let Err(e) = engine.observe(&p.letter, &mut *ledger) {
+                            err = Some(e);
+                            return ControlFlow::Break(());
+                        }
+                    }
+                }
+                watch.arrivals(ev);
+                if let Err(e) = engine.run_for(publisher, &mut *ledger, STEP_BUDGET) {
+                    err = Some(e);
+                    return ControlFlow::Break(());
+                }
+                report_step(&mut engine, watch);
+                if engine.done() || engine.wants_settle() || watch.wants_turn() {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+            if let Some(e) = err {
+                // The journal cannot be written: stop sending at once.
+                failure = Some(e.into());
+                break;
+            }
+            self.settle_replayed(&mut engine, &mut *ledger, &mut unsettled)?;
+            let src = &mut self.src;
+            watch.turn(&mut |c| Ok(src.fetch(c)?));
+            if engine.done() {
+                break;
+            }
+            if let Err(e) = tailed {
+                engine.fail(
+                    format!("the DLQ could not be watched for letters failing again: {e}"),
+                    Instant::now(),
+                );
+                self.drain(&mut engine, publisher, &mut *ledger, &mut unsettled, watch)?;
+                break;
+            }
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let end = engine.end().cloned().unwrap_or(End::Completed);
+        let outcome = engine.outcome();
+        ledger.replay_finish(&plan.id, end.state(), &outcome)?;
+        report_step(&mut engine, watch);
+        // Later views of this session see the replayed letters.
+        self.load_decisions()?;
+        Ok(ReplayReport {
+            id: plan.id.clone(),
+            end,
+            outcome,
+            unsettled,
+        })
+    }
+
+    /// Settle the DLQ copies of confirmed letters (RabbitMQ: ack the held delivery). One
+    /// that cannot be settled keeps its recorded decision and is applied on the next
+    /// browse — it is never replayed again.
+    fn settle_replayed(
+        &mut self,
+        engine: &mut Engine<'_>,
+        ledger: &mut dyn Journal,
+        unsettled: &mut Vec<(String, String)>,
+    ) -> Result<(), SessionError> {
+        let plan_id = engine.plan_id().to_string();
+        for s in engine.take_settles() {
+            match self.src.settle(&s.coords) {
+                Ok(_) => {
+                    ledger.replay_settled(&plan_id, s.seq, &s.decision, "acked")?;
+                    if let Some(b) = &s.decision.binding {
+                        self.held.forget(b, &s.coords);
+                    }
+                    engine.settled(s.index);
+                }
+                Err(e) => unsettled.push((s.decision.letter_id.clone(), e.to_string())),
+            }
+        }
+        Ok(())
+    }
+
+    /// The DLQ watch is gone: no more sends; wait for confirms in flight, journal them.
+    fn drain(
+        &mut self,
+        engine: &mut Engine<'_>,
+        publisher: &mut dyn Publisher,
+        ledger: &mut dyn Journal,
+        unsettled: &mut Vec<(String, String)>,
+        watch: &mut dyn ReplayWatcher,
+    ) -> Result<(), SessionError> {
+        while !engine.done() {
+            engine.run_for(publisher, ledger, STEP_BUDGET)?;
+            self.settle_replayed(engine, ledger, unsettled)?;
+            report_step(engine, watch);
+            std::thread::sleep(
+                engine
+                    .idle_for(Instant::now())
+                    .max(std::time::Duration::from_millis(5)),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Tell the watcher what changed and where the run stands.
+fn report_step(engine: &mut Engine<'_>, watch: &mut dyn ReplayWatcher) {
+    let changes = engine.take_changes();
+    if !changes.is_empty() {
+        watch.letters(&changes);
+    }
+    watch.progress(&engine.progress(Instant::now()));
+}
+
+/// Journal the start (or the resumption) of a replay.
+fn journal_start(
+    ledger: &mut dyn Journal,
+    plan: &Plan,
+    resume: Option<&Resume>,
+) -> Result<(), SessionError> {
+    let rows = plan.journal_rows();
+    let detail = serde_json::json!({
+        "source": plan.source,
+        "options": plan.options.to_json(),
+        "planned": plan.items.len(),
+        "excluded": plan.excluded_counts().iter().map(|(w, n)| (w.as_str().to_string(), *n)).collect::<HashMap<_, _>>(),
+        "warnings": plan.warnings.iter().map(|w| serde_json::json!({"kind": w.kind, "count": w.count})).collect::<Vec<_>>(),
+        "pid": std::process::id(),
+    });
+    match resume {
+        Some(r) => {
+            let known: HashSet<u32> = r.items.iter().map(|i| i.seq).collect();
+            let added: Vec<_> = rows.into_iter().filter(|r| !known.contains(&r.0)).collect();
+            ledger.replay_resume(&plan.id, &detail, &added)?;
+        }
+        None => {
+            ledger.replay_start(&plan.id, &plan.source, &targets(plan), &detail, &rows)?;
+        }
+    }
+    Ok(())
+}
+
+/// The plan's targets in one line (`kafka topic invoices` or `3 targets`).
+fn targets(plan: &Plan) -> String {
+    let t: std::collections::BTreeSet<&str> =
+        plan.breakdown.keys().map(|(_, t)| t.as_str()).collect();
+    match t.len() {
+        0 => "(nothing)".into(),
+        1 => t.into_iter().next().unwrap_or_default().to_string(),
+        n => format!("{n} targets"),
+    }
+}
+
+/// The latest replay of `source` in `principal`'s ledger: letters sent and how many came
+/// back (`watch`'s `replay failed-again` rule). None without a ledger or a replay. A free
+/// function: `watch` reads it while its session is busy tailing.
+pub fn latest_replay_figures(
+    principal: &super::Principal,
+    source: &str,
+) -> Result<Option<dlq_core::watch::ReplayFigures>, SessionError> {
+    let Some(ledger) = principal.existing_ledger()? else {
+        return Ok(None);
+    };
+    let Some(row) = ledger.replays()?.into_iter().find(|r| r.source == source) else {
+        return Ok(None);
+    };
+    let Some((_, items)) = ledger.replay(&row.id)? else {
+        return Ok(None);
+    };
+    let count = |states: &[&str]| {
+        items
+            .iter()
+            .filter(|i| states.contains(&i.state.as_str()))
+            .count() as u64
+    };
+    Ok(Some(dlq_core::watch::ReplayFigures {
+        id: row.id,
+        sent: count(&["sending", "confirmed", "settled", "failed-again", "refused"]),
+        failed_again: count(&["failed-again"]),
+    }))
+}

@@ -1,0 +1,107 @@
+//! `dlq-triage audit list|verify`: the hash-chained audit log.
+
+use super::context::Context;
+use super::table::Table;
+use super::AuditArgs;
+use serde_json::json;
+use std::io::Write;
+
+pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
+    let path = ctx
+        .ledger_path
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no ledger location"))?;
+    if !path.exists() {
+        anyhow::bail!(
+            "no ledger at {} yet: nothing has been recorded",
+            path.display()
+        );
+    }
+    let ledger = ctx.ledger()?;
+    let mut out = std::io::stdout().lock();
+    if a.what == "head" {
+        match ledger.head()? {
+            Some(h) if a.json => super::output::print_json(
+                &json!({"ledger": dlq_core::sanitize::clean(&path.display().to_string()), "head": h}),
+            )?,
+            Some(h) => writeln!(out, "{h}")?,
+            None => anyhow::bail!("the audit log is empty"),
+        }
+        return Ok(());
+    }
+    if a.what == "verify" {
+        let expect = match a.expect_head.as_deref() {
+            Some(h) => Some(
+                h.parse::<dlq_core::journal::Head>()
+                    .map_err(|e| super::context::UsageError(format!("--expect-head: {e}")))?,
+            ),
+            None => None,
+        };
+        let v = ledger.verify(expect.as_ref())?;
+        if a.json {
+            super::output::print_json(
+                &json!({"ledger": dlq_core::sanitize::clean(&path.display().to_string()), "verification": v}),
+            )?;
+        } else if v.ok {
+            writeln!(
+                out,
+                "ok: {} audit entries, chain intact{} ({})",
+                v.entries,
+                if expect.is_some() {
+                    ", anchor matches"
+                } else {
+                    ""
+                },
+                dlq_core::sanitize::clean(&path.display().to_string())
+            )?;
+        } else {
+            writeln!(
+                out,
+                "TAMPERED: entry {} — {} ({} entries, {})",
+                v.first_bad_seq.unwrap_or(0),
+                dlq_core::sanitize::clean(&v.problem.clone().unwrap_or_default()),
+                v.entries,
+                dlq_core::sanitize::clean(&path.display().to_string())
+            )?;
+        }
+        if !v.ok {
+            anyhow::bail!(
+                "the audit chain is broken at entry {}",
+                v.first_bad_seq.unwrap_or(0)
+            );
+        }
+        return Ok(());
+    }
+    let entries = ledger.audit_entries()?;
+    if a.json {
+        return super::output::print_json(
+            &json!({"ledger": dlq_core::sanitize::clean(&path.display().to_string()), "entries": entries}),
+        );
+    }
+    let mut t = Table::new(&[
+        ("SEQ", true, 8),
+        ("AT", false, 24),
+        ("ACTOR", false, 20),
+        ("ACTION", false, 12),
+        ("TARGET", false, 36),
+        ("DETAIL", false, 80),
+    ]);
+    for e in &entries {
+        t.row(vec![
+            e.seq.to_string(),
+            e.at.clone(),
+            e.actor.clone(),
+            e.action.clone(),
+            e.target.clone(),
+            e.detail.clone(),
+        ]);
+    }
+    write!(out, "{}", t.render())?;
+    writeln!(
+        out,
+        "{} entries in {}",
+        entries.len(),
+        dlq_core::sanitize::clean(&path.display().to_string())
+    )?;
+    Ok(())
+}

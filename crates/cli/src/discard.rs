@@ -1,0 +1,112 @@
+//! `dlq-triage discard SOURCE --filter EXPR --reason TEXT`: ledger first, then the
+//! broker. Each letter's decision is committed before its ack; a crash in between leaves
+//! a pending decision that the next browse applies, once.
+
+use super::context::{usage, Context};
+use super::DiscardArgs;
+use dlq_app::session::DiscardTarget;
+use dlq_core::model::TriageState;
+use dlq_core::sanitize;
+use std::io::{BufRead, IsTerminal, Write};
+
+pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
+    if ctx.read_only {
+        return usage("--read-only: discard is a write; run without --read-only");
+    }
+    ctx.require(dlq_core::access::Permission::Discard, &a.source)?;
+    let reason = a.reason.trim();
+    if reason.is_empty() {
+        return usage("--reason must say why (it is recorded in the ledger)");
+    }
+    let mut filter = ctx.parse_filter(Some(&a.filter))?;
+    if filter.is_empty() {
+        return usage(
+            "--filter must select letters, e.g. --filter 'reason=amount_not_a_number age>1d'",
+        );
+    }
+    let mut loaded = ctx.load(&a.source, filter.needs_previews())?;
+    let now = ctx.now_ms();
+    let store = &loaded.catalog.store;
+    let rows: Vec<u32> = store
+        .rows()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.state == TriageState::Open && filter.matches(store, r, now))
+        .map(|(i, _)| i as u32)
+        .collect();
+    let targets: Vec<DiscardTarget> = rows
+        .iter()
+        .filter_map(|&i| store.row(i))
+        .map(|r| DiscardTarget {
+            letter_id: store.id(r).to_string(),
+            binding: store.binding(r),
+            location: store.coords_label(r),
+        })
+        .collect();
+    let label = sanitize::clean(&loaded.info.label);
+    if targets.is_empty() {
+        println!(
+            "no open letters match `{}` in {label}",
+            sanitize::clean(&a.filter)
+        );
+        return Ok(());
+    }
+    if !a.yes {
+        if !std::io::stdin().is_terminal() {
+            return usage(format!(
+                "about to discard {}: confirm in a terminal, or pass --yes",
+                dlq_core::words::letters(targets.len())
+            ));
+        }
+        eprint!(
+            "Discard {} from {label} (reason: {})?\n  RabbitMQ: each is acked (removed from the DLQ) after the ledger records it.\n  Kafka, streams, files: recorded in the ledger only (one record cannot be deleted).\nType yes to continue: ",
+            dlq_core::words::letters(targets.len()),
+            sanitize::clean(reason)
+        );
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if answer.trim() != "yes" {
+            println!("nothing discarded");
+            return Ok(());
+        }
+    }
+    // Test hook: die between the ledger write and the broker (see tests/rabbitmq.rs).
+    let crash_after_ledger = cfg!(feature = "test-hooks")
+        && std::env::var("DLQ_TRIAGE_TEST_CRASH_AFTER_LEDGER").is_ok_and(|v| v == "1");
+    let mut after_record = || {
+        if crash_after_ledger {
+            std::process::abort();
+        }
+    };
+    let report = loaded
+        .session
+        .discard(&targets, reason, &mut after_record)?;
+    for &i in &report.done {
+        loaded
+            .catalog
+            .store
+            .set_state(rows[i], TriageState::Discarded);
+    }
+    for (id, e) in &report.pending {
+        eprintln!(
+            "warning: {}: recorded, not yet applied to the broker: {}",
+            sanitize::clean(id),
+            sanitize::clean(e)
+        );
+    }
+    for line in &report.already {
+        eprintln!("note: {}", sanitize::clean(line));
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", report.summary(Some(&label)))?;
+    if let Some(p) = &ctx.ledger_path {
+        writeln!(out, "ledger: {}", sanitize::clean(&p.display().to_string()))?;
+    }
+    if !report.pending.is_empty() {
+        anyhow::bail!(
+            "{} discards are recorded but not yet applied to the broker",
+            report.pending.len()
+        );
+    }
+    Ok(())
+}

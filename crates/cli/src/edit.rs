@@ -1,0 +1,67 @@
+//! `dlq-triage edit SOURCE ID --reason TEXT`: a payload revision, edited on the masked
+//! payload in `$EDITOR` (privileged users may edit unmasked with `--unmasked`).
+
+use super::context::{usage, Context, UsageError};
+use super::show::find_letters;
+use super::EditArgs;
+use dlq_app::revise::Revised;
+use dlq_app::session::SessionError;
+use dlq_core::access::Permission;
+use dlq_core::model::BodyKind;
+use dlq_core::sanitize;
+use std::io::Write;
+
+pub fn run(ctx: &Context, a: &EditArgs) -> anyhow::Result<()> {
+    let reason = a.reason.trim();
+    if reason.is_empty() {
+        return usage("--reason must say why (it is recorded with the revision)");
+    }
+    ctx.require(Permission::Edit, &a.id)?;
+    if a.unmasked {
+        ctx.require(Permission::Unmask, &a.id)?;
+    }
+    let (found, loaded) = find_letters(ctx, &a.source, &[a.id.as_str()])?;
+    let dl = &found[0][0];
+    if dl.body != BodyKind::Json {
+        return usage(format!(
+            "{} has a {} payload: editing works on JSON payloads",
+            sanitize::clean(&a.id),
+            dl.body.as_str()
+        ));
+    }
+    let revised = ctx
+        .principal()
+        .edit_and_record(
+            loaded.catalog.masker(),
+            &loaded.source_key,
+            &dl.id.value.0,
+            &dl.raw.payload,
+            reason,
+            a.unmasked,
+        )
+        .map_err(|e| match e {
+            SessionError::Invalid(m) => UsageError(m).into(),
+            e => anyhow::Error::from(e),
+        })?;
+    match revised {
+        Revised::Unchanged => {
+            println!("no changes; nothing saved");
+            Ok(())
+        }
+        Revised::Saved { number: n, paths } => {
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "revision {n} of {}: changed {}",
+                sanitize::clean(&dl.id.value.0),
+                sanitize::clean(&paths.join(", "))
+            )?;
+            writeln!(
+                out,
+                "the original is unchanged; compare with: dlq-triage diff SOURCE {} --revision {n}",
+                sanitize::clean(&dl.id.value.0)
+            )?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,484 @@
+//! The scriptable command line: clap definitions and dispatch. Every command loads a
+//! source into a core [`Catalog`](dlq_core::catalog::Catalog) and renders it as a
+//! human table or stable JSON.
+
+mod audit;
+mod context;
+mod demo;
+mod diff;
+mod discard;
+mod edit;
+mod export;
+mod list;
+pub mod output;
+mod progress;
+mod queues;
+mod replay;
+mod replays;
+mod show;
+mod summary;
+mod table;
+mod topics;
+mod tui;
+mod watch;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+pub use context::{Context, Exit, UsageError};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "dlq-triage",
+    subcommand_negates_reqs = true,
+    version,
+    about = "Dead-letter-queue triage for Kafka and RabbitMQ",
+    long_about = "Dead-letter-queue triage for Kafka and RabbitMQ: see what is failing, grouped by reason, consumer version and age; inspect masked payloads; discard or replay with a tamper-evident ledger.",
+    after_help = "Sources: kafka://host:9092/topic[,topic2]  amqp://user:pass@host:5672/vhost?queue=q  file://dump.ndjson (or a .ndjson path)  demo  or a name from [sources] in config.toml.\nFilters: reason=… version=… event=invoice.* schema=3 age>1h age<15m key=… origin=… state=open|discarded attempt>=3 and bare words (fuzzy)."
+)]
+pub struct Cli {
+    /// Config file [default: $XDG_CONFIG_HOME/dlq-triage/config.toml]
+    #[arg(long, global = true, env = "DLQ_TRIAGE_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Disable every write (ledger, broker); caps any role at viewing.
+    #[arg(long, global = true, env = "DLQ_TRIAGE_READ_ONLY", value_parser = clap::builder::FalseyValueParser::new())]
+    pub read_only: bool,
+
+    /// librdkafka property for kafka:// sources, as kcat takes it (repeatable).
+    #[arg(short = 'X', global = true, value_name = "KEY=VALUE")]
+    pub kafka_props: Vec<String>,
+
+    /// Roles file (viewer/operator/privileged by user or group:NAME)
+    /// [default: config `roles_file`, else /etc/dlq-triage/roles.toml if it exists]
+    #[arg(
+        long,
+        global = true,
+        env = "DLQ_TRIAGE_ROLES_FILE",
+        value_name = "PATH"
+    )]
+    pub roles_file: Option<PathBuf>,
+
+    /// Log to $XDG_STATE_HOME/dlq-triage/dlq-triage.log: off, error, warn, info, debug
+    /// (never payload bytes).
+    #[arg(
+        long,
+        global = true,
+        env = "DLQ_TRIAGE_LOG_LEVEL",
+        default_value = "warn",
+        value_name = "LEVEL"
+    )]
+    pub log_level: String,
+
+    /// The ledger (SQLite) [default: $XDG_STATE_HOME/dlq-triage/ledger.db]
+    #[arg(long, global = true, env = "DLQ_TRIAGE_LEDGER", value_name = "PATH")]
+    pub ledger: Option<PathBuf>,
+
+    /// RabbitMQ management API, for queue types, quorum delivery limits, streams and
+    /// `queues` [default: http://HOST:15672 when reachable]
+    #[arg(
+        long,
+        global = true,
+        env = "DLQ_TRIAGE_MANAGEMENT_URL",
+        value_name = "URL"
+    )]
+    pub management_url: Option<String>,
+
+    /// RabbitMQ: accept plain HTTP to a remote management API although the AMQP
+    /// connection is TLS (the API gets the broker password on every call).
+    #[arg(long, global = true)]
+    pub management_plain_http: bool,
+
+    /// RabbitMQ: browse at most N messages per queue [default: the whole queue]; what
+    /// is left is reported as "browsed N of M".
+    #[arg(long, global = true, value_name = "N")]
+    pub max_letters: Option<u64>,
+
+    /// RabbitMQ: the queues' type when the management API cannot say (classic, quorum,
+    /// stream). Decides how they are browsed.
+    #[arg(long, global = true, value_name = "TYPE", value_parser = ["classic", "quorum", "stream"])]
+    pub queue_type: Option<String>,
+
+    /// RabbitMQ: browse a quorum queue that has a delivery limit although each browse
+    /// counts a delivery per message (never when the first message has none to spare).
+    #[arg(long, global = true)]
+    pub allow_redelivery: bool,
+
+    /// Kafka: read only letters dead-lettered within this long (e.g. 2h, 1d), found with
+    /// offsets_for_times instead of reading whole topics.
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub since: Option<String>,
+
+    /// Fix the clock (RFC 3339), for reproducible ages in tests and demos.
+    #[arg(long, global = true, env = "DLQ_TRIAGE_NOW", hide = true)]
+    pub now: Option<String>,
+
+    /// TUI theme: default, light, high-contrast, mono, or NAME.toml in the config dir's
+    /// themes/ [default: config `theme`, or mono when NO_COLOR is set]
+    #[arg(long, global = true, env = "DLQ_TRIAGE_THEME", value_name = "NAME")]
+    pub theme: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Open the TUI on this source (same as `dlq-triage tui SOURCE`).
+    #[arg(value_name = "SOURCE")]
+    pub source: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// The triage TUI on a source.
+    Tui(TuiArgs),
+    /// The embedded demo: an in-process Kafka cluster seeded with a live-looking incident.
+    Demo(DemoArgs),
+    /// Groups of dead letters with counts, oldest/newest age and inflow.
+    Summary(SummaryArgs),
+    /// The letters themselves: id, age, key, attempt, state, reason, masked preview.
+    List(ListArgs),
+    /// One letter: failure fields with provenance, headers, masked payload.
+    Show(ShowArgs),
+    /// Compare two letters' payloads and headers (masked).
+    Diff(DiffArgs),
+    /// Masked NDJSON dump of the (filtered) letters, readable back as a file source.
+    Export(ExportArgs),
+    /// RabbitMQ: list a vhost's queues (management API) and flag likely DLQs.
+    Queues(QueuesArgs),
+    /// Discard letters with a recorded reason: ledger first, then the broker (RabbitMQ
+    /// ack; Kafka and files are ledger-only).
+    Discard(DiscardArgs),
+    /// Replay letters to where they came from: dry-run, canary, watch, ramp, auto-stop,
+    /// kill switch (Ctrl-C), journaled in the ledger (`--resume ID` after a crash).
+    Replay(ReplayArgs),
+    /// Replays in the ledger (`replays show ID` for one's letters).
+    Replays(ReplaysArgs),
+    /// The tamper-evident audit log: `list` or `verify`.
+    Audit(AuditArgs),
+    /// A Kafka cluster's DLQ topics with their counts (`--all` for every topic).
+    Topics(TopicsArgs),
+    /// A payload revision, edited on the masked payload in $EDITOR (the original stays).
+    Edit(EditArgs),
+    /// Alert on dead-letter rate, oldest age, counts, new failure modes and replays that
+    /// fail again — per group, with owners (`--once` for cron and CI: exit 3 on breach).
+    Watch(WatchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    pub source: String,
+    /// A rule: `[FILTER] CONDITION`, e.g. 'reason=amount_* rate > 5/min for 5m',
+    /// 'oldest > 30m', 'count > 100', 'new reason', 'replay failed-again > 20%'
+    /// (repeatable; `[[watch.rules]]` in the config adds more).
+    #[arg(long)]
+    pub rule: Vec<String>,
+    /// Severity of the --rule rules.
+    #[arg(long, default_value = "warning")]
+    pub severity: String,
+    /// How often to evaluate while watching.
+    #[arg(long, default_value = "30s")]
+    pub every: String,
+    /// Evaluate once and exit: 0 quiet, 3 breach, 1 error.
+    #[arg(long)]
+    pub once: bool,
+    /// JSON lines instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The dimension letters are grouped by for every rule.
+    #[arg(long, default_value = "reason")]
+    pub group_by: String,
+    /// Known group labels (one per line): `new reason` is any other.
+    #[arg(long)]
+    pub baseline: Option<std::path::PathBuf>,
+    /// Run this command per breach, the breach as JSON on stdin (split like a shell
+    /// line, never run by one).
+    #[arg(long)]
+    pub exec: Option<String>,
+    #[arg(long, default_value = "10s")]
+    pub exec_timeout: String,
+    /// Serve Prometheus metrics on HOST:PORT (loopback only, unless
+    /// --metrics-any-interface).
+    #[arg(long)]
+    pub metrics: Option<String>,
+    #[arg(long)]
+    pub metrics_any_interface: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct EditArgs {
+    pub source: String,
+    pub id: String,
+    /// Why (recorded with the revision and in the audit log).
+    #[arg(long)]
+    pub reason: String,
+    /// Edit the raw payload (privileged; audited as an edit).
+    #[arg(long)]
+    pub unmasked: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DiscardArgs {
+    pub source: String,
+    /// Which letters (required: there is no "discard everything" by accident).
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: String,
+    /// Why, for the ledger and whoever reads it later.
+    #[arg(long)]
+    pub reason: String,
+    /// Do not ask (scripts).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    pub source: String,
+    /// Which letters (required, as for discard).
+    #[arg(
+        long,
+        short = 'f',
+        value_name = "EXPR",
+        required_unless_present = "resume"
+    )]
+    pub filter: Option<String>,
+    /// Publish here instead of each letter's origin: `kafka:TOPIC`, `amqp:EXCHANGE/ROUTING_KEY`
+    /// or `queue:NAME` (RabbitMQ default exchange).
+    #[arg(long, value_name = "TARGET")]
+    pub to: Option<String>,
+    /// Show the plan and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long)]
+    pub json: bool,
+    /// Letters sent first, at --canary-rate, then watched [default: 5]. The pace flags
+    /// also apply with --resume, over the replay's stored ones.
+    #[arg(long, value_name = "N")]
+    pub canary: Option<usize>,
+    /// [default: 1]
+    #[arg(long, value_name = "PER_S")]
+    pub canary_rate: Option<f64>,
+    /// How long the DLQ is watched after the canary (and after the last letter)
+    /// [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub watch: Option<String>,
+    /// Letters per second after the canary [default: 10].
+    #[arg(long, value_name = "PER_S")]
+    pub rate: Option<f64>,
+    /// Stop when more than this share of the latest replayed letters fail again
+    /// [default: 0.2].
+    #[arg(long, value_name = "RATIO")]
+    pub max_failed_ratio: Option<f64>,
+    /// Send each letter's latest revision (see `edit`) instead of its original payload.
+    #[arg(long)]
+    pub use_revisions: bool,
+    /// Send letters whose key has a newer record in the origin partition (Kafka).
+    #[arg(long)]
+    pub include_stale: bool,
+    /// Letters replayed this many times already are refused...
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub max_replay_count: u32,
+    /// ...unless this is given.
+    #[arg(long)]
+    pub force_replay_count: bool,
+    /// Do not ask (scripts). Above 100 letters, --expect N is needed too.
+    #[arg(long)]
+    pub yes: bool,
+    /// Refuse if the plan has more than N letters (a filter matching more than meant).
+    #[arg(long, value_name = "N")]
+    pub expect: Option<usize>,
+    /// Continue an interrupted replay: letters it confirmed are never sent again.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplaysArgs {
+    /// `show` with an id, or nothing to list them.
+    #[arg(value_parser = ["show"])]
+    pub what: Option<String>,
+    pub id: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// list (default), verify, or head (the newest entry as SEQ:HASH, an anchor to keep
+    /// in a ticket)
+    #[arg(default_value = "list", value_parser = ["list", "verify", "head"])]
+    pub what: String,
+    /// With verify: fail unless this anchor (from `audit head`) is still in the log
+    /// unchanged — catches entries removed from the end and rewritten logs.
+    #[arg(long, value_name = "SEQ:HASH")]
+    pub expect_head: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TopicsArgs {
+    /// kafka://host:9092 (no topic needed).
+    pub source: String,
+    /// Every topic, not only those that look like DLQs.
+    #[arg(long)]
+    pub all: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct QueuesArgs {
+    /// amqp://user:pass@host:5672/vhost (no ?queue= needed).
+    pub source: String,
+    /// Only queues that look like DLQs.
+    #[arg(long)]
+    pub dlq: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    pub source: String,
+    /// Letter id (message id) or coordinates (`topic/partition/offset`).
+    pub id: String,
+    /// Show the raw payload: needs the privileged role and --reason; audited.
+    #[arg(long, requires = "reason")]
+    pub unmask: bool,
+    /// Why you need to see the raw payload (recorded in the audit log).
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    pub source: String,
+    pub id: String,
+    /// Another letter to compare with (or use --revision).
+    #[arg(required_unless_present = "revision")]
+    pub other_id: Option<String>,
+    /// Compare the letter with its payload revision N (from `edit`).
+    #[arg(long, conflicts_with = "other_id")]
+    pub revision: Option<i64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    pub source: String,
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Write here instead of stdout (atomically: a partial file is never left behind
+    /// under this name).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct TuiArgs {
+    pub source: String,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Only run the seeded broker and print its address, until Ctrl-C.
+    #[arg(long)]
+    pub serve: bool,
+    /// Scenario seed (same seed, same incident).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Benchmarks: also seed `bench.dlq` (256 partitions) with this many letters.
+    #[arg(long, hide = true, value_name = "N")]
+    pub bench: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+pub struct SummaryArgs {
+    /// kafka://…, amqp://…, a .ndjson dump, demo, or a named source.
+    pub source: String,
+    /// Dimensions, comma-separated: reason, version, age, event, schema, origin,
+    /// consumer, exception, state, topic [default: reason,version,age]
+    #[arg(long, short = 'g', env = "DLQ_TRIAGE_GROUP_BY")]
+    pub group_by: Option<String>,
+    /// Only letters matching this filter expression.
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Stable JSON output (documented in the README).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    pub source: String,
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// At most this many letters (0 = all).
+    #[arg(long, short = 'n', default_value_t = 50)]
+    pub limit: usize,
+    /// Order: newest, oldest, or position (as stored in the DLQ).
+    #[arg(long, default_value = "newest", value_parser = ["newest", "oldest", "position"])]
+    pub sort: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let ctx = Context::new(&cli)?;
+    let theme = cli.theme.as_deref();
+    let command = match (cli.command, cli.source) {
+        (Some(c), _) => c,
+        (None, Some(source)) => {
+            let bare_word = !source.contains(['/', ':', '.']) && source != "demo";
+            if bare_word && !ctx.config.sources.contains_key(&source) {
+                return Err(UsageError(format!(
+                    "`{}` is neither a command nor a source. Commands: {} (see --help); sources: kafka://host:9092/topic, amqp://host/vhost?queue=q, a .ndjson dump, demo, or a name from [sources] in config.toml",
+                    dlq_core::sanitize::clean(&source),
+                    <Cli as clap::CommandFactory>::command()
+                        .get_subcommands()
+                        .map(|c| c.get_name().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .into());
+            }
+            return tui::run(&ctx, &source, theme);
+        }
+        (None, None)
+            if !ctx.config.sources.is_empty()
+                && std::io::IsTerminal::is_terminal(&std::io::stdout()) =>
+        {
+            return tui::pick_named(&ctx, theme);
+        }
+        (None, None) => {
+            return Err(UsageError(
+                "nothing to do: try `dlq-triage demo`, `dlq-triage SOURCE`, or `dlq-triage --help`"
+                    .into(),
+            )
+            .into())
+        }
+    };
+    match command {
+        Command::Tui(a) => tui::run(&ctx, &a.source, theme),
+        Command::Demo(a) if !a.serve && std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+            tui::run(&ctx, "demo", theme)
+        }
+        Command::Demo(a) => demo::run(&ctx, &a),
+        Command::Summary(a) => summary::run(&ctx, &a),
+        Command::List(a) => list::run(&ctx, &a),
+        Command::Show(a) => show::run(&ctx, &a),
+        Command::Diff(a) => diff::run(&ctx, &a),
+        Command::Export(a) => export::run(&ctx, &a),
+        Command::Queues(a) => queues::run(&ctx, &a),
+        Command::Topics(a) => topics::run(&ctx, &a),
+        Command::Discard(a) => discard::run(&ctx, &a),
+        Command::Replay(a) => replay::run(&ctx, &a),
+        Command::Replays(a) => replays::run(&ctx, &a),
+        Command::Audit(a) => audit::run(&ctx, &a),
+        Command::Edit(a) => edit::run(&ctx, &a),
+        Command::Watch(a) => watch::run(&ctx, &a),
+    }
+}

@@ -1,0 +1,492 @@
+//! `dlq-triage replay SOURCE --filter EXPR`: the dry-run first (always), then, once
+//! confirmed, the canary, the watch window and the ramp, with a live progress line.
+//! Ctrl-C is the kill switch: no publish starts after it, confirms in flight are
+//! awaited and journaled; a second Ctrl-C exits at once (the journal is consistent
+//! after every write; `--resume ID` continues).
+
+use super::context::{usage, Context, Exit};
+use super::ReplayArgs;
+use dlq_app::session::{Resume, SessionError};
+use dlq_core::model::DeadLetter;
+use dlq_core::ports::Target;
+use dlq_core::replay::describe::{self, summary_line};
+use dlq_core::replay::{self, Control, End, Options, Plan, Progress};
+use dlq_core::sanitize::clean;
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
+    if ctx.read_only {
+        return refused("--read-only: replay publishes to the broker; run without --read-only");
+    }
+    if let Err(e) = ctx.require(dlq_core::access::Permission::Replay, &a.source) {
+        return refused(&e.to_string());
+    }
+    let opts = options(a)?;
+    let mut filter = match &a.filter {
+        Some(f) => {
+            let filter = ctx.parse_filter(Some(f))?;
+            if filter.is_empty() {
+                return usage(
+                    "--filter must select letters, e.g. --filter 'reason=timeout age>1h'",
+                );
+            }
+            Some(filter)
+        }
+        None => None,
+    };
+    let now = ctx.now_ms();
+    let mut picked: Vec<(DeadLetter, String)> = Vec::new();
+    let mut loaded = ctx.load_visit(&a.source, |catalog, row, letter| {
+        let store = &catalog.store;
+        let Some(r) = store.row(row) else {
+            return Ok(());
+        };
+        if filter.as_mut().is_none_or(|f| f.matches(store, r, now)) {
+            picked.push((*letter, store.preview(r).to_string()));
+        }
+        Ok(())
+    })?;
+    let session = &mut loaded.session;
+    let mut ports = match session.replay_ports() {
+        Ok(p) => p,
+        Err(SessionError::Source(dlq_core::ports::SourceError::Unsupported(m))) => return usage(m),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(t) = &opts.to {
+        if matches!(t, Target::Kafka { .. }) != ports.kafka {
+            return usage("--to must be on the source's broker (kafka:… for Kafka, amqp:…/queue:… for RabbitMQ)");
+        }
+    }
+    let resume = match &a.resume {
+        Some(id) => Some(resume_of(session, id)?),
+        None => None,
+    };
+    let (id, opts) = match &resume {
+        Some(r) => (
+            r.row.id.clone(),
+            with_pace(a, Options::from_json(&r.row.detail["options"]))?,
+        ),
+        None => (replay::new_id(ctx.now), opts),
+    };
+    let cands = session.replay_candidates(picked)?;
+    let log = ports.origin_log.as_deref_mut().map(|l| l as _);
+    let plan = session.plan_replay(cands, &opts, id, log, ports.kafka, resume.as_ref());
+    let label = clean(&loaded.info.label);
+    print_plan(&plan, &label, a, resume.as_ref())?;
+    if a.dry_run {
+        return Ok(());
+    }
+    if plan.items.is_empty() {
+        return refused(&format!(
+            "nothing to replay: {} excluded (see the plan above)",
+            dlq_core::words::letters(plan.excluded.len())
+        ));
+    }
+    if !confirmed(&plan, a, &label, ctx.config.replay.confirm_above)? {
+        return refused("not confirmed: nothing was sent");
+    }
+    let control = Control::default();
+    arm_kill_switch(&control)?;
+    let mut watch = BarWatch {
+        bar: Bar::new(plan.items.len()),
+        crash_after: crash_hook(),
+    };
+    let report = session.replay(
+        &plan,
+        ports.publisher.as_mut(),
+        &control,
+        resume.as_ref(),
+        &mut watch,
+    );
+    watch.bar.finish();
+    let report = match report {
+        Ok(r) => r,
+        Err(e @ SessionError::Refused { .. }) => return refused(&e.to_string()),
+        Err(e) => return Err(e.into()),
+    };
+    let summary = summary_line(&report.id, &report.end, &report.outcome);
+    for (id, why) in &report.unsettled {
+        eprintln!(
+            "warning: {} was replayed but its DLQ copy is not settled yet ({}); the next browse applies it",
+            clean(id),
+            clean(why)
+        );
+    }
+    if a.json {
+        let j = serde_json::json!({
+            "replay_id": report.id,
+            "state": report.end.state(),
+            "reason": report.end.reason(),
+            "outcome": report.outcome,
+            "unsettled": report.unsettled.iter().map(|(i, w)| serde_json::json!({"letter_id": i, "why": w})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&j)?);
+    } else {
+        println!("{summary}");
+        println!("details: dlq-triage replays show {}", clean(&report.id));
+    }
+    match &report.end {
+        End::Completed => Ok(()),
+        End::AutoStopped(_) => Err(Exit {
+            code: 3,
+            message: String::new(),
+        }
+        .into()),
+        End::Killed => Err(Exit {
+            code: 4,
+            message: String::new(),
+        }
+        .into()),
+        End::Failed(_) => anyhow::bail!(summary),
+    }
+}
+
+fn refused<T>(why: &str) -> anyhow::Result<T> {
+    Err(Exit {
+        code: 5,
+        message: format!("error: refused: {why}"),
+    }
+    .into())
+}
+
+/// The options of a new replay: what the plan selects, and its pace.
+fn options(a: &ReplayArgs) -> anyhow::Result<Options> {
+    with_pace(
+        a,
+        Options {
+            to: a.to.as_deref().map(parse_target).transpose()?,
+            use_revisions: a.use_revisions,
+            include_stale: a.include_stale,
+            max_replay_count: a.max_replay_count,
+            force_replay_count: a.force_replay_count,
+            ..Options::default()
+        },
+    )
+}
+
+/// `base` with the pace flags the operator gave (checked); the rest keeps `base`'s —
+/// so `--resume ID --rate 2` continues more slowly under the stored plan.
+fn with_pace(a: &ReplayArgs, base: Options) -> anyhow::Result<Options> {
+    let positive = |v: Option<f64>, dflt: f64, what: &str| -> anyhow::Result<f64> {
+        match v {
+            None => Ok(dflt),
+            Some(v) if v.is_finite() && v > 0.0 => Ok(v),
+            Some(_) => usage(format!(
+                "{what} must be a positive number of letters per second"
+            )),
+        }
+    };
+    let watch = match &a.watch {
+        None => base.watch,
+        Some(w) => {
+            let ms = dlq_core::timefmt::parse_duration_ms(w).ok_or_else(|| {
+                super::UsageError(format!("--watch `{}`: use e.g. 30s, 2m", clean(w)))
+            })?;
+            Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+        }
+    };
+    let ratio = a.max_failed_ratio.unwrap_or(base.max_failed_ratio);
+    if !(0.0..=1.0).contains(&ratio) {
+        return usage("--max-failed-ratio is a share between 0 and 1 (0.2 = 20%)");
+    }
+    Ok(Options {
+        canary: a.canary.unwrap_or(base.canary),
+        canary_rate: positive(a.canary_rate, base.canary_rate, "--canary-rate")?,
+        rate: positive(a.rate, base.rate, "--rate")?,
+        watch,
+        max_failed_ratio: ratio,
+        ..base
+    })
+}
+
+/// `kafka:TOPIC`, `amqp:EXCHANGE/ROUTING_KEY`, `queue:NAME`.
+fn parse_target(s: &str) -> anyhow::Result<Target> {
+    let bad = || {
+        usage(format!(
+            "--to `{}`: use kafka:TOPIC, amqp:EXCHANGE/ROUTING_KEY or queue:NAME",
+            clean(s)
+        ))
+    };
+    match s.split_once(':') {
+        Some(("kafka", t)) if !t.is_empty() => Ok(Target::Kafka {
+            topic: t.to_string(),
+        }),
+        Some(("amqp", rest)) => match rest.split_once('/') {
+            Some((ex, rk)) => Ok(Target::Amqp {
+                exchange: ex.to_string(),
+                routing_key: rk.to_string(),
+            }),
+            None => bad(),
+        },
+        Some(("queue", q)) if !q.is_empty() => Ok(Target::Amqp {
+            exchange: String::new(),
+            routing_key: q.to_string(),
+        }),
+        _ => bad(),
+    }
+}
+
+fn resume_of(session: &dlq_app::session::Session, id: &str) -> anyhow::Result<Resume> {
+    let Some(r) = session.resume_of(id)? else {
+        return usage(format!(
+            "no replay `{}` in the ledger (see `dlq-triage replays`)",
+            clean(id)
+        ));
+    };
+    if r.row.source != session.source_key() {
+        return usage(format!(
+            "replay {} was of {}, not of this source",
+            clean(id),
+            clean(&r.row.source)
+        ));
+    }
+    if !matches!(
+        r.row.state.as_str(),
+        "running" | "killed" | "auto-stopped" | "failed"
+    ) {
+        return usage(format!(
+            "replay {} is {}: nothing to resume",
+            clean(id),
+            clean(&r.row.state)
+        ));
+    }
+    if r.in_doubt() > 0 {
+        eprintln!(
+            "note: {} letters were being sent when it stopped and were never confirmed: they are sent again (at-least-once: a consumer that deduplicates on the message id sees each once)",
+            r.in_doubt()
+        );
+    }
+    Ok(r)
+}
+
+fn plan_json(plan: &Plan, dry_run: bool) -> serde_json::Value {
+    serde_json::json!({
+        "replay_id": plan.id,
+        "source": plan.source,
+        "dry_run": dry_run,
+        "planned": plan.items.len(),
+        "excluded": plan.excluded_counts().iter().map(|(w, n)| (w.as_str().to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+        "by_group": plan.breakdown.iter().map(|((g, t), n)| serde_json::json!({"group": g, "target": t, "count": n})).collect::<Vec<_>>(),
+        "warnings": plan.warnings.iter().map(|w| serde_json::json!({"kind": w.kind, "message": w.message, "count": w.count, "examples": w.examples})).collect::<Vec<_>>(),
+        "stale_check": {"checked": plan.stale.checked, "stale": plan.stale.stale, "partial": plan.stale.partial, "unchecked": plan.stale.unchecked},
+        "estimate_s": plan.estimate().as_secs(),
+        "options": plan.options.to_json(),
+        "sample": plan.sample.iter().map(|(i, g, t, p)| serde_json::json!({"letter_id": i, "group": g, "target": t, "preview": p})).collect::<Vec<_>>(),
+        "letters": plan.items.iter().map(|i| serde_json::json!({"seq": i.seq, "letter_id": i.letter_id, "location": i.location, "target": i.outgoing.target.to_string(), "revision": i.revision})).collect::<Vec<_>>(),
+    })
+}
+
+fn print_plan(
+    plan: &Plan,
+    label: &str,
+    a: &ReplayArgs,
+    resume: Option<&Resume>,
+) -> anyhow::Result<()> {
+    if a.json && a.dry_run {
+        println!("{}", serde_json::to_string_pretty(&plan_json(plan, true))?);
+        return Ok(());
+    }
+    // The plan goes to stderr when JSON is the run's report, so stdout stays one document.
+    let mut out: Box<dyn Write> = if a.json {
+        Box::new(std::io::stderr().lock())
+    } else {
+        Box::new(std::io::stdout().lock())
+    };
+    for line in describe::plan_lines(plan, label, resume.is_some(), "Ctrl-C") {
+        writeln!(out, "{line}")?;
+    }
+    if a.dry_run {
+        writeln!(out, "dry run: nothing was sent")?;
+    }
+    Ok(())
+}
+
+fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str, above: usize) -> anyhow::Result<bool> {
+    let n = plan.items.len();
+    if let Some(e) = a.expect.filter(|e| n > *e) {
+        return usage(format!(
+            "--expect {e} but the plan has {n} letters: nothing was sent (check the filter; if new letters keep arriving, pin the set with e.g. `age>5m`)"
+        ));
+    }
+    if a.yes {
+        if n > above && a.expect.is_none() {
+            return usage(format!(
+                "{n} letters is more than {above}: confirm with --expect {n} (at most that many are sent: it guards against a filter that matches more than you meant)"
+            ));
+        }
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return usage(format!(
+            "about to replay {}: confirm in a terminal, or pass --yes{}",
+            dlq_core::words::letters(n),
+            if n > above {
+                format!(" --expect {n}")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let want = if n > above {
+        n.to_string()
+    } else {
+        "yes".to_string()
+    };
+    eprint!(
+        "Replay {} from {label}? Type {want} to start: ",
+        dlq_core::words::letters(n)
+    );
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == want)
+}
+
+/// First Ctrl-C: the kill switch. Second: exit now (the journal is consistent after
+/// every write; letters in flight are left `sending`, in doubt, for `--resume`).
+fn arm_kill_switch(control: &Control) -> anyhow::Result<()> {
+    let control = control.clone();
+    let hits = std::sync::atomic::AtomicU32::new(0);
+    ctrlc::set_handler(move || {
+        if hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            control.kill();
+            eprintln!("\nkill switch: no new publishes; waiting for confirms in flight (Ctrl-C again to exit now)");
+        } else {
+            eprintln!("\nexiting now: letters in flight stay `sending` in the journal (resume with --resume)");
+            std::process::exit(130);
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("cannot arm the kill switch (Ctrl-C handler): {e}"))
+}
+
+/// Test hook: abort once this many letters are journaled as confirmed (a crash mid-replay).
+fn crash_hook() -> Option<usize> {
+    if !cfg!(feature = "test-hooks") {
+        return None;
+    }
+    std::env::var("DLQ_TRIAGE_TEST_CRASH_AFTER_CONFIRMED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+}
+
+/// `[#####...] ramping 120/500 confirmed · …`, sanitized: a stop reason can quote a
+/// letter id or a broker's error, which are untrusted.
+fn bar_line(p: &Progress, planned: usize) -> String {
+    let width = 24usize;
+    let filled = (p.confirmed * width)
+        .checked_div(planned)
+        .unwrap_or(0)
+        .min(width);
+    format!(
+        "[{}{}] {}",
+        "#".repeat(filled),
+        ".".repeat(width - filled),
+        clean(&p.line())
+    )
+}
+
+/// The CLI's view of a running replay: the progress bar (and the crash test hook).
+struct BarWatch {
+    bar: Bar,
+    crash_after: Option<usize>,
+}
+
+impl dlq_app::session::ReplayWatcher for BarWatch {
+    fn progress(&mut self, p: &Progress) {
+        self.bar.draw(p);
+        if self.crash_after.is_some_and(|n| p.confirmed >= n) {
+            std::process::abort();
+        }
+    }
+}
+
+/// The progress display: a redrawn bar on a terminal, a line a second otherwise.
+struct Bar {
+    tty: bool,
+    last: Option<Instant>,
+    drawn: bool,
+    ended: bool,
+    planned: usize,
+}
+
+impl Bar {
+    fn new(planned: usize) -> Self {
+        Bar {
+            tty: std::io::stderr().is_terminal(),
+            last: None,
+            drawn: false,
+            ended: false,
+            planned,
+        }
+    }
+
+    fn draw(&mut self, p: &Progress) {
+        let every = if self.tty {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_secs(1)
+        };
+        if self.ended {
+            return;
+        }
+        let due = self.last.is_none_or(|t| t.elapsed() >= every) || p.end.is_some();
+        if !due {
+            return;
+        }
+        self.ended = p.end.is_some() && p.phase == dlq_core::replay::Phase::Done;
+        self.last = Some(Instant::now());
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[2K{}", bar_line(p, self.planned));
+            self.drawn = true;
+        } else {
+            let _ = writeln!(err, "{}", clean(&p.line()));
+        }
+        let _ = err.flush();
+    }
+
+    fn finish(&mut self) {
+        if self.drawn {
+            eprintln!();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlq_core::replay::Phase;
+
+    #[test]
+    fn the_progress_bar_fills_and_never_prints_a_letters_escape_sequences() {
+        let p = Progress {
+            replay_id: "r-1".into(),
+            phase: Phase::Done,
+            planned: 10,
+            sent: 5,
+            confirmed: 5,
+            failed_again: 0,
+            refused: 1,
+            held_back: 0,
+            in_flight: 0,
+            remaining: 5,
+            rate: 1.0,
+            target_rate: 1.0,
+            elapsed: Duration::from_secs(5),
+            eta: None,
+            watch_left: None,
+            end: Some(End::AutoStopped(
+                "the broker did not take \x1b]0;pwned\x07m-\x1b[31m1: unroutable".into(),
+            )),
+            first_send_start: None,
+            last_send_start: None,
+        };
+        let line = bar_line(&p, 10);
+        assert!(
+            line.starts_with("[############............] done"),
+            "{line}"
+        );
+        assert!(!line.contains('\x1b') && !line.contains('\x07'), "{line:?}");
+        assert!(line.contains("unroutable"));
+    }
+}

@@ -1,0 +1,280 @@
+//! A scanned DLQ: the letter store plus what could not be read, fed letter by letter.
+
+use crate::conventions::{extract, UserMapping};
+use crate::masking::{Layout, Masker};
+use crate::model::DeadLetter;
+use crate::store::{LetterStore, RowId};
+use std::borrow::Cow;
+
+/// Length of the masked one-line preview kept per letter, in bytes.
+pub const PREVIEW_BYTES: usize = 48;
+/// How much of a payload the preview looks at.
+const PREVIEW_INPUT: usize = 4096;
+/// How many unreadable records are kept for reporting (all are counted).
+const MAX_KEPT_PROBLEMS: usize = 100;
+
+/// A record that could not be turned into a letter, with where it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub location: String,
+    pub message: String,
+}
+
+pub struct Catalog {
+    pub store: LetterStore,
+    masker: Masker,
+    /// Compute masked previews while ingesting (lists and fuzzy search need them; a
+    /// summary does not, and skipping them saves about a quarter of the ingest cost).
+    previews: bool,
+    mappings: Vec<UserMapping>,
+    problems: Vec<Problem>,
+    problem_count: u64,
+}
+
+impl Catalog {
+    pub fn new(masker: Masker, mappings: Vec<UserMapping>) -> Self {
+        Catalog {
+            store: LetterStore::new(),
+            masker,
+            previews: true,
+            mappings,
+            problems: Vec::new(),
+            problem_count: 0,
+        }
+    }
+
+    /// Whether ingest computes masked previews (default on).
+    pub fn with_previews(mut self, on: bool) -> Self {
+        self.previews = on;
+        self
+    }
+
+    pub fn masker(&self) -> &Masker {
+        &self.masker
+    }
+
+    pub fn mappings(&self) -> &[UserMapping] {
+        &self.mappings
+    }
+
+    /// Extract, mask a preview, index. Returns the row and the full letter.
+    pub fn ingest(&mut self, raw: crate::model::RawLetter) -> (RowId, DeadLetter) {
+        let (dl, preview) = self.prepare(raw);
+        let id = self.store.push(&dl, &preview);
+        (id, dl)
+    }
+
+    /// Conventions plus masked preview: the per-letter work that needs no index.
+    fn prepare(&self, raw: crate::model::RawLetter) -> (DeadLetter, String) {
+        prepare_with(&self.masker, &self.mappings, self.previews, raw)
+    }
+
+    /// Index a letter prepared elsewhere (a worker thread) with [`prepare_letter`].
+    pub fn push_prepared(&mut self, p: &crate::prepared::Prepared) -> RowId {
+        self.store.push_with_fp(&p.letter, &p.preview, p.fp)
+    }
+}
+
+/// Conventions plus masked preview for one letter; pure, so any thread can run it.
+pub fn prepare_letter(
+    masker: &Masker,
+    mappings: &[UserMapping],
+    raw: crate::model::RawLetter,
+) -> (DeadLetter, String) {
+    let dl = extract_masked(masker, mappings, raw);
+    let focus = dl
+        .payload_span
+        .clone()
+        .and_then(|r| dl.raw.payload.get(r))
+        .unwrap_or(&dl.raw.payload);
+    let preview = preview(masker, focus);
+    (dl, preview)
+}
+
+/// [`prepare_letter`], or without the preview (an empty one) when a command shows none:
+/// what a catalog and the session's preparing threads both do with a raw letter.
+pub fn prepare_with(
+    masker: &Masker,
+    mappings: &[UserMapping],
+    previews: bool,
+    raw: crate::model::RawLetter,
+) -> (DeadLetter, String) {
+    if previews {
+        prepare_letter(masker, mappings, raw)
+    } else {
+        (extract_masked(masker, mappings, raw), String::new())
+    }
+}
+
+/// Conventions on a letter, with the extracted fields masked (see [`mask_extracted`]):
+/// every front end's view of a letter comes from this or [`prepare_letter`].
+pub fn extract_masked(
+    masker: &Masker,
+    mappings: &[UserMapping],
+    raw: crate::model::RawLetter,
+) -> DeadLetter {
+    let mut dl = extract(raw, mappings);
+    mask_extracted(masker, &mut dl);
+    dl
+}
+
+/// Pass every field the conventions took from the letter through the detectors, so
+/// what is shown, grouped, filtered and recorded never carries a card number in a reason
+/// code or an email in a message id: a masked value groups as its mask. `raw` stays as
+/// the broker gave it (payload and headers are masked where they are rendered; replay
+/// re-extracts its target from `raw`).
+pub fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
+    use crate::model::{Origin, Sourced};
+    /// Replace `s` by its mask when it has anything to mask (no copy otherwise). A
+    /// value that repeats across letters goes through the masker's memo; one unique to
+    /// this letter (`unique`) does not.
+    fn mask(m: &Masker, s: &mut String, unique: bool) {
+        let masked = if unique {
+            m.mask_unique(s)
+        } else {
+            m.mask_if_needed(s)
+        };
+        if let Some(masked) = masked {
+            *s = masked;
+        }
+    }
+    /// Fixed locations are ours; an owned one is formatted and masked anyway.
+    fn location(m: &Masker, s: &mut Sourced<String>) {
+        if let Cow::Owned(location) = &mut s.from.location {
+            mask(m, location, false);
+        }
+    }
+    fn text(m: &Masker, f: &mut Option<Sourced<String>>, unique: bool) {
+        if let Some(s) = f {
+            mask(m, &mut s.value, unique);
+            location(m, s);
+        }
+    }
+    let m = masker;
+    // The id is most often the message id itself: masked once, for both.
+    let id_is_message_id = dl
+        .event
+        .message_id
+        .as_ref()
+        .is_some_and(|s| s.value == dl.id.value.0);
+    let id_masked = m.mask_unique(&dl.id.value.0);
+    if let Some(masked) = &id_masked {
+        dl.id.value.0.clone_from(masked);
+    }
+    let f = &mut dl.failure;
+    for field in [
+        &mut f.reason_code,
+        &mut f.reason_detail,
+        &mut f.exception_type,
+        &mut f.consumer,
+        &mut f.consumer_version,
+        &mut f.death_reason,
+    ] {
+        text(m, field, false);
+    }
+    if let Some(o) = f.origin.as_mut() {
+        match &mut o.value {
+            Origin::Kafka { topic, .. } => mask(m, topic, false),
+            Origin::Amqp {
+                exchange,
+                routing_keys,
+                queue,
+            } => {
+                mask(m, exchange, false);
+                for k in routing_keys.iter_mut() {
+                    mask(m, k, false);
+                }
+                if let Some(q) = queue {
+                    mask(m, q, false);
+                }
+            }
+            Origin::Endpoint(e) => mask(m, e, false),
+        }
+    }
+    let e = &mut dl.event;
+    match (&mut e.message_id, id_is_message_id) {
+        (Some(s), true) => {
+            if let Some(masked) = id_masked {
+                s.value = masked;
+            }
+            location(m, s);
+        }
+        (field, _) => text(m, field, true),
+    }
+    text(m, &mut e.correlation_id, true);
+    text(m, &mut e.payload_ref, true);
+    for field in [&mut e.event_type, &mut e.schema_version] {
+        text(m, field, false);
+    }
+    if let Some(err) = dl.body_error.as_mut() {
+        mask(m, err, true);
+    }
+}
+
+impl Catalog {
+    pub fn record_problem(&mut self, location: String, message: String) {
+        self.problem_count += 1;
+        if self.problems.len() < MAX_KEPT_PROBLEMS {
+            self.problems.push(Problem { location, message });
+        }
+    }
+
+    /// Release growth slack once a scan is complete.
+    pub fn shrink_to_fit(&mut self) {
+        self.store.shrink_to_fit();
+    }
+
+    /// The first problems (up to 100) and how many there were in all.
+    pub fn problems(&self) -> (&[Problem], u64) {
+        (&self.problems, self.problem_count)
+    }
+}
+
+/// A masked single-line preview of a payload, from its first few KiB only.
+pub fn preview(masker: &Masker, payload: &[u8]) -> String {
+    let (input, cut) = if payload.len() > PREVIEW_INPUT {
+        // Cut after a delimiter so no half-token (a partial email) escapes the
+        // detectors. The delimiter stays: a body that is one long string value
+        // (`{"blob":"AAAA…`) previews as `{"blob":"…`, not as nothing.
+        let cut = payload[..PREVIEW_INPUT]
+            .iter()
+            .rposition(|b| {
+                b.is_ascii_whitespace()
+                    || matches!(b, b',' | b':' | b'"' | b'{' | b'}' | b'[' | b']')
+            })
+            .map_or(0, |at| at + 1);
+        (&payload[..cut], true)
+    } else {
+        (payload, false)
+    };
+    let (text, _) = masker.mask_payload(input, Layout::Compact, PREVIEW_BYTES);
+    let mut one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if cut && one_line.len() < PREVIEW_BYTES {
+        one_line.push('…');
+    }
+    if one_line.len() > PREVIEW_BYTES {
+        let mut at = PREVIEW_BYTES;
+        while !one_line.is_char_boundary(at) {
+            at -= 1;
+        }
+        one_line.truncate(at);
+    }
+    one_line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A large body that is one long string value still previews its start, marked as
+    /// cut (it showed an empty preview: the only delimiter before the cut was the opening
+    /// brace, and the cut dropped it).
+    #[test]
+    fn a_large_body_previews_its_start_without_a_half_token() {
+        let m = Masker::with_key(b"k".to_vec());
+        let blob = format!(r#"{{"blob":"{}"}}"#, "A".repeat(10 * PREVIEW_INPUT));
+        assert_eq!(preview(&m, blob.as_bytes()), r#"{"blob":"…"#);
+        // A small body is previewed whole, with no cut marker.
+        assert_eq!(preview(&m, br#"{"a":1}"#), r#"{"a":1}"#);
+    }
+}

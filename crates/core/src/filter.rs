@@ -1,0 +1,500 @@
+//! The filter expression language, one parser for the CLI and the TUI.
+//!
+//! Space-separated terms, all of which must hold:
+//! `reason=customer_tax_profile_missing`, `version!=release-2026-09-14`, `event=invoice.*`
+//! (glob `*`/`?`), `schema=3`, `age>1h`, `age<15m`, `key=acc-42`, `origin=orders`,
+//! `state=open|discarded` (`|` = any of), `attempt>=3`, and bare words matched fuzzily
+//! against the letter's summary (id, key, reason, masked preview). Values with spaces are
+//! quoted: `reason="Order <n> not found"`.
+
+use crate::model::{BodyKind, TriageState};
+use crate::store::{LetterStore, Row, Sym, NO_TIME};
+use crate::timefmt::parse_duration_ms;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterError {
+    pub message: String,
+}
+
+impl fmt::Display for FilterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+fn fail<T>(message: impl Into<String>) -> Result<T, FilterError> {
+    Err(FilterError {
+        message: message.into(),
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+/// Which interned field a text term looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SymField {
+    Reason,
+    Version,
+    Event,
+    Schema,
+    Origin,
+    Consumer,
+    Exception,
+    Container,
+}
+
+impl SymField {
+    fn get(self, r: &Row) -> Sym {
+        match self {
+            SymField::Reason => r.reason,
+            SymField::Version => r.version,
+            SymField::Event => r.event,
+            SymField::Schema => r.schema,
+            SymField::Origin => r.origin,
+            SymField::Consumer => r.consumer,
+            SymField::Exception => r.exception,
+            SymField::Container => r.container,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Term {
+    /// Text field against patterns; results cached per symbol (0 = unknown, 1 = yes, 2 = no).
+    Sym {
+        field: SymField,
+        negate: bool,
+        patterns: Vec<String>,
+        cache: Vec<u8>,
+    },
+    Key {
+        negate: bool,
+        patterns: Vec<String>,
+    },
+    Id {
+        negate: bool,
+        patterns: Vec<String>,
+    },
+    Age {
+        op: Op,
+        ms: i64,
+    },
+    Attempt {
+        op: Op,
+        n: u32,
+    },
+    Replays {
+        op: Op,
+        n: u32,
+    },
+    State {
+        negate: bool,
+        states: Vec<TriageState>,
+    },
+    Body {
+        negate: bool,
+        kinds: Vec<BodyKind>,
+    },
+    Fuzzy(String),
+}
+
+/// A compiled filter. `matches` takes `&mut self` to fill its per-symbol caches.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    terms: Vec<Term>,
+    source: String,
+}
+
+pub const FIELDS: &str = "reason, version, event, schema, origin, consumer, exception, topic, key, id, age, attempt, replays, state, body";
+
+impl Filter {
+    /// The empty filter, which matches everything.
+    pub fn all() -> Self {
+        Filter::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// Does any term search the masked preview (bare fuzzy words)?
+    /// The bare (fuzzy) words, lowercase, for highlighting what they matched.
+    pub fn fuzzy_words(&self) -> Vec<&str> {
+        self.terms
+            .iter()
+            .filter_map(|t| match t {
+                Term::Fuzzy(w) => Some(w.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn needs_previews(&self) -> bool {
+        self.terms.iter().any(|t| matches!(t, Term::Fuzzy(_)))
+    }
+
+    /// The text it was parsed from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn parse(expr: &str) -> Result<Filter, FilterError> {
+        let mut terms = Vec::new();
+        for tok in tokenize(expr)? {
+            // Typed from habit, a connective must not become a fuzzy term that matches
+            // nothing (`age<5m and reason=x` found 0 letters): `and` is what spaces
+            // mean already; `or` and `not` are refused with the way to say them.
+            match tok.to_ascii_lowercase().as_str() {
+                "and" | "&&" => continue,
+                "or" | "||" => {
+                    return fail(format!(
+                        "`{tok}`: terms separated by spaces must all hold; for any of several values use `|` inside one term (reason=a|b)"
+                    ))
+                }
+                "not" | "!" => {
+                    return fail(format!("`{tok}`: negate a term with != (version!=r1)"))
+                }
+                _ => {}
+            }
+            terms.push(parse_term(&tok)?);
+        }
+        Ok(Filter {
+            terms,
+            source: expr.trim().to_string(),
+        })
+    }
+
+    /// Does the letter match every term? Without a `state=` term, discarded letters are
+    /// left out: they have left the open groups, and `state=discarded` shows them.
+    pub fn matches(&mut self, store: &LetterStore, r: &Row, now_ms: i64) -> bool {
+        if r.state == TriageState::Discarded
+            && !self.terms.iter().any(|t| matches!(t, Term::State { .. }))
+        {
+            return false;
+        }
+        for t in &mut self.terms {
+            let ok = match t {
+                Term::Sym {
+                    field,
+                    negate,
+                    patterns,
+                    cache,
+                } => {
+                    let sym = field.get(r) as usize;
+                    if cache.len() <= sym {
+                        cache.resize(store.syms.len().max(sym + 1), 0);
+                    }
+                    if cache[sym] == 0 {
+                        let v = store.sym(sym as Sym);
+                        cache[sym] = if any_glob(patterns, v) { 1 } else { 2 };
+                    }
+                    (cache[sym] == 1) != *negate
+                }
+                Term::Key { negate, patterns } => any_glob(patterns, store.key(r)) != *negate,
+                Term::Id { negate, patterns } => any_glob(patterns, store.id(r)) != *negate,
+                Term::Age { op, ms } => {
+                    r.at_ms != NO_TIME && compare(now_ms.saturating_sub(r.at_ms), *op, *ms)
+                }
+                Term::Attempt { op, n } => compare(i64::from(r.attempt), *op, i64::from(*n)),
+                Term::Replays { op, n } => compare(i64::from(r.replay_count), *op, i64::from(*n)),
+                Term::State { negate, states } => states.contains(&r.state) != *negate,
+                Term::Body { negate, kinds } => kinds.contains(&r.body) != *negate,
+                Term::Fuzzy(word) => {
+                    fuzzy_match(word, store.id(r)).is_some()
+                        || fuzzy_match(word, store.key(r)).is_some()
+                        || fuzzy_match(word, store.sym(r.reason)).is_some()
+                        || fuzzy_match(word, store.preview(r)).is_some()
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn compare(a: i64, op: Op, b: i64) -> bool {
+    match op {
+        Op::Eq => a == b,
+        Op::Ne => a != b,
+        Op::Gt => a > b,
+        Op::Ge => a >= b,
+        Op::Lt => a < b,
+        Op::Le => a <= b,
+    }
+}
+
+/// Split on whitespace outside quotes; quotes are removed. Filters and `watch --exec`
+/// commands are both split this way (never by a shell). `Err` names an unclosed quote.
+pub fn split_quoted(text: &str) -> Result<Vec<String>, char> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut has = false;
+    for c in text.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                has = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if has || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+            }
+            (None, c) => cur.push(c),
+        }
+    }
+    if let Some(q) = quote {
+        return Err(q);
+    }
+    if has || !cur.is_empty() {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+fn tokenize(expr: &str) -> Result<Vec<String>, FilterError> {
+    split_quoted(expr).or_else(|q| fail(format!("unclosed quote {q} in filter")))
+}
+
+fn parse_term(tok: &str) -> Result<Term, FilterError> {
+    // Find the operator after a field name made of letters/underscores.
+    let name_end = tok
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(tok.len());
+    let rest = &tok[name_end..];
+    let (op, value) = if let Some(v) = rest.strip_prefix("!=") {
+        (Op::Ne, v)
+    } else if let Some(v) = rest.strip_prefix(">=") {
+        (Op::Ge, v)
+    } else if let Some(v) = rest.strip_prefix("<=") {
+        (Op::Le, v)
+    } else if let Some(v) = rest.strip_prefix('=') {
+        (Op::Eq, v)
+    } else if let Some(v) = rest.strip_prefix('>') {
+        (Op::Gt, v)
+    } else if let Some(v) = rest.strip_prefix('<') {
+        (Op::Lt, v)
+    } else {
+        if tok.is_empty() {
+            return fail("empty filter term");
+        }
+        return Ok(Term::Fuzzy(tok.to_lowercase()));
+    };
+    let name = &tok[..name_end];
+    if name_end == 0 {
+        return fail(format!(
+            "`{tok}`: missing field name before the operator (fields: {FIELDS})"
+        ));
+    }
+    let alts: Vec<String> = value.split('|').map(str::to_string).collect();
+    let negate = match op {
+        Op::Eq => false,
+        Op::Ne => true,
+        _ if matches!(name, "age" | "attempt" | "replays") => false,
+        _ => {
+            return fail(format!(
+            "`{tok}`: `{name}` compares with = or != only; <, > work on age, attempt and replays"
+        ))
+        }
+    };
+    let sym = |field| {
+        Ok(Term::Sym {
+            field,
+            negate,
+            patterns: alts.clone(),
+            cache: Vec::new(),
+        })
+    };
+    match name {
+        "reason" => sym(SymField::Reason),
+        "version" => sym(SymField::Version),
+        "event" => sym(SymField::Event),
+        "schema" => sym(SymField::Schema),
+        "origin" => sym(SymField::Origin),
+        "consumer" => sym(SymField::Consumer),
+        "exception" => sym(SymField::Exception),
+        "topic" | "queue" => sym(SymField::Container),
+        "key" => Ok(Term::Key {
+            negate,
+            patterns: alts,
+        }),
+        "id" => Ok(Term::Id {
+            negate,
+            patterns: alts,
+        }),
+        "age" => {
+            if matches!(op, Op::Eq | Op::Ne) {
+                return fail(format!("`{tok}`: age takes < or >, e.g. age>1h or age<15m"));
+            }
+            let ms = parse_duration_ms(value).ok_or_else(|| FilterError {
+                message: format!("`{tok}`: `{value}` is not a duration like 90s, 15m, 1h, 2d"),
+            })?;
+            Ok(Term::Age { op, ms })
+        }
+        "attempt" | "replays" => {
+            let n: u32 = value.parse().map_err(|_| FilterError {
+                message: format!("`{tok}`: `{value}` is not a whole number"),
+            })?;
+            Ok(if name == "attempt" {
+                Term::Attempt { op, n }
+            } else {
+                Term::Replays { op, n }
+            })
+        }
+        "state" => {
+            let states = alts
+                .iter()
+                .map(|s| {
+                    TriageState::parse(s).ok_or_else(|| FilterError {
+                        message: format!("`{tok}`: unknown state `{s}` (states: open, discarded, replaying, replayed, resolved, failed-again)"),
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(Term::State { negate, states })
+        }
+        "body" => {
+            let kinds = alts
+                .iter()
+                .map(|s| match s.as_str() {
+                    "json" => Ok(BodyKind::Json),
+                    "broken-json" => Ok(BodyKind::BrokenJson),
+                    "text" => Ok(BodyKind::Text),
+                    "binary" => Ok(BodyKind::Binary),
+                    "empty" => Ok(BodyKind::Empty),
+                    _ => fail(format!(
+                        "`{tok}`: unknown body kind `{s}` (json, broken-json, text, binary, empty)"
+                    )),
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(Term::Body { negate, kinds })
+        }
+        _ => fail(format!(
+            "unknown filter field `{name}` in `{tok}` (fields: {FIELDS})"
+        )),
+    }
+}
+
+fn any_glob(patterns: &[String], value: &str) -> bool {
+    patterns.iter().any(|p| glob(p, value))
+}
+
+/// Case-sensitive glob with `*` and `?`. Iterative with one backtrack point: linear-ish,
+/// no exponential blow-up on hostile patterns.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+/// Fuzzy matching through `nucleo-matcher` (helix's matcher: faster than skim's
+/// `fuzzy-matcher`, maintained, allocation-free once warm). One matcher and the last
+/// needle's atom per thread: filtering 1M letters reuses them.
+struct Fuzzy {
+    matcher: nucleo_matcher::Matcher,
+    atom: Option<(String, nucleo_matcher::pattern::Atom)>,
+    chars: Vec<char>,
+    indices: Vec<u32>,
+}
+
+thread_local! {
+    static FUZZY: std::cell::RefCell<Fuzzy> = std::cell::RefCell::new(Fuzzy {
+        matcher: nucleo_matcher::Matcher::new(nucleo_matcher::Config::DEFAULT),
+        atom: None,
+        chars: Vec::new(),
+        indices: Vec::new(),
+    });
+}
+
+/// Where `needle` (lowercase) matches in `hay`, case-insensitively: the char indices of
+/// the matched characters, sorted. Accepted: a substring anywhere; or, for needles of
+/// three or more characters, a subsequence within a window of at most twice the
+/// needle's length (so `taxprof` finds `tax_profile` but `ab` does not match any text
+/// that merely has an `a` and later a `b`, which nucleo alone would score).
+pub fn fuzzy_indices(needle: &str, hay: &str) -> Option<Vec<u32>> {
+    use nucleo_matcher::pattern::{Atom, AtomKind, CaseMatching, Normalization};
+    use nucleo_matcher::Utf32Str;
+    if needle.is_empty() {
+        return Some(Vec::new());
+    }
+    FUZZY.with(|f| {
+        let mut f = f.borrow_mut();
+        let Fuzzy {
+            matcher,
+            atom,
+            chars,
+            indices,
+        } = &mut *f;
+        if atom.as_ref().is_none_or(|(n, _)| n != needle) {
+            let a = Atom::new(
+                needle,
+                CaseMatching::Ignore,
+                Normalization::Smart,
+                AtomKind::Fuzzy,
+                false,
+            );
+            *atom = Some((needle.to_string(), a));
+        }
+        let (_, a) = atom.as_ref()?;
+        let h = Utf32Str::new(hay, chars);
+        a.score(h, matcher)?;
+        indices.clear();
+        a.indices(h, matcher, indices)?;
+        indices.sort_unstable();
+        indices.dedup();
+        let n = needle.chars().count();
+        let (first, last) = (*indices.first()?, *indices.last()?);
+        let span = (last - first + 1) as usize;
+        let contiguous = span == n;
+        (contiguous || (n >= 3 && span <= 2 * n)).then(|| indices.clone())
+    })
+}
+
+/// Fuzzy match of a lowercase `needle` in `hay` (see [`fuzzy_indices`]): the matched
+/// span's slack, 0 for a substring (lower is better).
+pub fn fuzzy_match(needle: &str, hay: &str) -> Option<usize> {
+    let idx = fuzzy_indices(needle, hay)?;
+    let (Some(first), Some(last)) = (idx.first(), idx.last()) else {
+        return Some(0);
+    };
+    Some((last - first + 1) as usize - needle.chars().count())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+use super::*;
+use crate::conventions::extract;
+use crate::model::{Header, HeaderValue, RawLetter};
+use chrono::DateTime;
+use proptest::prelude::*;
+
+const NOW: i64 = 1_790_000_000_000;
+
+fn store() -> LetterStore {
+    let mut s = LetterStore::new();
+    for (id, reason, version, event, age_min, key, attempt) in [
+        (
+            "m1",
+            "customer_tax_profile_missing",
+            "release-2026-09-21",
+            "invoice.issue.requested",
+            10,
+            "cus-8812",
+            "4",
+        ),
+        (
+            "m2",
+            "customer_tax_profile_missing",
+            "release-2026-09-14",
+            "invoice.issue.requested",
+            3000,
+            "cus-9120",
+            "4",
+        ),
+        (
+            "m3",
+            "amount_not_a_number",
+            "release-2026-09-21",
+            "invoice.cancel.requested",
+            70,
+            "cus-1",
+            "1",
+        ),
+        (
+            "m4",
+            "Order <n> not found",
+            "2.7.0.0",
+            "payment.capture.requested",
+            2,
+            "acc-42",
+            "7",
+        ),
+    ] {
+        let raw = RawLetter {
+            headers: vec![
+                Header::new("x-message-id", HeaderValue::text(id)),
+                Header::new("x-reason-code", HeaderValue::text(reason)),
+                Header::new("x-consumer-version", HeaderValue::text(version)),
+                Header::new("x-event-type", HeaderValue::text(event)),
+                Header::new("x-schema-version", HeaderValue::text("3")),
+                Header::new("x-attempt", HeaderValue::text(attempt)),
+                Header::new("x-original-topic", HeaderValue::text("invoices")),
+            ],
+            key: Some(key.as_bytes().to_vec()),
+            timestamp: DateTime::from_timestamp_millis(NOW - age_min * 60_000),
+            ..RawLetter::default()
+        };
+        s.push(
+            &extract(raw, &[]),
+            "{\"customer\":{\"email\":\"j***@e***.com\"}}",
+        );
+    }
+    s
+}
+
+fn ids(expr: &str) -> Vec<String> {
+    let s = store();
+    let mut f = Filter::parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    s.rows()
+        .iter()
+        .filter(|r| f.matches(&s, r, NOW))
+        .map(|r| s.id(r).to_string())
+        .collect()
+}
+
+/// Connectives typed from habit: `and` means what spaces mean; `or` and `not` are
+/// refused with the way to say them, never read as fuzzy words that match nothing.
+#[test]
+fn connectives_are_understood_or_refused_never_fuzzy() {
+    assert_eq!(
+        ids("reason=customer_tax_profile_missing AND version=release-2026-09-21"),
+        ["m1"]
+    );
+    assert_eq!(
+        ids("reason=customer_tax_profile_missing and age<1h"),
+        ["m1"]
+    );
+    for (expr, hint) in [
+        ("reason=a or reason=b", "reason=a|b"),
+        ("reason=a || reason=b", "reason=a|b"),
+        ("not version=r1", "version!=r1"),
+    ] {
+        let e = Filter::parse(expr).expect_err(expr);
+        assert!(e.to_string().contains(hint), "{expr}: {e}");
+    }
+}
+
+#[test]
+fn documented_terms() {
+    assert_eq!(ids("reason=customer_tax_profile_missing"), ["m1", "m2"]);
+    assert_eq!(
+        ids("reason=customer_tax_profile_missing version=release-2026-09-21"),
+        ["m1"]
+    );
+    assert_eq!(ids("event=invoice.*"), ["m1", "m2", "m3"]);
+    assert_eq!(ids("event=*.cancel.*|payment.*"), ["m3", "m4"]);
+    assert_eq!(ids("schema=3"), ["m1", "m2", "m3", "m4"]);
+    assert_eq!(ids("age>1h"), ["m2", "m3"]);
+    assert_eq!(ids("age<15m"), ["m1", "m4"]);
+    assert_eq!(ids("key=acc-42"), ["m4"]);
+    assert_eq!(ids("key=cus-*"), ["m1", "m2", "m3"]);
+    assert_eq!(ids("origin=invoices"), ["m1", "m2", "m3", "m4"]);
+    assert_eq!(ids("state=open|discarded"), ["m1", "m2", "m3", "m4"]);
+    assert_eq!(ids("state=failed-again"), Vec::<String>::new());
+    assert_eq!(ids("version!=release-2026-09-21"), ["m2", "m4"]);
+    assert_eq!(ids("attempt>=4"), ["m1", "m2", "m4"]);
+    assert_eq!(ids("id=m3"), ["m3"]);
+    assert_eq!(ids("reason=\"Order <n> not found\""), ["m4"]);
+    assert_eq!(ids("body=empty"), ["m1", "m2", "m3", "m4"]);
+}
+
+#[test]
+fn bare_words_are_fuzzy() {
+    assert_eq!(ids("taxprofile"), ["m1", "m2"]);
+    assert_eq!(ids("AMOUNT"), ["m3"]);
+    assert_eq!(ids("9120"), ["m2"]);
+    assert_eq!(ids("tax 8812"), ["m1"]);
+    // The preview is masked, so raw PII cannot be searched for.
+    assert_eq!(ids("jane"), Vec::<String>::new());
+}
+
+#[test]
+fn errors_say_what_to_do() {
+    for (expr, needle) in [
+        ("colour=red", "unknown filter field `colour`"),
+        ("age=1h", "age takes < or >"),
+        ("age>soon", "not a duration"),
+        ("reason>3", "compares with = or !="),
+        ("state=lost", "unknown state `lost`"),
+        ("reason=\"unclosed", "unclosed quote"),
+        ("=x", "missing field name"),
+        ("attempt>x", "not a whole number"),
+    ] {
+        let e = Filter::parse(expr).expect_err(expr).to_string();
+        assert!(e.contains(needle), "{expr}: {e}");
+    }
+}
+
+#[test]
+fn glob_and_fuzzy_primitives() {
+    assert!(glob("invoice.*", "invoice.issue.requested"));
+    assert!(glob("*.requested", "invoice.issue.requested"));
+    assert!(glob("a?c", "abc"));
+    assert!(!glob("a?c", "abbc"));
+    assert!(glob("*", ""));
+    assert!(!glob("x*", ""));
+    assert_eq!(fuzzy_match("tax", "customer_tax_profile"), Some(0));
+    assert!(fuzzy_match("taxprof", "customer_tax_profile").is_some());
+    assert!(fuzzy_match("ab", "a long text b").is_none());
+    assert!(fuzzy_match("czx", "c..........z.........x").is_none());
+}
+
+proptest! {
+    #[test]
+    fn parser_never_panics(s in "\\PC{0,60}") {
+        let _ = Filter::parse(&s);
+    }
+
+    #[test]
+    fn glob_star_matches_everything(s in "\\PC{0,40}") {
+        prop_assert!(glob("*", &s));
+        prop_assert!(glob(&s.replace(['*', '?'], ""), &s.replace(['*', '?'], "")));
+    }
+}

@@ -1,0 +1,100 @@
+//! Back-pressure for a consumer that may fall behind the scan (the TUI's UI thread,
+//! whose frames can wait on a slow terminal over SSH): letters handed over count as in
+//! flight until the consumer drops them, and the producer waits while too many are.
+
+use crate::prepared::Prepared;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Letters handed over and not yet dropped by their consumer.
+#[derive(Debug, Clone, Default)]
+pub struct InFlight(Arc<AtomicUsize>);
+
+/// Held by every letter of a handed-over batch; when the last of them is dropped
+/// (indexed, or thrown away with the channel), the batch stops counting.
+#[derive(Debug, Clone)]
+pub struct Receipt(#[allow(dead_code)] Arc<BatchShare>);
+
+#[derive(Debug)]
+struct BatchShare {
+    counter: Arc<AtomicUsize>,
+    letters: usize,
+}
+
+impl Drop for BatchShare {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(self.letters, Ordering::Relaxed);
+    }
+}
+
+impl InFlight {
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Count `batch` in until every one of its letters has been dropped.
+    pub fn issue(&self, batch: &mut [Prepared]) {
+        if batch.is_empty() {
+            return;
+        }
+        self.0.fetch_add(batch.len(), Ordering::Relaxed);
+        let share = Receipt(Arc::new(BatchShare {
+            counter: self.0.clone(),
+            letters: batch.len(),
+        }));
+        for p in batch {
+            p.receipt = Some(share.clone());
+        }
+    }
+
+    /// Wait until fewer than `limit` letters are in flight. A consumer that has gone
+    /// away dropped what it had not taken, so this cannot wait for a dead one.
+    pub fn wait_below(&self, limit: usize) {
+        while self.count() >= limit {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RawLetter;
+
+    fn batch(n: usize) -> Vec<Prepared> {
+        let masker = crate::masking::Masker::with_key(b"k".to_vec());
+        (0..n)
+            .map(|_| crate::catalog::prepare_letter(&masker, &[], RawLetter::default()).into())
+            .collect()
+    }
+
+    /// A batch counts until its last letter is dropped, whether taken apart letter by
+    /// letter (as the TUI indexes) or dropped whole (a consumer that went away).
+    #[test]
+    fn a_batch_counts_until_its_last_letter_is_dropped() {
+        let f = InFlight::default();
+        let mut a = batch(3);
+        let mut b = batch(2);
+        f.issue(&mut a);
+        f.issue(&mut b);
+        assert_eq!(f.count(), 5);
+        let mut letters = a.into_iter();
+        let first = letters.next();
+        drop(first);
+        assert_eq!(
+            f.count(),
+            5,
+            "two letters of the first batch are still held"
+        );
+        drop(letters);
+        assert_eq!(f.count(), 2);
+        let waiter = {
+            let f = f.clone();
+            std::thread::spawn(move || f.wait_below(1))
+        };
+        drop(b);
+        assert!(waiter.join().is_ok());
+        assert_eq!(f.count(), 0);
+    }
+}

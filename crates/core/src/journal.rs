@@ -1,0 +1,274 @@
+//! The journal port: every decision, revision, replay step and audit entry, written
+//! before the broker is touched. Core's decisions and replay engine, and the app's
+//! session, speak only this trait; `dlq-ledger` implements it on SQLite, and a team
+//! ledger on a server is a second implementation with no change above it.
+
+use serde::Serialize;
+use std::collections::HashMap;
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The store behind the journal failed (SQLite, a server): where, and its error.
+    #[error("ledger {path}: {source}")]
+    Storage {
+        path: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("ledger {path}: {message}")]
+    Other { path: String, message: String },
+    /// Another decision already covers this exact letter (a concurrent run, or earlier).
+    #[error("{letter_id} was already {kind}ed by {actor} at {at} (reason: {reason})")]
+    AlreadyDecided {
+        letter_id: String,
+        kind: String,
+        actor: String,
+        at: String,
+        reason: String,
+    },
+}
+
+/// One audit entry; what is hashed is everything but `hash` itself.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditEntry {
+    pub seq: i64,
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    pub detail: String,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// Outcome of `verify`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verification {
+    pub ok: bool,
+    pub entries: i64,
+    /// The first entry that does not check out, and why.
+    pub first_bad_seq: Option<i64>,
+    pub problem: Option<String>,
+}
+
+/// A recorded decision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    pub id: i64,
+    pub source: String,
+    pub letter_id: String,
+    pub coords: Option<String>,
+    /// The exact letter the decision was made on (see `core::decisions::binding`).
+    pub binding: Option<String>,
+    pub kind: String,
+    pub reason: String,
+    pub actor: String,
+    pub at: String,
+    pub applied_at: Option<String>,
+    pub audit_seq: i64,
+}
+
+/// The newest audit entry: an anchor to paste into a ticket and check later with
+/// `audit verify --expect-head`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Head {
+    pub seq: i64,
+    pub hash: String,
+}
+
+impl std::fmt::Display for Head {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.seq, self.hash)
+    }
+}
+
+impl std::str::FromStr for Head {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (seq, hash) = s
+            .trim()
+            .split_once(':')
+            .ok_or("a head is SEQ:HASH, as `audit head` prints it")?;
+        let seq = seq
+            .parse()
+            .map_err(|_| format!("`{seq}` is not an entry number"))?;
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("the hash of a head is 64 hex digits".into());
+        }
+        Ok(Head {
+            seq,
+            hash: hash.to_ascii_lowercase(),
+        })
+    }
+}
+
+/// One replay as `replays` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayRow {
+    pub id: String,
+    pub source: String,
+    pub target: String,
+    pub actor: String,
+    pub started_at: String,
+    pub state: String,
+    pub detail: serde_json::Value,
+}
+
+impl ReplayRow {
+    /// Its state as an operator needs it: `running` with no live process behind it
+    /// (the pid journaled at start or resume) is `interrupted`.
+    pub fn shown_state(&self) -> String {
+        if self.state != "running" {
+            return self.state.clone();
+        }
+        match self.detail.get("pid").and_then(|p| p.as_u64()) {
+            Some(p) if std::path::Path::new(&format!("/proc/{p}")).exists() => "running".into(),
+            _ => "interrupted".into(),
+        }
+    }
+}
+
+/// One planned letter of a replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayItemRow {
+    pub seq: u32,
+    pub letter_id: String,
+    pub binding: String,
+    pub location: String,
+    pub state: String,
+    pub at: Option<String>,
+    pub published: Option<String>,
+    pub error: Option<String>,
+}
+
+/// A letter the broker confirmed.
+pub struct ConfirmedLetter<'a> {
+    pub seq: u32,
+    pub letter_id: &'a str,
+    pub binding: &'a str,
+    pub location: &'a str,
+    pub published: Option<&'a str>,
+    /// Nothing to settle on the broker (Kafka): applied in the ledger at once.
+    pub ledger_only: bool,
+}
+
+/// One planned letter as the replay journal records it: its place in the plan, id,
+/// binding (the exact letter) and where it sits.
+pub type PlannedItem<'a> = (u32, &'a str, &'a str, &'a str);
+
+/// Durable decisions, revisions, the replay journal and the keyed audit chain.
+///
+/// Ledger first, broker second: every method that records returns only once the record
+/// is durable. Object safe, so the session holds `Box<dyn Journal>`.
+pub trait Journal: Send {
+    /// Where the journal lives, for messages (never with credentials).
+    fn location(&self) -> String;
+    /// Who writes: recorded on every entry.
+    fn actor(&self) -> &str;
+    /// A free-standing audit entry (unmask, export, refusals, replay control).
+    fn audit(
+        &mut self,
+        action: &str,
+        target: &str,
+        detail: &str,
+    ) -> Result<AuditEntry, JournalError>;
+    /// A discard of one exact letter; `AlreadyDecided` when someone decided it first.
+    fn record_discard(
+        &mut self,
+        source: &str,
+        letter_id: &str,
+        binding: &str,
+        coords: Option<&str>,
+        reason: &str,
+    ) -> Result<Decision, JournalError>;
+    /// A new revision of a letter's payload; returns its number.
+    fn record_revision(
+        &mut self,
+        source: &str,
+        letter_id: &str,
+        reason: &str,
+        changed_paths: &[String],
+        before: &[u8],
+        after: &[u8],
+    ) -> Result<i64, JournalError>;
+    /// The payload of revision `number`, if recorded.
+    fn revision(
+        &self,
+        source: &str,
+        letter_id: &str,
+        number: i64,
+    ) -> Result<Option<Vec<u8>>, JournalError>;
+    /// The broker carried a decision out (`how`: acked, ledger-only, …).
+    fn mark_applied(&mut self, decision: &Decision, how: &str) -> Result<(), JournalError>;
+    /// Every decision on a source.
+    fn decisions(&self, source: &str) -> Result<Vec<Decision>, JournalError>;
+    /// Decisions recorded but not yet applied to the broker.
+    fn pending(&self, source: &str) -> Result<Vec<Decision>, JournalError>;
+    /// The whole audit log, in order.
+    fn audit_entries(&self) -> Result<Vec<AuditEntry>, JournalError>;
+    /// A letter's entries (decisions, revisions, unmasks, refusals).
+    fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, JournalError>;
+    /// The newest entry, to anchor the chain.
+    fn head(&self) -> Result<Option<Head>, JournalError>;
+    /// Check the chain and every row bound to it (against an anchor, if given).
+    fn verify(&self, expect_head: Option<&Head>) -> Result<Verification, JournalError>;
+    /// Journal a replay's plan before anything is sent.
+    fn replay_start(
+        &mut self,
+        id: &str,
+        source: &str,
+        target: &str,
+        detail: &serde_json::Value,
+        items: &[PlannedItem<'_>],
+    ) -> Result<AuditEntry, JournalError>;
+    /// A resumed replay, with letters added to its plan.
+    fn replay_resume(
+        &mut self,
+        id: &str,
+        detail: &serde_json::Value,
+        added: &[PlannedItem<'_>],
+    ) -> Result<(), JournalError>;
+    /// These items' publishes are about to start.
+    fn replay_sending(&mut self, id: &str, seqs: &[u32]) -> Result<(), JournalError>;
+    /// The broker confirmed these letters: each gets a `replay` decision.
+    fn replay_confirmed(
+        &mut self,
+        id: &str,
+        source: &str,
+        letters: &[ConfirmedLetter<'_>],
+    ) -> Result<Vec<Decision>, JournalError>;
+    /// The DLQ copy of a confirmed letter was settled.
+    fn replay_settled(
+        &mut self,
+        id: &str,
+        seq: u32,
+        decision: &Decision,
+        how: &str,
+    ) -> Result<(), JournalError>;
+    /// Any other item state (refused, held-back, failed-again), with a note.
+    fn replay_item(
+        &mut self,
+        id: &str,
+        seq: u32,
+        letter_id: &str,
+        state: &str,
+        note: Option<&str>,
+    ) -> Result<(), JournalError>;
+    /// The replay ended: its state and outcome.
+    fn replay_finish(
+        &mut self,
+        id: &str,
+        state: &str,
+        outcome: &serde_json::Value,
+    ) -> Result<(), JournalError>;
+    /// Every replay, newest last.
+    fn replays(&self) -> Result<Vec<ReplayRow>, JournalError>;
+    /// One replay with its items.
+    fn replay(&self, id: &str) -> Result<Option<(ReplayRow, Vec<ReplayItemRow>)>, JournalError>;
+    /// How many times each letter of a source was replayed.
+    fn replay_counts(&self, source: &str) -> Result<HashMap<String, u32>, JournalError>;
+    /// The latest revision of each letter of a source: number and payload.
+    fn latest_revisions(
+        &self,
+        source: &str,
+    ) -> Result<HashMap<String, (i64, Vec<u8>)>, JournalError>;
+}

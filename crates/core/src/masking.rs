@@ -1,0 +1,1098 @@
+//! Masking: the only way payload, header and error text reaches a view, an export or a log.
+//!
+//! Two layers. *Field-name rules* mask the value under a sensitive key (JSON keys, header
+//! names, `key=value` / `"key": "value"` in text) whatever it looks like. *Value detectors*
+//! find emails, Luhn-valid card numbers, IBANs, JWTs, bearer/basic credentials, phone
+//! numbers and long digit runs anywhere. JSON is masked on its token structure by an
+//! iterative walker (no recursion, so hostile nesting depth cannot overflow the stack),
+//! which also pretty-prints and stops early once a preview is long enough.
+
+use crate::model::HeaderValue;
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use sha2::Sha256;
+use std::collections::BTreeMap;
+
+/// What to do with a sensitive value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Keep a hint: `j***@e***.com`, `**** 4242`.
+    Hint,
+    /// Replace entirely: `[redacted]`.
+    Redact,
+    /// A short keyed hash, so equal values stay comparable without being shown.
+    Hash,
+}
+
+/// What kind of value it is, which decides the shape of the hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    Email,
+    Phone,
+    Name,
+    Address,
+    Card,
+    Iban,
+    NationalId,
+    Secret,
+    Digits,
+    Generic,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Email => "email",
+            Class::Phone => "phone",
+            Class::Name => "name",
+            Class::Address => "address",
+            Class::Card => "card",
+            Class::Iban => "iban",
+            Class::NationalId => "national_id",
+            Class::Secret => "secret",
+            Class::Digits => "digits",
+            Class::Generic => "generic",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Class> {
+        [
+            Class::Email,
+            Class::Phone,
+            Class::Name,
+            Class::Address,
+            Class::Card,
+            Class::Iban,
+            Class::NationalId,
+            Class::Secret,
+            Class::Digits,
+            Class::Generic,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+}
+
+/// Field names (normalised: lowercase, no `_-. `) that are sensitive when they *contain*
+/// the token.
+const CONTAINS_RULES: &[(&str, Class)] = &[
+    ("password", Class::Secret),
+    ("passwd", Class::Secret),
+    ("secret", Class::Secret),
+    ("token", Class::Secret),
+    ("authorization", Class::Secret),
+    ("cookie", Class::Secret),
+    ("apikey", Class::Secret),
+    ("privatekey", Class::Secret),
+    ("accesskey", Class::Secret),
+    ("credential", Class::Secret),
+    ("sessionid", Class::Secret),
+    ("cvv", Class::Secret),
+    ("cvc", Class::Secret),
+    ("email", Class::Email),
+    ("phone", Class::Phone),
+    ("mobile", Class::Phone),
+    ("msisdn", Class::Phone),
+    ("iban", Class::Iban),
+    ("cardnumber", Class::Card),
+    ("creditcard", Class::Card),
+    ("ssn", Class::NationalId),
+    ("taxid", Class::NationalId),
+    ("taxnumber", Class::NationalId),
+    ("nationalid", Class::NationalId),
+    ("passport", Class::NationalId),
+    ("socialsecurity", Class::NationalId),
+    ("dateofbirth", Class::NationalId),
+    ("birthdate", Class::NationalId),
+    ("address", Class::Address),
+    ("street", Class::Address),
+    ("postcode", Class::Address),
+    ("postalcode", Class::Address),
+];
+
+/// Field names sensitive only when they are *exactly* the token (`name` yes, `topic_name` no).
+const EXACT_RULES: &[(&str, Class)] = &[
+    ("name", Class::Name),
+    ("firstname", Class::Name),
+    ("lastname", Class::Name),
+    ("fullname", Class::Name),
+    ("givenname", Class::Name),
+    ("familyname", Class::Name),
+    ("surname", Class::Name),
+    ("middlename", Class::Name),
+    ("displayname", Class::Name),
+    ("customername", Class::Name),
+    ("contactname", Class::Name),
+    ("holdername", Class::Name),
+    ("cardholder", Class::Name),
+    ("cardholdername", Class::Name),
+    ("accountholder", Class::Name),
+    ("billingname", Class::Name),
+    ("shippingname", Class::Name),
+    ("recipientname", Class::Name),
+    ("username", Class::Name),
+    ("pan", Class::Card),
+    ("card", Class::Card),
+    ("dob", Class::NationalId),
+    ("zip", Class::Address),
+    ("zipcode", Class::Address),
+    ("city", Class::Address),
+    ("auth", Class::Secret),
+    ("pin", Class::Secret),
+    ("pwd", Class::Secret),
+    ("pass", Class::Secret),
+];
+
+/// The built-in rules for a normalised name: exact names first, then the first
+/// `CONTAINS_RULES` token (in table order) the name contains. This runs for every key of
+/// every previewed payload and every `name=` candidate in free text, so it is one hash
+/// lookup and one Aho-Corasick pass instead of ~60 string comparisons.
+fn static_class(n: &str) -> Option<Class> {
+    use aho_corasick::AhoCorasick;
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static EXACT: OnceLock<HashMap<&'static str, Class>> = OnceLock::new();
+    static CONTAINS: OnceLock<Option<AhoCorasick>> = OnceLock::new();
+    let exact = EXACT.get_or_init(|| EXACT_RULES.iter().copied().collect());
+    if let Some(c) = exact.get(n) {
+        return Some(*c);
+    }
+    let first_rule = match CONTAINS
+        .get_or_init(|| AhoCorasick::new(CONTAINS_RULES.iter().map(|(t, _)| t)).ok())
+    {
+        Some(ac) => ac
+            .find_overlapping_iter(n)
+            .map(|m| m.pattern().as_usize())
+            .min(),
+        // Cannot happen with these fixed tokens; fall back to the plain scan.
+        None => CONTAINS_RULES.iter().position(|(t, _)| n.contains(t)),
+    };
+    first_rule
+        .and_then(|i| CONTAINS_RULES.get(i))
+        .map(|(_, c)| *c)
+}
+
+/// `[masking]` in config.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaskConfig {
+    /// Action for every class without an explicit one (default `hint`).
+    #[serde(default)]
+    pub default_action: Option<Action>,
+    /// Per-class actions, e.g. `email = "hash"`.
+    #[serde(default)]
+    pub actions: BTreeMap<String, Action>,
+    /// Extra field names to mask (exact match after normalisation).
+    #[serde(default)]
+    pub extra_fields: Vec<String>,
+    /// Field names never masked by name (value detectors still apply).
+    #[serde(default)]
+    pub allow_fields: Vec<String>,
+}
+
+/// A compiled policy plus the key for keyed hashes.
+#[derive(Debug, Clone)]
+pub struct Masker {
+    default_action: Action,
+    actions: BTreeMap<Class, Action>,
+    extra: Vec<String>,
+    allow: Vec<String>,
+    hash_key: Vec<u8>,
+    /// Which policy this is, for the per-thread memo of masked values (clones share it:
+    /// same policy, same results).
+    id: u64,
+}
+
+/// A fresh policy id.
+fn next_masker_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Masked forms of short texts this thread has masked lately, under one policy.
+///
+/// A DLQ's reason codes, versions, consumers, event types and provenance labels repeat on
+/// nearly every letter, and masking is a pure function of the text under a policy: the
+/// preparing threads mask each distinct value once instead of running the detectors on it
+/// a million times. Bounded (texts of at most `MEMO_TEXT` bytes, at most `MEMO_ENTRIES`
+/// of them, then it starts over), so hostile input can only make it miss, not grow.
+struct MaskMemo {
+    policy: u64,
+    /// `None`: the text has nothing to mask.
+    seen: foldhash::HashMap<Box<str>, Option<Box<str>>>,
+}
+
+const MEMO_TEXT: usize = 160;
+const MEMO_ENTRIES: usize = 4096;
+
+thread_local! {
+    static MEMO: std::cell::RefCell<MaskMemo> = std::cell::RefCell::new(MaskMemo {
+        policy: 0,
+        seen: foldhash::HashMap::default(),
+    });
+}
+
+/// Output layout for JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Compact,
+    Pretty,
+}
+
+/// Indentation stops growing here, so absurd nesting stays readable.
+const MAX_INDENT_LEVELS: usize = 24;
+
+impl Masker {
+    pub fn new(cfg: &MaskConfig, hash_key: Vec<u8>) -> Result<Self, String> {
+        let mut actions = BTreeMap::new();
+        for (class, action) in &cfg.actions {
+            let c = Class::parse(class).ok_or_else(|| {
+                format!("masking.actions: unknown class `{class}` (known: email, phone, name, address, card, iban, national_id, secret, digits, generic)")
+            })?;
+            actions.insert(c, *action);
+        }
+        Ok(Masker {
+            default_action: cfg.default_action.unwrap_or(Action::Hint),
+            actions,
+            extra: cfg.extra_fields.iter().map(|f| normalize_name(f)).collect(),
+            allow: cfg.allow_fields.iter().map(|f| normalize_name(f)).collect(),
+            hash_key,
+            id: next_masker_id(),
+        })
+    }
+
+    /// Default policy with the given hash key.
+    pub fn with_key(hash_key: Vec<u8>) -> Self {
+        Masker {
+            default_action: Action::Hint,
+            actions: BTreeMap::new(),
+            extra: Vec::new(),
+            allow: Vec::new(),
+            hash_key,
+            id: next_masker_id(),
+        }
+    }
+
+    fn action(&self, class: Class) -> Action {
+        if let Some(a) = self.actions.get(&class) {
+            return *a;
+        }
+        match class {
+            // Secrets never keep a hint, whatever the default.
+            Class::Secret => Action::Redact,
+            _ => self.default_action,
+        }
+    }
+
+    /// The class a field name is sensitive as, if any.
+    pub fn field_class(&self, name: &str) -> Option<Class> {
+        if name.len() > 64 {
+            return None; // not a field name
+        }
+        // Normalise on the stack: this runs for every key of every previewed payload.
+        let mut buf = [0u8; 64];
+        let mut len = 0;
+        if name.is_ascii() {
+            for b in name
+                .bytes()
+                .filter(|b| !matches!(b, b'_' | b'-' | b'.' | b' '))
+            {
+                buf[len] = b.to_ascii_lowercase();
+                len += 1;
+            }
+            // ASCII in, ASCII out.
+            return std::str::from_utf8(&buf[..len])
+                .ok()
+                .and_then(|n| self.class_of_normalized(n));
+        }
+        self.class_of_normalized(&normalize_name(name))
+    }
+
+    fn class_of_normalized(&self, n: &str) -> Option<Class> {
+        if n.is_empty() || self.allow.iter().any(|a| a == n) {
+            return None;
+        }
+        if self.extra.iter().any(|e| e == n) {
+            return Some(Class::Generic);
+        }
+        static_class(n)
+    }
+
+    /// Mask a whole value known to be sensitive as `class`.
+    pub fn mask_value(&self, class: Class, value: &str) -> String {
+        match self.action(class) {
+            Action::Redact => "[redacted]".to_string(),
+            Action::Hash => format!("#{}", self.keyed_hash(value)),
+            Action::Hint => hint(class, value),
+        }
+    }
+
+    fn keyed_hash(&self, value: &str) -> String {
+        // HMAC accepts keys of any length; new_from_slice cannot fail for HMAC.
+        match Hmac::<Sha256>::new_from_slice(&self.hash_key) {
+            Ok(mut mac) => {
+                mac.update(value.as_bytes());
+                let out = mac.finalize().into_bytes();
+                out[..5].iter().map(|b| format!("{b:02x}")).collect()
+            }
+            Err(_) => "hash-unavailable".into(),
+        }
+    }
+
+    /// Mask free text: `key=value` pairs under sensitive names, then value detectors.
+    pub fn mask_text(&self, s: &str) -> String {
+        self.mask_if_needed(s).unwrap_or_else(|| s.to_string())
+    }
+
+    /// `mask_text`, or `None` when nothing in `s` needs masking (no copy made). Short
+    /// texts are remembered per thread (see `MaskMemo`).
+    pub fn mask_if_needed(&self, s: &str) -> Option<String> {
+        if s.len() > MEMO_TEXT {
+            return self.mask_uncached(s);
+        }
+        let known = MEMO.with(|m| {
+            let m = m.borrow();
+            if m.policy != self.id {
+                return None;
+            }
+            m.seen.get(s).map(|v| v.as_deref().map(str::to_string))
+        });
+        if let Some(known) = known {
+            return known;
+        }
+        let masked = self.mask_uncached(s);
+        MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.policy != self.id || m.seen.len() >= MEMO_ENTRIES {
+                m.seen.clear();
+                m.policy = self.id;
+            }
+            m.seen.insert(s.into(), masked.as_deref().map(Box::from));
+        });
+        masked
+    }
+
+    /// `mask_if_needed` for a text unique to one letter (an id, a correlation id): the
+    /// memo would only miss on it, and each insert pushed out a value that repeats.
+    pub fn mask_unique(&self, s: &str) -> Option<String> {
+        self.mask_uncached(s)
+    }
+
+    fn mask_uncached(&self, s: &str) -> Option<String> {
+        let spans = self.sensitive_spans(s);
+        if spans.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(s.len());
+        let mut last = 0;
+        for (range, rep) in spans {
+            out.push_str(&s[last..range.start]);
+            out.push_str(&rep);
+            last = range.end;
+        }
+        out.push_str(&s[last..]);
+        Some(out)
+    }
+
+    /// Mask at most about `max_out` bytes of `s`: a 2 MB payload shown in a 256 KiB view
+    /// costs 256 KiB of masking, wherever it is rendered (the TUI's thread included).
+    /// Whatever a cut could split (a card number across the cut) is dropped with a
+    /// margin longer than any detectable token. Returns whether the input was cut.
+    pub fn mask_text_bounded(&self, s: &str, max_out: usize) -> (String, bool) {
+        const MARGIN: usize = 1024;
+        let limit = max_out.saturating_add(2 * MARGIN);
+        if s.len() <= limit {
+            return (self.mask_text(s), false);
+        }
+        let mut at = limit;
+        while !s.is_char_boundary(at) {
+            at -= 1;
+        }
+        let mut masked = self.mask_text(&s[..at]);
+        let mut keep = masked.len().saturating_sub(MARGIN);
+        while !masked.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        masked.truncate(keep);
+        (masked, true)
+    }
+
+    /// Byte ranges of `s` that must not be shown, with their masked replacement; in order,
+    /// non-overlapping. Used where text cannot simply be rewritten (hex dumps).
+    /// `name=value` pairs under sensitive names come first; the detector table
+    /// (`detectors`) finds values anywhere else. Both are linear in `s`.
+    pub fn sensitive_spans(&self, s: &str) -> Vec<(std::ops::Range<usize>, String)> {
+        let mut all = self.pair_spans(s);
+        all.extend(
+            detectors::detect(s.as_bytes())
+                .into_iter()
+                .map(|(r, class, _)| {
+                    let r = widen_to_chars(s, r);
+                    let rep = self.mask_value(class, &s[r.clone()]);
+                    (r, rep)
+                }),
+        );
+        // Earliest first, the longest of those first (a pair before a detector span of
+        // the same extent: it keeps the field name readable).
+        all.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
+        let mut out: Vec<(std::ops::Range<usize>, String)> = Vec::with_capacity(all.len());
+        for (r, rep) in all {
+            match out.last_mut() {
+                // Inside a span already masked: nothing more to hide.
+                Some(last) if r.end <= last.0.end => {}
+                // Overlapping its end: no byte of either may show, so the union is
+                // redacted whole.
+                Some(last) if r.start < last.0.end => {
+                    last.0.end = r.end;
+                    last.1 = self.mask_value(Class::Secret, &s[last.0.clone()]);
+                }
+                _ => out.push((r, rep)),
+            }
+        }
+        out
+    }
+
+    /// `name=value` spans under sensitive names, found at word boundaries.
+    fn pair_spans(&self, s: &str) -> Vec<(std::ops::Range<usize>, String)> {
+        let b = s.as_bytes();
+        let mut spans = Vec::new();
+        // Every pair has its `=` or `:` (see `detect_pair`): most ids and codes have
+        // neither and are done here.
+        if !b.iter().any(|c| matches!(c, b'=' | b':')) {
+            return spans;
+        }
+        let mut i = 0;
+        while i < b.len() {
+            let boundary = i == 0 || !is_word_byte(b[i - 1]);
+            if boundary {
+                if let Some((end, mut rep)) = self.detect_pair(s, i) {
+                    // The pair's mask shows its name: a name that is itself a secret
+                    // (a token before a colon) hides the pair whole.
+                    let name_end = b[i..end]
+                        .iter()
+                        .position(|&c| {
+                            !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+                        })
+                        .map_or(end, |n| i + n);
+                    if !detectors::detect(&b[i..name_end]).is_empty() {
+                        rep = self.mask_value(Class::Secret, &s[i..end]);
+                    }
+                    spans.push((i..end, rep));
+                    i = end;
+                    continue;
+                }
+                // Skip the whole candidate name (`a.b-c_d`): a pair starting inside it
+                // would end at the same place, and rescanning it from every dot made
+                // `a.a.a.…` quadratic.
+                let name_end = b[i..]
+                    .iter()
+                    .position(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')))
+                    .map_or(b.len(), |n| i + n);
+                if name_end > i {
+                    i = name_end;
+                    continue;
+                }
+                if is_word_byte(b[i]) {
+                    while i < b.len() && is_word_byte(b[i]) {
+                        i += 1;
+                    }
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        spans
+    }
+
+    /// `name = value`, `name: value`, `"name": "value"` with a sensitive name.
+    fn detect_pair(&self, s: &str, i: usize) -> Option<(usize, String)> {
+        let b = s.as_bytes();
+        let mut j = i;
+        while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'-' | b'.')) {
+            j += 1;
+        }
+        if j == i {
+            return None;
+        }
+        // Cheap structural check first: only `name=`/`name:` can be a pair.
+        let mut k = j;
+        if k < b.len() && matches!(b[k], b'"' | b'\'') {
+            k += 1;
+        }
+        while k < b.len() && b[k] == b' ' {
+            k += 1;
+        }
+        if k >= b.len() || !matches!(b[k], b'=' | b':') {
+            return None;
+        }
+        let class = self.field_class(&s[i..j])?;
+        k += 1;
+        while k < b.len() && b[k] == b' ' {
+            k += 1;
+        }
+        let (vstart, vend, next) = if k < b.len() && matches!(b[k], b'"' | b'\'') {
+            let q = b[k];
+            let mut e = k + 1;
+            while e < b.len() && b[e] != q {
+                if b[e] == b'\\' {
+                    e += 1;
+                }
+                e += 1;
+            }
+            let e = e.min(b.len());
+            (k + 1, e, e)
+        } else {
+            let mut e = k;
+            // Authorization values have a scheme and a credential: take both.
+            let stop = |c: u8| {
+                c.is_ascii_whitespace() || matches!(c, b'&' | b',' | b';' | b'}' | b']' | b')')
+            };
+            while e < b.len() && !stop(b[e]) {
+                e += 1;
+            }
+            if class == Class::Secret && e < b.len() && b[e] == b' ' {
+                let scheme = &s[k..e];
+                if scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("basic") {
+                    e += 1;
+                    while e < b.len() && !stop(b[e]) {
+                        e += 1;
+                    }
+                }
+            }
+            (k, e, e)
+        };
+        if vstart >= vend {
+            return None;
+        }
+        let value = &s[vstart..vend];
+        Some((
+            next,
+            format!("{}{}", &s[i..vstart], self.mask_value(class, value)),
+        ))
+    }
+
+    /// Mask a header value for display: by header name first, then detectors.
+    pub fn mask_header(&self, name: &str, value: &HeaderValue) -> String {
+        let text = match value {
+            HeaderValue::Table(_) | HeaderValue::Array(_) => render_header(value),
+            other => other.as_text().map(|t| t.into_owned()).unwrap_or_default(),
+        };
+        match self.field_class(name) {
+            Some(class) => self.mask_value(class, &text),
+            None => self.mask_text(&text),
+        }
+    }
+
+    /// Mask a JSON document. `max_out` bounds the output (a preview stops early and
+    /// the flag says so). Errors when the input is not JSON.
+    pub fn mask_json(
+        &self,
+        input: &[u8],
+        layout: Layout,
+        max_out: usize,
+    ) -> Result<(String, bool), String> {
+        JsonMasker {
+            m: self,
+            layout,
+            max_out,
+            root_class: None,
+        }
+        .run(input)
+    }
+
+    /// Mask a JSON value that sits under `class` (a sensitive key higher up), e.g. a
+    /// sub-document reported by a diff.
+    pub fn mask_json_under(
+        &self,
+        class: Option<Class>,
+        input: &[u8],
+        layout: Layout,
+    ) -> Result<String, String> {
+        JsonMasker {
+            m: self,
+            layout,
+            max_out: usize::MAX,
+            root_class: class,
+        }
+        .run(input)
+        .map(|r| r.0)
+    }
+
+    /// Mask a payload whatever it is; JSON structurally, text by detectors, binary not
+    /// shown. Returns the masked text and whether it was cut at `max_out`.
+    pub fn mask_payload(&self, payload: &[u8], layout: Layout, max_out: usize) -> (String, bool) {
+        let looks_json = matches!(
+            payload.iter().find(|b| !b.is_ascii_whitespace()),
+            Some(b'{') | Some(b'[')
+        );
+        if looks_json {
+            if let Ok(r) = self.mask_json(payload, layout, max_out) {
+                return r;
+            }
+        }
+        let text = String::from_utf8_lossy(payload);
+        let (mut masked, input_cut) = self.mask_text_bounded(&text, max_out);
+        let cut = input_cut || masked.len() > max_out;
+        if cut {
+            let mut at = max_out;
+            while !masked.is_char_boundary(at) {
+                at -= 1;
+            }
+            masked.truncate(at);
+        }
+        (masked, cut)
+    }
+}
+
+impl Masker {
+    /// Mask a header value keeping its type and structure (so an exported `x-death`
+    /// still parses): tables by their field names, text by name then detectors.
+    pub fn mask_header_value(&self, name: &str, value: &HeaderValue) -> HeaderValue {
+        let class = self.field_class(name);
+        match value {
+            HeaderValue::Table(fields) => HeaderValue::Table(
+                fields
+                    .iter()
+                    .map(|(k, v)| {
+                        let masked = match class {
+                            Some(_) => self.mask_header_value(name, v),
+                            None => self.mask_header_value(k, v),
+                        };
+                        (k.clone(), masked)
+                    })
+                    .collect(),
+            ),
+            HeaderValue::Array(items) => HeaderValue::Array(
+                items
+                    .iter()
+                    .map(|v| self.mask_header_value(name, v))
+                    .collect(),
+            ),
+            HeaderValue::Bytes(b) => {
+                let text = String::from_utf8_lossy(b);
+                let masked = match class {
+                    Some(c) => self.mask_value(c, &text),
+                    None => self.mask_text(&text),
+                };
+                if masked == text && std::str::from_utf8(b).is_ok() {
+                    value.clone()
+                } else if masked == text {
+                    HeaderValue::Bytes(self.mask_binary(b))
+                } else {
+                    HeaderValue::Bytes(masked.into_bytes())
+                }
+            }
+            HeaderValue::Null => HeaderValue::Null,
+            other => match class {
+                Some(c) => HeaderValue::Bytes(
+                    self.mask_value(c, &other.as_text().unwrap_or_default())
+                        .into_bytes(),
+                ),
+                None => other.clone(),
+            },
+        }
+    }
+
+    /// Mask arbitrary bytes in place: printable runs go through the detectors and every
+    /// byte of a sensitive span becomes `*`; everything else (and the length) is kept.
+    pub fn mask_binary(&self, bytes: &[u8]) -> Vec<u8> {
+        let hidden = self.sensitive_bytes(bytes);
+        bytes
+            .iter()
+            .zip(hidden)
+            .map(|(&b, h)| if h { b'*' } else { b })
+            .collect()
+    }
+
+    /// For each byte of a binary blob, whether it lies in a sensitive span, judged on its
+    /// printable-ASCII projection (non-printables as `.`).
+    pub fn sensitive_bytes(&self, bytes: &[u8]) -> Vec<bool> {
+        let projection = printable_projection(bytes);
+        let mut hidden = vec![false; bytes.len()];
+        for (range, _) in self.sensitive_spans(&projection) {
+            for h in &mut hidden[range] {
+                *h = true;
+            }
+        }
+        hidden
+    }
+}
+
+/// Bytes as printable ASCII, one char per byte (`.` for the rest), so byte offsets and
+/// char offsets coincide.
+pub fn printable_projection(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '.'
+            }
+        })
+        .collect()
+}
+
+/// One-line rendering of a typed AMQP header (tables and arrays).
+pub fn render_header(v: &HeaderValue) -> String {
+    match v {
+        HeaderValue::Null => "null".into(),
+        HeaderValue::Table(fields) => {
+            let inner: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| format!("{k}={}", render_header(v)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        HeaderValue::Array(items) => {
+            let inner: Vec<String> = items.iter().map(render_header).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        // A timestamp is not PII, and as a bare number the digit-run detector would hide it.
+        HeaderValue::Timestamp(t) => i64::try_from(*t)
+            .ok()
+            .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
+            .map_or_else(
+                || t.to_string(),
+                |d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ),
+        other => other.as_text().map(|t| t.into_owned()).unwrap_or_default(),
+    }
+}
+
+/// Lowercase, without `_ - . ` and spaces: `Card_Number` → `cardnumber`.
+pub fn normalize_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn is_word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+fn stars(n: usize) -> String {
+    "*".repeat(n.clamp(3, 8))
+}
+
+/// The hint shape per class.
+fn hint(class: Class, v: &str) -> String {
+    let v = v.trim();
+    let first = |s: &str| s.chars().next().map(String::from).unwrap_or_default();
+    let digits: String = v.chars().filter(char::is_ascii_digit).collect();
+    let last_digits = |n: usize| digits[digits.len().saturating_sub(n)..].to_string();
+    match class {
+        Class::Email => match v.split_once('@') {
+            Some((user, domain)) => {
+                let (host, tld) = domain.rsplit_once('.').unwrap_or((domain, ""));
+                let tld = if tld.is_empty() {
+                    String::new()
+                } else {
+                    format!(".{tld}")
+                };
+                format!("{}***@{}***{}", first(user), first(host), tld)
+            }
+            None => "***".into(),
+        },
+        Class::Card if digits.len() >= 12 => format!("**** {}", last_digits(4)),
+        Class::Iban if v.len() > 8 => {
+            let compact: String = v.chars().filter(|c| !c.is_whitespace()).collect();
+            format!(
+                "{}** **** {}",
+                &compact[..2.min(compact.len())],
+                &compact[compact.len().saturating_sub(4)..]
+            )
+        }
+        Class::Phone if digits.len() >= 6 => format!("***{}", last_digits(2)),
+        Class::Digits if digits.len() >= 12 => {
+            format!("{}{}", stars(digits.len() - 4), last_digits(4))
+        }
+        Class::Name => v
+            .split_whitespace()
+            .map(|w| format!("{}***", first(w)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Class::Secret => "[redacted]".into(),
+        _ if v.chars().count() >= 6 => format!("{}***", first(v)),
+        _ => "***".into(),
+    }
+}
+
+/// Extend a byte range to the nearest char boundaries (detectors work on bytes).
+fn widen_to_chars(s: &str, r: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let mut start = r.start.min(s.len());
+    while !s.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = r.end.min(s.len());
+    while !s.is_char_boundary(end) {
+        end += 1;
+    }
+    start..end
+}
+
+/// Iterative JSON token walker that masks and re-emits.
+struct JsonMasker<'a> {
+    m: &'a Masker,
+    layout: Layout,
+    max_out: usize,
+    /// Class inherited by the root value.
+    root_class: Option<Class>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Just opened: a key (objects) or a value (arrays), or the closer.
+    FirstOrEnd,
+    Key,
+    Colon,
+    Value,
+    CommaOrEnd,
+}
+
+struct Frame {
+    is_object: bool,
+    /// A sensitive class inherited from an enclosing key: mask every scalar below.
+    inherited: Option<Class>,
+    /// The class of the key just read (objects), for the next value.
+    pending: Option<Class>,
+    expect: Expect,
+}
+
+impl JsonMasker<'_> {
+    fn run(&self, input: &[u8]) -> Result<(String, bool), String> {
+        let mut out = String::with_capacity(input.len().min(self.max_out.saturating_add(64)));
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut i = skip_ws(input, 0);
+        let err = |i: usize, what: &str| Err(format!("{what} at byte {i}"));
+        let mut root_done = false;
+        while !root_done {
+            i = skip_ws(input, i);
+            if out.len() > self.max_out {
+                return Ok((truncate_at(out, self.max_out), true));
+            }
+            let Some(&c) = input.get(i) else {
+                return err(i, "unexpected end of JSON");
+            };
+            let depth = stack.len();
+            let mut class = if stack.is_empty() {
+                self.root_class
+            } else {
+                None
+            };
+            if let Some(top) = stack.last_mut() {
+                match (top.expect, c) {
+                    (Expect::FirstOrEnd | Expect::CommaOrEnd, b'}' | b']') => {
+                        if c != if top.is_object { b'}' } else { b']' } {
+                            return err(i, "mismatched bracket");
+                        }
+                        let was_empty = top.expect == Expect::FirstOrEnd;
+                        stack.pop();
+                        if !was_empty {
+                            self.newline(&mut out, stack.len());
+                        }
+                        out.push(c as char);
+                        i += 1;
+                        root_done = stack.is_empty();
+                        continue;
+                    }
+                    (Expect::CommaOrEnd, b',') => {
+                        out.push(',');
+                        top.expect = if top.is_object {
+                            Expect::Key
+                        } else {
+                            Expect::Value
+                        };
+                        i += 1;
+                        self.newline(&mut out, depth);
+                        continue;
+                    }
+                    (Expect::Colon, b':') => {
+                        out.push(':');
+                        if self.layout == Layout::Pretty {
+                            out.push(' ');
+                        }
+                        top.expect = Expect::Value;
+                        i += 1;
+                        continue;
+                    }
+                    (Expect::FirstOrEnd | Expect::Key, b'"') if top.is_object => {
+                        let Some((key, end)) = read_string(input, i) else {
+                            return err(i, "bad string");
+                        };
+                        top.pending = top.inherited.or_else(|| self.m.field_class(&key));
+                        top.expect = Expect::Colon;
+                        // Keys can be PII too (maps keyed by email): detectors only.
+                        push_json_string(&mut out, &self.m.mask_text(&key));
+                        i = end;
+                        continue;
+                    }
+                    (Expect::FirstOrEnd | Expect::Value, _)
+                        if !top.is_object || top.expect == Expect::Value =>
+                    {
+                        class = if top.is_object {
+                            top.pending.take()
+                        } else {
+                            top.inherited
+                        };
+                        top.expect = Expect::CommaOrEnd;
+                    }
+                    _ => return err(i, "unexpected character"),
+                }
+            }
+            // A value.
+            match c {
+                b'{' | b'[' => {
+                    out.push(c as char);
+                    stack.push(Frame {
+                        is_object: c == b'{',
+                        inherited: class,
+                        pending: None,
+                        expect: Expect::FirstOrEnd,
+                    });
+                    i += 1;
+                    let j = skip_ws(input, i);
+                    if !matches!(input.get(j), Some(b'}') | Some(b']')) {
+                        self.newline(&mut out, stack.len());
+                    }
+                    continue;
+                }
+                b'"' => {
+                    let Some((s, end)) = read_string(input, i) else {
+                        return err(i, "bad string");
+                    };
+                    let budget = self.max_out.saturating_sub(out.len());
+                    let masked = match class {
+                        Some(cl) => self.m.mask_value(cl, &s),
+                        None => self.m.mask_text_bounded(&s, budget).0,
+                    };
+                    push_json_string(&mut out, &masked);
+                    i = end;
+                }
+                _ => {
+                    let end = scalar_end(input, i);
+                    let Ok(tok) = std::str::from_utf8(&input[i..end]) else {
+                        return err(i, "bad token");
+                    };
+                    let valid = matches!(tok, "true" | "false" | "null")
+                        || (!tok.is_empty()
+                            && serde_json::from_str::<serde_json::Number>(tok).is_ok());
+                    if !valid {
+                        return err(i, "bad literal");
+                    }
+                    match class {
+                        Some(cl) if tok != "null" => {
+                            push_json_string(&mut out, &self.m.mask_value(cl, tok))
+                        }
+                        _ => {
+                            // Card numbers and long ids stored as JSON numbers.
+                            let masked = self.m.mask_text(tok);
+                            if masked == tok {
+                                out.push_str(tok);
+                            } else {
+                                push_json_string(&mut out, &masked);
+                            }
+                        }
+                    }
+                    i = end;
+                }
+            }
+            root_done = stack.is_empty();
+        }
+        if skip_ws(input, i) < input.len() {
+            return err(i, "trailing characters after JSON");
+        }
+        if out.len() > self.max_out {
+            return Ok((truncate_at(out, self.max_out), true));
+        }
+        Ok((out, false))
+    }
+
+    fn newline(&self, out: &mut String, depth: usize) {
+        if self.layout == Layout::Pretty {
+            out.push('\n');
+            for _ in 0..depth.min(MAX_INDENT_LEVELS) {
+                out.push_str("  ");
+            }
+        }
+    }
+}
+
+fn truncate_at(mut s: String, max: usize) -> String {
+    let mut at = max.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    s.truncate(at);
+    s
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+fn scalar_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'-' | b'+' | b'.')) {
+        i += 1;
+    }
+    i
+}
+
+/// Read a JSON string starting at the opening quote; returns the decoded text and the
+/// index after the closing quote. Strings without escapes are sliced directly.
+fn read_string(b: &[u8], i: usize) -> Option<(String, usize)> {
+    let mut j = i + 1;
+    let mut escaped = false;
+    while j < b.len() {
+        match b[j] {
+            b'"' => {
+                if !escaped {
+                    let s = std::str::from_utf8(&b[i + 1..j]).ok()?;
+                    if s.bytes().any(|c| c < 0x20) {
+                        return None; // raw control characters are not valid JSON
+                    }
+                    return Some((s.to_string(), j + 1));
+                }
+                let s: String = serde_json::from_slice(&b[i..=j]).ok()?;
+                return Some((s, j + 1));
+            }
+            b'\\' => {
+                escaped = true;
+                j += 2;
+            }
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// Append `s` as a JSON string literal.
+fn push_json_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = std::fmt::Write::write_fmt(out, format_args!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+pub mod detectors;
+
+#[cfg(test)]
+mod tests;

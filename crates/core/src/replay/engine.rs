@@ -1,0 +1,883 @@
+//! The replay engine: canary, watch window, ramp, auto-stop and kill switch, one step
+//! at a time. It owns no thread and no broker: the session calls [`Engine::step`] as the
+//! DLQ is tailed, hands it every new dead letter ([`Engine::observe`]), and settles what
+//! it asks for. Every state change is journaled before it counts.
+
+use super::plan::{Item, Plan};
+use super::rate::TokenBucket;
+use crate::journal::ConfirmedLetter;
+use crate::journal::{Decision, Journal, JournalError};
+use crate::model::{Coords, DeadLetter};
+use crate::ports::Publisher;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Letters in flight at most (the rate sets the pace; this bounds memory and the
+/// confirms a kill waits for).
+const MAX_IN_FLIGHT: usize = 1000;
+/// The failed-again ratio is taken over this many of the latest replayed letters.
+const WINDOW: usize = 50;
+/// How long a stop waits for confirms in flight before leaving them in doubt.
+const DRAIN: Duration = Duration::from_secs(30);
+/// Confirms are gathered this long before they are journaled together.
+const BATCH_WINDOW: Duration = Duration::from_millis(10);
+/// The current rate is measured over this window.
+const RATE_WINDOW: Duration = Duration::from_secs(5);
+
+/// The kill switch, shared with whatever watches for it (Ctrl-C, a TUI key).
+#[derive(Debug, Clone, Default)]
+pub struct Control {
+    kill: Arc<AtomicBool>,
+}
+
+/// Two handles are equal when they are the same switch.
+impl PartialEq for Control {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.kill, &other.kill)
+    }
+}
+
+impl Control {
+    /// No publish starts after this returns; confirms in flight are awaited.
+    pub fn kill(&self) {
+        self.kill.store(true, Ordering::SeqCst);
+    }
+
+    pub fn killed(&self) -> bool {
+        self.kill.load(Ordering::SeqCst)
+    }
+}
+
+/// How a replay ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    Completed,
+    /// Too many letters failed again, or the broker refused one: why.
+    AutoStopped(String),
+    Killed,
+    /// The replay could not go on (the ledger or the DLQ watch failed): why.
+    Failed(String),
+}
+
+impl End {
+    pub fn state(&self) -> &'static str {
+        match self {
+            End::Completed => "completed",
+            End::AutoStopped(_) => "auto-stopped",
+            End::Killed => "killed",
+            End::Failed(_) => "failed",
+        }
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            End::AutoStopped(r) | End::Failed(r) => Some(r),
+            End::Completed | End::Killed => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Canary,
+    /// After the canary: nothing is sent until the window passes.
+    Watching,
+    Ramping,
+    /// Everything sent: watching the last letters.
+    FinalWatch,
+    /// Stopping: waiting for confirms in flight.
+    Stopping,
+    Done,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Canary => "canary",
+            Phase::Watching => "watching",
+            Phase::Ramping => "ramping",
+            Phase::FinalWatch => "final watch",
+            Phase::Stopping => "stopping",
+            Phase::Done => "done",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    Pending,
+    Sending,
+    Confirmed,
+    Settled,
+    Refused,
+    HeldBack,
+    FailedAgain,
+}
+
+/// A snapshot for progress displays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub replay_id: String,
+    pub phase: Phase,
+    pub planned: usize,
+    pub sent: usize,
+    pub confirmed: usize,
+    pub failed_again: usize,
+    pub refused: usize,
+    pub held_back: usize,
+    pub in_flight: usize,
+    pub remaining: usize,
+    /// Letters/s started over the last 5 s.
+    pub rate: f64,
+    pub target_rate: f64,
+    pub elapsed: Duration,
+    pub eta: Option<Duration>,
+    /// Time left in a watch window.
+    pub watch_left: Option<Duration>,
+    pub end: Option<End>,
+    /// When the first and the latest publish started (benchmarks: achieved rate, and
+    /// kill latency against when the switch was thrown).
+    pub first_send_start: Option<Instant>,
+    pub last_send_start: Option<Instant>,
+}
+
+impl Progress {
+    /// One line: `ramping  120/500 confirmed · 3 failed again · 9.8/s (10/s) · ETA 39s`.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "{:<11} {}/{} confirmed · {} failed again · {} refused · {:.1}/s (set {}/s)",
+            self.phase.as_str(),
+            self.confirmed,
+            self.planned,
+            self.failed_again,
+            self.refused,
+            self.rate,
+            self.target_rate
+        );
+        if let Some(w) = self.watch_left {
+            s.push_str(&format!(" · watch {}s left", w.as_secs()));
+        }
+        if let Some(e) = self.eta {
+            s.push_str(&format!(" · ETA {}s", e.as_secs()));
+        }
+        if let Some(end) = &self.end {
+            s.push_str(&format!(" · {}", end.state()));
+            if let Some(r) = end.reason() {
+                s.push_str(&format!(": {r}"));
+            }
+        }
+        s
+    }
+}
+
+/// A confirmed letter whose DLQ copy the broker must settle (a held RabbitMQ delivery).
+#[derive(Debug, Clone)]
+pub struct ToSettle {
+    pub index: usize,
+    /// The letter's place in the plan (the journal's key).
+    pub seq: u32,
+    pub coords: Coords,
+    pub decision: Decision,
+}
+
+pub struct Engine<'p> {
+    plan: &'p Plan,
+    control: Control,
+    states: Vec<St>,
+    /// Letters that may go now, in plan order: at most one per key (its earliest).
+    ready: VecDeque<usize>,
+    /// Each key's later letters, in order: the next moves to `ready` when the one
+    /// before it is confirmed — so a key never has two letters in flight.
+    behind: HashMap<&'p [u8], VecDeque<usize>>,
+    /// Letters not sent yet (`ready` + `behind`).
+    remaining: usize,
+    /// Keys whose letter the broker refused: their later letters are held back.
+    blocked: HashSet<Vec<u8>>,
+    in_flight: HashSet<usize>,
+    bucket: TokenBucket,
+    phase: Phase,
+    until: Option<Instant>,
+    end: Option<End>,
+    canary_sent: usize,
+    /// Sent letters in order, for the failed-again window.
+    recent: VecDeque<usize>,
+    by_from: HashMap<&'p str, usize>,
+    by_message_id: HashMap<&'p str, usize>,
+    settle: Vec<ToSettle>,
+    sends: VecDeque<Instant>,
+    started: Instant,
+    stopping_since: Option<Instant>,
+    counts: Counts,
+    /// When the last publish started, and when the kill was first seen (benchmarks).
+    pub last_send_start: Option<Instant>,
+    pub kill_seen: Option<Instant>,
+    first_send: Option<Instant>,
+    /// The bucket has not paced a publish yet.
+    bucket_fresh: bool,
+    /// Outcomes read while waiting, journaled by the next step.
+    stash: Vec<crate::ports::Outcome>,
+    /// Letters whose state changed since the last [`Engine::take_changes`].
+    changed: Vec<usize>,
+}
+
+/// Where one letter of a replay stands, for front ends that mark letters as it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LetterOutcome {
+    Sending,
+    /// Confirmed by the broker (and its DLQ copy settled, where there is one).
+    Confirmed,
+    FailedAgain,
+    Refused,
+    HeldBack,
+}
+
+impl LetterOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LetterOutcome::Sending => "sending",
+            LetterOutcome::Confirmed => "confirmed",
+            LetterOutcome::FailedAgain => "failed again",
+            LetterOutcome::Refused => "refused",
+            LetterOutcome::HeldBack => "held back",
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    sent: usize,
+    confirmed: usize,
+    failed_again: usize,
+    refused: usize,
+    held_back: usize,
+}
+
+impl<'p> Engine<'p> {
+    pub fn new(plan: &'p Plan, control: Control, now: Instant) -> Self {
+        let o = &plan.options;
+        let canary = o.canary.min(plan.items.len());
+        let (phase, rate) = if canary > 0 {
+            (Phase::Canary, o.canary_rate)
+        } else {
+            (Phase::Ramping, o.rate)
+        };
+        let mut ready = VecDeque::new();
+        let mut behind: HashMap<&'p [u8], VecDeque<usize>> = HashMap::new();
+        for (i, it) in plan.items.iter().enumerate() {
+            match it.key.as_deref() {
+                Some(k) => match behind.get_mut(k) {
+                    Some(q) => q.push_back(i),
+                    None => {
+                        behind.insert(k, VecDeque::new());
+                        ready.push_back(i);
+                    }
+                },
+                None => ready.push_back(i),
+            }
+        }
+        let mut by_message_id = HashMap::new();
+        for (i, it) in plan.items.iter().enumerate() {
+            if let Some(m) = it.message_id.as_deref() {
+                by_message_id.insert(m, i);
+            }
+        }
+        Engine {
+            plan,
+            control,
+            states: vec![St::Pending; plan.items.len()],
+            ready,
+            behind,
+            remaining: plan.items.len(),
+            blocked: HashSet::new(),
+            in_flight: HashSet::new(),
+            bucket: TokenBucket::new(rate, now),
+            phase,
+            until: None,
+            end: None,
+            canary_sent: 0,
+            recent: VecDeque::new(),
+            by_from: plan
+                .items
+                .iter()
+                .enumerate()
+                .map(|(i, it)| (it.location.as_str(), i))
+                .collect(),
+            by_message_id,
+            settle: Vec::new(),
+            sends: VecDeque::new(),
+            started: now,
+            stopping_since: None,
+            counts: Counts::default(),
+            last_send_start: None,
+            kill_seen: None,
+            first_send: None,
+            stash: Vec::new(),
+            bucket_fresh: true,
+            changed: Vec::new(),
+        }
+    }
+
+    fn set(&mut self, i: usize, st: St) {
+        self.states[i] = st;
+        self.changed.push(i);
+    }
+
+    /// (letter id, outcome) of every letter whose state changed since the last call.
+    pub fn take_changes(&mut self) -> Vec<(&'p str, LetterOutcome)> {
+        let plan = self.plan;
+        let mut changed = std::mem::take(&mut self.changed);
+        // A letter that changed twice in a step is reported once, as it stands now.
+        changed.sort_unstable();
+        changed.dedup();
+        let mut out = Vec::with_capacity(changed.len());
+        for i in changed {
+            let outcome = match self.states[i] {
+                St::Pending => continue,
+                St::Sending => LetterOutcome::Sending,
+                St::Confirmed | St::Settled => LetterOutcome::Confirmed,
+                St::FailedAgain => LetterOutcome::FailedAgain,
+                St::Refused => LetterOutcome::Refused,
+                St::HeldBack => LetterOutcome::HeldBack,
+            };
+            out.push((plan.items[i].letter_id.as_str(), outcome));
+        }
+        out
+    }
+
+    pub fn plan_id(&self) -> &str {
+        &self.plan.id
+    }
+
+    pub fn done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    pub fn end(&self) -> Option<&End> {
+        self.end.as_ref()
+    }
+
+    /// Letters in doubt: sent, never confirmed nor refused (a stop that timed out).
+    pub fn in_doubt(&self) -> usize {
+        self.states.iter().filter(|s| **s == St::Sending).count()
+    }
+
+    /// Confirmed letters whose DLQ copy is to be settled now.
+    pub fn take_settles(&mut self) -> Vec<ToSettle> {
+        std::mem::take(&mut self.settle)
+    }
+
+    pub fn wants_settle(&self) -> bool {
+        !self.settle.is_empty()
+    }
+
+    /// The broker settled (acked) the DLQ copy; the ledger has it applied.
+    pub fn settled(&mut self, index: usize) {
+        if self.states.get(index) == Some(&St::Confirmed) {
+            self.set(index, St::Settled);
+        }
+    }
+
+    /// Stop now for a reason outside the engine (the DLQ watch was lost).
+    pub fn fail(&mut self, why: String, now: Instant) {
+        self.stop(End::Failed(why), now);
+    }
+
+    fn stop(&mut self, end: End, now: Instant) {
+        if self.end.is_none() {
+            self.end = Some(end);
+            self.phase = Phase::Stopping;
+            self.stopping_since = Some(now);
+        }
+    }
+
+    /// A new letter in the DLQ: is it one we replayed, failing again?
+    pub fn observe(
+        &mut self,
+        letter: &DeadLetter,
+        ledger: &mut dyn Journal,
+    ) -> Result<(), JournalError> {
+        let raw = &letter.raw;
+        let ours = raw
+            .header("x-dlq-replay-id")
+            .and_then(|v| v.as_nonempty_text())
+            .is_some_and(|id| id == self.plan.id);
+        let index = if ours {
+            raw.header("x-dlq-replayed-from")
+                .and_then(|v| v.as_nonempty_text())
+                .and_then(|from| self.by_from.get(from.as_str()).copied())
+        } else {
+            None
+        }
+        .or_else(|| {
+            let m = letter.event.message_id.as_ref()?;
+            self.by_message_id.get(m.value.as_str()).copied()
+        });
+        let Some(i) = index else { return Ok(()) };
+        if !matches!(self.states[i], St::Sending | St::Confirmed | St::Settled) {
+            return Ok(());
+        }
+        let item = &self.plan.items[i];
+        let at = raw.coords.as_ref().map(ToString::to_string);
+        ledger.replay_item(
+            &self.plan.id,
+            item.seq,
+            &item.letter_id,
+            "failed-again",
+            Some(&format!(
+                "back in the DLQ{} as {}",
+                at.map(|a| format!(" at {a}")).unwrap_or_default(),
+                letter.reason_code()
+            )),
+        )?;
+        self.set(i, St::FailedAgain);
+        self.counts.failed_again += 1;
+        Ok(())
+    }
+
+    fn failed_ratio(&self) -> (usize, usize, f64) {
+        let failed = self
+            .recent
+            .iter()
+            .filter(|&&i| self.states[i] == St::FailedAgain)
+            .count();
+        let n = self.recent.len();
+        let floor = self.plan.options.canary.max(1);
+        (failed, n, failed as f64 / n.max(floor) as f64)
+    }
+
+    /// One step: collect confirms, apply the kill switch and the auto-stop rule, move
+    /// through the phases and start the publishes that are due.
+    pub fn step(
+        &mut self,
+        publisher: &mut dyn Publisher,
+        ledger: &mut dyn Journal,
+        now: Instant,
+    ) -> Result<(), JournalError> {
+        self.collect(publisher, ledger, now)?;
+        if self.control.killed() && self.end.is_none() {
+            self.kill_seen = Some(now);
+            self.stop(End::Killed, now);
+        }
+        let (failed, n, ratio) = self.failed_ratio();
+        if ratio > self.plan.options.max_failed_ratio && self.end.is_none() {
+            self.stop(
+                End::AutoStopped(if n < self.plan.options.canary {
+                    format!(
+                        "{failed} of {n} replayed letters failed again: {:.0}% of the {}-letter canary > {:.0}%",
+                        ratio * 100.0,
+                        self.plan.options.canary,
+                        self.plan.options.max_failed_ratio * 100.0
+                    )
+                } else {
+                    format!(
+                        "{failed} of the last {n} replayed letters failed again ({:.0}% > {:.0}%)",
+                        ratio * 100.0,
+                        self.plan.options.max_failed_ratio * 100.0
+                    )
+                }),
+                now,
+            );
+        }
+        match self.phase {
+            Phase::Canary => {
+                self.send_due(publisher, ledger)?;
+                let canary = self.plan.options.canary.min(self.plan.items.len());
+                if self.phase == Phase::Canary
+                    && (self.canary_sent >= canary || self.remaining == 0)
+                    && self.in_flight.is_empty()
+                {
+                    self.phase = Phase::Watching;
+                    self.until = Some(now + self.plan.options.watch);
+                }
+            }
+            Phase::Watching if self.until.is_some_and(|u| now >= u) => {
+                self.phase = Phase::Ramping;
+                self.bucket = TokenBucket::new(self.plan.options.rate, now);
+                self.until = None;
+            }
+            Phase::Ramping => {
+                self.send_due(publisher, ledger)?;
+                if self.phase == Phase::Ramping && self.remaining == 0 && self.in_flight.is_empty()
+                {
+                    self.phase = Phase::FinalWatch;
+                    self.until = Some(now + self.plan.options.watch);
+                }
+            }
+            Phase::FinalWatch if self.until.is_some_and(|u| now >= u) => {
+                self.end = Some(End::Completed);
+                self.phase = Phase::Done;
+            }
+            Phase::Stopping => {
+                let waited = self
+                    .stopping_since
+                    .is_some_and(|s| now.saturating_duration_since(s) > DRAIN);
+                if self.in_flight.is_empty() || waited {
+                    self.phase = Phase::Done;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Step repeatedly for up to `budget`, waiting briefly for confirms or the next
+    /// token in between — so a key's next letter follows its confirm within
+    /// milliseconds, not at the next DLQ heartbeat. Returns early when there is
+    /// nothing to send or wait for, something to settle, or the run is done.
+    pub fn run_for(
+        &mut self,
+        publisher: &mut dyn Publisher,
+        ledger: &mut dyn Journal,
+        budget: Duration,
+    ) -> Result<(), JournalError> {
+        let start = Instant::now();
+        loop {
+            self.step(publisher, ledger, Instant::now())?;
+            let elapsed = start.elapsed();
+            let active = matches!(self.phase, Phase::Canary | Phase::Ramping | Phase::Stopping);
+            if self.done()
+                || self.wants_settle()
+                || elapsed >= budget
+                || !active
+                || (self.in_flight.is_empty() && self.remaining == 0)
+            {
+                return Ok(());
+            }
+            let left = budget - elapsed;
+            let wait = self
+                .idle_for(Instant::now())
+                .min(left)
+                .max(Duration::from_millis(1));
+            if self.in_flight.is_empty() {
+                std::thread::sleep(wait);
+                continue;
+            }
+            // Gather confirms for a batch window (each journal commit is an fsync), or
+            // until every letter in flight is confirmed (a canary, one hot key).
+            let deadline = Instant::now() + wait.max(BATCH_WINDOW).min(left);
+            loop {
+                let now = Instant::now();
+                if now >= deadline || self.stash.len() >= self.in_flight.len() {
+                    break;
+                }
+                let got = publisher.confirmations(deadline - now);
+                self.stash.extend(got);
+            }
+        }
+    }
+
+    /// Confirms and refusals that arrived: journaled in one transaction per kind.
+    fn collect(
+        &mut self,
+        publisher: &mut dyn Publisher,
+        ledger: &mut dyn Journal,
+        now: Instant,
+    ) -> Result<(), JournalError> {
+        let mut outcomes = std::mem::take(&mut self.stash);
+        outcomes.extend(publisher.confirmations(Duration::ZERO));
+        if outcomes.is_empty() {
+            return Ok(());
+        }
+        let mut ok: Vec<(usize, Option<String>)> = Vec::new();
+        for (ticket, outcome) in outcomes {
+            let Ok(i) = usize::try_from(ticket) else {
+                continue;
+            };
+            if !self.in_flight.remove(&i) {
+                continue;
+            }
+            let item = &self.plan.items[i];
+            match outcome {
+                Ok(c) => {
+                    self.release_key(i);
+                    ok.push((i, c.location));
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    ledger.replay_item(
+                        &self.plan.id,
+                        item.seq,
+                        &item.letter_id,
+                        "refused",
+                        Some(&why),
+                    )?;
+                    self.set(i, St::Refused);
+                    self.counts.refused += 1;
+                    if let Some(k) = &item.key {
+                        self.blocked.insert(k.clone());
+                    }
+                    self.stop(
+                        End::AutoStopped(format!(
+                            "the broker did not take {}: {why} (its DLQ copy stays)",
+                            item.letter_id
+                        )),
+                        now,
+                    );
+                }
+            }
+        }
+        let letters: Vec<ConfirmedLetter<'_>> = ok
+            .iter()
+            .map(|(i, published)| {
+                let it: &Item = &self.plan.items[*i];
+                ConfirmedLetter {
+                    seq: it.seq,
+                    letter_id: &it.letter_id,
+                    binding: &it.binding,
+                    location: &it.location,
+                    published: published.as_deref(),
+                    ledger_only: it.settle.is_none(),
+                }
+            })
+            .collect();
+        let decisions = ledger.replay_confirmed(&self.plan.id, &self.plan.source, &letters)?;
+        for ((i, _), d) in ok.into_iter().zip(decisions) {
+            if self.states[i] == St::Sending {
+                self.set(i, St::Confirmed);
+            }
+            self.counts.confirmed += 1;
+            match &self.plan.items[i].settle {
+                Some(c) => self.settle.push(ToSettle {
+                    index: i,
+                    seq: self.plan.items[i].seq,
+                    coords: c.clone(),
+                    decision: d,
+                }),
+                None => self.settled(i),
+            }
+        }
+        Ok(())
+    }
+
+    /// A key's letter was confirmed: its next letter may go.
+    fn release_key(&mut self, i: usize) {
+        let plan = self.plan;
+        if let Some(next) = plan.items[i]
+            .key
+            .as_deref()
+            .and_then(|k| self.behind.get_mut(k))
+            .and_then(VecDeque::pop_front)
+        {
+            self.ready.push_back(next);
+        }
+    }
+
+    /// The next letter that may go; letters of a key whose earlier letter was refused
+    /// are held back (journaled), with all that follow them.
+    fn next_eligible(&mut self, ledger: &mut dyn Journal) -> Result<Option<usize>, JournalError> {
+        let plan = self.plan;
+        while let Some(i) = self.ready.pop_front() {
+            let item = &plan.items[i];
+            let Some(k) = item.key.as_deref().filter(|k| self.blocked.contains(*k)) else {
+                self.remaining -= 1;
+                return Ok(Some(i));
+            };
+            let mut held = vec![i];
+            held.extend(
+                self.behind
+                    .get_mut(k)
+                    .map(std::mem::take)
+                    .unwrap_or_default(),
+            );
+            for h in held {
+                let it = &plan.items[h];
+                ledger.replay_item(
+                    &plan.id,
+                    it.seq,
+                    &it.letter_id,
+                    "held-back",
+                    Some("an earlier letter of its key was not replayed"),
+                )?;
+                self.set(h, St::HeldBack);
+                self.counts.held_back += 1;
+                self.remaining -= 1;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Start the publishes the bucket allows: journaled as `sending` first, then sent,
+    /// each only if the kill switch is still off.
+    fn send_due(
+        &mut self,
+        publisher: &mut dyn Publisher,
+        ledger: &mut dyn Journal,
+    ) -> Result<(), JournalError> {
+        let canary = self.plan.options.canary.min(self.plan.items.len());
+        if self.first_send.is_none() && self.bucket_fresh {
+            // Time spent getting here (the DLQ watch starting) is not owed as a burst.
+            self.bucket = TokenBucket::new(self.bucket.rate(), Instant::now());
+            self.bucket_fresh = false;
+        }
+        let mut batch = Vec::new();
+        while self.end.is_none() && self.in_flight.len() + batch.len() < MAX_IN_FLIGHT {
+            if self.phase == Phase::Canary && self.canary_sent + batch.len() >= canary {
+                break;
+            }
+            if self.bucket.wait(Instant::now()) > Duration::ZERO {
+                break;
+            }
+            let Some(i) = self.next_eligible(ledger)? else {
+                break;
+            };
+            self.bucket.take(Instant::now());
+            batch.push(i);
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let seqs: Vec<u32> = batch.iter().map(|&i| self.plan.items[i].seq).collect();
+        ledger.replay_sending(&self.plan.id, &seqs)?;
+        let mut unsent = Vec::new();
+        for (n, &i) in batch.iter().enumerate() {
+            let now = Instant::now();
+            if self.control.killed() {
+                self.kill_seen.get_or_insert(now);
+                unsent.extend(batch[n..].iter().copied());
+                break;
+            }
+            self.last_send_start = Some(now);
+            let item = &self.plan.items[i];
+            match publisher.send(i as u64, &item.outgoing) {
+                Ok(()) => {
+                    self.set(i, St::Sending);
+                    self.in_flight.insert(i);
+                    self.counts.sent += 1;
+                    if self.phase == Phase::Canary {
+                        self.canary_sent += 1;
+                    }
+                    self.recent.push_back(i);
+                    if self.recent.len() > WINDOW {
+                        self.recent.pop_front();
+                    }
+                    self.sends.push_back(now);
+                    self.first_send.get_or_insert(now);
+                    while self
+                        .sends
+                        .front()
+                        .is_some_and(|t| now.saturating_duration_since(*t) > RATE_WINDOW)
+                    {
+                        self.sends.pop_front();
+                    }
+                }
+                Err(e) => {
+                    ledger.replay_item(
+                        &self.plan.id,
+                        item.seq,
+                        &item.letter_id,
+                        "refused",
+                        Some(&e.to_string()),
+                    )?;
+                    self.set(i, St::Refused);
+                    self.counts.refused += 1;
+                    if let Some(k) = &item.key {
+                        self.blocked.insert(k.clone());
+                    }
+                    unsent.extend(batch[n + 1..].iter().copied());
+                    self.stop(End::AutoStopped(format!("publishing failed: {e}")), now);
+                    break;
+                }
+            }
+        }
+        // Journaled as sending but never started: back to planned (not in doubt).
+        for &i in unsent.iter().rev() {
+            let item = &self.plan.items[i];
+            ledger.replay_item(
+                &self.plan.id,
+                item.seq,
+                &item.letter_id,
+                "planned",
+                Some("not sent: stopped first"),
+            )?;
+            self.ready.push_front(i);
+            self.remaining += 1;
+        }
+        if self.control.killed() && self.end.is_none() {
+            self.stop(End::Killed, Instant::now());
+        }
+        Ok(())
+    }
+
+    pub fn progress(&self, now: Instant) -> Progress {
+        // Publishes started in the last window, as intervals between the first and the
+        // last of them; none lately is a rate of 0.
+        let recent: Vec<&Instant> = self
+            .sends
+            .iter()
+            .rev()
+            .take_while(|t| now.saturating_duration_since(**t) <= RATE_WINDOW)
+            .collect();
+        let rate = match (recent.last(), recent.first()) {
+            (Some(oldest), Some(newest)) if recent.len() > 1 => {
+                (recent.len() - 1) as f64 / newest.duration_since(**oldest).as_secs_f64().max(0.001)
+            }
+            _ => 0.0,
+        };
+        let target_rate = self.bucket.rate();
+        let remaining = self.remaining;
+        let watch_left = matches!(self.phase, Phase::Watching | Phase::FinalWatch)
+            .then(|| self.until.map(|u| u.saturating_duration_since(now)))
+            .flatten();
+        let eta = match self.phase {
+            Phase::Done | Phase::Stopping => None,
+            _ => Some(
+                Duration::from_secs_f64(remaining as f64 / self.plan.options.rate.max(0.001))
+                    + if matches!(self.phase, Phase::FinalWatch) {
+                        Duration::ZERO
+                    } else {
+                        self.plan.options.watch
+                    }
+                    + watch_left.unwrap_or_default(),
+            ),
+        };
+        Progress {
+            replay_id: self.plan.id.clone(),
+            phase: self.phase,
+            planned: self.plan.items.len(),
+            sent: self.counts.sent,
+            confirmed: self.counts.confirmed,
+            failed_again: self.counts.failed_again,
+            refused: self.counts.refused,
+            held_back: self.counts.held_back,
+            in_flight: self.in_flight.len(),
+            remaining,
+            rate,
+            target_rate,
+            elapsed: now.saturating_duration_since(self.started),
+            eta,
+            watch_left,
+            end: self.end.clone(),
+            first_send_start: self.first_send,
+            last_send_start: self.last_send_start,
+        }
+    }
+
+    /// The counts as journaled when the replay ends.
+    pub fn outcome(&self) -> serde_json::Value {
+        serde_json::json!({
+            "planned": self.plan.items.len(),
+            "sent": self.counts.sent,
+            "confirmed": self.counts.confirmed,
+            "failed_again": self.counts.failed_again,
+            "refused": self.counts.refused,
+            "held_back": self.counts.held_back,
+            "not_sent": self.remaining,
+            "in_doubt": self.in_doubt(),
+            "reason": self.end.as_ref().and_then(End::reason),
+        })
+    }
+
+    /// Sleep hint: how long until something is due (a token, a window's end).
+    pub fn idle_for(&mut self, now: Instant) -> Duration {
+        let mut d = Duration::from_millis(100);
+        if matches!(self.phase, Phase::Canary | Phase::Ramping) && self.remaining > 0 {
+            d = d.min(self.bucket.wait(now));
+        }
+        if let Some(u) = self.until {
+            d = d.min(u.saturating_duration_since(now));
+        }
+        d
+    }
+}

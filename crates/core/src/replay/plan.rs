@@ -1,0 +1,752 @@
+//! The replay plan — what a dry-run shows and the engine sends: each letter's target,
+//! headers and payload, the order, what is left out and why, and the warnings an
+//! operator must see before anything is published.
+
+use crate::conventions::{extract, UserMapping};
+use crate::model::{Coords, DeadLetter, Header, HeaderValue, Origin, TriageState};
+use crate::ports::{KeyScan, OriginLog, Outgoing, Target};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+/// Headers the broker wrote when it dead-lettered the message: a replayed copy must not
+/// carry them (the next dead-lettering would be misread as older, and quorum queues
+/// count `x-delivery-count` themselves). Earlier replay stamps are replaced.
+fn stripped(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n == "x-death"
+        || n.starts_with("x-first-death-")
+        || n.starts_with("x-last-death-")
+        || n == "x-delivery-count"
+        || n.starts_with("x-dlq-replay")
+}
+
+/// AMQP delivery facts of the DLQ copy, not properties of the message.
+const DELIVERY_FACTS: [&str; 2] = ["exchange", "routing_key"];
+
+/// What the operator chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Overrides every letter's origin.
+    pub to: Option<Target>,
+    pub use_revisions: bool,
+    pub include_stale: bool,
+    /// Letters replayed this many times already are refused unless `force_replay_count`.
+    pub max_replay_count: u32,
+    pub force_replay_count: bool,
+    pub canary: usize,
+    /// Letters/s during the canary.
+    pub canary_rate: f64,
+    /// Letters/s after it.
+    pub rate: f64,
+    pub watch: Duration,
+    pub max_failed_ratio: f64,
+    /// Records read per origin partition for the stale-key check.
+    pub stale_budget: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            to: None,
+            use_revisions: false,
+            include_stale: false,
+            max_replay_count: 3,
+            force_replay_count: false,
+            canary: 5,
+            canary_rate: 1.0,
+            rate: 10.0,
+            watch: Duration::from_secs(30),
+            max_failed_ratio: 0.2,
+            stale_budget: 100_000,
+        }
+    }
+}
+
+impl Options {
+    /// As stored with the replay (for `replays show` and `--resume`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "to": self.to.as_ref().map(target_json),
+            "use_revisions": self.use_revisions,
+            "include_stale": self.include_stale,
+            "max_replay_count": self.max_replay_count,
+            "force_replay_count": self.force_replay_count,
+            "canary": self.canary,
+            "canary_rate": self.canary_rate,
+            "rate": self.rate,
+            "watch_s": self.watch.as_secs_f64(),
+            "max_failed_ratio": self.max_failed_ratio,
+        })
+    }
+
+    /// Back from [`Options::to_json`]; missing fields take their defaults.
+    pub fn from_json(v: &serde_json::Value) -> Options {
+        let d = Options::default();
+        let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
+        let b = |k: &str, dflt: bool| v.get(k).and_then(|x| x.as_bool()).unwrap_or(dflt);
+        Options {
+            to: v.get("to").and_then(target_from_json),
+            use_revisions: b("use_revisions", d.use_revisions),
+            include_stale: b("include_stale", d.include_stale),
+            max_replay_count: f("max_replay_count").map_or(d.max_replay_count, |x| x as u32),
+            force_replay_count: b("force_replay_count", d.force_replay_count),
+            canary: f("canary").map_or(d.canary, |x| x as usize),
+            canary_rate: f("canary_rate").unwrap_or(d.canary_rate),
+            rate: f("rate").unwrap_or(d.rate),
+            watch: f("watch_s").map_or(d.watch, Duration::from_secs_f64),
+            max_failed_ratio: f("max_failed_ratio").unwrap_or(d.max_failed_ratio),
+            stale_budget: d.stale_budget,
+        }
+    }
+}
+
+pub fn target_json(t: &Target) -> serde_json::Value {
+    match t {
+        Target::Kafka { topic } => serde_json::json!({"kafka": {"topic": topic}}),
+        Target::Amqp {
+            exchange,
+            routing_key,
+        } => serde_json::json!({"amqp": {"exchange": exchange, "routing_key": routing_key}}),
+    }
+}
+
+fn target_from_json(v: &serde_json::Value) -> Option<Target> {
+    if let Some(k) = v.get("kafka") {
+        return Some(Target::Kafka {
+            topic: k.get("topic")?.as_str()?.to_string(),
+        });
+    }
+    let a = v.get("amqp")?;
+    Some(Target::Amqp {
+        exchange: a.get("exchange")?.as_str()?.to_string(),
+        routing_key: a.get("routing_key")?.as_str()?.to_string(),
+    })
+}
+
+/// One letter as the session knows it, ready to plan.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Extracted fields masked (ids, reasons); `raw` as the broker gave it.
+    pub letter: DeadLetter,
+    pub binding: String,
+    /// Where it sits in the DLQ (`topic/p/o`, `queue#n`).
+    pub location: String,
+    /// What settles it after the replay is confirmed (a held RabbitMQ delivery).
+    pub settle: Option<Coords>,
+    pub state: TriageState,
+    /// Confirmed replays of this letter id in the ledger.
+    pub ledger_replays: u32,
+    /// Its latest revision: (number, payload).
+    pub revision: Option<(i64, Vec<u8>)>,
+    /// Masked payload preview, for the dry-run's sample.
+    pub preview: String,
+    /// The same of its latest revision.
+    pub revision_preview: Option<String>,
+}
+
+/// One letter the engine will send.
+#[derive(Debug, Clone)]
+pub struct Item {
+    /// Position in the plan (the journal's key); kept across `--resume`.
+    pub seq: u32,
+    pub letter_id: String,
+    pub binding: String,
+    pub location: String,
+    pub settle: Option<Coords>,
+    /// Record key (Kafka): one key's letters are sent one at a time, in order.
+    pub key: Option<Vec<u8>>,
+    pub message_id: Option<String>,
+    pub group: String,
+    pub revision: Option<i64>,
+    pub outgoing: Outgoing,
+}
+
+/// Why a letter is not in the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Why {
+    Discarded,
+    AlreadyReplayed,
+    ReplayCount,
+    NoTarget,
+    Stale,
+}
+
+impl Why {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::Discarded => "discarded",
+            Why::AlreadyReplayed => "already-replayed",
+            Why::ReplayCount => "replay-count",
+            Why::NoTarget => "no-target",
+            Why::Stale => "stale-key",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Why::Discarded => "discarded (a recorded decision)",
+            Why::AlreadyReplayed => "already replayed (its copy was confirmed by the broker)",
+            Why::ReplayCount => "replayed too often already (--force-replay-count to send)",
+            Why::NoTarget => "no known target (no origin in its headers: use --to)",
+            Why::Stale => "stale key: the origin partition has a newer record with the same key (--include-stale to send)",
+        }
+    }
+}
+
+/// A warning with how many letters it concerns and a few examples (letter ids).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub kind: &'static str,
+    pub message: String,
+    pub count: usize,
+    pub examples: Vec<String>,
+}
+
+/// How the stale-key check went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StaleCheck {
+    /// Letters checked against their origin partition.
+    pub checked: usize,
+    pub stale: usize,
+    /// Letters whose partition was read only in part (budget): not known to be fresh.
+    pub partial: usize,
+    /// Kafka letters with a key but no origin partition/offset in their headers.
+    pub unchecked: usize,
+    pub errors: Vec<String>,
+}
+
+/// A replay plan: the dry-run.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub id: String,
+    pub source: String,
+    pub options: Options,
+    pub items: Vec<Item>,
+    pub excluded: Vec<(String, Why)>,
+    pub warnings: Vec<Warning>,
+    /// Letters by (reason group, target).
+    pub breakdown: BTreeMap<(String, String), usize>,
+    pub stale: StaleCheck,
+    /// (letter id, group, target, masked preview) of the first few.
+    pub sample: Vec<(String, String, String, String)>,
+}
+
+impl Plan {
+    /// Seconds to send everything at the chosen rates (canary, watch, ramp).
+    pub fn estimate(&self) -> Duration {
+        let n = self.items.len();
+        let canary = self.options.canary.min(n);
+        let rest = n - canary;
+        let secs = canary as f64 / self.options.canary_rate.max(0.001)
+            + if canary > 0 {
+                self.options.watch.as_secs_f64()
+            } else {
+                0.0
+            }
+            + rest as f64 / self.options.rate.max(0.001)
+            + self.options.watch.as_secs_f64();
+        Duration::from_secs_f64(secs)
+    }
+
+    /// (seq, letter id, binding, location) of every letter, as the journal records them.
+    pub fn journal_rows(&self) -> Vec<(u32, &str, &str, &str)> {
+        self.items
+            .iter()
+            .map(|i| {
+                (
+                    i.seq,
+                    i.letter_id.as_str(),
+                    i.binding.as_str(),
+                    i.location.as_str(),
+                )
+            })
+            .collect()
+    }
+
+    /// Excluded letters counted by reason.
+    pub fn excluded_counts(&self) -> BTreeMap<Why, usize> {
+        let mut m = BTreeMap::new();
+        for (_, w) in &self.excluded {
+            *m.entry(*w).or_insert(0) += 1;
+        }
+        m
+    }
+}
+
+/// What planning needs beyond the candidates.
+pub struct Context<'a, 'o> {
+    pub id: String,
+    pub source: String,
+    pub actor: String,
+    pub mappings: &'a [UserMapping],
+    /// The source's broker: a target must be on it.
+    pub kafka_source: bool,
+    /// Origin partitions for the stale-key check (Kafka).
+    pub origin_log: Option<&'o mut dyn OriginLog>,
+    /// `--resume`: the seq each (letter id, binding) had in the plan it continues.
+    pub seqs: Option<&'a HashMap<(String, String), u32>>,
+}
+
+const EXAMPLES: usize = 3;
+
+/// The letter's origin, read again from its raw bytes (the candidate's extracted fields
+/// are masked for display; a target must be exact).
+fn origin_of(c: &Candidate, mappings: &[UserMapping]) -> Option<Origin> {
+    extract(c.letter.raw.clone(), mappings)
+        .failure
+        .origin
+        .map(|o| o.value)
+}
+
+fn target_of(origin: &Origin, kafka: bool) -> Option<Target> {
+    match (origin, kafka) {
+        (Origin::Kafka { topic, .. }, true) => Some(Target::Kafka {
+            topic: topic.clone(),
+        }),
+        (
+            Origin::Amqp {
+                exchange,
+                routing_keys,
+                queue,
+            },
+            false,
+        ) => match (routing_keys.first(), queue) {
+            (Some(rk), _) => Some(Target::Amqp {
+                exchange: exchange.clone(),
+                routing_key: rk.clone(),
+            }),
+            (None, Some(q)) => Some(Target::Amqp {
+                exchange: String::new(),
+                routing_key: q.clone(),
+            }),
+            (None, None) => None,
+        },
+        (Origin::Endpoint(e), true) => Some(Target::Kafka { topic: e.clone() }),
+        (Origin::Endpoint(e), false) => Some(Target::Amqp {
+            exchange: String::new(),
+            routing_key: e.clone(),
+        }),
+        _ => None,
+    }
+}
+
+/// Headers of the replayed copy: death headers out, replay stamps in, the rest kept.
+fn replay_headers(c: &Candidate, id: &str, actor: &str, count: u32, kafka: bool) -> Vec<Header> {
+    let mut h: Vec<Header> = c
+        .letter
+        .raw
+        .headers
+        .iter()
+        .filter(|h| !stripped(&h.name))
+        .cloned()
+        .collect();
+    let count = if kafka {
+        HeaderValue::text(&count.to_string())
+    } else {
+        HeaderValue::Int(i64::from(count))
+    };
+    h.push(Header::new("x-dlq-replay-id", HeaderValue::text(id)));
+    h.push(Header::new("x-dlq-replay-count", count));
+    h.push(Header::new("x-dlq-replayed-by", HeaderValue::text(actor)));
+    h.push(Header::new(
+        "x-dlq-replayed-from",
+        HeaderValue::text(&c.location),
+    ));
+    h
+}
+
+/// When a letter first happened, for ordering (ms): event time, first failure, then
+/// the dead-lettering.
+fn when(l: &DeadLetter) -> i64 {
+    l.event
+        .occurred_at
+        .as_ref()
+        .or(l.failure.first_failed_at.as_ref())
+        .or(l.dead_lettered_at.as_ref())
+        .map(|t| t.value.timestamp_millis())
+        .or(l.raw.timestamp.map(|t| t.timestamp_millis()))
+        .unwrap_or(i64::MAX)
+}
+
+fn dlq_position(l: &DeadLetter) -> (String, i64, i64) {
+    match &l.raw.coords {
+        Some(Coords::Kafka {
+            topic,
+            partition,
+            offset,
+        }) => (topic.clone(), i64::from(*partition), *offset),
+        Some(Coords::Amqp {
+            queue,
+            position,
+            stream_offset,
+            ..
+        }) => (
+            queue.clone(),
+            0,
+            stream_offset.unwrap_or(i64::try_from(*position).unwrap_or(i64::MAX)),
+        ),
+        None => (String::new(), 0, 0),
+    }
+}
+
+struct Draft {
+    c: Candidate,
+    origin: Option<Origin>,
+    target: Option<Target>,
+}
+
+fn warn(warnings: &mut Vec<Warning>, kind: &'static str, message: String, ids: &[&str]) {
+    if ids.is_empty() {
+        return;
+    }
+    warnings.push(Warning {
+        kind,
+        message,
+        count: ids.len(),
+        examples: ids.iter().take(EXAMPLES).map(|s| s.to_string()).collect(),
+    });
+}
+
+fn refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Build the plan. Letters stay in their original order per key (origin offset when
+/// known, else when they happened); exclusions and warnings say why.
+pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Plan {
+    let Context {
+        id,
+        source,
+        actor,
+        mappings,
+        kafka_source,
+        origin_log,
+        seqs,
+    } = ctx;
+    let mut excluded = Vec::new();
+    let mut warnings = Vec::new();
+    let mut drafts: Vec<Draft> = Vec::new();
+    let (mut replayed_before, mut over_limit) = (Vec::new(), Vec::new());
+    for c in cands {
+        let why = match c.state {
+            TriageState::Discarded => Some(Why::Discarded),
+            TriageState::Replayed | TriageState::Replaying | TriageState::Resolved => {
+                Some(Why::AlreadyReplayed)
+            }
+            _ => None,
+        };
+        if let Some(w) = why {
+            excluded.push((c.letter.id.value.0.clone(), w));
+            continue;
+        }
+        let count = c.letter.replay_count.max(c.ledger_replays);
+        if count > 0 {
+            replayed_before.push(c.letter.id.value.0.clone());
+        }
+        if count >= opts.max_replay_count && !opts.force_replay_count {
+            over_limit.push(c.letter.id.value.0.clone());
+            excluded.push((c.letter.id.value.0.clone(), Why::ReplayCount));
+            continue;
+        }
+        let origin = origin_of(&c, mappings);
+        let target = opts
+            .to
+            .clone()
+            .or_else(|| origin.as_ref().and_then(|o| target_of(o, kafka_source)));
+        drafts.push(Draft { c, origin, target });
+    }
+    warn(
+        &mut warnings,
+        "replayed-before",
+        "replayed before (x-dlq-replay-count or the ledger)".into(),
+        &refs(&replayed_before),
+    );
+    warn(
+        &mut warnings,
+        "replay-count",
+        format!(
+            "refused: replayed {} or more times already (--force-replay-count to send)",
+            opts.max_replay_count
+        ),
+        &refs(&over_limit),
+    );
+    // No target.
+    let (mut keep, lost): (Vec<Draft>, Vec<Draft>) =
+        drafts.into_iter().partition(|d| d.target.is_some());
+    let lost_ids: Vec<String> = lost.iter().map(|d| d.c.letter.id.value.0.clone()).collect();
+    warn(
+        &mut warnings,
+        "no-target",
+        "no known target: their headers name no origin (use --to)".into(),
+        &refs(&lost_ids),
+    );
+    excluded.extend(lost_ids.into_iter().map(|i| (i, Why::NoTarget)));
+    // Stale keys (Kafka origins only).
+    let stale = match origin_log {
+        Some(log) if kafka_source && opts.to.is_none() => check_stale(&keep, log, opts),
+        _ => (StaleCheck::default(), HashSet::new()),
+    };
+    let (stale_check, stale_idx) = stale;
+    let stale_ids: Vec<String> = keep
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| stale_idx.contains(i))
+        .map(|(_, d)| d.c.letter.id.value.0.clone())
+        .collect();
+    if opts.include_stale {
+        warn(
+            &mut warnings,
+            "stale-key",
+            "stale keys INCLUDED (--include-stale): the origin partition already has a newer record with the same key; replaying the old event can undo a newer state".into(),
+            &refs(&stale_ids),
+        );
+    } else {
+        warn(
+            &mut warnings,
+            "stale-key",
+            "excluded, stale keys: the origin partition already has a newer record with the same key (--include-stale to send)".into(),
+            &refs(&stale_ids),
+        );
+        let mut i = 0;
+        keep.retain(|_| {
+            i += 1;
+            !stale_idx.contains(&(i - 1))
+        });
+        excluded.extend(stale_ids.iter().map(|i| (i.clone(), Why::Stale)));
+    }
+    if stale_check.partial > 0 {
+        warnings.push(Warning {
+            kind: "stale-check-partial",
+            message: format!(
+                "the stale-key check read at most {} records per origin partition: {} letters were not fully checked",
+                opts.stale_budget, stale_check.partial
+            ),
+            count: stale_check.partial,
+            examples: Vec::new(),
+        });
+    }
+    if stale_check.unchecked > 0 {
+        warnings.push(Warning {
+            kind: "stale-check-unavailable",
+            message: "keyed letters without an origin partition and offset in their headers: not checked for staleness".into(),
+            count: stale_check.unchecked,
+            examples: Vec::new(),
+        });
+    }
+    for e in &stale_check.errors {
+        warnings.push(Warning {
+            kind: "stale-check-error",
+            message: format!("the stale-key check failed: {e}"),
+            count: 0,
+            examples: Vec::new(),
+        });
+    }
+    order(&mut keep);
+    // Keys with several letters.
+    let mut per_key: HashMap<&[u8], Vec<&str>> = HashMap::new();
+    for d in &keep {
+        if let Some(k) = d.c.letter.raw.key.as_deref() {
+            per_key
+                .entry(k)
+                .or_default()
+                .push(d.c.letter.id.value.0.as_str());
+        }
+    }
+    let multi: Vec<&str> = per_key
+        .values()
+        .filter(|v| v.len() > 1)
+        .flat_map(|v| v.iter().copied())
+        .collect();
+    if !multi.is_empty() {
+        let keys = per_key.values().filter(|v| v.len() > 1).count();
+        warnings.push(Warning {
+            kind: "same-key",
+            message: format!("{keys} keys have several letters: each key's letters go one at a time, in their original order"),
+            count: multi.len(),
+            examples: multi.iter().take(EXAMPLES).map(|s| s.to_string()).collect(),
+        });
+    }
+    // Revisions.
+    let with_rev: Vec<&str> = keep
+        .iter()
+        .filter(|d| d.c.revision.is_some())
+        .map(|d| d.c.letter.id.value.0.as_str())
+        .collect();
+    let rev_msg = if opts.use_revisions {
+        "their latest revision is sent instead of the original payload".to_string()
+    } else {
+        "have revisions that will NOT be used (--use-revisions sends the latest)".to_string()
+    };
+    warn(&mut warnings, "revisions", rev_msg, &with_rev);
+    // Items.
+    let mut items = Vec::with_capacity(keep.len());
+    let mut breakdown = BTreeMap::new();
+    let mut sample = Vec::new();
+    let mut next_seq = seqs.map_or(0, |s| s.values().max().map_or(0, |m| m + 1));
+    for (n, d) in keep.into_iter().enumerate() {
+        let Draft { c, target, .. } = d;
+        let Some(target) = target else { continue };
+        let count = c.letter.replay_count.max(c.ledger_replays) + 1;
+        let (payload, revision) = match (&c.revision, opts.use_revisions) {
+            (Some((n, p)), true) => (p.clone(), Some(*n)),
+            _ => (c.letter.raw.payload.clone(), None),
+        };
+        let outgoing = Outgoing {
+            target: target.clone(),
+            key: c.letter.raw.key.clone(),
+            headers: replay_headers(&c, &id, &actor, count, kafka_source),
+            properties: c
+                .letter
+                .raw
+                .properties
+                .iter()
+                .filter(|(k, _)| !DELIVERY_FACTS.contains(&k.as_str()))
+                .cloned()
+                .collect(),
+            payload,
+        };
+        let group = c.letter.reason_code().to_string();
+        *breakdown
+            .entry((group.clone(), target.to_string()))
+            .or_insert(0) += 1;
+        if sample.len() < EXAMPLES {
+            let preview = match (&c.revision_preview, revision) {
+                (Some(p), Some(n)) => format!("(revision {n}) {p}"),
+                _ => c.preview.clone(),
+            };
+            sample.push((
+                c.letter.id.value.0.clone(),
+                group.clone(),
+                target.to_string(),
+                preview,
+            ));
+        }
+        let seq = match seqs.and_then(|s| s.get(&(c.letter.id.value.0.clone(), c.binding.clone())))
+        {
+            Some(s) => *s,
+            None if seqs.is_some() => {
+                next_seq += 1;
+                next_seq - 1
+            }
+            None => u32::try_from(n).unwrap_or(u32::MAX),
+        };
+        items.push(Item {
+            seq,
+            letter_id: c.letter.id.value.0.clone(),
+            binding: c.binding,
+            location: c.location,
+            settle: c.settle,
+            key: c.letter.raw.key.clone(),
+            message_id: c.letter.event.message_id.as_ref().map(|m| m.value.clone()),
+            group,
+            revision,
+            outgoing,
+        });
+    }
+    Plan {
+        id,
+        source,
+        options: opts.clone(),
+        items,
+        excluded,
+        warnings,
+        breakdown,
+        stale: stale_check,
+        sample,
+    }
+}
+
+/// Original order: by when each letter happened, then per key by origin offset (the
+/// key's true order on its partition) where every letter of the key has one.
+fn order(ds: &mut [Draft]) {
+    ds.sort_by_key(|d| (when(&d.c.letter), dlq_position(&d.c.letter)));
+    let mut slots: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+    for (i, d) in ds.iter().enumerate() {
+        if let Some(k) = &d.c.letter.raw.key {
+            slots.entry(k.clone()).or_default().push(i);
+        }
+    }
+    for idx in slots.values().filter(|v| v.len() > 1) {
+        let offsets: Option<Vec<i64>> = idx.iter().map(|&i| origin_offset(&ds[i])).collect();
+        let Some(offsets) = offsets else { continue };
+        let mut by: Vec<(i64, usize)> = offsets.into_iter().zip(idx.iter().copied()).collect();
+        by.sort();
+        // Permute the key's drafts into the slots it already holds.
+        let moved: Vec<Draft> = by
+            .iter()
+            .map(|&(_, i)| Draft {
+                c: ds[i].c.clone(),
+                origin: ds[i].origin.clone(),
+                target: ds[i].target.clone(),
+            })
+            .collect();
+        for (slot, d) in idx.iter().zip(moved) {
+            ds[*slot] = d;
+        }
+    }
+}
+
+fn origin_offset(d: &Draft) -> Option<i64> {
+    match &d.origin {
+        Some(Origin::Kafka { offset, .. }) => *offset,
+        _ => None,
+    }
+}
+
+/// A letter to check: its index, origin offset and key.
+type Keyed = (usize, i64, Vec<u8>);
+
+/// Read each origin partition once from the oldest letter's offset: a letter is stale
+/// when its key has a newer record there.
+fn check_stale(
+    ds: &[Draft],
+    log: &mut dyn OriginLog,
+    opts: &Options,
+) -> (StaleCheck, HashSet<usize>) {
+    let mut check = StaleCheck::default();
+    let mut by_part: BTreeMap<(String, i32), Vec<Keyed>> = BTreeMap::new();
+    for (i, d) in ds.iter().enumerate() {
+        let Some(key) = d.c.letter.raw.key.clone() else {
+            continue;
+        };
+        match &d.origin {
+            Some(Origin::Kafka {
+                topic,
+                partition: Some(p),
+                offset: Some(o),
+            }) => by_part
+                .entry((topic.clone(), *p))
+                .or_default()
+                .push((i, *o, key)),
+            _ => check.unchecked += 1,
+        }
+    }
+    let mut stale = HashSet::new();
+    for ((topic, p), letters) in by_part {
+        let from = letters.iter().map(|l| l.1).min().unwrap_or(0) + 1;
+        let keys: HashSet<Vec<u8>> = letters.iter().map(|l| l.2.clone()).collect();
+        // The letters' own originals are not "newer records": they failed too.
+        let own: HashSet<i64> = letters.iter().map(|l| l.1).collect();
+        let scan: KeyScan = match log.newest_by_key(&topic, p, from, &keys, &own, opts.stale_budget)
+        {
+            Ok(s) => s,
+            Err(e) => {
+                check.errors.push(format!("{topic}/{p}: {e}"));
+                check.unchecked += letters.len();
+                continue;
+            }
+        };
+        for (i, offset, key) in letters {
+            check.checked += 1;
+            match scan.newest.get(&key) {
+                Some(&newer) if newer > offset => {
+                    check.stale += 1;
+                    stale.insert(i);
+                }
+                _ if !scan.complete => check.partial += 1,
+                _ => {}
+            }
+        }
+    }
+    (check, stale)
+}

@@ -1,0 +1,404 @@
+//! Compact per-letter metadata for incident-scale DLQs (1,000,000 letters).
+//!
+//! Each letter is one fixed-size [`Row`] (repeated strings interned as [`Sym`]s) plus its
+//! id, key and masked preview in one shared byte arena. Payload bytes are not kept here:
+//! sources re-fetch them by coordinates when a view needs them.
+
+use crate::model::{BodyKind, Coords, DeadLetter, TriageState};
+
+/// An interned string. `0` is the empty string, used for "unknown".
+pub type Sym = u32;
+
+/// Row index in the store.
+pub type RowId = u32;
+
+/// Repeated strings of a scan (reason codes, versions, topics), each stored once.
+///
+/// Hashed with foldhash, not SipHash: this lookup runs for every field of every letter.
+/// The keys are letter content, so an attacker could choose them, but foldhash is seeded
+/// per process at random and the hashes never leave the process, so colliding keys cannot
+/// be computed offline; and the strings interned here are the grouping fields (at most a
+/// few distinct values per letter), not a server's request keys.
+#[derive(Default, Debug)]
+pub struct Interner {
+    map: foldhash::HashMap<Box<str>, Sym>,
+    names: Vec<Box<str>>,
+}
+
+impl Interner {
+    pub fn new() -> Self {
+        let mut i = Interner::default();
+        i.intern("");
+        i
+    }
+
+    pub fn intern(&mut self, s: &str) -> Sym {
+        if let Some(&id) = self.map.get(s) {
+            return id;
+        }
+        let id = self.names.len() as Sym;
+        self.names.push(s.into());
+        self.map.insert(s.into(), id);
+        id
+    }
+
+    pub fn get(&self, s: &str) -> Option<Sym> {
+        self.map.get(s).copied()
+    }
+
+    pub fn resolve(&self, sym: Sym) -> &str {
+        self.names.get(sym as usize).map_or("", |s| s)
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Approximate heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.names
+            .iter()
+            .map(|s| 2 * s.len() + 2 * 16 + 8)
+            .sum::<usize>()
+            + self.map.capacity() * (16 + 4 + 1)
+    }
+}
+
+/// Sentinel for an unknown timestamp.
+pub const NO_TIME: i64 = i64::MIN;
+
+/// One letter's metadata. Kept `Copy` and small: 80 bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    /// dead_lettered_at, epoch milliseconds, or [`NO_TIME`].
+    pub at_ms: i64,
+    pub reason: Sym,
+    pub version: Sym,
+    pub event: Sym,
+    pub schema: Sym,
+    pub origin: Sym,
+    pub consumer: Sym,
+    pub exception: Sym,
+    /// Topic or queue the letter sits in.
+    pub container: Sym,
+    /// Kafka offset, or AMQP browse position / stream offset.
+    pub offset: i64,
+    /// Offset of `id ‖ key ‖ preview` in the arena.
+    pub text_at: u64,
+    pub partition: i32,
+    pub id_len: u16,
+    pub key_len: u16,
+    pub preview_len: u16,
+    pub attempt: u16,
+    pub replay_count: u8,
+    pub state: TriageState,
+    pub body: BodyKind,
+    /// Content digest for letters without a stable position (RabbitMQ queues), else 0:
+    /// what binds a ledger decision to this exact letter (`binding`).
+    pub fp: u64,
+}
+
+/// The letters of one scan.
+#[derive(Debug)]
+pub struct LetterStore {
+    rows: Vec<Row>,
+    arena: Vec<u8>,
+    pub syms: Interner,
+}
+
+impl Default for LetterStore {
+    fn default() -> Self {
+        LetterStore {
+            rows: Vec::new(),
+            arena: Vec::new(),
+            syms: Interner::new(),
+        }
+    }
+}
+
+/// Longest id/key kept in the arena; longer ones are cut (with `…`).
+const MAX_TEXT: usize = 512;
+
+fn capped(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut at = max;
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    &s[..at]
+}
+
+impl LetterStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn row(&self, id: RowId) -> Option<&Row> {
+        self.rows.get(id as usize)
+    }
+
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+}
+
+/// The value of an optional extracted text field, or "".
+fn text(o: &Option<crate::model::Sourced<String>>) -> &str {
+    o.as_ref().map_or("", |s| s.value.as_str())
+}
+
+impl LetterStore {
+    /// Add a letter with its already-masked preview; returns its row id.
+    pub fn push(&mut self, dl: &DeadLetter, masked_preview: &str) -> RowId {
+        let fp = crate::decisions::content_fp(&dl.raw);
+        self.push_with_fp(dl, masked_preview, fp)
+    }
+
+    /// `push` with the content digest already computed (`Prepared::fp`).
+    pub fn push_with_fp(
+        &mut self,
+        dl: &DeadLetter,
+        masked_preview: &str,
+        fp: Option<u64>,
+    ) -> RowId {
+        let f = &dl.failure;
+        let e = &dl.event;
+        let reason = self.syms.intern(dl.reason_code());
+        let version = self.syms.intern(text(&f.consumer_version));
+        let event = self.syms.intern(text(&e.event_type));
+        let schema = self.syms.intern(text(&e.schema_version));
+        let origin_label = f
+            .origin
+            .as_ref()
+            .map(|o| o.value.label())
+            .unwrap_or_default();
+        let origin = self.syms.intern(&origin_label);
+        let consumer = self.syms.intern(text(&f.consumer));
+        let exception_short = f
+            .exception_type
+            .as_ref()
+            .map_or("", |t| crate::fingerprint::short_type(&t.value));
+        let exception = self.syms.intern(exception_short);
+        let (container, partition, offset) = match &dl.raw.coords {
+            Some(Coords::Kafka {
+                topic,
+                partition,
+                offset,
+            }) => (self.syms.intern(topic), *partition, *offset),
+            Some(Coords::Amqp {
+                queue,
+                position,
+                stream_offset,
+                ..
+            }) => (
+                self.syms.intern(queue),
+                -1,
+                stream_offset.unwrap_or(*position as i64),
+            ),
+            None => (0, -1, -1),
+        };
+        let id = capped(&dl.id.value.0, MAX_TEXT);
+        let key_lossy = dl
+            .raw
+            .key
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let key = capped(&key_lossy, MAX_TEXT);
+        let preview = capped(masked_preview, u16::MAX as usize);
+        let text_at = self.arena.len() as u64;
+        self.arena.extend_from_slice(id.as_bytes());
+        self.arena.extend_from_slice(key.as_bytes());
+        self.arena.extend_from_slice(preview.as_bytes());
+        let row = Row {
+            at_ms: dl
+                .dead_lettered_at
+                .as_ref()
+                .map_or(NO_TIME, |t| t.value.timestamp_millis()),
+            reason,
+            version,
+            event,
+            schema,
+            origin,
+            consumer,
+            exception,
+            container,
+            offset,
+            text_at,
+            partition,
+            id_len: id.len() as u16,
+            key_len: key.len() as u16,
+            preview_len: preview.len() as u16,
+            attempt: f
+                .attempt
+                .as_ref()
+                .map_or(0, |a| a.value.min(u16::MAX as u32) as u16),
+            replay_count: dl.replay_count.min(255) as u8,
+            state: TriageState::Open,
+            body: dl.body,
+            fp: fp.unwrap_or(0),
+        };
+        self.rows.push(row);
+        (self.rows.len() - 1) as RowId
+    }
+
+    fn slice(&self, at: u64, len: u16) -> &str {
+        let start = at as usize;
+        let bytes = self
+            .arena
+            .get(start..start + len as usize)
+            .unwrap_or_default();
+        // Written from &str slices cut on char boundaries: always valid UTF-8.
+        std::str::from_utf8(bytes).unwrap_or("")
+    }
+
+    pub fn id(&self, r: &Row) -> &str {
+        self.slice(r.text_at, r.id_len)
+    }
+
+    pub fn key(&self, r: &Row) -> &str {
+        self.slice(r.text_at + u64::from(r.id_len), r.key_len)
+    }
+
+    pub fn preview(&self, r: &Row) -> &str {
+        self.slice(
+            r.text_at + u64::from(r.id_len) + u64::from(r.key_len),
+            r.preview_len,
+        )
+    }
+
+    pub fn sym(&self, s: Sym) -> &str {
+        self.syms.resolve(s)
+    }
+
+    /// Where the letter sits, as `topic/partition/offset` or `queue#position`.
+    pub fn coords_label(&self, r: &Row) -> String {
+        let c = self.sym(r.container);
+        if r.partition >= 0 {
+            format!("{c}/{}/{}", r.partition, r.offset)
+        } else if c.is_empty() {
+            String::new()
+        } else {
+            format!("{c}#{}", r.offset)
+        }
+    }
+
+    /// The exact-letter binding of a row, as `core::decisions::binding` renders it.
+    pub fn binding(&self, r: &Row) -> String {
+        let c = self.sym(r.container);
+        if r.fp != 0 {
+            crate::decisions::content_label(r.fp)
+        } else if r.partition >= 0 {
+            format!("at:{c}/{}/{}", r.partition, r.offset)
+        } else {
+            format!("at:{c}@{}", r.offset)
+        }
+    }
+
+    /// Release growth slack (Vec doubling) once the initial scan is complete.
+    pub fn shrink_to_fit(&mut self) {
+        self.rows.shrink_to_fit();
+        self.arena.shrink_to_fit();
+    }
+
+    /// The source's estimate of how many letters the scan will hold (Kafka watermarks,
+    /// a queue's count): room is made once, so a million-letter scan does not double its
+    /// vectors (and hold old and new copies at once) twenty times on the way. Capped, and
+    /// the arena sized from what letters took so far, so a wild estimate cannot reserve
+    /// absurd amounts; `shrink_to_fit` gives back what was not used.
+    pub fn expect(&mut self, total: u64) {
+        const MOST: u64 = 16_000_000;
+        let total = usize::try_from(total.min(MOST)).unwrap_or(0);
+        let more = total.saturating_sub(self.rows.len());
+        if more == 0 || self.rows.capacity() - self.rows.len() >= more {
+            return;
+        }
+        // Not `reserve_exact`: an estimate that grows as partitions report in still
+        // grows the vectors geometrically.
+        self.rows.reserve(more);
+        if self.rows.len() >= 1_000 {
+            let per_letter = self.arena.len() / self.rows.len() + 1;
+            self.arena.reserve(more.saturating_mul(per_letter));
+        }
+    }
+
+    pub fn set_state(&mut self, id: RowId, state: TriageState) {
+        if let Some(r) = self.rows.get_mut(id as usize) {
+            r.state = state;
+        }
+    }
+
+    /// Rows whose id (or coordinates) equals `needle`, newest first.
+    pub fn find(&self, needle: &str) -> Vec<RowId> {
+        let mut hits: Vec<RowId> = self
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| self.id(r) == needle || self.coords_label(r) == needle)
+            .map(|(i, _)| i as RowId)
+            .collect();
+        hits.sort_by_key(|&i| std::cmp::Reverse(self.rows[i as usize].at_ms));
+        hits
+    }
+
+    /// Heap bytes held for letter metadata (rows, arena, interner), for the memory budget.
+    pub fn heap_bytes(&self) -> usize {
+        self.rows.capacity() * std::mem::size_of::<Row>()
+            + self.arena.capacity()
+            + self.syms.heap_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_stays_small() {
+        assert!(
+            std::mem::size_of::<Row>() <= 80,
+            "{}",
+            std::mem::size_of::<Row>()
+        );
+    }
+
+    #[test]
+    fn interner_dedups_and_zero_is_empty() {
+        let mut i = Interner::new();
+        assert_eq!(i.intern(""), 0);
+        let a = i.intern("x");
+        assert_eq!(i.intern("x"), a);
+        assert_eq!(i.resolve(a), "x");
+        assert_eq!(i.resolve(999), "");
+    }
+
+    #[test]
+    fn an_estimate_makes_room_once_and_a_wild_one_is_capped() {
+        let mut s = LetterStore::new();
+        s.expect(100_000);
+        assert!(s.rows.capacity() >= 100_000);
+        let cap = s.rows.capacity();
+        s.expect(50_000); // less than there is room for: nothing to do
+        assert_eq!(s.rows.capacity(), cap);
+        // A watermark of a compacted topic can be huge; a reservation never is.
+        let mut wild = LetterStore::new();
+        wild.expect(u64::MAX);
+        assert!(wild.rows.capacity() <= 32_000_000);
+        wild.shrink_to_fit();
+        assert_eq!(wild.rows.capacity(), 0);
+    }
+}

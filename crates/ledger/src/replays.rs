@@ -1,0 +1,376 @@
+//! The replay journal: a replay's plan, each letter's state and the stop reason, every
+//! step in the audit chain. A letter is `planned`, then `sending` (written before the
+//! publish starts), then `confirmed` (the broker confirmed it: a `replay` decision binds
+//! the DLQ copy) and `settled` (RabbitMQ acked it; Kafka: in the ledger at once), or
+//! `refused` (the broker would not take it: the DLQ copy stays), `held-back` (an earlier
+//! letter of its key was not replayed) or `failed-again` (it came back to the DLQ).
+
+use super::{Ledger, RowProblem};
+use dlq_core::journal::{
+    AuditEntry, ConfirmedLetter, Decision, JournalError, PlannedItem, ReplayItemRow, ReplayRow,
+};
+use rusqlite::{params, OptionalExtension};
+use std::collections::HashMap;
+
+impl Ledger {
+    /// Record a replay's start: its row, every planned letter and the `replay-start`
+    /// entry, in one transaction.
+    pub fn replay_start(
+        &mut self,
+        id: &str,
+        source: &str,
+        target: &str,
+        detail: &serde_json::Value,
+        items: &[PlannedItem<'_>],
+    ) -> Result<AuditEntry, JournalError> {
+        self.write(|l, tx| {
+            let entry = l
+                .audit_in(tx, "replay-start", id, &detail.to_string())
+                .map_err(|e| l.err(e))?;
+            tx.execute(
+                "INSERT INTO replays (id, source, target, actor, started_at, state, detail) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+                params![id, source, target, l.actor, entry.at, detail.to_string()],
+            )
+            .map_err(|e| l.err(e))?;
+            let mut st = tx
+                .prepare("INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')")
+                .map_err(|e| l.err(e))?;
+            for (seq, letter_id, binding, location) in items {
+                st.execute(params![id, seq, letter_id, binding, location])
+                    .map_err(|e| l.err(e))?;
+            }
+            Ok(entry)
+        })
+    }
+
+    /// `--resume`: the replay runs again (audited); letters new to it are added.
+    pub fn replay_resume(
+        &mut self,
+        id: &str,
+        detail: &serde_json::Value,
+        added: &[PlannedItem<'_>],
+    ) -> Result<(), JournalError> {
+        self.write(|l, tx| {
+            l.audit_in(tx, "replay-resume", id, &detail.to_string())
+                .map_err(|e| l.err(e))?;
+            // The pace may have been changed for the rest of the run: keep the latest.
+            let old: String = tx
+                .query_row("SELECT detail FROM replays WHERE id = ?1", params![id], |r| {
+                    r.get(0)
+                })
+                .map_err(|e| l.err(e))?;
+            let mut row: serde_json::Value = serde_json::from_str(&old).unwrap_or_default();
+            if let (Some(o), Some(opts)) = (row.as_object_mut(), detail.get("options")) {
+                o.insert("options".into(), opts.clone());
+                o.insert("pid".into(), detail.get("pid").cloned().unwrap_or_default());
+            }
+            tx.execute(
+                "UPDATE replays SET state = 'running', detail = ?2 WHERE id = ?1",
+                params![id, row.to_string()],
+            )
+            .map_err(|e| l.err(e))?;
+            for (seq, letter_id, binding, location) in added {
+                tx.execute(
+                    "INSERT OR IGNORE INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')",
+                    params![id, seq, letter_id, binding, location],
+                )
+                .map_err(|e| l.err(e))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Letters about to be published (written before the publish starts: one still
+    /// `sending` after a crash is in doubt, and `--resume` sends it again).
+    pub fn replay_sending(&mut self, id: &str, seqs: &[u32]) -> Result<(), JournalError> {
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        self.write(|l, tx| {
+            let detail = serde_json::json!({"seqs": seqs}).to_string();
+            let entry = l
+                .audit_in(tx, "replay-send", id, &detail)
+                .map_err(|e| l.err(e))?;
+            let mut st = tx
+                .prepare("UPDATE replay_items SET state = 'sending', at = ?3 WHERE replay_id = ?1 AND seq = ?2")
+                .map_err(|e| l.err(e))?;
+            for s in seqs {
+                st.execute(params![id, s, entry.at]).map_err(|e| l.err(e))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Letters the broker confirmed: each gets its `replay` decision (binding the DLQ
+    /// copy, so no view offers it again) and audit entry; ledger-only ones are applied
+    /// at once. Returns the decisions, for settling the rest.
+    pub fn replay_confirmed(
+        &mut self,
+        id: &str,
+        source: &str,
+        letters: &[ConfirmedLetter<'_>],
+    ) -> Result<Vec<Decision>, JournalError> {
+        if letters.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(|l, tx| {
+            let reason = format!("replay {id}");
+            let mut out = Vec::with_capacity(letters.len());
+            for c in letters {
+                let detail = serde_json::json!({
+                    "source": source, "binding": c.binding, "coords": c.location,
+                    "reason": reason, "replay": id, "seq": c.seq, "published": c.published,
+                })
+                .to_string();
+                let entry = l
+                    .audit_in(tx, "replay", c.letter_id, &detail)
+                    .map_err(|e| l.err(e))?;
+                tx.prepare_cached(
+                    "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) VALUES (?1, ?2, ?3, ?4, 'replay', ?5, ?6, ?7, ?8)",
+                )
+                .and_then(|mut st| st.execute(
+                    params![source, c.letter_id, c.binding, c.location, reason, l.actor, entry.at, entry.seq],
+                ))
+                .map_err(|e| l.err(e))?;
+                let mut d = Decision {
+                    id: tx.last_insert_rowid(),
+                    source: source.into(),
+                    letter_id: c.letter_id.into(),
+                    coords: Some(c.location.into()),
+                    binding: Some(c.binding.into()),
+                    kind: "replay".into(),
+                    reason: reason.clone(),
+                    actor: l.actor.clone(),
+                    at: entry.at.clone(),
+                    applied_at: None,
+                    audit_seq: entry.seq,
+                };
+                let state = if c.ledger_only {
+                    let detail = serde_json::json!({"decision": d.audit_seq, "source": source, "binding": c.binding, "how": "ledger-only"}).to_string();
+                    let applied = l
+                        .audit_in(tx, "replay-applied", c.letter_id, &detail)
+                        .map_err(|e| l.err(e))?;
+                    tx.execute(
+                        "UPDATE decisions SET applied_at = ?1 WHERE id = ?2",
+                        params![applied.at, d.id],
+                    )
+                    .map_err(|e| l.err(e))?;
+                    d.applied_at = Some(applied.at);
+                    "settled"
+                } else {
+                    "confirmed"
+                };
+                // A copy can come back to the DLQ before its confirm is read: keep that.
+                tx.execute(
+                    "UPDATE replay_items SET state = CASE WHEN state = 'failed-again' THEN state ELSE ?3 END, at = ?4, published = ?5 WHERE replay_id = ?1 AND seq = ?2",
+                    params![id, c.seq, state, entry.at, c.published],
+                )
+                .map_err(|e| l.err(e))?;
+                out.push(d);
+            }
+            Ok(out)
+        })
+    }
+
+    /// The broker settled (acked) a confirmed letter's DLQ copy: the decision is applied
+    /// and the letter `settled` (unless it already failed again), in one transaction.
+    pub fn replay_settled(
+        &mut self,
+        id: &str,
+        seq: u32,
+        decision: &Decision,
+        how: &str,
+    ) -> Result<(), JournalError> {
+        self.write(|l, tx| {
+            let detail = serde_json::json!({"decision": decision.audit_seq, "source": decision.source, "binding": decision.binding, "how": how, "replay": id, "seq": seq}).to_string();
+            let entry = l
+                .audit_in(tx, "replay-applied", &decision.letter_id, &detail)
+                .map_err(|e| l.err(e))?;
+            tx.execute(
+                "UPDATE decisions SET applied_at = ?1 WHERE id = ?2 AND applied_at IS NULL",
+                params![entry.at, decision.id],
+            )
+            .map_err(|e| l.err(e))?;
+            tx.execute(
+                "UPDATE replay_items SET state = 'settled', at = ?3 WHERE replay_id = ?1 AND seq = ?2 AND state = 'confirmed'",
+                params![id, seq, entry.at],
+            )
+            .map_err(|e| l.err(e))?;
+            Ok(())
+        })
+    }
+
+    /// One letter's later state (`refused`, `held-back`, `failed-again`, `planned`),
+    /// audited as `replay-<state>` with `note` (the broker's error, the new DLQ copy).
+    pub fn replay_item(
+        &mut self,
+        id: &str,
+        seq: u32,
+        letter_id: &str,
+        state: &str,
+        note: Option<&str>,
+    ) -> Result<(), JournalError> {
+        self.write(|l, tx| {
+            let detail = serde_json::json!({"replay": id, "seq": seq, "note": note}).to_string();
+            let entry = l
+                .audit_in(tx, &format!("replay-{state}"), letter_id, &detail)
+                .map_err(|e| l.err(e))?;
+            let error = matches!(state, "refused" | "held-back" | "failed-again")
+                .then_some(note)
+                .flatten();
+            tx.execute(
+                "UPDATE replay_items SET state = ?3, at = ?4, error = COALESCE(?5, error) WHERE replay_id = ?1 AND seq = ?2",
+                params![id, seq, state, entry.at, error],
+            )
+            .map_err(|e| l.err(e))?;
+            Ok(())
+        })
+    }
+
+    /// The replay ended (`completed`, `auto-stopped`, `killed`, `failed`): why, and
+    /// its counts.
+    pub fn replay_finish(
+        &mut self,
+        id: &str,
+        state: &str,
+        outcome: &serde_json::Value,
+    ) -> Result<(), JournalError> {
+        self.write(|l, tx| {
+            let detail = serde_json::json!({"state": state, "outcome": outcome}).to_string();
+            l.audit_in(tx, "replay-stop", id, &detail)
+                .map_err(|e| l.err(e))?;
+            let old: String = tx
+                .query_row(
+                    "SELECT detail FROM replays WHERE id = ?1",
+                    params![id],
+                    |r| r.get(0),
+                )
+                .map_err(|e| l.err(e))?;
+            let mut d: serde_json::Value = serde_json::from_str(&old).unwrap_or_default();
+            if let Some(o) = d.as_object_mut() {
+                o.insert("outcome".into(), outcome.clone());
+            }
+            tx.execute(
+                "UPDATE replays SET state = ?2, detail = ?3 WHERE id = ?1",
+                params![id, state, d.to_string()],
+            )
+            .map_err(|e| l.err(e))?;
+            Ok(())
+        })
+    }
+
+    fn replay_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplayRow> {
+        let detail: String = r.get(6)?;
+        Ok(ReplayRow {
+            id: r.get(0)?,
+            source: r.get(1)?,
+            target: r.get(2)?,
+            actor: r.get(3)?,
+            started_at: r.get(4)?,
+            state: r.get(5)?,
+            detail: serde_json::from_str(&detail).unwrap_or_default(),
+        })
+    }
+
+    /// Every replay, newest first.
+    pub fn replays(&self) -> Result<Vec<ReplayRow>, JournalError> {
+        self.conn
+            .prepare("SELECT id, source, target, actor, started_at, state, detail FROM replays ORDER BY started_at DESC, id DESC")
+            .and_then(|mut st| st.query_map([], Self::replay_row)?.collect())
+            .map_err(|e| self.err(e))
+    }
+
+    /// One replay and its letters in plan order.
+    pub fn replay(
+        &self,
+        id: &str,
+    ) -> Result<Option<(ReplayRow, Vec<ReplayItemRow>)>, JournalError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT id, source, target, actor, started_at, state, detail FROM replays WHERE id = ?1",
+                params![id],
+                Self::replay_row,
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else { return Ok(None) };
+        let items = self
+            .conn
+            .prepare("SELECT seq, letter_id, binding, location, state, at, published, error FROM replay_items WHERE replay_id = ?1 ORDER BY seq")
+            .and_then(|mut st| {
+                st.query_map(params![id], |r| {
+                    Ok(ReplayItemRow {
+                        seq: r.get(0)?,
+                        letter_id: r.get(1)?,
+                        binding: r.get(2)?,
+                        location: r.get(3)?,
+                        state: r.get(4)?,
+                        at: r.get(5)?,
+                        published: r.get(6)?,
+                        error: r.get(7)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(|e| self.err(e))?;
+        Ok(Some((row, items)))
+    }
+
+    /// Confirmed replays of each letter id on a source (the replay-count guard).
+    pub fn replay_counts(&self, source: &str) -> Result<HashMap<String, u32>, JournalError> {
+        let rows: Vec<(String, u32)> = self
+            .conn
+            .prepare("SELECT letter_id, COUNT(*) FROM decisions WHERE source = ?1 AND kind = 'replay' GROUP BY letter_id")
+            .and_then(|mut st| st.query_map(params![source], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .map_err(|e| self.err(e))?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// The latest revision of each letter that has one: (number, payload).
+    pub fn latest_revisions(
+        &self,
+        source: &str,
+    ) -> Result<HashMap<String, (i64, Vec<u8>)>, JournalError> {
+        let rows: Vec<(String, i64, Vec<u8>)> = self
+            .conn
+            .prepare("SELECT letter_id, number, payload FROM revisions r WHERE source = ?1 AND number = (SELECT MAX(number) FROM revisions WHERE source = r.source AND letter_id = r.letter_id)")
+            .and_then(|mut st| st.query_map(params![source], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+            .map_err(|e| self.err(e))?;
+        Ok(rows.into_iter().map(|(i, n, p)| (i, (n, p))).collect())
+    }
+
+    /// Every journaled letter past `sending` must have the audit entry that recorded it.
+    pub(super) fn check_replay_items(
+        &self,
+        entries: &[AuditEntry],
+        details: &HashMap<i64, serde_json::Value>,
+    ) -> Result<Option<RowProblem>, JournalError> {
+        let rows: Vec<(String, u32, String, String)> = self
+            .conn
+            .prepare("SELECT replay_id, seq, letter_id, state FROM replay_items WHERE state IN ('confirmed', 'settled', 'failed-again')")
+            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect())
+            .map_err(|e| self.err(e))?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let mut recorded = std::collections::HashSet::new();
+        for e in entries.iter().filter(|e| e.action == "replay") {
+            let d = details.get(&e.seq);
+            let replay = d.and_then(|d| d.get("replay")).and_then(|v| v.as_str());
+            let seq = d.and_then(|d| d.get("seq")).and_then(|v| v.as_u64());
+            if let (Some(r), Some(s)) = (replay, seq) {
+                recorded.insert((r.to_string(), s, e.target.clone()));
+            }
+        }
+        for (replay, seq, letter_id, state) in rows {
+            if !recorded.contains(&(replay.clone(), u64::from(seq), letter_id.clone())) {
+                return Ok(Some(RowProblem(
+                    0,
+                    format!("replay {replay} letter {seq} ({letter_id}) is {state} without the audit entry that confirmed it (the replay_items table was edited)"),
+                )));
+            }
+        }
+        Ok(None)
+    }
+}

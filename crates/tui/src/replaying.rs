@@ -1,0 +1,614 @@
+//! Replay in the TUI: the dry-run screen (its choices, the count to type), the progress
+//! pane's state (samples for the sparklines), letters marked with their outcome, the kill
+//! switch, and unfinished replays to resume or abandon. The plan and the run are the
+//! session's (`core::replay`, through the worker); this only keeps what the screen shows.
+
+use crate::action::{Action, Command, PlanView, Request};
+use crate::state::{AppState, Input, Level, Pane};
+use dlq_app::session::{Picked, Unfinished};
+use dlq_core::access::{check, Permission};
+use dlq_core::model::TriageState;
+use dlq_core::replay::{Control, LetterOutcome, Options, Progress, CONFIRM_COUNT_ABOVE};
+use dlq_core::sanitize::clean;
+use dlq_core::store::RowId;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Samples kept for the sparklines (one per second of the run).
+const SPARK_SAMPLES: usize = 120;
+
+/// Everything replay-related the screen shows.
+#[derive(Debug)]
+pub struct ReplayUi {
+    pub dry_run: Option<DryRun>,
+    pub run: Option<RunView>,
+    /// Replays of this source left unfinished, as the worker found them on open.
+    pub unfinished: Vec<Unfinished>,
+    /// The last choices made on the dry-run screen: the next one starts from them.
+    pub opts: Option<Options>,
+    /// `q` was pressed once while a replay runs: the next `q` quits.
+    pub quit_armed: bool,
+    /// Above this many letters the count is typed to confirm.
+    pub confirm_above: usize,
+}
+
+impl Default for ReplayUi {
+    fn default() -> Self {
+        ReplayUi {
+            dry_run: None,
+            run: None,
+            unfinished: Vec::new(),
+            opts: None,
+            quit_armed: false,
+            confirm_above: CONFIRM_COUNT_ABOVE,
+        }
+    }
+}
+
+impl ReplayUi {
+    /// A replay is sending or waiting for confirms.
+    pub fn running(&self) -> bool {
+        self.run.as_ref().is_some_and(|r| r.ended.is_none())
+    }
+}
+
+/// The dry-run screen.
+#[derive(Debug)]
+pub struct DryRun {
+    /// What was picked, in words (`group customer_tax_profile_missing`, `3 marked letters`).
+    pub what: String,
+    /// Letter id → its rows, to mark outcomes once it runs.
+    pub rows: HashMap<String, Vec<RowId>>,
+    /// The option under the cursor (see [`FIELDS`]).
+    pub field: usize,
+    pub opts: Options,
+    /// The worker's plan for `opts` (None while it plans).
+    pub plan: Option<PlanView>,
+    pub error: Option<String>,
+    pub resume: Option<String>,
+    /// Plans asked for and not answered yet: only the answer to the last one is shown.
+    asked: u32,
+    /// Lines of the plan scrolled past (PgDn/PgUp).
+    pub scroll: u16,
+    /// Above this many letters the count is typed (`replay.confirm_above`).
+    pub confirm_above: usize,
+}
+
+/// The progress pane.
+#[derive(Debug)]
+pub struct RunView {
+    pub id: String,
+    pub planned: usize,
+    pub progress: Option<Progress>,
+    /// Letters started per second, and letters failed again per second, one sample per
+    /// second of the run (the engine's clock, so a test's run draws the same lines).
+    pub rate: Vec<u64>,
+    pub failed: Vec<u64>,
+    second: u64,
+    failed_seen: usize,
+    pub control: Control,
+    pub rows: HashMap<String, Vec<RowId>>,
+    /// (state, summary) once it has ended.
+    pub ended: Option<(String, String)>,
+    pub killed_at: Option<Duration>,
+}
+
+/// The dry-run screen's choices: label, and the values ←/→ step through.
+pub const FIELDS: [&str; 6] = [
+    "canary",
+    "canary rate",
+    "rate",
+    "watch window",
+    "stop above",
+    "payloads",
+];
+const CANARY: [usize; 8] = [0, 1, 2, 5, 10, 20, 50, 100];
+const CANARY_RATE: [f64; 6] = [0.2, 0.5, 1.0, 2.0, 5.0, 10.0];
+const RATE: [f64; 12] = [
+    1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0,
+];
+const WATCH_S: [u64; 8] = [0, 5, 10, 30, 60, 120, 300, 600];
+const RATIO: [f64; 7] = [0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0];
+
+/// A field's value as the screen writes it.
+pub fn field_value(o: &Options, field: usize) -> String {
+    match field {
+        0 if o.canary == 0 => "none (straight to the rate)".into(),
+        0 => format!("{} letters", o.canary),
+        1 => format!("{}/s", o.canary_rate),
+        2 => format!("{}/s", o.rate),
+        3 => format!("{}s after the canary and at the end", o.watch.as_secs()),
+        4 => format!("{:.0}% failed again", o.max_failed_ratio * 100.0),
+        5 if o.use_revisions => "latest revisions (where a letter has one)".into(),
+        _ => "originals".into(),
+    }
+}
+
+/// The preset after (or before) `now` in `steps`: the nearest one, then one step.
+fn step<T: Copy + PartialOrd>(steps: &[T], now: T, by: i8) -> T {
+    let at = steps
+        .iter()
+        .position(|s| *s >= now)
+        .unwrap_or(steps.len() - 1);
+    let exact = steps.get(at).is_some_and(|s| *s == now);
+    let i = match (by > 0, exact) {
+        (true, true) => at + 1,
+        (true, false) => at,
+        (false, _) => at.saturating_sub(1),
+    };
+    steps[i.min(steps.len() - 1)]
+}
+
+fn change(o: &mut Options, field: usize, by: i8) {
+    match field {
+        0 => o.canary = step(&CANARY, o.canary, by),
+        1 => o.canary_rate = step(&CANARY_RATE, o.canary_rate, by),
+        2 => o.rate = step(&RATE, o.rate, by),
+        3 => o.watch = Duration::from_secs(step(&WATCH_S, o.watch.as_secs(), by)),
+        4 => o.max_failed_ratio = step(&RATIO, o.max_failed_ratio, by),
+        _ => o.use_revisions = !o.use_revisions,
+    }
+}
+
+/// Every replay action.
+pub(crate) fn update(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
+    match action {
+        Action::StartReplay => start(state, cmds),
+        Action::KillReplay => kill(state),
+        Action::ReplayField(by) => {
+            if let Some(d) = state.replay.dry_run.as_mut() {
+                d.field = (d.field as i64 + i64::from(by)).rem_euclid(FIELDS.len() as i64) as usize;
+            }
+        }
+        Action::ReplayValue(by) => {
+            if let Some(d) = state.replay.dry_run.as_mut() {
+                change(&mut d.opts, d.field, by);
+                d.plan = None;
+                d.error = None;
+                d.asked += 1;
+                state.replay.opts = Some(d.opts.clone());
+                cmds.push(Command::Session(Request::Replan(d.opts.clone())));
+            }
+        }
+        Action::ReplayStart => confirm(state, cmds),
+        Action::ReplayScroll(by) => {
+            if let Some(d) = state.replay.dry_run.as_mut() {
+                let lines = d.plan.as_ref().map_or(0, |p| p.lines.len()) as i64;
+                d.scroll =
+                    (i64::from(d.scroll) + i64::from(by) * 10).clamp(0, lines.max(1) - 1) as u16;
+            }
+        }
+        Action::ReplayClose if state.replay.dry_run.take().is_some() => {
+            cmds.push(Command::Session(Request::DropPlan));
+            state.message = Some(("replay cancelled: nothing was sent".into(), Level::Info));
+        }
+        Action::ReplayPlanned(view) => {
+            if let Some(d) = state.replay.dry_run.as_mut() {
+                d.asked = d.asked.saturating_sub(1);
+                if d.asked == 0 {
+                    d.opts = view.options.clone();
+                    d.plan = Some(view);
+                }
+            }
+        }
+        Action::ReplayPlanFailed(why) => match state.replay.dry_run.as_mut() {
+            Some(d) => {
+                d.asked = d.asked.saturating_sub(1);
+                d.error = Some(why);
+            }
+            None => state.message = Some((why, Level::Warn)),
+        },
+        Action::ReplayStarted { id, planned } => {
+            if let Some(r) = state.replay.run.as_mut().filter(|r| r.id == id) {
+                r.planned = planned;
+            }
+        }
+        Action::ReplayProgress(p) => progress(state, *p),
+        Action::ReplayLetters(changes) => letters(state, changes),
+        Action::ReplayEnded {
+            id,
+            state: end,
+            summary,
+        } => ended(state, &id, end, summary),
+        Action::ReplaysUnfinished(u) => {
+            if let Some(first) = u.first() {
+                let more = if u.len() > 1 {
+                    format!(" (+{} more)", u.len() - 1)
+                } else {
+                    String::new()
+                };
+                state.message = Some((
+                    format!(
+                        "replay {} {}: {} of {} confirmed, {} left — :resume {} or :abandon {}{more}",
+                        clean(&first.id),
+                        first.state,
+                        first.confirmed,
+                        first.planned,
+                        first.left.len(),
+                        clean(&first.id),
+                        clean(&first.id),
+                    ),
+                    Level::Warn,
+                ));
+            }
+            state.replay.unfinished = u;
+        }
+        Action::ResumeLetters(id, Ok(ids)) => resume_with(state, cmds, id, ids),
+        Action::ResumeLetters(_, Err(why)) => state.message = Some((why, Level::Error)),
+        _ => {}
+    }
+}
+
+/// `r`: the marked letters, else the selected group's; refused for viewers and under
+/// --read-only; one replay at a time.
+fn start(state: &mut AppState, cmds: &mut Vec<Command>) {
+    if let Err(denied) = check(state.role, Permission::Replay) {
+        state.message = Some((
+            format!("replay needs the operator role ({denied})"),
+            Level::Warn,
+        ));
+        cmds.push(Command::Session(Request::Audit {
+            action: "refused".into(),
+            target: state.info.label.clone(),
+            detail: "replay".into(),
+        }));
+        return;
+    }
+    if state.read_only {
+        state.message = Some((
+            "--read-only: replay publishes to the broker".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    if state.replay.running() {
+        state.message = Some((
+            "a replay is running: one at a time (K stops it)".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    let (rows, what) = if !state.letters.marks.is_empty() {
+        let rows: Vec<RowId> = state.letters.marks.iter().copied().collect();
+        let what = format!("{} marked letters", rows.len());
+        (rows, what)
+    } else {
+        match state.selected_node() {
+            Some(node) => {
+                let path = node.path.clone();
+                let label = node.label.clone();
+                (
+                    state.index.members_under(&path),
+                    format!("group {}", clean(&label)),
+                )
+            }
+            None => (Vec::new(), String::new()),
+        }
+    };
+    if rows.is_empty() {
+        state.message = Some((
+            "select a group (or mark letters with space) to replay".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    open(state, cmds, rows, what, None);
+}
+
+/// Open the dry-run screen on these rows and ask the worker for the plan.
+fn open(
+    state: &mut AppState,
+    cmds: &mut Vec<Command>,
+    rows: Vec<RowId>,
+    what: String,
+    resume: Option<String>,
+) {
+    let mut by_id: HashMap<String, Vec<RowId>> = HashMap::new();
+    let mut picked = Vec::with_capacity(rows.len());
+    let mut unreachable = 0usize;
+    for row in rows {
+        let Some(r) = state.catalog.store.row(row).copied() else {
+            continue;
+        };
+        let held = state.cache.peek(row).cloned();
+        match held {
+            Some(raw) => picked.push(Picked::Held(raw)),
+            None => match crate::update::row_coords(state, &r) {
+                Some(c) => picked.push(Picked::At(c)),
+                None => {
+                    unreachable += 1;
+                    continue;
+                }
+            },
+        }
+        by_id
+            .entry(state.catalog.store.id(&r).to_string())
+            .or_default()
+            .push(row);
+    }
+    let opts = state.replay.opts.clone().unwrap_or_default();
+    state.replay.dry_run = Some(DryRun {
+        what,
+        rows: by_id,
+        field: 0,
+        opts: opts.clone(),
+        plan: None,
+        error: (unreachable > 0).then(|| {
+            format!("{unreachable} letters are no longer held (payload not kept) and are left out")
+        }),
+        resume: resume.clone(),
+        asked: 1,
+        scroll: 0,
+        confirm_above: state.replay.confirm_above,
+    });
+    state.prompt.overlay = None;
+    state.prompt.show_help = false;
+    cmds.push(Command::Session(Request::PlanReplay {
+        picked,
+        opts,
+        resume,
+    }));
+}
+
+/// Enter on the dry-run screen: start, or ask for the count above the threshold.
+fn confirm(state: &mut AppState, cmds: &mut Vec<Command>) {
+    let Some(d) = state.replay.dry_run.as_ref() else {
+        return;
+    };
+    let Some(plan) = d.plan.as_ref() else {
+        state.message = Some(("still planning…".into(), Level::Info));
+        return;
+    };
+    if plan.planned == 0 {
+        state.message = Some((
+            "nothing to replay: every letter is excluded (see the plan)".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    if plan.planned > state.replay.confirm_above {
+        state.prompt.input = Input::ReplayCount(String::new(), plan.planned);
+        return;
+    }
+    run(state, cmds);
+}
+
+/// The typed count: it must be the plan's, else nothing is sent.
+pub(crate) fn submit_count(
+    state: &mut AppState,
+    cmds: &mut Vec<Command>,
+    typed: &str,
+    want: usize,
+) {
+    if typed.trim() == want.to_string() {
+        run(state, cmds);
+    } else {
+        state.message = Some((
+            format!(
+                "typed `{}`, the plan has {want} letters: nothing was sent",
+                dlq_core::sanitize::line(typed, 40)
+            ),
+            Level::Warn,
+        ));
+    }
+}
+
+fn run(state: &mut AppState, cmds: &mut Vec<Command>) {
+    let Some(d) = state.replay.dry_run.take() else {
+        return;
+    };
+    let Some(plan) = d.plan else { return };
+    // Marks picked these letters: they are spoken for.
+    for row in d.rows.values().flatten() {
+        state.letters.marks.remove(row);
+    }
+    let control = Control::default();
+    state.replay.run = Some(RunView {
+        id: plan.id.clone(),
+        planned: plan.planned,
+        progress: None,
+        rate: Vec::new(),
+        failed: Vec::new(),
+        second: 0,
+        failed_seen: 0,
+        control: control.clone(),
+        rows: d.rows,
+        ended: None,
+        killed_at: None,
+    });
+    state.replay.quit_armed = false;
+    state.message = Some((
+        format!("replay {} started: K is the kill switch", clean(&plan.id)),
+        Level::Info,
+    ));
+    cmds.push(Command::Session(Request::RunReplay {
+        id: plan.id,
+        control,
+    }));
+}
+
+/// `K`: no publish starts after this; confirms in flight are awaited.
+fn kill(state: &mut AppState) {
+    match state.replay.run.as_mut().filter(|r| r.ended.is_none()) {
+        Some(r) => {
+            r.control.kill();
+            r.killed_at = r.progress.as_ref().map(|p| p.elapsed);
+            state.message = Some((
+                "kill switch: no new publishes; waiting for confirms in flight".into(),
+                Level::Warn,
+            ));
+        }
+        None => {
+            state.message = Some(("no replay is running".into(), Level::Info));
+        }
+    }
+}
+
+fn progress(state: &mut AppState, p: Progress) {
+    let Some(r) = state.replay.run.as_mut().filter(|r| r.id == p.replay_id) else {
+        return;
+    };
+    let sec = p.elapsed.as_secs();
+    if r.rate.is_empty() || sec > r.second {
+        // One sample per second of the run; seconds with no report repeat the last rate.
+        let gap = if r.rate.is_empty() { 1 } else { sec - r.second };
+        for _ in 0..gap.min(SPARK_SAMPLES as u64) {
+            r.rate.push(p.rate.round() as u64);
+            r.failed.push(0);
+        }
+        r.second = sec;
+        let over = r.rate.len().saturating_sub(SPARK_SAMPLES);
+        r.rate.drain(..over);
+        r.failed.drain(..over);
+    } else if let Some(last) = r.rate.last_mut() {
+        *last = p.rate.round() as u64;
+    }
+    if p.failed_again > r.failed_seen {
+        if let Some(last) = r.failed.last_mut() {
+            *last += (p.failed_again - r.failed_seen) as u64;
+        }
+        r.failed_seen = p.failed_again;
+    }
+    r.progress = Some(p);
+}
+
+/// Mark letters with their outcome (the store's state column): replaying, replayed,
+/// failed again. Refused and held-back letters stay open: they are still in the DLQ.
+fn letters(state: &mut AppState, changes: Vec<(String, LetterOutcome)>) {
+    let Some(r) = state.replay.run.as_ref() else {
+        return;
+    };
+    for (id, outcome) in changes {
+        let to = match outcome {
+            LetterOutcome::Sending => TriageState::Replaying,
+            LetterOutcome::Confirmed => TriageState::Replayed,
+            LetterOutcome::FailedAgain => TriageState::FailedAgain,
+            LetterOutcome::Refused | LetterOutcome::HeldBack => TriageState::Open,
+        };
+        for row in r.rows.get(&id).into_iter().flatten() {
+            state.catalog.store.set_state(*row, to);
+        }
+    }
+}
+
+/// The run ended: replayed letters that did not come back during a completed run are
+/// resolved; the summary stays in the pane until the next replay.
+fn ended(state: &mut AppState, id: &str, end: String, summary: String) {
+    let level = if end == "completed" {
+        Level::Info
+    } else {
+        Level::Warn
+    };
+    let Some(r) = state.replay.run.as_mut().filter(|r| r.id == id) else {
+        state.message = Some((summary, level));
+        return;
+    };
+    if end == "completed" {
+        for row in r.rows.values().flatten() {
+            if state.catalog.store.row(*row).map(|x| x.state) == Some(TriageState::Replayed) {
+                state.catalog.store.set_state(*row, TriageState::Resolved);
+            }
+        }
+    }
+    r.ended = Some((end, summary.clone()));
+    state.replay.quit_armed = false;
+    state.message = Some((summary, level));
+    crate::update::rebuild_index(state);
+}
+
+/// `:resume ID` / `:abandon ID`.
+pub(crate) fn command(
+    state: &mut AppState,
+    cmds: &mut Vec<Command>,
+    cmd: &str,
+    id: &str,
+) -> Result<String, String> {
+    if check(state.role, Permission::Replay).is_err() {
+        return Err(format!("{cmd} needs the operator role"));
+    }
+    if state.read_only {
+        return Err(format!("--read-only: {cmd} writes the ledger"));
+    }
+    let id = if id.is_empty() {
+        match state.replay.unfinished.first() {
+            Some(u) => u.id.clone(),
+            None => return Err("no unfinished replay of this source".into()),
+        }
+    } else {
+        id.to_string()
+    };
+    if state.replay.running() {
+        return Err("a replay is running: try again when it has ended".into());
+    }
+    match cmd {
+        "resume" => {
+            cmds.push(Command::Session(Request::ResumeLetters(id.clone())));
+            Ok(format!("reading replay {} from the ledger…", clean(&id)))
+        }
+        _ => {
+            cmds.push(Command::Session(Request::AbandonReplay(id.clone())));
+            state.replay.unfinished.retain(|u| u.id != id);
+            Ok(format!("abandoning replay {}…", clean(&id)))
+        }
+    }
+}
+
+/// The ledger's list of what an unfinished replay has left: find those letters here
+/// and open the dry-run screen on them, resuming under the same id.
+fn resume_with(state: &mut AppState, cmds: &mut Vec<Command>, id: String, ids: Vec<String>) {
+    let wanted: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let rows: Vec<RowId> = (0..state.catalog.store.len() as RowId)
+        .filter(|row| {
+            state
+                .catalog
+                .store
+                .row(*row)
+                .is_some_and(|r| wanted.contains(state.catalog.store.id(r)))
+        })
+        .collect();
+    if rows.is_empty() {
+        state.message = Some((
+            format!(
+                "replay {}: none of its {} letters left are in this browse (replayed or discarded elsewhere?)",
+                clean(&id),
+                ids.len()
+            ),
+            Level::Warn,
+        ));
+        return;
+    }
+    state.focus = Pane::Groups;
+    let what = format!("resume {} ({} letters left)", clean(&id), ids.len());
+    open(state, cmds, rows, what, Some(id));
+}
+
+/// `:replays`: the unfinished replays of this source, and what to do about them.
+pub(crate) fn unfinished_overlay(state: &AppState) -> (String, Vec<String>) {
+    let mut lines: Vec<String> = state
+        .replay
+        .unfinished
+        .iter()
+        .map(|u| {
+            format!(
+                "{}  {}  {} of {} confirmed, {} left{}",
+                clean(&u.id),
+                u.state,
+                u.confirmed,
+                u.planned,
+                u.left.len(),
+                if u.in_doubt > 0 {
+                    format!(" ({} in doubt: sent again on resume)", u.in_doubt)
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        lines.push("no unfinished replay of this source".into());
+    } else {
+        lines.push(String::new());
+        lines.push(":resume ID continues one (dry-run first) · :abandon ID closes it".into());
+    }
+    ("Unfinished replays".into(), lines)
+}

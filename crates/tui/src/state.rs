@@ -1,0 +1,305 @@
+//! Everything the TUI shows, as plain data. Only `update` changes it.
+
+use dlq_core::catalog::Catalog;
+use dlq_core::diff::Diff;
+use dlq_core::filter::Filter;
+use dlq_core::grouping::{Dim, GroupIndex, TreeNode};
+use dlq_core::model::DeadLetter;
+use dlq_core::payload_cache::PayloadCache;
+use dlq_core::payload_view::PayloadView;
+use dlq_core::ports::SourceInfo;
+use dlq_core::store::RowId;
+use std::collections::{BTreeSet, HashSet};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Groups,
+    Letters,
+    Detail,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Failure,
+    Headers,
+    Payload,
+    Diff,
+    History,
+}
+
+impl Tab {
+    pub(crate) const ALL: [Tab; 5] = [
+        Tab::Failure,
+        Tab::Headers,
+        Tab::Payload,
+        Tab::Diff,
+        Tab::History,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Failure => "Failure",
+            Tab::Headers => "Headers",
+            Tab::Payload => "Payload",
+            Tab::Diff => "Diff",
+            Tab::History => "History",
+        }
+    }
+}
+
+/// A line being typed at the bottom of the screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    None,
+    /// `/`: fuzzy words.
+    Fuzzy(String),
+    /// `f`: a filter expression.
+    Expr(String),
+    /// `:`: a command (`group reason,version`, `filter …`, `sort oldest`, `help`, `quit`).
+    Command(String),
+    /// `d`: the reason for discarding these letters (mandatory).
+    DiscardReason(String, Vec<RowId>),
+    /// `u`: the reason for seeing this letter unmasked (mandatory, audited).
+    UnmaskReason(String, RowId),
+    /// `e`: the reason for a payload revision (mandatory).
+    EditReason(String, RowId),
+    /// Confirming a replay above the threshold: the count typed, and the plan's count.
+    ReplayCount(String, usize),
+}
+
+impl Input {
+    /// The line being typed, if any.
+    pub fn text_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Input::Fuzzy(s)
+            | Input::Expr(s)
+            | Input::Command(s)
+            | Input::DiscardReason(s, _)
+            | Input::UnmaskReason(s, _)
+            | Input::EditReason(s, _)
+            | Input::ReplayCount(s, _) => Some(s),
+            Input::None => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ScanStatus {
+    pub done: u64,
+    pub total: Option<u64>,
+    pub complete: bool,
+    pub error: Option<String>,
+    /// Letters that arrived after the initial scan (tail).
+    pub live: u64,
+    /// Records that could not be read: the first ones, and how many in all.
+    pub problems: Vec<dlq_core::catalog::Problem>,
+    pub problem_count: u64,
+    /// Containers browsed in part.
+    pub partial: Vec<dlq_app::session::Coverage>,
+    /// The broker ended the browse (why): what it held is back in the queue.
+    pub lost: Option<String>,
+    /// This browse is a second one (`R`): its end replaces the "browsing again…" line.
+    pub again: bool,
+}
+
+/// The selected letter, ready to render: the full letter, its masked payload view, and
+/// the diff against the marked letter if asked for.
+#[derive(Debug, Clone)]
+pub struct Detail {
+    pub row: RowId,
+    pub letter: DeadLetter,
+    pub payload: PayloadView,
+    pub diff: Option<(RowId, Diff)>,
+}
+
+/// Grouping presets `g` cycles through.
+pub const GROUPINGS: [&[Dim]; 6] = [
+    &[Dim::Reason, Dim::Version, Dim::Age],
+    &[Dim::Reason, Dim::Age],
+    &[Dim::Version, Dim::Reason],
+    &[Dim::Event, Dim::Reason],
+    &[Dim::Origin, Dim::Reason],
+    &[Dim::Consumer, Dim::Reason, Dim::Version],
+];
+
+/// The group tree pane.
+#[derive(Debug, Default)]
+pub struct GroupsPane {
+    /// The group tree (all nodes), recomputed when the index changes.
+    pub tree: Vec<TreeNode>,
+    /// Paths of expanded nodes.
+    pub expanded: HashSet<Vec<u32>>,
+    /// Indices into `tree` of the nodes currently visible.
+    pub visible: Vec<usize>,
+    pub cursor: usize,
+    pub offset: usize,
+    /// Owner of each top-level group (`[[owners]]`), with the count it was read at.
+    pub owners: std::collections::HashMap<Vec<u32>, (u64, String)>,
+}
+
+/// The letters pane: the selected group's letters.
+#[derive(Debug)]
+pub struct LettersPane {
+    /// Letters of the selected node, newest first (or oldest, see `newest_first`).
+    pub rows: Vec<RowId>,
+    pub dirty: bool,
+    /// How many leading entries of `rows` are in order (big groups are sorted lazily:
+    /// the first pages at once, the rest when paged to).
+    pub sorted: usize,
+    pub cursor: usize,
+    /// The selected letter stays selected as letters arrive and the list re-sorts: the
+    /// operator put the cursor on it (moved, clicked, opened it), or the scan is complete
+    /// (a live arrival does not pull the detail away). While a scan streams in and
+    /// nothing was chosen the cursor stays on the top letter, so the finished scan shows
+    /// the newest, not the one that happened to be first when the scan began. Choosing
+    /// another group lets go.
+    pub pinned: bool,
+    pub offset: usize,
+    pub newest_first: bool,
+    pub marks: BTreeSet<RowId>,
+}
+
+/// The detail pane: the selected letter, its tabs, and what is loading for it.
+#[derive(Debug)]
+pub struct DetailPane {
+    pub current: Option<Detail>,
+    pub tab: Tab,
+    pub scroll: u16,
+    /// A letter whose bytes were requested from the source.
+    pub pending_fetch: Option<RowId>,
+    /// A letter whose bytes left memory and that its source cannot fetch again (a held
+    /// RabbitMQ delivery past the payload budget): the pane shows what the index holds.
+    pub not_kept: Option<RowId>,
+    /// The last payload rendered off the UI thread: row, unmasked, view.
+    pub rendered: Option<(RowId, bool, dlq_core::payload_view::PayloadView)>,
+    /// Letters unmasked in this session (privileged, audited); forgotten on exit.
+    pub unmasked: std::collections::HashSet<RowId>,
+    /// The ledger's entries for a letter (History tab), as `at · actor · action · detail`.
+    pub history: Option<(RowId, Vec<String>)>,
+}
+
+/// The prompt line and what covers the panes.
+#[derive(Debug)]
+pub struct Prompt {
+    pub input: Input,
+    pub show_help: bool,
+    /// A titled list over the panes (`:problems`, `:notes`); any key closes it.
+    pub overlay: Option<(String, Vec<String>)>,
+}
+
+pub struct AppState {
+    pub info: SourceInfo,
+    pub now_ms: i64,
+    pub catalog: Catalog,
+    pub grouping: usize,
+    /// Dimensions chosen in the palette (`:group …`), overriding the presets.
+    pub custom_dims: Option<Vec<Dim>>,
+    pub index: GroupIndex,
+    pub filter: Filter,
+    pub groups: GroupsPane,
+    pub letters: LettersPane,
+    pub detail: DetailPane,
+    pub prompt: Prompt,
+    pub focus: Pane,
+    pub cache: PayloadCache,
+    pub message: Option<(String, Level)>,
+    /// Lines the session reported (reconciled decisions, warnings), newest last.
+    pub notes: Vec<String>,
+    /// The ledger's decisions by binding (see `core::decisions::binding`).
+    pub decisions: std::collections::HashMap<String, dlq_core::journal::Decision>,
+    pub scan: ScanStatus,
+    pub role: dlq_core::access::Role,
+    /// The screen was used by another program (the editor): repaint everything.
+    pub force_redraw: bool,
+    pub read_only: bool,
+    /// Who must act on which letters (`[[owners]]` in the config).
+    pub owners: dlq_core::owners::Owners,
+    /// The dry-run screen, the progress pane, unfinished replays.
+    pub replay: crate::replaying::ReplayUi,
+    /// Rows available to the lists (set by the view on resize), for paging.
+    pub page: usize,
+    /// `--since` as epoch ms: the title says the count is of that window only.
+    pub since_ms: Option<i64>,
+    pub quit: bool,
+}
+
+impl AppState {
+    pub fn new(info: SourceInfo, catalog: Catalog, now_ms: i64, cache_budget: usize) -> Self {
+        let dims = GROUPINGS[0];
+        AppState {
+            info,
+            now_ms,
+            catalog,
+            grouping: 0,
+            custom_dims: None,
+            index: GroupIndex::new(dims, now_ms),
+            filter: Filter::all(),
+            groups: GroupsPane::default(),
+            letters: LettersPane {
+                rows: Vec::new(),
+                dirty: true,
+                sorted: 0,
+                cursor: 0,
+                pinned: false,
+                offset: 0,
+                newest_first: true,
+                marks: BTreeSet::new(),
+            },
+            detail: DetailPane {
+                current: None,
+                tab: Tab::Failure,
+                scroll: 0,
+                pending_fetch: None,
+                not_kept: None,
+                rendered: None,
+                unmasked: std::collections::HashSet::new(),
+                history: None,
+            },
+            prompt: Prompt {
+                input: Input::None,
+                show_help: false,
+                overlay: None,
+            },
+            focus: Pane::Groups,
+            cache: PayloadCache::new(cache_budget),
+            message: None,
+            notes: Vec::new(),
+            decisions: Default::default(),
+            scan: ScanStatus::default(),
+            role: dlq_core::access::Role::Operator,
+            force_redraw: false,
+            read_only: false,
+            replay: Default::default(),
+            owners: Default::default(),
+            page: 10,
+            since_ms: None,
+            quit: false,
+        }
+    }
+
+    pub fn dims(&self) -> &[Dim] {
+        match &self.custom_dims {
+            Some(d) => d,
+            None => GROUPINGS[self.grouping % GROUPINGS.len()],
+        }
+    }
+
+    /// The tree node under the group cursor.
+    pub(crate) fn selected_node(&self) -> Option<&TreeNode> {
+        self.groups
+            .visible
+            .get(self.groups.cursor)
+            .and_then(|i| self.groups.tree.get(*i))
+    }
+
+    pub fn selected_row(&self) -> Option<RowId> {
+        self.letters.rows.get(self.letters.cursor).copied()
+    }
+}

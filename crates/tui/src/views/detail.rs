@@ -1,0 +1,353 @@
+//! The selected letter: failure fields with provenance, headers, the masked payload
+//! (JSON coloured), and the diff against the marked letter.
+
+use super::pane;
+use crate::state::{AppState, Detail, Pane, Tab};
+use crate::theme::Theme;
+use crate::theme::S;
+use dlq_core::diff::{Diff, LineTag};
+use dlq_core::letter_view::{Fact, LetterFacts};
+use dlq_core::payload_view::ViewKind;
+use dlq_core::sanitize::{self, human_bytes, Mode};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::Frame;
+
+pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let focused = s.focus == Pane::Detail;
+    let mut title = vec![Span::raw(" ")];
+    for (i, tab) in Tab::ALL.iter().enumerate() {
+        let style = if *tab == s.detail.tab {
+            t.get(S::UiSelection)
+        } else {
+            t.get(S::UiDim)
+        };
+        title.push(Span::styled(format!(" {} {} ", i + 1, tab.title()), style));
+        title.push(Span::raw(" "));
+    }
+    let block = pane(Line::from(title), focused, t);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let lines = match (&s.detail.current, s.selected_row()) {
+        (Some(_), _)
+            if matches!(s.detail.tab, Tab::Payload | Tab::Diff)
+                && s.role < dlq_core::access::Role::Operator =>
+        {
+            vec![Line::from(Span::styled(
+                "payloads are hidden: seeing them needs the operator role (you are viewer)",
+                t.get(S::UiWarn),
+            ))]
+        }
+        (Some(d), _) => match s.detail.tab {
+            Tab::Failure => failure(d, s, t),
+            Tab::Headers => headers(d, s, t),
+            Tab::Payload => payload(d, s.detail.unmasked.contains(&d.row), t),
+            Tab::Diff => diff(d, t),
+            Tab::History => match &s.detail.history {
+                Some((row, lines)) if *row == d.row => lines
+                    .iter()
+                    .map(|l| Line::from(Span::styled(clean(l), t.get(S::UiText))))
+                    .collect(),
+                _ => vec![Line::from(Span::styled(
+                    "reading the ledger…",
+                    t.get(S::UiDim),
+                ))],
+            },
+        },
+        (None, Some(_)) if s.detail.pending_fetch.is_some() => vec![Line::from(Span::styled(
+            "fetching the letter…",
+            t.get(S::UiDim),
+        ))],
+        (None, Some(row)) if s.detail.not_kept == Some(row) => not_kept(row, s, t),
+        _ => vec![Line::from(Span::styled(
+            "no letter selected",
+            t.get(S::UiDim),
+        ))],
+    };
+    f.render_widget(
+        Paragraph::new(lines)
+            .scroll((s.detail.scroll, 0))
+            .wrap(Wrap { trim: false }),
+        inner,
+    );
+}
+
+fn clean(s: &str) -> String {
+    sanitize::line(s, 400)
+}
+
+/// The ledger state of a row: its decision, if one is bound to this exact letter.
+fn row_state(s: &AppState, row: dlq_core::store::RowId) -> dlq_app::session::LetterState {
+    let store = &s.catalog.store;
+    let decision = store.row(row).and_then(|r| {
+        s.decisions
+            .get(&store.binding(r))
+            .filter(|x| x.letter_id == store.id(r))
+    });
+    dlq_app::session::LetterState::of(decision)
+}
+
+fn failure<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
+    let state = row_state(s, d.row);
+    let facts = LetterFacts::of(&d.letter, s.catalog.masker(), &state, s.now_ms);
+    fact_lines(&facts, t)
+}
+
+/// A letter whose bytes are gone: says so, then what the index still knows of it.
+fn not_kept<'a>(row: dlq_core::store::RowId, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
+    let mut lines = vec![
+        Line::from(Span::styled(
+            "payload not kept: this held delivery's bytes left memory (the payload budget) and RabbitMQ cannot hand one message out again; a larger payload_cache_mib in the config keeps more",
+            t.get(S::UiWarn),
+        )),
+        Line::from(""),
+    ];
+    if let Some(r) = s.catalog.store.row(row) {
+        let facts = LetterFacts::of_row(
+            &s.catalog.store,
+            r,
+            s.catalog.masker(),
+            &row_state(s, row),
+            s.now_ms,
+        );
+        lines.extend(fact_lines(&facts, t));
+    }
+    lines
+}
+
+/// `label  value  ← provenance`, one line a fact.
+fn fact_lines<'a>(facts: &LetterFacts, t: &Theme) -> Vec<Line<'a>> {
+    let fact = |f: &Fact| {
+        let mut spans = vec![
+            Span::styled(format!("{:<14}", f.label), t.get(S::UiDim)),
+            Span::styled(clean(&f.value), t.get(S::UiText)),
+        ];
+        if let Some(p) = &f.from {
+            spans.push(Span::styled(
+                format!("  ← {}", clean(p)),
+                t.get(S::UiProvenance),
+            ));
+        }
+        Line::from(spans)
+    };
+    facts
+        .identity
+        .iter()
+        .chain(&facts.failure)
+        .chain(&facts.event)
+        .map(fact)
+        .collect()
+}
+
+fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
+    let m = s.catalog.masker();
+    let w = d
+        .letter
+        .raw
+        .headers
+        .iter()
+        .map(|h| h.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(32);
+    let mut out: Vec<Line> = d
+        .letter
+        .raw
+        .headers
+        .iter()
+        .map(|h| {
+            Line::from(vec![
+                Span::styled(
+                    format!("{:<w$}  ", clean(&m.mask_text(&h.name))),
+                    t.get(S::JsonKey),
+                ),
+                Span::styled(
+                    sanitize::line(&m.mask_header(&h.name, &h.value), 300),
+                    t.get(S::UiText),
+                ),
+            ])
+        })
+        .collect();
+    for (k, v) in &d.letter.raw.properties {
+        out.push(Line::from(vec![
+            Span::styled(
+                format!("{:<w$}  ", clean(&format!("(amqp) {k}"))),
+                t.get(S::JsonKey),
+            ),
+            Span::styled(clean(&m.mask_text(v)), t.get(S::UiText)),
+        ]));
+    }
+    if out.is_empty() {
+        out.push(Line::from(Span::styled("(no headers)", t.get(S::UiDim))));
+    }
+    out
+}
+
+fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
+    let v = &d.payload;
+    let (label, style) = if unmasked {
+        ("UNMASKED (audited, this session only)", t.get(S::UiError))
+    } else {
+        ("masked", t.get(S::UiDim))
+    };
+    let mut out = vec![Line::from(Span::styled(
+        format!(
+            "{} · {} · {label}",
+            d.letter.body.as_str(),
+            human_bytes(v.total_bytes as u64)
+        ),
+        style,
+    ))];
+    if let Some(e) = &d.letter.body_error {
+        out.push(Line::from(Span::styled(
+            format!("does not parse: {}", clean(e)),
+            t.get(S::UiWarn),
+        )));
+    }
+    let body = sanitize::sanitize_str(&v.text, Mode::Block, usize::MAX);
+    for line in body.lines() {
+        out.push(if v.kind == ViewKind::Json {
+            json_line(line, t)
+        } else {
+            Line::from(Span::styled(line.to_string(), t.get(S::UiText)))
+        });
+    }
+    if v.truncated {
+        out.push(Line::from(Span::styled(
+            format!(
+                "… payload is {}; the rest is hidden (use `dlq-triage export`)",
+                human_bytes(v.total_bytes as u64)
+            ),
+            t.get(S::UiWarn),
+        )));
+    }
+    out
+}
+
+/// Colour one line of pretty-printed (masked, sanitized) JSON.
+fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
+    let mut spans = Vec::new();
+    let chars: Vec<char> = line.chars().collect();
+    let mut i = 0;
+    let push = |spans: &mut Vec<Span<'a>>, s: String, st: Style| spans.push(Span::styled(s, st));
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' {
+            let start = i;
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i = (i + 1).min(chars.len());
+            let s: String = chars[start..i].iter().collect();
+            let is_key = chars[i..].iter().find(|c| !c.is_whitespace()) == Some(&':');
+            push(
+                &mut spans,
+                s,
+                if is_key {
+                    t.get(S::JsonKey)
+                } else {
+                    t.get(S::JsonString)
+                },
+            );
+        } else if c.is_ascii_digit() || c == '-' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '.' | '-' | '+'))
+            {
+                i += 1;
+            }
+            push(
+                &mut spans,
+                chars[start..i].iter().collect(),
+                t.get(S::JsonNumber),
+            );
+        } else if c.is_ascii_alphabetic() {
+            let start = i;
+            while i < chars.len() && chars[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            push(
+                &mut spans,
+                chars[start..i].iter().collect(),
+                t.get(S::JsonLiteral),
+            );
+        } else {
+            push(
+                &mut spans,
+                c.to_string(),
+                if c.is_whitespace() {
+                    Style::default()
+                } else {
+                    t.get(S::JsonPunct)
+                },
+            );
+            i += 1;
+        }
+    }
+    Line::from(spans)
+}
+
+fn diff<'a>(d: &Detail, t: &Theme) -> Vec<Line<'a>> {
+    let Some((other, result)) = &d.diff else {
+        return vec![Line::from(Span::styled(
+            "mark a letter with space, select another: the diff shows here (masked)",
+            t.get(S::UiDim),
+        ))];
+    };
+    let mut out = vec![Line::from(Span::styled(
+        format!("marked letter (row {other}) → selected · masked"),
+        t.get(S::UiDim),
+    ))];
+    match result {
+        Diff::Json(changes) if changes.is_empty() => out.push(Line::from("identical")),
+        Diff::Json(changes) => {
+            for c in changes {
+                let path = if c.path.is_empty() {
+                    "(root)".into()
+                } else {
+                    clean(&c.path)
+                };
+                let (mark, style, body) = match (&c.old, &c.new) {
+                    (Some(o), Some(n)) => (
+                        "~",
+                        t.get(S::UiWarn),
+                        format!("{} → {}", clean(o), clean(n)),
+                    ),
+                    (Some(o), None) => ("-", t.get(S::UiError), clean(o)),
+                    (None, Some(n)) => ("+", t.get(S::UiInfo), clean(n)),
+                    (None, None) => (" ", t.get(S::UiText), String::new()),
+                };
+                out.push(Line::from(vec![
+                    Span::styled(format!("{mark} {path}  "), style),
+                    Span::styled(body, t.get(S::UiText)),
+                ]));
+            }
+        }
+        Diff::Text(lines) => {
+            for l in lines {
+                out.push(match l.tag {
+                    LineTag::Skipped(n) => {
+                        Line::from(Span::styled(format!("  … {n} unchanged"), t.get(S::UiDim)))
+                    }
+                    LineTag::Same => Line::from(format!("  {}", clean(&l.text))),
+                    LineTag::Added => Line::from(Span::styled(
+                        format!("+ {}", clean(&l.text)),
+                        t.get(S::UiInfo),
+                    )),
+                    LineTag::Removed => Line::from(Span::styled(
+                        format!("- {}", clean(&l.text)),
+                        t.get(S::UiError),
+                    )),
+                });
+            }
+        }
+        Diff::Opaque { note, .. } => out.push(Line::from(clean(note))),
+    }
+    out
+}

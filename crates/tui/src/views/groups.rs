@@ -1,0 +1,126 @@
+//! The group tree: reason › version › age by default, with counts, oldest age and a
+//! one-hour inflow sparkline.
+
+use super::layout::list_offset;
+use super::{fit, pane};
+use crate::state::{AppState, Pane};
+use crate::theme::Theme;
+use crate::theme::S;
+use dlq_core::grouping::sparkline;
+use dlq_core::sanitize;
+use dlq_core::store::NO_TIME;
+use dlq_core::timefmt::format_age_ms;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let focused = s.focus == Pane::Groups;
+    let dims: Vec<&str> = s.dims().iter().map(|d| d.name()).collect();
+    let block = pane(
+        Line::from(format!(" Groups  {} ", dims.join(" › "))),
+        focused,
+        t,
+    );
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let h = usize::from(inner.height);
+    let w = usize::from(inner.width);
+    if s.groups.visible.is_empty() {
+        let msg = if s.scan.complete {
+            "(no letters)"
+        } else {
+            "(loading…)"
+        };
+        f.render_widget(Paragraph::new(Span::styled(msg, t.get(S::UiDim))), inner);
+        return;
+    }
+    // Labels first: on narrow terminals the oldest age and the sparkline give way.
+    let show_spark = w >= 56;
+    let show_oldest = w >= 40;
+    let stats_w = 7 + if show_oldest { 7 } else { 0 } + if show_spark { 13 } else { 0 };
+    let label_w = w.saturating_sub(stats_w);
+    let offset = list_offset(s.groups.cursor, h);
+    let mut lines = Vec::with_capacity(h);
+    let cols = Cols {
+        label_w,
+        show_oldest,
+        show_spark,
+    };
+    for (pos, idx) in s.groups.visible.iter().enumerate().skip(offset).take(h) {
+        let style = Selection {
+            selected: pos == s.groups.cursor,
+            focused,
+        };
+        lines.push(node_line(s, &s.groups.tree[*idx], style, &cols, t));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Column layout of the group rows.
+struct Cols {
+    label_w: usize,
+    show_oldest: bool,
+    show_spark: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Selection {
+    selected: bool,
+    focused: bool,
+}
+
+/// One row of the tree: label, count, oldest age, sparkline.
+fn node_line<'a>(
+    s: &AppState,
+    n: &dlq_core::grouping::TreeNode,
+    sel: Selection,
+    cols: &Cols,
+    t: &Theme,
+) -> Line<'a> {
+    let label_w = cols.label_w;
+    let leaf = n.depth + 1 == s.dims().len();
+    let marker = if leaf {
+        "  "
+    } else if s.groups.expanded.contains(&n.path) {
+        "▾ "
+    } else {
+        "▸ "
+    };
+    let mut label = if n.label.is_empty() {
+        "(none)".to_string()
+    } else {
+        sanitize::line(&n.label, 200)
+    };
+    if let Some((_, owner)) = s.groups.owners.get(&n.path) {
+        label = format!("{label} · {}", sanitize::line(owner, 60));
+    }
+    let text = fit(&format!("{}{marker}{label}", "  ".repeat(n.depth)), label_w);
+    let oldest = if n.oldest_ms == NO_TIME {
+        "-".into()
+    } else {
+        format_age_ms(s.now_ms - n.oldest_ms)
+    };
+    let base = match (sel.selected, sel.focused) {
+        (true, true) => t.get(S::UiSelection),
+        (true, false) => t.get(S::UiSelectionUnfocused),
+        _ if n.depth == 0 => t.get(S::UiHeader),
+        _ => t.get(S::UiText),
+    };
+    let or_base = |st: S| if sel.selected { base } else { t.get(st) };
+    let mut spans = vec![
+        Span::styled(format!("{text:<label_w$}"), base),
+        Span::styled(format!("{:>7}", n.count), or_base(S::UiCount)),
+    ];
+    if cols.show_oldest {
+        spans.push(Span::styled(format!("{oldest:>7}"), or_base(S::UiDim)));
+    }
+    if cols.show_spark {
+        spans.push(Span::styled(
+            format!(" {}", sparkline(&n.spark)),
+            or_base(S::UiSpark),
+        ));
+    }
+    Line::from(spans)
+}

@@ -1,0 +1,121 @@
+//! The help overlay, generated from the keymap.
+
+use crate::keymap::{palette_hint, Effect, BINDINGS};
+use crate::state::AppState;
+use crate::theme::Theme;
+use crate::theme::S;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let mut rows: Vec<Line> = BINDINGS
+        .iter()
+        .map(|b| {
+            let mut spans = vec![Span::styled(
+                format!(" {:<12}", b.keys_label()),
+                t.get(S::UiTitle),
+            )];
+            let effect = match b.effect {
+                Effect::View => "",
+                Effect::Ledger => "  [ledger]",
+                Effect::Broker => "  [ledger, then broker]",
+            };
+            match b.disabled(s.role, s.read_only) {
+                // Said first, so a narrow column still shows it.
+                Some(why) => {
+                    spans.push(Span::styled(format!("(off: {why}) "), t.get(S::UiWarn)));
+                    spans.push(Span::styled(b.help, t.get(S::UiDim)));
+                }
+                None => {
+                    spans.push(Span::styled(b.help, t.get(S::UiText)));
+                    spans.push(Span::styled(effect, t.get(S::UiWarn)));
+                }
+            }
+            Line::from(spans)
+        })
+        .collect();
+    rows.push(Line::from(vec![
+        Span::styled(" :".to_string() + &" ".repeat(15), t.get(S::UiTitle)),
+        Span::styled(palette_hint(), t.get(S::UiText)),
+    ]));
+    // Two columns when the terminal is wide enough for them.
+    let two = area.width >= 80 && rows.len() + 3 > usize::from(area.height);
+    let per_col = if two {
+        rows.len().div_ceil(2)
+    } else {
+        rows.len()
+    };
+    let w = if two {
+        area.width.min(180)
+    } else {
+        area.width.min(100)
+    };
+    let h = (per_col as u16 + 3).min(area.height);
+    let popup = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    f.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" Keys — any key closes this help ")
+        .border_style(t.get(S::UiBorderFocus));
+    let inner = block.inner(popup);
+    f.render_widget(block, popup);
+    if two {
+        let right: Vec<Line> = rows.split_off(per_col);
+        let half = inner.width / 2;
+        f.render_widget(
+            Paragraph::new(rows),
+            Rect::new(inner.x, inner.y, half, inner.height),
+        );
+        f.render_widget(
+            Paragraph::new(right),
+            Rect::new(inner.x + half, inner.y, inner.width - half, inner.height),
+        );
+    } else {
+        f.render_widget(Paragraph::new(rows), inner);
+    }
+}
+
+/// A titled list over the panes (`:problems`, `:notes`). Every line is untrusted (record
+/// locations, broker messages): sanitized and cut to the popup.
+pub(crate) fn render_list(f: &mut Frame, area: Rect, title: &str, lines: &[String], t: &Theme) {
+    let w = area.width.min(100);
+    let h = (lines.len() as u16 + 3).min(area.height);
+    let popup = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    f.render_widget(Clear, popup);
+    let width = usize::from(w.saturating_sub(3));
+    let mut rows: Vec<Line> = lines
+        .iter()
+        .take(usize::from(h.saturating_sub(3)))
+        .map(|l| {
+            Line::from(Span::styled(
+                format!(" {}", dlq_core::sanitize::line(l, width)),
+                t.get(S::UiText),
+            ))
+        })
+        .collect();
+    rows.push(Line::from(Span::styled(
+        " any key closes this",
+        t.get(S::UiDim),
+    )));
+    f.render_widget(
+        Paragraph::new(rows).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(format!(" {} ", dlq_core::sanitize::clean(title)))
+                .border_style(t.get(S::UiBorderFocus)),
+        ),
+        popup,
+    );
+}

@@ -1,0 +1,176 @@
+//! The letters of the selected group: a virtualised list (only visible rows are built),
+//! masked previews, marks.
+
+use super::layout::list_offset;
+use super::{fit, pane};
+use crate::state::{AppState, Pane};
+use crate::theme::Theme;
+use crate::theme::S;
+use dlq_core::sanitize;
+use dlq_core::store::NO_TIME;
+use dlq_core::timefmt::format_age_ms;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let focused = s.focus == Pane::Letters;
+    let node = s
+        .selected_node()
+        .map(|n| sanitize::line(&n.label, 60))
+        .unwrap_or_default();
+    let order = if s.letters.newest_first {
+        "newest first"
+    } else {
+        "oldest first"
+    };
+    // The owner of the group the node is in (`[[owners]]`), where the tree has no room.
+    let owner = s
+        .selected_node()
+        .and_then(|n| s.groups.owners.get(&n.path[..n.path.len().min(1)]))
+        .map(|(_, o)| format!(" · owner {}", sanitize::line(o, 40)))
+        .unwrap_or_default();
+    let title = Line::from(format!(
+        " Letters  {node} · {} · {order}{owner} ",
+        s.letters.rows.len()
+    ));
+    let block = pane(title, focused, t);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let w = usize::from(inner.width);
+    let h = usize::from(inner.height).saturating_sub(1);
+    let store = &s.catalog.store;
+    let (id_w, age_w, key_w, att_w, state_w) = (
+        if w >= 100 { 30 } else { 18 },
+        6,
+        12,
+        3,
+        if w >= 100 { 12 } else { 8 },
+    );
+    let fixed = 2 + id_w + 1 + age_w + 1 + key_w + 1 + att_w + 1 + state_w + 1;
+    let prev_w = w.saturating_sub(fixed);
+    let mut lines = vec![Line::from(Span::styled(
+        fit(
+            &format!(
+                "  {:<id_w$} {:>age_w$} {:<key_w$} {:>att_w$} {:<state_w$} {}",
+                "ID", "AGE", "KEY", "#", "STATE", "PREVIEW"
+            ),
+            w,
+        ),
+        t.get(S::UiDim),
+    ))];
+    let offset = list_offset(s.letters.cursor, h.max(1));
+    let words = s.filter.fuzzy_words();
+    let cols = Cols {
+        id_w,
+        age_w,
+        key_w,
+        att_w,
+        state_w,
+        prev_w,
+        w,
+    };
+    for (pos, row) in s.letters.rows.iter().enumerate().skip(offset).take(h) {
+        let Some(r) = store.row(*row) else { continue };
+        let selected = pos == s.letters.cursor;
+        let style = match (selected, focused) {
+            (true, true) => t.get(S::UiSelection),
+            (true, false) => t.get(S::UiSelectionUnfocused),
+            _ => t.get(S::state(r.state)),
+        };
+        let mark = if s.letters.marks.contains(row) {
+            "● "
+        } else {
+            "  "
+        };
+        let mut spans = vec![Span::styled(mark, t.get(S::UiMark))];
+        spans.extend(highlighted(
+            row_text(s, r, &cols),
+            &words,
+            style,
+            style.patch(t.get(S::UiMatch)),
+        ));
+        lines.push(Line::from(spans));
+    }
+    if s.letters.rows.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "  (select a group)",
+            t.get(S::UiDim),
+        )));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// `text` as spans, the characters the fuzzy words matched in `hit` style.
+fn highlighted<'a>(text: String, words: &[&str], base: Style, hit: Style) -> Vec<Span<'a>> {
+    let mut marked: Vec<u32> = words
+        .iter()
+        .filter_map(|w| dlq_core::filter::fuzzy_indices(w, &text))
+        .flatten()
+        .collect();
+    if marked.is_empty() {
+        return vec![Span::styled(text, base)];
+    }
+    marked.sort_unstable();
+    marked.dedup();
+    let mut spans = Vec::new();
+    let mut run = String::new();
+    let mut run_hit = false;
+    for (i, c) in text.chars().enumerate() {
+        let is_hit = marked.binary_search(&(i as u32)).is_ok();
+        if is_hit != run_hit && !run.is_empty() {
+            spans.push(Span::styled(
+                std::mem::take(&mut run),
+                if run_hit { hit } else { base },
+            ));
+        }
+        run_hit = is_hit;
+        run.push(c);
+    }
+    if !run.is_empty() {
+        spans.push(Span::styled(run, if run_hit { hit } else { base }));
+    }
+    spans
+}
+
+/// Column widths of the letter rows.
+struct Cols {
+    id_w: usize,
+    age_w: usize,
+    key_w: usize,
+    att_w: usize,
+    state_w: usize,
+    prev_w: usize,
+    w: usize,
+}
+
+/// One letter's row: id, age, key (masked), attempt, state, masked preview.
+fn row_text(s: &AppState, r: &dlq_core::store::Row, c: &Cols) -> String {
+    let store = &s.catalog.store;
+    let age = if r.at_ms == NO_TIME {
+        "-".into()
+    } else {
+        format_age_ms(s.now_ms - r.at_ms)
+    };
+    let key = sanitize::line(&s.catalog.masker().mask_text(store.key(r)), 200);
+    let attempt = if r.attempt > 0 {
+        r.attempt.to_string()
+    } else {
+        "-".into()
+    };
+    let (id_w, age_w, key_w, att_w, state_w) = (c.id_w, c.age_w, c.key_w, c.att_w, c.state_w);
+    let text = format!(
+        "{:<id_w$} {age:>age_w$} {:<key_w$} {attempt:>att_w$} {:<state_w$} {}",
+        fit(&sanitize::line(store.id(r), 200), id_w),
+        fit(&key, key_w),
+        fit(r.state.as_str(), state_w),
+        if s.role >= dlq_core::access::Role::Operator {
+            fit(&sanitize::line(store.preview(r), 200), c.prev_w)
+        } else {
+            "(hidden: viewer)".to_string()
+        },
+    );
+    fit(&text, c.w.saturating_sub(2))
+}

@@ -1,0 +1,81 @@
+//! Pure render functions: state in, frame out.
+
+mod detail;
+mod groups;
+mod help;
+pub mod layout;
+mod letters;
+mod replay;
+mod status;
+
+use crate::state::AppState;
+use crate::theme::Theme;
+use crate::theme::S;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::widgets::{Block, BorderType, Borders};
+use ratatui::Frame;
+
+pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
+    let area = f.area();
+    let a = layout::layout_for(s, area.width, area.height);
+    status::title(f, a.title, s, t);
+    status::effect(f, a.effect, s, t);
+    groups::render(f, a.groups, s, t);
+    letters::render(f, a.letters, s, t);
+    detail::render(f, a.detail, s, t);
+    match &s.replay.run {
+        Some(run) if a.progress.height > 0 => replay::progress(f, a.progress, run, t),
+        // Too short a terminal for the pane: the second line says where the replay stands.
+        Some(run) => replay::progress_line(f, a.effect, run, t),
+        None => {}
+    }
+    status::footer(f, a.footer, s, t);
+    if let Some(d) = &s.replay.dry_run {
+        replay::dry_run(
+            f,
+            Rect::new(
+                0,
+                a.groups.y,
+                area.width,
+                a.groups.height + a.progress.height,
+            ),
+            d,
+            t,
+        );
+    } else if s.prompt.show_help {
+        help::render(f, area, s, t);
+    } else if let Some((title, lines)) = &s.prompt.overlay {
+        help::render_list(f, area, title, lines, t);
+    }
+}
+
+/// A bordered pane block, highlighted when focused.
+pub(crate) fn pane<'a>(title: ratatui::text::Line<'a>, focused: bool, t: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
+        .border_style(if focused {
+            t.get(S::UiBorderFocus)
+        } else {
+            t.get(S::UiBorder)
+        })
+        .title(title)
+        .title_style(t.get(S::UiTitle))
+        .style(Style::default())
+}
+
+/// Truncate to `w` display columns (chars; the sanitizer already made text single-width
+/// safe enough for a terminal), with an ellipsis.
+pub(crate) fn fit(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(w.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

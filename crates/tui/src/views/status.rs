@@ -1,0 +1,249 @@
+//! The title line, the browse-effect/progress line and the footer.
+
+use super::fit;
+use crate::state::{AppState, Input, Level};
+use crate::theme::Theme;
+use crate::theme::S;
+use dlq_core::sanitize;
+use dlq_core::store::NO_TIME;
+use dlq_core::timefmt::format_age_ms;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let total = s.catalog.store.len();
+    // Summed as counts: a float sum of no groups is -0.0, shown "+-0.0/min".
+    let inflow = s
+        .groups
+        .tree
+        .iter()
+        .filter(|n| n.depth == 0)
+        .map(|n| n.last_hour)
+        .sum::<u64>() as f64
+        / 60.0;
+    let oldest = s
+        .groups
+        .tree
+        .iter()
+        .filter(|n| n.depth == 0 && n.oldest_ms != NO_TIME)
+        .map(|n| n.oldest_ms)
+        .min();
+    let mut parts = vec![
+        Span::styled(" dlq-triage", t.get(S::UiTitle)),
+        Span::styled(
+            format!(" · {}", sanitize::line(&s.info.label, 80)),
+            t.get(S::UiHeader),
+        ),
+        Span::styled(
+            format!(
+                " · {}",
+                dlq_core::words::letters_since(total, s.since_ms, s.now_ms)
+            ),
+            t.get(S::UiCount),
+        ),
+        Span::styled(format!(" · +{inflow:.1}/min"), t.get(S::UiText)),
+        Span::styled(
+            format!(
+                " · oldest {}",
+                oldest.map_or("-".into(), |o| format_age_ms(s.now_ms - o))
+            ),
+            t.get(S::UiText),
+        ),
+        Span::styled(format!(" · {}", s.role), t.get(S::UiDim)),
+    ];
+    if s.read_only {
+        parts.push(Span::styled(" · read-only", t.get(S::UiWarn)));
+    }
+    if !s.filter.is_empty() {
+        parts.push(Span::styled(
+            format!(
+                " · {} match · filter: {}",
+                s.index.total(),
+                sanitize::line(s.filter.source(), 60)
+            ),
+            t.get(S::UiWarn),
+        ));
+    }
+    f.render_widget(
+        Paragraph::new(Line::from(parts)).style(t.get(S::UiStatus)),
+        area,
+    );
+}
+
+pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let progress = if let Some(e) = &s.scan.error {
+        Span::styled(
+            format!("scan failed: {} · R retries", sanitize::line(e, 60)),
+            t.get(S::UiError),
+        )
+    } else if s.scan.lost.is_some() {
+        Span::styled(
+            "browse closed by the broker · R browses again",
+            t.get(S::UiError),
+        )
+    } else if s.scan.complete {
+        let problems = match s.scan.problem_count {
+            0 => String::new(),
+            n => format!(" · {n} unreadable (:problems)"),
+        };
+        let (browsed, total) = s
+            .scan
+            .partial
+            .iter()
+            .fold((0, 0), |(b, t), c| (b + c.browsed, t + c.total));
+        let problems = if total > 0 {
+            format!(" · browsed {browsed} of {total}{problems}")
+        } else {
+            problems
+        };
+        Span::styled(
+            format!("scan complete · +{} live{problems}", s.scan.live),
+            if s.scan.problem_count > 0 || total > 0 {
+                t.get(S::UiWarn)
+            } else {
+                t.get(S::UiInfo)
+            },
+        )
+    } else {
+        let pct = s
+            .scan
+            .total
+            .filter(|t| *t > 0)
+            .map(|tot| (s.scan.done * 100 / tot).min(99));
+        let bar_len = 10;
+        let filled = pct.map_or(0, |p| (p as usize * bar_len) / 100);
+        Span::styled(
+            format!(
+                "scan {}{} {}",
+                "█".repeat(filled),
+                "░".repeat(bar_len - filled),
+                pct.map_or(format!("{} read", s.scan.done), |p| format!("{p}%"))
+            ),
+            t.get(S::UiWarn),
+        )
+    };
+    let width = usize::from(area.width);
+    let right = progress.content.chars().count() + 1;
+    let left = fit(
+        &format!(" {}", s.info.browse_effect),
+        width.saturating_sub(right + 1),
+    );
+    let pad = width.saturating_sub(left.chars().count() + right);
+    let line = Line::from(vec![
+        Span::styled(left, t.get(S::UiDim)),
+        Span::raw(" ".repeat(pad)),
+        progress,
+        Span::raw(" "),
+    ]);
+    f.render_widget(Paragraph::new(line), area);
+}
+
+pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
+    let width = usize::from(area.width);
+    let line = match &s.prompt.input {
+        Input::Fuzzy(w) => Line::from(vec![
+            Span::styled(" / ", t.get(S::UiTitle)),
+            Span::styled(format!("{}▏", sanitize::line(w, 200)), t.get(S::UiText)),
+            Span::styled("  Enter apply · Esc cancel", t.get(S::UiDim)),
+        ]),
+        Input::Expr(e) => Line::from(vec![
+            Span::styled(" filter: ", t.get(S::UiTitle)),
+            Span::styled(format!("{}▏", sanitize::line(e, 200)), t.get(S::UiText)),
+            Span::styled(
+                "  reason=… version=… event=inv.* age>1h state=open|… · Enter · Esc",
+                t.get(S::UiDim),
+            ),
+        ]),
+        Input::Command(c) => Line::from(vec![
+            Span::styled(" :", t.get(S::UiTitle)),
+            Span::styled(format!("{}▏", sanitize::line(c, 200)), t.get(S::UiText)),
+            Span::styled(
+                format!("  {}", crate::keymap::palette_hint()),
+                t.get(S::UiDim),
+            ),
+        ]),
+        Input::DiscardReason(r, rows) => Line::from(vec![
+            Span::styled(
+                format!(" discard {} letter(s) — reason: ", rows.len()),
+                t.get(S::UiWarn),
+            ),
+            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get(S::UiText)),
+            Span::styled(
+                "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels",
+                t.get(S::UiDim),
+            ),
+        ]),
+        Input::EditReason(r, _) => Line::from(vec![
+            Span::styled(" edit (revision) — reason: ", t.get(S::UiWarn)),
+            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get(S::UiText)),
+            Span::styled(
+                "  opens $EDITOR on the masked payload · Enter · Esc cancels",
+                t.get(S::UiDim),
+            ),
+        ]),
+        Input::UnmaskReason(r, _) => Line::from(vec![
+            Span::styled(" unmask — reason: ", t.get(S::UiWarn)),
+            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get(S::UiText)),
+            Span::styled(
+                "  audited; shown for this letter in this session only · Enter · Esc cancels",
+                t.get(S::UiDim),
+            ),
+        ]),
+        Input::ReplayCount(typed, n) => Line::from(vec![
+            Span::styled(
+                format!(
+                    " replay {} — type {n} to start: ",
+                    dlq_core::words::letters(*n)
+                ),
+                t.get(S::UiWarn),
+            ),
+            Span::styled(format!("{}▏", sanitize::line(typed, 20)), t.get(S::UiText)),
+            Span::styled("  Enter · Esc cancels (nothing is sent)", t.get(S::UiDim)),
+        ]),
+        Input::None => match &s.message {
+            Some((m, level)) => {
+                let style = match level {
+                    Level::Info => t.get(S::UiInfo),
+                    Level::Warn => t.get(S::UiWarn),
+                    Level::Error => t.get(S::UiError),
+                };
+                Line::from(Span::styled(
+                    fit(&format!(" {}", sanitize::line(m, 300)), width),
+                    style,
+                ))
+            }
+            None => footer_keys(s, width, t),
+        },
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+/// The footer's key hints, from the keymap; keys this user cannot use are dimmed.
+fn footer_keys<'a>(s: &AppState, width: usize, t: &Theme) -> Line<'a> {
+    let items = crate::keymap::footer_items(s.role, s.read_only);
+    let text = |(key, label, _): &(String, &str, bool)| format!(" {key} {label} ");
+    // The last item (quit) always shows; the middle ones while they fit.
+    let last = items.last().map(|i| text(i).chars().count()).unwrap_or(0);
+    let mut spans = Vec::new();
+    let mut used = last;
+    for (i, item) in items.iter().enumerate() {
+        let shown = text(item);
+        let n = shown.chars().count();
+        let is_last = i + 1 == items.len();
+        if !is_last && used + n > width {
+            continue;
+        }
+        if !is_last {
+            used += n;
+        }
+        let style = if item.2 {
+            t.get(S::UiDim)
+        } else {
+            t.get(S::UiFooter)
+        };
+        spans.push(Span::styled(shown, style));
+    }
+    Line::from(spans)
+}

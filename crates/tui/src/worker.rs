@@ -1,0 +1,668 @@
+//! The worker thread: opens the source (on this thread: the demo's mock cluster must
+//! live where it is used) and drives the shared [`Session`] — scan, tail, fetch, discard,
+//! history, audit — turning its results into actions. No pipeline or ledger logic lives
+//! here: the CLI drives the same session.
+
+use crate::action::{Action, Command};
+use crate::AppEvent;
+use dlq_app::brokers::{self, OpenOptions};
+use dlq_app::revise::UnmaskFor;
+use dlq_app::session::{
+    DiscardTarget, InFlight, Picked, Principal, Resume, Session, SessionEvent, Settings,
+};
+use dlq_core::model::Coords;
+use dlq_core::ports::ReplayPorts;
+use dlq_core::replay::{describe, Control, Options, Plan};
+use dlq_core::source::SourceRef;
+use dlq_core::store::RowId;
+use std::ops::ControlFlow;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+
+pub use crate::action::Request;
+
+impl Request {
+    /// The worker's share of `update`'s commands; the others (copy, render, edit) are
+    /// given back for the UI thread.
+    pub fn for_command(c: Command) -> Result<Request, Box<Command>> {
+        match c {
+            Command::Session(r) => Ok(r),
+            other => Err(Box::new(other)),
+        }
+    }
+}
+
+pub fn spawn(
+    source: SourceRef,
+    opts: OpenOptions,
+    settings: Settings,
+    events: Sender<AppEvent>,
+    requests: Receiver<Request>,
+) {
+    std::thread::spawn(move || run(source, opts, settings, events, requests));
+}
+
+fn run(
+    source: SourceRef,
+    opts: OpenOptions,
+    settings: Settings,
+    events: Sender<AppEvent>,
+    requests: Receiver<Request>,
+) {
+    let send = |a: Action| events.send(AppEvent::Action(a)).is_ok();
+    let principal = settings.principal.clone();
+    // One pass per browse: `R` (or a browse the broker closed, then `R`) starts another
+    // on a fresh connection; the UI empties its store when it hears `Rebrowsing`.
+    let mut first = true;
+    loop {
+        if !first && !send(Action::Rebrowsing) {
+            return;
+        }
+        first = false;
+        let opened = brokers::open(&source, &opts)
+            .map_err(dlq_app::session::SessionError::from)
+            .and_then(|src| Session::new(src, settings.clone()));
+        let mut session = match opened {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "opening the source failed");
+                send(Action::ScanFailed(e.to_string()));
+                if serve_closed(&principal, &settings.source_key, &requests, &events) {
+                    continue;
+                }
+                return;
+            }
+        };
+        send(Action::SourceOpened(session.info().clone()));
+        let postponed = initial_scan(&mut session, &events, &requests);
+        let notes = session.reconcile();
+        send(Action::Decisions(session.decisions()));
+        announce_unfinished(&session, &events);
+        for n in &notes {
+            tracing::info!(note = %n, "reconcile");
+        }
+        if !notes.is_empty() {
+            send(Action::Notes(notes));
+        }
+        let mut replays = Replays::default();
+        let mut again = false;
+        for r in postponed {
+            match r {
+                Request::Rebrowse => again = true,
+                r => handle(&mut session, &mut replays, r, &events, &requests),
+            }
+        }
+        if !again && !tail_until_gone(&mut session, &mut replays, &events, &requests) {
+            return;
+        }
+        // The old browse is dropped before the next opens: on RabbitMQ its held
+        // deliveries go back to the queue when its connection closes.
+        drop(session);
+    }
+}
+
+/// Replays of this source left unfinished (a crash, a kill, a lost connection).
+fn announce_unfinished(session: &Session, events: &Sender<AppEvent>) {
+    match session.unfinished_replays() {
+        Ok(u) => {
+            let _ = events.send(AppEvent::Action(Action::ReplaysUnfinished(u)));
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot read the replay journal"),
+    }
+}
+
+/// Letters sent to the UI and not yet indexed, beyond which the scan waits: two
+/// batches, so the UI always has the next one at hand. Each costs ~3 KB until indexed;
+/// at 12,288 the TUI's peak at 1,000,000 Kafka letters was ~430 MB, at 8,192 (and a
+/// 32 MiB letter cache) ~385 MB.
+pub const UI_BACKLOG: usize = 8_192;
+
+/// The initial scan, streamed to the UI; requests that arrive meanwhile are kept for
+/// after it (the source is busy).
+fn initial_scan(
+    session: &mut Session,
+    events: &Sender<AppEvent>,
+    requests: &Receiver<Request>,
+) -> Vec<Request> {
+    let mut postponed = Vec::new();
+    let mut gone = false;
+    // The UI thread indexes what it is sent between frames; if its frames are slow (a
+    // slow terminal over SSH) the scan waits rather than piling letters up in memory.
+    let in_flight = InFlight::default();
+    let result = session.scan(true, &mut |mut ev| {
+        if let SessionEvent::Letters(batch) = &mut ev {
+            in_flight.wait_below(UI_BACKLOG);
+            in_flight.issue(batch);
+        }
+        gone |= !forward(events, ev, false);
+        while let Ok(r) = requests.try_recv() {
+            postponed.push(r);
+        }
+        if gone {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    let done = match result {
+        Ok(()) => Action::ScanDone,
+        Err(e) => {
+            tracing::warn!(error = %e, "the scan failed");
+            Action::ScanFailed(e.to_string())
+        }
+    };
+    let _ = events.send(AppEvent::Action(done));
+    postponed
+}
+
+/// Tail new arrivals until the UI goes away, pausing to serve requests; a source that
+/// cannot be tailed serves requests only.
+/// Returns whether to browse again (`R`); false once the UI is gone.
+fn tail_until_gone(
+    session: &mut Session,
+    replays: &mut Replays,
+    events: &Sender<AppEvent>,
+    requests: &Receiver<Request>,
+) -> bool {
+    loop {
+        let mut pending: Option<Request> = None;
+        let tailed = session.tail(&mut |ev| {
+            if !forward(events, ev, true) {
+                return ControlFlow::Break(());
+            }
+            match requests.try_recv() {
+                Ok(r) => {
+                    pending = Some(r);
+                    ControlFlow::Break(())
+                }
+                Err(TryRecvError::Disconnected) => ControlFlow::Break(()),
+                Err(TryRecvError::Empty) => ControlFlow::Continue(()),
+            }
+        });
+        match (tailed, pending) {
+            (Ok(()), Some(Request::Rebrowse)) => return true,
+            (Ok(()), Some(r)) => handle(session, replays, r, events, requests),
+            (Ok(()), None) => return false,
+            (Err(e), pending) => {
+                tracing::info!(error = %e, "tailing stopped; serving requests only");
+                // A browse the broker closed is news: the letters went back to the queue
+                // and nothing settles until it is browsed again (`R`).
+                if !matches!(
+                    e,
+                    dlq_app::session::SessionError::Source(
+                        dlq_core::ports::SourceError::Unsupported(_)
+                    )
+                ) {
+                    let _ = events.send(AppEvent::Action(Action::BrowseLost(e.to_string())));
+                }
+                let mut next = pending;
+                loop {
+                    match next.take().map_or_else(|| requests.recv().ok(), Some) {
+                        None => return false,
+                        Some(Request::Rebrowse) => return true,
+                        Some(r) => handle(session, replays, r, events, requests),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Turn a session event into an action; false once the UI is gone.
+fn forward(events: &Sender<AppEvent>, ev: SessionEvent, live: bool) -> bool {
+    let a = match ev {
+        SessionEvent::Letters(b) if live => Action::Live(b),
+        SessionEvent::Letters(b) => Action::Letters(b),
+        SessionEvent::Progress { done, total } => Action::Progress { done, total },
+        SessionEvent::Partial(c) => Action::Partial(c),
+        SessionEvent::Notice(n) => Action::Notes(vec![format!(
+            "{}: {}",
+            dlq_core::sanitize::clean(&n.location),
+            dlq_core::sanitize::line(&n.message, 200)
+        )]),
+        SessionEvent::Problem(p) => {
+            tracing::warn!(location = %dlq_core::sanitize::clean(&p.location), "unreadable record");
+            Action::Problem(p)
+        }
+    };
+    events.send(AppEvent::Action(a)).is_ok()
+}
+
+fn handle(
+    session: &mut Session,
+    replays: &mut Replays,
+    r: Request,
+    events: &Sender<AppEvent>,
+    requests: &Receiver<Request>,
+) {
+    let action = match r {
+        Request::PlanReplay {
+            picked,
+            opts,
+            resume,
+        } => replays.plan(session, picked, opts, resume),
+        Request::Replan(opts) => replays.replan(session, opts),
+        Request::DropPlan => {
+            replays.pending = None;
+            return;
+        }
+        Request::RunReplay { id, control } => {
+            let done = replays.run(session, &id, control, events, requests);
+            let _ = events.send(AppEvent::Action(done));
+            let _ = events.send(AppEvent::Action(Action::Decisions(session.decisions())));
+            announce_unfinished(session, events);
+            return;
+        }
+        Request::AbandonReplay(id) => {
+            let done = match session.abandon_replay(&id) {
+                Ok(line) => Action::Notes(vec![line]),
+                Err(e) => Action::Notes(vec![format!("not abandoned: {e}")]),
+            };
+            let _ = events.send(AppEvent::Action(done));
+            announce_unfinished(session, events);
+            return;
+        }
+        Request::ResumeLetters(id) => Action::ResumeLetters(
+            id.clone(),
+            match session.resume_of(&id) {
+                Ok(Some(r)) if r.row.source == session.source_key() => Ok(r.left()),
+                Ok(_) => Err(format!(
+                    "no replay {} of this source in the ledger",
+                    dlq_core::sanitize::clean(&id)
+                )),
+                Err(e) => Err(e.to_string()),
+            },
+        ),
+        Request::Fetch(row, coords) => {
+            Action::Fetched(row, session.fetch(&coords).map_err(|e| e.to_string()))
+        }
+        Request::Discard { rows, reason } => {
+            let done = discard(session, rows, &reason);
+            let _ = events.send(AppEvent::Action(Action::Decisions(session.decisions())));
+            done
+        }
+        other => {
+            let principal = session.principal().clone();
+            ledger_only(&principal, session.source_key(), other, events);
+            return;
+        }
+    };
+    let _ = events.send(AppEvent::Action(action));
+}
+
+fn discard(session: &mut Session, rows: Vec<(RowId, DiscardTarget)>, reason: &str) -> Action {
+    let (rows, targets): (Vec<RowId>, Vec<DiscardTarget>) = rows.into_iter().unzip();
+    match session.discard(&targets, reason, &mut || {}) {
+        Ok(report) => {
+            for (id, e) in &report.pending {
+                tracing::warn!(letter = %dlq_core::sanitize::clean(id), error = %e, "discard recorded, not applied");
+            }
+            let mut message = report.summary(None);
+            if let Some(first) = report.already.first() {
+                message.push_str(&format!(" — {first}"));
+            }
+            Action::DiscardDone {
+                rows: report
+                    .done
+                    .iter()
+                    .filter_map(|&i| rows.get(i).copied())
+                    .collect(),
+                message,
+                ok: report.pending.is_empty() && report.already.is_empty(),
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "discard failed");
+            Action::DiscardDone {
+                rows: Vec::new(),
+                message: format!("discard stopped: {e}"),
+                ok: false,
+            }
+        }
+    }
+}
+
+/// History and audit entries need the ledger, not the source.
+fn ledger_only(principal: &Principal, source_key: &str, r: Request, events: &Sender<AppEvent>) {
+    let action = match r {
+        Request::History(row, id) => {
+            let lines = match principal.history(&id) {
+                Ok(entries) if entries.is_empty() => {
+                    vec!["nothing recorded for this letter".to_string()]
+                }
+                Ok(entries) => entries
+                    .iter()
+                    .map(dlq_core::letter_view::history_line)
+                    .collect(),
+                Err(e) => vec![format!("cannot read the ledger: {e}")],
+            };
+            Action::History(row, lines)
+        }
+        Request::Unmask {
+            row,
+            letter_id,
+            reason,
+        } => Action::Unmasked(
+            row,
+            principal
+                .unmask(source_key, &letter_id, &reason, UnmaskFor::View)
+                .map_err(|e| e.to_string()),
+        ),
+        Request::Audit {
+            action,
+            target,
+            detail,
+        } => {
+            if let Err(e) = principal.audit(&action, &target, &detail) {
+                tracing::warn!(error = %e, action = %action, "audit entry not written");
+            }
+            return;
+        }
+        Request::Fetch(row, _) => Action::Fetched(row, Err("the source is not open".into())),
+        Request::Discard { .. } => Action::DiscardDone {
+            rows: Vec::new(),
+            message: "the source is not open; nothing discarded".into(),
+            ok: false,
+        },
+        Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
+            Action::ReplayPlanFailed("the source is not open; nothing replayed".into())
+        }
+        Request::DropPlan
+        | Request::AbandonReplay(_)
+        | Request::ResumeLetters(_)
+        | Request::Rebrowse => return,
+    };
+    let _ = events.send(AppEvent::Action(action));
+}
+
+/// The source never opened: answer requests (history and audit still work) until the
+/// UI goes away (false) or asks to try again (true).
+fn serve_closed(
+    principal: &Principal,
+    source_key: &str,
+    requests: &Receiver<Request>,
+    events: &Sender<AppEvent>,
+) -> bool {
+    for r in requests.iter() {
+        match r {
+            Request::Rebrowse => return true,
+            r => ledger_only(principal, source_key, r, events),
+        }
+    }
+    false
+}
+
+/// The replay the dry-run screen shows: its letters (to re-plan with other options),
+/// the plan, the broker's ports, and the journal it resumes.
+struct Pending {
+    letters: Vec<(dlq_core::model::DeadLetter, String)>,
+    missing: Vec<String>,
+    plan: Plan,
+    ports: ReplayPorts,
+    resume: Option<Resume>,
+}
+
+#[derive(Default)]
+struct Replays {
+    pending: Option<Pending>,
+}
+
+impl Replays {
+    fn plan(
+        &mut self,
+        session: &mut Session,
+        picked: Vec<Picked>,
+        opts: Options,
+        resume: Option<String>,
+    ) -> Action {
+        self.pending = None;
+        let resume = match resume.map(|id| session.resume_of(&id)) {
+            None => None,
+            Some(Ok(Some(r))) => Some(r),
+            Some(Ok(None)) => {
+                return Action::ReplayPlanFailed("that replay is not in the ledger".into())
+            }
+            Some(Err(e)) => return Action::ReplayPlanFailed(e.to_string()),
+        };
+        let ports = match session.replay_ports() {
+            Ok(p) => p,
+            Err(e) => return Action::ReplayPlanFailed(e.to_string()),
+        };
+        let (letters, missing) = session.picked_letters(picked);
+        let opts = match &resume {
+            // A resume keeps its plan's choices; the pace can still be changed.
+            Some(r) => Options {
+                canary: opts.canary,
+                canary_rate: opts.canary_rate,
+                rate: opts.rate,
+                watch: opts.watch,
+                max_failed_ratio: opts.max_failed_ratio,
+                ..Options::from_json(&r.row.detail["options"])
+            },
+            None => opts,
+        };
+        let id = match &resume {
+            Some(r) => r.row.id.clone(),
+            None => dlq_core::replay::new_id(chrono::Utc::now()),
+        };
+        let mut pending = Pending {
+            plan: Plan::default(),
+            letters,
+            missing,
+            ports,
+            resume,
+        };
+        pending.plan = build(session, &mut pending, &opts, id);
+        let view = view(session, &pending);
+        self.pending = Some(pending);
+        Action::ReplayPlanned(view)
+    }
+
+    fn replan(&mut self, session: &mut Session, opts: Options) -> Action {
+        let Some(p) = self.pending.as_mut() else {
+            return Action::ReplayPlanFailed("no replay is being planned".into());
+        };
+        // The pace (canary, rates, watch, threshold) changes no letter of the plan: only
+        // a choice of which letters or payloads (revisions) plans again — which reads the
+        // ledger and the origin partitions.
+        let same_letters = Options {
+            canary: p.plan.options.canary,
+            canary_rate: p.plan.options.canary_rate,
+            rate: p.plan.options.rate,
+            watch: p.plan.options.watch,
+            max_failed_ratio: p.plan.options.max_failed_ratio,
+            ..opts.clone()
+        } == p.plan.options;
+        if same_letters {
+            p.plan.options = opts;
+        } else {
+            let id = p.plan.id.clone();
+            p.plan = build(session, p, &opts, id);
+        }
+        Action::ReplayPlanned(view(session, p))
+    }
+
+    fn run(
+        &mut self,
+        session: &mut Session,
+        id: &str,
+        control: Control,
+        events: &Sender<AppEvent>,
+        requests: &Receiver<Request>,
+    ) -> Action {
+        let Some(mut p) = self.pending.take().filter(|p| p.plan.id == id) else {
+            return Action::ReplayEnded {
+                id: id.to_string(),
+                state: "not started".into(),
+                summary: "that plan is gone (planned again?): nothing was sent".into(),
+            };
+        };
+        if p.plan.items.is_empty() {
+            return Action::ReplayEnded {
+                id: id.to_string(),
+                state: "not started".into(),
+                summary: "nothing to replay: every letter was excluded (see the plan)".into(),
+            };
+        }
+        let mut watch = Watch {
+            principal: session.principal().clone(),
+            source_key: session.source_key().to_string(),
+            events,
+            requests,
+            stash: Vec::new(),
+            last: None,
+            last_phase: None,
+        };
+        let _ = events.send(AppEvent::Action(Action::ReplayStarted {
+            id: id.to_string(),
+            planned: p.plan.items.len(),
+        }));
+        let report = session.replay(
+            &p.plan,
+            p.ports.publisher.as_mut(),
+            &control,
+            p.resume.as_ref(),
+            &mut watch,
+        );
+        match report {
+            Ok(r) => {
+                let mut summary = describe::summary_line(&r.id, &r.end, &r.outcome);
+                if !r.unsettled.is_empty() {
+                    summary.push_str(&format!(
+                        "; {} replayed letters not settled in the DLQ yet (the next browse applies them)",
+                        r.unsettled.len()
+                    ));
+                }
+                Action::ReplayEnded {
+                    id: r.id,
+                    state: r.end.state().to_string(),
+                    summary,
+                }
+            }
+            Err(e) => Action::ReplayEnded {
+                id: id.to_string(),
+                state: "failed".into(),
+                summary: format!("replay {} failed: {e}", dlq_core::sanitize::clean(id)),
+            },
+        }
+    }
+}
+
+fn build(session: &mut Session, p: &mut Pending, opts: &Options, id: String) -> Plan {
+    let cands = match session.replay_candidates(p.letters.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            p.missing.push(format!("the ledger could not be read: {e}"));
+            Vec::new()
+        }
+    };
+    let log = p.ports.origin_log.as_deref_mut().map(|l| l as _);
+    session.plan_replay(cands, opts, id, log, p.ports.kafka, p.resume.as_ref())
+}
+
+fn view(session: &Session, p: &Pending) -> crate::action::PlanView {
+    let mut lines = describe::plan_lines(&p.plan, &session.info().label, p.resume.is_some(), "K");
+    if !p.missing.is_empty() {
+        lines.push(format!(
+            "  ! {} picked letters could not be read and are not in the plan (e.g. {})",
+            p.missing.len(),
+            dlq_core::sanitize::clean(&p.missing[0])
+        ));
+    }
+    crate::action::PlanView {
+        id: p.plan.id.clone(),
+        planned: p.plan.items.len(),
+        options: p.plan.options.clone(),
+        lines,
+        resuming: p.resume.is_some(),
+    }
+}
+
+/// The TUI's view of a running replay: progress and letter outcomes to the UI (the
+/// progress at most ten times a second, and at every change of phase), arrivals as live
+/// letters; requests that come meanwhile are served between steps — fetches and ledger
+/// reads at once, anything that would act on the DLQ refused until the replay ends.
+struct Watch<'a> {
+    principal: Principal,
+    source_key: String,
+    events: &'a Sender<AppEvent>,
+    requests: &'a Receiver<Request>,
+    stash: Vec<Request>,
+    last: Option<std::time::Instant>,
+    last_phase: Option<dlq_core::replay::Phase>,
+}
+
+impl dlq_app::session::ReplayWatcher for Watch<'_> {
+    fn progress(&mut self, p: &dlq_core::replay::Progress) {
+        let due = self
+            .last
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(100))
+            || self.last_phase != Some(p.phase)
+            || p.end.is_some();
+        if due {
+            self.last = Some(std::time::Instant::now());
+            self.last_phase = Some(p.phase);
+            let _ = self
+                .events
+                .send(AppEvent::Action(Action::ReplayProgress(Box::new(
+                    p.clone(),
+                ))));
+        }
+    }
+
+    fn letters(&mut self, changes: &[(&str, dlq_core::replay::LetterOutcome)]) {
+        let _ = self.events.send(AppEvent::Action(Action::ReplayLetters(
+            changes.iter().map(|(i, o)| (i.to_string(), *o)).collect(),
+        )));
+    }
+
+    fn arrivals(&mut self, ev: SessionEvent) {
+        forward(self.events, ev, true);
+    }
+
+    fn wants_turn(&mut self) -> bool {
+        while let Ok(r) = self.requests.try_recv() {
+            self.stash.push(r);
+        }
+        !self.stash.is_empty()
+    }
+
+    fn turn(
+        &mut self,
+        fetch: &mut dyn FnMut(
+            &Coords,
+        )
+            -> Result<dlq_core::model::RawLetter, dlq_app::session::SessionError>,
+    ) {
+        for r in std::mem::take(&mut self.stash) {
+            let action = match r {
+                Request::Fetch(row, coords) => {
+                    Action::Fetched(row, fetch(&coords).map_err(|e| e.to_string()))
+                }
+                Request::Discard { .. } => Action::DiscardDone {
+                    rows: Vec::new(),
+                    message:
+                        "a replay is running: nothing discarded (K stops it; discard after it ends)"
+                            .into(),
+                    ok: false,
+                },
+                Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
+                    Action::ReplayPlanFailed(
+                        "a replay is running: one at a time (K stops it)".into(),
+                    )
+                }
+                Request::AbandonReplay(_) | Request::ResumeLetters(_) | Request::Rebrowse => {
+                    Action::Notes(vec![
+                        "a replay is running: try again when it has ended".into()
+                    ])
+                }
+                Request::DropPlan => continue,
+                other @ (Request::History(..) | Request::Audit { .. } | Request::Unmask { .. }) => {
+                    // Ledger reads and audit entries do not touch the source.
+                    ledger_only(&self.principal, &self.source_key, other, self.events);
+                    continue;
+                }
+            };
+            let _ = self.events.send(AppEvent::Action(action));
+        }
+    }
+}
