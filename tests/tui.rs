@@ -414,19 +414,25 @@ fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
     let at = |s: &AppState, i: usize| {
         s.catalog
             .store
-            .row(s.letters.rows[i])
+            .row(s.letters.order.rows[i])
             .map(|r| r.at_ms)
             .unwrap_or(0)
     };
-    assert_eq!(s.letters.rows.len(), 30_000);
-    assert!(s.letters.sorted < 30_000, "big groups are sorted lazily");
+    assert_eq!(s.letters.order.rows.len(), 30_000);
+    assert!(
+        s.letters.order.sorted < 30_000,
+        "big groups are sorted lazily"
+    );
     assert_eq!(at(&s, 0), base, "the newest letter is first");
-    assert!((1..s.letters.sorted).all(|i| at(&s, i - 1) >= at(&s, i)));
+    assert!((1..s.letters.order.sorted).all(|i| at(&s, i - 1) >= at(&s, i)));
     press(&mut s, &["Tab"], size);
     for _ in 0..2 {
         update(&mut s, Action::Bottom, size);
     }
-    assert_eq!(s.letters.sorted, 30_000, "paging to the end sorts the rest");
+    assert_eq!(
+        s.letters.order.sorted, 30_000,
+        "paging to the end sorts the rest"
+    );
     assert!((1..30_000).all(|i| at(&s, i - 1) >= at(&s, i)));
     assert_eq!(at(&s, 29_999), base - 29_999_000);
 }
@@ -446,7 +452,7 @@ fn command_palette_groups_filters_and_explains_mistakes() {
     );
     assert!(screen(&s, size).contains("6 match · filter: reason=expired|rejected"));
     press(&mut s, &["::", ":sort oldest", "Enter"], size);
-    assert!(!s.letters.newest_first);
+    assert!(!s.letters.order.newest_first);
     press(&mut s, &["::", ":frobnicate", "Enter"], size);
     assert!(screen(&s, size).contains("unknown command `frobnicate`"));
     press(&mut s, &["::", ":group colour", "Enter"], size);

@@ -327,6 +327,7 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
     let at = t
         .s
         .letters
+        .order
         .rows
         .iter()
         .position(|r| t.s.catalog.store.row(*r).map(|x| x.state) == Some(TriageState::FailedAgain))
@@ -360,12 +361,12 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
     // in the README) writes the amount as a number; the revision is ledgered.
     t.key(KeyCode::Tab);
     t.key(KeyCode::Home);
-    let row = t.s.letters.rows[t.s.letters.cursor];
+    let row = t.s.letters.order.rows[t.s.letters.cursor];
     assert_eq!(
         t.s.catalog.store.row(row).map(|r| r.state),
         Some(TriageState::Open)
     );
-    let row = t.s.letters.rows[t.s.letters.cursor];
+    let row = t.s.letters.order.rows[t.s.letters.cursor];
     let payload = t.s.cache.get(row).expect("held").payload.clone();
     assert!(
         String::from_utf8_lossy(&payload).contains("\"amount\":\""),

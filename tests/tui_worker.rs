@@ -180,8 +180,8 @@ fn problems_and_decisions_reach_the_screen() {
     assert_eq!(s.decisions.len(), 1);
     // Open that letter's detail on the Failure tab.
     update(&mut s, Action::SetTab(Tab::Failure), size);
-    s.letters.rows = vec![0];
-    s.letters.sorted = 1;
+    s.letters.order.rows = vec![0];
+    s.letters.order.sorted = 1;
     s.letters.dirty = false;
     s.letters.cursor = 0;
     update(&mut s, Action::FocusNext, size);

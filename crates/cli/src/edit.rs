@@ -1,11 +1,10 @@
 //! `dlq-triage edit SOURCE ID --reason TEXT`: a payload revision, edited on the masked
 //! payload in `$EDITOR` (privileged users may edit unmasked with `--unmasked`).
 
-use super::context::{usage, Context, UsageError};
+use super::context::{usage, Context};
 use super::show::find_letters;
 use super::EditArgs;
 use dlq_app::revise::Revised;
-use dlq_app::session::SessionError;
 use dlq_core::access::Permission;
 use dlq_core::model::BodyKind;
 use dlq_core::sanitize;
@@ -29,20 +28,14 @@ pub fn run(ctx: &Context, a: &EditArgs) -> anyhow::Result<()> {
             dl.body.as_str()
         ));
     }
-    let revised = ctx
-        .principal()
-        .edit_and_record(
-            loaded.catalog.masker(),
-            &loaded.source_key,
-            &dl.id.value.0,
-            &dl.raw.payload,
-            reason,
-            a.unmasked,
-        )
-        .map_err(|e| match e {
-            SessionError::Invalid(m) => UsageError(m).into(),
-            e => anyhow::Error::from(e),
-        })?;
+    let revised = ctx.principal().edit_and_record(
+        loaded.catalog.masker(),
+        &loaded.source_key,
+        &dl.id.value.0,
+        &dl.raw.payload,
+        reason,
+        a.unmasked,
+    )?;
     match revised {
         Revised::Unchanged => {
             println!("no changes; nothing saved");

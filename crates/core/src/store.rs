@@ -297,6 +297,16 @@ impl LetterStore {
         }
     }
 
+    /// Where a Kafka letter can be fetched again (topic, partition, offset); `None` for
+    /// letters without a stable position (RabbitMQ queues, dumps).
+    pub fn kafka_coords(&self, r: &Row) -> Option<crate::model::Coords> {
+        (r.partition >= 0).then(|| crate::model::Coords::Kafka {
+            topic: self.sym(r.container).to_string(),
+            partition: r.partition,
+            offset: r.offset,
+        })
+    }
+
     /// The exact-letter binding of a row, as `core::decisions::binding` renders it.
     pub fn binding(&self, r: &Row) -> String {
         let c = self.sym(r.container);

@@ -313,7 +313,7 @@ fn open(
         let held = state.cache.peek(row).cloned();
         match held {
             Some(raw) => picked.push(Picked::Held(raw)),
-            None => match crate::update::row_coords(state, &r) {
+            None => match state.catalog.store.kafka_coords(&r) {
                 Some(c) => picked.push(Picked::At(c)),
                 None => {
                     unreachable += 1;

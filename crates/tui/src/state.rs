@@ -1,5 +1,6 @@
 //! Everything the TUI shows, as plain data. Only `update` changes it.
 
+use dlq_core::browse::{GroupTree, LetterOrder};
 use dlq_core::catalog::Catalog;
 use dlq_core::diff::Diff;
 use dlq_core::filter::Filter;
@@ -9,7 +10,7 @@ use dlq_core::payload_cache::PayloadCache;
 use dlq_core::payload_view::PayloadView;
 use dlq_core::ports::SourceInfo;
 use dlq_core::store::RowId;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
@@ -129,30 +130,13 @@ pub const GROUPINGS: [&[Dim]; 6] = [
     &[Dim::Consumer, Dim::Reason, Dim::Version],
 ];
 
-/// The group tree pane.
-#[derive(Debug, Default)]
-pub struct GroupsPane {
-    /// The group tree (all nodes), recomputed when the index changes.
-    pub tree: Vec<TreeNode>,
-    /// Paths of expanded nodes.
-    pub expanded: HashSet<Vec<u32>>,
-    /// Indices into `tree` of the nodes currently visible.
-    pub visible: Vec<usize>,
-    pub cursor: usize,
-    pub offset: usize,
-    /// Owner of each top-level group (`[[owners]]`), with the count it was read at.
-    pub owners: std::collections::HashMap<Vec<u32>, (u64, String)>,
-}
-
 /// The letters pane: the selected group's letters.
 #[derive(Debug)]
 pub struct LettersPane {
-    /// Letters of the selected node, newest first (or oldest, see `newest_first`).
-    pub rows: Vec<RowId>,
+    /// Letters of the selected node in time order (big groups are sorted lazily: the
+    /// first pages at once, the rest when paged to).
+    pub order: LetterOrder,
     pub dirty: bool,
-    /// How many leading entries of `rows` are in order (big groups are sorted lazily:
-    /// the first pages at once, the rest when paged to).
-    pub sorted: usize,
     pub cursor: usize,
     /// The selected letter stays selected as letters arrive and the list re-sorts: the
     /// operator put the cursor on it (moved, clicked, opened it), or the scan is complete
@@ -162,7 +146,6 @@ pub struct LettersPane {
     /// another group lets go.
     pub pinned: bool,
     pub offset: usize,
-    pub newest_first: bool,
     pub marks: BTreeSet<RowId>,
 }
 
@@ -203,7 +186,7 @@ pub struct AppState {
     pub custom_dims: Option<Vec<Dim>>,
     pub index: GroupIndex,
     pub filter: Filter,
-    pub groups: GroupsPane,
+    pub groups: GroupTree,
     pub letters: LettersPane,
     pub detail: DetailPane,
     pub prompt: Prompt,
@@ -241,15 +224,13 @@ impl AppState {
             custom_dims: None,
             index: GroupIndex::new(dims, now_ms),
             filter: Filter::all(),
-            groups: GroupsPane::default(),
+            groups: GroupTree::default(),
             letters: LettersPane {
-                rows: Vec::new(),
+                order: LetterOrder::default(),
                 dirty: true,
-                sorted: 0,
                 cursor: 0,
                 pinned: false,
                 offset: 0,
-                newest_first: true,
                 marks: BTreeSet::new(),
             },
             detail: DetailPane {
@@ -293,13 +274,10 @@ impl AppState {
 
     /// The tree node under the group cursor.
     pub(crate) fn selected_node(&self) -> Option<&TreeNode> {
-        self.groups
-            .visible
-            .get(self.groups.cursor)
-            .and_then(|i| self.groups.tree.get(*i))
+        self.groups.selected()
     }
 
     pub fn selected_row(&self) -> Option<RowId> {
-        self.letters.rows.get(self.letters.cursor).copied()
+        self.letters.order.rows.get(self.letters.cursor).copied()
     }
 }

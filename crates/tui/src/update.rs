@@ -9,7 +9,7 @@ use dlq_core::diff::diff_payloads;
 use dlq_core::filter::Filter;
 use dlq_core::grouping::{Dim, GroupIndex};
 use dlq_core::payload_view;
-use dlq_core::store::{RowId, NO_TIME};
+use dlq_core::store::RowId;
 
 /// Payload view output cap in the detail pane.
 const DETAIL_PAYLOAD_MAX: usize = 256 * 1024;
@@ -144,7 +144,7 @@ fn navigate(state: &mut AppState, action: Action) {
                         refresh_visible(state);
                     } else if path.len() > 1 {
                         // Jump to the parent.
-                        if select_path(state, &path[..path.len() - 1]) {
+                        if state.groups.select_path(&path[..path.len() - 1]) {
                             state.letters.pinned = false;
                             state.letters.dirty = true;
                         }
@@ -545,7 +545,7 @@ fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
             state.message = Some((format!("grouped by {}", names.join(" › ")), Level::Info));
         }
         Action::ToggleSort => {
-            state.letters.newest_first = !state.letters.newest_first;
+            state.letters.order.newest_first = !state.letters.order.newest_first;
             state.letters.dirty = true;
         }
         Action::SetTab(t) => {
@@ -637,7 +637,7 @@ fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &str) {
             other => Err(format!("sort takes newest or oldest, not `{other}`")),
         }
         .map(|newest| {
-            state.letters.newest_first = newest;
+            state.letters.order.newest_first = newest;
             state.letters.dirty = true;
             format!("{} first", if newest { "newest" } else { "oldest" })
         }),
@@ -726,7 +726,7 @@ fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
     } else if contains(a.letters, column, row) {
         state.focus = Pane::Letters;
         let i = state.letters.offset + usize::from(row.saturating_sub(a.letters.y + 2));
-        if i < state.letters.rows.len() {
+        if i < state.letters.order.rows.len() {
             state.letters.cursor = i;
             state.letters.pinned = true;
         }
@@ -752,9 +752,9 @@ fn move_cursor(state: &mut AppState, delta: i64) {
             }
         }
         Pane::Letters => {
-            state.letters.cursor = step(state.letters.cursor, state.letters.rows.len());
+            state.letters.cursor = step(state.letters.cursor, state.letters.order.rows.len());
             state.letters.pinned = true;
-            if state.letters.cursor + 2 * state.page >= state.letters.sorted {
+            if state.letters.cursor + 2 * state.page >= state.letters.order.sorted {
                 sort_letters(state, usize::MAX);
             }
         }
@@ -778,12 +778,12 @@ fn reset_browse(state: &mut AppState) {
         ..Default::default()
     };
     state.groups = Default::default();
-    state.letters.rows.clear();
+    state.letters.order.rows.clear();
     state.letters.marks.clear();
     state.letters.cursor = 0;
     state.letters.pinned = false;
     state.letters.offset = 0;
-    state.letters.sorted = 0;
+    state.letters.order.sorted = 0;
     state.letters.dirty = true;
     state.detail.current = None;
     state.detail.pending_fetch = None;
@@ -833,120 +833,42 @@ pub(crate) fn rebuild_index(state: &mut AppState) {
     refresh_tree(state);
 }
 
-/// Letters read to name a top-level group's owner: a group bigger than this is named
-/// from a sample (owners are rules over event, reason and origin, which a group shares).
-const OWNER_SAMPLE: usize = 10_000;
-
-/// Owners of the top-level groups whose count changed (none without `[[owners]]`).
-fn refresh_owners(state: &mut AppState) {
-    if state.owners.is_empty() {
-        return;
-    }
-    let store = &state.catalog.store;
-    let mut fresh = std::collections::HashMap::new();
-    for n in state.groups.tree.iter().filter(|n| n.depth == 0).take(500) {
-        let owner = match state.groups.owners.get(&n.path) {
-            Some((count, o)) if *count == n.count => o.clone(),
-            _ => {
-                let rows = state.index.sample_under(&n.path, OWNER_SAMPLE);
-                dlq_core::owners::owners_of(
-                    &state.owners,
-                    store,
-                    rows.iter().filter_map(|r| store.row(*r)),
-                )
-                .0
-            }
-        };
-        fresh.insert(n.path.clone(), (n.count, owner));
-    }
-    state.groups.owners = fresh;
-}
-
 /// Recompute the tree from the index, keeping the selected node if it still exists.
 pub(crate) fn refresh_tree(state: &mut AppState) {
-    let selected = state.selected_node().map(|n| n.path.clone());
-    state.groups.tree = state.index.tree(&state.catalog.store);
-    let top_open = state
+    let nested = state.dims().len() > 1;
+    state
         .groups
-        .tree
-        .iter()
-        .any(|n| n.depth == 0 && state.groups.expanded.contains(&n.path));
-    if !top_open && state.dims().len() > 1 {
-        // First view: open the biggest group down to the leaves, as in the sketch.
-        if let Some(first) = state.groups.tree.first() {
-            let top = first.path.clone();
-            state.groups.expanded.insert(top.clone());
-            if let Some(child) = state
-                .groups
-                .tree
-                .iter()
-                .find(|n| n.path.len() == 2 && n.path[0] == top[0])
-            {
-                state.groups.expanded.insert(child.path.clone());
-            }
-        }
-    }
-    refresh_owners(state);
-    refresh_visible(state);
-    if let Some(p) = selected {
-        select_path(state, &p);
-    }
+        .refresh(&state.index, &state.catalog.store, nested, &state.owners);
     state.letters.dirty = true;
-}
-
-/// Put the group cursor on the visible node with this path, if there is one.
-fn select_path(state: &mut AppState, path: &[u32]) -> bool {
-    let found = state
-        .groups
-        .visible
-        .iter()
-        .position(|i| state.groups.tree[*i].path == path);
-    if let Some(pos) = found {
-        state.groups.cursor = pos;
-    }
-    found.is_some()
 }
 
 /// Which tree nodes are visible given the expanded set.
 pub(crate) fn refresh_visible(state: &mut AppState) {
-    state.groups.visible = state
-        .groups
-        .tree
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| (1..n.path.len()).all(|d| state.groups.expanded.contains(&n.path[..d])))
-        .map(|(i, _)| i)
-        .collect();
-    state.groups.cursor = state
-        .groups
-        .cursor
-        .min(state.groups.visible.len().saturating_sub(1));
+    state.groups.refresh_visible();
     state.letters.dirty = true;
 }
 
 /// The letters of the selected node, sorted, keeping the selected letter.
 fn refresh_letters(state: &mut AppState) {
     let Some(path) = state.selected_node().map(|n| n.path.clone()) else {
-        state.letters.rows.clear();
+        state.letters.order.rows.clear();
         state.letters.dirty = false;
         return;
     };
-    let mut members = state.index.timed_members_under(&path);
-    if members.len() > LIVE_LETTERS_LIMIT && !state.scan.complete && !state.letters.rows.is_empty()
+    let members = state.index.timed_members_under(&path);
+    if members.len() > LIVE_LETTERS_LIMIT
+        && !state.scan.complete
+        && !state.letters.order.rows.is_empty()
     {
         return; // stay dirty; sorted once the scan completes
     }
     let keep = state.selected_row().filter(|_| state.letters.pinned);
-    // The first letters in order from the times beside the members (in order in
-    // memory), not from the store; `sort_letters` goes further on demand, same order.
-    let newest = state.letters.newest_first;
-    let sorted = order_prefix(&mut members, SORT_AHEAD, |m| (sort_rank(m.0, newest), m.1));
-    state.letters.rows = members.into_iter().map(|m| m.1).collect();
-    state.letters.sorted = sorted;
+    state.letters.order.fill(members);
+    let rows = &state.letters.order.rows;
     state.letters.cursor = keep
-        .and_then(|k| state.letters.rows.iter().position(|r| *r == k))
+        .and_then(|k| rows.iter().position(|r| *r == k))
         .unwrap_or(0)
-        .min(state.letters.rows.len().saturating_sub(1));
+        .min(rows.len().saturating_sub(1));
     state.letters.pinned |= state.scan.complete;
     state.letters.dirty = false;
 }
@@ -968,48 +890,9 @@ fn refuse(
     state.message = Some((format!("refused: {denied}"), Level::Error));
 }
 
-/// Sorted prefix kept ahead of the cursor; beyond it the rest is sorted on demand.
-const SORT_AHEAD: usize = 4096;
-
-/// A letter's place by time: newest or oldest first, unknown times last in either order.
-fn sort_rank(at_ms: i64, newest_first: bool) -> i64 {
-    if at_ms == NO_TIME {
-        i64::MAX
-    } else if newest_first {
-        -at_ms
-    } else {
-        at_ms
-    }
-}
-
-/// Put at least the first `want` letters in order (all of them for small groups). A
-/// partial selection is O(n), a full sort of half a million letters is not.
+/// Put at least the first `want` letters of the list in order.
 pub(crate) fn sort_letters(state: &mut AppState, want: usize) {
-    let len = state.letters.rows.len();
-    if state.letters.sorted >= len.min(want) {
-        return;
-    }
-    let store = &state.catalog.store;
-    let at = |r: &RowId| store.row(*r).map_or(NO_TIME, |x| x.at_ms);
-    let newest = state.letters.newest_first;
-    state.letters.sorted = order_prefix(&mut state.letters.rows, want, |r| {
-        (sort_rank(at(r), newest), *r)
-    });
-}
-
-/// Put at least the first `want` items in `key` order and say how many are: all of
-/// them when `want` is a quarter of the items or more, else a selection of `want` then
-/// a sort of just those.
-fn order_prefix<T, K: Ord>(items: &mut [T], want: usize, key: impl Fn(&T) -> K) -> usize {
-    let len = items.len();
-    if len / 4 <= want {
-        items.sort_unstable_by_key(key);
-        len
-    } else {
-        items.select_nth_unstable_by_key(want, &key);
-        items[..want].sort_unstable_by_key(key);
-        want
-    }
+    state.letters.order.sort_to(&state.catalog.store, want);
 }
 
 /// Make the detail pane show the selected letter: from the cache, or ask the worker.
@@ -1066,11 +949,8 @@ fn request_fetch(state: &mut AppState, row: RowId, cmds: &mut Vec<Command>) {
     if state.detail.pending_fetch == Some(row) {
         return;
     }
-    let coords = state
-        .catalog
-        .store
-        .row(row)
-        .and_then(|r| row_coords(state, r));
+    let store = &state.catalog.store;
+    let coords = store.row(row).and_then(|r| store.kafka_coords(r));
     match coords {
         Some(c) => {
             state.detail.pending_fetch = Some(row);
@@ -1158,18 +1038,6 @@ pub fn render_payload(
     } else {
         payload_view::render(masker, payload, body, DETAIL_PAYLOAD_MAX)
     }
-}
-
-pub(crate) fn row_coords(
-    state: &AppState,
-    r: &dlq_core::store::Row,
-) -> Option<dlq_core::model::Coords> {
-    let store = &state.catalog.store;
-    (r.partition >= 0).then(|| dlq_core::model::Coords::Kafka {
-        topic: store.sym(r.container).to_string(),
-        partition: r.partition,
-        offset: r.offset,
-    })
 }
 
 #[cfg(test)]

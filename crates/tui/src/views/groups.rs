@@ -53,7 +53,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             selected: pos == s.groups.cursor,
             focused,
         };
-        lines.push(node_line(s, &s.groups.tree[*idx], style, &cols, t));
+        lines.push(node_line(s, &s.groups.nodes[*idx], style, &cols, t));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }

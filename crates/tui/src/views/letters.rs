@@ -21,7 +21,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .selected_node()
         .map(|n| sanitize::line(&n.label, 60))
         .unwrap_or_default();
-    let order = if s.letters.newest_first {
+    let order = if s.letters.order.newest_first {
         "newest first"
     } else {
         "oldest first"
@@ -34,7 +34,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .unwrap_or_default();
     let title = Line::from(format!(
         " Letters  {node} · {} · {order}{owner} ",
-        s.letters.rows.len()
+        s.letters.order.rows.len()
     ));
     let block = pane(title, focused, t);
     let inner = block.inner(area);
@@ -72,7 +72,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         prev_w,
         w,
     };
-    for (pos, row) in s.letters.rows.iter().enumerate().skip(offset).take(h) {
+    for (pos, row) in s.letters.order.rows.iter().enumerate().skip(offset).take(h) {
         let Some(r) = store.row(*row) else { continue };
         let selected = pos == s.letters.cursor;
         let style = match (selected, focused) {
@@ -94,7 +94,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         ));
         lines.push(Line::from(spans));
     }
-    if s.letters.rows.is_empty() {
+    if s.letters.order.rows.is_empty() {
         lines.push(Line::from(Span::styled(
             "  (select a group)",
             t.get(S::UiDim),

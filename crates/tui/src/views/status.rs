@@ -17,7 +17,7 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     // Summed as counts: a float sum of no groups is -0.0, shown "+-0.0/min".
     let inflow = s
         .groups
-        .tree
+        .nodes
         .iter()
         .filter(|n| n.depth == 0)
         .map(|n| n.last_hour)
@@ -25,7 +25,7 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         / 60.0;
     let oldest = s
         .groups
-        .tree
+        .nodes
         .iter()
         .filter(|n| n.depth == 0 && n.oldest_ms != NO_TIME)
         .map(|n| n.oldest_ms)
