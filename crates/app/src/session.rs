@@ -23,8 +23,10 @@ use std::time::{Duration, Instant};
 mod prepare;
 pub use dlq_core::handover::{InFlight, Receipt};
 pub use dlq_core::prepared::{LetterState, Prepared};
+mod draft;
 mod replaying;
 use dlq_core::pipeline::Broken;
+pub use draft::{unsupported, Pace, ReplayDraft, Start};
 use prepare::{preparing, Prep, Pump, TAIL_BATCH};
 pub use replaying::{
     latest_replay_figures, Picked, ReplayReport, ReplayWatcher, Resume, Unfinished,

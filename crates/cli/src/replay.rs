@@ -6,11 +6,12 @@
 
 use super::context::{usage, Context, Exit};
 use super::ReplayArgs;
-use dlq_app::session::{Resume, SessionError};
+use dlq_app::session::{unsupported, Pace, ReplayDraft, Resume, SessionError, Start};
 use dlq_core::model::DeadLetter;
 use dlq_core::ports::Target;
+
 use dlq_core::replay::describe::{self, summary_line};
-use dlq_core::replay::{self, Control, End, Options, Plan, Progress};
+use dlq_core::replay::{Control, End, Options, Plan, Progress};
 use dlq_core::sanitize::clean;
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -48,32 +49,28 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
         Ok(())
     })?;
     let session = &mut loaded.session;
-    let mut ports = match session.replay_ports() {
-        Ok(p) => p,
-        Err(SessionError::Source(dlq_core::ports::SourceError::Unsupported(m))) => return usage(m),
-        Err(e) => return Err(e.into()),
+    let start = match &a.resume {
+        Some(id) => Start::Resume {
+            id: id.clone(),
+            pace: pace(a)?,
+        },
+        None => Start::New(opts),
     };
-    if let Some(t) = &opts.to {
-        if matches!(t, Target::Kafka { .. }) != ports.kafka {
-            return usage("--to must be on the source's broker (kafka:… for Kafka, amqp:…/queue:… for RabbitMQ)");
+    let draft = match ReplayDraft::new(session, picked, Vec::new(), start, ctx.now) {
+        Ok(d) => d,
+        Err(e) => return Err(usage_or(e)),
+    };
+    if let Some(r) = draft.resume() {
+        if r.in_doubt() > 0 {
+            eprintln!(
+                "note: {} letters were being sent when it stopped and were never confirmed: they are sent again (at-least-once: a consumer that deduplicates on the message id sees each once)",
+                r.in_doubt()
+            );
         }
     }
-    let resume = match &a.resume {
-        Some(id) => Some(resume_of(session, id)?),
-        None => None,
-    };
-    let (id, opts) = match &resume {
-        Some(r) => (
-            r.row.id.clone(),
-            with_pace(a, Options::from_json(&r.row.detail["options"]))?,
-        ),
-        None => (replay::new_id(ctx.now), opts),
-    };
-    let cands = session.replay_candidates(picked)?;
-    let log = ports.origin_log.as_deref_mut().map(|l| l as _);
-    let plan = session.plan_replay(cands, &opts, id, log, ports.kafka, resume.as_ref());
+    let plan = draft.plan();
     let label = clean(&loaded.info.label);
-    print_plan(&plan, &label, a, resume.as_ref())?;
+    print_plan(plan, &label, a, draft.resume())?;
     if a.dry_run {
         return Ok(());
     }
@@ -83,7 +80,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
             dlq_core::words::letters(plan.excluded.len())
         ));
     }
-    if !confirmed(&plan, a, &label, ctx.config.replay.confirm_above)? {
+    if !confirmed(plan, a, &label, ctx.config.replay.confirm_above)? {
         return refused("not confirmed: nothing was sent");
     }
     let control = Control::default();
@@ -92,13 +89,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
         bar: Bar::new(plan.items.len()),
         crash_after: crash_hook(),
     };
-    let report = session.replay(
-        &plan,
-        ports.publisher.as_mut(),
-        &control,
-        resume.as_ref(),
-        &mut watch,
-    );
+    let report = draft.run(session, &control, &mut watch);
     watch.bar.finish();
     let report = match report {
         Ok(r) => r,
@@ -152,52 +143,58 @@ fn refused<T>(why: &str) -> anyhow::Result<T> {
 
 /// The options of a new replay: what the plan selects, and its pace.
 fn options(a: &ReplayArgs) -> anyhow::Result<Options> {
-    with_pace(
-        a,
-        Options {
-            to: a.to.as_deref().map(parse_target).transpose()?,
-            use_revisions: a.use_revisions,
-            include_stale: a.include_stale,
-            max_replay_count: a.max_replay_count,
-            force_replay_count: a.force_replay_count,
-            ..Options::default()
-        },
-    )
+    Ok(pace(a)?.over(Options {
+        to: a.to.as_deref().map(parse_target).transpose()?,
+        use_revisions: a.use_revisions,
+        include_stale: a.include_stale,
+        max_replay_count: a.max_replay_count,
+        force_replay_count: a.force_replay_count,
+        ..Options::default()
+    }))
 }
 
-/// `base` with the pace flags the operator gave (checked); the rest keeps `base`'s —
-/// so `--resume ID --rate 2` continues more slowly under the stored plan.
-fn with_pace(a: &ReplayArgs, base: Options) -> anyhow::Result<Options> {
-    let positive = |v: Option<f64>, dflt: f64, what: &str| -> anyhow::Result<f64> {
+/// The pace flags the operator gave (checked); the rest keeps the plan's — so
+/// `--resume ID --rate 2` continues more slowly under the stored plan.
+fn pace(a: &ReplayArgs) -> anyhow::Result<Pace> {
+    let positive = |v: Option<f64>, what: &str| -> anyhow::Result<Option<f64>> {
         match v {
-            None => Ok(dflt),
-            Some(v) if v.is_finite() && v > 0.0 => Ok(v),
-            Some(_) => usage(format!(
+            Some(v) if !(v.is_finite() && v > 0.0) => usage(format!(
                 "{what} must be a positive number of letters per second"
             )),
+            v => Ok(v),
         }
     };
     let watch = match &a.watch {
-        None => base.watch,
+        None => None,
         Some(w) => {
             let ms = dlq_core::timefmt::parse_duration_ms(w).ok_or_else(|| {
                 super::UsageError(format!("--watch `{}`: use e.g. 30s, 2m", clean(w)))
             })?;
-            Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+            Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
         }
     };
-    let ratio = a.max_failed_ratio.unwrap_or(base.max_failed_ratio);
-    if !(0.0..=1.0).contains(&ratio) {
+    if a.max_failed_ratio
+        .is_some_and(|r| !(0.0..=1.0).contains(&r))
+    {
         return usage("--max-failed-ratio is a share between 0 and 1 (0.2 = 20%)");
     }
-    Ok(Options {
-        canary: a.canary.unwrap_or(base.canary),
-        canary_rate: positive(a.canary_rate, base.canary_rate, "--canary-rate")?,
-        rate: positive(a.rate, base.rate, "--rate")?,
+    Ok(Pace {
+        canary: a.canary,
+        canary_rate: positive(a.canary_rate, "--canary-rate")?,
+        rate: positive(a.rate, "--rate")?,
         watch,
-        max_failed_ratio: ratio,
-        ..base
+        max_failed_ratio: a.max_failed_ratio,
     })
+}
+
+/// A request the session found wrong (an unknown replay, another source's, a target
+/// off the broker, a broker that cannot replay) is a usage problem: exit 2.
+fn usage_or(e: SessionError) -> anyhow::Error {
+    match (&e, unsupported(&e)) {
+        (_, Some(m)) => super::UsageError(m.to_string()).into(),
+        (SessionError::Invalid(m), _) => super::UsageError(m.clone()).into(),
+        _ => e.into(),
+    }
 }
 
 /// `kafka:TOPIC`, `amqp:EXCHANGE/ROUTING_KEY`, `queue:NAME`.
@@ -225,39 +222,6 @@ fn parse_target(s: &str) -> anyhow::Result<Target> {
         }),
         _ => bad(),
     }
-}
-
-fn resume_of(session: &dlq_app::session::Session, id: &str) -> anyhow::Result<Resume> {
-    let Some(r) = session.resume_of(id)? else {
-        return usage(format!(
-            "no replay `{}` in the ledger (see `dlq-triage replays`)",
-            clean(id)
-        ));
-    };
-    if r.row.source != session.source_key() {
-        return usage(format!(
-            "replay {} was of {}, not of this source",
-            clean(id),
-            clean(&r.row.source)
-        ));
-    }
-    if !matches!(
-        r.row.state.as_str(),
-        "running" | "killed" | "auto-stopped" | "failed"
-    ) {
-        return usage(format!(
-            "replay {} is {}: nothing to resume",
-            clean(id),
-            clean(&r.row.state)
-        ));
-    }
-    if r.in_doubt() > 0 {
-        eprintln!(
-            "note: {} letters were being sent when it stopped and were never confirmed: they are sent again (at-least-once: a consumer that deduplicates on the message id sees each once)",
-            r.in_doubt()
-        );
-    }
-    Ok(r)
 }
 
 fn plan_json(plan: &Plan, dry_run: bool) -> serde_json::Value {

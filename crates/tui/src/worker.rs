@@ -8,11 +8,11 @@ use crate::AppEvent;
 use dlq_app::brokers::{self, OpenOptions};
 use dlq_app::revise::UnmaskFor;
 use dlq_app::session::{
-    DiscardTarget, InFlight, Picked, Principal, Resume, Session, SessionEvent, Settings,
+    DiscardTarget, InFlight, Pace, Picked, Principal, ReplayDraft, Session, SessionEvent, Settings,
+    Start,
 };
 use dlq_core::model::Coords;
-use dlq_core::ports::ReplayPorts;
-use dlq_core::replay::{describe, Control, Options, Plan};
+use dlq_core::replay::{describe, Control, Options};
 use dlq_core::source::SourceRef;
 use dlq_core::store::RowId;
 use std::ops::ControlFlow;
@@ -391,19 +391,10 @@ fn serve_closed(
     false
 }
 
-/// The replay the dry-run screen shows: its letters (to re-plan with other options),
-/// the plan, the broker's ports, and the journal it resumes.
-struct Pending {
-    letters: Vec<(dlq_core::model::DeadLetter, String)>,
-    missing: Vec<String>,
-    plan: Plan,
-    ports: ReplayPorts,
-    resume: Option<Resume>,
-}
-
+/// The replay being planned on the dry-run screen.
 #[derive(Default)]
 struct Replays {
-    pending: Option<Pending>,
+    pending: Option<ReplayDraft>,
 }
 
 impl Replays {
@@ -415,70 +406,30 @@ impl Replays {
         resume: Option<String>,
     ) -> Action {
         self.pending = None;
-        let resume = match resume.map(|id| session.resume_of(&id)) {
-            None => None,
-            Some(Ok(Some(r))) => Some(r),
-            Some(Ok(None)) => {
-                return Action::ReplayPlanFailed("that replay is not in the ledger".into())
-            }
-            Some(Err(e)) => return Action::ReplayPlanFailed(e.to_string()),
-        };
-        let ports = match session.replay_ports() {
-            Ok(p) => p,
-            Err(e) => return Action::ReplayPlanFailed(e.to_string()),
-        };
-        let (letters, missing) = session.picked_letters(picked);
-        let opts = match &resume {
+        let start = match resume {
             // A resume keeps its plan's choices; the pace can still be changed.
-            Some(r) => Options {
-                canary: opts.canary,
-                canary_rate: opts.canary_rate,
-                rate: opts.rate,
-                watch: opts.watch,
-                max_failed_ratio: opts.max_failed_ratio,
-                ..Options::from_json(&r.row.detail["options"])
+            Some(id) => Start::Resume {
+                id,
+                pace: Pace::of(&opts),
             },
-            None => opts,
+            None => Start::New(opts),
         };
-        let id = match &resume {
-            Some(r) => r.row.id.clone(),
-            None => dlq_core::replay::new_id(chrono::Utc::now()),
-        };
-        let mut pending = Pending {
-            plan: Plan::default(),
-            letters,
-            missing,
-            ports,
-            resume,
-        };
-        pending.plan = build(session, &mut pending, &opts, id);
-        let view = view(session, &pending);
-        self.pending = Some(pending);
-        Action::ReplayPlanned(view)
+        match ReplayDraft::picked(session, picked, start, chrono::Utc::now()) {
+            Ok(d) => {
+                let v = view(session, &d);
+                self.pending = Some(d);
+                Action::ReplayPlanned(v)
+            }
+            Err(e) => Action::ReplayPlanFailed(e.to_string()),
+        }
     }
 
     fn replan(&mut self, session: &mut Session, opts: Options) -> Action {
-        let Some(p) = self.pending.as_mut() else {
+        let Some(d) = self.pending.as_mut() else {
             return Action::ReplayPlanFailed("no replay is being planned".into());
         };
-        // The pace (canary, rates, watch, threshold) changes no letter of the plan: only
-        // a choice of which letters or payloads (revisions) plans again — which reads the
-        // ledger and the origin partitions.
-        let same_letters = Options {
-            canary: p.plan.options.canary,
-            canary_rate: p.plan.options.canary_rate,
-            rate: p.plan.options.rate,
-            watch: p.plan.options.watch,
-            max_failed_ratio: p.plan.options.max_failed_ratio,
-            ..opts.clone()
-        } == p.plan.options;
-        if same_letters {
-            p.plan.options = opts;
-        } else {
-            let id = p.plan.id.clone();
-            p.plan = build(session, p, &opts, id);
-        }
-        Action::ReplayPlanned(view(session, p))
+        d.replan(session, opts);
+        Action::ReplayPlanned(view(session, d))
     }
 
     fn run(
@@ -489,14 +440,14 @@ impl Replays {
         events: &Sender<AppEvent>,
         requests: &Receiver<Request>,
     ) -> Action {
-        let Some(mut p) = self.pending.take().filter(|p| p.plan.id == id) else {
+        let Some(d) = self.pending.take().filter(|d| d.plan().id == id) else {
             return Action::ReplayEnded {
                 id: id.to_string(),
                 state: "not started".into(),
                 summary: "that plan is gone (planned again?): nothing was sent".into(),
             };
         };
-        if p.plan.items.is_empty() {
+        if d.plan().items.is_empty() {
             return Action::ReplayEnded {
                 id: id.to_string(),
                 state: "not started".into(),
@@ -514,16 +465,9 @@ impl Replays {
         };
         let _ = events.send(AppEvent::Action(Action::ReplayStarted {
             id: id.to_string(),
-            planned: p.plan.items.len(),
+            planned: d.plan().items.len(),
         }));
-        let report = session.replay(
-            &p.plan,
-            p.ports.publisher.as_mut(),
-            &control,
-            p.resume.as_ref(),
-            &mut watch,
-        );
-        match report {
+        match d.run(session, &control, &mut watch) {
             Ok(r) => {
                 let mut summary = describe::summary_line(&r.id, &r.end, &r.outcome);
                 if !r.unsettled.is_empty() {
@@ -547,33 +491,22 @@ impl Replays {
     }
 }
 
-fn build(session: &mut Session, p: &mut Pending, opts: &Options, id: String) -> Plan {
-    let cands = match session.replay_candidates(p.letters.clone()) {
-        Ok(c) => c,
-        Err(e) => {
-            p.missing.push(format!("the ledger could not be read: {e}"));
-            Vec::new()
-        }
-    };
-    let log = p.ports.origin_log.as_deref_mut().map(|l| l as _);
-    session.plan_replay(cands, opts, id, log, p.ports.kafka, p.resume.as_ref())
-}
-
-fn view(session: &Session, p: &Pending) -> crate::action::PlanView {
-    let mut lines = describe::plan_lines(&p.plan, &session.info().label, p.resume.is_some(), "K");
-    if !p.missing.is_empty() {
+fn view(session: &Session, d: &ReplayDraft) -> crate::action::PlanView {
+    let plan = d.plan();
+    let mut lines = describe::plan_lines(plan, &session.info().label, d.resume().is_some(), "K");
+    if let Some(first) = d.missing().first() {
         lines.push(format!(
             "  ! {} picked letters could not be read and are not in the plan (e.g. {})",
-            p.missing.len(),
-            dlq_core::sanitize::clean(&p.missing[0])
+            d.missing().len(),
+            dlq_core::sanitize::clean(first)
         ));
     }
     crate::action::PlanView {
-        id: p.plan.id.clone(),
-        planned: p.plan.items.len(),
-        options: p.plan.options.clone(),
+        id: plan.id.clone(),
+        planned: plan.items.len(),
+        options: plan.options.clone(),
         lines,
-        resuming: p.resume.is_some(),
+        resuming: d.resume().is_some(),
     }
 }
 
