@@ -11,6 +11,7 @@ use dlq_core::masking::Masker;
 use dlq_core::ports::SourceInfo;
 use dlq_kafka::demo::scenario::{incident, Scale};
 use dlq_tui::action::Action;
+use dlq_tui::action::BrowseEvent;
 use dlq_tui::state::AppState;
 use dlq_tui::theme::Theme;
 use dlq_tui::update::update;
@@ -49,8 +50,8 @@ fn hostile_payload_latency(theme: &Theme) {
         .cloned()
         .map(|r| prepare_letter(&masker, &[], r).into())
         .collect();
-    update(&mut s, Action::Letters(batch), SIZE);
-    update(&mut s, Action::ScanDone, SIZE);
+    update(&mut s, Action::from(BrowseEvent::Letters(batch)), SIZE);
+    update(&mut s, Action::from(BrowseEvent::ScanDone), SIZE);
     let mut term = Terminal::with_options(
         CrosstermBackend::new(Sink::default()),
         TerminalOptions {

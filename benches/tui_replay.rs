@@ -18,6 +18,7 @@ use dlq_core::replay::{Control, LetterOutcome, Options, Progress};
 use dlq_kafka::demo::scenario::Scale;
 use dlq_kafka::demo::Demo;
 use dlq_tui::action::{Action, PlanView};
+use dlq_tui::action::{Event as UiEvent, ReplayEvent};
 use dlq_tui::state::AppState;
 use dlq_tui::theme::Theme;
 use dlq_tui::update::update;
@@ -62,7 +63,11 @@ impl ReplayWatcher for Forward {
             self.last = Some(Instant::now());
             let mut p = p.clone();
             p.replay_id = "r-bench".into();
-            let _ = self.tx.send(Ev::Ui(Action::ReplayProgress(Box::new(p))));
+            let _ = self
+                .tx
+                .send(Ev::Ui(Action::from(ReplayEvent::ReplayProgress(Box::new(
+                    p,
+                )))));
         }
     }
 
@@ -78,7 +83,9 @@ impl ReplayWatcher for Forward {
                 (to.clone(), *o)
             })
             .collect();
-        let _ = self.tx.send(Ev::Ui(Action::ReplayLetters(batch)));
+        let _ = self
+            .tx
+            .send(Ev::Ui(Action::from(ReplayEvent::ReplayLetters(batch))));
     }
 }
 
@@ -132,13 +139,13 @@ fn main() {
     };
     update(
         &mut s,
-        Action::ReplayPlanned(PlanView {
+        Action::from(ReplayEvent::ReplayPlanned(PlanView {
             id: "r-bench".into(),
             planned,
             options: opts,
             lines: vec!["Replay plan r-bench".into()],
             resuming: false,
-        }),
+        })),
         SIZE,
     );
     apply(&mut s, Ev::Key(key(KeyCode::Enter), None));
@@ -246,7 +253,10 @@ fn run_loop(
                 Ev::Key(_, Some(sent)) => queued_keys.push(*sent),
                 Ev::Key(_, None) => {}
                 Ev::Ui(a) => {
-                    replaying |= matches!(a, Action::ReplayProgress(_));
+                    replaying |= matches!(
+                        a,
+                        Action::Event(UiEvent::Replay(ReplayEvent::ReplayProgress(_)))
+                    );
                     events += 1;
                 }
                 Ev::Done => done = true,

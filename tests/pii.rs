@@ -7,6 +7,7 @@
 
 use dlq_core::dump::to_line;
 use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_tui::action::{BrowseEvent, Nav, ViewKey};
 use std::io::Write;
 use std::process::Command;
 
@@ -185,8 +186,8 @@ fn no_secret_survives_the_tui_screens() {
         1_764_100_000_000,
         64 << 20,
     );
-    update(&mut s, Action::Letters(batch), size);
-    update(&mut s, Action::ScanDone, size);
+    update(&mut s, Action::from(BrowseEvent::Letters(batch)), size);
+    update(&mut s, Action::from(BrowseEvent::ScanDone), size);
     let theme = Theme::load(Some("mono")).expect("theme");
     let mut screens = Vec::new();
     let mut shot = |s: &AppState| {
@@ -205,15 +206,15 @@ fn no_secret_survives_the_tui_screens() {
     };
     for _ in 0..GROUPINGS.len() {
         shot(&s);
-        update(&mut s, Action::CycleGrouping, size);
+        update(&mut s, Action::from(ViewKey::CycleGrouping), size);
     }
-    update(&mut s, Action::FocusNext, size);
+    update(&mut s, Action::from(Nav::FocusNext), size);
     for _ in 0..SECRETS.len() {
         for tab in [Tab::Failure, Tab::Headers, Tab::Payload] {
-            update(&mut s, Action::SetTab(tab), size);
+            update(&mut s, Action::from(ViewKey::SetTab(tab)), size);
             shot(&s);
         }
-        update(&mut s, Action::Down, size);
+        update(&mut s, Action::from(Nav::Down), size);
     }
     for screen in &screens {
         for (_, secret) in SECRETS {
@@ -266,14 +267,19 @@ fn a_huge_hostile_payload_renders_off_the_ui_thread() {
     );
     let mut cmds = update(
         &mut s,
-        Action::Letters(vec![prepare_letter(&masker, &[], raw).into()]),
+        Action::from(BrowseEvent::Letters(vec![prepare_letter(
+            &masker,
+            &[],
+            raw,
+        )
+        .into()])),
         size,
     );
     for a in [
-        Action::ScanDone,
-        Action::SetTab(Tab::Payload),
-        Action::FocusNext,
-        Action::FocusNext,
+        Action::from(BrowseEvent::ScanDone),
+        Action::from(ViewKey::SetTab(Tab::Payload)),
+        Action::from(Nav::FocusNext),
+        Action::from(Nav::FocusNext),
     ] {
         cmds.extend(update(&mut s, a, size));
     }
@@ -296,7 +302,11 @@ fn a_huge_hostile_payload_renders_off_the_ui_thread() {
     // What the render thread does, then its answer.
     let view = render_payload(&masker, &payload, body, unmasked);
     assert!(!view.text.contains("jane@example.com") && view.truncated);
-    update(&mut s, Action::Rendered(row, unmasked, view), size);
+    update(
+        &mut s,
+        Action::from(BrowseEvent::Rendered(row, unmasked, view)),
+        size,
+    );
     let shown = &s.detail.current.as_ref().expect("detail").payload.text;
     assert!(
         shown.contains("j***@e***.com"),

@@ -8,6 +8,7 @@ use dlq_amqp::{AmqpTarget, RabbitPublisher, RabbitSource};
 use dlq_core::conventions::extract;
 use dlq_core::model::{DeadLetter, Origin};
 use dlq_core::ports::{DlqSource, Outgoing, Publisher, ScanEvent, Settled, Target};
+use dlq_tui::action::{BrowseEvent, Event as UiEvent, LedgerEvent, ReplayEvent};
 use futures_lite::StreamExt;
 use lapin::options::*;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
@@ -1001,12 +1002,24 @@ fn queues_command_flags_dead_letter_queues() {
         );
         serde_json::from_slice(&out.stdout).expect("json")
     };
-    let doc = listed(&["queues", "amqp://guest:guest@127.0.0.1:5672/%2f", "--json"]);
-    let find = |name: &str| {
+    // The management API's statistics trail the queue by up to its collection interval
+    // (5 s by default): a queue published to a moment ago can still read 0. Wait for
+    // the broker's own figure before judging what `queues` prints from it.
+    let find_in = |doc: &serde_json::Value, name: &str| {
         doc["queues"]
             .as_array()
             .and_then(|qs| qs.iter().find(|q| q["name"] == name).cloned())
     };
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let doc = loop {
+        let doc = listed(&["queues", "amqp://guest:guest@127.0.0.1:5672/%2f", "--json"]);
+        let counted = find_in(&doc, &fresh).is_some_and(|q| q["messages"] == 4);
+        if counted || std::time::Instant::now() > deadline {
+            break doc;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let find = |name: &str| find_in(&doc, name);
     for (name, dlq) in [
         (t.n("dlq"), true),
         (review.clone(), true),
@@ -1356,7 +1369,8 @@ fn the_tui_applies_a_pending_discard_and_says_so() {
     let started = Instant::now();
     let mut notes = Vec::new();
     while notes.is_empty() && started.elapsed() < Duration::from_secs(20) {
-        if let Ok(AppEvent::Action(Action::Notes(n))) = rx.recv_timeout(Duration::from_millis(200))
+        if let Ok(AppEvent::Action(Action::Event(UiEvent::Ledger(LedgerEvent::Notes(n))))) =
+            rx.recv_timeout(Duration::from_millis(200))
         {
             notes = n;
         }
@@ -1373,7 +1387,9 @@ fn the_tui_applies_a_pending_discard_and_says_so() {
     let started = Instant::now();
     let mut live = Vec::new();
     while live.is_empty() && started.elapsed() < Duration::from_secs(20) {
-        if let Ok(AppEvent::Action(Action::Live(b))) = rx.recv_timeout(Duration::from_millis(200)) {
+        if let Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Live(b))))) =
+            rx.recv_timeout(Duration::from_millis(200))
+        {
             live.extend(b.into_iter().map(|p| p.letter.id.value.0));
         }
     }
@@ -1502,12 +1518,14 @@ fn a_tui_discard_acks_exactly_the_discarded_letter() {
     let mut done = false;
     while !done && started.elapsed() < Duration::from_secs(20) {
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(AppEvent::Action(Action::Letters(b))) => {
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Letters(b))))) => {
                 for p in b {
                     store.push(&p.letter, &p.preview);
                 }
             }
-            Ok(AppEvent::Action(Action::ScanDone)) => done = true,
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanDone)))) => {
+                done = true
+            }
             _ => {}
         }
     }
@@ -1530,8 +1548,11 @@ fn a_tui_discard_acks_exactly_the_discarded_letter() {
     let started = Instant::now();
     let mut outcome = None;
     while outcome.is_none() && started.elapsed() < Duration::from_secs(20) {
-        if let Ok(AppEvent::Action(Action::DiscardDone { rows, message, ok })) =
-            rx.recv_timeout(Duration::from_millis(200))
+        if let Ok(AppEvent::Action(Action::Event(UiEvent::Ledger(LedgerEvent::DiscardDone {
+            rows,
+            message,
+            ok,
+        })))) = rx.recv_timeout(Duration::from_millis(200))
         {
             outcome = Some((rows, message, ok));
         }
@@ -2213,7 +2234,7 @@ fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
                 "{what}: not within 30 s"
             );
             if let Ok(AppEvent::Action(a)) = rx.recv_timeout(Duration::from_millis(100)) {
-                rebrowsed |= matches!(a, Action::Rebrowsing);
+                rebrowsed |= matches!(a, Action::Event(UiEvent::Scan(BrowseEvent::Rebrowsing)));
                 for c in update(s, a, size) {
                     if let Ok(r) = Request::for_command(c) {
                         req_tx.send(r).expect("worker alive");
@@ -2285,7 +2306,11 @@ fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
     let started = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(AppEvent::Action(Action::DiscardDone { rows, message, ok })) => {
+            Ok(AppEvent::Action(Action::Event(UiEvent::Ledger(LedgerEvent::DiscardDone {
+                rows,
+                message,
+                ok,
+            })))) => {
                 assert!(ok, "{message}");
                 assert_eq!(rows, [at as u32]);
                 break;
@@ -2426,10 +2451,10 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
     loop {
         assert!(started.elapsed() < Duration::from_secs(30), "no scan");
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(AppEvent::Action(Action::Letters(b))) => {
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Letters(b))))) => {
                 picked.extend(b.into_iter().map(|p| Picked::Held(p.letter.raw)))
             }
-            Ok(AppEvent::Action(Action::ScanDone)) => break,
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanDone)))) => break,
             _ => {}
         }
     }
@@ -2448,8 +2473,12 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
         resume: None,
     })
     .expect("worker");
-    let Action::ReplayPlanned(view) = recv("the plan", &|a| {
-        matches!(a, Action::ReplayPlanned(_) | Action::ReplayPlanFailed(_))
+    let Action::Event(UiEvent::Replay(ReplayEvent::ReplayPlanned(view))) = recv("the plan", &|a| {
+        matches!(
+            a,
+            Action::Event(UiEvent::Replay(ReplayEvent::ReplayPlanned(_)))
+                | Action::Event(UiEvent::Replay(ReplayEvent::ReplayPlanFailed(_)))
+        )
     }) else {
         panic!("no plan");
     };
@@ -2462,23 +2491,26 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
     // Every letter's outcome reaches the UI; the run's end says how it went.
     let mut back = std::collections::HashSet::new();
     let started = Instant::now();
-    let (state, summary) = loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the replay never ended"
-        );
-        match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(AppEvent::Action(Action::ReplayLetters(c))) => back.extend(
-                c.into_iter()
-                    .filter(|(_, o)| *o == dlq_core::replay::LetterOutcome::FailedAgain)
-                    .map(|(id, _)| id),
-            ),
-            Ok(AppEvent::Action(Action::ReplayEnded { state, summary, .. })) => {
-                break (state, summary)
+    let (state, summary) =
+        loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the replay never ended"
+            );
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(AppEvent::Action(Action::Event(UiEvent::Replay(
+                    ReplayEvent::ReplayLetters(c),
+                )))) => back.extend(
+                    c.into_iter()
+                        .filter(|(_, o)| *o == dlq_core::replay::LetterOutcome::FailedAgain)
+                        .map(|(id, _)| id),
+                ),
+                Ok(AppEvent::Action(Action::Event(UiEvent::Replay(
+                    ReplayEvent::ReplayEnded { state, summary, .. },
+                )))) => break (state, summary),
+                _ => {}
             }
-            _ => {}
-        }
-    };
+        };
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     assert_eq!(state, "completed", "{summary}");
     assert!(

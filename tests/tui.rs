@@ -10,6 +10,7 @@ use dlq_core::dump::to_line;
 use dlq_core::masking::Masker;
 use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
 use dlq_core::ports::{DlqSource, ScanEvent, SourceInfo};
+use dlq_tui::action::{Act, BrowseEvent, LedgerEvent, Nav, Typing};
 use dlq_tui::action::{Action, Request};
 use dlq_tui::state::AppState;
 use dlq_tui::theme::Theme;
@@ -53,10 +54,12 @@ fn state_from(path: &Path, size: (u16, u16)) -> AppState {
     let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), now_ms(), 64 << 20);
     update(
         &mut s,
-        Action::Letters(batch.into_iter().map(Into::into).collect()),
+        Action::from(BrowseEvent::Letters(
+            batch.into_iter().map(Into::into).collect(),
+        )),
         size,
     );
-    update(&mut s, Action::ScanDone, size);
+    update(&mut s, Action::from(BrowseEvent::ScanDone), size);
     s
 }
 
@@ -330,8 +333,8 @@ fn state_of(label: &str, raws: Vec<RawLetter>, budget: usize, size: (u16, u16)) 
         browse_effect: String::new(),
     };
     let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), now_ms(), budget);
-    update(&mut s, Action::Letters(batch), size);
-    update(&mut s, Action::ScanDone, size);
+    update(&mut s, Action::from(BrowseEvent::Letters(batch)), size);
+    update(&mut s, Action::from(BrowseEvent::ScanDone), size);
     s
 }
 
@@ -384,7 +387,7 @@ fn a_letter_past_the_payload_budget_says_payload_not_kept() {
         assert!(gone.contains(fact), "{fact}: {gone}");
     }
     // Back on a letter the cache holds, the whole detail returns.
-    update(&mut s, Action::Top, size);
+    update(&mut s, Action::from(Nav::Top), size);
     let back = screen(&s, size);
     assert!(!back.contains("payload not kept"), "{back}");
 }
@@ -427,7 +430,7 @@ fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
     assert!((1..s.letters.order.sorted).all(|i| at(&s, i - 1) >= at(&s, i)));
     press(&mut s, &["Tab"], size);
     for _ in 0..2 {
-        update(&mut s, Action::Bottom, size);
+        update(&mut s, Action::from(Nav::Bottom), size);
     }
     assert_eq!(
         s.letters.order.sorted, 30_000,
@@ -480,18 +483,18 @@ fn discard_needs_a_reason_and_the_letter_leaves_the_open_groups() {
             cmds.extend(update(&mut s, a, size));
         }
     }
-    cmds.extend(update(&mut s, Action::InputSubmit, size));
+    cmds.extend(update(&mut s, Action::from(Typing::InputSubmit), size));
     assert!(
         cmds.iter().any(|c| matches!(c, dlq_tui::action::Command::Session(Request::Discard { rows, reason }) if rows[0].0 == row && reason == "dup of INV-1")),
         "{cmds:?}"
     );
     update(
         &mut s,
-        Action::DiscardDone {
+        Action::from(LedgerEvent::DiscardDone {
             rows: vec![row],
             message: "discarded 1".into(),
             ok: true,
-        },
+        }),
         size,
     );
     assert_eq!(
@@ -517,7 +520,7 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
         "{text}"
     );
     assert!(!text.contains("\"amount\""), "{text}");
-    let cmds = update(&mut s, Action::StartDiscard, size);
+    let cmds = update(&mut s, Action::from(Act::StartDiscard), size);
     assert!(
         cmds.iter().any(
             |c| matches!(c, Cmd::Session(Request::Audit { action, .. }) if action == "denied")
@@ -530,17 +533,17 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
 
     // Operators cannot unmask; privileged users can, after a reason and an audit entry.
     s.role = Role::Operator;
-    let cmds = update(&mut s, Action::StartUnmask, size);
+    let cmds = update(&mut s, Action::from(Act::StartUnmask), size);
     assert!(cmds
         .iter()
         .any(|c| matches!(c, Cmd::Session(Request::Audit { action, .. }) if action == "denied")));
     s.role = Role::Privileged;
-    update(&mut s, Action::StartUnmask, size);
+    update(&mut s, Action::from(Act::StartUnmask), size);
     let mut cmds = Vec::new();
     for c in "ticket 991".chars() {
-        cmds.extend(update(&mut s, Action::InputChar(c), size));
+        cmds.extend(update(&mut s, Action::from(Typing::InputChar(c)), size));
     }
-    cmds.extend(update(&mut s, Action::InputSubmit, size));
+    cmds.extend(update(&mut s, Action::from(Typing::InputSubmit), size));
     let row = cmds
         .iter()
         .find_map(|c| match c {
@@ -554,7 +557,11 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
         !screen(&s, size).contains("UNMASKED"),
         "nothing is shown before the audit is written"
     );
-    update(&mut s, Action::Unmasked(row, Ok(())), size);
+    update(
+        &mut s,
+        Action::from(LedgerEvent::Unmasked(row, Ok(()))),
+        size,
+    );
     let text = screen(&s, size);
     assert!(
         text.contains("UNMASKED (audited, this session only)"),
@@ -578,17 +585,19 @@ fn edit_asks_for_a_reason_and_hands_the_payload_to_the_editor_command() {
     let size = (140, 40);
     let mut s = state_from(&example(), size);
     press(&mut s, &["Tab"], size);
-    update(&mut s, Action::StartEdit, size);
+    update(&mut s, Action::from(Act::StartEdit), size);
     assert!(screen(&s, size).contains("edit (revision) — reason:"));
     let mut cmds = Vec::new();
     for c in "amount fix".chars() {
-        cmds.extend(update(&mut s, Action::InputChar(c), size));
+        cmds.extend(update(&mut s, Action::from(Typing::InputChar(c)), size));
     }
-    cmds.extend(update(&mut s, Action::InputSubmit, size));
+    cmds.extend(update(&mut s, Action::from(Typing::InputSubmit), size));
     assert!(cmds.iter().any(|c| matches!(c, Cmd::Edit { reason, payload, .. } if reason == "amount fix" && !payload.is_empty())), "{cmds:?}");
     update(
         &mut s,
-        Action::Edited(Ok("revision 1 saved: changed /payload/amount".into())),
+        Action::from(LedgerEvent::Edited(Ok(
+            "revision 1 saved: changed /payload/amount".into(),
+        ))),
         size,
     );
     assert!(s.force_redraw, "the editor used the screen: repaint it");

@@ -15,6 +15,7 @@ use dlq_core::ports::SourceInfo;
 use dlq_core::replay::Phase;
 use dlq_core::source::SourceRef;
 use dlq_tui::action::{Action, Command};
+use dlq_tui::action::{BrowseEvent, Event as UiEvent, LedgerEvent, ReplayEvent};
 use dlq_tui::state::AppState;
 use dlq_tui::theme::Theme;
 use dlq_tui::worker::{spawn, Request};
@@ -98,13 +99,17 @@ impl Tui {
 
     fn apply(&mut self, a: Action) {
         match &a {
-            Action::ReplayProgress(p) if self.phases.last() != Some(&p.phase) => {
+            Action::Event(UiEvent::Replay(ReplayEvent::ReplayProgress(p)))
+                if self.phases.last() != Some(&p.phase) =>
+            {
                 self.phases.push(p.phase);
             }
-            Action::ReplayEnded { state, summary, .. } => {
+            Action::Event(UiEvent::Replay(ReplayEvent::ReplayEnded { state, summary, .. })) => {
                 self.ended = Some((state.clone(), summary.clone()));
             }
-            Action::ScanFailed(e) => panic!("the demo failed: {e}"),
+            Action::Event(UiEvent::Scan(BrowseEvent::ScanFailed(e))) => {
+                panic!("the demo failed: {e}")
+            }
             _ => {}
         }
         for c in update(&mut self.s, a, SIZE) {
@@ -125,7 +130,7 @@ impl Tui {
         } = c
         {
             let done = dlq_tui::edit_and_record(&self.settings, &letter_id, &payload, &reason);
-            self.apply(Action::Edited(done));
+            self.apply(Action::from(LedgerEvent::Edited(done)));
         }
     }
 

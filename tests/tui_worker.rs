@@ -8,6 +8,7 @@ use dlq_core::access::Role;
 use dlq_core::masking::Masker;
 use dlq_core::source::SourceRef;
 use dlq_tui::action::Action;
+use dlq_tui::action::{BrowseEvent, Event as UiEvent, Nav, ViewKey};
 use dlq_tui::worker::{spawn, Request, UI_BACKLOG};
 use dlq_tui::AppEvent;
 use std::sync::mpsc;
@@ -49,14 +50,20 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) && !(done && live > 0) {
         match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(AppEvent::Action(Action::Letters(b))) => {
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Letters(b))))) => {
                 coords = coords.or_else(|| b.first().and_then(|p| p.letter.raw.coords.clone()));
                 first_id = first_id.or_else(|| b.first().map(|p| p.letter.id.value.0.clone()));
                 scanned += b.len();
             }
-            Ok(AppEvent::Action(Action::Live(b))) => live += b.len(),
-            Ok(AppEvent::Action(Action::ScanDone)) => done = true,
-            Ok(AppEvent::Action(Action::ScanFailed(e))) => panic!("scan failed: {e}"),
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Live(b))))) => {
+                live += b.len()
+            }
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanDone)))) => {
+                done = true
+            }
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanFailed(e))))) => {
+                panic!("scan failed: {e}")
+            }
             _ => {}
         }
     }
@@ -73,11 +80,16 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
     let started = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(AppEvent::Action(Action::Fetched(7, Ok(raw)))) => {
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Fetched(
+                7,
+                Ok(raw),
+            ))))) => {
                 assert_eq!(raw.coords, Some(coords));
                 break;
             }
-            Ok(AppEvent::Action(Action::Fetched(7, Err(e)))) => panic!("fetch failed: {e}"),
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Fetched(7, Err(e)))))) => {
+                panic!("fetch failed: {e}")
+            }
             Ok(_) => {}
             Err(_) => panic!("no fetch answer"),
         }
@@ -179,13 +191,13 @@ fn problems_and_decisions_reach_the_screen() {
     pump(&mut s, &|s| !s.decisions.is_empty());
     assert_eq!(s.decisions.len(), 1);
     // Open that letter's detail on the Failure tab.
-    update(&mut s, Action::SetTab(Tab::Failure), size);
+    update(&mut s, Action::from(ViewKey::SetTab(Tab::Failure)), size);
     s.letters.order.rows = vec![0];
     s.letters.order.sorted = 1;
     s.letters.dirty = false;
     s.letters.cursor = 0;
-    update(&mut s, Action::FocusNext, size);
-    update(&mut s, Action::FocusNext, size);
+    update(&mut s, Action::from(Nav::FocusNext), size);
+    update(&mut s, Action::from(Nav::FocusNext), size);
     let text = screen(&s);
     assert!(
         text.contains("discarded by tester") && text.contains("poison pill, fixed upstream"),
@@ -232,11 +244,11 @@ fn a_ui_that_falls_behind_holds_the_scan_back() {
     loop {
         assert!(started.elapsed() < Duration::from_secs(60), "no stall");
         match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(AppEvent::Action(Action::Letters(b))) => {
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Letters(b))))) => {
                 received += b.len();
                 held.push(b);
             }
-            Ok(AppEvent::Action(Action::ScanDone)) => {
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanDone)))) => {
                 panic!("the scan finished with {received} letters held by a stuck UI")
             }
             Ok(_) => {}
@@ -260,9 +272,15 @@ fn a_ui_that_falls_behind_holds_the_scan_back() {
             "scan did not resume"
         );
         match rx.recv_timeout(Duration::from_secs(5)) {
-            Ok(AppEvent::Action(Action::Letters(b))) => received += b.len(),
-            Ok(AppEvent::Action(Action::ScanDone)) => done = true,
-            Ok(AppEvent::Action(Action::ScanFailed(e))) => panic!("scan failed: {e}"),
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Letters(b))))) => {
+                received += b.len()
+            }
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanDone)))) => {
+                done = true
+            }
+            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanFailed(e))))) => {
+                panic!("scan failed: {e}")
+            }
             Ok(_) => {}
             Err(e) => panic!("scan did not resume: {e} after {received}"),
         }

@@ -15,6 +15,7 @@ use dlq_kafka::demo::scenario::{incident, Scale};
 use dlq_kafka::demo::{produce_all, Demo};
 use dlq_kafka::KafkaSource;
 use dlq_tui::action::Action;
+use dlq_tui::action::BrowseEvent;
 use dlq_tui::state::AppState;
 use dlq_tui::update::update;
 use std::io::Write;
@@ -77,11 +78,13 @@ pub fn loaded(unique_ids: bool) -> AppState {
         i += batch.len();
         update(
             &mut s,
-            Action::Letters(batch.into_iter().map(Into::into).collect()),
+            Action::from(BrowseEvent::Letters(
+                batch.into_iter().map(Into::into).collect(),
+            )),
             SIZE,
         );
     }
-    update(&mut s, Action::ScanDone, SIZE);
+    update(&mut s, Action::from(BrowseEvent::ScanDone), SIZE);
     s
 }
 

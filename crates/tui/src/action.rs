@@ -6,10 +6,37 @@ use dlq_app::session::{DiscardTarget, Prepared};
 use dlq_core::model::RawLetter;
 use dlq_core::store::RowId;
 
+/// Everything `update` handles, split by who caused it and then by area, so each
+/// handler matches its own enum exhaustively (no catch-all arm can drop a misrouted
+/// one).
 #[derive(Debug)]
 pub enum Action {
-    Quit,
-    ToggleHelp,
+    /// What the user asked for (keys through the keymap, the mouse), and the terminal's
+    /// own events (resize, the clock's tick).
+    Intent(Intent),
+    /// What the session worker and the render thread report.
+    Event(Event),
+}
+
+#[derive(Debug)]
+pub enum Intent {
+    Nav(Nav),
+    Typing(Typing),
+    Act(Act),
+    Replay(ReplayKey),
+    View(ViewKey),
+}
+
+#[derive(Debug)]
+pub enum Event {
+    Scan(BrowseEvent),
+    Ledger(LedgerEvent),
+    Replay(ReplayEvent),
+}
+
+/// Cursor and focus moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nav {
     FocusNext,
     FocusPrev,
     Up,
@@ -22,6 +49,11 @@ pub enum Action {
     Open,
     /// Collapse a group / move left.
     Close,
+}
+
+/// The prompt line: opening it, typing, submitting, leaving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Typing {
     StartFuzzy,
     StartExpr,
     StartCommand,
@@ -34,13 +66,27 @@ pub enum Action {
     InputSubmit,
     /// Esc: leave input, close help, or clear the filter.
     Cancel,
-    CycleGrouping,
-    ToggleSort,
+}
+
+/// Actions on letters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// `u`: see the selected letter unmasked (privileged, with a reason).
+    StartUnmask,
+    /// `e`: edit the selected letter's payload (masked) for a revision.
+    StartEdit,
+    /// `d`: discard the marked letters, or the selected one.
+    StartDiscard,
     ToggleMark,
-    SetTab(Tab),
-    NextTab,
-    Copy,
     Diff,
+    Copy,
+    /// `R`: browse the source again.
+    Rebrowse,
+}
+
+/// The replay's keys: the dry-run screen and the kill switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayKey {
     /// `r`: the dry-run of a replay of the marked letters, or the selected group's.
     StartReplay,
     /// `K`: the kill switch of the running replay.
@@ -53,63 +99,17 @@ pub enum Action {
     ReplayScroll(i8),
     /// Esc on the dry-run screen: nothing is sent.
     ReplayClose,
-    /// From the worker: the dry-run (or why there is none).
-    ReplayPlanned(PlanView),
-    ReplayPlanFailed(String),
-    /// From the worker: the replay started, moved on, changed letters, ended.
-    ReplayStarted {
-        id: String,
-        planned: usize,
-    },
-    ReplayProgress(Box<dlq_core::replay::Progress>),
-    ReplayLetters(Vec<(String, dlq_core::replay::LetterOutcome)>),
-    ReplayEnded {
-        id: String,
-        state: String,
-        summary: String,
-    },
-    /// From the worker: replays of this source left unfinished.
-    ReplaysUnfinished(Vec<dlq_app::session::Unfinished>),
-    /// `R`: browse the source again.
-    Rebrowse,
-    /// From the worker: the broker ended the browse (its held letters are back in the
-    /// queue); `R` browses again.
-    BrowseLost(String),
-    /// From the worker: a new browse starts; what the old one loaded goes.
-    Rebrowsing,
-    /// From the worker: the letters an unfinished replay has left (to resume it).
-    ResumeLetters(String, Result<Vec<String>, String>),
-    /// `d`: discard the marked letters, or the selected one.
-    StartDiscard,
-    /// `u`: see the selected letter unmasked (privileged, with a reason).
-    StartUnmask,
-    /// `e`: edit the selected letter's payload (masked) for a revision.
-    StartEdit,
-    /// After the editor: what happened.
-    Edited(Result<String, String>),
-    /// From the worker: a letter's ledger history.
-    History(RowId, Vec<String>),
-    /// From the worker: the unmask was audited (or why not).
-    Unmasked(RowId, Result<(), String>),
-    /// From the worker: the source is open and says what browsing does to it.
-    SourceOpened(dlq_core::ports::SourceInfo),
-    /// From the worker: a container browsed in part ("browsed N of M").
-    Partial(dlq_app::session::Coverage),
-    /// From the worker: a record that could not be read (counted, listed on :problems).
-    Problem(dlq_core::catalog::Problem),
-    /// From the render thread: a big payload's view (row, unmasked, view).
-    Rendered(RowId, bool, dlq_core::payload_view::PayloadView),
-    /// From the worker: the ledger's decisions on this source (after the scan and after
-    /// each discard), for the detail's state line.
-    Decisions(Vec<dlq_core::journal::Decision>),
-    /// From the worker: lines the user must see (reconciled decisions, warnings).
-    Notes(Vec<String>),
-    /// From the worker: a discard finished (rows done, and a summary line).
-    DiscardDone {
-        rows: Vec<RowId>,
-        message: String,
-        ok: bool,
-    },
+}
+
+/// What the screen shows and how: help, grouping, order, tabs, mouse, size, clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewKey {
+    Quit,
+    ToggleHelp,
+    CycleGrouping,
+    ToggleSort,
+    SetTab(Tab),
+    NextTab,
     /// Mouse: click at a cell, scroll wheel.
     Click {
         column: u16,
@@ -123,7 +123,11 @@ pub enum Action {
     Resize,
     /// Clock tick (ages move on).
     Tick(i64),
-    /// From the worker.
+}
+
+/// The browse: letters, progress, fetched bytes, problems, the render thread's views.
+#[derive(Debug)]
+pub enum BrowseEvent {
     Letters(Vec<Prepared>),
     Live(Vec<Prepared>),
     Progress {
@@ -133,7 +137,87 @@ pub enum Action {
     ScanDone,
     ScanFailed(String),
     Fetched(RowId, Result<RawLetter, String>),
+    /// A record that could not be read (counted, listed on :problems).
+    Problem(dlq_core::catalog::Problem),
+    /// A container browsed in part ("browsed N of M").
+    Partial(dlq_app::session::Coverage),
+    /// The source is open and says what browsing does to it.
+    SourceOpened(dlq_core::ports::SourceInfo),
+    /// From the render thread: a big payload's view (row, unmasked, view).
+    Rendered(RowId, bool, dlq_core::payload_view::PayloadView),
+    /// The broker ended the browse (its held letters are back in the queue); `R`
+    /// browses again.
+    BrowseLost(String),
+    /// A new browse starts; what the old one loaded goes.
+    Rebrowsing,
 }
+
+/// What the ledger recorded or holds.
+#[derive(Debug)]
+pub enum LedgerEvent {
+    /// A letter's ledger history.
+    History(RowId, Vec<String>),
+    /// After the editor: what happened.
+    Edited(Result<String, String>),
+    /// The unmask was audited (or why not).
+    Unmasked(RowId, Result<(), String>),
+    /// The ledger's decisions on this source (after the scan and after each discard),
+    /// for the detail's state line.
+    Decisions(Vec<dlq_core::journal::Decision>),
+    /// Lines the user must see (reconciled decisions, warnings).
+    Notes(Vec<String>),
+    /// A discard finished (rows done, and a summary line).
+    DiscardDone {
+        rows: Vec<RowId>,
+        message: String,
+        ok: bool,
+    },
+}
+
+/// A replay's plan and run, as the worker reports them.
+#[derive(Debug)]
+pub enum ReplayEvent {
+    /// The dry-run (or why there is none).
+    ReplayPlanned(PlanView),
+    ReplayPlanFailed(String),
+    /// The replay started, moved on, changed letters, ended.
+    ReplayStarted {
+        id: String,
+        planned: usize,
+    },
+    ReplayProgress(Box<dlq_core::replay::Progress>),
+    ReplayLetters(Vec<(String, dlq_core::replay::LetterOutcome)>),
+    ReplayEnded {
+        id: String,
+        state: String,
+        summary: String,
+    },
+    /// Replays of this source left unfinished.
+    ReplaysUnfinished(Vec<dlq_app::session::Unfinished>),
+    /// The letters an unfinished replay has left (to resume it).
+    ResumeLetters(String, Result<Vec<String>, String>),
+}
+
+macro_rules! into_action {
+    ($($ty:ident => $top:ident :: $var:ident),* $(,)?) => {$(
+        impl From<$ty> for Action {
+            fn from(a: $ty) -> Action {
+                Action::$top($top::$var(a))
+            }
+        }
+    )*};
+}
+
+into_action!(
+    Nav => Intent::Nav,
+    Typing => Intent::Typing,
+    Act => Intent::Act,
+    ReplayKey => Intent::Replay,
+    ViewKey => Intent::View,
+    BrowseEvent => Event::Scan,
+    LedgerEvent => Event::Ledger,
+    ReplayEvent => Event::Replay,
+);
 
 /// The dry-run as the worker planned it: what the screen shows.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,6 +4,7 @@
 //! it needs; keys the user cannot use are shown disabled, not silently refused.
 
 use crate::action::Action;
+use crate::action::{Act, Nav, ReplayKey, Typing, ViewKey};
 use crate::state::{AppState, Input, Tab};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use dlq_core::access::{check, Permission, Role};
@@ -126,104 +127,104 @@ use Key::{Char as C, Code, Ctrl};
 /// The bindings in normal mode, in help order.
 pub(crate) const BINDINGS: &[Binding] = &[
     b(&[C('j'), Code(KeyCode::Down)], "move down", None, || {
-        Action::Down
+        Action::from(Nav::Down)
     }),
-    b(&[C('k'), Code(KeyCode::Up)], "move up", None, || Action::Up),
+    b(&[C('k'), Code(KeyCode::Up)], "move up", None, || Action::from(Nav::Up)),
     b(
         &[Code(KeyCode::PageDown), Ctrl('d')],
         "page down",
         None,
-        || Action::PageDown,
+        || Action::from(Nav::PageDown),
     ),
     b(&[Code(KeyCode::PageUp), Ctrl('u')], "page up", None, || {
-        Action::PageUp
+        Action::from(Nav::PageUp)
     }),
-    b(&[Code(KeyCode::Home)], "first", None, || Action::Top),
+    b(&[Code(KeyCode::Home)], "first", None, || Action::from(Nav::Top)),
     b(&[Code(KeyCode::End), C('G')], "last", None, || {
-        Action::Bottom
+        Action::from(Nav::Bottom)
     }),
     b(
         &[Code(KeyCode::Enter), C('l'), Code(KeyCode::Right)],
         "expand group / open letter",
         None,
-        || Action::Open,
+        || Action::from(Nav::Open),
     ),
     b(
         &[C('h'), Code(KeyCode::Left)],
         "collapse group / back",
         None,
-        || Action::Close,
+        || Action::from(Nav::Close),
     ),
     b(&[Code(KeyCode::Tab)], "next pane", Some("pane"), || {
-        Action::FocusNext
+        Action::from(Nav::FocusNext)
     }),
     b(&[Code(KeyCode::BackTab)], "previous pane", None, || {
-        Action::FocusPrev
+        Action::from(Nav::FocusPrev)
     }),
     b(
         &[C('/')],
         "fuzzy filter (id, key, reason, masked preview)",
         Some("fuzzy"),
-        || Action::StartFuzzy,
+        || Action::from(Typing::StartFuzzy),
     ),
     b(
         &[C('f')],
         "filter expression (reason=… age>1h …)",
         Some("filter"),
-        || Action::StartExpr,
+        || Action::from(Typing::StartExpr),
     ),
     b(
         &[Code(KeyCode::Esc)],
         "cancel input / clear filter / close help",
         None,
-        || Action::Cancel,
+        || Action::from(Typing::Cancel),
     ),
     b(
         &[C(':')],
         "command palette (see below)",
         Some("command"),
-        || Action::StartCommand,
+        || Action::from(Typing::StartCommand),
     ),
     b(&[C('g')], "change grouping", Some("group"), || {
-        Action::CycleGrouping
+        Action::from(ViewKey::CycleGrouping)
     }),
     b(
         &[C('s')],
         "sort letters newest / oldest first",
         Some("sort"),
-        || Action::ToggleSort,
+        || Action::from(ViewKey::ToggleSort),
     ),
     b(
         &[C(' ')],
         "mark letter (diff compares with the mark)",
         Some("mark"),
-        || Action::ToggleMark,
+        || Action::from(Act::ToggleMark),
     ),
-    b(&[C(']')], "next detail tab", None, || Action::NextTab),
+    b(&[C(']')], "next detail tab", None, || Action::from(ViewKey::NextTab)),
     b(&[C('1')], "failure tab", None, || {
-        Action::SetTab(Tab::Failure)
+        Action::from(ViewKey::SetTab(Tab::Failure))
     }),
     b(&[C('2')], "headers tab", None, || {
-        Action::SetTab(Tab::Headers)
+        Action::from(ViewKey::SetTab(Tab::Headers))
     }),
     b(&[C('3')], "payload tab", None, || {
-        Action::SetTab(Tab::Payload)
+        Action::from(ViewKey::SetTab(Tab::Payload))
     }),
-    b(&[C('4')], "diff tab", None, || Action::SetTab(Tab::Diff)),
+    b(&[C('4')], "diff tab", None, || Action::from(ViewKey::SetTab(Tab::Diff))),
     b(&[C('5')], "history tab (the ledger)", None, || {
-        Action::SetTab(Tab::History)
+        Action::from(ViewKey::SetTab(Tab::History))
     }),
     b(
         &[C('D')],
         "diff selected letter against the marked one",
         Some("diff"),
-        || Action::Diff,
+        || Action::from(Act::Diff),
     ),
     b(
         &[C('y')],
         "copy the masked payload (OSC 52: works over SSH/tmux)",
         Some("copy"),
-        || Action::Copy,
+        || Action::from(Act::Copy),
     ),
     Binding {
         keys: &[C('d')],
@@ -231,7 +232,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         footer: Some("discard"),
         effect: Effect::Broker,
         needs: Some(Permission::Discard),
-        action: || Action::StartDiscard,
+        action: || Action::from(Act::StartDiscard),
     },
     Binding {
         keys: &[C('e')],
@@ -239,7 +240,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         footer: Some("edit"),
         effect: Effect::Ledger,
         needs: Some(Permission::Edit),
-        action: || Action::StartEdit,
+        action: || Action::from(Act::StartEdit),
     },
     Binding {
         keys: &[C('u')],
@@ -247,7 +248,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         footer: Some("unmask"),
         effect: Effect::Ledger,
         needs: Some(Permission::Unmask),
-        action: || Action::StartUnmask,
+        action: || Action::from(Act::StartUnmask),
     },
     Binding {
         keys: &[C('r')],
@@ -255,13 +256,13 @@ pub(crate) const BINDINGS: &[Binding] = &[
         footer: Some("replay"),
         effect: Effect::Broker,
         needs: Some(Permission::Replay),
-        action: || Action::StartReplay,
+        action: || Action::from(ReplayKey::StartReplay),
     },
     b(
         &[C('R')],
         "browse again on a new connection (after the broker closed the browse, or a failed open); what this browse holds goes back to the queue first",
         None,
-        || Action::Rebrowse,
+        || Action::from(Act::Rebrowse),
     ),
     Binding {
         keys: &[C('K')],
@@ -269,14 +270,14 @@ pub(crate) const BINDINGS: &[Binding] = &[
         footer: None,
         effect: Effect::View,
         needs: None,
-        action: || Action::KillReplay,
+        action: || Action::from(ReplayKey::KillReplay),
     },
-    b(&[C('?')], "this help", Some("help"), || Action::ToggleHelp),
+    b(&[C('?')], "this help", Some("help"), || Action::from(ViewKey::ToggleHelp)),
     b(
         &[C('q'), Ctrl('c')],
         "quit (the broker is left as it was)",
         Some("quit"),
-        || Action::Quit,
+        || Action::from(ViewKey::Quit),
     ),
 ];
 
@@ -392,50 +393,54 @@ pub(crate) fn footer_items(role: Role, read_only: bool) -> Vec<(String, &'static
 /// The action for a key in the current state (input mode captures typing).
 pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
     if e.code == KeyCode::Char('c') && e.modifiers.contains(KeyModifiers::CONTROL) {
-        return Some(Action::Quit);
+        return Some(Action::from(ViewKey::Quit));
     }
     if state.prompt.input != Input::None {
         return match e.code {
-            KeyCode::Enter => Some(Action::InputSubmit),
-            KeyCode::Esc => Some(Action::Cancel),
-            KeyCode::Backspace => Some(Action::InputBackspace),
+            KeyCode::Enter => Some(Action::from(Typing::InputSubmit)),
+            KeyCode::Esc => Some(Action::from(Typing::Cancel)),
+            KeyCode::Backspace => Some(Action::from(Typing::InputBackspace)),
             KeyCode::Char('u') if e.modifiers.contains(KeyModifiers::CONTROL) => {
-                Some(Action::InputClear)
+                Some(Action::from(Typing::InputClear))
             }
             KeyCode::Char('w') if e.modifiers.contains(KeyModifiers::CONTROL) => {
-                Some(Action::InputDeleteWord)
+                Some(Action::from(Typing::InputDeleteWord))
             }
             KeyCode::Char(c) if !e.modifiers.contains(KeyModifiers::CONTROL) => {
-                Some(Action::InputChar(c))
+                Some(Action::from(Typing::InputChar(c)))
             }
             _ => None,
         };
     }
     // The kill switch works over every screen but a line being typed.
     if e.code == KeyCode::Char('K') && !e.modifiers.contains(KeyModifiers::CONTROL) {
-        return Some(Action::KillReplay);
+        return Some(Action::from(ReplayKey::KillReplay));
     }
     if state.replay.dry_run.is_some() {
         return match e.code {
-            KeyCode::Char('j') | KeyCode::Down | KeyCode::Tab => Some(Action::ReplayField(1)),
-            KeyCode::Char('k') | KeyCode::Up | KeyCode::BackTab => Some(Action::ReplayField(-1)),
+            KeyCode::Char('j') | KeyCode::Down | KeyCode::Tab => {
+                Some(Action::from(ReplayKey::ReplayField(1)))
+            }
+            KeyCode::Char('k') | KeyCode::Up | KeyCode::BackTab => {
+                Some(Action::from(ReplayKey::ReplayField(-1)))
+            }
             KeyCode::Char('l') | KeyCode::Right | KeyCode::Char('+') | KeyCode::Char(' ') => {
-                Some(Action::ReplayValue(1))
+                Some(Action::from(ReplayKey::ReplayValue(1)))
             }
             KeyCode::Char('h') | KeyCode::Left | KeyCode::Char('-') => {
-                Some(Action::ReplayValue(-1))
+                Some(Action::from(ReplayKey::ReplayValue(-1)))
             }
-            KeyCode::Enter => Some(Action::ReplayStart),
-            KeyCode::PageDown => Some(Action::ReplayScroll(1)),
-            KeyCode::PageUp => Some(Action::ReplayScroll(-1)),
-            KeyCode::Esc | KeyCode::Char('q') => Some(Action::ReplayClose),
+            KeyCode::Enter => Some(Action::from(ReplayKey::ReplayStart)),
+            KeyCode::PageDown => Some(Action::from(ReplayKey::ReplayScroll(1))),
+            KeyCode::PageUp => Some(Action::from(ReplayKey::ReplayScroll(-1))),
+            KeyCode::Esc | KeyCode::Char('q') => Some(Action::from(ReplayKey::ReplayClose)),
             _ => None,
         };
     }
     if state.prompt.show_help || state.prompt.overlay.is_some() {
         return match e.code {
-            KeyCode::Char('q') => Some(Action::Quit),
-            _ => Some(Action::Cancel),
+            KeyCode::Char('q') => Some(Action::from(ViewKey::Quit)),
+            _ => Some(Action::from(Typing::Cancel)),
         };
     }
     BINDINGS.iter().find(|b| b.matches(e)).map(|b| (b.action)())
@@ -444,6 +449,7 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::action::Intent;
 
     /// Every key a terminal can plausibly send, plain, shifted and with Ctrl.
     fn probes() -> Vec<KeyEvent> {
@@ -569,10 +575,22 @@ mod tests {
                 .find(|b| b.matches(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)))
                 .map(|b| (b.action)())
         };
-        assert!(matches!(fire('e'), Some(Action::StartEdit)));
-        assert!(matches!(fire('u'), Some(Action::StartUnmask)));
-        assert!(matches!(fire('r'), Some(Action::StartReplay)));
-        assert!(matches!(fire('K'), Some(Action::KillReplay)));
+        assert!(matches!(
+            fire('e'),
+            Some(Action::Intent(Intent::Act(Act::StartEdit)))
+        ));
+        assert!(matches!(
+            fire('u'),
+            Some(Action::Intent(Intent::Act(Act::StartUnmask)))
+        ));
+        assert!(matches!(
+            fire('r'),
+            Some(Action::Intent(Intent::Replay(ReplayKey::StartReplay)))
+        ));
+        assert!(matches!(
+            fire('K'),
+            Some(Action::Intent(Intent::Replay(ReplayKey::KillReplay)))
+        ));
         assert!(
             !BINDINGS
                 .iter()

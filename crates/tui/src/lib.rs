@@ -11,6 +11,7 @@ pub mod update;
 pub mod views;
 pub mod worker;
 
+use crate::action::{BrowseEvent, LedgerEvent, ViewKey};
 use action::{Action, Command};
 use crossterm::event::{Event, KeyEventKind, MouseButton, MouseEventKind};
 use dlq_core::catalog::Catalog;
@@ -45,23 +46,23 @@ pub fn action_for_event(state: &AppState, ev: &Event) -> Option<Action> {
     match ev {
         Event::Key(k) if k.kind != KeyEventKind::Release => keymap::action_for(state, k),
         Event::Mouse(m) => match m.kind {
-            MouseEventKind::Down(MouseButton::Left) => Some(Action::Click {
+            MouseEventKind::Down(MouseButton::Left) => Some(Action::from(ViewKey::Click {
                 column: m.column,
                 row: m.row,
-            }),
-            MouseEventKind::ScrollDown => Some(Action::Scroll {
+            })),
+            MouseEventKind::ScrollDown => Some(Action::from(ViewKey::Scroll {
                 column: m.column,
                 row: m.row,
                 down: true,
-            }),
-            MouseEventKind::ScrollUp => Some(Action::Scroll {
+            })),
+            MouseEventKind::ScrollUp => Some(Action::from(ViewKey::Scroll {
                 column: m.column,
                 row: m.row,
                 down: false,
-            }),
+            })),
             _ => None,
         },
-        Event::Resize(_, _) => Some(Action::Resize),
+        Event::Resize(_, _) => Some(Action::from(ViewKey::Resize)),
         _ => None,
     }
 }
@@ -80,7 +81,7 @@ pub fn run_loop<B: Backend>(
 ) -> anyhow::Result<()> {
     let size = |t: &Terminal<B>| t.size().map(|s| (s.width, s.height)).unwrap_or((80, 24));
     let sz = size(terminal);
-    for c in update::update(state, Action::Resize, sz) {
+    for c in update::update(state, Action::from(ViewKey::Resize), sz) {
         on_command(c);
     }
     terminal
@@ -97,7 +98,7 @@ pub fn run_loop<B: Backend>(
             None => {
                 let now = clock();
                 if now / 60_000 != state.now_ms / 60_000 {
-                    events.push(AppEvent::Action(Action::Tick(now)));
+                    events.push(AppEvent::Action(Action::from(ViewKey::Tick(now))));
                 }
             }
             Some(ev) => {
@@ -192,7 +193,9 @@ fn spawn_renderer(
             let (row, payload, body, unmasked) = job;
             let view = update::render_payload(&masker, &payload, body, unmasked);
             if events
-                .send(AppEvent::Action(Action::Rendered(row, unmasked, view)))
+                .send(AppEvent::Action(Action::from(BrowseEvent::Rendered(
+                    row, unmasked, view,
+                ))))
                 .is_err()
             {
                 return;
@@ -407,8 +410,8 @@ impl Outside {
                 payload,
                 reason,
             } => self.edit(&letter_id, &payload, &reason),
-            // Everything else is the worker's (handled above).
-            _ => {}
+            // The worker's, handed to it above.
+            Command::Session(_) => {}
         }
     }
 
@@ -423,6 +426,8 @@ impl Outside {
             crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
             crossterm::event::EnableMouseCapture
         );
-        let _ = self.events.send(AppEvent::Action(Action::Edited(result)));
+        let _ = self
+            .events
+            .send(AppEvent::Action(Action::from(LedgerEvent::Edited(result))));
     }
 }

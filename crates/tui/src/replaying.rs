@@ -3,7 +3,7 @@
 //! switch, and unfinished replays to resume or abandon. The plan and the run are the
 //! session's (`core::replay`, through the worker); this only keeps what the screen shows.
 
-use crate::action::{Action, Command, PlanView, Request};
+use crate::action::{Command, PlanView, ReplayEvent, ReplayKey, Request};
 use crate::state::{AppState, Input, Level, Pane};
 use dlq_app::session::{Picked, Unfinished};
 use dlq_core::access::{check, Permission};
@@ -150,17 +150,17 @@ fn change(o: &mut Options, field: usize, by: i8) {
     }
 }
 
-/// Every replay action.
-pub(crate) fn update(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
-    match action {
-        Action::StartReplay => start(state, cmds),
-        Action::KillReplay => kill(state),
-        Action::ReplayField(by) => {
+/// The replay's keys.
+pub(crate) fn intent(state: &mut AppState, key: ReplayKey, cmds: &mut Vec<Command>) {
+    match key {
+        ReplayKey::StartReplay => start(state, cmds),
+        ReplayKey::KillReplay => kill(state),
+        ReplayKey::ReplayField(by) => {
             if let Some(d) = state.replay.dry_run.as_mut() {
                 d.field = (d.field as i64 + i64::from(by)).rem_euclid(FIELDS.len() as i64) as usize;
             }
         }
-        Action::ReplayValue(by) => {
+        ReplayKey::ReplayValue(by) => {
             if let Some(d) = state.replay.dry_run.as_mut() {
                 change(&mut d.opts, d.field, by);
                 d.plan = None;
@@ -170,19 +170,27 @@ pub(crate) fn update(state: &mut AppState, action: Action, cmds: &mut Vec<Comman
                 cmds.push(Command::Session(Request::Replan(d.opts.clone())));
             }
         }
-        Action::ReplayStart => confirm(state, cmds),
-        Action::ReplayScroll(by) => {
+        ReplayKey::ReplayStart => confirm(state, cmds),
+        ReplayKey::ReplayScroll(by) => {
             if let Some(d) = state.replay.dry_run.as_mut() {
                 let lines = d.plan.as_ref().map_or(0, |p| p.lines.len()) as i64;
                 d.scroll =
                     (i64::from(d.scroll) + i64::from(by) * 10).clamp(0, lines.max(1) - 1) as u16;
             }
         }
-        Action::ReplayClose if state.replay.dry_run.take().is_some() => {
-            cmds.push(Command::Session(Request::DropPlan));
-            state.message = Some(("replay cancelled: nothing was sent".into(), Level::Info));
+        ReplayKey::ReplayClose => {
+            if state.replay.dry_run.take().is_some() {
+                cmds.push(Command::Session(Request::DropPlan));
+                state.message = Some(("replay cancelled: nothing was sent".into(), Level::Info));
+            }
         }
-        Action::ReplayPlanned(view) => {
+    }
+}
+
+/// What the worker reports of a replay's plan and run.
+pub(crate) fn event(state: &mut AppState, event: ReplayEvent, cmds: &mut Vec<Command>) {
+    match event {
+        ReplayEvent::ReplayPlanned(view) => {
             if let Some(d) = state.replay.dry_run.as_mut() {
                 d.asked = d.asked.saturating_sub(1);
                 if d.asked == 0 {
@@ -191,26 +199,26 @@ pub(crate) fn update(state: &mut AppState, action: Action, cmds: &mut Vec<Comman
                 }
             }
         }
-        Action::ReplayPlanFailed(why) => match state.replay.dry_run.as_mut() {
+        ReplayEvent::ReplayPlanFailed(why) => match state.replay.dry_run.as_mut() {
             Some(d) => {
                 d.asked = d.asked.saturating_sub(1);
                 d.error = Some(why);
             }
             None => state.message = Some((why, Level::Warn)),
         },
-        Action::ReplayStarted { id, planned } => {
+        ReplayEvent::ReplayStarted { id, planned } => {
             if let Some(r) = state.replay.run.as_mut().filter(|r| r.id == id) {
                 r.planned = planned;
             }
         }
-        Action::ReplayProgress(p) => progress(state, *p),
-        Action::ReplayLetters(changes) => letters(state, changes),
-        Action::ReplayEnded {
+        ReplayEvent::ReplayProgress(p) => progress(state, *p),
+        ReplayEvent::ReplayLetters(changes) => letters(state, changes),
+        ReplayEvent::ReplayEnded {
             id,
             state: end,
             summary,
         } => ended(state, &id, end, summary),
-        Action::ReplaysUnfinished(u) => {
+        ReplayEvent::ReplaysUnfinished(u) => {
             if let Some(first) = u.first() {
                 let more = if u.len() > 1 {
                     format!(" (+{} more)", u.len() - 1)
@@ -233,9 +241,8 @@ pub(crate) fn update(state: &mut AppState, action: Action, cmds: &mut Vec<Comman
             }
             state.replay.unfinished = u;
         }
-        Action::ResumeLetters(id, Ok(ids)) => resume_with(state, cmds, id, ids),
-        Action::ResumeLetters(_, Err(why)) => state.message = Some((why, Level::Error)),
-        _ => {}
+        ReplayEvent::ResumeLetters(id, Ok(ids)) => resume_with(state, cmds, id, ids),
+        ReplayEvent::ResumeLetters(_, Err(why)) => state.message = Some((why, Level::Error)),
     }
 }
 

@@ -1,6 +1,8 @@
 //! `update(state, action) -> commands`: all state changes, no I/O.
 
-use crate::action::{Action, Command, Request};
+use crate::action::{
+    Act, Action, BrowseEvent, Command, Event, Intent, LedgerEvent, Nav, Request, Typing, ViewKey,
+};
 use crate::state::{AppState, Detail, Input, Level, Pane, ScanStatus, Tab, GROUPINGS};
 use crate::views::layout::{layout_for, Areas};
 use dlq_app::session::{DiscardTarget, Prepared};
@@ -18,107 +20,46 @@ const INLINE_RENDER_MAX: usize = 16 * 1024;
 /// Re-sorting a huge group on every batch would stall the UI; wait for the scan.
 const LIVE_LETTERS_LIMIT: usize = 200_000;
 
-/// Dispatch by area: each handler owns one kind of action.
-pub fn update(state: &mut AppState, action: Action, size: (u16, u16)) -> Vec<Command> {
+/// Dispatch by cause and area: each handler owns one enum and matches all of it.
+pub fn update(state: &mut AppState, action: impl Into<Action>, size: (u16, u16)) -> Vec<Command> {
     let mut cmds = Vec::new();
-    match action {
-        a @ (Action::FocusNext
-        | Action::FocusPrev
-        | Action::Up
-        | Action::Down
-        | Action::PageUp
-        | Action::PageDown
-        | Action::Top
-        | Action::Bottom
-        | Action::Open
-        | Action::Close) => navigate(state, a),
-        a @ (Action::StartFuzzy
-        | Action::StartExpr
-        | Action::StartCommand
-        | Action::InputChar(..)
-        | Action::InputBackspace
-        | Action::InputClear
-        | Action::InputDeleteWord
-        | Action::InputSubmit
-        | Action::Cancel) => input(state, a, &mut cmds),
-        a @ (Action::StartUnmask
-        | Action::StartEdit
-        | Action::StartDiscard
-        | Action::ToggleMark
-        | Action::Diff
-        | Action::Copy
-        | Action::Rebrowse) => act(state, a, &mut cmds),
-        a @ (Action::StartReplay
-        | Action::KillReplay
-        | Action::ReplayField(..)
-        | Action::ReplayValue(..)
-        | Action::ReplayStart
-        | Action::ReplayScroll(..)
-        | Action::ReplayClose
-        | Action::ReplayPlanned(..)
-        | Action::ReplayPlanFailed(..)
-        | Action::ReplayStarted { .. }
-        | Action::ReplayProgress(..)
-        | Action::ReplayLetters(..)
-        | Action::ReplayEnded { .. }
-        | Action::ReplaysUnfinished(..)
-        | Action::ResumeLetters(..)) => crate::replaying::update(state, a, &mut cmds),
-        a @ (Action::Letters(..)
-        | Action::Live(..)
-        | Action::Progress { .. }
-        | Action::ScanDone
-        | Action::ScanFailed(..)
-        | Action::Fetched(..)
-        | Action::Problem(..)
-        | Action::Partial(..)
-        | Action::SourceOpened(..)
-        | Action::Rendered(..)
-        | Action::BrowseLost(..)
-        | Action::Rebrowsing) => scan_event(state, a),
-        a @ (Action::History(..)
-        | Action::Edited(..)
-        | Action::Unmasked(..)
-        | Action::Decisions(..)
-        | Action::Notes(..)
-        | Action::DiscardDone { .. }) => ledger_event(state, a),
-        a @ (Action::Quit
-        | Action::ToggleHelp
-        | Action::CycleGrouping
-        | Action::ToggleSort
-        | Action::SetTab(..)
-        | Action::NextTab
-        | Action::Click { .. }
-        | Action::Scroll { .. }
-        | Action::Resize
-        | Action::Tick(..)) => view(state, a, size),
+    match action.into() {
+        Action::Intent(Intent::Nav(a)) => navigate(state, a),
+        Action::Intent(Intent::Typing(a)) => input(state, a, &mut cmds),
+        Action::Intent(Intent::Act(a)) => act(state, a, &mut cmds),
+        Action::Intent(Intent::Replay(a)) => crate::replaying::intent(state, a, &mut cmds),
+        Action::Intent(Intent::View(a)) => view(state, a, size),
+        Action::Event(Event::Scan(e)) => scan_event(state, e),
+        Action::Event(Event::Ledger(e)) => ledger_event(state, e),
+        Action::Event(Event::Replay(e)) => crate::replaying::event(state, e, &mut cmds),
     }
     finish(state, cmds, size)
 }
 
 /// Cursor and focus moves.
-fn navigate(state: &mut AppState, action: Action) {
+fn navigate(state: &mut AppState, action: Nav) {
     match action {
-        Action::FocusNext => {
+        Nav::FocusNext => {
             state.focus = match state.focus {
                 Pane::Groups => Pane::Letters,
                 Pane::Letters => Pane::Detail,
                 Pane::Detail => Pane::Groups,
             }
         }
-        Action::FocusPrev => {
+        Nav::FocusPrev => {
             state.focus = match state.focus {
                 Pane::Groups => Pane::Detail,
                 Pane::Letters => Pane::Groups,
                 Pane::Detail => Pane::Letters,
             }
         }
-        Action::Up => move_cursor(state, -1),
-        Action::Down => move_cursor(state, 1),
-        Action::PageUp => move_cursor(state, -(state.page.max(1) as i64)),
-        Action::PageDown => move_cursor(state, state.page.max(1) as i64),
-        Action::Top => move_cursor(state, i64::MIN / 2),
-        Action::Bottom => move_cursor(state, i64::MAX / 2),
-        Action::Open => match state.focus {
+        Nav::Up => move_cursor(state, -1),
+        Nav::Down => move_cursor(state, 1),
+        Nav::PageUp => move_cursor(state, -(state.page.max(1) as i64)),
+        Nav::PageDown => move_cursor(state, state.page.max(1) as i64),
+        Nav::Top => move_cursor(state, i64::MIN / 2),
+        Nav::Bottom => move_cursor(state, i64::MAX / 2),
+        Nav::Open => match state.focus {
             Pane::Groups => {
                 let path = state.selected_node().map(|n| n.path.clone());
                 let leaf = path.as_ref().is_some_and(|p| p.len() == state.dims().len());
@@ -136,7 +77,7 @@ fn navigate(state: &mut AppState, action: Action) {
             }
             Pane::Detail => {}
         },
-        Action::Close => match state.focus {
+        Nav::Close => match state.focus {
             Pane::Groups => {
                 if let Some(node) = state.selected_node() {
                     let path = node.path.clone();
@@ -154,30 +95,29 @@ fn navigate(state: &mut AppState, action: Action) {
             Pane::Letters => state.focus = Pane::Groups,
             Pane::Detail => state.focus = Pane::Letters,
         },
-        _ => {}
     }
 }
 
 /// Typing in the prompt: filters, the palette, reasons.
-fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
+fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command>) {
     match action {
-        Action::StartFuzzy => state.prompt.input = Input::Fuzzy(String::new()),
-        Action::StartExpr => state.prompt.input = Input::Expr(state.filter.source().to_string()),
-        Action::StartCommand => state.prompt.input = Input::Command(String::new()),
-        Action::InputChar(c) => {
+        Typing::StartFuzzy => state.prompt.input = Input::Fuzzy(String::new()),
+        Typing::StartExpr => state.prompt.input = Input::Expr(state.filter.source().to_string()),
+        Typing::StartCommand => state.prompt.input = Input::Command(String::new()),
+        Typing::InputChar(c) => {
             if let Some(s) = state.prompt.input.text_mut() {
                 s.push(c);
             }
         }
-        Action::InputBackspace | Action::InputClear | Action::InputDeleteWord => {
+        Typing::InputBackspace | Typing::InputClear | Typing::InputDeleteWord => {
             let Some(s) = state.prompt.input.text_mut() else {
                 return;
             };
             match action {
-                Action::InputBackspace => {
+                Typing::InputBackspace => {
                     s.pop();
                 }
-                Action::InputClear => s.clear(),
+                Typing::InputClear => s.clear(),
                 _ => {
                     // As a shell does: the spaces before the cursor, then the word.
                     let kept = s.trim_end().len();
@@ -187,8 +127,8 @@ fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
                 }
             }
         }
-        Action::InputSubmit => submit(state, cmds),
-        Action::Cancel => {
+        Typing::InputSubmit => submit(state, cmds),
+        Typing::Cancel => {
             if state.prompt.input != Input::None {
                 state.prompt.input = Input::None;
             } else if state.prompt.show_help || state.prompt.overlay.is_some() {
@@ -200,7 +140,6 @@ fn input(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
                 state.message = Some(("filter cleared".into(), Level::Info));
             }
         }
-        _ => {}
     }
 }
 
@@ -314,23 +253,19 @@ fn submit_discard(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, r
 }
 
 /// Actions on letters: discard, unmask, edit, mark, diff, copy.
-fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
+fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
     match action {
-        Action::StartUnmask => {
-            match (state.selected_row(), check(state.role, Permission::Unmask)) {
-                (None, _) => {
-                    state.message = Some(("select a letter to unmask".into(), Level::Warn))
-                }
-                (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
-                (Some(row), Ok(())) => state.prompt.input = Input::UnmaskReason(String::new(), row),
-            }
-        }
-        Action::StartEdit => match (state.selected_row(), check(state.role, Permission::Edit)) {
+        Act::StartUnmask => match (state.selected_row(), check(state.role, Permission::Unmask)) {
+            (None, _) => state.message = Some(("select a letter to unmask".into(), Level::Warn)),
+            (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
+            (Some(row), Ok(())) => state.prompt.input = Input::UnmaskReason(String::new(), row),
+        },
+        Act::StartEdit => match (state.selected_row(), check(state.role, Permission::Edit)) {
             (None, _) => state.message = Some(("select a letter to edit".into(), Level::Warn)),
             (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
             (Some(row), Ok(())) => state.prompt.input = Input::EditReason(String::new(), row),
         },
-        Action::StartDiscard => {
+        Act::StartDiscard => {
             let rows: Vec<RowId> = if state.letters.marks.is_empty() {
                 state.selected_row().into_iter().collect()
             } else {
@@ -348,14 +283,14 @@ fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
                 state.prompt.input = Input::DiscardReason(String::new(), rows);
             }
         }
-        Action::ToggleMark => {
+        Act::ToggleMark => {
             if let Some(row) = state.selected_row() {
                 if !state.letters.marks.remove(&row) {
                     state.letters.marks.insert(row);
                 }
             }
         }
-        Action::Diff => {
+        Act::Diff => {
             state.detail.tab = Tab::Diff;
             state.detail.scroll = 0;
             if state.letters.marks.is_empty() {
@@ -365,40 +300,39 @@ fn act(state: &mut AppState, action: Action, cmds: &mut Vec<Command>) {
                 ));
             }
         }
-        Action::Copy if check(state.role, Permission::ViewPayload).is_err() => {
+        Act::Copy if check(state.role, Permission::ViewPayload).is_err() => {
             state.message = Some((
                 "copying needs the operator role (payloads are hidden from viewers)".into(),
                 Level::Warn,
             ));
         }
-        Action::Copy => match &state.detail.current {
+        Act::Copy => match &state.detail.current {
             Some(d) => {
                 cmds.push(Command::Copy(d.payload.text.clone()));
                 state.message = Some(("masked payload copied".into(), Level::Info));
             }
             None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
         },
-        Action::Rebrowse if state.replay.running() => {
+        Act::Rebrowse if state.replay.running() => {
             state.message = Some((
                 "a replay is running: K stops it before browsing again".into(),
                 Level::Warn,
             ));
         }
-        Action::Rebrowse => {
+        Act::Rebrowse => {
             state.message = Some((
                 "browsing again on a new connection (what this browse held goes back to the queue)…".into(),
                 Level::Info,
             ));
             cmds.push(Command::Session(Request::Rebrowse));
         }
-        _ => {}
     }
 }
 
 /// What the worker reports of the source, and the render thread's views.
-fn scan_event(state: &mut AppState, action: Action) {
+fn scan_event(state: &mut AppState, action: BrowseEvent) {
     match action {
-        Action::BrowseLost(why) => {
+        BrowseEvent::BrowseLost(why) => {
             state.message = Some((
                 format!(
                     "{why} — nothing is lost: what this browse held is back in the queue; R browses again"
@@ -407,9 +341,9 @@ fn scan_event(state: &mut AppState, action: Action) {
             ));
             state.scan.lost = Some(why);
         }
-        Action::Rebrowsing => reset_browse(state),
-        Action::SourceOpened(info) => state.info = info,
-        Action::Rendered(row, unmasked, view) => {
+        BrowseEvent::Rebrowsing => reset_browse(state),
+        BrowseEvent::SourceOpened(info) => state.info = info,
+        BrowseEvent::Rendered(row, unmasked, view) => {
             if let Some(d) = state.detail.current.as_mut().filter(|d| d.row == row) {
                 if state.detail.unmasked.contains(&row) == unmasked {
                     d.payload = view.clone();
@@ -417,23 +351,23 @@ fn scan_event(state: &mut AppState, action: Action) {
             }
             state.detail.rendered = Some((row, unmasked, view));
         }
-        Action::Partial(c) => state.scan.partial.push(c),
-        Action::Problem(p) => {
+        BrowseEvent::Partial(c) => state.scan.partial.push(c),
+        BrowseEvent::Problem(p) => {
             state.scan.problem_count += 1;
             if state.scan.problems.len() < 100 {
                 state.scan.problems.push(p);
             }
         }
-        Action::Letters(batch) => ingest(state, batch, false),
-        Action::Live(batch) => ingest(state, batch, true),
-        Action::Progress { done, total } => {
+        BrowseEvent::Letters(batch) => ingest(state, batch, false),
+        BrowseEvent::Live(batch) => ingest(state, batch, true),
+        BrowseEvent::Progress { done, total } => {
             state.scan.done = state.scan.done.max(done);
             state.scan.total = total;
             if let Some(t) = total {
                 state.catalog.store.expect(t);
             }
         }
-        Action::ScanDone => {
+        BrowseEvent::ScanDone => {
             state.scan.complete = true;
             state.catalog.shrink_to_fit();
             let n = state.catalog.store.len();
@@ -449,11 +383,11 @@ fn scan_event(state: &mut AppState, action: Action) {
                 ));
             }
         }
-        Action::ScanFailed(e) => {
+        BrowseEvent::ScanFailed(e) => {
             state.scan.error = Some(e.clone());
             state.message = Some((e, Level::Error));
         }
-        Action::Fetched(row, result) => {
+        BrowseEvent::Fetched(row, result) => {
             if state.detail.pending_fetch == Some(row) {
                 state.detail.pending_fetch = None;
             }
@@ -465,15 +399,14 @@ fn scan_event(state: &mut AppState, action: Action) {
             }
             state.detail.current = None;
         }
-        _ => {}
     }
 }
 
 /// What the worker reports of the ledger: history, decisions, notes, outcomes.
-fn ledger_event(state: &mut AppState, action: Action) {
+fn ledger_event(state: &mut AppState, action: LedgerEvent) {
     match action {
-        Action::History(row, lines) => state.detail.history = Some((row, lines)),
-        Action::Edited(result) => {
+        LedgerEvent::History(row, lines) => state.detail.history = Some((row, lines)),
+        LedgerEvent::Edited(result) => {
             state.force_redraw = true;
             state.detail.history = None;
             state.message = Some(match result {
@@ -481,7 +414,7 @@ fn ledger_event(state: &mut AppState, action: Action) {
                 Err(e) => (e, Level::Error),
             });
         }
-        Action::Unmasked(row, result) => match result {
+        LedgerEvent::Unmasked(row, result) => match result {
             Ok(()) => {
                 state.detail.history = None;
                 state.detail.unmasked.insert(row);
@@ -491,13 +424,13 @@ fn ledger_event(state: &mut AppState, action: Action) {
             }
             Err(e) => state.message = Some((format!("not unmasked: {e}"), Level::Error)),
         },
-        Action::Decisions(ds) => {
+        LedgerEvent::Decisions(ds) => {
             state.decisions = ds
                 .into_iter()
                 .filter_map(|d| d.binding.clone().map(|b| (b, d)))
                 .collect();
         }
-        Action::Notes(lines) => {
+        LedgerEvent::Notes(lines) => {
             if let Some(last) = lines.last() {
                 let more = if lines.len() > 1 {
                     format!(" (+{} more on :notes)", lines.len() - 1)
@@ -508,7 +441,7 @@ fn ledger_event(state: &mut AppState, action: Action) {
             }
             state.notes.extend(lines);
         }
-        Action::DiscardDone { rows, message, ok } => {
+        LedgerEvent::DiscardDone { rows, message, ok } => {
             state.detail.history = None;
             for r in &rows {
                 state
@@ -520,23 +453,22 @@ fn ledger_event(state: &mut AppState, action: Action) {
             rebuild_index(state);
             state.message = Some((message, if ok { Level::Info } else { Level::Error }));
         }
-        _ => {}
     }
 }
 
 /// The view itself: help, grouping, sorting, tabs, mouse, clock.
-fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
+fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
     match action {
-        Action::Quit if state.replay.running() && !state.replay.quit_armed => {
+        ViewKey::Quit if state.replay.running() && !state.replay.quit_armed => {
             state.replay.quit_armed = true;
             state.message = Some((
                 "a replay is running: K stops it; q again quits now (letters in flight stay in doubt; :resume continues it)".into(),
                 Level::Warn,
             ));
         }
-        Action::Quit => state.quit = true,
-        Action::ToggleHelp => state.prompt.show_help = !state.prompt.show_help,
-        Action::CycleGrouping => {
+        ViewKey::Quit => state.quit = true,
+        ViewKey::ToggleHelp => state.prompt.show_help = !state.prompt.show_help,
+        ViewKey::CycleGrouping => {
             state.custom_dims = None;
             state.grouping = (state.grouping + 1) % GROUPINGS.len();
             state.groups.expanded.clear();
@@ -544,15 +476,15 @@ fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
             let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
             state.message = Some((format!("grouped by {}", names.join(" › ")), Level::Info));
         }
-        Action::ToggleSort => {
+        ViewKey::ToggleSort => {
             state.letters.order.newest_first = !state.letters.order.newest_first;
             state.letters.dirty = true;
         }
-        Action::SetTab(t) => {
+        ViewKey::SetTab(t) => {
             state.detail.tab = t;
             state.detail.scroll = 0;
         }
-        Action::NextTab => {
+        ViewKey::NextTab => {
             let i = Tab::ALL
                 .iter()
                 .position(|t| *t == state.detail.tab)
@@ -560,11 +492,11 @@ fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
             state.detail.tab = Tab::ALL[(i + 1) % Tab::ALL.len()];
             state.detail.scroll = 0;
         }
-        Action::Click { column, row } => {
+        ViewKey::Click { column, row } => {
             let a = layout_for(state, size.0, size.1);
             click(state, a, column, row)
         }
-        Action::Scroll { column, row, down } => {
+        ViewKey::Scroll { column, row, down } => {
             let a = layout_for(state, size.0, size.1);
             let delta = if down { 3 } else { -3 };
             if contains(a.groups, column, row) {
@@ -577,13 +509,14 @@ fn view(state: &mut AppState, action: Action, size: (u16, u16)) {
                 state.detail.scroll = (i64::from(state.detail.scroll) + delta).max(0) as u16;
             }
         }
-        Action::Resize => {}
+        ViewKey::Resize => {}
         // Ages move on: regroup when a minute has passed (age buckets, inflow).
-        Action::Tick(now_ms) if now_ms / 60_000 != state.now_ms / 60_000 => {
-            state.now_ms = now_ms;
-            rebuild_index(state);
+        ViewKey::Tick(now_ms) => {
+            if now_ms / 60_000 != state.now_ms / 60_000 {
+                state.now_ms = now_ms;
+                rebuild_index(state);
+            }
         }
-        _ => {}
     }
 }
 
@@ -1079,8 +1012,8 @@ mod tests {
         };
         let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), NOW, 1 << 20);
         s.role = Role::Operator;
-        update(&mut s, Action::Letters(batch), SIZE);
-        update(&mut s, Action::ScanDone, SIZE);
+        update(&mut s, BrowseEvent::Letters(batch), SIZE);
+        update(&mut s, BrowseEvent::ScanDone, SIZE);
         s
     }
 
@@ -1132,31 +1065,31 @@ mod tests {
         };
         let mut s = state(0);
         s.scan.complete = false;
-        update(&mut s, Action::Letters(aged(&[500, 400])), SIZE);
+        update(&mut s, BrowseEvent::Letters(aged(&[500, 400])), SIZE);
         assert_eq!(at(&s), Some(400));
-        update(&mut s, Action::Letters(aged(&[30, 20, 10])), SIZE);
+        update(&mut s, BrowseEvent::Letters(aged(&[30, 20, 10])), SIZE);
         assert_eq!(
             at(&s),
             Some(10),
             "the top follows the newest while scanning"
         );
-        update(&mut s, Action::ScanDone, SIZE);
+        update(&mut s, BrowseEvent::ScanDone, SIZE);
         assert_eq!(at(&s), Some(10));
         assert_eq!(s.letters.cursor, 0);
         // Complete: a live arrival goes on top, the selection stays.
-        update(&mut s, Action::Live(aged(&[5])), SIZE);
+        update(&mut s, BrowseEvent::Live(aged(&[5])), SIZE);
         assert_eq!(at(&s), Some(10));
         assert_eq!(s.letters.cursor, 1);
         // Picked: the same.
-        update(&mut s, Action::FocusNext, SIZE);
-        update(&mut s, Action::Down, SIZE);
+        update(&mut s, Nav::FocusNext, SIZE);
+        update(&mut s, Nav::Down, SIZE);
         assert_eq!(at(&s), Some(20));
-        update(&mut s, Action::Live(aged(&[1])), SIZE);
+        update(&mut s, BrowseEvent::Live(aged(&[1])), SIZE);
         assert_eq!(at(&s), Some(20));
         assert_eq!(s.letters.cursor, 3);
         // Another group opens at its top.
-        update(&mut s, Action::FocusPrev, SIZE);
-        update(&mut s, Action::Down, SIZE);
+        update(&mut s, Nav::FocusPrev, SIZE);
+        update(&mut s, Nav::Down, SIZE);
         assert_eq!(s.letters.cursor, 0);
     }
 
@@ -1167,21 +1100,21 @@ mod tests {
         let mut s = state(6);
         update(
             &mut s,
-            Action::BrowseLost("the broker closed the browse".into()),
+            BrowseEvent::BrowseLost("the broker closed the browse".into()),
             SIZE,
         );
-        update(&mut s, Action::Rebrowse, SIZE);
+        update(&mut s, Act::Rebrowse, SIZE);
         assert!(s
             .message
             .as_ref()
             .is_some_and(|(m, _)| m.starts_with("browsing again")));
-        update(&mut s, Action::Rebrowsing, SIZE);
-        update(&mut s, Action::Letters(prepared(4)), SIZE);
+        update(&mut s, BrowseEvent::Rebrowsing, SIZE);
+        update(&mut s, BrowseEvent::Letters(prepared(4)), SIZE);
         assert!(s
             .message
             .as_ref()
             .is_some_and(|(m, _)| m.starts_with("browsing again")));
-        update(&mut s, Action::ScanDone, SIZE);
+        update(&mut s, BrowseEvent::ScanDone, SIZE);
         assert_eq!(
             s.message,
             Some((
@@ -1192,7 +1125,7 @@ mod tests {
         // A first browse's end says nothing over what is on the line.
         let mut first = state(0);
         first.message = Some(("kept".into(), Level::Warn));
-        update(&mut first, Action::ScanDone, SIZE);
+        update(&mut first, BrowseEvent::ScanDone, SIZE);
         assert_eq!(first.message, Some(("kept".into(), Level::Warn)));
     }
 
@@ -1204,7 +1137,7 @@ mod tests {
             reason: Some("ev*".into()),
             ..OwnerRule::new("team-even")
         }]);
-        update(&mut s, Action::Letters(prepared(6)), SIZE);
+        update(&mut s, BrowseEvent::Letters(prepared(6)), SIZE);
         let mut owners: Vec<String> = s.groups.owners.values().map(|(_, o)| o.clone()).collect();
         owners.sort();
         assert_eq!(owners, ["(unowned)", "team-even"]);
@@ -1221,15 +1154,15 @@ mod tests {
     #[test]
     fn navigate_cycles_panes_and_keeps_the_cursor_in_bounds() {
         let mut s = state(4);
-        navigate(&mut s, Action::FocusNext);
+        navigate(&mut s, Nav::FocusNext);
         assert_eq!(s.focus, Pane::Letters);
-        navigate(&mut s, Action::FocusPrev);
+        navigate(&mut s, Nav::FocusPrev);
         assert_eq!(s.focus, Pane::Groups);
-        navigate(&mut s, Action::Bottom);
+        navigate(&mut s, Nav::Bottom);
         let last = s.groups.cursor;
-        navigate(&mut s, Action::Down);
+        navigate(&mut s, Nav::Down);
         assert_eq!(s.groups.cursor, last, "past the end");
-        navigate(&mut s, Action::Top);
+        navigate(&mut s, Nav::Top);
         assert_eq!(s.groups.cursor, 0);
     }
 
@@ -1237,16 +1170,16 @@ mod tests {
     fn input_types_edits_and_cancels() {
         let mut s = state(2);
         let mut cmds = Vec::new();
-        input(&mut s, Action::StartFuzzy, &mut cmds);
+        input(&mut s, Typing::StartFuzzy, &mut cmds);
         for c in "evx".chars() {
-            input(&mut s, Action::InputChar(c), &mut cmds);
+            input(&mut s, Typing::InputChar(c), &mut cmds);
         }
-        input(&mut s, Action::InputBackspace, &mut cmds);
+        input(&mut s, Typing::InputBackspace, &mut cmds);
         assert_eq!(s.prompt.input, Input::Fuzzy("ev".into()));
-        input(&mut s, Action::InputSubmit, &mut cmds);
+        input(&mut s, Typing::InputSubmit, &mut cmds);
         assert_eq!(s.prompt.input, Input::None);
         assert_eq!(s.filter.fuzzy_words(), ["ev"]);
-        input(&mut s, Action::Cancel, &mut cmds);
+        input(&mut s, Typing::Cancel, &mut cmds);
         assert!(s.filter.is_empty(), "Esc clears the filter");
         assert!(cmds.is_empty());
     }
@@ -1262,6 +1195,9 @@ mod tests {
         let mut key = |s: &mut AppState, code: KeyCode, m: KeyModifiers| {
             let a = crate::keymap::action_for(s, &KeyEvent::new(code, m))
                 .expect("a key in the prompt does something");
+            let Action::Intent(Intent::Typing(a)) = a else {
+                panic!("a key in the prompt types: {a:?}")
+            };
             input(s, a, &mut cmds);
         };
         key(&mut s, KeyCode::Char('f'), KeyModifiers::NONE);
@@ -1279,11 +1215,11 @@ mod tests {
     #[test]
     fn act_refuses_a_viewer_with_an_audit_and_asks_an_operator_why() {
         let mut s = state(2);
-        navigate(&mut s, Action::FocusNext);
+        navigate(&mut s, Nav::FocusNext);
         finish(&mut s, Vec::new(), SIZE);
         s.role = Role::Viewer;
         let mut cmds = Vec::new();
-        act(&mut s, Action::StartDiscard, &mut cmds);
+        act(&mut s, Act::StartDiscard, &mut cmds);
         assert!(
             matches!(&cmds[..], [Command::Session(Request::Audit { action, .. })] if action == "denied")
         );
@@ -1293,11 +1229,11 @@ mod tests {
             .is_some_and(|m| m.0.contains("needs the operator role")));
         s.role = Role::Operator;
         cmds.clear();
-        act(&mut s, Action::StartDiscard, &mut cmds);
+        act(&mut s, Act::StartDiscard, &mut cmds);
         assert!(matches!(s.prompt.input, Input::DiscardReason(_, ref rows) if rows.len() == 1));
         s.prompt.input = Input::None;
         s.read_only = true;
-        act(&mut s, Action::StartDiscard, &mut cmds);
+        act(&mut s, Act::StartDiscard, &mut cmds);
         assert_eq!(s.prompt.input, Input::None);
     }
 
@@ -1306,7 +1242,7 @@ mod tests {
         let mut s = state(3);
         scan_event(
             &mut s,
-            Action::Problem(Problem {
+            BrowseEvent::Problem(Problem {
                 location: "line 4".into(),
                 message: "broken".into(),
             }),
@@ -1314,7 +1250,7 @@ mod tests {
         assert_eq!(s.scan.problem_count, 1);
         ledger_event(
             &mut s,
-            Action::Notes(vec!["a".into(), "reconciled b".into()]),
+            LedgerEvent::Notes(vec!["a".into(), "reconciled b".into()]),
         );
         assert_eq!(s.notes.len(), 2);
         assert!(s
@@ -1332,16 +1268,16 @@ mod tests {
     #[test]
     fn view_changes_tabs_grouping_and_ticks() {
         let mut s = state(3);
-        view(&mut s, Action::NextTab, SIZE);
+        view(&mut s, ViewKey::NextTab, SIZE);
         assert_eq!(s.detail.tab, Tab::Headers);
         let before = s.dims().to_vec();
-        view(&mut s, Action::CycleGrouping, SIZE);
+        view(&mut s, ViewKey::CycleGrouping, SIZE);
         assert_ne!(s.dims(), &before[..]);
-        view(&mut s, Action::Tick(NOW + 120_000), SIZE);
+        view(&mut s, ViewKey::Tick(NOW + 120_000), SIZE);
         assert_eq!(s.now_ms, NOW + 120_000);
-        view(&mut s, Action::Tick(NOW + 120_500), SIZE);
+        view(&mut s, ViewKey::Tick(NOW + 120_500), SIZE);
         assert_eq!(s.now_ms, NOW + 120_000, "within the minute nothing moves");
-        view(&mut s, Action::Quit, SIZE);
+        view(&mut s, ViewKey::Quit, SIZE);
         assert!(s.quit);
     }
 }

@@ -4,6 +4,7 @@
 //! here: the CLI drives the same session.
 
 use crate::action::{Action, Command};
+use crate::action::{BrowseEvent, LedgerEvent, ReplayEvent};
 use crate::AppEvent;
 use dlq_app::brokers::{self, OpenOptions};
 use dlq_app::revise::UnmaskFor;
@@ -54,7 +55,7 @@ fn run(
     // on a fresh connection; the UI empties its store when it hears `Rebrowsing`.
     let mut first = true;
     loop {
-        if !first && !send(Action::Rebrowsing) {
+        if !first && !send(Action::from(BrowseEvent::Rebrowsing)) {
             return;
         }
         first = false;
@@ -65,23 +66,25 @@ fn run(
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "opening the source failed");
-                send(Action::ScanFailed(e.to_string()));
+                send(Action::from(BrowseEvent::ScanFailed(e.to_string())));
                 if serve_closed(&principal, &settings.source_key, &requests, &events) {
                     continue;
                 }
                 return;
             }
         };
-        send(Action::SourceOpened(session.info().clone()));
+        send(Action::from(BrowseEvent::SourceOpened(
+            session.info().clone(),
+        )));
         let postponed = initial_scan(&mut session, &events, &requests);
         let notes = session.reconcile();
-        send(Action::Decisions(session.decisions()));
+        send(Action::from(LedgerEvent::Decisions(session.decisions())));
         announce_unfinished(&session, &events);
         for n in &notes {
             tracing::info!(note = %n, "reconcile");
         }
         if !notes.is_empty() {
-            send(Action::Notes(notes));
+            send(Action::from(LedgerEvent::Notes(notes)));
         }
         let mut replays = Replays::default();
         let mut again = false;
@@ -104,7 +107,9 @@ fn run(
 fn announce_unfinished(session: &Session, events: &Sender<AppEvent>) {
     match session.unfinished_replays() {
         Ok(u) => {
-            let _ = events.send(AppEvent::Action(Action::ReplaysUnfinished(u)));
+            let _ = events.send(AppEvent::Action(Action::from(
+                ReplayEvent::ReplaysUnfinished(u),
+            )));
         }
         Err(e) => tracing::warn!(error = %e, "cannot read the replay journal"),
     }
@@ -144,10 +149,10 @@ fn initial_scan(
         }
     });
     let done = match result {
-        Ok(()) => Action::ScanDone,
+        Ok(()) => Action::from(BrowseEvent::ScanDone),
         Err(e) => {
             tracing::warn!(error = %e, "the scan failed");
-            Action::ScanFailed(e.to_string())
+            Action::from(BrowseEvent::ScanFailed(e.to_string()))
         }
     };
     let _ = events.send(AppEvent::Action(done));
@@ -192,7 +197,9 @@ fn tail_until_gone(
                         dlq_core::ports::SourceError::Unsupported(_)
                     )
                 ) {
-                    let _ = events.send(AppEvent::Action(Action::BrowseLost(e.to_string())));
+                    let _ = events.send(AppEvent::Action(Action::from(BrowseEvent::BrowseLost(
+                        e.to_string(),
+                    ))));
                 }
                 let mut next = pending;
                 loop {
@@ -210,18 +217,20 @@ fn tail_until_gone(
 /// Turn a session event into an action; false once the UI is gone.
 fn forward(events: &Sender<AppEvent>, ev: SessionEvent, live: bool) -> bool {
     let a = match ev {
-        SessionEvent::Letters(b) if live => Action::Live(b),
-        SessionEvent::Letters(b) => Action::Letters(b),
-        SessionEvent::Progress { done, total } => Action::Progress { done, total },
-        SessionEvent::Partial(c) => Action::Partial(c),
-        SessionEvent::Notice(n) => Action::Notes(vec![format!(
+        SessionEvent::Letters(b) if live => Action::from(BrowseEvent::Live(b)),
+        SessionEvent::Letters(b) => Action::from(BrowseEvent::Letters(b)),
+        SessionEvent::Progress { done, total } => {
+            Action::from(BrowseEvent::Progress { done, total })
+        }
+        SessionEvent::Partial(c) => Action::from(BrowseEvent::Partial(c)),
+        SessionEvent::Notice(n) => Action::from(LedgerEvent::Notes(vec![format!(
             "{}: {}",
             dlq_core::sanitize::clean(&n.location),
             dlq_core::sanitize::line(&n.message, 200)
-        )]),
+        )])),
         SessionEvent::Problem(p) => {
             tracing::warn!(location = %dlq_core::sanitize::clean(&p.location), "unreadable record");
-            Action::Problem(p)
+            Action::from(BrowseEvent::Problem(p))
         }
     };
     events.send(AppEvent::Action(a)).is_ok()
@@ -248,20 +257,22 @@ fn handle(
         Request::RunReplay { id, control } => {
             let done = replays.run(session, &id, control, events, requests);
             let _ = events.send(AppEvent::Action(done));
-            let _ = events.send(AppEvent::Action(Action::Decisions(session.decisions())));
+            let _ = events.send(AppEvent::Action(Action::from(LedgerEvent::Decisions(
+                session.decisions(),
+            ))));
             announce_unfinished(session, events);
             return;
         }
         Request::AbandonReplay(id) => {
             let done = match session.abandon_replay(&id) {
-                Ok(line) => Action::Notes(vec![line]),
-                Err(e) => Action::Notes(vec![format!("not abandoned: {e}")]),
+                Ok(line) => Action::from(LedgerEvent::Notes(vec![line])),
+                Err(e) => Action::from(LedgerEvent::Notes(vec![format!("not abandoned: {e}")])),
             };
             let _ = events.send(AppEvent::Action(done));
             announce_unfinished(session, events);
             return;
         }
-        Request::ResumeLetters(id) => Action::ResumeLetters(
+        Request::ResumeLetters(id) => Action::from(ReplayEvent::ResumeLetters(
             id.clone(),
             match session.resume_of(&id) {
                 Ok(Some(r)) if r.row.source == session.source_key() => Ok(r.left()),
@@ -271,13 +282,16 @@ fn handle(
                 )),
                 Err(e) => Err(e.to_string()),
             },
-        ),
-        Request::Fetch(row, coords) => {
-            Action::Fetched(row, session.fetch(&coords).map_err(|e| e.to_string()))
-        }
+        )),
+        Request::Fetch(row, coords) => Action::from(BrowseEvent::Fetched(
+            row,
+            session.fetch(&coords).map_err(|e| e.to_string()),
+        )),
         Request::Discard { rows, reason } => {
             let done = discard(session, rows, &reason);
-            let _ = events.send(AppEvent::Action(Action::Decisions(session.decisions())));
+            let _ = events.send(AppEvent::Action(Action::from(LedgerEvent::Decisions(
+                session.decisions(),
+            ))));
             done
         }
         other => {
@@ -300,7 +314,7 @@ fn discard(session: &mut Session, rows: Vec<(RowId, DiscardTarget)>, reason: &st
             if let Some(first) = report.already.first() {
                 message.push_str(&format!(" — {first}"));
             }
-            Action::DiscardDone {
+            Action::from(LedgerEvent::DiscardDone {
                 rows: report
                     .done
                     .iter()
@@ -308,15 +322,15 @@ fn discard(session: &mut Session, rows: Vec<(RowId, DiscardTarget)>, reason: &st
                     .collect(),
                 message,
                 ok: report.pending.is_empty() && report.already.is_empty(),
-            }
+            })
         }
         Err(e) => {
             tracing::warn!(error = %e, "discard failed");
-            Action::DiscardDone {
+            Action::from(LedgerEvent::DiscardDone {
                 rows: Vec::new(),
                 message: format!("discard stopped: {e}"),
                 ok: false,
-            }
+            })
         }
     }
 }
@@ -335,18 +349,18 @@ fn ledger_only(principal: &Principal, source_key: &str, r: Request, events: &Sen
                     .collect(),
                 Err(e) => vec![format!("cannot read the ledger: {e}")],
             };
-            Action::History(row, lines)
+            Action::from(LedgerEvent::History(row, lines))
         }
         Request::Unmask {
             row,
             letter_id,
             reason,
-        } => Action::Unmasked(
+        } => Action::from(LedgerEvent::Unmasked(
             row,
             principal
                 .unmask(source_key, &letter_id, &reason, UnmaskFor::View)
                 .map_err(|e| e.to_string()),
-        ),
+        )),
         Request::Audit {
             action,
             target,
@@ -357,14 +371,19 @@ fn ledger_only(principal: &Principal, source_key: &str, r: Request, events: &Sen
             }
             return;
         }
-        Request::Fetch(row, _) => Action::Fetched(row, Err("the source is not open".into())),
-        Request::Discard { .. } => Action::DiscardDone {
+        Request::Fetch(row, _) => Action::from(BrowseEvent::Fetched(
+            row,
+            Err("the source is not open".into()),
+        )),
+        Request::Discard { .. } => Action::from(LedgerEvent::DiscardDone {
             rows: Vec::new(),
             message: "the source is not open; nothing discarded".into(),
             ok: false,
-        },
+        }),
         Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
-            Action::ReplayPlanFailed("the source is not open; nothing replayed".into())
+            Action::from(ReplayEvent::ReplayPlanFailed(
+                "the source is not open; nothing replayed".into(),
+            ))
         }
         Request::DropPlan
         | Request::AbandonReplay(_)
@@ -418,18 +437,20 @@ impl Replays {
             Ok(d) => {
                 let v = view(session, &d);
                 self.pending = Some(d);
-                Action::ReplayPlanned(v)
+                Action::from(ReplayEvent::ReplayPlanned(v))
             }
-            Err(e) => Action::ReplayPlanFailed(e.to_string()),
+            Err(e) => Action::from(ReplayEvent::ReplayPlanFailed(e.to_string())),
         }
     }
 
     fn replan(&mut self, session: &mut Session, opts: Options) -> Action {
         let Some(d) = self.pending.as_mut() else {
-            return Action::ReplayPlanFailed("no replay is being planned".into());
+            return Action::from(ReplayEvent::ReplayPlanFailed(
+                "no replay is being planned".into(),
+            ));
         };
         d.replan(session, opts);
-        Action::ReplayPlanned(view(session, d))
+        Action::from(ReplayEvent::ReplayPlanned(view(session, d)))
     }
 
     fn run(
@@ -441,18 +462,18 @@ impl Replays {
         requests: &Receiver<Request>,
     ) -> Action {
         let Some(d) = self.pending.take().filter(|d| d.plan().id == id) else {
-            return Action::ReplayEnded {
+            return Action::from(ReplayEvent::ReplayEnded {
                 id: id.to_string(),
                 state: "not started".into(),
                 summary: "that plan is gone (planned again?): nothing was sent".into(),
-            };
+            });
         };
         if d.plan().items.is_empty() {
-            return Action::ReplayEnded {
+            return Action::from(ReplayEvent::ReplayEnded {
                 id: id.to_string(),
                 state: "not started".into(),
                 summary: "nothing to replay: every letter was excluded (see the plan)".into(),
-            };
+            });
         }
         let mut watch = Watch {
             principal: session.principal().clone(),
@@ -463,10 +484,10 @@ impl Replays {
             last: None,
             last_phase: None,
         };
-        let _ = events.send(AppEvent::Action(Action::ReplayStarted {
+        let _ = events.send(AppEvent::Action(Action::from(ReplayEvent::ReplayStarted {
             id: id.to_string(),
             planned: d.plan().items.len(),
-        }));
+        })));
         match d.run(session, &control, &mut watch) {
             Ok(r) => {
                 let mut summary = describe::summary_line(&r.id, &r.end, &r.outcome);
@@ -476,17 +497,17 @@ impl Replays {
                         r.unsettled.len()
                     ));
                 }
-                Action::ReplayEnded {
+                Action::from(ReplayEvent::ReplayEnded {
                     id: r.id,
                     state: r.end.state().to_string(),
                     summary,
-                }
+                })
             }
-            Err(e) => Action::ReplayEnded {
+            Err(e) => Action::from(ReplayEvent::ReplayEnded {
                 id: id.to_string(),
                 state: "failed".into(),
                 summary: format!("replay {} failed: {e}", dlq_core::sanitize::clean(id)),
-            },
+            }),
         }
     }
 }
@@ -536,16 +557,18 @@ impl dlq_app::session::ReplayWatcher for Watch<'_> {
             self.last_phase = Some(p.phase);
             let _ = self
                 .events
-                .send(AppEvent::Action(Action::ReplayProgress(Box::new(
-                    p.clone(),
+                .send(AppEvent::Action(Action::from(ReplayEvent::ReplayProgress(
+                    Box::new(p.clone()),
                 ))));
         }
     }
 
     fn letters(&mut self, changes: &[(&str, dlq_core::replay::LetterOutcome)]) {
-        let _ = self.events.send(AppEvent::Action(Action::ReplayLetters(
-            changes.iter().map(|(i, o)| (i.to_string(), *o)).collect(),
-        )));
+        let _ = self
+            .events
+            .send(AppEvent::Action(Action::from(ReplayEvent::ReplayLetters(
+                changes.iter().map(|(i, o)| (i.to_string(), *o)).collect(),
+            ))));
     }
 
     fn arrivals(&mut self, ev: SessionEvent) {
@@ -568,25 +591,26 @@ impl dlq_app::session::ReplayWatcher for Watch<'_> {
     ) {
         for r in std::mem::take(&mut self.stash) {
             let action = match r {
-                Request::Fetch(row, coords) => {
-                    Action::Fetched(row, fetch(&coords).map_err(|e| e.to_string()))
-                }
-                Request::Discard { .. } => Action::DiscardDone {
+                Request::Fetch(row, coords) => Action::from(BrowseEvent::Fetched(
+                    row,
+                    fetch(&coords).map_err(|e| e.to_string()),
+                )),
+                Request::Discard { .. } => Action::from(LedgerEvent::DiscardDone {
                     rows: Vec::new(),
                     message:
                         "a replay is running: nothing discarded (K stops it; discard after it ends)"
                             .into(),
                     ok: false,
-                },
+                }),
                 Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
-                    Action::ReplayPlanFailed(
+                    Action::from(ReplayEvent::ReplayPlanFailed(
                         "a replay is running: one at a time (K stops it)".into(),
-                    )
+                    ))
                 }
                 Request::AbandonReplay(_) | Request::ResumeLetters(_) | Request::Rebrowse => {
-                    Action::Notes(vec![
-                        "a replay is running: try again when it has ended".into()
-                    ])
+                    Action::from(LedgerEvent::Notes(vec![
+                        "a replay is running: try again when it has ended".into(),
+                    ]))
                 }
                 Request::DropPlan => continue,
                 other @ (Request::History(..) | Request::Audit { .. } | Request::Unmask { .. }) => {
