@@ -5,13 +5,12 @@
 
 use super::plan::{Item, Plan};
 use super::rate::TokenBucket;
+pub use super::report::{Control, End, LetterOutcome, Phase, Progress};
 use crate::journal::ConfirmedLetter;
 use crate::journal::{Decision, Journal, JournalError};
 use crate::model::{Coords, DeadLetter};
 use crate::ports::Publisher;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Letters in flight at most (the rate sets the pace; this bounds memory and the
@@ -26,85 +25,6 @@ const BATCH_WINDOW: Duration = Duration::from_millis(10);
 /// The current rate is measured over this window.
 const RATE_WINDOW: Duration = Duration::from_secs(5);
 
-/// The kill switch, shared with whatever watches for it (Ctrl-C, a TUI key).
-#[derive(Debug, Clone, Default)]
-pub struct Control {
-    kill: Arc<AtomicBool>,
-}
-
-/// Two handles are equal when they are the same switch.
-impl PartialEq for Control {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.kill, &other.kill)
-    }
-}
-
-impl Control {
-    /// No publish starts after this returns; confirms in flight are awaited.
-    pub fn kill(&self) {
-        self.kill.store(true, Ordering::SeqCst);
-    }
-
-    pub fn killed(&self) -> bool {
-        self.kill.load(Ordering::SeqCst)
-    }
-}
-
-/// How a replay ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum End {
-    Completed,
-    /// Too many letters failed again, or the broker refused one: why.
-    AutoStopped(String),
-    Killed,
-    /// The replay could not go on (the ledger or the DLQ watch failed): why.
-    Failed(String),
-}
-
-impl End {
-    pub fn state(&self) -> &'static str {
-        match self {
-            End::Completed => "completed",
-            End::AutoStopped(_) => "auto-stopped",
-            End::Killed => "killed",
-            End::Failed(_) => "failed",
-        }
-    }
-
-    pub fn reason(&self) -> Option<&str> {
-        match self {
-            End::AutoStopped(r) | End::Failed(r) => Some(r),
-            End::Completed | End::Killed => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    Canary,
-    /// After the canary: nothing is sent until the window passes.
-    Watching,
-    Ramping,
-    /// Everything sent: watching the last letters.
-    FinalWatch,
-    /// Stopping: waiting for confirms in flight.
-    Stopping,
-    Done,
-}
-
-impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Canary => "canary",
-            Phase::Watching => "watching",
-            Phase::Ramping => "ramping",
-            Phase::FinalWatch => "final watch",
-            Phase::Stopping => "stopping",
-            Phase::Done => "done",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum St {
     Pending,
@@ -114,62 +34,6 @@ enum St {
     Refused,
     HeldBack,
     FailedAgain,
-}
-
-/// A snapshot for progress displays.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    pub replay_id: String,
-    pub phase: Phase,
-    pub planned: usize,
-    pub sent: usize,
-    pub confirmed: usize,
-    pub failed_again: usize,
-    pub refused: usize,
-    pub held_back: usize,
-    pub in_flight: usize,
-    pub remaining: usize,
-    /// Letters/s started over the last 5 s.
-    pub rate: f64,
-    pub target_rate: f64,
-    pub elapsed: Duration,
-    pub eta: Option<Duration>,
-    /// Time left in a watch window.
-    pub watch_left: Option<Duration>,
-    pub end: Option<End>,
-    /// When the first and the latest publish started (benchmarks: achieved rate, and
-    /// kill latency against when the switch was thrown).
-    pub first_send_start: Option<Instant>,
-    pub last_send_start: Option<Instant>,
-}
-
-impl Progress {
-    /// One line: `ramping  120/500 confirmed · 3 failed again · 9.8/s (10/s) · ETA 39s`.
-    pub fn line(&self) -> String {
-        let mut s = format!(
-            "{:<11} {}/{} confirmed · {} failed again · {} refused · {:.1}/s (set {}/s)",
-            self.phase.as_str(),
-            self.confirmed,
-            self.planned,
-            self.failed_again,
-            self.refused,
-            self.rate,
-            self.target_rate
-        );
-        if let Some(w) = self.watch_left {
-            s.push_str(&format!(" · watch {}s left", w.as_secs()));
-        }
-        if let Some(e) = self.eta {
-            s.push_str(&format!(" · ETA {}s", e.as_secs()));
-        }
-        if let Some(end) = &self.end {
-            s.push_str(&format!(" · {}", end.state()));
-            if let Some(r) = end.reason() {
-                s.push_str(&format!(": {r}"));
-            }
-        }
-        s
-    }
 }
 
 /// A confirmed letter whose DLQ copy the broker must settle (a held RabbitMQ delivery).
@@ -220,29 +84,6 @@ pub struct Engine<'p> {
     stash: Vec<crate::ports::Outcome>,
     /// Letters whose state changed since the last [`Engine::take_changes`].
     changed: Vec<usize>,
-}
-
-/// Where one letter of a replay stands, for front ends that mark letters as it runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LetterOutcome {
-    Sending,
-    /// Confirmed by the broker (and its DLQ copy settled, where there is one).
-    Confirmed,
-    FailedAgain,
-    Refused,
-    HeldBack,
-}
-
-impl LetterOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LetterOutcome::Sending => "sending",
-            LetterOutcome::Confirmed => "confirmed",
-            LetterOutcome::FailedAgain => "failed again",
-            LetterOutcome::Refused => "refused",
-            LetterOutcome::HeldBack => "held back",
-        }
-    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]

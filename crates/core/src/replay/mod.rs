@@ -8,6 +8,7 @@ pub mod describe;
 pub mod engine;
 pub mod plan;
 pub mod rate;
+pub mod report;
 
 pub use engine::{Control, End, Engine, LetterOutcome, Phase, Progress};
 pub use plan::{Candidate, Options, Plan, Why};

@@ -1,0 +1,86 @@
+//! The origin partitions, read for the stale-key check.
+
+use super::*;
+
+/// Reads origin partitions for the stale-key check, with its own short-lived consumer.
+pub struct KafkaOriginLog {
+    src: KafkaSource,
+}
+
+impl KafkaOriginLog {
+    pub fn new(brokers: &[String], props: &[(String, String)]) -> Self {
+        KafkaOriginLog {
+            src: KafkaSource::new(brokers.to_vec(), Vec::new(), props.to_vec()),
+        }
+    }
+}
+
+impl dlq_core::ports::OriginLog for KafkaOriginLog {
+    fn newest_by_key(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        keys: &HashSet<Vec<u8>>,
+        ignore: &HashSet<i64>,
+        budget: u64,
+    ) -> Result<dlq_core::ports::KeyScan, SourceError> {
+        let consumer = self.src.consumer()?;
+        let (_, high) = consumer
+            .fetch_watermarks(topic, partition, METADATA_TIMEOUT)
+            .map_err(|e| {
+                SourceError::unavailable_by(format!("watermarks of {topic}/{partition}"), e)
+            })?;
+        let mut scan = dlq_core::ports::KeyScan::default();
+        if from >= high {
+            scan.complete = true;
+            return Ok(scan);
+        }
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, partition, Offset::Offset(from))
+            .map_err(|e| SourceError::failed_by(format!("assigning {topic}/{partition}"), e))?;
+        consumer
+            .assign(&tpl)
+            .map_err(|e| SourceError::failed_by(format!("assigning {topic}/{partition}"), e))?;
+        let (mut read, mut last) = (0u64, Instant::now());
+        loop {
+            match consumer.poll(POLL) {
+                Some(Ok(m)) => {
+                    last = Instant::now();
+                    read += 1;
+                    if let Some(k) = m
+                        .key()
+                        .filter(|k| keys.contains(*k) && !ignore.contains(&m.offset()))
+                    {
+                        let e = scan.newest.entry(k.to_vec()).or_insert(m.offset());
+                        *e = (*e).max(m.offset());
+                    }
+                    if m.offset() + 1 >= high {
+                        scan.complete = true;
+                        return Ok(scan);
+                    }
+                    if read >= budget {
+                        return Ok(scan);
+                    }
+                }
+                Some(Err(KafkaError::PartitionEOF(_))) => {
+                    scan.complete = true;
+                    return Ok(scan);
+                }
+                Some(Err(e)) => {
+                    return Err(SourceError::failed_by(
+                        format!("reading {topic}/{partition}"),
+                        e,
+                    ))
+                }
+                None if last.elapsed() > STALL_TIMEOUT => {
+                    return Err(SourceError::failed(format!(
+                        "reading {topic}/{partition}: nothing for {}s",
+                        STALL_TIMEOUT.as_secs()
+                    )))
+                }
+                None => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! The schema and its migrations, one process at a time; a schema-1 chain re-keyed once.
+
+use super::*;
+
+/// The schema version this build writes; older ledgers are migrated forward.
+pub const SCHEMA_VERSION: i64 = 3;
+
+pub(crate) const MIGRATIONS: [&str; 3] = [
+    r#"
+CREATE TABLE audit (
+    seq INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE TABLE decisions (
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    letter_id TEXT NOT NULL,
+    coords TEXT,
+    kind TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    at TEXT NOT NULL,
+    applied_at TEXT,
+    audit_seq INTEGER NOT NULL
+);
+CREATE INDEX decisions_by_letter ON decisions (source, letter_id);
+CREATE TABLE revisions (
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    letter_id TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    at TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    changed_paths TEXT NOT NULL,
+    sha256_before TEXT NOT NULL,
+    sha256_after TEXT NOT NULL,
+    payload BLOB NOT NULL
+);
+CREATE TABLE replays (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    state TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE TABLE replay_items (
+    replay_id TEXT NOT NULL,
+    letter_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    confirmed_at TEXT,
+    location TEXT,
+    PRIMARY KEY (replay_id, letter_id)
+);
+"#,
+    r#"
+-- Decisions bind to the exact letter they were made on (not just its id), and a letter
+-- can carry one discard only: a second writer is told who decided first.
+ALTER TABLE decisions ADD COLUMN binding TEXT;
+-- Schema 1 recorded where a letter sat: for Kafka (topic/partition/offset) that is its
+-- exact identity. RabbitMQ positions were per browse: those keep no binding.
+UPDATE decisions SET binding = 'at:' || coords
+    WHERE binding IS NULL AND coords LIKE '%_/%_/%_';
+CREATE UNIQUE INDEX one_discard_per_letter ON decisions (source, letter_id, binding)
+    WHERE kind = 'discard' AND binding IS NOT NULL;
+ALTER TABLE revisions ADD COLUMN audit_seq INTEGER;
+UPDATE revisions SET audit_seq = (
+    SELECT seq FROM audit WHERE action = 'edit' AND target = revisions.letter_id
+      AND json_extract(detail, '$.source') = revisions.source
+      AND json_extract(detail, '$.revision') = revisions.number);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"#,
+    r#"
+-- Replay journal: one row per planned letter, keyed by its place in the plan (the same
+-- id can be in a DLQ twice). Nothing wrote the old table.
+DROP TABLE replay_items;
+CREATE TABLE replay_items (
+    replay_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    letter_id TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    location TEXT NOT NULL,
+    state TEXT NOT NULL,
+    at TEXT,
+    published TEXT,
+    error TEXT,
+    PRIMARY KEY (replay_id, seq)
+);
+"#,
+];
+
+impl Ledger {
+    /// Bring the schema up to date, one process at a time: the write lock is taken
+    /// before the version is read, so two commands opening a new ledger at once do not
+    /// both create it.
+    pub(crate) fn migrate(&self) -> Result<(), JournalError> {
+        let current = |c: &Connection| -> Result<i64, JournalError> {
+            c.pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(|e| self.err(e))
+        };
+        if current(&self.conn)? == SCHEMA_VERSION {
+            return Ok(());
+        }
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.err(e))?;
+        let applied = (|| {
+            let version = current(&self.conn)?;
+            if version > SCHEMA_VERSION {
+                return Err(self.other(format!("schema version {version} is newer than this build understands ({SCHEMA_VERSION}); upgrade dlq-triage")));
+            }
+            for (i, sql) in MIGRATIONS
+                .iter()
+                .enumerate()
+                .skip(usize::try_from(version).unwrap_or(0))
+            {
+                self.conn.execute_batch(sql).map_err(|e| self.err(e))?;
+                if i == 1 {
+                    self.rekey_legacy_chain(&self.conn)?;
+                }
+                self.conn
+                    .pragma_update(None, "user_version", i as i64 + 1)
+                    .map_err(|e| self.err(e))?;
+            }
+            Ok(())
+        })();
+        match applied {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.err(e)),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Schema 1 chained with plain sha256 (anyone could recompute it). Verify that chain
+    /// as it was, refuse to migrate a broken one, then MAC every entry under the key.
+    pub(crate) fn rekey_legacy_chain(&self, tx: &Connection) -> Result<(), JournalError> {
+        let entries = Self::entries_in(tx).map_err(|e| self.err(e))?;
+        let mut prev = GENESIS.to_string();
+        let mut rekeyed = Vec::with_capacity(entries.len());
+        for e in &entries {
+            let c = canonical(e);
+            if e.prev_hash != prev || legacy_entry_hash(&e.prev_hash, &c) != e.hash {
+                return Err(self.other(format!(
+                    "the audit chain was already broken at entry {} before this upgrade; keep a copy of the file and start a new ledger",
+                    e.seq
+                )));
+            }
+            prev = e.hash.clone();
+        }
+        let mut prev = GENESIS.to_string();
+        for e in &entries {
+            let hash = entry_hash(&self.key, &prev, &canonical(e));
+            rekeyed.push((e.seq, prev.clone(), hash.clone()));
+            prev = hash;
+        }
+        for (seq, prev_hash, hash) in rekeyed {
+            tx.execute(
+                "UPDATE audit SET prev_hash = ?1, hash = ?2 WHERE seq = ?3",
+                params![prev_hash, hash, seq],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        // Schema 1 marked decisions applied without an audit entry; schema 2 audits every
+        // application. Record the earlier ones now, at the end of the chain.
+        let applied: Vec<(String, String, Option<String>, i64)> = tx
+            .prepare(
+                "SELECT source, letter_id, binding, audit_seq FROM decisions WHERE applied_at IS NOT NULL ORDER BY id",
+            )
+            .and_then(|mut st| st.query_map([], |r| <(String, String, Option<String>, i64)>::try_from(r))?.collect())
+            .map_err(|e| self.err(e))?;
+        for (source, letter_id, binding, seq) in applied {
+            let detail = serde_json::json!({"decision": seq, "source": source, "binding": binding, "how": "applied before this ledger was upgraded"}).to_string();
+            self.audit_in(tx, "discard-applied", &letter_id, &detail)
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,97 @@
+//! Actions on letters (discard, unmask, edit, mark, diff, copy) and refusals.
+
+use super::*;
+
+/// Actions on letters: discard, unmask, edit, mark, diff, copy.
+pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
+    match action {
+        Act::StartUnmask => match (state.selected_row(), check(state.role, Permission::Unmask)) {
+            (None, _) => state.message = Some(("select a letter to unmask".into(), Level::Warn)),
+            (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
+            (Some(row), Ok(())) => state.prompt.input = Input::UnmaskReason(String::new(), row),
+        },
+        Act::StartEdit => match (state.selected_row(), check(state.role, Permission::Edit)) {
+            (None, _) => state.message = Some(("select a letter to edit".into(), Level::Warn)),
+            (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
+            (Some(row), Ok(())) => state.prompt.input = Input::EditReason(String::new(), row),
+        },
+        Act::StartDiscard => {
+            let rows: Vec<RowId> = if state.letters.marks.is_empty() {
+                state.selected_row().into_iter().collect()
+            } else {
+                state.letters.marks.iter().copied().collect()
+            };
+            if let (Err(denied), Some(row)) = (check(state.role, Permission::Discard), rows.first())
+            {
+                let row = *row;
+                refuse(state, cmds, denied, row);
+            } else if state.read_only {
+                state.message = Some(("--read-only: discard is a write".into(), Level::Warn));
+            } else if rows.is_empty() {
+                state.message = Some(("select or mark letters to discard".into(), Level::Warn));
+            } else {
+                state.prompt.input = Input::DiscardReason(String::new(), rows);
+            }
+        }
+        Act::ToggleMark => {
+            if let Some(row) = state.selected_row() {
+                if !state.letters.marks.remove(&row) {
+                    state.letters.marks.insert(row);
+                }
+            }
+        }
+        Act::Diff => {
+            state.detail.tab = Tab::Diff;
+            state.detail.scroll = 0;
+            if state.letters.marks.is_empty() {
+                state.message = Some((
+                    "mark a letter with space, select another, then D".into(),
+                    Level::Warn,
+                ));
+            }
+        }
+        Act::Copy if check(state.role, Permission::ViewPayload).is_err() => {
+            state.message = Some((
+                "copying needs the operator role (payloads are hidden from viewers)".into(),
+                Level::Warn,
+            ));
+        }
+        Act::Copy => match &state.detail.current {
+            Some(d) => {
+                cmds.push(Command::Copy(d.payload.text.clone()));
+                state.message = Some(("masked payload copied".into(), Level::Info));
+            }
+            None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
+        },
+        Act::Rebrowse if state.replay.running() => {
+            state.message = Some((
+                "a replay is running: K stops it before browsing again".into(),
+                Level::Warn,
+            ));
+        }
+        Act::Rebrowse => {
+            state.message = Some((
+                "browsing again on a new connection (what this browse held goes back to the queue)…".into(),
+                Level::Info,
+            ));
+            cmds.push(Command::Session(Request::Rebrowse));
+        }
+    }
+}
+
+/// Say why an action is refused, and have the refusal audited.
+pub(crate) fn refuse(
+    state: &mut AppState,
+    cmds: &mut Vec<Command>,
+    denied: dlq_core::access::Denied,
+    row: RowId,
+) {
+    let target = letter_id(state, row).unwrap_or_default();
+    let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
+    cmds.push(Command::Session(Request::Audit {
+        action: "denied".into(),
+        target,
+        detail,
+    }));
+    state.message = Some((format!("refused: {denied}"), Level::Error));
+}

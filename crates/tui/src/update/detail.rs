@@ -1,0 +1,148 @@
+//! The detail pane: the selected letter, its payload view and diff.
+
+use super::*;
+
+/// Make the detail pane show the selected letter: from the cache, or ask the worker.
+pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
+    let Some(row) = state.selected_row() else {
+        state.detail.current = None;
+        return;
+    };
+    if state.detail.tab == Tab::History && state.detail.history.as_ref().map(|h| h.0) != Some(row) {
+        if let Some(id) = letter_id(state, row) {
+            state.detail.history = Some((row, vec!["reading the ledger…".into()]));
+            cmds.push(Command::Session(Request::History(row, id)));
+        }
+    }
+    let want_diff = state.detail.tab == Tab::Diff;
+    let mark = state
+        .letters
+        .marks
+        .iter()
+        .rev()
+        .find(|m| **m != row)
+        .copied();
+    if let Some(d) = &state.detail.current {
+        let diff_ok = !want_diff || d.diff.as_ref().map(|x| x.0) == mark;
+        if d.row == row && diff_ok {
+            return;
+        }
+    }
+    let Some(raw) = state.cache.get(row).cloned() else {
+        state.detail.current = None;
+        request_fetch(state, row, cmds);
+        return;
+    };
+    let diff = match mark.filter(|_| want_diff) {
+        Some(m) => diff_against(state, m, &raw.payload),
+        None => None,
+    };
+    let letter =
+        dlq_core::catalog::extract_masked(state.catalog.masker(), state.catalog.mappings(), raw);
+    let payload = payload_for(state, row, &letter, cmds);
+    if state.detail.current.as_ref().map(|d| d.row) != Some(row) {
+        state.detail.scroll = 0;
+    }
+    state.detail.current = Some(Detail {
+        row,
+        letter,
+        payload,
+        diff,
+    });
+}
+
+/// Ask the worker for a letter whose bytes are not in memory (once).
+pub(crate) fn request_fetch(state: &mut AppState, row: RowId, cmds: &mut Vec<Command>) {
+    if state.detail.pending_fetch == Some(row) {
+        return;
+    }
+    let store = &state.catalog.store;
+    let coords = store.row(row).and_then(|r| store.kafka_coords(r));
+    match coords {
+        Some(c) => {
+            state.detail.pending_fetch = Some(row);
+            cmds.push(Command::Session(Request::Fetch(row, c)));
+        }
+        None => {
+            state.detail.not_kept = Some(row);
+            state.message = Some((
+                "this letter's bytes are not in memory (payload budget) and the source cannot re-fetch them".into(),
+                Level::Warn,
+            ))
+        }
+    }
+}
+
+/// The masked diff against the marked letter, when both payloads are small enough to
+/// mask on this thread; bigger ones are for `dlq-triage diff`.
+pub(crate) fn diff_against(
+    state: &mut AppState,
+    mark: RowId,
+    payload: &[u8],
+) -> Option<(RowId, dlq_core::diff::Diff)> {
+    let other = state.cache.get(mark).cloned()?;
+    if other.payload.len().max(payload.len()) > 4 * INLINE_RENDER_MAX {
+        state.message = Some((
+            "payloads over 64 KiB are compared with `dlq-triage diff SOURCE ID OTHER`".into(),
+            Level::Warn,
+        ));
+        return None;
+    }
+    Some((
+        mark,
+        diff_payloads(state.catalog.masker(), &other.payload, payload),
+    ))
+}
+
+/// The payload view: from the render thread's last answer, rendered here when small, or
+/// a placeholder while the render thread works on a big one.
+pub(crate) fn payload_for(
+    state: &AppState,
+    row: RowId,
+    letter: &dlq_core::model::DeadLetter,
+    cmds: &mut Vec<Command>,
+) -> payload_view::PayloadView {
+    let unmasked = state.detail.unmasked.contains(&row);
+    if let Some((_, _, view)) = state
+        .detail
+        .rendered
+        .as_ref()
+        .filter(|r| r.0 == row && r.1 == unmasked)
+    {
+        return view.clone();
+    }
+    let bytes = &letter.raw.payload;
+    if bytes.len() <= INLINE_RENDER_MAX {
+        return render_payload(state.catalog.masker(), bytes, letter.body, unmasked);
+    }
+    cmds.push(Command::RenderPayload {
+        row,
+        payload: bytes.clone(),
+        body: letter.body,
+        unmasked,
+    });
+    payload_view::PayloadView {
+        kind: payload_view::ViewKind::Text,
+        text: format!(
+            "rendering {} of payload{}…",
+            dlq_core::sanitize::human_bytes(bytes.len() as u64),
+            if unmasked { "" } else { " (masking)" }
+        ),
+        total_bytes: bytes.len(),
+        truncated: false,
+    }
+}
+
+/// The payload view of the detail pane; the render thread runs the same function.
+pub fn render_payload(
+    masker: &dlq_core::masking::Masker,
+    payload: &[u8],
+    body: dlq_core::model::BodyKind,
+    unmasked: bool,
+) -> payload_view::PayloadView {
+    if unmasked {
+        payload_view::render_unmasked(payload, body, DETAIL_PAYLOAD_MAX)
+    } else {
+        payload_view::render(masker, payload, body, DETAIL_PAYLOAD_MAX)
+    }
+}

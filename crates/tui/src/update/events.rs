@@ -1,0 +1,186 @@
+//! What the worker reports (the browse, the ledger) and what a new browse resets.
+
+use super::*;
+
+/// What the worker reports of the source, and the render thread's views.
+pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
+    match action {
+        BrowseEvent::BrowseLost(why) => {
+            state.message = Some((
+                format!(
+                    "{why} — nothing is lost: what this browse held is back in the queue; R browses again"
+                ),
+                Level::Error,
+            ));
+            state.scan.lost = Some(why);
+        }
+        BrowseEvent::Rebrowsing => reset_browse(state),
+        BrowseEvent::SourceOpened(info) => state.info = info,
+        BrowseEvent::Rendered(row, unmasked, view) => {
+            if let Some(d) = state.detail.current.as_mut().filter(|d| d.row == row) {
+                if state.detail.unmasked.contains(&row) == unmasked {
+                    d.payload = view.clone();
+                }
+            }
+            state.detail.rendered = Some((row, unmasked, view));
+        }
+        BrowseEvent::Partial(c) => state.scan.partial.push(c),
+        BrowseEvent::Problem(p) => {
+            state.scan.problem_count += 1;
+            if state.scan.problems.len() < 100 {
+                state.scan.problems.push(p);
+            }
+        }
+        BrowseEvent::Letters(batch) => ingest(state, batch, false),
+        BrowseEvent::Live(batch) => ingest(state, batch, true),
+        BrowseEvent::Progress { done, total } => {
+            state.scan.done = state.scan.done.max(done);
+            state.scan.total = total;
+            if let Some(t) = total {
+                state.catalog.store.expect(t);
+            }
+        }
+        BrowseEvent::ScanDone => {
+            state.scan.complete = true;
+            state.catalog.shrink_to_fit();
+            let n = state.catalog.store.len();
+            state.scan.total = Some(n as u64);
+            state.letters.dirty = true;
+            if state.scan.again {
+                state.message = Some((
+                    format!(
+                        "browsed again: {}, scan complete",
+                        dlq_core::words::letters(n)
+                    ),
+                    Level::Info,
+                ));
+            }
+        }
+        BrowseEvent::ScanFailed(e) => {
+            state.scan.error = Some(e.clone());
+            state.message = Some((e, Level::Error));
+        }
+        BrowseEvent::Fetched(row, result) => {
+            if state.detail.pending_fetch == Some(row) {
+                state.detail.pending_fetch = None;
+            }
+            match result {
+                Ok(raw) => state.cache.put(row, raw),
+                Err(e) => {
+                    state.message = Some((format!("could not fetch the letter: {e}"), Level::Error))
+                }
+            }
+            state.detail.current = None;
+        }
+    }
+}
+
+/// What the worker reports of the ledger: history, decisions, notes, outcomes.
+pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
+    match action {
+        LedgerEvent::History(row, lines) => state.detail.history = Some((row, lines)),
+        LedgerEvent::Edited(result) => {
+            state.force_redraw = true;
+            state.detail.history = None;
+            state.message = Some(match result {
+                Ok(m) => (m, Level::Info),
+                Err(e) => (e, Level::Error),
+            });
+        }
+        LedgerEvent::Unmasked(row, result) => match result {
+            Ok(()) => {
+                state.detail.history = None;
+                state.detail.unmasked.insert(row);
+                state.detail.current = None;
+                state.detail.tab = Tab::Payload;
+                state.message = Some(("unmasked for this session (audited)".into(), Level::Warn));
+            }
+            Err(e) => state.message = Some((format!("not unmasked: {e}"), Level::Error)),
+        },
+        LedgerEvent::Decisions(ds) => {
+            state.decisions = ds
+                .into_iter()
+                .filter_map(|d| d.binding.clone().map(|b| (b, d)))
+                .collect();
+        }
+        LedgerEvent::Notes(lines) => {
+            if let Some(last) = lines.last() {
+                let more = if lines.len() > 1 {
+                    format!(" (+{} more on :notes)", lines.len() - 1)
+                } else {
+                    String::new()
+                };
+                state.message = Some((format!("{last}{more}"), Level::Warn));
+            }
+            state.notes.extend(lines);
+        }
+        LedgerEvent::DiscardDone { rows, message, ok } => {
+            state.detail.history = None;
+            for r in &rows {
+                state
+                    .catalog
+                    .store
+                    .set_state(*r, dlq_core::model::TriageState::Discarded);
+                state.letters.marks.remove(r);
+            }
+            rebuild_index(state);
+            state.message = Some((message, if ok { Level::Info } else { Level::Error }));
+        }
+    }
+}
+
+/// A new browse begins: forget the letters, their bytes, selections and decisions of
+/// the old one (row ids start again); the filter, grouping and replay history stay.
+pub(crate) fn reset_browse(state: &mut AppState) {
+    let masker = state.catalog.masker().clone();
+    let mappings = state.catalog.mappings().to_vec();
+    state.catalog = dlq_core::catalog::Catalog::new(masker, mappings);
+    state.cache.clear();
+    state.decisions.clear();
+    state.scan = ScanStatus {
+        again: true,
+        ..Default::default()
+    };
+    state.groups = Default::default();
+    state.letters.order.rows.clear();
+    state.letters.marks.clear();
+    state.letters.cursor = 0;
+    state.letters.pinned = false;
+    state.letters.offset = 0;
+    state.letters.order.sorted = 0;
+    state.letters.dirty = true;
+    state.detail.current = None;
+    state.detail.pending_fetch = None;
+    state.detail.not_kept = None;
+    state.detail.rendered = None;
+    state.detail.history = None;
+    state.detail.unmasked.clear();
+    // A finished run's rows belonged to the old browse.
+    if !state.replay.running() {
+        state.replay.run = None;
+    }
+    state.replay.dry_run = None;
+    rebuild_index(state);
+}
+
+/// Index a batch of prepared letters; live ones are counted as arrivals.
+pub(crate) fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
+    for p in batch {
+        let row = state.catalog.push_prepared(&p);
+        if p.state != dlq_core::model::TriageState::Open {
+            state.catalog.store.set_state(row, p.state);
+        }
+        state.cache.put(row, p.letter.raw);
+        if let Some(r) = state.catalog.store.row(row).copied() {
+            if state.filter.matches(&state.catalog.store, &r, state.now_ms) {
+                state.index.add(row, &r);
+            }
+        }
+        if live {
+            state.scan.live += 1;
+        } else {
+            state.scan.done += 1;
+        }
+    }
+    refresh_tree(state);
+}

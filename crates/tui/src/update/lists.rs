@@ -1,0 +1,60 @@
+//! The group index, the tree and the selected group's letters, kept in step.
+
+use super::*;
+
+/// Rebuild the group index for the current grouping, filter and clock.
+pub(crate) fn rebuild_index(state: &mut AppState) {
+    let dims: Vec<Dim> = state.dims().to_vec();
+    state.index = GroupIndex::build(
+        &state.catalog.store,
+        &dims,
+        state.now_ms,
+        Some(&mut state.filter),
+    );
+    refresh_tree(state);
+}
+
+/// Recompute the tree from the index, keeping the selected node if it still exists.
+pub(crate) fn refresh_tree(state: &mut AppState) {
+    let nested = state.dims().len() > 1;
+    state
+        .groups
+        .refresh(&state.index, &state.catalog.store, nested, &state.owners);
+    state.letters.dirty = true;
+}
+
+/// Which tree nodes are visible given the expanded set.
+pub(crate) fn refresh_visible(state: &mut AppState) {
+    state.groups.refresh_visible();
+    state.letters.dirty = true;
+}
+
+/// The letters of the selected node, sorted, keeping the selected letter.
+pub(crate) fn refresh_letters(state: &mut AppState) {
+    let Some(path) = state.selected_node().map(|n| n.path.clone()) else {
+        state.letters.order.rows.clear();
+        state.letters.dirty = false;
+        return;
+    };
+    let members = state.index.timed_members_under(&path);
+    if members.len() > LIVE_LETTERS_LIMIT
+        && !state.scan.complete
+        && !state.letters.order.rows.is_empty()
+    {
+        return; // stay dirty; sorted once the scan completes
+    }
+    let keep = state.selected_row().filter(|_| state.letters.pinned);
+    state.letters.order.fill(members);
+    let rows = &state.letters.order.rows;
+    state.letters.cursor = keep
+        .and_then(|k| rows.iter().position(|r| *r == k))
+        .unwrap_or(0)
+        .min(rows.len().saturating_sub(1));
+    state.letters.pinned |= state.scan.complete;
+    state.letters.dirty = false;
+}
+
+/// Put at least the first `want` letters of the list in order.
+pub(crate) fn sort_letters(state: &mut AppState, want: usize) {
+    state.letters.order.sort_to(&state.catalog.store, want);
+}

@@ -1,0 +1,121 @@
+//! Cursor and focus: keys, clicks and the wheel.
+
+use super::*;
+
+/// Cursor and focus moves.
+pub(crate) fn navigate(state: &mut AppState, action: Nav) {
+    match action {
+        Nav::FocusNext => {
+            state.focus = match state.focus {
+                Pane::Groups => Pane::Letters,
+                Pane::Letters => Pane::Detail,
+                Pane::Detail => Pane::Groups,
+            }
+        }
+        Nav::FocusPrev => {
+            state.focus = match state.focus {
+                Pane::Groups => Pane::Detail,
+                Pane::Letters => Pane::Groups,
+                Pane::Detail => Pane::Letters,
+            }
+        }
+        Nav::Up => move_cursor(state, -1),
+        Nav::Down => move_cursor(state, 1),
+        Nav::PageUp => move_cursor(state, -(state.page.max(1) as i64)),
+        Nav::PageDown => move_cursor(state, state.page.max(1) as i64),
+        Nav::Top => move_cursor(state, i64::MIN / 2),
+        Nav::Bottom => move_cursor(state, i64::MAX / 2),
+        Nav::Open => match state.focus {
+            Pane::Groups => {
+                let path = state.selected_node().map(|n| n.path.clone());
+                let leaf = path.as_ref().is_some_and(|p| p.len() == state.dims().len());
+                match path {
+                    Some(p) if !leaf && !state.groups.expanded.contains(&p) => {
+                        state.groups.expanded.insert(p);
+                        refresh_visible(state);
+                    }
+                    _ => state.focus = Pane::Letters,
+                }
+            }
+            Pane::Letters => {
+                state.focus = Pane::Detail;
+                state.letters.pinned = true;
+            }
+            Pane::Detail => {}
+        },
+        Nav::Close => match state.focus {
+            Pane::Groups => {
+                if let Some(node) = state.selected_node() {
+                    let path = node.path.clone();
+                    if state.groups.expanded.remove(&path) {
+                        refresh_visible(state);
+                    } else if path.len() > 1 {
+                        // Jump to the parent.
+                        if state.groups.select_path(&path[..path.len() - 1]) {
+                            state.letters.pinned = false;
+                            state.letters.dirty = true;
+                        }
+                    }
+                }
+            }
+            Pane::Letters => state.focus = Pane::Groups,
+            Pane::Detail => state.focus = Pane::Letters,
+        },
+    }
+}
+
+pub(crate) fn contains(r: ratatui::layout::Rect, column: u16, row: u16) -> bool {
+    column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height
+}
+
+pub(crate) fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
+    // Lists start one row below their border (two for the letters header row).
+    if contains(a.groups, column, row) {
+        state.focus = Pane::Groups;
+        let i = state.groups.offset + usize::from(row.saturating_sub(a.groups.y + 1));
+        if i < state.groups.visible.len() {
+            state.groups.cursor = i;
+            state.letters.pinned = false;
+            state.letters.dirty = true;
+        }
+    } else if contains(a.letters, column, row) {
+        state.focus = Pane::Letters;
+        let i = state.letters.offset + usize::from(row.saturating_sub(a.letters.y + 2));
+        if i < state.letters.order.rows.len() {
+            state.letters.cursor = i;
+            state.letters.pinned = true;
+        }
+    } else if contains(a.detail, column, row) {
+        state.focus = Pane::Detail;
+    }
+}
+
+pub(crate) fn move_cursor(state: &mut AppState, delta: i64) {
+    let step = |cur: usize, len: usize| -> usize {
+        if len == 0 {
+            return 0;
+        }
+        (cur as i64).saturating_add(delta).clamp(0, len as i64 - 1) as usize
+    };
+    match state.focus {
+        Pane::Groups => {
+            let new = step(state.groups.cursor, state.groups.visible.len());
+            if new != state.groups.cursor {
+                state.groups.cursor = new;
+                state.letters.pinned = false;
+                state.letters.dirty = true;
+            }
+        }
+        Pane::Letters => {
+            state.letters.cursor = step(state.letters.cursor, state.letters.order.rows.len());
+            state.letters.pinned = true;
+            if state.letters.cursor + 2 * state.page >= state.letters.order.sorted {
+                sort_letters(state, usize::MAX);
+            }
+        }
+        Pane::Detail => {
+            state.detail.scroll =
+                (i64::from(state.detail.scroll) + delta).clamp(0, i64::from(u16::MAX)) as u16;
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The `:` palette and its overlays.
+
+use super::*;
+
+/// The `:` palette.
+pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &str) {
+    let (cmd, arg) = line
+        .split_once(char::is_whitespace)
+        .map_or((line, ""), |(c, a)| (c, a.trim()));
+    let result: Result<String, String> = match cmd {
+        "group" | "g" => Dim::parse_list(arg).map(|dims| {
+            state.custom_dims = Some(dims);
+            state.groups.expanded.clear();
+            rebuild_index(state);
+            let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
+            format!("grouped by {}", names.join(" › "))
+        }),
+        "filter" | "f" => Filter::parse(arg)
+            .map_err(|e| format!("bad filter: {e}"))
+            .map(|f| {
+                state.filter = f;
+                rebuild_index(state);
+                format!(
+                    "{} match",
+                    dlq_core::words::count(state.index.total(), "letter")
+                )
+            }),
+        "clear" => {
+            state.filter = Filter::all();
+            rebuild_index(state);
+            Ok("filter cleared".into())
+        }
+        "sort" => match arg {
+            "newest" | "" => Ok(true),
+            "oldest" => Ok(false),
+            other => Err(format!("sort takes newest or oldest, not `{other}`")),
+        }
+        .map(|newest| {
+            state.letters.order.newest_first = newest;
+            state.letters.dirty = true;
+            format!("{} first", if newest { "newest" } else { "oldest" })
+        }),
+        "tab" => match Tab::ALL
+            .iter()
+            .find(|t| t.title().eq_ignore_ascii_case(arg))
+        {
+            Some(t) => {
+                state.detail.tab = *t;
+                state.detail.scroll = 0;
+                Ok(format!("{} tab", t.title()))
+            }
+            None => Err(format!(
+                "tab takes failure, headers, payload, diff or history, not `{arg}`"
+            )),
+        },
+        "help" | "?" => {
+            state.prompt.show_help = true;
+            Ok(String::new())
+        }
+        "problems" => {
+            state.prompt.overlay = Some(problems_overlay(state));
+            Ok(String::new())
+        }
+        "notes" => {
+            let lines = if state.notes.is_empty() {
+                vec!["nothing to report".to_string()]
+            } else {
+                state.notes.clone()
+            };
+            state.prompt.overlay = Some(("Session notes".into(), lines));
+            Ok(String::new())
+        }
+        "resume" | "abandon" => crate::replaying::command(state, cmds, cmd, arg),
+        "replays" => {
+            state.prompt.overlay = Some(crate::replaying::unfinished_overlay(state));
+            Ok(String::new())
+        }
+        "quit" | "q" => {
+            state.quit = true;
+            Ok(String::new())
+        }
+        "" => Ok(String::new()),
+        other => Err(format!(
+            "unknown command `{other}`: {}",
+            crate::keymap::palette_hint()
+        )),
+    };
+    state.message = match result {
+        Ok(m) if m.is_empty() => None,
+        Ok(m) => Some((m, Level::Info)),
+        Err(e) => Some((e, Level::Error)),
+    };
+}
+
+/// `:problems`: the unreadable records the scan reported.
+pub(crate) fn problems_overlay(state: &AppState) -> (String, Vec<String>) {
+    let (shown, all) = (&state.scan.problems, state.scan.problem_count);
+    let mut lines: Vec<String> = shown
+        .iter()
+        .map(|p| format!("{}: {}", p.location, p.message))
+        .collect();
+    if all > shown.len() as u64 {
+        lines.push(format!("… and {} more", all - shown.len() as u64));
+    }
+    if lines.is_empty() {
+        lines.push("every record was read".into());
+    }
+    (format!("Unreadable records ({all})"), lines)
+}

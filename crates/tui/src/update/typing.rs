@@ -1,0 +1,167 @@
+//! The prompt line: filters, the palette, reasons — and what Enter does with them.
+
+use super::*;
+
+/// Typing in the prompt: filters, the palette, reasons.
+pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command>) {
+    match action {
+        Typing::StartFuzzy => state.prompt.input = Input::Fuzzy(String::new()),
+        Typing::StartExpr => state.prompt.input = Input::Expr(state.filter.source().to_string()),
+        Typing::StartCommand => state.prompt.input = Input::Command(String::new()),
+        Typing::InputChar(c) => {
+            if let Some(s) = state.prompt.input.text_mut() {
+                s.push(c);
+            }
+        }
+        Typing::InputBackspace | Typing::InputClear | Typing::InputDeleteWord => {
+            let Some(s) = state.prompt.input.text_mut() else {
+                return;
+            };
+            match action {
+                Typing::InputBackspace => {
+                    s.pop();
+                }
+                Typing::InputClear => s.clear(),
+                _ => {
+                    // As a shell does: the spaces before the cursor, then the word.
+                    let kept = s.trim_end().len();
+                    s.truncate(kept);
+                    let word = s.rfind(char::is_whitespace).map_or(0, |at| at + 1);
+                    s.truncate(word);
+                }
+            }
+        }
+        Typing::InputSubmit => submit(state, cmds),
+        Typing::Cancel => {
+            if state.prompt.input != Input::None {
+                state.prompt.input = Input::None;
+            } else if state.prompt.show_help || state.prompt.overlay.is_some() {
+                state.prompt.show_help = false;
+                state.prompt.overlay = None;
+            } else if !state.filter.is_empty() {
+                state.filter = Filter::all();
+                rebuild_index(state);
+                state.message = Some(("filter cleared".into(), Level::Info));
+            }
+        }
+    }
+}
+
+/// Enter in the prompt: apply what was typed.
+pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
+    match std::mem::replace(&mut state.prompt.input, Input::None) {
+        Input::Fuzzy(words) => apply_filter(state, &words),
+        Input::Expr(e) => apply_filter(state, &e),
+        Input::Command(c) => run_command(state, cmds, c.trim()),
+        Input::EditReason(reason, row) => submit_edit(state, cmds, reason.trim(), row),
+        Input::UnmaskReason(reason, row) => submit_unmask(state, cmds, reason.trim(), row),
+        Input::DiscardReason(reason, rows) => submit_discard(state, cmds, reason.trim(), &rows),
+        Input::ReplayCount(typed, want) => {
+            crate::replaying::submit_count(state, cmds, &typed, want)
+        }
+        Input::None => apply_filter(state, ""),
+    }
+}
+
+pub(crate) fn apply_filter(state: &mut AppState, expr: &str) {
+    match Filter::parse(expr) {
+        Ok(f) => {
+            state.filter = f;
+            rebuild_index(state);
+            let n = state.index.total();
+            state.message = Some((
+                if state.filter.is_empty() {
+                    "filter cleared".into()
+                } else {
+                    format!("{} match `{expr}`", dlq_core::words::count(n, "letter"))
+                },
+                Level::Info,
+            ));
+        }
+        Err(e) => state.message = Some((format!("bad filter: {e}"), Level::Error)),
+    }
+}
+
+pub(crate) fn letter_id(state: &AppState, row: RowId) -> Option<String> {
+    let store = &state.catalog.store;
+    store.row(row).map(|r| store.id(r).to_string())
+}
+
+pub(crate) fn submit_edit(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, row: RowId) {
+    let letter = state.cache.get(row).cloned();
+    match (reason.is_empty(), letter, letter_id(state, row)) {
+        (true, _, _) => {
+            state.message = Some((
+                "a revision needs a reason; nothing edited".into(),
+                Level::Warn,
+            ))
+        }
+        (false, Some(raw), Some(letter_id)) => cmds.push(Command::Edit {
+            letter_id,
+            payload: raw.payload,
+            reason: reason.to_string(),
+        }),
+        _ => {
+            state.message = Some((
+                "open the letter first (its payload is not loaded)".into(),
+                Level::Warn,
+            ))
+        }
+    }
+}
+
+pub(crate) fn submit_unmask(
+    state: &mut AppState,
+    cmds: &mut Vec<Command>,
+    reason: &str,
+    row: RowId,
+) {
+    if reason.is_empty() {
+        state.message = Some((
+            "unmasking needs a reason; nothing shown".into(),
+            Level::Warn,
+        ));
+    } else if let Some(letter_id) = letter_id(state, row) {
+        cmds.push(Command::Session(Request::Unmask {
+            row,
+            letter_id,
+            reason: reason.to_string(),
+        }));
+    }
+}
+
+pub(crate) fn submit_discard(
+    state: &mut AppState,
+    cmds: &mut Vec<Command>,
+    reason: &str,
+    rows: &[RowId],
+) {
+    if reason.is_empty() {
+        state.message = Some((
+            "a discard needs a reason; nothing discarded".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    let store = &state.catalog.store;
+    let rows: Vec<(RowId, DiscardTarget)> = rows
+        .iter()
+        .filter_map(|r| {
+            store.row(*r).map(|x| {
+                (
+                    *r,
+                    DiscardTarget {
+                        letter_id: store.id(x).to_string(),
+                        binding: store.binding(x),
+                        location: store.coords_label(x),
+                    },
+                )
+            })
+        })
+        .collect();
+    state.message = Some((format!("discarding {} letter(s)…", rows.len()), Level::Info));
+    cmds.push(Command::Session(Request::Discard {
+        rows,
+        reason: reason.to_string(),
+    }));
+}
