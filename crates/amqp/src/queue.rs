@@ -9,9 +9,71 @@ impl RabbitSource {
         queue: &str,
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, SourceError> {
-        // A re-browse first hands back what the last one holds (the close waits for the
-        // requeue): counted before, those messages were missing from the count and our
-        // own consumer was reported as another client's.
+        self.release_held(queue);
+        let q = self.facts(queue)?;
+        let notice = |sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>, message: String| {
+            sink(ScanEvent::Notice {
+                location: format!("queue {queue}"),
+                message,
+            })
+        };
+        if let Some(line) = q.others_line() {
+            if notice(sink, line).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        if q.kind.as_deref() == Some("stream") {
+            // AMQP's declare reports 0 for streams and the management API's counts are
+            // sampled (stale for seconds): read until idle, up to the limit.
+            let cap = u32::try_from(self.max_letters).unwrap_or(u32::MAX);
+            return self.browse_stream(queue, cap, sink);
+        }
+        let limit = q.info.as_ref().and_then(|i| i.delivery_limit());
+        if let Some(line) = self.quorum_guard(queue, q.kind.as_deref(), limit, &q.probed)? {
+            if notice(sink, line).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        let want = u64::from(q.count).min(self.max_letters);
+        let (ch, consumer) = self.consume(queue, want)?;
+        let (got, consumer) = self.stream_deliveries(queue, consumer, want, sink)?;
+        self.keep_open(queue, ch, consumer, got.browsed, false);
+        if let (Some(limit), Some("quorum")) = (limit, q.kind.as_deref()) {
+            // On release each message has one more delivery than its header says.
+            let left = limit - (got.most_delivered + 1);
+            let line = format!(
+                "quorum queue delivery-limit {limit}: after this browse the most-redelivered message has {} deliveries; {} browse(s) left before messages are dead-lettered or dropped",
+                got.most_delivered + 1,
+                left.max(0)
+            );
+            if notice(sink, line).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        let hidden = q.hidden.unwrap_or(0);
+        let total = u64::from(q.count) + hidden;
+        if got.flow.is_continue() && got.browsed < total {
+            let why = partial_why(
+                got.browsed,
+                u64::from(q.count),
+                self.max_letters,
+                hidden,
+                q.consumers,
+            );
+            return Ok(sink(ScanEvent::Partial {
+                location: format!("queue {queue}"),
+                browsed: got.browsed,
+                total,
+                why,
+            }));
+        }
+        Ok(got.flow)
+    }
+
+    /// A re-browse first hands back what the last one holds (the close waits for the
+    /// requeue): counted before, those messages were missing from the count and our
+    /// own consumer was reported as another client's.
+    fn release_held(&mut self, queue: &str) {
         if let Some(old) = self.held.remove(queue) {
             self.consumers.remove(queue);
             self.streams.remove(queue);
@@ -20,6 +82,11 @@ impl RabbitSource {
                 let _ = old.close(200, ShortString::from("re-browse")).await;
             });
         }
+    }
+
+    /// What is known of a queue before it is consumed: its count and consumers, the
+    /// management API's view, its type (stated, reported or probed).
+    fn facts(&mut self, queue: &str) -> Result<QueueFacts, SourceError> {
         let (count, consumers) = self.count(queue)?;
         // The API is asked only when the operator did not say what the queue is.
         let info = self
@@ -47,40 +114,24 @@ impl RabbitSource {
         } else {
             Some(0)
         };
-        if consumers > 0 {
-            let held = hidden
-                .map(|n| format!("{n} message(s) are held unacked by them and not shown"))
-                .unwrap_or_else(|| "messages they hold unacked are not shown (the management API would say how many)".into());
-            let flow = sink(ScanEvent::Notice {
-                location: format!("queue {queue}"),
-                message: format!(
-                    "{consumers} other consumer(s) attached; {held}; the broker reports {count} ready"
-                ),
-            });
-            if flow.is_break() {
-                return Ok(flow);
-            }
-        }
-        if kind.as_deref() == Some("stream") {
-            // AMQP's declare reports 0 for streams and the management API's counts are
-            // sampled (stale for seconds): read until idle, up to the limit.
-            let cap = u32::try_from(self.max_letters).unwrap_or(u32::MAX);
-            return self.browse_stream(queue, cap, sink);
-        }
-        let limit = info.as_ref().and_then(|i| i.delivery_limit());
-        if let Some(line) = self.quorum_guard(queue, kind.as_deref(), limit, &probed)? {
-            let flow = sink(ScanEvent::Notice {
-                location: format!("queue {queue}"),
-                message: line,
-            });
-            if flow.is_break() {
-                return Ok(flow);
-            }
-        }
-        let want = u64::from(count).min(self.max_letters);
-        // Unlimited prefetch (0) for a whole-queue browse, as a plain consumer does: the
-        // broker streams every message and new arrivals keep coming (tail). A cap is
-        // the prefetch, so nothing beyond it is held unseen.
+        Ok(QueueFacts {
+            count,
+            consumers,
+            info,
+            kind,
+            probed,
+            hidden,
+        })
+    }
+
+    /// Consume with manual ack. Unlimited prefetch (0) for a whole-queue browse, as a
+    /// plain consumer does: the broker streams every message and new arrivals keep
+    /// coming (tail). A cap is the prefetch, so nothing beyond it is held unseen.
+    fn consume(
+        &mut self,
+        queue: &str,
+        want: u64,
+    ) -> Result<(Channel, lapin::Consumer), SourceError> {
         let prefetch = if self.max_letters == u64::MAX {
             0
         } else {
@@ -103,41 +154,7 @@ impl RabbitSource {
             .await
             .map_err(|e| SourceError::failed_by(format!("consuming `{queue}`"), e))
         })?;
-        let (got, consumer) = self.stream_deliveries(queue, consumer, want, sink)?;
-        self.keep_open(queue, ch, consumer, got.browsed, false);
-        if let (Some(limit), Some("quorum")) = (limit, kind.as_deref()) {
-            // On release each message has one more delivery than its header says.
-            let left = limit - (got.most_delivered + 1);
-            let flow = sink(ScanEvent::Notice {
-                location: format!("queue {queue}"),
-                message: format!(
-                    "quorum queue delivery-limit {limit}: after this browse the most-redelivered message has {} deliveries; {} browse(s) left before messages are dead-lettered or dropped",
-                    got.most_delivered + 1,
-                    left.max(0)
-                ),
-            });
-            if flow.is_break() {
-                return Ok(flow);
-            }
-        }
-        let hidden = hidden.unwrap_or(0);
-        let total = u64::from(count) + hidden;
-        if got.flow.is_continue() && got.browsed < total {
-            let why = partial_why(
-                got.browsed,
-                u64::from(count),
-                self.max_letters,
-                hidden,
-                consumers,
-            );
-            return Ok(sink(ScanEvent::Partial {
-                location: format!("queue {queue}"),
-                browsed: got.browsed,
-                total,
-                why,
-            }));
-        }
-        Ok(got.flow)
+        Ok((ch, consumer))
     }
 
     /// Hand deliveries to the sink as they arrive, until `want` are held, the broker goes
@@ -155,60 +172,13 @@ impl RabbitSource {
         // Deliveries cross to this thread in batches of what has already arrived: one
         // wake-up per batch, not per message (on 2 cores the wake-ups were the cost).
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Received>>(PIPELINE / BATCH);
-        let vhost = self.target.vhost.clone();
-        let q = queue.to_string();
-        let receiver = self.rt.spawn(async move {
-            let mut consumer = consumer;
-            let mut n = 0u64;
-            'receiving: while n < want {
-                let mut next = tokio::select! {
-                    r = tokio::time::timeout(STALL, consumer.next()) => r.ok(),
-                    // The sink stopped: no need to wait out the broker.
-                    () = tx.closed() => break,
-                };
-                let mut batch = Vec::with_capacity(BATCH);
-                let mut last = false;
-                loop {
-                    match next {
-                        Some(Some(Ok(d))) => {
-                            n += 1;
-                            let tag = d.delivery_tag;
-                            batch.push(Ok((tag, to_raw(d, &vhost, &q, n))));
-                        }
-                        Some(Some(Err(e))) => {
-                            batch.push(Err(e.to_string()));
-                            last = true;
-                            break;
-                        }
-                        Some(None) | None => {
-                            last = true;
-                            break;
-                        }
-                    }
-                    if n >= want || batch.len() >= BATCH {
-                        break;
-                    }
-                    // Take what is already here without waiting for more.
-                    match futures_lite::future::poll_once(consumer.next()).await {
-                        Some(item) => next = Some(item),
-                        None => break,
-                    }
-                }
-                let drained = batch.len() < BATCH;
-                if (!batch.is_empty() && tx.send(batch).await.is_err()) || last {
-                    break 'receiving;
-                }
-                if drained {
-                    // Everything that had arrived is taken: let the next ones gather for
-                    // a moment instead of waking this task (and the lapin thread's
-                    // handoff) per delivery. Those wake-ups take CPU from the broker on
-                    // the same machine: system time halves, and the batch is a
-                    // millisecond late at most.
-                    tokio::time::sleep(GATHER).await;
-                }
-            }
-            consumer
-        });
+        let receiver = self.rt.spawn(receive(
+            consumer,
+            want,
+            self.target.vhost.clone(),
+            queue.to_string(),
+            tx,
+        ));
         let mut got = Streamed {
             browsed: 0,
             most_delivered: 0,
@@ -254,6 +224,66 @@ impl RabbitSource {
         }
         Ok((got, consumer))
     }
+}
+
+/// The receiving task: deliveries from the broker in batches of what has arrived, as
+/// raw letters with their tags, until `want`, a quiet STALL, an error or the end.
+/// Returns the consumer, which stays open for the tail.
+async fn receive(
+    mut consumer: lapin::Consumer,
+    want: u64,
+    vhost: String,
+    q: String,
+    tx: tokio::sync::mpsc::Sender<Vec<Received>>,
+) -> lapin::Consumer {
+    let mut n = 0u64;
+    'receiving: while n < want {
+        let mut next = tokio::select! {
+            r = tokio::time::timeout(STALL, consumer.next()) => r.ok(),
+            // The sink stopped: no need to wait out the broker.
+            () = tx.closed() => break,
+        };
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut last = false;
+        loop {
+            match next {
+                Some(Some(Ok(d))) => {
+                    n += 1;
+                    let tag = d.delivery_tag;
+                    batch.push(Ok((tag, to_raw(d, &vhost, &q, n))));
+                }
+                Some(Some(Err(e))) => {
+                    batch.push(Err(e.to_string()));
+                    last = true;
+                    break;
+                }
+                Some(None) | None => {
+                    last = true;
+                    break;
+                }
+            }
+            if n >= want || batch.len() >= BATCH {
+                break;
+            }
+            // Take what is already here without waiting for more.
+            match futures_lite::future::poll_once(consumer.next()).await {
+                Some(item) => next = Some(item),
+                None => break,
+            }
+        }
+        let drained = batch.len() < BATCH;
+        if (!batch.is_empty() && tx.send(batch).await.is_err()) || last {
+            break 'receiving;
+        }
+        if drained {
+            // Everything that had arrived is taken: let the next ones gather for a
+            // moment instead of waking this task (and the lapin thread's handoff) per
+            // delivery. Those wake-ups take CPU from the broker on the same machine:
+            // system time halves, and the batch is a millisecond late at most.
+            tokio::time::sleep(GATHER).await;
+        }
+    }
+    consumer
 }
 
 /// Most deliveries handed over at once.
@@ -328,4 +358,35 @@ pub(crate) fn partial_why(
         ));
     }
     why.join("; ")
+}
+
+/// A queue as known before browsing it.
+pub(crate) struct QueueFacts {
+    count: u32,
+    consumers: u32,
+    info: Option<crate::mgmt::QueueInfo>,
+    kind: Option<String>,
+    probed: Probe,
+    /// Messages other consumers hold unacked (`None`: unknown without the API).
+    hidden: Option<u64>,
+}
+
+impl QueueFacts {
+    /// What other consumers attached to the queue mean for this browse.
+    fn others_line(&self) -> Option<String> {
+        if self.consumers == 0 {
+            return None;
+        }
+        let held = self
+            .hidden
+            .map(|n| format!("{n} message(s) are held unacked by them and not shown"))
+            .unwrap_or_else(|| {
+                "messages they hold unacked are not shown (the management API would say how many)"
+                    .into()
+            });
+        Some(format!(
+            "{} other consumer(s) attached; {held}; the broker reports {} ready",
+            self.consumers, self.count
+        ))
+    }
 }

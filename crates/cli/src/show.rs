@@ -7,7 +7,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use dlq_core::letter_view::{Fact, LetterFacts};
 use dlq_core::masking::Masker;
 use dlq_core::model::{DeadLetter, Sourced};
-use dlq_core::payload_view::{self, ViewKind};
+use dlq_core::payload_view::{self, PayloadView, ViewKind};
 use dlq_core::sanitize::{self, human_bytes, Mode};
 use serde_json::{json, Value};
 use std::fmt::Display;
@@ -144,52 +144,81 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
         }
         return super::output::print_json(&doc);
     }
-    let now = ctx.now_ms();
     let mut out = std::io::stdout().lock();
-    let clean = |s: &str| sanitize::line(s, 300);
-    let from = |p: &dlq_core::model::Provenance| format!("  ← {}", clean(&p.to_string()));
-    writeln!(out, "letter {}{}", clean(&dl.id.value.0), from(&dl.id.from))?;
-    if copies.len() > 1 {
+    let facts = LetterFacts::of(dl, masker, &loaded.session.letter_state(dl), ctx.now_ms());
+    print_facts(&mut out, dl, &facts, &loaded.info.label, copies.len())?;
+    print_headers(&mut out, dl, masker)?;
+    if !may_view {
         writeln!(
             out,
-            "  note: {} letters share this id (dead-lettered again?); showing the newest",
-            copies.len()
+            "payload · hidden: seeing payloads needs the operator role (you are viewer)"
+        )?;
+        return Ok(());
+    }
+    print_payload(&mut out, dl, &view, a.unmask)?;
+    Ok(())
+}
+
+/// A line shown from untrusted text: sanitized and cut.
+fn shown(s: &str) -> String {
+    sanitize::line(s, 300)
+}
+
+/// The id (with where it came from), identity, failure and event facts.
+fn print_facts(
+    out: &mut dyn Write,
+    dl: &DeadLetter,
+    facts: &LetterFacts,
+    label: &str,
+    copies: usize,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "letter {}  ← {}",
+        shown(&dl.id.value.0),
+        shown(&dl.id.from.to_string())
+    )?;
+    if copies > 1 {
+        writeln!(
+            out,
+            "  note: {copies} letters share this id (dead-lettered again?); showing the newest"
         )?;
     }
-    writeln!(out, "  {:<14} {}", "source", clean(&loaded.info.label))?;
-    let facts = LetterFacts::of(dl, masker, &loaded.session.letter_state(dl), now);
+    writeln!(out, "  {:<14} {}", "source", shown(label))?;
     let line = |out: &mut dyn Write, f: &Fact| -> std::io::Result<()> {
         writeln!(
             out,
             "  {:<14} {}{}",
             f.label,
-            clean(&f.value),
+            shown(&f.value),
             f.from
                 .as_deref()
-                .map(|p| format!("  ← {}", clean(p)))
+                .map(|p| format!("  ← {}", shown(p)))
                 .unwrap_or_default()
         )
     };
     // The id is in the heading line.
     for f in facts.identity.iter().skip(1) {
-        line(&mut out, f)?;
+        line(out, f)?;
     }
     writeln!(out, "failure")?;
     for f in &facts.failure {
-        line(&mut out, f)?;
+        line(out, f)?;
     }
-    writeln!(
-        out,
-        "event{}",
-        if facts.event.is_empty() {
-            " (no event metadata)"
-        } else {
-            ""
-        }
-    )?;
+    let none = if facts.event.is_empty() {
+        " (no event metadata)"
+    } else {
+        ""
+    };
+    writeln!(out, "event{none}")?;
     for f in &facts.event {
-        line(&mut out, f)?;
+        line(out, f)?;
     }
+    Ok(())
+}
+
+/// Headers and AMQP properties, names and values masked.
+fn print_headers(out: &mut dyn Write, dl: &DeadLetter, masker: &Masker) -> std::io::Result<()> {
     writeln!(out, "headers ({})", dl.raw.headers.len())?;
     let width = dl
         .raw
@@ -203,7 +232,7 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
         writeln!(
             out,
             "  {:<width$}  {}",
-            clean(&masker.mask_text(&h.name)),
+            shown(&masker.mask_text(&h.name)),
             sanitize::line(&masker.mask_header(&h.name, &h.value), 200)
         )?;
     }
@@ -211,23 +240,26 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
         writeln!(
             out,
             "  {:<width$}  {}",
-            clean(&format!("(amqp) {k}")),
-            clean(&masker.mask_text(v))
+            shown(&format!("(amqp) {k}")),
+            shown(&masker.mask_text(v))
         )?;
     }
-    if !may_view {
-        writeln!(
-            out,
-            "payload · hidden: seeing payloads needs the operator role (you are viewer)"
-        )?;
-        return Ok(());
-    }
+    Ok(())
+}
+
+/// The payload view with its kind, size and whether it is masked.
+fn print_payload(
+    out: &mut dyn Write,
+    dl: &DeadLetter,
+    view: &PayloadView,
+    unmasked: bool,
+) -> std::io::Result<()> {
     writeln!(
         out,
         "payload · {} · {} · {}{}",
         dl.body.as_str(),
         human_bytes(dl.raw.payload.len() as u64),
-        if a.unmask {
+        if unmasked {
             "UNMASKED (audited)"
         } else {
             "masked"
@@ -239,7 +271,7 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
         }
     )?;
     if let Some(err) = &dl.body_error {
-        writeln!(out, "  does not parse: {}", clean(err))?;
+        writeln!(out, "  does not parse: {}", shown(err))?;
     }
     let body = sanitize::sanitize_str(&view.text, Mode::Block, usize::MAX);
     writeln!(out, "{body}")?;

@@ -277,27 +277,7 @@ impl Watch {
         let mut rules = std::mem::take(&mut self.rules);
         for rule in rules.iter_mut() {
             if let Condition::ReplayFailedAgain(x) = rule.condition {
-                if let Some(r) = replay.filter(|r| r.sent > 0) {
-                    let share = r.failed_again as f64 / r.sent as f64;
-                    if share > x {
-                        breaches.push(Breach {
-                            rule: rule.name.clone(),
-                            severity: rule.severity.clone(),
-                            group: format!("replay {}", crate::sanitize::clean(&r.id)),
-                            value: format!(
-                                "{:.0}% failed again ({} of {})",
-                                share * 100.0,
-                                r.failed_again,
-                                r.sent
-                            ),
-                            threshold: format!("> {:.0}%", x * 100.0),
-                            count: r.sent,
-                            oldest_s: None,
-                            owner: String::new(),
-                            example: None,
-                        });
-                    }
-                }
+                breaches.extend(replay_breach(rule, x, replay));
                 continue;
             }
             let window = match rule.condition {
@@ -314,56 +294,8 @@ impl Watch {
                     l => crate::sanitize::clean(&l),
                 };
                 let age_s = (g.oldest_ms != NO_TIME).then(|| (now_ms - g.oldest_ms) / 1000);
-                let hit = match &rule.condition {
-                    Condition::Rate { per_min, window } => {
-                        let minutes = window.as_secs_f64() / 60.0;
-                        let rate = g.recent as f64 / minutes;
-                        (rate > *per_min).then(|| {
-                            (
-                                format!("{rate:.1}/min over {}", short(*window)),
-                                format!("> {per_min}/min"),
-                            )
-                        })
-                    }
-                    Condition::Oldest(d) => age_s
-                        .filter(|a| *a > i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-                        .map(|a| {
-                            (
-                                format!("oldest {}", crate::timefmt::format_age_ms(a * 1000)),
-                                format!("> {}", short(*d)),
-                            )
-                        }),
-                    Condition::Count(n) => {
-                        (g.count > *n).then(|| (format!("{} letters", g.count), format!("> {n}")))
-                    }
-                    Condition::NewReason { window } => {
-                        let new = match &self.baseline {
-                            Some(b) => !b.contains(&label),
-                            None => {
-                                g.oldest_ms != NO_TIME
-                                    && now_ms - g.oldest_ms
-                                        <= i64::try_from(window.as_millis()).unwrap_or(i64::MAX)
-                            }
-                        };
-                        new.then(|| {
-                            (
-                                format!(
-                                    "new {}: first letter {} ago",
-                                    self.dim.name(),
-                                    age_s.map_or("?".into(), |a| {
-                                        crate::timefmt::format_age_ms(a * 1000)
-                                    })
-                                ),
-                                match &self.baseline {
-                                    Some(_) => "not in the baseline".to_string(),
-                                    None => format!("first seen within {}", short(*window)),
-                                },
-                            )
-                        })
-                    }
-                    Condition::ReplayFailedAgain(_) => None,
-                };
-                let Some((value, threshold)) = hit else {
+                let Some((value, threshold)) = self.hit(&rule.condition, g, &label, age_s, now_ms)
+                else {
                     continue;
                 };
                 let (owner, _) = crate::owners::owners_of(
@@ -388,6 +320,65 @@ impl Watch {
             }
         }
         self.rules = rules;
+        self.transitions(breaches)
+    }
+
+    /// Whether a group breaches a condition: what it measured, and the threshold.
+    fn hit(
+        &self,
+        condition: &Condition,
+        g: &GroupFigures,
+        label: &str,
+        age_s: Option<i64>,
+        now_ms: i64,
+    ) -> Option<(String, String)> {
+        let age = |a: i64| crate::timefmt::format_age_ms(a * 1000);
+        match condition {
+            Condition::Rate { per_min, window } => {
+                let minutes = window.as_secs_f64() / 60.0;
+                let rate = g.recent as f64 / minutes;
+                (rate > *per_min).then(|| {
+                    (
+                        format!("{rate:.1}/min over {}", short(*window)),
+                        format!("> {per_min}/min"),
+                    )
+                })
+            }
+            Condition::Oldest(d) => age_s
+                .filter(|a| *a > i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+                .map(|a| (format!("oldest {}", age(a)), format!("> {}", short(*d)))),
+            Condition::Count(n) => {
+                (g.count > *n).then(|| (format!("{} letters", g.count), format!("> {n}")))
+            }
+            Condition::NewReason { window } => {
+                let new = match &self.baseline {
+                    Some(b) => !b.contains(label),
+                    None => {
+                        g.oldest_ms != NO_TIME
+                            && now_ms - g.oldest_ms
+                                <= i64::try_from(window.as_millis()).unwrap_or(i64::MAX)
+                    }
+                };
+                new.then(|| {
+                    (
+                        format!(
+                            "new {}: first letter {} ago",
+                            self.dim.name(),
+                            age_s.map_or("?".into(), age)
+                        ),
+                        match &self.baseline {
+                            Some(_) => "not in the baseline".to_string(),
+                            None => format!("first seen within {}", short(*window)),
+                        },
+                    )
+                })
+            }
+            Condition::ReplayFailedAgain(_) => None,
+        }
+    }
+
+    /// Which breaches began and which ended since the last evaluation.
+    fn transitions(&mut self, breaches: Vec<Breach>) -> Evaluation {
         let now: BTreeMap<(String, String), Breach> = breaches
             .iter()
             .map(|b| ((b.rule.clone(), b.group.clone()), b.clone()))
@@ -410,6 +401,28 @@ impl Watch {
             recovered,
         }
     }
+}
+
+/// The latest replay's failed-again share over `x`.
+fn replay_breach(rule: &Rule, x: f64, replay: Option<&ReplayFigures>) -> Option<Breach> {
+    let r = replay.filter(|r| r.sent > 0)?;
+    let share = r.failed_again as f64 / r.sent as f64;
+    (share > x).then(|| Breach {
+        rule: rule.name.clone(),
+        severity: rule.severity.clone(),
+        group: format!("replay {}", crate::sanitize::clean(&r.id)),
+        value: format!(
+            "{:.0}% failed again ({} of {})",
+            share * 100.0,
+            r.failed_again,
+            r.sent
+        ),
+        threshold: format!("> {:.0}%", x * 100.0),
+        count: r.sent,
+        oldest_s: None,
+        owner: String::new(),
+        example: None,
+    })
 }
 
 /// `5m`, `1h`, `90s`.

@@ -28,7 +28,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, Prod
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -240,23 +240,7 @@ impl KafkaSource {
         let starts = start_offsets(&consumer, topic, &parts, self.since)?;
         // The total is only a progress estimate: it is computed off the scan's path
         // (two round trips per partition add up on topics with hundreds of them).
-        let estimate = Arc::new(AtomicU64::new(0));
-        {
-            let (estimate, parts, topic, probe) = (
-                estimate.clone(),
-                parts.clone(),
-                topic.to_string(),
-                self.consumer()?,
-            );
-            std::thread::spawn(move || {
-                for p in parts {
-                    if let Ok((lo, hi)) = probe.fetch_watermarks(&topic, p, Duration::from_secs(5))
-                    {
-                        estimate.fetch_add(u64::try_from(hi - lo).unwrap_or(0), Ordering::Relaxed);
-                    }
-                }
-            });
-        }
+        let estimate = spawn_estimate(self.consumer()?, topic, parts.clone());
         let mut tpl = TopicPartitionList::new();
         for (p, start) in &starts {
             tpl.add_partition_offset(topic, *p, *start)
@@ -265,69 +249,17 @@ impl KafkaSource {
         consumer
             .assign(&tpl)
             .map_err(|e| SourceError::failed_by(format!("assigning partitions of `{topic}`"), e))?;
-
         let (tx, rx) = mpsc::sync_channel::<Result<Vec<RawLetter>, SourceError>>(8);
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stall_timeout = self.stall_timeout;
-        let topic_owned = topic.to_string();
-        let stop_poller = stop.clone();
-        let poller = std::thread::spawn(move || -> HashMap<i32, i64> {
-            let mut pending: HashSet<i32> = parts.iter().copied().collect();
-            let mut next: HashMap<i32, i64> = HashMap::new();
-            let mut last_progress = Instant::now();
-            let mut last_error: Option<KafkaError> = None;
-            // A full batch is replaced by an empty one of the same capacity: grown from
-            // nothing, each batch reallocated (and moved) ~10 times.
-            let fresh = || Vec::with_capacity(POLL_BATCH);
-            let mut batch = fresh();
-            while !pending.is_empty() && !stop_poller.load(std::sync::atomic::Ordering::Relaxed) {
-                match consumer.poll(if batch.is_empty() {
-                    POLL
-                } else {
-                    Duration::ZERO
-                }) {
-                    Some(Ok(msg)) => {
-                        // Progress is stamped once per batch sent, not per letter.
-                        if batch.is_empty() {
-                            last_progress = Instant::now();
-                        }
-                        next.insert(msg.partition(), msg.offset() + 1);
-                        batch.push(to_raw(&msg));
-                        if batch.len() >= POLL_BATCH
-                            && tx.send(Ok(std::mem::replace(&mut batch, fresh()))).is_err()
-                        {
-                            return next;
-                        }
-                        continue;
-                    }
-                    Some(Err(KafkaError::PartitionEOF(p))) => {
-                        last_progress = Instant::now();
-                        pending.remove(&p);
-                    }
-                    // librdkafka retries transport errors itself; remember for the report.
-                    Some(Err(e)) => last_error = Some(e),
-                    None => {}
-                }
-                if !batch.is_empty() && tx.send(Ok(std::mem::replace(&mut batch, fresh()))).is_err()
-                {
-                    return next;
-                }
-                if last_progress.elapsed() > stall_timeout {
-                    let mut left: Vec<i32> = pending.iter().copied().collect();
-                    left.sort_unstable();
-                    let _ = tx.send(Err(SourceError::failed(format!(
-                        "no progress reading `{topic_owned}` for {}s (partitions {left:?} unfinished){}",
-                        stall_timeout.as_secs(),
-                        last_error.map(|e| format!("; last error: {e}")).unwrap_or_default()
-                    ))));
-                    return next;
-                }
-            }
-            if !batch.is_empty() {
-                let _ = tx.send(Ok(batch));
-            }
-            next
-        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let poll = Poll {
+            consumer,
+            pending: parts.iter().copied().collect(),
+            topic: topic.to_string(),
+            stall_timeout: self.stall_timeout,
+            stop: stop.clone(),
+            tx,
+        };
+        let poller = std::thread::spawn(move || poll.run());
         let mut outcome: Result<ControlFlow<()>, SourceError> = Ok(ControlFlow::Continue(()));
         'recv: for item in rx.iter() {
             match item {
@@ -353,7 +285,7 @@ impl KafkaSource {
                 }
             }
         }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
         drop(rx);
         *total += estimate.load(Ordering::Relaxed);
         let next = poller
@@ -368,6 +300,106 @@ impl KafkaSource {
             }
         }
         outcome
+    }
+}
+
+/// Watermark sums of a topic's partitions, filled in by a thread of its own.
+fn spawn_estimate(probe: BaseConsumer, topic: &str, parts: Vec<i32>) -> Arc<AtomicU64> {
+    let estimate = Arc::new(AtomicU64::new(0));
+    let (out, topic) = (estimate.clone(), topic.to_string());
+    std::thread::spawn(move || {
+        for p in parts {
+            if let Ok((lo, hi)) = probe.fetch_watermarks(&topic, p, Duration::from_secs(5)) {
+                out.fetch_add(u64::try_from(hi - lo).unwrap_or(0), Ordering::Relaxed);
+            }
+        }
+    });
+    estimate
+}
+
+/// The polling thread of one topic's scan: owned batches to the scan until every
+/// partition reported end-of-partition, the scan stops it, or it stalls.
+struct Poll {
+    consumer: BaseConsumer,
+    pending: HashSet<i32>,
+    topic: String,
+    stall_timeout: Duration,
+    stop: Arc<AtomicBool>,
+    tx: mpsc::SyncSender<Result<Vec<RawLetter>, SourceError>>,
+}
+
+impl Poll {
+    /// Returns the next offset of every partition a letter was read from.
+    fn run(mut self) -> HashMap<i32, i64> {
+        let mut next: HashMap<i32, i64> = HashMap::new();
+        let mut last_progress = Instant::now();
+        let mut last_error: Option<KafkaError> = None;
+        // A full batch is replaced by an empty one of the same capacity: grown from
+        // nothing, each batch reallocated (and moved) ~10 times.
+        let fresh = || Vec::with_capacity(POLL_BATCH);
+        let mut batch = fresh();
+        while !self.pending.is_empty() && !self.stop.load(Ordering::Relaxed) {
+            let wait = if batch.is_empty() {
+                POLL
+            } else {
+                Duration::ZERO
+            };
+            match self.consumer.poll(wait) {
+                Some(Ok(msg)) => {
+                    // Progress is stamped once per batch sent, not per letter.
+                    if batch.is_empty() {
+                        last_progress = Instant::now();
+                    }
+                    next.insert(msg.partition(), msg.offset() + 1);
+                    batch.push(to_raw(&msg));
+                    if batch.len() >= POLL_BATCH
+                        && self
+                            .tx
+                            .send(Ok(std::mem::replace(&mut batch, fresh())))
+                            .is_err()
+                    {
+                        return next;
+                    }
+                    continue;
+                }
+                Some(Err(KafkaError::PartitionEOF(p))) => {
+                    last_progress = Instant::now();
+                    self.pending.remove(&p);
+                }
+                // librdkafka retries transport errors itself; remember for the report.
+                Some(Err(e)) => last_error = Some(e),
+                None => {}
+            }
+            if !batch.is_empty()
+                && self
+                    .tx
+                    .send(Ok(std::mem::replace(&mut batch, fresh())))
+                    .is_err()
+            {
+                return next;
+            }
+            if last_progress.elapsed() > self.stall_timeout {
+                self.stalled(last_error);
+                return next;
+            }
+        }
+        if !batch.is_empty() {
+            let _ = self.tx.send(Ok(batch));
+        }
+        next
+    }
+
+    fn stalled(&self, last_error: Option<KafkaError>) {
+        let mut left: Vec<i32> = self.pending.iter().copied().collect();
+        left.sort_unstable();
+        let _ = self.tx.send(Err(SourceError::failed(format!(
+            "no progress reading `{}` for {}s (partitions {left:?} unfinished){}",
+            self.topic,
+            self.stall_timeout.as_secs(),
+            last_error
+                .map(|e| format!("; last error: {e}"))
+                .unwrap_or_default()
+        ))));
     }
 }
 

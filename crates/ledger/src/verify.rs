@@ -1,6 +1,7 @@
 //! Verification: the chain walked entry by entry, every bound row checked against its entry.
 
 use super::*;
+use std::collections::{HashMap, HashSet};
 
 impl Ledger {
     /// Walk the chain (sequence without gaps, each `prev_hash` the previous `hash`, each
@@ -69,28 +70,22 @@ impl Ledger {
         &self,
         entries: &[AuditEntry],
     ) -> Result<Option<RowProblem>, JournalError> {
-        let by_seq: std::collections::HashMap<i64, &AuditEntry> =
-            entries.iter().map(|e| (e.seq, e)).collect();
-        // Each entry's detail parsed once (rows are checked against several fields).
-        let details: std::collections::HashMap<i64, serde_json::Value> = entries
-            .iter()
-            .map(|e| {
-                let v = serde_json::from_str(&e.detail).unwrap_or(serde_json::Value::Null);
-                (e.seq, v)
-            })
-            .collect();
-        let null = serde_json::Value::Null;
-        let field = |e: &AuditEntry, k: &str| -> &serde_json::Value {
-            details.get(&e.seq).and_then(|v| v.get(k)).unwrap_or(&null)
-        };
-        // An entry recording a row whose row is gone.
-        let orphan = |action: &str, rows: &std::collections::HashSet<i64>, why: &str| {
-            entries
-                .iter()
-                .find(|e| e.action == action && !rows.contains(&e.seq))
-                .map(|e| RowProblem(e.seq, why.to_string()))
-        };
-        // Decisions.
+        let log = Log::of(entries);
+        if let Some(p) = self.check_decisions(&log)? {
+            return Ok(Some(p));
+        }
+        if let Some(p) = self.check_revisions(&log)? {
+            return Ok(Some(p));
+        }
+        if let Some(p) = self.check_replay_rows(entries)? {
+            return Ok(Some(p));
+        }
+        self.check_replay_items(entries, &log.details)
+    }
+
+    /// Decision rows against the entries that recorded them, and no recorded discard
+    /// or replay without its row.
+    fn check_decisions(&self, log: &Log<'_>) -> Result<Option<RowProblem>, JournalError> {
         let mut st = self
             .conn
             .prepare("SELECT id, source, letter_id, binding, kind, reason, actor, at, applied_at, audit_seq FROM decisions ORDER BY id")
@@ -111,21 +106,22 @@ impl Ledger {
             .query_map([], |r| Row::try_from(r))
             .and_then(|rs| rs.collect())
             .map_err(|e| self.err(e))?;
-        let mut decided_seqs = std::collections::HashSet::new();
-        let applied: std::collections::HashSet<i64> = entries
+        let mut decided_seqs = HashSet::new();
+        let applied: HashSet<i64> = log
+            .entries
             .iter()
             .filter(|e| e.action.ends_with("-applied"))
-            .filter_map(|e| field(e, "decision").as_i64())
+            .filter_map(|e| log.field(e, "decision").as_i64())
             .collect();
         for (id, source, letter_id, binding, kind, reason, actor, at, applied_at, seq) in rows {
-            let matches = by_seq.get(&seq).is_some_and(|e| {
+            let matches = log.by_seq.get(&seq).is_some_and(|e| {
                 e.action == kind
                     && e.target == letter_id
                     && e.actor == actor
                     && e.at == at
-                    && field(e, "source").as_str() == Some(source.as_str())
-                    && field(e, "reason").as_str() == Some(reason.as_str())
-                    && details.get(&e.seq).and_then(expected_binding) == binding
+                    && log.field(e, "source").as_str() == Some(source.as_str())
+                    && log.field(e, "reason").as_str() == Some(reason.as_str())
+                    && log.details.get(&e.seq).and_then(expected_binding) == binding
             });
             if !matches {
                 return Ok(Some(RowProblem(seq, format!("decision row {id} does not match the audit entry that recorded it (the decisions table was edited)"))));
@@ -135,7 +131,7 @@ impl Ledger {
             }
             decided_seqs.insert(seq);
         }
-        for (action, why) in [
+        Ok([
             (
                 "discard",
                 "this discard has no decision row (the decisions table was edited)",
@@ -144,12 +140,13 @@ impl Ledger {
                 "replay",
                 "this replayed letter has no decision row (the decisions table was edited)",
             ),
-        ] {
-            if let Some(p) = orphan(action, &decided_seqs, why) {
-                return Ok(Some(p));
-            }
-        }
-        // Revisions.
+        ]
+        .into_iter()
+        .find_map(|(action, why)| log.orphan(action, &decided_seqs, why)))
+    }
+
+    /// Revision rows (and their payloads' digests) against their entries.
+    fn check_revisions(&self, log: &Log<'_>) -> Result<Option<RowProblem>, JournalError> {
         let mut st = self
             .conn
             .prepare(
@@ -161,49 +158,91 @@ impl Ledger {
             .query_map([], |r| RevRow::try_from(r))
             .and_then(|rs| rs.collect())
             .map_err(|e| self.err(e))?;
-        let mut revised = std::collections::HashSet::new();
+        let mut revised = HashSet::new();
         for (source, letter_id, number, sha_after, payload, seq) in revs {
             let seq = seq.unwrap_or(0);
-            let ok = by_seq.get(&seq).is_some_and(|e| {
+            let ok = log.by_seq.get(&seq).is_some_and(|e| {
                 e.action == "edit"
                     && e.target == letter_id
-                    && field(e, "source").as_str() == Some(source.as_str())
-                    && field(e, "revision").as_i64() == Some(number)
-                    && field(e, "sha256_after").as_str() == Some(sha_after.as_str())
+                    && log.field(e, "source").as_str() == Some(source.as_str())
+                    && log.field(e, "revision").as_i64() == Some(number)
+                    && log.field(e, "sha256_after").as_str() == Some(sha_after.as_str())
             }) && sha256_hex(&payload) == sha_after;
             if !ok {
                 return Ok(Some(RowProblem(seq, format!("revision {number} of {letter_id} does not match the audit entry that recorded it (the revisions table was edited)"))));
             }
             revised.insert(seq);
         }
-        if let Some(p) = orphan(
+        Ok(log.orphan(
             "edit",
             &revised,
             "this revision has no row (the revisions table was edited)",
-        ) {
-            return Ok(Some(p));
-        }
-        // Replays: each row must have its start entry.
+        ))
+    }
+
+    /// Each replay row must have its start entry.
+    fn check_replay_rows(
+        &self,
+        entries: &[AuditEntry],
+    ) -> Result<Option<RowProblem>, JournalError> {
         let replay_ids: Vec<String> = self
             .conn
             .prepare("SELECT id FROM replays")
             .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
             .map_err(|e| self.err(e))?;
-        for id in replay_ids {
-            if !entries
-                .iter()
-                .any(|e| e.action == "replay-start" && e.target == id)
-            {
-                return Ok(Some(RowProblem(
+        Ok(replay_ids
+            .into_iter()
+            .find(|id| {
+                !entries
+                    .iter()
+                    .any(|e| e.action == "replay-start" && &e.target == id)
+            })
+            .map(|id| {
+                RowProblem(
                     0,
                     format!("replay {id} has no audit entry (the replays table was edited)"),
-                )));
-            }
+                )
+            }))
+    }
+}
+
+/// The audit log as the row checks read it: entries by seq, each detail parsed once
+/// (rows are checked against several of its fields).
+pub(crate) struct Log<'a> {
+    entries: &'a [AuditEntry],
+    by_seq: HashMap<i64, &'a AuditEntry>,
+    pub(crate) details: HashMap<i64, serde_json::Value>,
+}
+
+impl<'a> Log<'a> {
+    fn of(entries: &'a [AuditEntry]) -> Log<'a> {
+        Log {
+            entries,
+            by_seq: entries.iter().map(|e| (e.seq, e)).collect(),
+            details: entries
+                .iter()
+                .map(|e| {
+                    let v = serde_json::from_str(&e.detail).unwrap_or(serde_json::Value::Null);
+                    (e.seq, v)
+                })
+                .collect(),
         }
-        if let Some(p) = self.check_replay_items(entries, &details)? {
-            return Ok(Some(p));
-        }
-        Ok(None)
+    }
+
+    fn field(&self, e: &AuditEntry, k: &str) -> &serde_json::Value {
+        static NULL: serde_json::Value = serde_json::Value::Null;
+        self.details
+            .get(&e.seq)
+            .and_then(|v| v.get(k))
+            .unwrap_or(&NULL)
+    }
+
+    /// An entry recording a row whose row is gone.
+    fn orphan(&self, action: &str, rows: &HashSet<i64>, why: &str) -> Option<RowProblem> {
+        self.entries
+            .iter()
+            .find(|e| e.action == action && !rows.contains(&e.seq))
+            .map(|e| RowProblem(e.seq, why.to_string()))
     }
 }
 

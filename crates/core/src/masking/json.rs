@@ -21,6 +21,19 @@ pub(crate) enum Expect {
     CommaOrEnd,
 }
 
+/// What a container made of the next byte.
+pub(crate) enum Step {
+    /// Punctuation or a key, emitted; the walk goes on at `next`.
+    Consumed { next: usize, closed_root: bool },
+    /// A value follows, with the class its key or container gives it.
+    Value(Option<Class>),
+}
+
+/// A syntax error at byte `i`.
+fn at<T>(i: usize, what: &str) -> Result<T, String> {
+    Err(format!("{what} at byte {i}"))
+}
+
 pub(crate) struct Frame {
     is_object: bool,
     /// A sensitive class inherited from an enclosing key: mask every scalar below.
@@ -35,7 +48,6 @@ impl JsonMasker<'_> {
         let mut out = String::with_capacity(input.len().min(self.max_out.saturating_add(64)));
         let mut stack: Vec<Frame> = Vec::new();
         let mut i = skip_ws(input, 0);
-        let err = |i: usize, what: &str| Err(format!("{what} at byte {i}"));
         let mut root_done = false;
         while !root_done {
             i = skip_ws(input, i);
@@ -43,140 +55,177 @@ impl JsonMasker<'_> {
                 return Ok((truncate_at(out, self.max_out), true));
             }
             let Some(&c) = input.get(i) else {
-                return err(i, "unexpected end of JSON");
+                return at(i, "unexpected end of JSON");
             };
-            let depth = stack.len();
-            let mut class = if stack.is_empty() {
-                self.root_class
-            } else {
-                None
-            };
-            if let Some(top) = stack.last_mut() {
-                match (top.expect, c) {
-                    (Expect::FirstOrEnd | Expect::CommaOrEnd, b'}' | b']') => {
-                        if c != if top.is_object { b'}' } else { b']' } {
-                            return err(i, "mismatched bracket");
-                        }
-                        let was_empty = top.expect == Expect::FirstOrEnd;
-                        stack.pop();
-                        if !was_empty {
-                            self.newline(&mut out, stack.len());
-                        }
-                        out.push(c as char);
-                        i += 1;
-                        root_done = stack.is_empty();
-                        continue;
-                    }
-                    (Expect::CommaOrEnd, b',') => {
-                        out.push(',');
-                        top.expect = if top.is_object {
-                            Expect::Key
-                        } else {
-                            Expect::Value
-                        };
-                        i += 1;
-                        self.newline(&mut out, depth);
-                        continue;
-                    }
-                    (Expect::Colon, b':') => {
-                        out.push(':');
-                        if self.layout == Layout::Pretty {
-                            out.push(' ');
-                        }
-                        top.expect = Expect::Value;
-                        i += 1;
-                        continue;
-                    }
-                    (Expect::FirstOrEnd | Expect::Key, b'"') if top.is_object => {
-                        let Some((key, end)) = read_string(input, i) else {
-                            return err(i, "bad string");
-                        };
-                        top.pending = top.inherited.or_else(|| self.m.field_class(&key));
-                        top.expect = Expect::Colon;
-                        // Keys can be PII too (maps keyed by email): detectors only.
-                        push_json_string(&mut out, &self.m.mask_text(&key));
-                        i = end;
-                        continue;
-                    }
-                    (Expect::FirstOrEnd | Expect::Value, _)
-                        if !top.is_object || top.expect == Expect::Value =>
-                    {
-                        class = if top.is_object {
-                            top.pending.take()
-                        } else {
-                            top.inherited
-                        };
-                        top.expect = Expect::CommaOrEnd;
-                    }
-                    _ => return err(i, "unexpected character"),
-                }
-            }
-            // A value.
-            match c {
-                b'{' | b'[' => {
-                    out.push(c as char);
-                    stack.push(Frame {
-                        is_object: c == b'{',
-                        inherited: class,
-                        pending: None,
-                        expect: Expect::FirstOrEnd,
-                    });
-                    i += 1;
-                    let j = skip_ws(input, i);
-                    if !matches!(input.get(j), Some(b'}') | Some(b']')) {
-                        self.newline(&mut out, stack.len());
-                    }
+            let class = match self.in_container(&mut stack, &mut out, input, i, c)? {
+                Step::Consumed { next, closed_root } => {
+                    i = next;
+                    root_done = closed_root;
                     continue;
                 }
-                b'"' => {
-                    let Some((s, end)) = read_string(input, i) else {
-                        return err(i, "bad string");
-                    };
-                    let budget = self.max_out.saturating_sub(out.len());
-                    let masked = match class {
-                        Some(cl) => self.m.mask_value(cl, &s),
-                        None => self.m.mask_text_bounded(&s, budget).0,
-                    };
-                    push_json_string(&mut out, &masked);
-                    i = end;
-                }
-                _ => {
-                    let end = scalar_end(input, i);
-                    let Ok(tok) = std::str::from_utf8(&input[i..end]) else {
-                        return err(i, "bad token");
-                    };
-                    let valid = matches!(tok, "true" | "false" | "null")
-                        || (!tok.is_empty()
-                            && serde_json::from_str::<serde_json::Number>(tok).is_ok());
-                    if !valid {
-                        return err(i, "bad literal");
-                    }
-                    match class {
-                        Some(cl) if tok != "null" => {
-                            push_json_string(&mut out, &self.m.mask_value(cl, tok))
-                        }
-                        _ => {
-                            // Card numbers and long ids stored as JSON numbers.
-                            let masked = self.m.mask_text(tok);
-                            if masked == tok {
-                                out.push_str(tok);
-                            } else {
-                                push_json_string(&mut out, &masked);
-                            }
-                        }
-                    }
-                    i = end;
-                }
-            }
+                Step::Value(class) => class,
+            };
+            i = self.value(&mut stack, &mut out, input, i, class)?;
             root_done = stack.is_empty();
         }
         if skip_ws(input, i) < input.len() {
-            return err(i, "trailing characters after JSON");
+            return at(i, "trailing characters after JSON");
         }
         if out.len() > self.max_out {
             return Ok((truncate_at(out, self.max_out), true));
         }
         Ok((out, false))
+    }
+
+    /// What the innermost container expects of byte `c` at `i`: punctuation and keys
+    /// are consumed here; a value is left to [`Self::value`] with the class it inherits.
+    fn in_container(
+        &self,
+        stack: &mut Vec<Frame>,
+        out: &mut String,
+        input: &[u8],
+        i: usize,
+        c: u8,
+    ) -> Result<Step, String> {
+        let depth = stack.len();
+        let Some(top) = stack.last_mut() else {
+            return Ok(Step::Value(self.root_class));
+        };
+        let consumed = |next: usize| Step::Consumed {
+            next,
+            closed_root: false,
+        };
+        match (top.expect, c) {
+            (Expect::FirstOrEnd | Expect::CommaOrEnd, b'}' | b']') => {
+                if c != if top.is_object { b'}' } else { b']' } {
+                    return at(i, "mismatched bracket");
+                }
+                let was_empty = top.expect == Expect::FirstOrEnd;
+                stack.pop();
+                if !was_empty {
+                    self.newline(out, stack.len());
+                }
+                out.push(c as char);
+                Ok(Step::Consumed {
+                    next: i + 1,
+                    closed_root: stack.is_empty(),
+                })
+            }
+            (Expect::CommaOrEnd, b',') => {
+                out.push(',');
+                top.expect = if top.is_object {
+                    Expect::Key
+                } else {
+                    Expect::Value
+                };
+                self.newline(out, depth);
+                Ok(consumed(i + 1))
+            }
+            (Expect::Colon, b':') => {
+                out.push(':');
+                if self.layout == Layout::Pretty {
+                    out.push(' ');
+                }
+                top.expect = Expect::Value;
+                Ok(consumed(i + 1))
+            }
+            (Expect::FirstOrEnd | Expect::Key, b'"') if top.is_object => {
+                let Some((key, end)) = read_string(input, i) else {
+                    return at(i, "bad string");
+                };
+                top.pending = top.inherited.or_else(|| self.m.field_class(&key));
+                top.expect = Expect::Colon;
+                // Keys can be PII too (maps keyed by email): detectors only.
+                push_json_string(out, &self.m.mask_text(&key));
+                Ok(consumed(end))
+            }
+            (Expect::FirstOrEnd | Expect::Value, _)
+                if !top.is_object || top.expect == Expect::Value =>
+            {
+                let class = if top.is_object {
+                    top.pending.take()
+                } else {
+                    top.inherited
+                };
+                top.expect = Expect::CommaOrEnd;
+                Ok(Step::Value(class))
+            }
+            _ => at(i, "unexpected character"),
+        }
+    }
+
+    /// A value at `i` under `class`: a container opens (pushed on the stack), a string
+    /// or scalar is masked and emitted. Returns where the next token starts.
+    fn value(
+        &self,
+        stack: &mut Vec<Frame>,
+        out: &mut String,
+        input: &[u8],
+        i: usize,
+        class: Option<Class>,
+    ) -> Result<usize, String> {
+        match input.get(i).copied() {
+            Some(c @ (b'{' | b'[')) => {
+                out.push(c as char);
+                stack.push(Frame {
+                    is_object: c == b'{',
+                    inherited: class,
+                    pending: None,
+                    expect: Expect::FirstOrEnd,
+                });
+                let j = skip_ws(input, i + 1);
+                if !matches!(input.get(j), Some(b'}') | Some(b']')) {
+                    self.newline(out, stack.len());
+                }
+                Ok(i + 1)
+            }
+            Some(b'"') => {
+                let Some((s, end)) = read_string(input, i) else {
+                    return at(i, "bad string");
+                };
+                let budget = self.max_out.saturating_sub(out.len());
+                let masked = match class {
+                    Some(cl) => self.m.mask_value(cl, &s),
+                    None => self.m.mask_text_bounded(&s, budget).0,
+                };
+                push_json_string(out, &masked);
+                Ok(end)
+            }
+            _ => self.scalar(out, input, i, class),
+        }
+    }
+
+    /// `true`, `false`, `null` or a number; masked as text when it looks like a card
+    /// number or a long id, or as its class when the field is sensitive.
+    fn scalar(
+        &self,
+        out: &mut String,
+        input: &[u8],
+        i: usize,
+        class: Option<Class>,
+    ) -> Result<usize, String> {
+        let end = scalar_end(input, i);
+        let Some(tok) = input.get(i..end).and_then(|t| std::str::from_utf8(t).ok()) else {
+            return at(i, "bad token");
+        };
+        let valid = matches!(tok, "true" | "false" | "null")
+            || (!tok.is_empty() && serde_json::from_str::<serde_json::Number>(tok).is_ok());
+        if !valid {
+            return at(i, "bad literal");
+        }
+        match class {
+            Some(cl) if tok != "null" => push_json_string(out, &self.m.mask_value(cl, tok)),
+            _ => {
+                // Card numbers and long ids stored as JSON numbers.
+                let masked = self.m.mask_text(tok);
+                if masked == tok {
+                    out.push_str(tok);
+                } else {
+                    push_json_string(out, &masked);
+                }
+            }
+        }
+        Ok(end)
     }
 
     fn newline(&self, out: &mut String, depth: usize) {

@@ -425,7 +425,56 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
     } = ctx;
     let mut excluded = Vec::new();
     let mut warnings = Vec::new();
-    let mut drafts: Vec<Draft> = Vec::new();
+    let drafts = screen(
+        cands,
+        opts,
+        mappings,
+        kafka_source,
+        &mut excluded,
+        &mut warnings,
+    );
+    let keep = with_target(drafts, &mut excluded, &mut warnings);
+    let (mut keep, stale) = without_stale(
+        keep,
+        origin_log,
+        kafka_source,
+        opts,
+        &mut excluded,
+        &mut warnings,
+    );
+    order(&mut keep);
+    warn_ordering_and_revisions(&keep, opts, &mut warnings);
+    let out = Outgoings {
+        id: &id,
+        actor: &actor,
+        kafka_source,
+        opts,
+    };
+    let (items, breakdown, sample) = out.items(keep, seqs);
+    Plan {
+        id,
+        source,
+        options: opts.clone(),
+        items,
+        excluded,
+        warnings,
+        breakdown,
+        stale,
+        sample,
+    }
+}
+
+/// Leave out what must not be sent (discarded, already replayed, replayed too often)
+/// and find each letter's target.
+fn screen(
+    cands: Vec<Candidate>,
+    opts: &Options,
+    mappings: &[UserMapping],
+    kafka_source: bool,
+    excluded: &mut Vec<(String, Why)>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Draft> {
+    let mut drafts = Vec::new();
     let (mut replayed_before, mut over_limit) = (Vec::new(), Vec::new());
     for c in cands {
         let why = match c.state {
@@ -456,13 +505,13 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
         drafts.push(Draft { c, origin, target });
     }
     warn(
-        &mut warnings,
+        warnings,
         "replayed-before",
         "replayed before (x-dlq-replay-count or the ledger)".into(),
         &refs(&replayed_before),
     );
     warn(
-        &mut warnings,
+        warnings,
         "replay-count",
         format!(
             "refused: replayed {} or more times already (--force-replay-count to send)",
@@ -470,23 +519,42 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
         ),
         &refs(&over_limit),
     );
-    // No target.
-    let (mut keep, lost): (Vec<Draft>, Vec<Draft>) =
+    drafts
+}
+
+/// Leave out letters with no known target.
+fn with_target(
+    drafts: Vec<Draft>,
+    excluded: &mut Vec<(String, Why)>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Draft> {
+    let (keep, lost): (Vec<Draft>, Vec<Draft>) =
         drafts.into_iter().partition(|d| d.target.is_some());
     let lost_ids: Vec<String> = lost.iter().map(|d| d.c.letter.id.value.0.clone()).collect();
     warn(
-        &mut warnings,
+        warnings,
         "no-target",
         "no known target: their headers name no origin (use --to)".into(),
         &refs(&lost_ids),
     );
     excluded.extend(lost_ids.into_iter().map(|i| (i, Why::NoTarget)));
-    // Stale keys (Kafka origins only).
-    let stale = match origin_log {
+    keep
+}
+
+/// The stale-key check (Kafka origins only): letters whose origin partition already
+/// holds a newer record with the same key are left out unless `include_stale`.
+fn without_stale(
+    mut keep: Vec<Draft>,
+    origin_log: Option<&mut dyn OriginLog>,
+    kafka_source: bool,
+    opts: &Options,
+    excluded: &mut Vec<(String, Why)>,
+    warnings: &mut Vec<Warning>,
+) -> (Vec<Draft>, StaleCheck) {
+    let (stale_check, stale_idx) = match origin_log {
         Some(log) if kafka_source && opts.to.is_none() => check_stale(&keep, log, opts),
         _ => (StaleCheck::default(), HashSet::new()),
     };
-    let (stale_check, stale_idx) = stale;
     let stale_ids: Vec<String> = keep
         .iter()
         .enumerate()
@@ -495,14 +563,14 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
         .collect();
     if opts.include_stale {
         warn(
-            &mut warnings,
+            warnings,
             "stale-key",
             "stale keys INCLUDED (--include-stale): the origin partition already has a newer record with the same key; replaying the old event can undo a newer state".into(),
             &refs(&stale_ids),
         );
     } else {
         warn(
-            &mut warnings,
+            warnings,
             "stale-key",
             "excluded, stale keys: the origin partition already has a newer record with the same key (--include-stale to send)".into(),
             &refs(&stale_ids),
@@ -514,6 +582,12 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
         });
         excluded.extend(stale_ids.iter().map(|i| (i.clone(), Why::Stale)));
     }
+    warn_stale_check(&stale_check, opts, warnings);
+    (keep, stale_check)
+}
+
+/// What the stale-key check could not do.
+fn warn_stale_check(stale_check: &StaleCheck, opts: &Options, warnings: &mut Vec<Warning>) {
     if stale_check.partial > 0 {
         warnings.push(Warning {
             kind: "stale-check-partial",
@@ -541,10 +615,12 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
             examples: Vec::new(),
         });
     }
-    order(&mut keep);
-    // Keys with several letters.
+}
+
+/// Keys with several letters (sent one at a time, in order), and revisions used or not.
+fn warn_ordering_and_revisions(keep: &[Draft], opts: &Options, warnings: &mut Vec<Warning>) {
     let mut per_key: HashMap<&[u8], Vec<&str>> = HashMap::new();
-    for d in &keep {
+    for d in keep {
         if let Some(k) = d.c.letter.raw.key.as_deref() {
             per_key
                 .entry(k)
@@ -566,7 +642,6 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
             examples: multi.iter().take(EXAMPLES).map(|s| s.to_string()).collect(),
         });
     }
-    // Revisions.
     let with_rev: Vec<&str> = keep
         .iter()
         .filter(|d| d.c.revision.is_some())
@@ -577,24 +652,72 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
     } else {
         "have revisions that will NOT be used (--use-revisions sends the latest)".to_string()
     };
-    warn(&mut warnings, "revisions", rev_msg, &with_rev);
-    // Items.
-    let mut items = Vec::with_capacity(keep.len());
-    let mut breakdown = BTreeMap::new();
-    let mut sample = Vec::new();
-    let mut next_seq = seqs.map_or(0, |s| s.values().max().map_or(0, |m| m + 1));
-    for (n, d) in keep.into_iter().enumerate() {
-        let Draft { c, target, .. } = d;
-        let Some(target) = target else { continue };
+    warn(warnings, "revisions", rev_msg, &with_rev);
+}
+
+/// What every planned letter is sent as, under which replay.
+struct Outgoings<'a> {
+    id: &'a str,
+    actor: &'a str,
+    kafka_source: bool,
+    opts: &'a Options,
+}
+
+/// A dry-run sample line: letter id, group, target, masked preview.
+type SampleLine = (String, String, String, String);
+
+/// Letters by (group, target).
+type Breakdown = BTreeMap<(String, String), usize>;
+
+impl Outgoings<'_> {
+    /// The items in order, the breakdown by (group, target), and the sample. A resume
+    /// keeps each letter's seq; letters new to it get seqs after the journal's.
+    fn items(
+        &self,
+        keep: Vec<Draft>,
+        seqs: Option<&HashMap<(String, String), u32>>,
+    ) -> (Vec<Item>, Breakdown, Vec<SampleLine>) {
+        let mut items = Vec::with_capacity(keep.len());
+        let mut breakdown = BTreeMap::new();
+        let mut sample = Vec::new();
+        let mut next_seq = seqs.map_or(0, |s| s.values().max().map_or(0, |m| m + 1));
+        for (n, d) in keep.into_iter().enumerate() {
+            let Draft { c, target, .. } = d;
+            let Some(target) = target else { continue };
+            let seq =
+                match seqs.and_then(|s| s.get(&(c.letter.id.value.0.clone(), c.binding.clone()))) {
+                    Some(s) => *s,
+                    None if seqs.is_some() => {
+                        next_seq += 1;
+                        next_seq - 1
+                    }
+                    None => u32::try_from(n).unwrap_or(u32::MAX),
+                };
+            let (item, preview) = self.item(c, target, seq);
+            let target = item.outgoing.target.to_string();
+            *breakdown
+                .entry((item.group.clone(), target.clone()))
+                .or_insert(0) += 1;
+            if sample.len() < EXAMPLES {
+                sample.push((item.letter_id.clone(), item.group.clone(), target, preview));
+            }
+            items.push(item);
+        }
+        (items, breakdown, sample)
+    }
+
+    /// One letter as it is sent: its key, stamped headers, properties (delivery facts
+    /// dropped) and payload (the latest revision when asked for); and its sample preview.
+    fn item(&self, c: Candidate, target: Target, seq: u32) -> (Item, String) {
         let count = c.letter.replay_count.max(c.ledger_replays) + 1;
-        let (payload, revision) = match (&c.revision, opts.use_revisions) {
+        let (payload, revision) = match (&c.revision, self.opts.use_revisions) {
             (Some((n, p)), true) => (p.clone(), Some(*n)),
             _ => (c.letter.raw.payload.clone(), None),
         };
         let outgoing = Outgoing {
-            target: target.clone(),
+            target,
             key: c.letter.raw.key.clone(),
-            headers: replay_headers(&c, &id, &actor, count, kafka_source),
+            headers: replay_headers(&c, self.id, self.actor, count, self.kafka_source),
             properties: c
                 .letter
                 .raw
@@ -605,32 +728,12 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
                 .collect(),
             payload,
         };
-        let group = c.letter.reason_code().to_string();
-        *breakdown
-            .entry((group.clone(), target.to_string()))
-            .or_insert(0) += 1;
-        if sample.len() < EXAMPLES {
-            let preview = match (&c.revision_preview, revision) {
-                (Some(p), Some(n)) => format!("(revision {n}) {p}"),
-                _ => c.preview.clone(),
-            };
-            sample.push((
-                c.letter.id.value.0.clone(),
-                group.clone(),
-                target.to_string(),
-                preview,
-            ));
-        }
-        let seq = match seqs.and_then(|s| s.get(&(c.letter.id.value.0.clone(), c.binding.clone())))
-        {
-            Some(s) => *s,
-            None if seqs.is_some() => {
-                next_seq += 1;
-                next_seq - 1
-            }
-            None => u32::try_from(n).unwrap_or(u32::MAX),
+        let preview = match (&c.revision_preview, revision) {
+            (Some(p), Some(n)) => format!("(revision {n}) {p}"),
+            _ => c.preview.clone(),
         };
-        items.push(Item {
+        let group = c.letter.reason_code().to_string();
+        let item = Item {
             seq,
             letter_id: c.letter.id.value.0.clone(),
             binding: c.binding,
@@ -641,18 +744,8 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
             group,
             revision,
             outgoing,
-        });
-    }
-    Plan {
-        id,
-        source,
-        options: opts.clone(),
-        items,
-        excluded,
-        warnings,
-        breakdown,
-        stale: stale_check,
-        sample,
+        };
+        (item, preview)
     }
 }
 
