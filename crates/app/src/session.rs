@@ -356,21 +356,15 @@ impl Session {
         // Prepared letters go to the front end, their held deliveries remembered first.
         let mut emit = |ev: SessionEvent| -> bool {
             if let SessionEvent::Letters(prepared) = &ev {
-                for p in prepared {
-                    if let Some(
-                        c @ Coords::Amqp {
-                            stream_offset: None,
-                            ..
-                        },
-                    ) = &p.letter.raw.coords
-                    {
-                        if let Some(fp) = p.fp {
-                            held.add(fp, &p.letter.id.value.0, c);
-                        }
-                    }
-                }
+                remember_held(held, prepared);
             }
             sink(ev).is_continue()
+        };
+        let mut reports = Reports {
+            partial,
+            notices,
+            problems,
+            problem_count,
         };
         std::thread::scope(|scope| {
             let mut pump = Pump {
@@ -393,57 +387,40 @@ impl Session {
                         browsed,
                         total,
                         why,
-                    } => {
-                        let c = Coverage {
-                            location,
-                            browsed,
-                            total,
-                            why,
-                        };
-                        partial.push(c.clone());
-                        Ok((pump.emit)(SessionEvent::Partial(c)))
-                    }
+                    } => Ok((pump.emit)(reports.partial(Coverage {
+                        location,
+                        browsed,
+                        total,
+                        why,
+                    }))),
                     ScanEvent::Notice { location, message } => {
-                        let n = Problem { location, message };
-                        if notices.len() < MAX_KEPT_PROBLEMS {
-                            notices.push(n.clone());
-                        }
-                        Ok((pump.emit)(SessionEvent::Notice(n)))
+                        Ok((pump.emit)(reports.notice(Problem { location, message })))
                     }
                     ScanEvent::Problem { location, message } => {
-                        *problem_count += 1;
-                        let p = Problem { location, message };
-                        if problems.len() < MAX_KEPT_PROBLEMS {
-                            problems.push(p.clone());
-                        }
-                        Ok((pump.emit)(SessionEvent::Problem(p)))
+                        Ok((pump.emit)(reports.problem(Problem { location, message })))
                     }
                 };
-                match step {
-                    Ok(true) => ControlFlow::Continue(()),
-                    Ok(false) => {
-                        stopped = true;
-                        ControlFlow::Break(())
-                    }
-                    Err(Broken) => {
-                        (broken, stopped) = (true, true);
-                        ControlFlow::Break(())
-                    }
+                let (go, stop, broke) = match step {
+                    Ok(true) => (true, false, false),
+                    Ok(false) => (false, true, false),
+                    Err(Broken) => (false, true, true),
+                };
+                (stopped, broken) = (stopped || stop, broken || broke);
+                if go {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
                 }
             };
-            let result = if tail {
-                src.tail(&mut on_event)
-            } else {
-                src.scan(&mut on_event)
+            let result = match tail {
+                true => src.tail(&mut on_event),
+                false => src.scan(&mut on_event),
             };
             if !stopped && pump.flush(true).is_err() {
                 broken = true;
             }
             if broken {
-                return Err(SessionError::Invalid(
-                    "preparing letters stopped: a preparing thread failed (a bug; nothing was settled)"
-                        .into(),
-                ));
+                return Err(preparing_failed());
             }
             result.map_err(SessionError::from)
         })
@@ -532,5 +509,57 @@ impl Session {
     /// One letter's full bytes (payloads are not kept after a scan).
     pub fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SessionError> {
         Ok(self.src.fetch(coords)?)
+    }
+}
+fn preparing_failed() -> SessionError {
+    SessionError::Invalid(
+        "preparing letters stopped: a preparing thread failed (a bug; nothing was settled)".into(),
+    )
+}
+
+/// Held RabbitMQ deliveries by the exact letter, for settling them later.
+fn remember_held(held: &mut dlq_core::held::HeldDeliveries, prepared: &[Prepared]) {
+    for p in prepared {
+        if let Some(
+            c @ Coords::Amqp {
+                stream_offset: None,
+                ..
+            },
+        ) = &p.letter.raw.coords
+        {
+            if let Some(fp) = p.fp {
+                held.add(fp, &p.letter.id.value.0, c);
+            }
+        }
+    }
+}
+
+/// What a scan reports besides letters, kept (the first ones) for the front ends.
+struct Reports<'a> {
+    partial: &'a mut Vec<Coverage>,
+    notices: &'a mut Vec<Problem>,
+    problems: &'a mut Vec<Problem>,
+    problem_count: &'a mut u64,
+}
+
+impl Reports<'_> {
+    fn partial(&mut self, c: Coverage) -> SessionEvent {
+        self.partial.push(c.clone());
+        SessionEvent::Partial(c)
+    }
+
+    fn notice(&mut self, n: Problem) -> SessionEvent {
+        if self.notices.len() < MAX_KEPT_PROBLEMS {
+            self.notices.push(n.clone());
+        }
+        SessionEvent::Notice(n)
+    }
+
+    fn problem(&mut self, p: Problem) -> SessionEvent {
+        *self.problem_count += 1;
+        if self.problems.len() < MAX_KEPT_PROBLEMS {
+            self.problems.push(p.clone());
+        }
+        SessionEvent::Problem(p)
     }
 }

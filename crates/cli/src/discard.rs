@@ -51,24 +51,9 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    if !a.yes {
-        if !std::io::stdin().is_terminal() {
-            return usage(format!(
-                "about to discard {}: confirm in a terminal, or pass --yes",
-                dlq_core::words::letters(targets.len())
-            ));
-        }
-        eprint!(
-            "Discard {} from {label} (reason: {})?\n  RabbitMQ: each is acked (removed from the DLQ) after the ledger records it.\n  Kafka, streams, files: recorded in the ledger only (one record cannot be deleted).\nType yes to continue: ",
-            dlq_core::words::letters(targets.len()),
-            sanitize::clean(reason)
-        );
-        let mut answer = String::new();
-        std::io::stdin().lock().read_line(&mut answer)?;
-        if answer.trim() != "yes" {
-            println!("nothing discarded");
-            return Ok(());
-        }
+    if !a.yes && !confirmed(targets.len(), &label, reason)? {
+        println!("nothing discarded");
+        return Ok(());
     }
     // Test hook: die between the ledger write and the broker (see tests/rabbitmq.rs).
     let crash_after_ledger = cfg!(feature = "test-hooks")
@@ -109,4 +94,22 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Ask on the terminal (never read a script's stdin as a yes).
+fn confirmed(n: usize, label: &str, reason: &str) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        return usage(format!(
+            "about to discard {}: confirm in a terminal, or pass --yes",
+            dlq_core::words::letters(n)
+        ));
+    }
+    eprint!(
+        "Discard {} from {label} (reason: {})?\n  RabbitMQ: each is acked (removed from the DLQ) after the ledger records it.\n  Kafka, streams, files: recorded in the ledger only (one record cannot be deleted).\nType yes to continue: ",
+        dlq_core::words::letters(n),
+        sanitize::clean(reason)
+    );
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == "yes")
 }

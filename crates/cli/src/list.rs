@@ -4,9 +4,10 @@ use super::context::{problems_json, report_problems, Context};
 use super::table::Table;
 use super::ListArgs;
 use chrono::{DateTime, SecondsFormat};
-use dlq_core::store::{RowId, NO_TIME};
+use dlq_core::masking::Masker;
+use dlq_core::store::{LetterStore, Row, RowId, NO_TIME};
 use dlq_core::timefmt::format_age_ms;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::io::Write;
 
 pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
@@ -32,30 +33,12 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
     if a.limit > 0 {
         ids.truncate(a.limit);
     }
-    let mut out = std::io::stdout().lock();
+    let may_view = ctx.may_view_payloads();
     if a.json {
         let letters: Vec<_> = ids
             .iter()
             .filter_map(|i| store.row(*i))
-            .map(|r| {
-                let opt = |s: &str| if s.is_empty() { None } else { Some(s.to_string()) };
-                json!({
-                    "id": store.id(r),
-                    "coords": opt(&store.coords_label(r)),
-                    "key": opt(&masker.mask_text(store.key(r))),
-                    "dead_lettered_at": (r.at_ms != NO_TIME).then(|| DateTime::from_timestamp_millis(r.at_ms)).flatten()
-                        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
-                    "reason_code": store.sym(r.reason),
-                    "consumer_version": opt(store.sym(r.version)),
-                    "event_type": opt(store.sym(r.event)),
-                    "origin": opt(store.sym(r.origin)),
-                    "attempt": (r.attempt > 0).then_some(r.attempt),
-                    "replay_count": r.replay_count,
-                    "state": r.state.as_str(),
-                    "body": r.body.as_str(),
-                    "preview": if ctx.may_view_payloads() { Some(store.preview(r)) } else { None },
-                })
-            })
+            .map(|r| letter_json(store, masker, r, may_view))
             .collect();
         let mut doc = json!({
             "source": loaded.info.label,
@@ -71,6 +54,63 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
         }
         return super::output::print_json(&doc);
     }
+    let mut out = std::io::stdout().lock();
+    let rows = ids.iter().filter_map(|i| store.row(*i));
+    write!(
+        out,
+        "{}",
+        table(store, masker, rows, now, may_view).render()
+    )?;
+    writeln!(
+        out,
+        "{} of {} letters shown{}",
+        ids.len(),
+        matched,
+        if matched < store.len() {
+            format!(" ({} in the source)", store.len())
+        } else {
+            String::new()
+        }
+    )?;
+    out.flush()?;
+    report_problems(&loaded.catalog);
+    Ok(())
+}
+
+/// One letter of `list --json`; the preview only for those who may see payloads.
+fn letter_json(store: &LetterStore, masker: &Masker, r: &Row, may_view: bool) -> Value {
+    let opt = |s: &str| {
+        if s.is_empty() {
+            None
+        } else {
+            Some(s.to_string())
+        }
+    };
+    json!({
+        "id": store.id(r),
+        "coords": opt(&store.coords_label(r)),
+        "key": opt(&masker.mask_text(store.key(r))),
+        "dead_lettered_at": (r.at_ms != NO_TIME).then(|| DateTime::from_timestamp_millis(r.at_ms)).flatten()
+            .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
+        "reason_code": store.sym(r.reason),
+        "consumer_version": opt(store.sym(r.version)),
+        "event_type": opt(store.sym(r.event)),
+        "origin": opt(store.sym(r.origin)),
+        "attempt": (r.attempt > 0).then_some(r.attempt),
+        "replay_count": r.replay_count,
+        "state": r.state.as_str(),
+        "body": r.body.as_str(),
+        "preview": if may_view { Some(store.preview(r)) } else { None },
+    })
+}
+
+fn table<'a>(
+    store: &LetterStore,
+    masker: &Masker,
+    rows: impl Iterator<Item = &'a Row>,
+    now: i64,
+    may_view: bool,
+) -> Table {
     let mut t = Table::new(&[
         ("ID", false, 36),
         ("AGE", true, 7),
@@ -80,7 +120,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
         ("REASON", false, 40),
         ("PREVIEW", false, 60),
     ]);
-    for r in ids.iter().filter_map(|i| store.row(*i)) {
+    for r in rows {
         t.row(vec![
             store.id(r).to_string(),
             if r.at_ms == NO_TIME {
@@ -96,26 +136,12 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
             },
             r.state.as_str().to_string(),
             store.sym(r.reason).to_string(),
-            if ctx.may_view_payloads() {
+            if may_view {
                 store.preview(r).to_string()
             } else {
                 "(hidden: viewer)".to_string()
             },
         ]);
     }
-    write!(out, "{}", t.render())?;
-    writeln!(
-        out,
-        "{} of {} letters shown{}",
-        ids.len(),
-        matched,
-        if matched < store.len() {
-            format!(" ({} in the source)", store.len())
-        } else {
-            String::new()
-        }
-    )?;
-    out.flush()?;
-    report_problems(&loaded.catalog);
-    Ok(())
+    t
 }

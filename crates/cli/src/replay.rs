@@ -6,7 +6,7 @@
 
 use super::context::{usage, Context, Exit};
 use super::ReplayArgs;
-use dlq_app::session::{unsupported, Pace, ReplayDraft, Resume, SessionError, Start};
+use dlq_app::session::{unsupported, Pace, ReplayDraft, ReplayReport, Resume, SessionError, Start};
 use dlq_core::model::DeadLetter;
 use dlq_core::ports::Target;
 
@@ -24,30 +24,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
         return refused(&e.to_string());
     }
     let opts = options(a)?;
-    let mut filter = match &a.filter {
-        Some(f) => {
-            let filter = ctx.parse_filter(Some(f))?;
-            if filter.is_empty() {
-                return usage(
-                    "--filter must select letters, e.g. --filter 'reason=timeout age>1h'",
-                );
-            }
-            Some(filter)
-        }
-        None => None,
-    };
-    let now = ctx.now_ms();
-    let mut picked: Vec<(DeadLetter, String)> = Vec::new();
-    let mut loaded = ctx.load_visit(&a.source, |catalog, row, letter| {
-        let store = &catalog.store;
-        let Some(r) = store.row(row) else {
-            return Ok(());
-        };
-        if filter.as_mut().is_none_or(|f| f.matches(store, r, now)) {
-            picked.push((*letter, store.preview(r).to_string()));
-        }
-        Ok(())
-    })?;
+    let (picked, mut loaded) = select(ctx, a)?;
     let session = &mut loaded.session;
     let start = match &a.resume {
         Some(id) => Start::Resume {
@@ -96,6 +73,44 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
         Err(e @ SessionError::Refused { .. }) => return refused(&e.to_string()),
         Err(e) => return Err(e.into()),
     };
+    report_end(&report, a.json)
+}
+
+/// The letters `--filter` selects (all of them with `--resume` alone), read once.
+fn select(
+    ctx: &Context,
+    a: &ReplayArgs,
+) -> anyhow::Result<(Vec<(DeadLetter, String)>, super::context::Loaded)> {
+    let mut filter = match &a.filter {
+        Some(f) => {
+            let filter = ctx.parse_filter(Some(f))?;
+            if filter.is_empty() {
+                return usage(
+                    "--filter must select letters, e.g. --filter 'reason=timeout age>1h'",
+                );
+            }
+            Some(filter)
+        }
+        None => None,
+    };
+    let now = ctx.now_ms();
+    let mut picked: Vec<(DeadLetter, String)> = Vec::new();
+    let loaded = ctx.load_visit(&a.source, |catalog, row, letter| {
+        let store = &catalog.store;
+        let Some(r) = store.row(row) else {
+            return Ok(());
+        };
+        if filter.as_mut().is_none_or(|f| f.matches(store, r, now)) {
+            picked.push((*letter, store.preview(r).to_string()));
+        }
+        Ok(())
+    })?;
+    Ok((picked, loaded))
+}
+
+/// How the run ended, as a line (or JSON) and an exit code: 0 completed, 3 auto-stopped,
+/// 4 killed, 1 failed.
+fn report_end(report: &ReplayReport, json: bool) -> anyhow::Result<()> {
     let summary = summary_line(&report.id, &report.end, &report.outcome);
     for (id, why) in &report.unsettled {
         eprintln!(
@@ -104,7 +119,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
             clean(why)
         );
     }
-    if a.json {
+    if json {
         let j = serde_json::json!({
             "replay_id": report.id,
             "state": report.end.state(),
@@ -117,20 +132,17 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
         println!("{summary}");
         println!("details: dlq-triage replays show {}", clean(&report.id));
     }
-    match &report.end {
-        End::Completed => Ok(()),
-        End::AutoStopped(_) => Err(Exit {
-            code: 3,
-            message: String::new(),
-        }
-        .into()),
-        End::Killed => Err(Exit {
-            code: 4,
-            message: String::new(),
-        }
-        .into()),
+    let code = match &report.end {
+        End::Completed => return Ok(()),
+        End::AutoStopped(_) => 3,
+        End::Killed => 4,
         End::Failed(_) => anyhow::bail!(summary),
+    };
+    Err(Exit {
+        code,
+        message: String::new(),
     }
+    .into())
 }
 
 fn refused<T>(why: &str) -> anyhow::Result<T> {

@@ -33,22 +33,24 @@ struct Outputs {
     dim: Dim,
 }
 
+impl Outputs {
+    fn new(a: &WatchArgs, dim: Dim) -> anyhow::Result<Outputs> {
+        Ok(Outputs {
+            json: a.json,
+            label: String::new(),
+            exec: a.exec.as_deref().map(split_command).transpose()?,
+            exec_timeout: duration(&a.exec_timeout, "--exec-timeout")?,
+            metrics: match &a.metrics {
+                Some(addr) => Some(serve_metrics(addr, a.metrics_any_interface)?),
+                None => None,
+            },
+            dim,
+        })
+    }
+}
+
 pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
-    let mut rules = Vec::new();
-    for r in &ctx.config.watch.rules {
-        rules.push(
-            Rule::parse(&r.rule, r.name.as_deref(), r.severity.as_deref())
-                .map_err(super::UsageError)?,
-        );
-    }
-    for r in &a.rule {
-        rules.push(Rule::parse(r, None, Some(&a.severity)).map_err(super::UsageError)?);
-    }
-    if rules.is_empty() {
-        return usage(
-            "no rules: --rule 'reason=amount_* rate > 5/min for 5m' (repeatable), or [[watch.rules]] in the config",
-        );
-    }
+    let rules = rules(ctx, a)?;
     let dim = match Dim::parse_list(&a.group_by) {
         Ok(d) if d.len() == 1 && d[0] != Dim::Age => d[0],
         _ => {
@@ -58,19 +60,8 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
         }
     };
     let every = duration(&a.every, "--every")?;
-    let exec_timeout = duration(&a.exec_timeout, "--exec-timeout")?;
     let baseline = a.baseline.as_deref().map(read_baseline).transpose()?;
-    let mut out = Outputs {
-        json: a.json,
-        label: String::new(),
-        exec: a.exec.as_deref().map(split_command).transpose()?,
-        exec_timeout,
-        metrics: match &a.metrics {
-            Some(addr) => Some(serve_metrics(addr, a.metrics_any_interface)?),
-            None => None,
-        },
-        dim,
-    };
+    let mut out = Outputs::new(a, dim)?;
     let started = Instant::now();
     // The clock moves on from the context's (which `DLQ_TRIAGE_NOW` can pin).
     let now_ms = || ctx.now_ms() + i64::try_from(started.elapsed().as_millis()).unwrap_or(0);
@@ -121,6 +112,11 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
         ..
     } = loaded;
     let mut last = Instant::now();
+    let mut tick = |catalog: &Catalog| {
+        let at = now_ms();
+        let e = evaluate(&mut watch, catalog, &masker, at, replay().as_ref(), &out);
+        out.changes(at, &e);
+    };
     let result = session.tail(&mut |ev| {
         if let SessionEvent::Letters(batch) = ev {
             for p in batch {
@@ -132,9 +128,7 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
         }
         if last.elapsed() >= every {
             last = Instant::now();
-            let at = now_ms();
-            let e = evaluate(&mut watch, &catalog, &masker, at, replay().as_ref(), &out);
-            out.changes(at, &e);
+            tick(&catalog);
         }
         ControlFlow::Continue(())
     });
@@ -144,13 +138,31 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
             _,
         ))) => loop {
             std::thread::sleep(every);
-            let at = now_ms();
-            let e = evaluate(&mut watch, &catalog, &masker, at, replay().as_ref(), &out);
-            out.changes(at, &e);
+            tick(&catalog);
         },
         Err(e) => Err(anyhow::anyhow!("watching {} stopped: {e}", out.label)),
         Ok(()) => Ok(()),
     }
+}
+
+/// The config's rules, then `--rule`s; at least one.
+fn rules(ctx: &Context, a: &WatchArgs) -> anyhow::Result<Vec<Rule>> {
+    let mut rules = Vec::new();
+    for r in &ctx.config.watch.rules {
+        rules.push(
+            Rule::parse(&r.rule, r.name.as_deref(), r.severity.as_deref())
+                .map_err(super::UsageError)?,
+        );
+    }
+    for r in &a.rule {
+        rules.push(Rule::parse(r, None, Some(&a.severity)).map_err(super::UsageError)?);
+    }
+    if rules.is_empty() {
+        return usage(
+            "no rules: --rule 'reason=amount_* rate > 5/min for 5m' (repeatable), or [[watch.rules]] in the config",
+        );
+    }
+    Ok(rules)
 }
 
 fn evaluate(

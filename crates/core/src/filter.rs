@@ -273,25 +273,26 @@ fn tokenize(expr: &str) -> Result<Vec<String>, FilterError> {
     split_quoted(expr).or_else(|q| fail(format!("unclosed quote {q} in filter")))
 }
 
+/// The comparison at the start of `rest`, and what follows it.
+fn split_op(rest: &str) -> Option<(Op, &str)> {
+    [
+        ("!=", Op::Ne),
+        (">=", Op::Ge),
+        ("<=", Op::Le),
+        ("=", Op::Eq),
+        (">", Op::Gt),
+        ("<", Op::Lt),
+    ]
+    .into_iter()
+    .find_map(|(text, op)| rest.strip_prefix(text).map(|v| (op, v)))
+}
+
 fn parse_term(tok: &str) -> Result<Term, FilterError> {
     // Find the operator after a field name made of letters/underscores.
     let name_end = tok
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .unwrap_or(tok.len());
-    let rest = &tok[name_end..];
-    let (op, value) = if let Some(v) = rest.strip_prefix("!=") {
-        (Op::Ne, v)
-    } else if let Some(v) = rest.strip_prefix(">=") {
-        (Op::Ge, v)
-    } else if let Some(v) = rest.strip_prefix("<=") {
-        (Op::Le, v)
-    } else if let Some(v) = rest.strip_prefix('=') {
-        (Op::Eq, v)
-    } else if let Some(v) = rest.strip_prefix('>') {
-        (Op::Gt, v)
-    } else if let Some(v) = rest.strip_prefix('<') {
-        (Op::Lt, v)
-    } else {
+    let Some((op, value)) = split_op(&tok[name_end..]) else {
         if tok.is_empty() {
             return fail("empty filter term");
         }
@@ -339,56 +340,65 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
             negate,
             patterns: alts,
         }),
-        "age" => {
-            if matches!(op, Op::Eq | Op::Ne) {
-                return fail(format!("`{tok}`: age takes < or >, e.g. age>1h or age<15m"));
-            }
-            let ms = parse_duration_ms(value).ok_or_else(|| FilterError {
-                message: format!("`{tok}`: `{value}` is not a duration like 90s, 15m, 1h, 2d"),
-            })?;
-            Ok(Term::Age { op, ms })
-        }
-        "attempt" | "replays" => {
-            let n: u32 = value.parse().map_err(|_| FilterError {
-                message: format!("`{tok}`: `{value}` is not a whole number"),
-            })?;
-            Ok(if name == "attempt" {
-                Term::Attempt { op, n }
-            } else {
-                Term::Replays { op, n }
-            })
-        }
-        "state" => {
-            let states = alts
-                .iter()
-                .map(|s| {
-                    TriageState::parse(s).ok_or_else(|| FilterError {
-                        message: format!("`{tok}`: unknown state `{s}` (states: open, discarded, replaying, replayed, resolved, failed-again)"),
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            Ok(Term::State { negate, states })
-        }
-        "body" => {
-            let kinds = alts
-                .iter()
-                .map(|s| match s.as_str() {
-                    "json" => Ok(BodyKind::Json),
-                    "broken-json" => Ok(BodyKind::BrokenJson),
-                    "text" => Ok(BodyKind::Text),
-                    "binary" => Ok(BodyKind::Binary),
-                    "empty" => Ok(BodyKind::Empty),
-                    _ => fail(format!(
-                        "`{tok}`: unknown body kind `{s}` (json, broken-json, text, binary, empty)"
-                    )),
-                })
-                .collect::<Result<_, _>>()?;
-            Ok(Term::Body { negate, kinds })
-        }
+        "age" | "attempt" | "replays" => numeric_term(tok, name, op, value),
+        "state" => Ok(Term::State {
+            negate,
+            states: states_of(tok, &alts)?,
+        }),
+        "body" => Ok(Term::Body {
+            negate,
+            kinds: kinds_of(tok, &alts)?,
+        }),
         _ => fail(format!(
             "unknown filter field `{name}` in `{tok}` (fields: {FIELDS})"
         )),
     }
+}
+
+/// `age<15m`, `attempt>=3`, `replays>0`.
+fn numeric_term(tok: &str, name: &str, op: Op, value: &str) -> Result<Term, FilterError> {
+    if name == "age" {
+        if matches!(op, Op::Eq | Op::Ne) {
+            return fail(format!("`{tok}`: age takes < or >, e.g. age>1h or age<15m"));
+        }
+        let ms = parse_duration_ms(value).ok_or_else(|| FilterError {
+            message: format!("`{tok}`: `{value}` is not a duration like 90s, 15m, 1h, 2d"),
+        })?;
+        return Ok(Term::Age { op, ms });
+    }
+    let n: u32 = value.parse().map_err(|_| FilterError {
+        message: format!("`{tok}`: `{value}` is not a whole number"),
+    })?;
+    Ok(if name == "attempt" {
+        Term::Attempt { op, n }
+    } else {
+        Term::Replays { op, n }
+    })
+}
+
+fn states_of(tok: &str, alts: &[String]) -> Result<Vec<TriageState>, FilterError> {
+    alts.iter()
+        .map(|s| {
+            TriageState::parse(s).ok_or_else(|| FilterError {
+                message: format!("`{tok}`: unknown state `{s}` (states: open, discarded, replaying, replayed, resolved, failed-again)"),
+            })
+        })
+        .collect()
+}
+
+fn kinds_of(tok: &str, alts: &[String]) -> Result<Vec<BodyKind>, FilterError> {
+    alts.iter()
+        .map(|s| match s.as_str() {
+            "json" => Ok(BodyKind::Json),
+            "broken-json" => Ok(BodyKind::BrokenJson),
+            "text" => Ok(BodyKind::Text),
+            "binary" => Ok(BodyKind::Binary),
+            "empty" => Ok(BodyKind::Empty),
+            _ => fail(format!(
+                "`{tok}`: unknown body kind `{s}` (json, broken-json, text, binary, empty)"
+            )),
+        })
+        .collect()
 }
 
 fn any_glob(patterns: &[String], value: &str) -> bool {

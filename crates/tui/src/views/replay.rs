@@ -111,7 +111,6 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
     f.render_widget(Clear, area);
     let width = usize::from(area.width.saturating_sub(2));
     let p = r.progress.as_ref();
-    let n = |f: fn(&dlq_core::replay::Progress) -> usize| p.map_or(0, f);
     let phase = match (&r.ended, p) {
         (Some((state, _)), _) => state.clone(),
         (None, Some(p)) if r.killed_at.is_some() && p.phase != Phase::Done => {
@@ -120,7 +119,42 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
         (None, Some(p)) => p.phase.as_str().to_string(),
         (None, None) => "starting".into(),
     };
-    let mut lines = vec![Line::from(vec![
+    let spark_w = width.saturating_sub(9);
+    let lines = vec![
+        counts_line(r, t),
+        pace_line(p, width, t),
+        Line::from(vec![
+            Span::styled("rate     ", t.get(S::UiDim)),
+            Span::styled(spark(&r.rate, spark_w), t.get(S::UiSpark)),
+        ]),
+        Line::from(vec![
+            Span::styled("failures ", t.get(S::UiDim)),
+            Span::styled(spark(&r.failed, spark_w), t.get(S::StateFailedAgain)),
+        ]),
+        last_line(r, width, t),
+    ];
+    let title = format!(" Replay {} · {} ", sanitize::line(&r.id, 40), phase);
+    f.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(title)
+                .title_style(t.get(S::UiTitle))
+                .border_style(if r.ended.is_none() {
+                    t.get(S::UiBorderFocus)
+                } else {
+                    t.get(S::UiBorder)
+                }),
+        ),
+        area,
+    );
+}
+
+/// Planned, sent, confirmed, failed again (marked when any), refused, left.
+fn counts_line(r: &RunView, t: &Theme) -> Line<'static> {
+    let p = r.progress.as_ref();
+    let n = |f: fn(&dlq_core::replay::Progress) -> usize| p.map_or(0, f);
+    Line::from(vec![
         Span::styled(
             format!(
                 "{} planned · {} sent · {} confirmed · ",
@@ -146,7 +180,17 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
             ),
             t.get(S::UiText),
         ),
-    ])];
+    ])
+}
+
+/// The pace (rate, watch window, ETA, elapsed) — or, once stopped, why.
+fn pace_line(p: Option<&dlq_core::replay::Progress>, width: usize, t: &Theme) -> Line<'static> {
+    if let Some(why) = p.and_then(|p| p.end.as_ref()).and_then(|e| e.reason()) {
+        return Line::from(Span::styled(
+            sanitize::line(&format!("stopped: {why}"), width),
+            t.get(S::UiWarn),
+        ));
+    }
     let mut pace = match p {
         Some(p) => format!("{:.1}/s (set {}/s)", p.rate, p.target_rate),
         None => "—".into(),
@@ -160,27 +204,12 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
     if let Some(p) = p {
         pace.push_str(&format!(" · {}s elapsed", p.elapsed.as_secs()));
     }
-    // Once stopped, why matters more than the pace.
-    match p.and_then(|p| p.end.as_ref()).and_then(|e| e.reason()) {
-        Some(why) => lines.push(Line::from(Span::styled(
-            sanitize::line(&format!("stopped: {why}"), width),
-            t.get(S::UiWarn),
-        ))),
-        None => lines.push(Line::from(Span::styled(
-            fit(&pace, width),
-            t.get(S::UiText),
-        ))),
-    }
-    let spark_w = width.saturating_sub(9);
-    lines.push(Line::from(vec![
-        Span::styled("rate     ", t.get(S::UiDim)),
-        Span::styled(spark(&r.rate, spark_w), t.get(S::UiSpark)),
-    ]));
-    lines.push(Line::from(vec![
-        Span::styled("failures ", t.get(S::UiDim)),
-        Span::styled(spark(&r.failed, spark_w), t.get(S::StateFailedAgain)),
-    ]));
-    let last = match &r.ended {
+    Line::from(Span::styled(fit(&pace, width), t.get(S::UiText)))
+}
+
+/// How it ended, or the kill key while it runs.
+fn last_line(r: &RunView, width: usize, t: &Theme) -> Line<'static> {
+    match &r.ended {
         Some((_, summary)) => Line::from(Span::styled(
             sanitize::line(summary, width),
             if summary.contains(" completed:") {
@@ -196,23 +225,7 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
                 t.get(S::UiDim),
             ),
         ]),
-    };
-    lines.push(last);
-    let title = format!(" Replay {} · {} ", sanitize::line(&r.id, 40), phase);
-    f.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(title)
-                .title_style(t.get(S::UiTitle))
-                .border_style(if r.ended.is_none() {
-                    t.get(S::UiBorderFocus)
-                } else {
-                    t.get(S::UiBorder)
-                }),
-        ),
-        area,
-    );
+    }
 }
 
 /// One line over the second line of the screen, where the pane does not fit.
