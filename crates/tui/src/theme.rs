@@ -1,4 +1,4 @@
-//! Themes: TOML files (`themes/*.toml`, embedded; user themes in
+//! Themes: TOML files (`crates/tui/themes/*.toml`, embedded; user themes in
 //! `$XDG_CONFIG_HOME/dlq-triage/themes/NAME.toml`) mapping semantic keys to styles.
 
 use ratatui::style::{Color, Modifier, Style};

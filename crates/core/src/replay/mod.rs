@@ -6,6 +6,7 @@
 
 pub mod describe;
 pub mod engine;
+pub mod options;
 pub mod plan;
 pub mod rate;
 pub mod report;
