@@ -971,3 +971,56 @@ fn watch_serves_prometheus_metrics_on_loopback() {
         assert!(page.contains(want), "no `{want}` in\n{page}");
     }
 }
+
+/// `… | head` closes the pipe early: a clean exit, never a panic (101). The replay
+/// dry-run printed its JSON with `println!`, which panics on a closed pipe.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let env = Env::new();
+    let letters: Vec<RawLetter> = (0..400)
+        .map(|i| letter(i, "timeout", "v1", 10 + i))
+        .collect();
+    let dump = env.dump("big.ndjson", &letters, &[]);
+    let dump = dump.to_str().expect("utf-8 path");
+    for args in [
+        vec![
+            "replay",
+            "demo",
+            "--filter",
+            "reason=attempt_budget_exhausted",
+            "--dry-run",
+            "--json",
+        ],
+        vec!["list", dump, "--json"],
+        vec!["summary", dump, "--json"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+            .args(&args)
+            .env("DLQ_TRIAGE_NOW", NOW)
+            .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
+            .env("XDG_STATE_HOME", env.dir.path().join("state"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("binary runs");
+        let mut first = [0u8; 16];
+        let read = child.stdout.take().expect("stdout").read_exact(&mut first);
+        if let Err(e) = read {
+            let out = child.wait_with_output().expect("exits");
+            panic!(
+                "{args:?}: no output ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // The read end is dropped here: the rest of the output meets a closed pipe.
+        let out = child.wait_with_output().expect("exits");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -22,7 +22,10 @@ pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {
     let demo = Demo::start(a.seed, ctx.now, Scale(1.0))?;
     if let Some(n) = a.bench {
         demo.seed_bench("bench.dlq", n, 256, ctx.now)?;
-        println!("bench:       bench.dlq seeded with {n} letters in 256 partitions");
+        writeln!(
+            std::io::stdout(),
+            "bench:       bench.dlq seeded with {n} letters in 256 partitions"
+        )?;
     }
     // A new dead letter every few seconds, and the simulated consumer that replays land on.
     let _sim = Simulator::start(

@@ -45,14 +45,15 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
         .collect();
     let label = sanitize::clean(&loaded.info.label);
     if targets.is_empty() {
-        println!(
+        writeln!(
+            std::io::stdout(),
             "no open letters match `{}` in {label}",
             sanitize::clean(&a.filter)
-        );
+        )?;
         return Ok(());
     }
     if !a.yes && !confirmed(targets.len(), &label, reason)? {
-        println!("nothing discarded");
+        writeln!(std::io::stdout(), "nothing discarded")?;
         return Ok(());
     }
     // Test hook: die between the ledger write and the broker (see tests/rabbitmq.rs).

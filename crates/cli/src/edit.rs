@@ -38,7 +38,7 @@ pub fn run(ctx: &Context, a: &EditArgs) -> anyhow::Result<()> {
     )?;
     match revised {
         Revised::Unchanged => {
-            println!("no changes; nothing saved");
+            writeln!(std::io::stdout(), "no changes; nothing saved")?;
             Ok(())
         }
         Revised::Saved { number: n, paths } => {

@@ -127,10 +127,14 @@ fn report_end(report: &ReplayReport, json: bool) -> anyhow::Result<()> {
             "outcome": report.outcome,
             "unsettled": report.unsettled.iter().map(|(i, w)| serde_json::json!({"letter_id": i, "why": w})).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&j)?);
+        super::output::print_json(&j)?;
     } else {
-        println!("{summary}");
-        println!("details: dlq-triage replays show {}", clean(&report.id));
+        writeln!(std::io::stdout(), "{summary}")?;
+        writeln!(
+            std::io::stdout(),
+            "details: dlq-triage replays show {}",
+            clean(&report.id)
+        )?;
     }
     let code = match &report.end {
         End::Completed => return Ok(()),
@@ -260,7 +264,7 @@ fn print_plan(
     resume: Option<&Resume>,
 ) -> anyhow::Result<()> {
     if a.json && a.dry_run {
-        println!("{}", serde_json::to_string_pretty(&plan_json(plan, true))?);
+        super::output::print_json(&plan_json(plan, true))?;
         return Ok(());
     }
     // The plan goes to stderr when JSON is the run's report, so stdout stays one document.

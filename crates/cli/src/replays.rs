@@ -18,9 +18,9 @@ pub fn run(ctx: &Context, a: &ReplaysArgs) -> anyhow::Result<()> {
         }
         _ => {
             if a.json {
-                println!("[]");
+                writeln!(std::io::stdout(), "[]")?;
             } else {
-                println!("no replays (no ledger yet)");
+                writeln!(std::io::stdout(), "no replays (no ledger yet)")?;
             }
             return Ok(());
         }
