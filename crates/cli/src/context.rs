@@ -338,7 +338,7 @@ impl Context {
                     SessionEvent::Partial(_) | SessionEvent::Notice(_) => {}
                     SessionEvent::Progress { total, .. } => {
                         if let Some(t) = total {
-                            catalog.store.expect(t);
+                            catalog.store.reserve(t);
                         }
                         bar.total(total)
                     }

@@ -330,7 +330,7 @@ impl LetterStore {
     /// vectors (and hold old and new copies at once) twenty times on the way. Capped, and
     /// the arena sized from what letters took so far, so a wild estimate cannot reserve
     /// absurd amounts; `shrink_to_fit` gives back what was not used.
-    pub fn expect(&mut self, total: u64) {
+    pub fn reserve(&mut self, total: u64) {
         const MOST: u64 = 16_000_000;
         let total = usize::try_from(total.min(MOST)).unwrap_or(0);
         let more = total.saturating_sub(self.rows.len());
@@ -399,14 +399,14 @@ mod tests {
     #[test]
     fn an_estimate_makes_room_once_and_a_wild_one_is_capped() {
         let mut s = LetterStore::new();
-        s.expect(100_000);
+        s.reserve(100_000);
         assert!(s.rows.capacity() >= 100_000);
         let cap = s.rows.capacity();
-        s.expect(50_000); // less than there is room for: nothing to do
+        s.reserve(50_000); // less than there is room for: nothing to do
         assert_eq!(s.rows.capacity(), cap);
         // A watermark of a compacted topic can be huge; a reservation never is.
         let mut wild = LetterStore::new();
-        wild.expect(u64::MAX);
+        wild.reserve(u64::MAX);
         assert!(wild.rows.capacity() <= 32_000_000);
         wild.shrink_to_fit();
         assert_eq!(wild.rows.capacity(), 0);

@@ -37,7 +37,7 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
             state.scan.done = state.scan.done.max(done);
             state.scan.total = total;
             if let Some(t) = total {
-                state.catalog.store.expect(t);
+                state.catalog.store.reserve(t);
             }
         }
         BrowseEvent::ScanDone => {
