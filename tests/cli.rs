@@ -28,17 +28,21 @@ impl Env {
         }
     }
 
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-            .args(args)
+    /// The binary with this environment's clock, config and state.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
+        c.args(args)
             .env("DLQ_TRIAGE_NOW", NOW)
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
             .env("XDG_STATE_HOME", self.dir.path().join("state"))
             .env_remove("DLQ_TRIAGE_CONFIG")
             .env_remove("DLQ_TRIAGE_GROUP_BY")
-            .env_remove("NO_COLOR")
-            .output()
-            .expect("binary runs")
+            .env_remove("NO_COLOR");
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("binary runs")
     }
 
     fn dump(&self, name: &str, letters: &[RawLetter], extra: &[&[u8]]) -> PathBuf {
@@ -996,11 +1000,8 @@ fn a_closed_pipe_ends_a_command_quietly() {
         vec!["list", dump, "--json"],
         vec!["summary", dump, "--json"],
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-            .args(&args)
-            .env("DLQ_TRIAGE_NOW", NOW)
-            .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
-            .env("XDG_STATE_HOME", env.dir.path().join("state"))
+        let mut child = env
+            .command(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
