@@ -24,8 +24,8 @@ fn main() -> anyhow::Result<()> {
     let mut n = 0u64;
     let mut first = None;
     src.scan(&mut |ev| {
-        if let ScanEvent::Letter(_) = ev {
-            n += 1;
+        if let ScanEvent::Letters(b) = ev {
+            n += b.len() as u64;
             first.get_or_insert_with(|| started.elapsed());
         }
         ControlFlow::Continue(())

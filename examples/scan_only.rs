@@ -26,8 +26,8 @@ fn main() -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let mut n = 0u64;
     src.scan(&mut |ev| {
-        if let ScanEvent::Letter(_) = ev {
-            n += 1;
+        if let ScanEvent::Letters(b) = ev {
+            n += b.len() as u64;
         }
         ControlFlow::Continue(())
     })?;

@@ -49,8 +49,8 @@ fn letters(topic: &str, n: usize, partitions: i32) -> Vec<RawLetter> {
 fn scan(src: &mut dyn DlqSource) -> Result<Vec<RawLetter>, SourceError> {
     let mut got = Vec::new();
     src.scan(&mut |ev| {
-        if let ScanEvent::Letter(l) = ev {
-            got.push(l);
+        if let ScanEvent::Letters(b) = ev {
+            got.extend(b);
         }
         ControlFlow::Continue(())
     })?;
@@ -178,8 +178,8 @@ fn tail_picks_up_new_letters_after_the_scan() {
     let mut got = Vec::new();
     let started = std::time::Instant::now();
     src.tail(&mut |ev| {
-        if let ScanEvent::Letter(l) = ev {
-            got.push(l);
+        if let ScanEvent::Letters(b) = ev {
+            got.extend(b);
         }
         if got.len() == 6 || started.elapsed() > std::time::Duration::from_secs(60) {
             ControlFlow::Break(())
@@ -329,9 +329,10 @@ fn broker_down_mid_scan_is_a_clear_error_not_a_hang() {
     .with_stall_timeout(std::time::Duration::from_secs(3));
     let mut seen = 0;
     let result = src.scan(&mut |ev| {
-        if let ScanEvent::Letter(_) = ev {
-            seen += 1;
-            if seen == 10 {
+        if let ScanEvent::Letters(b) = ev {
+            let before = seen;
+            seen += b.len();
+            if before < 10 && seen >= 10 {
                 let _ = cluster.broker_down(1);
             }
         }

@@ -6,7 +6,7 @@
 
 use dlq_amqp::{AmqpTarget, RabbitPublisher, RabbitSource};
 use dlq_core::conventions::extract;
-use dlq_core::model::{DeadLetter, Origin};
+use dlq_core::model::{DeadLetter, Origin, RawLetter};
 use dlq_core::ports::{DlqSource, Outgoing, Publisher, ScanEvent, Settled, Target};
 use dlq_tui::action::{BrowseEvent, Event as UiEvent, LedgerEvent, ReplayEvent};
 use futures_lite::StreamExt;
@@ -281,12 +281,20 @@ impl Drop for Topology {
     }
 }
 
+/// The letters of a scan event (none for the others).
+fn letters_of(ev: ScanEvent) -> Vec<RawLetter> {
+    match ev {
+        ScanEvent::Letters(b) => b,
+        _ => Vec::new(),
+    }
+}
+
 fn browse(src: &mut RabbitSource) -> (Vec<DeadLetter>, Vec<String>) {
     let mut letters = Vec::new();
     let mut problems = Vec::new();
     src.scan(&mut |ev| {
         match ev {
-            ScanEvent::Letter(raw) => letters.push(extract(raw, &[])),
+            ScanEvent::Letters(b) => letters.extend(b.into_iter().map(|raw| extract(raw, &[]))),
             // Unreadable records are marked: a notice about the browse is not one.
             ScanEvent::Problem { message, .. } => problems.push(format!("problem: {message}")),
             ScanEvent::Notice { message, .. } => problems.push(message),
@@ -796,8 +804,8 @@ fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
         let mut n = 0;
         let err = src
             .scan(&mut |ev| {
-                if matches!(ev, ScanEvent::Letter(_)) {
-                    n += 1;
+                if let ScanEvent::Letters(b) = ev {
+                    n += b.len();
                 }
                 ControlFlow::Continue(())
             })
@@ -914,7 +922,7 @@ fn streams_are_read_by_offset_without_consuming() {
     let started = Instant::now();
     let mut late = None;
     src.tail(&mut |ev| {
-        if let ScanEvent::Letter(raw) = ev {
+        if let Some(raw) = letters_of(ev).into_iter().next() {
             late = Some(raw);
             return ControlFlow::Break(());
         }
@@ -1345,9 +1353,7 @@ fn the_tui_applies_a_pending_discard_and_says_so() {
         .with_queue_policy(Some("classic".into()), false);
     let mut raws = Vec::new();
     src.scan(&mut |ev| {
-        if let ScanEvent::Letter(r) = ev {
-            raws.push(r);
-        }
+        raws.extend(letters_of(ev));
         ControlFlow::Continue(())
     })
     .expect("browse");
@@ -1390,7 +1396,7 @@ fn the_tui_applies_a_pending_discard_and_says_so() {
         if let Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Live(b))))) =
             rx.recv_timeout(Duration::from_millis(200))
         {
-            live.extend(b.into_iter().map(|p| p.letter.id.value.0));
+            live.extend(b.into_iter().map(|p| p.letter.id.value.0.clone()));
         }
     }
     assert_eq!(live, ["m-2"]);
@@ -2452,7 +2458,7 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
         assert!(started.elapsed() < Duration::from_secs(30), "no scan");
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Letters(b))))) => {
-                picked.extend(b.into_iter().map(|p| Picked::Held(p.letter.raw)))
+                picked.extend(b.into_iter().map(|p| Picked::Held(p.letter, p.preview)))
             }
             Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanDone)))) => break,
             _ => {}
@@ -2512,7 +2518,11 @@ fn a_replay_from_the_tui_acks_through_the_worker_that_holds_the_deliveries() {
             }
         };
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(state, "completed", "{summary}");
+    assert_eq!(
+        state,
+        Some(dlq_core::journal::ReplayState::Completed),
+        "{summary}"
+    );
     assert!(
         summary.contains("20 of 20 confirmed, 2 failed again"),
         "{summary}"

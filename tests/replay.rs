@@ -67,13 +67,15 @@ impl Env {
             let mut src =
                 KafkaSource::new(vec![self.bootstrap.clone()], vec![t.into()], Vec::new());
             let r = src.scan(&mut |ev| {
-                if let ScanEvent::Letter(l) = ev {
-                    let h = |n: &str| l.header(n).and_then(|v| v.as_nonempty_text());
-                    if h("x-dlq-replay-id").as_deref() == Some(id) {
-                        by_from
-                            .entry(h("x-dlq-replayed-from").expect("from"))
-                            .or_default()
-                            .push(l);
+                if let ScanEvent::Letters(b) = ev {
+                    for l in b {
+                        let h = |n: &str| l.header(n).and_then(|v| v.as_nonempty_text());
+                        if h("x-dlq-replay-id").as_deref() == Some(id) {
+                            by_from
+                                .entry(h("x-dlq-replayed-from").expect("from"))
+                                .or_default()
+                                .push(l);
+                        }
                     }
                 }
                 ControlFlow::Continue(())
@@ -547,13 +549,11 @@ fn stale_keys_and_tired_letters_are_excluded_unless_asked() {
     let mut order = Vec::new();
     orders
         .scan(&mut |ev| {
-            if let ScanEvent::Letter(l) = ev {
-                if let Some(from) = l
-                    .header("x-dlq-replayed-from")
-                    .and_then(|v| v.as_nonempty_text())
-                {
-                    order.push(from);
-                }
+            if let ScanEvent::Letters(b) = ev {
+                order.extend(b.iter().filter_map(|l| {
+                    l.header("x-dlq-replayed-from")
+                        .and_then(|v| v.as_nonempty_text())
+                }));
             }
             ControlFlow::Continue(())
         })

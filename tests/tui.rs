@@ -38,8 +38,11 @@ fn state_from(path: &Path, size: (u16, u16)) -> AppState {
     let mut src = FileSource::open(path).expect("dump");
     let mut batch = Vec::new();
     src.scan(&mut |ev| {
-        if let ScanEvent::Letter(raw) = ev {
-            batch.push(prepare_letter(&masker, &[], raw));
+        if let ScanEvent::Letters(raws) = ev {
+            batch.extend(
+                raws.into_iter()
+                    .map(|raw| prepare_letter(&masker, &[], raw)),
+            );
         }
         ControlFlow::Continue(())
     })

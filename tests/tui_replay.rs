@@ -9,6 +9,7 @@ use dlq_app::brokers::OpenOptions;
 use dlq_app::session::{Principal, Settings};
 use dlq_core::access::Role;
 use dlq_core::catalog::Catalog;
+use dlq_core::journal::ReplayState;
 use dlq_core::masking::Masker;
 use dlq_core::model::TriageState;
 use dlq_core::ports::SourceInfo;
@@ -40,7 +41,7 @@ struct Tui {
     /// Replay phases the progress pane went through, in order, without repeats.
     phases: Vec<Phase>,
     /// (state, summary) of the last replay that ended.
-    ended: Option<(String, String)>,
+    ended: Option<(Option<ReplayState>, String)>,
 }
 
 impl Tui {
@@ -105,7 +106,7 @@ impl Tui {
                 self.phases.push(p.phase);
             }
             Action::Event(UiEvent::Replay(ReplayEvent::ReplayEnded { state, summary, .. })) => {
-                self.ended = Some((state.clone(), summary.clone()));
+                self.ended = Some((*state, summary.clone()));
             }
             Action::Event(UiEvent::Scan(BrowseEvent::ScanFailed(e))) => {
                 panic!("the demo failed: {e}")
@@ -222,7 +223,7 @@ impl Tui {
         assert!(self.s.replay.running(), "not started:\n{}", self.screen());
     }
 
-    fn wait_end(&mut self, limit: Duration) -> (String, String) {
+    fn wait_end(&mut self, limit: Duration) -> (Option<ReplayState>, String) {
         self.ended = None;
         self.until("the replay ends", limit, |t| t.ended.is_some());
         self.ended.clone().expect("ended")
@@ -277,7 +278,7 @@ fn a_group_replays_from_the_dry_run_through_canary_watch_and_ramp() {
     assert!(t.screen().contains("nothing was sent"));
     t.start();
     let (state, summary) = t.wait_end(Duration::from_secs(90));
-    assert_eq!(state, "completed", "{summary}");
+    assert_eq!(state, Some(ReplayState::Completed), "{summary}");
     assert!(
         summary.contains(&format!("{n} of {n} confirmed, 0 failed again")),
         "{summary}"
@@ -316,7 +317,7 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
     t.set(3, -2); // watch 5s
     t.start();
     let (state, summary) = t.wait_end(Duration::from_secs(60));
-    assert_eq!(state, "auto-stopped", "{summary}");
+    assert_eq!(state, Some(ReplayState::AutoStopped), "{summary}");
     let screen = t.screen();
     assert!(screen.contains("auto-stopped"), "{screen}");
     assert!(
@@ -372,7 +373,7 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
         Some(TriageState::Open)
     );
     let row = t.s.letters.order.rows[t.s.letters.cursor];
-    let payload = t.s.cache.get(row).expect("held").payload.clone();
+    let payload = t.s.cache.get(row).expect("held").raw.payload.clone();
     assert!(
         String::from_utf8_lossy(&payload).contains("\"amount\":\""),
         "a string amount"
@@ -398,7 +399,7 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
     t.set(3, -2);
     t.start();
     let (state, summary) = t.wait_end(Duration::from_secs(60));
-    assert_eq!(state, "completed", "{summary}");
+    assert_eq!(state, Some(ReplayState::Completed), "{summary}");
     assert!(
         summary.contains("1 of 1 confirmed, 0 failed again"),
         "{summary}"
@@ -423,7 +424,7 @@ fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
     });
     t.key(KeyCode::Char('K'));
     let (state, summary) = t.wait_end(Duration::from_secs(40));
-    assert_eq!(state, "killed", "{summary}");
+    assert_eq!(state, Some(ReplayState::Killed), "{summary}");
     let sent =
         t.s.replay
             .run
@@ -480,7 +481,7 @@ fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
     });
     let l = dlq_ledger::Ledger::open(&t.ledger, "tester").expect("ledger");
     let (row, _) = l.replay(&id).expect("read").expect("journaled");
-    assert_eq!(row.state, "abandoned");
+    assert_eq!(row.state, ReplayState::Abandoned);
 }
 
 /// A viewer sees `r` disabled and cannot open the dry-run.

@@ -82,9 +82,11 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
         match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Fetched(
                 7,
-                Ok(raw),
+                Ok(letter),
             ))))) => {
-                assert_eq!(raw.coords, Some(coords));
+                // Prepared by the session: the conventions ran (an id is set).
+                assert_eq!(letter.raw.coords, Some(coords));
+                assert!(!letter.id.value.0.is_empty());
                 break;
             }
             Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Fetched(7, Err(e)))))) => {

@@ -127,7 +127,7 @@ pub fn replay_topic(
     session
         .scan(true, &mut |ev| {
             if let SessionEvent::Letters(b) = ev {
-                letters.extend(b.into_iter().map(|p| (*p.letter, p.preview)));
+                letters.extend(b.into_iter().map(|p| (p.letter, p.preview)));
             }
             ControlFlow::Continue(())
         })

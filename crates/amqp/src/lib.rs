@@ -366,10 +366,10 @@ impl DlqSource for RabbitSource {
                         if self.streams.contains(&q) {
                             // Credit for the next ones; the message stays in the stream.
                             let _ = self.rt.block_on(d.ack(BasicAckOptions::default()));
-                            ScanEvent::Letter(stream_letter(d, &vhost, &q, position))
+                            ScanEvent::Letters(vec![stream_letter(d, &vhost, &q, position)])
                         } else {
                             self.tags.set(&q, position, d.delivery_tag);
-                            ScanEvent::Letter(to_raw(d, &vhost, &q, position))
+                            ScanEvent::Letters(vec![to_raw(d, &vhost, &q, position)])
                         }
                     }
                     Ok(Some(Err(e))) => {

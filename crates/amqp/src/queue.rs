@@ -185,13 +185,15 @@ impl RabbitSource {
             flow: ControlFlow::Continue(()),
         };
         let mut error = None;
-        'batches: while let Some(batch) = rx.blocking_recv() {
+        while let Some(batch) = rx.blocking_recv() {
+            let before = got.browsed;
+            let mut letters = Vec::with_capacity(batch.len());
             for item in batch {
                 let (tag, raw) = match item {
                     Ok(x) => x,
                     Err(e) => {
                         error = Some(e);
-                        break 'batches;
+                        break;
                     }
                 };
                 got.browsed += 1;
@@ -202,16 +204,20 @@ impl RabbitSource {
                 {
                     got.most_delivered = got.most_delivered.max(n);
                 }
-                got.flow = sink(ScanEvent::Letter(raw));
-                if got.flow.is_continue() && got.browsed % 5_000 == 0 {
-                    got.flow = sink(ScanEvent::Progress {
-                        done: got.browsed,
-                        total: Some(want),
-                    });
-                }
-                if got.flow.is_break() {
-                    break 'batches;
-                }
+                letters.push(raw);
+            }
+            // What arrived together goes on together (letters before an error too).
+            if !letters.is_empty() {
+                got.flow = sink(ScanEvent::Letters(letters));
+            }
+            if got.flow.is_continue() && got.browsed / 5_000 > before / 5_000 {
+                got.flow = sink(ScanEvent::Progress {
+                    done: got.browsed,
+                    total: Some(want),
+                });
+            }
+            if got.flow.is_break() || error.is_some() {
+                break;
             }
         }
         drop(rx);

@@ -62,17 +62,14 @@ impl RabbitSource {
             // the tail, as on a queue. Nothing is held: a stream's acks only grant credit.
             self.keep_open(queue, ch, consumer, deliveries.len() as u64, true);
         }
-        for (i, d) in deliveries.into_iter().enumerate() {
-            if sink(ScanEvent::Letter(stream_letter(
-                d,
-                &vhost,
-                queue,
-                i as u64 + 1,
-            )))
-            .is_break()
-            {
-                return Ok(ControlFlow::Break(()));
-            }
+        // The whole read goes on as one batch: the session prepares it in its own sizes.
+        let letters: Vec<RawLetter> = deliveries
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| stream_letter(d, &vhost, queue, i as u64 + 1))
+            .collect();
+        if !letters.is_empty() && sink(ScanEvent::Letters(letters)).is_break() {
+            return Ok(ControlFlow::Break(()));
         }
         Ok(ControlFlow::Continue(()))
     }

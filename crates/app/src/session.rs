@@ -13,6 +13,7 @@ use dlq_core::decisions::{self, Discarded, Held, Target};
 use dlq_core::journal::{AuditEntry, Decision, Journal, JournalError};
 use dlq_core::masking::Masker;
 use dlq_core::model::{Coords, DeadLetter, RawLetter};
+use dlq_core::payload_cache::Kept;
 use dlq_core::ports::{DlqSource, ScanEvent, SourceError, SourceInfo};
 use dlq_ledger::Ledger;
 use std::collections::{HashMap, HashSet};
@@ -29,7 +30,7 @@ use dlq_core::pipeline::Broken;
 pub use draft::{unsupported, Pace, ReplayDraft, Start};
 use prepare::{preparing, Prep, Pump, TAIL_BATCH};
 pub use replaying::{
-    latest_replay_figures, Picked, ReplayReport, ReplayWatcher, Resume, Unfinished,
+    latest_replay_figures, Picked, PlanLetter, ReplayReport, ReplayWatcher, Resume, Unfinished,
 };
 
 /// Letters per prepared batch, and the longest a partial batch waits (a slow source
@@ -378,7 +379,7 @@ impl Session {
             let mut broken = false;
             let mut on_event = |ev: ScanEvent| -> ControlFlow<()> {
                 let step = match ev {
-                    ScanEvent::Letter(raw) => pump.letter(raw),
+                    ScanEvent::Letters(raws) => pump.letters(raws),
                     ScanEvent::Progress { done, total } => {
                         pump.heartbeat(SessionEvent::Progress { done, total })
                     }
@@ -510,6 +511,26 @@ impl Session {
     pub fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SessionError> {
         Ok(self.src.fetch(coords)?)
     }
+
+    /// One letter read again by its coordinates and prepared as the scan prepares
+    /// (conventions, masked fields): for a front end whose copy was evicted.
+    pub fn fetch_prepared(&mut self, coords: &Coords) -> Result<Kept, SessionError> {
+        fetch_prepared(self.src.as_mut(), &self.settings, coords)
+    }
+}
+
+/// [`Session::fetch_prepared`] on borrowed parts (a replay's turn holds the session).
+fn fetch_prepared(
+    src: &mut dyn DlqSource,
+    settings: &Settings,
+    coords: &Coords,
+) -> Result<Kept, SessionError> {
+    let raw = src.fetch(coords)?;
+    Ok(std::sync::Arc::new(dlq_core::catalog::extract_masked(
+        &settings.masker,
+        &settings.mappings,
+        raw,
+    )))
 }
 fn preparing_failed() -> SessionError {
     SessionError::Invalid(

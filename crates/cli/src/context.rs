@@ -15,6 +15,7 @@ use dlq_core::sanitize;
 use dlq_core::source::SourceRef;
 use dlq_core::store::RowId;
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 /// A usage problem (bad source, bad filter, unsupported kind): exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -293,7 +294,7 @@ impl Context {
     pub(crate) fn load_visit(
         &self,
         arg: &str,
-        visit: impl FnMut(&Catalog, RowId, Box<DeadLetter>) -> anyhow::Result<()>,
+        visit: impl FnMut(&Catalog, RowId, Arc<DeadLetter>) -> anyhow::Result<()>,
     ) -> anyhow::Result<Loaded> {
         self.load_with(arg, true, visit)
     }
@@ -306,7 +307,7 @@ impl Context {
         &self,
         arg: &str,
         previews: bool,
-        mut visit: impl FnMut(&Catalog, RowId, Box<DeadLetter>) -> anyhow::Result<()>,
+        mut visit: impl FnMut(&Catalog, RowId, Arc<DeadLetter>) -> anyhow::Result<()>,
     ) -> anyhow::Result<Loaded> {
         let (source_ref, opts) = self.source_plan(arg)?;
         let source_key = source_ref.to_string();

@@ -6,8 +6,9 @@
 
 use super::context::{usage, Context, Exit};
 use super::ReplayArgs;
-use dlq_app::session::{unsupported, Pace, ReplayDraft, ReplayReport, Resume, SessionError, Start};
-use dlq_core::model::DeadLetter;
+use dlq_app::session::{
+    unsupported, Pace, PlanLetter, ReplayDraft, ReplayReport, Resume, SessionError, Start,
+};
 use dlq_core::ports::Target;
 
 use dlq_core::replay::describe::{self, summary_line};
@@ -80,7 +81,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
 fn select(
     ctx: &Context,
     a: &ReplayArgs,
-) -> anyhow::Result<(Vec<(DeadLetter, String)>, super::context::Loaded)> {
+) -> anyhow::Result<(Vec<PlanLetter>, super::context::Loaded)> {
     let mut filter = match &a.filter {
         Some(f) => {
             let filter = ctx.parse_filter(Some(f))?;
@@ -94,14 +95,14 @@ fn select(
         None => None,
     };
     let now = ctx.now_ms();
-    let mut picked: Vec<(DeadLetter, String)> = Vec::new();
+    let mut picked: Vec<PlanLetter> = Vec::new();
     let loaded = ctx.load_visit(&a.source, |catalog, row, letter| {
         let store = &catalog.store;
         let Some(r) = store.row(row) else {
             return Ok(());
         };
         if filter.as_mut().is_none_or(|f| f.matches(store, r, now)) {
-            picked.push((*letter, store.preview(r).to_string()));
+            picked.push((letter, store.preview(r).to_string()));
         }
         Ok(())
     })?;

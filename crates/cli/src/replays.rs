@@ -2,7 +2,7 @@
 
 use super::context::{usage, Context};
 use super::ReplaysArgs;
-use dlq_core::journal::{Journal, ReplayRow};
+use dlq_core::journal::{Journal, ReplayRow, ReplayState};
 use dlq_core::sanitize::clean;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -32,8 +32,8 @@ pub fn run(ctx: &Context, a: &ReplaysArgs) -> anyhow::Result<()> {
     }
 }
 
-fn state(r: &ReplayRow) -> String {
-    r.shown_state()
+fn state(r: &ReplayRow) -> &'static str {
+    r.shown_state().as_str()
 }
 
 fn list(ledger: &dyn Journal, json: bool) -> anyhow::Result<()> {
@@ -128,7 +128,10 @@ fn show(ledger: &dyn Journal, id: &str, json: bool) -> anyhow::Result<()> {
     }
     let counts: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
     writeln!(out, "  letters:  {}", counts.join(", "))?;
-    if state(&row) == "interrupted" || matches!(row.state.as_str(), "killed" | "auto-stopped") {
+    if matches!(
+        row.shown_state(),
+        ReplayState::Interrupted | ReplayState::Killed | ReplayState::AutoStopped
+    ) {
         writeln!(
             out,
             "  continue: dlq-triage replay {} --resume {} (confirmed letters are never sent again)",
@@ -147,7 +150,7 @@ fn show(ledger: &dyn Journal, id: &str, json: bool) -> anyhow::Result<()> {
             out,
             "{:>5}  {:<13} {:<28} {:<24} {}",
             i.seq,
-            clean(&i.state),
+            i.state,
             clean(&i.letter_id),
             clean(&i.location),
             clean(note)

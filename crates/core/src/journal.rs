@@ -101,6 +101,145 @@ impl std::str::FromStr for Head {
     }
 }
 
+/// How a replay stands in the journal. Spelled (`as_str`) only where it is stored or
+/// printed: the ledger's rows, JSON, the screens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplayState {
+    Running,
+    Completed,
+    AutoStopped,
+    Killed,
+    Failed,
+    /// The operator gave up on the letters it left (they stay in the DLQ).
+    Abandoned,
+    /// Never stored: `Running` with no live process behind it (see `shown_state`).
+    Interrupted,
+}
+
+impl ReplayState {
+    pub const ALL: [ReplayState; 7] = [
+        ReplayState::Running,
+        ReplayState::Completed,
+        ReplayState::AutoStopped,
+        ReplayState::Killed,
+        ReplayState::Failed,
+        ReplayState::Abandoned,
+        ReplayState::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayState::Running => "running",
+            ReplayState::Completed => "completed",
+            ReplayState::AutoStopped => "auto-stopped",
+            ReplayState::Killed => "killed",
+            ReplayState::Failed => "failed",
+            ReplayState::Abandoned => "abandoned",
+            ReplayState::Interrupted => "interrupted",
+        }
+    }
+
+    /// The stored spelling back (the ledger's edge); `None` for anything else.
+    pub fn parse(s: &str) -> Option<ReplayState> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// Stopped with letters left that a `--resume` may send.
+    pub fn resumable(self) -> bool {
+        matches!(
+            self,
+            ReplayState::Running
+                | ReplayState::Interrupted
+                | ReplayState::Killed
+                | ReplayState::AutoStopped
+                | ReplayState::Failed
+        )
+    }
+}
+
+impl std::fmt::Display for ReplayState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Where one planned letter of a replay stands in the journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ItemState {
+    /// Not sent (yet, or again: journaled as sending but stopped before the publish).
+    Planned,
+    /// The publish was about to start: in doubt until confirmed.
+    Sending,
+    /// Confirmed by the broker; its DLQ copy not yet settled.
+    Confirmed,
+    /// Confirmed and its DLQ copy settled (or nothing to settle: Kafka).
+    Settled,
+    /// Sent, then back in the DLQ.
+    FailedAgain,
+    /// The broker refused the publish.
+    Refused,
+    /// Not sent: the stale-key check or the plan held it back.
+    HeldBack,
+}
+
+impl ItemState {
+    pub const ALL: [ItemState; 7] = [
+        ItemState::Planned,
+        ItemState::Sending,
+        ItemState::Confirmed,
+        ItemState::Settled,
+        ItemState::FailedAgain,
+        ItemState::Refused,
+        ItemState::HeldBack,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemState::Planned => "planned",
+            ItemState::Sending => "sending",
+            ItemState::Confirmed => "confirmed",
+            ItemState::Settled => "settled",
+            ItemState::FailedAgain => "failed-again",
+            ItemState::Refused => "refused",
+            ItemState::HeldBack => "held-back",
+        }
+    }
+
+    /// The stored spelling back (the ledger's edge); `None` for anything else.
+    pub fn parse(s: &str) -> Option<ItemState> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// Finished for good: never sent again by a resume.
+    pub fn done(self) -> bool {
+        matches!(
+            self,
+            ItemState::Confirmed | ItemState::Settled | ItemState::FailedAgain
+        )
+    }
+
+    /// The broker has it (confirmed, whether or not settled since).
+    pub fn delivered(self) -> bool {
+        matches!(self, ItemState::Confirmed | ItemState::Settled)
+    }
+
+    /// A state whose note is an error worth keeping on the item.
+    pub fn is_error(self) -> bool {
+        matches!(
+            self,
+            ItemState::Refused | ItemState::HeldBack | ItemState::FailedAgain
+        )
+    }
+}
+
+impl std::fmt::Display for ItemState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// One replay as `replays` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayRow {
@@ -109,20 +248,20 @@ pub struct ReplayRow {
     pub target: String,
     pub actor: String,
     pub started_at: String,
-    pub state: String,
+    pub state: ReplayState,
     pub detail: serde_json::Value,
 }
 
 impl ReplayRow {
     /// Its state as an operator needs it: `running` with no live process behind it
     /// (the pid journaled at start or resume) is `interrupted`.
-    pub fn shown_state(&self) -> String {
-        if self.state != "running" {
-            return self.state.clone();
+    pub fn shown_state(&self) -> ReplayState {
+        if self.state != ReplayState::Running {
+            return self.state;
         }
         match self.detail.get("pid").and_then(|p| p.as_u64()) {
-            Some(p) if std::path::Path::new(&format!("/proc/{p}")).exists() => "running".into(),
-            _ => "interrupted".into(),
+            Some(p) if std::path::Path::new(&format!("/proc/{p}")).exists() => ReplayState::Running,
+            _ => ReplayState::Interrupted,
         }
     }
 }
@@ -134,7 +273,7 @@ pub struct ReplayItemRow {
     pub letter_id: String,
     pub binding: String,
     pub location: String,
-    pub state: String,
+    pub state: ItemState,
     pub at: Option<String>,
     pub published: Option<String>,
     pub error: Option<String>,
@@ -244,20 +383,20 @@ pub trait Journal: Send {
         decision: &Decision,
         how: &str,
     ) -> Result<(), JournalError>;
-    /// Any other item state (refused, held-back, failed-again), with a note.
+    /// Any other item state (refused, held-back, failed-again, planned), with a note.
     fn replay_item(
         &mut self,
         id: &str,
         seq: u32,
         letter_id: &str,
-        state: &str,
+        state: ItemState,
         note: Option<&str>,
     ) -> Result<(), JournalError>;
     /// The replay ended: its state and outcome.
     fn replay_finish(
         &mut self,
         id: &str,
-        state: &str,
+        state: ReplayState,
         outcome: &serde_json::Value,
     ) -> Result<(), JournalError>;
     /// Every replay, newest last.
@@ -271,4 +410,23 @@ pub trait Journal: Send {
         &self,
         source: &str,
     ) -> Result<HashMap<String, (i64, Vec<u8>)>, JournalError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every state reads back from its stored spelling, and JSON spells it the same.
+    #[test]
+    fn states_round_trip_through_their_stored_spelling() {
+        for s in ItemState::ALL {
+            assert_eq!(ItemState::parse(s.as_str()), Some(s));
+            assert_eq!(serde_json::to_value(s).ok(), Some(s.as_str().into()));
+        }
+        for s in ReplayState::ALL {
+            assert_eq!(ReplayState::parse(s.as_str()), Some(s));
+            assert_eq!(serde_json::to_value(s).ok(), Some(s.as_str().into()));
+        }
+        assert_eq!(ItemState::parse("failed again"), None);
+    }
 }

@@ -1,17 +1,22 @@
-//! Full letters (payload bytes included) kept within a memory budget. The store holds
-//! metadata only; views ask here first and re-fetch from the source (by coordinates)
-//! when a letter was evicted.
+//! Full letters (payload bytes included), as the scan prepared them, kept within a
+//! memory budget. The store holds metadata only; views and replay plans ask here first
+//! (sharing the scan's preparation: nothing is extracted or masked again) and re-fetch
+//! from the source (by coordinates) when a letter was evicted.
 
-use crate::model::{Coords, Header, HeaderValue, RawLetter};
+use crate::model::{Coords, DeadLetter, Header, HeaderValue, RawLetter, Sourced};
 use crate::store::RowId;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// A prepared letter as the cache holds it: shared with the detail pane and replay plans.
+pub type Kept = Arc<DeadLetter>;
 
 pub struct PayloadCache {
     budget: usize,
     used: usize,
     /// Each letter with its last use and the memory it was counted as (measured once:
     /// during a scan every letter goes in and another comes out).
-    map: HashMap<RowId, (RawLetter, u64, usize)>,
+    map: HashMap<RowId, (Kept, u64, usize)>,
     /// Last use → row: the least recently used first. Uses are counted, so each is
     /// unique; a use moves an entry in O(log n) (a 300,000-letter cache used to be
     /// searched end to end on every look at a letter).
@@ -31,7 +36,7 @@ impl PayloadCache {
         }
     }
 
-    pub fn get(&mut self, id: RowId) -> Option<&RawLetter> {
+    pub fn get(&mut self, id: RowId) -> Option<&Kept> {
         self.uses += 1;
         let now = self.uses;
         let (letter, used, _) = self.map.get_mut(&id)?;
@@ -49,13 +54,13 @@ impl PayloadCache {
     }
 
     /// A letter if it is held, without counting as a use (bulk reads: a replay's pick).
-    pub fn peek(&self, id: RowId) -> Option<&RawLetter> {
+    pub fn peek(&self, id: RowId) -> Option<&Kept> {
         self.map.get(&id).map(|(l, _, _)| l)
     }
 
     /// Keep a letter, evicting the least recently used until it fits. A letter larger
     /// than the whole budget is not kept (it will be re-fetched when shown).
-    pub fn put(&mut self, id: RowId, letter: RawLetter) {
+    pub fn put(&mut self, id: RowId, letter: Kept) {
         if let Some((_, used, size)) = self.map.remove(&id) {
             self.used -= size;
             self.order.remove(&used);
@@ -121,11 +126,42 @@ fn header_value_heap(v: &HeaderValue) -> usize {
     }
 }
 
-/// The memory a cached letter takes: its heap blocks (payload, key, every header name
-/// and value, properties, coordinates) and its entries in the map and the recency
-/// index — not only its payload bytes, which for a small letter with many headers
-/// are under half of it.
-fn size_of_letter(l: &RawLetter) -> usize {
+/// The memory a cached letter takes: the raw letter's (see [`size_of_raw`]) and what
+/// preparation added (the letter itself and the fields the conventions extracted).
+fn size_of_letter(l: &DeadLetter) -> usize {
+    fn text(s: &Option<Sourced<String>>) -> usize {
+        s.as_ref().map_or(0, |s| heap(s.value.capacity()))
+    }
+    let f = &l.failure;
+    let e = &l.event;
+    let extracted = [
+        &f.reason_code,
+        &f.reason_detail,
+        &f.exception_type,
+        &f.consumer,
+        &f.consumer_version,
+        &f.death_reason,
+        &e.message_id,
+        &e.event_type,
+        &e.schema_version,
+        &e.correlation_id,
+        &e.payload_ref,
+    ]
+    .into_iter()
+    .map(text)
+    .sum::<usize>();
+    size_of_raw(&l.raw) - size_of::<RawLetter>()
+        + heap(size_of::<DeadLetter>() + 16)
+        + heap(l.id.value.0.capacity())
+        + l.body_error.as_ref().map_or(0, |s| heap(s.capacity()))
+        + extracted
+}
+
+/// The memory a raw letter takes: its heap blocks (payload, key, every header name and
+/// value, properties, coordinates) and its entries in the map and the recency index —
+/// not only its payload bytes, which for a small letter with many headers are under
+/// half of it.
+fn size_of_raw(l: &RawLetter) -> usize {
     let coords = match &l.coords {
         Some(Coords::Kafka { topic, .. }) => heap(topic.capacity()),
         Some(Coords::Amqp { vhost, queue, .. }) => heap(vhost.capacity()) + heap(queue.capacity()),
@@ -153,7 +189,8 @@ fn size_of_letter(l: &RawLetter) -> usize {
         + headers
         + properties
         // The map's slot (with its control byte and load slack) and the order entry.
-        + (size_of::<(RowId, (RawLetter, u64))>() + 1) * 8 / 7
+        + (size_of::<(RowId, (Kept, u64, usize))>() + 1) * 8 / 7
+        + size_of::<RawLetter>()
         + 64
 }
 
@@ -161,11 +198,12 @@ fn size_of_letter(l: &RawLetter) -> usize {
 mod tests {
     use super::*;
 
-    fn letter(n: usize) -> RawLetter {
-        RawLetter {
+    fn letter(n: usize) -> Kept {
+        let raw = RawLetter {
             payload: vec![0; n],
             ..RawLetter::default()
-        }
+        };
+        Arc::new(crate::conventions::extract(raw, &[]))
     }
 
     #[test]
@@ -196,10 +234,14 @@ mod tests {
     /// 100-byte payload with twenty headers is several times its payload.
     #[test]
     fn the_budget_counts_what_a_letter_takes_in_memory() {
-        let mut l = letter(100);
-        l.headers = (0..20)
+        let mut raw = RawLetter {
+            payload: vec![0; 100],
+            ..RawLetter::default()
+        };
+        raw.headers = (0..20)
             .map(|i| Header::new(format!("x-header-{i}"), HeaderValue::text("value")))
             .collect();
+        let l = Arc::new(crate::conventions::extract(raw, &[]));
         assert!(size_of_letter(&l) > 5 * 100, "{}", size_of_letter(&l));
         let mut c = PayloadCache::new(10 * size_of_letter(&l));
         for i in 0..100 {

@@ -71,17 +71,14 @@ impl SourceError {
 /// What a scan reports, in order.
 #[derive(Debug)]
 pub enum ScanEvent {
-    Letter(RawLetter),
+    /// Letters in the order the source read them, in the batches it read them in
+    /// (Kafka: one poll batch; RabbitMQ: what arrived together): the session prepares a
+    /// batch as it comes instead of collecting letters one call at a time.
+    Letters(Vec<RawLetter>),
     /// A record that could not be decoded, with where it was; the scan goes on.
-    Problem {
-        location: String,
-        message: String,
-    },
+    Problem { location: String, message: String },
     /// Progress estimate; `total` is a guess (watermarks, file size).
-    Progress {
-        done: u64,
-        total: Option<u64>,
-    },
+    Progress { done: u64, total: Option<u64> },
     /// Not everything was browsed (a `--max-letters` cap, messages other consumers
     /// hold, or the broker went quiet before the count it gave was held): `browsed` of
     /// `total` in `location`, and `why`, in words.
@@ -93,10 +90,7 @@ pub enum ScanEvent {
     },
     /// Something the operator must know about this browse that is no unreadable
     /// record (another consumer attached, a quorum queue's delivery limit near).
-    Notice {
-        location: String,
-        message: String,
-    },
+    Notice { location: String, message: String },
 }
 
 /// What browsing does to the broker, stated in every front end (README: "What browsing

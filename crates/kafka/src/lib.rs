@@ -264,19 +264,19 @@ impl KafkaSource {
         'recv: for item in rx.iter() {
             match item {
                 Ok(letters) => {
-                    for raw in letters {
-                        *done += 1;
-                        if sink(ScanEvent::Letter(raw)).is_break()
-                            || (*done % 50_000 == 0
-                                && sink(ScanEvent::Progress {
-                                    done: *done,
-                                    total: Some(*total + estimate.load(Ordering::Relaxed)),
-                                })
-                                .is_break())
-                        {
-                            outcome = Ok(ControlFlow::Break(()));
-                            break 'recv;
-                        }
+                    // The poll batch goes on whole; progress when it crossed a 50,000 mark.
+                    let before = *done;
+                    *done += letters.len() as u64;
+                    if sink(ScanEvent::Letters(letters)).is_break()
+                        || (*done / 50_000 > before / 50_000
+                            && sink(ScanEvent::Progress {
+                                done: *done,
+                                total: Some(*total + estimate.load(Ordering::Relaxed)),
+                            })
+                            .is_break())
+                    {
+                        outcome = Ok(ControlFlow::Break(()));
+                        break 'recv;
                     }
                 }
                 Err(e) => {
@@ -531,7 +531,7 @@ impl DlqSource for KafkaSource {
                     {
                         pos.2 = Offset::Offset(msg.offset() + 1);
                     }
-                    if sink(ScanEvent::Letter(raw)).is_break() {
+                    if sink(ScanEvent::Letters(vec![raw])).is_break() {
                         return Ok(());
                     }
                 }

@@ -3,8 +3,8 @@
 
 use crate::Ledger;
 use dlq_core::journal::{
-    AuditEntry, ConfirmedLetter, Decision, Head, Journal, JournalError, PlannedItem, ReplayItemRow,
-    ReplayRow, Verification,
+    AuditEntry, ConfirmedLetter, Decision, Head, ItemState, Journal, JournalError, PlannedItem,
+    ReplayItemRow, ReplayRow, ReplayState, Verification,
 };
 use std::collections::HashMap;
 
@@ -110,12 +110,17 @@ impl Journal for Ledger {
         id: &str,
         seq: u32,
         letter_id: &str,
-        state: &str,
+        state: ItemState,
         note: Option<&str>,
     ) -> R<()> {
         Ledger::replay_item(self, id, seq, letter_id, state, note)
     }
-    fn replay_finish(&mut self, id: &str, state: &str, outcome: &serde_json::Value) -> R<()> {
+    fn replay_finish(
+        &mut self,
+        id: &str,
+        state: ReplayState,
+        outcome: &serde_json::Value,
+    ) -> R<()> {
         Ledger::replay_finish(self, id, state, outcome)
     }
     fn replays(&self) -> R<Vec<ReplayRow>> {

@@ -7,7 +7,8 @@
 
 use super::{Ledger, RowProblem};
 use dlq_core::journal::{
-    AuditEntry, ConfirmedLetter, Decision, JournalError, PlannedItem, ReplayItemRow, ReplayRow,
+    AuditEntry, ConfirmedLetter, Decision, ItemState, JournalError, PlannedItem, ReplayItemRow,
+    ReplayRow, ReplayState,
 };
 use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
@@ -156,14 +157,14 @@ impl Ledger {
                     )
                     .map_err(|e| l.err(e))?;
                     d.applied_at = Some(applied.at);
-                    "settled"
+                    ItemState::Settled
                 } else {
-                    "confirmed"
+                    ItemState::Confirmed
                 };
                 // A copy can come back to the DLQ before its confirm is read: keep that.
                 tx.execute(
                     "UPDATE replay_items SET state = CASE WHEN state = 'failed-again' THEN state ELSE ?3 END, at = ?4, published = ?5 WHERE replay_id = ?1 AND seq = ?2",
-                    params![id, c.seq, state, entry.at, c.published],
+                    params![id, c.seq, state.as_str(), entry.at, c.published],
                 )
                 .map_err(|e| l.err(e))?;
                 out.push(d);
@@ -207,7 +208,7 @@ impl Ledger {
         id: &str,
         seq: u32,
         letter_id: &str,
-        state: &str,
+        state: ItemState,
         note: Option<&str>,
     ) -> Result<(), JournalError> {
         self.write(|l, tx| {
@@ -215,12 +216,10 @@ impl Ledger {
             let entry = l
                 .audit_in(tx, &format!("replay-{state}"), letter_id, &detail)
                 .map_err(|e| l.err(e))?;
-            let error = matches!(state, "refused" | "held-back" | "failed-again")
-                .then_some(note)
-                .flatten();
+            let error = state.is_error().then_some(note).flatten();
             tx.execute(
                 "UPDATE replay_items SET state = ?3, at = ?4, error = COALESCE(?5, error) WHERE replay_id = ?1 AND seq = ?2",
-                params![id, seq, state, entry.at, error],
+                params![id, seq, state.as_str(), entry.at, error],
             )
             .map_err(|e| l.err(e))?;
             Ok(())
@@ -232,7 +231,7 @@ impl Ledger {
     pub fn replay_finish(
         &mut self,
         id: &str,
-        state: &str,
+        state: ReplayState,
         outcome: &serde_json::Value,
     ) -> Result<(), JournalError> {
         self.write(|l, tx| {
@@ -252,7 +251,7 @@ impl Ledger {
             }
             tx.execute(
                 "UPDATE replays SET state = ?2, detail = ?3 WHERE id = ?1",
-                params![id, state, d.to_string()],
+                params![id, state.as_str(), d.to_string()],
             )
             .map_err(|e| l.err(e))?;
             Ok(())
@@ -267,7 +266,7 @@ impl Ledger {
             target: r.get(2)?,
             actor: r.get(3)?,
             started_at: r.get(4)?,
-            state: r.get(5)?,
+            state: parsed(r, 5, ReplayState::parse)?,
             detail: serde_json::from_str(&detail).unwrap_or_default(),
         })
     }
@@ -305,7 +304,7 @@ impl Ledger {
                         letter_id: r.get(1)?,
                         binding: r.get(2)?,
                         location: r.get(3)?,
-                        state: r.get(4)?,
+                        state: parsed(r, 4, ItemState::parse)?,
                         at: r.get(5)?,
                         published: r.get(6)?,
                         error: r.get(7)?,
@@ -373,4 +372,21 @@ impl Ledger {
         }
         Ok(None)
     }
+}
+
+/// A state column read back into its enum: a spelling this build does not know (a newer
+/// build wrote it, or the row was edited) is an error that says so, never a guess.
+fn parsed<T>(r: &rusqlite::Row<'_>, i: usize, parse: fn(&str) -> Option<T>) -> rusqlite::Result<T> {
+    let s: String = r.get(i)?;
+    parse(&s).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!(
+                "unknown state `{}` (written by a newer build, or edited)",
+                s.escape_debug()
+            )
+            .into(),
+        )
+    })
 }

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may stop on a broken fixture
 
 use dlq_core::conventions::extract;
+use dlq_core::journal::ItemState;
 use dlq_core::model::{Coords, Header, HeaderValue, RawLetter, TriageState};
 use dlq_core::ports::{
     Confirmed, KeyScan, OriginLog, Outcome, Outgoing, Publisher, SourceError, Target,
@@ -57,7 +58,7 @@ fn cand(r: RawLetter) -> Candidate {
         revision: None,
         preview: String::new(),
         revision_preview: None,
-        letter,
+        letter: letter.into(),
     }
 }
 
@@ -403,7 +404,10 @@ fn canary_then_watch_then_ramp_and_every_letter_journaled() {
     assert_eq!(e.end(), Some(&End::Completed));
     assert_eq!(pb.sent.len(), 12);
     let (_, items) = l.replay("r-test").expect("read").expect("row");
-    assert!(items.iter().all(|i| i.state == "settled"), "{items:?}");
+    assert!(
+        items.iter().all(|i| i.state == ItemState::Settled),
+        "{items:?}"
+    );
     assert_eq!(
         l.replay_counts("kafka://b/orders.dlq")
             .expect("counts")
@@ -517,10 +521,19 @@ fn letters_failing_again_stop_the_replay_in_the_canary() {
     assert!(pb.sent.len() <= 5, "no ramp after a failing canary");
     let (_, items) = l.replay("r-test").expect("read").expect("row");
     assert_eq!(
-        items.iter().filter(|i| i.state == "failed-again").count(),
+        items
+            .iter()
+            .filter(|i| i.state == ItemState::FailedAgain)
+            .count(),
         2
     );
-    assert!(items.iter().filter(|i| i.state == "planned").count() >= 15);
+    assert!(
+        items
+            .iter()
+            .filter(|i| i.state == ItemState::Planned)
+            .count()
+            >= 15
+    );
 }
 
 #[test]
@@ -550,11 +563,14 @@ fn the_kill_switch_stops_publishing_at_once() {
     assert_eq!(e.end(), Some(&End::Killed));
     let (_, items) = l.replay("r-test").expect("read").expect("row");
     assert_eq!(
-        items.iter().filter(|i| i.state == "settled").count(),
+        items
+            .iter()
+            .filter(|i| i.state == ItemState::Settled)
+            .count(),
         killed_at
     );
     assert!(
-        items.iter().all(|i| i.state != "sending"),
+        items.iter().all(|i| i.state != ItemState::Sending),
         "in-flight confirms were awaited"
     );
 }
@@ -582,7 +598,10 @@ fn a_refused_publish_stops_and_holds_back_its_key() {
     );
     assert!(matches!(e.end(), Some(End::AutoStopped(r)) if r.contains("unroutable")));
     let (_, items) = l.replay("r-test").expect("read").expect("row");
-    let refused: Vec<_> = items.iter().filter(|i| i.state == "refused").collect();
+    let refused: Vec<_> = items
+        .iter()
+        .filter(|i| i.state == ItemState::Refused)
+        .collect();
     assert_eq!(refused.len(), 1);
     assert!(refused[0]
         .error

@@ -3,7 +3,6 @@
 
 use crate::state::Tab;
 use dlq_app::session::{DiscardTarget, Prepared};
-use dlq_core::model::RawLetter;
 use dlq_core::store::RowId;
 
 /// Everything `update` handles, split by who caused it and then by area, so each
@@ -136,7 +135,8 @@ pub enum BrowseEvent {
     },
     ScanDone,
     ScanFailed(String),
-    Fetched(RowId, Result<RawLetter, String>),
+    /// A letter read again and prepared by the session (its cached copy was evicted).
+    Fetched(RowId, Result<dlq_core::payload_cache::Kept, String>),
     /// A record that could not be read (counted, listed on :problems).
     Problem(dlq_core::catalog::Problem),
     /// A container browsed in part ("browsed N of M").
@@ -189,7 +189,8 @@ pub enum ReplayEvent {
     ReplayLetters(Vec<(String, dlq_core::replay::LetterOutcome)>),
     ReplayEnded {
         id: String,
-        state: String,
+        /// How it ended; `None`: it never started (nothing was sent).
+        state: Option<dlq_core::journal::ReplayState>,
         summary: String,
     },
     /// Replays of this source left unfinished.

@@ -7,6 +7,7 @@ use crate::action::{Command, PlanView, ReplayEvent, ReplayKey, Request};
 use crate::state::{AppState, Input, Level, Pane};
 use dlq_app::session::{Picked, Unfinished};
 use dlq_core::access::{check, Permission};
+use dlq_core::journal::ReplayState;
 use dlq_core::model::TriageState;
 use dlq_core::replay::{Control, LetterOutcome, Options, Progress, CONFIRM_COUNT_ABOVE};
 use dlq_core::sanitize::clean;
@@ -89,7 +90,8 @@ pub struct RunView {
     pub control: Control,
     pub rows: HashMap<String, Vec<RowId>>,
     /// (state, summary) once it has ended.
-    pub ended: Option<(String, String)>,
+    /// How it ended (`None`: never started) and the summary line.
+    pub ended: Option<(Option<ReplayState>, String)>,
     pub killed_at: Option<Duration>,
 }
 
@@ -317,9 +319,13 @@ fn open(
         let Some(r) = state.catalog.store.row(row).copied() else {
             continue;
         };
+        // The scan's preparation, shared (no bytes copied, nothing prepared again).
         let held = state.cache.peek(row).cloned();
         match held {
-            Some(raw) => picked.push(Picked::Held(raw)),
+            Some(letter) => {
+                let preview = state.catalog.store.preview(&r).to_string();
+                picked.push(Picked::Held(letter, preview))
+            }
             None => match state.catalog.store.kafka_coords(&r) {
                 Some(c) => picked.push(Picked::At(c)),
                 None => {
@@ -500,8 +506,8 @@ fn letters(state: &mut AppState, changes: Vec<(String, LetterOutcome)>) {
 
 /// The run ended: replayed letters that did not come back during a completed run are
 /// resolved; the summary stays in the pane until the next replay.
-fn ended(state: &mut AppState, id: &str, end: String, summary: String) {
-    let level = if end == "completed" {
+fn ended(state: &mut AppState, id: &str, end: Option<ReplayState>, summary: String) {
+    let level = if end == Some(ReplayState::Completed) {
         Level::Info
     } else {
         Level::Warn
@@ -510,7 +516,7 @@ fn ended(state: &mut AppState, id: &str, end: String, summary: String) {
         state.message = Some((summary, level));
         return;
     };
-    if end == "completed" {
+    if end == Some(ReplayState::Completed) {
         for row in r.rows.values().flatten() {
             if state.catalog.store.row(*row).map(|x| x.state) == Some(TriageState::Replayed) {
                 state.catalog.store.set_state(*row, TriageState::Resolved);

@@ -5,7 +5,6 @@ use dlq_core::catalog::Catalog;
 use dlq_core::diff::Diff;
 use dlq_core::filter::Filter;
 use dlq_core::grouping::{Dim, GroupIndex, TreeNode};
-use dlq_core::model::DeadLetter;
 use dlq_core::payload_cache::PayloadCache;
 use dlq_core::payload_view::PayloadView;
 use dlq_core::ports::SourceInfo;
@@ -115,7 +114,8 @@ pub struct ScanStatus {
 #[derive(Debug, Clone)]
 pub struct Detail {
     pub row: RowId,
-    pub letter: DeadLetter,
+    /// The scan's preparation, shared with the payload cache.
+    pub letter: dlq_core::payload_cache::Kept,
     pub payload: PayloadView,
     pub diff: Option<(RowId, Diff)>,
 }

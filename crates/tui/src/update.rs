@@ -183,7 +183,7 @@ mod tests {
         let full = state(n);
         (0..n as u32)
             .filter_map(|i| {
-                let raw = full.cache.peek(i)?.clone();
+                let raw = full.cache.peek(i)?.raw.clone();
                 Some(prepare_letter(full.catalog.masker(), &[], raw).into())
             })
             .collect()

@@ -285,7 +285,7 @@ fn handle(
         )),
         Request::Fetch(row, coords) => Action::from(BrowseEvent::Fetched(
             row,
-            session.fetch(&coords).map_err(|e| e.to_string()),
+            session.fetch_prepared(&coords).map_err(|e| e.to_string()),
         )),
         Request::Discard { rows, reason } => {
             let done = discard(session, rows, &reason);
@@ -464,14 +464,14 @@ impl Replays {
         let Some(d) = self.pending.take().filter(|d| d.plan().id == id) else {
             return Action::from(ReplayEvent::ReplayEnded {
                 id: id.to_string(),
-                state: "not started".into(),
+                state: None,
                 summary: "that plan is gone (planned again?): nothing was sent".into(),
             });
         };
         if d.plan().items.is_empty() {
             return Action::from(ReplayEvent::ReplayEnded {
                 id: id.to_string(),
-                state: "not started".into(),
+                state: None,
                 summary: "nothing to replay: every letter was excluded (see the plan)".into(),
             });
         }
@@ -499,13 +499,13 @@ impl Replays {
                 }
                 Action::from(ReplayEvent::ReplayEnded {
                     id: r.id,
-                    state: r.end.state().to_string(),
+                    state: Some(r.end.state()),
                     summary,
                 })
             }
             Err(e) => Action::from(ReplayEvent::ReplayEnded {
                 id: id.to_string(),
-                state: "failed".into(),
+                state: Some(dlq_core::journal::ReplayState::Failed),
                 summary: format!("replay {} failed: {e}", dlq_core::sanitize::clean(id)),
             }),
         }
@@ -586,8 +586,10 @@ impl dlq_app::session::ReplayWatcher for Watch<'_> {
         &mut self,
         fetch: &mut dyn FnMut(
             &Coords,
-        )
-            -> Result<dlq_core::model::RawLetter, dlq_app::session::SessionError>,
+        ) -> Result<
+            dlq_core::payload_cache::Kept,
+            dlq_app::session::SessionError,
+        >,
     ) {
         for r in std::mem::take(&mut self.stash) {
             let action = match r {

@@ -69,32 +69,36 @@ impl DlqSource for FileSource {
                     .collect::<Vec<_>>()
             });
             let mut io_error = None;
+            // A parsed chunk goes on as one batch of letters; a bad line in it first sends
+            // the letters before it, so letters and problems stay in line order.
             let mut emit = |records: Vec<Result<(u64, RawLetter), DumpError>>| -> bool {
+                let before = done;
+                let mut letters = Vec::with_capacity(records.len());
                 for rec in records {
-                    let ev = match rec {
+                    match rec {
                         Ok((_, raw)) => {
                             done += 1;
-                            ScanEvent::Letter(raw)
+                            letters.push(raw);
                         }
-                        Err(DumpError::BadLine { line, message }) => ScanEvent::Problem {
-                            location: format!("line {line}"),
-                            message,
-                        },
+                        Err(DumpError::BadLine { line, message }) => {
+                            let problem = ScanEvent::Problem {
+                                location: format!("line {line}"),
+                                message,
+                            };
+                            if !send(sink, &mut letters) || sink(problem).is_break() {
+                                return false;
+                            }
+                        }
                         Err(DumpError::Io(e)) => {
                             io_error = Some(e);
+                            let _ = send(sink, &mut letters);
                             return false;
                         }
-                    };
-                    if sink(ev).is_break() {
-                        return false;
-                    }
-                    if done % 65_536 == 0
-                        && sink(ScanEvent::Progress { done, total: None }).is_break()
-                    {
-                        return false;
                     }
                 }
-                true
+                send(sink, &mut letters)
+                    && (done / 65_536 == before / 65_536
+                        || sink(ScanEvent::Progress { done, total: None }).is_continue())
             };
             let broken = |_| SourceError::failed(format!("a reader of {path} stopped"));
             let mut chunk: Vec<LineRead> = Vec::with_capacity(CHUNK_LINES);
@@ -142,6 +146,11 @@ impl DlqSource for FileSource {
     }
 }
 
+/// Hand the letters collected so far to the sink (none: nothing to say).
+fn send(sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>, letters: &mut Vec<RawLetter>) -> bool {
+    letters.is_empty() || sink(ScanEvent::Letters(std::mem::take(letters))).is_continue()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,10 +189,16 @@ mod tests {
         let mut src = FileSource::open(f.path()).expect("open");
         src.scan(&mut |ev| {
             match ev {
-                ScanEvent::Letter(raw) => match raw.coords {
-                    Some(Coords::Kafka { offset, .. }) => seen.push(format!("letter {offset}")),
-                    other => panic!("coords {other:?}"),
-                },
+                ScanEvent::Letters(batch) => {
+                    for raw in batch {
+                        match raw.coords {
+                            Some(Coords::Kafka { offset, .. }) => {
+                                seen.push(format!("letter {offset}"))
+                            }
+                            other => panic!("coords {other:?}"),
+                        }
+                    }
+                }
                 ScanEvent::Problem { location, .. } => seen.push(format!("problem {location}")),
                 _ => {}
             }
@@ -205,20 +220,19 @@ mod tests {
             writeln!(f, "{}", to_line(&raw, false)).expect("write");
         }
         f.flush().expect("flush");
-        let mut letters = 0;
+        let (mut batches, mut letters) = (0, 0);
         FileSource::open(f.path())
             .expect("open")
-            .scan(&mut |ev| {
-                if matches!(ev, ScanEvent::Letter(_)) {
-                    letters += 1;
-                }
-                if letters == 10 {
+            .scan(&mut |ev| match ev {
+                ScanEvent::Letters(b) => {
+                    batches += 1;
+                    letters += b.len();
                     ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
                 }
+                _ => ControlFlow::Continue(()),
             })
             .expect("scan");
-        assert_eq!(letters, 10);
+        assert_eq!(batches, 1, "nothing after the sink said stop");
+        assert!(letters > 0 && letters <= CHUNK_LINES, "{letters}");
     }
 }

@@ -4,8 +4,7 @@
 //! plan; re-planning when the operator changes a choice; and the run. The CLI's
 //! `replay` and the TUI's dry-run screen both hold one of these.
 
-use super::{Picked, ReplayReport, ReplayWatcher, Resume, Session, SessionError};
-use dlq_core::model::DeadLetter;
+use super::{Picked, PlanLetter, ReplayReport, ReplayWatcher, Resume, Session, SessionError};
 use dlq_core::ports::{ReplayPorts, SourceError, Target};
 use dlq_core::replay::{self, Control, Options, Plan};
 use std::time::Duration;
@@ -56,7 +55,7 @@ pub enum Start {
 
 /// A planned replay, not yet run.
 pub struct ReplayDraft {
-    letters: Vec<(DeadLetter, String)>,
+    letters: Vec<PlanLetter>,
     missing: Vec<String>,
     plan: Plan,
     ports: ReplayPorts,
@@ -68,7 +67,7 @@ impl ReplayDraft {
     /// letters that could not be read (they are reported, not planned).
     pub fn new(
         session: &mut Session,
-        letters: Vec<(DeadLetter, String)>,
+        letters: Vec<PlanLetter>,
         missing: Vec<String>,
         start: Start,
         now: chrono::DateTime<chrono::Utc>,
@@ -187,14 +186,11 @@ fn resumable(session: &Session, id: &str) -> Result<Resume, SessionError> {
             clean(&r.row.source)
         )));
     }
-    if !matches!(
-        r.row.state.as_str(),
-        "running" | "killed" | "auto-stopped" | "failed"
-    ) {
+    if !r.row.state.resumable() {
         return Err(SessionError::Invalid(format!(
             "replay {} is {}: nothing to resume",
             clean(id),
-            clean(&r.row.state)
+            r.row.state
         )));
     }
     Ok(r)

@@ -47,7 +47,7 @@ impl Prep<'_> {
             TriageState::Open
         };
         Prepared {
-            letter: Box::new(letter),
+            letter: std::sync::Arc::new(letter),
             preview,
             state,
             fp,
@@ -104,16 +104,23 @@ impl Pump<'_> {
         self.batch.len() >= self.size()
     }
 
-    /// A letter arrived. A full batch goes to the workers; a partial one goes after
-    /// `BATCH_WAIT` (a slow source still shows letters as they come) and is waited for,
-    /// as is every batch while tailing.
-    pub fn letter(&mut self, raw: RawLetter) -> Result<bool, Broken> {
-        self.batch.push(raw);
-        // The clock is read for a small batch (a slow source) and every 64th letter of a
-        // large one, not per letter: at a scan's rate that is a flush at most 64 letters
-        // late, and a clock read saved on each of the others.
-        let n = self.batch.len();
-        let late = (n < 64 || n % 64 == 0) && self.last.elapsed() > BATCH_WAIT;
+    /// Letters arrived, in the source's own batch. A batch of at least half the
+    /// pipeline's size goes to the workers as it is (no copy into ours); smaller ones
+    /// collect until full. A partial batch goes after `BATCH_WAIT` (a slow source still
+    /// shows letters as they come) and is waited for, as is every batch while tailing.
+    pub fn letters(&mut self, raws: Vec<RawLetter>) -> Result<bool, Broken> {
+        if raws.is_empty() {
+            return Ok(true);
+        }
+        if self.batch.is_empty() && raws.len() >= self.size() / 2 {
+            self.last = Instant::now();
+            let emit = &mut *self.emit;
+            let mut out = |p: Vec<Prepared>| emit(SessionEvent::Letters(p));
+            let go = self.pipeline.send(raws, &mut out)?;
+            return Ok(go && self.pipeline.collect(self.tail, &mut out)?);
+        }
+        self.batch.extend(raws);
+        let late = self.last.elapsed() > BATCH_WAIT;
         if self.full() || late {
             self.last = Instant::now();
             return self.flush(self.tail || late);

@@ -5,15 +5,17 @@
 use super::{Session, SessionError, SessionEvent};
 use dlq_core::access::Permission;
 use dlq_core::decisions;
-use dlq_core::journal::{Journal, ReplayItemRow, ReplayRow};
+use dlq_core::journal::{ItemState, Journal, ReplayItemRow, ReplayRow, ReplayState};
+use dlq_core::model::Coords;
 use dlq_core::model::DeadLetter;
-use dlq_core::model::{Coords, RawLetter};
+use dlq_core::payload_cache::Kept;
 use dlq_core::ports::{OriginLog, Publisher};
 use dlq_core::replay::{
     plan, Candidate, Control, End, Engine, LetterOutcome, Options, Plan, Progress,
 };
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// How long the engine may publish and await confirms between two looks at the DLQ
@@ -46,7 +48,7 @@ pub trait ReplayWatcher {
         false
     }
     /// Its turn: it may fetch letters from the source (nothing else may run meanwhile).
-    fn turn(&mut self, _fetch: &mut dyn FnMut(&Coords) -> Result<RawLetter, SessionError>) {}
+    fn turn(&mut self, _fetch: &mut dyn FnMut(&Coords) -> Result<Kept, SessionError>) {}
 }
 
 /// A closure that only wants the progress.
@@ -56,11 +58,16 @@ impl<F: FnMut(&Progress)> ReplayWatcher for F {
     }
 }
 
-/// A letter a front end picked for a replay: its bytes if it still holds them, else
-/// where to fetch them.
+/// A letter as a replay plan takes it: the scan's preparation (shared) and its masked
+/// preview (the dry-run's sample).
+pub type PlanLetter = (Arc<DeadLetter>, String);
+
+/// A letter a front end picked for a replay: the scan's preparation of it (shared, not
+/// copied, never prepared again) with its masked preview if the front end still holds
+/// it, else where to fetch it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Picked {
-    Held(RawLetter),
+    Held(Arc<DeadLetter>, String),
     At(Coords),
 }
 
@@ -69,7 +76,7 @@ pub enum Picked {
 pub struct Unfinished {
     pub id: String,
     /// `interrupted` (its process died), `killed` or `failed`.
-    pub state: String,
+    pub state: ReplayState,
     pub planned: usize,
     pub confirmed: usize,
     pub in_doubt: usize,
@@ -95,7 +102,7 @@ impl Resume {
     fn done(&self) -> HashSet<(String, String)> {
         self.items
             .iter()
-            .filter(|i| matches!(i.state.as_str(), "confirmed" | "settled" | "failed-again"))
+            .filter(|i| i.state.done())
             .map(|i| (i.letter_id.clone(), i.binding.clone()))
             .collect()
     }
@@ -112,35 +119,35 @@ impl Resume {
 
     /// Letters it had in doubt (`sending` when it stopped): sent again on resume.
     pub fn in_doubt(&self) -> usize {
-        self.items.iter().filter(|i| i.state == "sending").count()
+        self.items
+            .iter()
+            .filter(|i| i.state == ItemState::Sending)
+            .count()
     }
 }
 
 impl Session {
     /// The full letters a front end picked, fetching those it no longer holds. Letters
     /// that cannot be read are left out, each with why (the plan is built without them).
-    pub fn picked_letters(
-        &mut self,
-        picked: Vec<Picked>,
-    ) -> (Vec<(DeadLetter, String)>, Vec<String>) {
+    pub fn picked_letters(&mut self, picked: Vec<Picked>) -> (Vec<PlanLetter>, Vec<String>) {
         let mut letters = Vec::with_capacity(picked.len());
         let mut missing = Vec::new();
         for p in picked {
-            let raw = match p {
-                Picked::Held(raw) => raw,
+            match p {
+                Picked::Held(letter, preview) => letters.push((letter, preview)),
+                // Not held any more: read again, so prepared again (only these).
                 Picked::At(c) => match self.src.fetch(&c) {
-                    Ok(raw) => raw,
-                    Err(e) => {
-                        missing.push(format!("{c}: {e}"));
-                        continue;
+                    Ok(raw) => {
+                        let (letter, preview) = dlq_core::catalog::prepare_letter(
+                            &self.settings.masker,
+                            &self.settings.mappings,
+                            raw,
+                        );
+                        letters.push((Arc::new(letter), preview));
                     }
+                    Err(e) => missing.push(format!("{c}: {e}")),
                 },
-            };
-            letters.push(dlq_core::catalog::prepare_letter(
-                &self.settings.masker,
-                &self.settings.mappings,
-                raw,
-            ));
+            }
         }
         (letters, missing)
     }
@@ -156,17 +163,17 @@ impl Session {
         for row in ledger.replays()? {
             let state = row.shown_state();
             if row.source != self.settings.source_key
-                || !matches!(state.as_str(), "interrupted" | "killed" | "failed")
+                || !matches!(
+                    state,
+                    ReplayState::Interrupted | ReplayState::Killed | ReplayState::Failed
+                )
             {
                 continue;
             }
             let Some((_, items)) = ledger.replay(&row.id)? else {
                 continue;
             };
-            let confirmed = items
-                .iter()
-                .filter(|i| matches!(i.state.as_str(), "confirmed" | "settled"))
-                .count();
+            let confirmed = items.iter().filter(|i| i.state.delivered()).count();
             let resume = Resume { row, items };
             let left = resume.left();
             out.push(Unfinished {
@@ -211,7 +218,7 @@ impl Session {
         }
         principal
             .ledger()?
-            .replay_finish(id, "abandoned", &outcome)?;
+            .replay_finish(id, ReplayState::Abandoned, &outcome)?;
         Ok(format!(
             "replay {} abandoned: {left} letters not sent stay in the DLQ",
             dlq_core::sanitize::clean(id)
@@ -222,7 +229,7 @@ impl Session {
     /// state, earlier replays and latest revision. `letters` are (letter, masked preview).
     pub fn replay_candidates(
         &self,
-        letters: Vec<(DeadLetter, String)>,
+        letters: Vec<PlanLetter>,
     ) -> Result<Vec<Candidate>, SessionError> {
         let ledger = self.settings.principal.existing_ledger()?;
         let source = &self.settings.source_key;
@@ -368,8 +375,8 @@ impl Session {
                 break;
             }
             self.settle_replayed(&mut engine, &mut *ledger, &mut unsettled)?;
-            let src = &mut self.src;
-            watch.turn(&mut |c| Ok(src.fetch(c)?));
+            let (src, settings) = (&mut self.src, &self.settings);
+            watch.turn(&mut |c| super::fetch_prepared(src.as_mut(), settings, c));
             if engine.done() {
                 break;
             }
@@ -511,15 +518,11 @@ pub fn latest_replay_figures(
     let Some((_, items)) = ledger.replay(&row.id)? else {
         return Ok(None);
     };
-    let count = |states: &[&str]| {
-        items
-            .iter()
-            .filter(|i| states.contains(&i.state.as_str()))
-            .count() as u64
-    };
+    let count =
+        |counted: fn(ItemState) -> bool| items.iter().filter(|i| counted(i.state)).count() as u64;
     Ok(Some(dlq_core::watch::ReplayFigures {
         id: row.id,
-        sent: count(&["sending", "confirmed", "settled", "failed-again", "refused"]),
-        failed_again: count(&["failed-again"]),
+        sent: count(|s| !matches!(s, ItemState::Planned | ItemState::HeldBack)),
+        failed_again: count(|s| s == ItemState::FailedAgain),
     }))
 }

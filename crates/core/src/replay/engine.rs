@@ -7,7 +7,7 @@ use super::plan::{Item, Plan};
 use super::rate::TokenBucket;
 pub use super::report::{Control, End, LetterOutcome, Phase, Progress};
 use crate::journal::ConfirmedLetter;
-use crate::journal::{Decision, Journal, JournalError};
+use crate::journal::{Decision, ItemState, Journal, JournalError};
 use crate::model::{Coords, DeadLetter};
 use crate::ports::Publisher;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -25,17 +25,6 @@ const BATCH_WINDOW: Duration = Duration::from_millis(10);
 /// The current rate is measured over this window.
 const RATE_WINDOW: Duration = Duration::from_secs(5);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum St {
-    Pending,
-    Sending,
-    Confirmed,
-    Settled,
-    Refused,
-    HeldBack,
-    FailedAgain,
-}
-
 /// A confirmed letter whose DLQ copy the broker must settle (a held RabbitMQ delivery).
 #[derive(Debug, Clone)]
 pub struct ToSettle {
@@ -49,7 +38,8 @@ pub struct ToSettle {
 pub struct Engine<'p> {
     plan: &'p Plan,
     control: Control,
-    states: Vec<St>,
+    /// Each letter's state, as journaled (every change is written there first).
+    states: Vec<ItemState>,
     /// Letters that may go now, in plan order: at most one per key (its earliest).
     ready: VecDeque<usize>,
     /// Each key's later letters, in order: the next moves to `ready` when the one
@@ -127,7 +117,7 @@ impl<'p> Engine<'p> {
         Engine {
             plan,
             control,
-            states: vec![St::Pending; plan.items.len()],
+            states: vec![ItemState::Planned; plan.items.len()],
             ready,
             behind,
             remaining: plan.items.len(),
@@ -160,7 +150,7 @@ impl<'p> Engine<'p> {
         }
     }
 
-    fn set(&mut self, i: usize, st: St) {
+    fn set(&mut self, i: usize, st: ItemState) {
         self.states[i] = st;
         self.changed.push(i);
     }
@@ -175,12 +165,12 @@ impl<'p> Engine<'p> {
         let mut out = Vec::with_capacity(changed.len());
         for i in changed {
             let outcome = match self.states[i] {
-                St::Pending => continue,
-                St::Sending => LetterOutcome::Sending,
-                St::Confirmed | St::Settled => LetterOutcome::Confirmed,
-                St::FailedAgain => LetterOutcome::FailedAgain,
-                St::Refused => LetterOutcome::Refused,
-                St::HeldBack => LetterOutcome::HeldBack,
+                ItemState::Planned => continue,
+                ItemState::Sending => LetterOutcome::Sending,
+                ItemState::Confirmed | ItemState::Settled => LetterOutcome::Confirmed,
+                ItemState::FailedAgain => LetterOutcome::FailedAgain,
+                ItemState::Refused => LetterOutcome::Refused,
+                ItemState::HeldBack => LetterOutcome::HeldBack,
             };
             out.push((plan.items[i].letter_id.as_str(), outcome));
         }
@@ -201,7 +191,10 @@ impl<'p> Engine<'p> {
 
     /// Letters in doubt: sent, never confirmed nor refused (a stop that timed out).
     pub fn in_doubt(&self) -> usize {
-        self.states.iter().filter(|s| **s == St::Sending).count()
+        self.states
+            .iter()
+            .filter(|s| **s == ItemState::Sending)
+            .count()
     }
 
     /// Confirmed letters whose DLQ copy is to be settled now.
@@ -215,8 +208,8 @@ impl<'p> Engine<'p> {
 
     /// The broker settled (acked) the DLQ copy; the ledger has it applied.
     pub fn settled(&mut self, index: usize) {
-        if self.states.get(index) == Some(&St::Confirmed) {
-            self.set(index, St::Settled);
+        if self.states.get(index) == Some(&ItemState::Confirmed) {
+            self.set(index, ItemState::Settled);
         }
     }
 
@@ -256,7 +249,10 @@ impl<'p> Engine<'p> {
             self.by_message_id.get(m.value.as_str()).copied()
         });
         let Some(i) = index else { return Ok(()) };
-        if !matches!(self.states[i], St::Sending | St::Confirmed | St::Settled) {
+        if !matches!(
+            self.states[i],
+            ItemState::Sending | ItemState::Confirmed | ItemState::Settled
+        ) {
             return Ok(());
         }
         let item = &self.plan.items[i];
@@ -265,14 +261,14 @@ impl<'p> Engine<'p> {
             &self.plan.id,
             item.seq,
             &item.letter_id,
-            "failed-again",
+            ItemState::FailedAgain,
             Some(&format!(
                 "back in the DLQ{} as {}",
                 at.map(|a| format!(" at {a}")).unwrap_or_default(),
                 letter.reason_code()
             )),
         )?;
-        self.set(i, St::FailedAgain);
+        self.set(i, ItemState::FailedAgain);
         self.counts.failed_again += 1;
         Ok(())
     }
@@ -281,7 +277,7 @@ impl<'p> Engine<'p> {
         let failed = self
             .recent
             .iter()
-            .filter(|&&i| self.states[i] == St::FailedAgain)
+            .filter(|&&i| self.states[i] == ItemState::FailedAgain)
             .count();
         let n = self.recent.len();
         let floor = self.plan.options.canary.max(1);
@@ -441,10 +437,10 @@ impl<'p> Engine<'p> {
                         &self.plan.id,
                         item.seq,
                         &item.letter_id,
-                        "refused",
+                        ItemState::Refused,
                         Some(&why),
                     )?;
-                    self.set(i, St::Refused);
+                    self.set(i, ItemState::Refused);
                     self.counts.refused += 1;
                     if let Some(k) = &item.key {
                         self.blocked.insert(k.clone());
@@ -475,8 +471,8 @@ impl<'p> Engine<'p> {
             .collect();
         let decisions = ledger.replay_confirmed(&self.plan.id, &self.plan.source, &letters)?;
         for ((i, _), d) in ok.into_iter().zip(decisions) {
-            if self.states[i] == St::Sending {
-                self.set(i, St::Confirmed);
+            if self.states[i] == ItemState::Sending {
+                self.set(i, ItemState::Confirmed);
             }
             self.counts.confirmed += 1;
             match &self.plan.items[i].settle {
@@ -528,10 +524,10 @@ impl<'p> Engine<'p> {
                     &plan.id,
                     it.seq,
                     &it.letter_id,
-                    "held-back",
+                    ItemState::HeldBack,
                     Some("an earlier letter of its key was not replayed"),
                 )?;
-                self.set(h, St::HeldBack);
+                self.set(h, ItemState::HeldBack);
                 self.counts.held_back += 1;
                 self.remaining -= 1;
             }
@@ -583,7 +579,7 @@ impl<'p> Engine<'p> {
             let item = &self.plan.items[i];
             match publisher.send(i as u64, &item.outgoing) {
                 Ok(()) => {
-                    self.set(i, St::Sending);
+                    self.set(i, ItemState::Sending);
                     self.in_flight.insert(i);
                     self.counts.sent += 1;
                     if self.phase == Phase::Canary {
@@ -608,10 +604,10 @@ impl<'p> Engine<'p> {
                         &self.plan.id,
                         item.seq,
                         &item.letter_id,
-                        "refused",
+                        ItemState::Refused,
                         Some(&e.to_string()),
                     )?;
-                    self.set(i, St::Refused);
+                    self.set(i, ItemState::Refused);
                     self.counts.refused += 1;
                     if let Some(k) = &item.key {
                         self.blocked.insert(k.clone());
@@ -629,7 +625,7 @@ impl<'p> Engine<'p> {
                 &self.plan.id,
                 item.seq,
                 &item.letter_id,
-                "planned",
+                ItemState::Planned,
                 Some("not sent: stopped first"),
             )?;
             self.ready.push_front(i);

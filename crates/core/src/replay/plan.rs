@@ -27,8 +27,9 @@ const DELIVERY_FACTS: [&str; 2] = ["exchange", "routing_key"];
 /// One letter as the session knows it, ready to plan.
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    /// Extracted fields masked (ids, reasons); `raw` as the broker gave it.
-    pub letter: DeadLetter,
+    /// Extracted fields masked (ids, reasons); `raw` as the broker gave it. Shared with
+    /// the scan's preparation: a re-plan copies no letter.
+    pub letter: std::sync::Arc<DeadLetter>,
     pub binding: String,
     /// Where it sits in the DLQ (`topic/p/o`, `queue#n`).
     pub location: String,

@@ -1,6 +1,7 @@
 //! What a replay run reports: the kill switch it obeys, its phase and progress, how
 //! it ended, and where each letter stands.
 
+use crate::journal::ReplayState;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,12 +42,13 @@ pub enum End {
 }
 
 impl End {
-    pub fn state(&self) -> &'static str {
+    /// The state the journal keeps for this end.
+    pub fn state(&self) -> ReplayState {
         match self {
-            End::Completed => "completed",
-            End::AutoStopped(_) => "auto-stopped",
-            End::Killed => "killed",
-            End::Failed(_) => "failed",
+            End::Completed => ReplayState::Completed,
+            End::AutoStopped(_) => ReplayState::AutoStopped,
+            End::Killed => ReplayState::Killed,
+            End::Failed(_) => ReplayState::Failed,
         }
     }
 

@@ -28,17 +28,17 @@ pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
             return;
         }
     }
-    let Some(raw) = state.cache.get(row).cloned() else {
+    // The scan's preparation of the letter, shared with the cache: nothing is extracted
+    // or masked again here (a fetched one was prepared by the session).
+    let Some(letter) = state.cache.get(row).cloned() else {
         state.detail.current = None;
         request_fetch(state, row, cmds);
         return;
     };
     let diff = match mark.filter(|_| want_diff) {
-        Some(m) => diff_against(state, m, &raw.payload),
+        Some(m) => diff_against(state, m, &letter.raw.payload),
         None => None,
     };
-    let letter =
-        dlq_core::catalog::extract_masked(state.catalog.masker(), state.catalog.mappings(), raw);
     let payload = payload_for(state, row, &letter, cmds);
     if state.detail.current.as_ref().map(|d| d.row) != Some(row) {
         state.detail.scroll = 0;
@@ -81,7 +81,7 @@ pub(crate) fn diff_against(
     payload: &[u8],
 ) -> Option<(RowId, dlq_core::diff::Diff)> {
     let other = state.cache.get(mark).cloned()?;
-    if other.payload.len().max(payload.len()) > 4 * INLINE_RENDER_MAX {
+    if other.raw.payload.len().max(payload.len()) > 4 * INLINE_RENDER_MAX {
         state.message = Some((
             "payloads over 64 KiB are compared with `dlq-triage diff SOURCE ID OTHER`".into(),
             Level::Warn,
@@ -90,7 +90,7 @@ pub(crate) fn diff_against(
     }
     Some((
         mark,
-        diff_payloads(state.catalog.masker(), &other.payload, payload),
+        diff_payloads(state.catalog.masker(), &other.raw.payload, payload),
     ))
 }
 

@@ -65,7 +65,7 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
                 state.detail.pending_fetch = None;
             }
             match result {
-                Ok(raw) => state.cache.put(row, raw),
+                Ok(letter) => state.cache.put(row, letter),
                 Err(e) => {
                     state.message = Some((format!("could not fetch the letter: {e}"), Level::Error))
                 }
@@ -170,7 +170,7 @@ pub(crate) fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
         if p.state != dlq_core::model::TriageState::Open {
             state.catalog.store.set_state(row, p.state);
         }
-        state.cache.put(row, p.letter.raw);
+        state.cache.put(row, p.letter);
         if let Some(r) = state.catalog.store.row(row).copied() {
             if state.filter.matches(&state.catalog.store, &r, state.now_ms) {
                 state.index.add(row, &r);

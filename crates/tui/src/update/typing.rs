@@ -96,9 +96,9 @@ pub(crate) fn submit_edit(state: &mut AppState, cmds: &mut Vec<Command>, reason:
                 Level::Warn,
             ))
         }
-        (false, Some(raw), Some(letter_id)) => cmds.push(Command::Edit {
+        (false, Some(letter), Some(letter_id)) => cmds.push(Command::Edit {
             letter_id,
-            payload: raw.payload,
+            payload: letter.raw.payload.clone(),
             reason: reason.to_string(),
         }),
         _ => {

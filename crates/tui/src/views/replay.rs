@@ -3,6 +3,7 @@
 use crate::replaying::{field_value, DryRun, RunView, FIELDS};
 use crate::theme::{Theme, S};
 use crate::views::fit;
+use dlq_core::journal::ReplayState;
 use dlq_core::replay::Phase;
 use dlq_core::sanitize;
 use ratatui::layout::Rect;
@@ -112,7 +113,7 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
     let width = usize::from(area.width.saturating_sub(2));
     let p = r.progress.as_ref();
     let phase = match (&r.ended, p) {
-        (Some((state, _)), _) => state.clone(),
+        (Some((state, _)), _) => state.map_or("not started", ReplayState::as_str).into(),
         (None, Some(p)) if r.killed_at.is_some() && p.phase != Phase::Done => {
             "stopping (killed)".into()
         }
@@ -210,9 +211,9 @@ fn pace_line(p: Option<&dlq_core::replay::Progress>, width: usize, t: &Theme) ->
 /// How it ended, or the kill key while it runs.
 fn last_line(r: &RunView, width: usize, t: &Theme) -> Line<'static> {
     match &r.ended {
-        Some((_, summary)) => Line::from(Span::styled(
+        Some((end, summary)) => Line::from(Span::styled(
             sanitize::line(summary, width),
-            if summary.contains(" completed:") {
+            if *end == Some(ReplayState::Completed) {
                 t.get(S::UiInfo)
             } else {
                 t.get(S::UiWarn)
