@@ -20,7 +20,7 @@ pub enum JournalError {
     #[error("{letter_id} was already {kind}ed by {actor} at {at} (reason: {reason})")]
     AlreadyDecided {
         letter_id: String,
-        kind: String,
+        kind: DecisionKind,
         actor: String,
         at: String,
         reason: String,
@@ -59,12 +59,43 @@ pub struct Decision {
     pub coords: Option<String>,
     /// The exact letter the decision was made on (see `core::decisions::binding`).
     pub binding: Option<String>,
-    pub kind: String,
+    pub kind: DecisionKind,
     pub reason: String,
     pub actor: String,
     pub at: String,
     pub applied_at: Option<String>,
     pub audit_seq: i64,
+}
+
+/// What was decided on a letter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecisionKind {
+    Discard,
+    /// Replayed: the broker confirmed the copy sent to its target.
+    Replay,
+}
+
+impl DecisionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionKind::Discard => "discard",
+            DecisionKind::Replay => "replay",
+        }
+    }
+
+    /// The stored spelling back (the ledger's edge); `None` for anything else.
+    pub fn parse(s: &str) -> Option<DecisionKind> {
+        [DecisionKind::Discard, DecisionKind::Replay]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for DecisionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// The newest audit entry: an anchor to paste into a ticket and check later with
@@ -428,5 +459,8 @@ mod tests {
             assert_eq!(serde_json::to_value(s).ok(), Some(s.as_str().into()));
         }
         assert_eq!(ItemState::parse("failed again"), None);
+        for k in [DecisionKind::Discard, DecisionKind::Replay] {
+            assert_eq!(DecisionKind::parse(k.as_str()), Some(k));
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::decisions;
 use crate::handover::Receipt;
-use crate::journal::Decision;
+use crate::journal::{Decision, DecisionKind};
 use crate::model::{DeadLetter, TriageState};
 use std::sync::Arc;
 
@@ -49,11 +49,11 @@ impl LetterState {
     /// The state a decision (or none) gives a letter.
     pub fn of(decision: Option<&Decision>) -> LetterState {
         match decision {
-            Some(d) if d.kind == "discard" => LetterState {
+            Some(d) if d.kind == DecisionKind::Discard => LetterState {
                 state: TriageState::Discarded,
                 decision: Some(d.clone()),
             },
-            Some(d) if d.kind == "replay" => LetterState {
+            Some(d) if d.kind == DecisionKind::Replay => LetterState {
                 state: TriageState::Replayed,
                 decision: Some(d.clone()),
             },

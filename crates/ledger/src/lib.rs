@@ -11,7 +11,7 @@
 //! against it by `verify`; truncation at the end is caught with an anchor (`head`).
 
 use chrono::{SecondsFormat, Utc};
-use dlq_core::journal::{AuditEntry, Decision, Head, JournalError, Verification};
+use dlq_core::journal::{AuditEntry, Decision, DecisionKind, Head, JournalError, Verification};
 use hmac::{Hmac, Mac};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
@@ -211,7 +211,7 @@ impl Ledger {
             if let Some((actor, at, reason)) = first {
                 return Err(JournalError::AlreadyDecided {
                     letter_id: letter_id.into(),
-                    kind: "discard".into(),
+                    kind: DecisionKind::Discard,
                     actor,
                     at,
                     reason,
@@ -232,7 +232,7 @@ impl Ledger {
                 letter_id: letter_id.into(),
                 coords: coords.map(str::to_string),
                 binding: Some(binding.into()),
-                kind: "discard".into(),
+                kind: DecisionKind::Discard,
                 reason: reason.into(),
                 actor: l.actor.clone(),
                 at: entry.at,
@@ -305,7 +305,7 @@ impl Ledger {
             if let Some(replay) = decision
                 .reason
                 .strip_prefix("replay ")
-                .filter(|_| decision.kind == "replay")
+                .filter(|_| decision.kind == DecisionKind::Replay)
             {
                 tx.execute(
                     "UPDATE replay_items SET state = 'settled', at = ?1 WHERE replay_id = ?2 AND letter_id = ?3 AND binding = ?4 AND state = 'confirmed'",
@@ -330,7 +330,7 @@ impl Ledger {
                     letter_id: r.get(2)?,
                     coords: r.get(3)?,
                     binding: r.get(4)?,
-                    kind: r.get(5)?,
+                    kind: replays::parsed(r, 5, DecisionKind::parse)?,
                     reason: r.get(6)?,
                     actor: r.get(7)?,
                     at: r.get(8)?,

@@ -7,8 +7,8 @@
 
 use super::{Ledger, RowProblem};
 use dlq_core::journal::{
-    AuditEntry, ConfirmedLetter, Decision, ItemState, JournalError, PlannedItem, ReplayItemRow,
-    ReplayRow, ReplayState,
+    AuditEntry, ConfirmedLetter, Decision, DecisionKind, ItemState, JournalError, PlannedItem,
+    ReplayItemRow, ReplayRow, ReplayState,
 };
 use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
@@ -139,7 +139,7 @@ impl Ledger {
                     letter_id: c.letter_id.into(),
                     coords: Some(c.location.into()),
                     binding: Some(c.binding.into()),
-                    kind: "replay".into(),
+                    kind: DecisionKind::Replay,
                     reason: reason.clone(),
                     actor: l.actor.clone(),
                     at: entry.at.clone(),
@@ -376,7 +376,11 @@ impl Ledger {
 
 /// A state column read back into its enum: a spelling this build does not know (a newer
 /// build wrote it, or the row was edited) is an error that says so, never a guess.
-fn parsed<T>(r: &rusqlite::Row<'_>, i: usize, parse: fn(&str) -> Option<T>) -> rusqlite::Result<T> {
+pub(crate) fn parsed<T>(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+    parse: fn(&str) -> Option<T>,
+) -> rusqlite::Result<T> {
     let s: String = r.get(i)?;
     parse(&s).ok_or_else(|| {
         rusqlite::Error::FromSqlConversionFailure(

@@ -1,7 +1,7 @@
 //! The source picker: a list of DLQs (found on a broker, or named in the config), one of
 //! which `Enter` opens. Runs before the triage screen, on the same terminal.
 
-use crate::theme::{Theme, S};
+use crate::theme::{StyleName, Theme};
 use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
 use dlq_core::sanitize;
 use ratatui::layout::Rect;
@@ -56,7 +56,7 @@ impl Picker {
         let block = Block::default()
             .borders(Borders::ALL)
             .title(format!(" {} ", sanitize::line(&self.title, 200)))
-            .border_style(t.get(S::UiBorderFocus));
+            .border_style(t.get(StyleName::UiBorderFocus));
         let inner = block.inner(area);
         f.render_widget(block, area);
         let w = usize::from(inner.width);
@@ -66,7 +66,7 @@ impl Picker {
         if self.choices.is_empty() {
             lines.push(Line::from(Span::styled(
                 " nothing found that looks like a DLQ (see `dlq-triage queues` / `topics --all`)",
-                t.get(S::UiWarn),
+                t.get(StyleName::UiWarn),
             )));
         }
         for (i, c) in self.choices.iter().enumerate().skip(offset).take(h) {
@@ -79,9 +79,9 @@ impl Picker {
             );
             let text: String = text.chars().take(w).collect();
             let style = if i == self.cursor {
-                t.get(S::UiSelection)
+                t.get(StyleName::UiSelection)
             } else {
-                t.get(S::UiText)
+                t.get(StyleName::UiText)
             };
             lines.push(Line::from(Span::styled(text, style)));
         }
@@ -95,7 +95,7 @@ impl Picker {
         f.render_widget(
             Paragraph::new(Span::styled(
                 " j/k move · Enter open · q quit",
-                t.get(S::UiDim),
+                t.get(StyleName::UiDim),
             )),
             help,
         );

@@ -17,7 +17,7 @@ const EMBEDDED: [(&str, &str); 4] = [
 /// Every style a theme defines. A misspelled name is a compile error; a theme file's
 /// keys are checked against `KEYS` when it loads (an unknown key is an error naming it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum S {
+pub enum StyleName {
     UiText,
     UiDim,
     UiBorder,
@@ -50,49 +50,49 @@ pub enum S {
 }
 
 /// Each style's `section.key` in theme files, in enum order.
-const KEYS: [(S, &str); 29] = [
-    (S::UiText, "ui.text"),
-    (S::UiDim, "ui.dim"),
-    (S::UiBorder, "ui.border"),
-    (S::UiBorderFocus, "ui.border_focus"),
-    (S::UiTitle, "ui.title"),
-    (S::UiHeader, "ui.header"),
-    (S::UiSelection, "ui.selection"),
-    (S::UiSelectionUnfocused, "ui.selection_unfocused"),
-    (S::UiStatus, "ui.status"),
-    (S::UiFooter, "ui.footer"),
-    (S::UiInfo, "ui.info"),
-    (S::UiWarn, "ui.warn"),
-    (S::UiError, "ui.error"),
-    (S::UiCount, "ui.count"),
-    (S::UiSpark, "ui.spark"),
-    (S::UiMark, "ui.mark"),
-    (S::UiProvenance, "ui.provenance"),
-    (S::UiMatch, "ui.match"),
-    (S::StateOpen, "state.open"),
-    (S::StateDiscarded, "state.discarded"),
-    (S::StateReplaying, "state.replaying"),
-    (S::StateReplayed, "state.replayed"),
-    (S::StateResolved, "state.resolved"),
-    (S::StateFailedAgain, "state.failed_again"),
-    (S::JsonKey, "json.key"),
-    (S::JsonString, "json.string"),
-    (S::JsonNumber, "json.number"),
-    (S::JsonLiteral, "json.literal"),
-    (S::JsonPunct, "json.punct"),
+const KEYS: [(StyleName, &str); 29] = [
+    (StyleName::UiText, "ui.text"),
+    (StyleName::UiDim, "ui.dim"),
+    (StyleName::UiBorder, "ui.border"),
+    (StyleName::UiBorderFocus, "ui.border_focus"),
+    (StyleName::UiTitle, "ui.title"),
+    (StyleName::UiHeader, "ui.header"),
+    (StyleName::UiSelection, "ui.selection"),
+    (StyleName::UiSelectionUnfocused, "ui.selection_unfocused"),
+    (StyleName::UiStatus, "ui.status"),
+    (StyleName::UiFooter, "ui.footer"),
+    (StyleName::UiInfo, "ui.info"),
+    (StyleName::UiWarn, "ui.warn"),
+    (StyleName::UiError, "ui.error"),
+    (StyleName::UiCount, "ui.count"),
+    (StyleName::UiSpark, "ui.spark"),
+    (StyleName::UiMark, "ui.mark"),
+    (StyleName::UiProvenance, "ui.provenance"),
+    (StyleName::UiMatch, "ui.match"),
+    (StyleName::StateOpen, "state.open"),
+    (StyleName::StateDiscarded, "state.discarded"),
+    (StyleName::StateReplaying, "state.replaying"),
+    (StyleName::StateReplayed, "state.replayed"),
+    (StyleName::StateResolved, "state.resolved"),
+    (StyleName::StateFailedAgain, "state.failed_again"),
+    (StyleName::JsonKey, "json.key"),
+    (StyleName::JsonString, "json.string"),
+    (StyleName::JsonNumber, "json.number"),
+    (StyleName::JsonLiteral, "json.literal"),
+    (StyleName::JsonPunct, "json.punct"),
 ];
 
-impl S {
+impl StyleName {
     /// The style of a triage state (`state.failed_again` for `failed-again`).
-    pub fn state(st: dlq_core::model::TriageState) -> S {
+    pub fn state(st: dlq_core::model::TriageState) -> StyleName {
         use dlq_core::model::TriageState as T;
         match st {
-            T::Open => S::StateOpen,
-            T::Discarded => S::StateDiscarded,
-            T::Replaying => S::StateReplaying,
-            T::Replayed => S::StateReplayed,
-            T::Resolved => S::StateResolved,
-            T::FailedAgain => S::StateFailedAgain,
+            T::Open => StyleName::StateOpen,
+            T::Discarded => StyleName::StateDiscarded,
+            T::Replaying => StyleName::StateReplaying,
+            T::Replayed => StyleName::StateReplayed,
+            T::Resolved => StyleName::StateResolved,
+            T::FailedAgain => StyleName::StateFailedAgain,
         }
     }
 }
@@ -105,7 +105,7 @@ pub struct Theme {
 
 impl Theme {
     /// A style.
-    pub fn get(&self, key: S) -> Style {
+    pub fn get(&self, key: StyleName) -> Style {
         self.styles[key as usize]
     }
 
@@ -227,7 +227,7 @@ mod tests {
         for name in Theme::embedded_names() {
             let t = Theme::load(Some(name)).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(t.name, name);
-            assert_ne!(t.get(S::UiSelection), Style::default(), "{name}");
+            assert_ne!(t.get(StyleName::UiSelection), Style::default(), "{name}");
         }
     }
 

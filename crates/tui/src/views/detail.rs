@@ -3,8 +3,8 @@
 
 use super::pane;
 use crate::state::{AppState, Detail, Pane, Tab};
+use crate::theme::StyleName;
 use crate::theme::Theme;
-use crate::theme::S;
 use dlq_core::diff::{Diff, LineTag};
 use dlq_core::letter_view::{Fact, LetterFacts};
 use dlq_core::payload_view::ViewKind;
@@ -20,9 +20,9 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let mut title = vec![Span::raw(" ")];
     for (i, tab) in Tab::ALL.iter().enumerate() {
         let style = if *tab == s.detail.tab {
-            t.get(S::UiSelection)
+            t.get(StyleName::UiSelection)
         } else {
-            t.get(S::UiDim)
+            t.get(StyleName::UiDim)
         };
         title.push(Span::styled(format!(" {} {} ", i + 1, tab.title()), style));
         title.push(Span::raw(" "));
@@ -37,7 +37,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         {
             vec![Line::from(Span::styled(
                 "payloads are hidden: seeing them needs the operator role (you are viewer)",
-                t.get(S::UiWarn),
+                t.get(StyleName::UiWarn),
             ))]
         }
         (Some(d), _) => match s.detail.tab {
@@ -48,22 +48,22 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             Tab::History => match &s.detail.history {
                 Some((row, lines)) if *row == d.row => lines
                     .iter()
-                    .map(|l| Line::from(Span::styled(clean(l), t.get(S::UiText))))
+                    .map(|l| Line::from(Span::styled(clean(l), t.get(StyleName::UiText))))
                     .collect(),
                 _ => vec![Line::from(Span::styled(
                     "reading the ledger…",
-                    t.get(S::UiDim),
+                    t.get(StyleName::UiDim),
                 ))],
             },
         },
         (None, Some(_)) if s.detail.pending_fetch.is_some() => vec![Line::from(Span::styled(
             "fetching the letter…",
-            t.get(S::UiDim),
+            t.get(StyleName::UiDim),
         ))],
         (None, Some(row)) if s.detail.not_kept == Some(row) => not_kept(row, s, t),
         _ => vec![Line::from(Span::styled(
             "no letter selected",
-            t.get(S::UiDim),
+            t.get(StyleName::UiDim),
         ))],
     };
     f.render_widget(
@@ -100,7 +100,7 @@ fn not_kept<'a>(row: dlq_core::store::RowId, s: &AppState, t: &Theme) -> Vec<Lin
     let mut lines = vec![
         Line::from(Span::styled(
             "payload not kept: this held delivery's bytes left memory (the payload budget) and RabbitMQ cannot hand one message out again; a larger payload_cache_mib in the config keeps more",
-            t.get(S::UiWarn),
+            t.get(StyleName::UiWarn),
         )),
         Line::from(""),
     ];
@@ -121,13 +121,13 @@ fn not_kept<'a>(row: dlq_core::store::RowId, s: &AppState, t: &Theme) -> Vec<Lin
 fn fact_lines<'a>(facts: &LetterFacts, t: &Theme) -> Vec<Line<'a>> {
     let fact = |f: &Fact| {
         let mut spans = vec![
-            Span::styled(format!("{:<14}", f.label), t.get(S::UiDim)),
-            Span::styled(clean(&f.value), t.get(S::UiText)),
+            Span::styled(format!("{:<14}", f.label), t.get(StyleName::UiDim)),
+            Span::styled(clean(&f.value), t.get(StyleName::UiText)),
         ];
         if let Some(p) = &f.from {
             spans.push(Span::styled(
                 format!("  ← {}", clean(p)),
-                t.get(S::UiProvenance),
+                t.get(StyleName::UiProvenance),
             ));
         }
         Line::from(spans)
@@ -161,11 +161,11 @@ fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
             Line::from(vec![
                 Span::styled(
                     format!("{:<w$}  ", clean(&m.mask_text(&h.name))),
-                    t.get(S::JsonKey),
+                    t.get(StyleName::JsonKey),
                 ),
                 Span::styled(
                     sanitize::line(&m.mask_header(&h.name, &h.value), 300),
-                    t.get(S::UiText),
+                    t.get(StyleName::UiText),
                 ),
             ])
         })
@@ -174,13 +174,16 @@ fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
         out.push(Line::from(vec![
             Span::styled(
                 format!("{:<w$}  ", clean(&format!("(amqp) {k}"))),
-                t.get(S::JsonKey),
+                t.get(StyleName::JsonKey),
             ),
-            Span::styled(clean(&m.mask_text(v)), t.get(S::UiText)),
+            Span::styled(clean(&m.mask_text(v)), t.get(StyleName::UiText)),
         ]));
     }
     if out.is_empty() {
-        out.push(Line::from(Span::styled("(no headers)", t.get(S::UiDim))));
+        out.push(Line::from(Span::styled(
+            "(no headers)",
+            t.get(StyleName::UiDim),
+        )));
     }
     out
 }
@@ -188,9 +191,12 @@ fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
 fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
     let v = &d.payload;
     let (label, style) = if unmasked {
-        ("UNMASKED (audited, this session only)", t.get(S::UiError))
+        (
+            "UNMASKED (audited, this session only)",
+            t.get(StyleName::UiError),
+        )
     } else {
-        ("masked", t.get(S::UiDim))
+        ("masked", t.get(StyleName::UiDim))
     };
     let mut out = vec![Line::from(Span::styled(
         format!(
@@ -203,7 +209,7 @@ fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
     if let Some(e) = &d.letter.body_error {
         out.push(Line::from(Span::styled(
             format!("does not parse: {}", clean(e)),
-            t.get(S::UiWarn),
+            t.get(StyleName::UiWarn),
         )));
     }
     let body = sanitize::sanitize_str(&v.text, Mode::Block, usize::MAX);
@@ -211,7 +217,7 @@ fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
         out.push(if v.kind == ViewKind::Json {
             json_line(line, t)
         } else {
-            Line::from(Span::styled(line.to_string(), t.get(S::UiText)))
+            Line::from(Span::styled(line.to_string(), t.get(StyleName::UiText)))
         });
     }
     if v.truncated {
@@ -220,7 +226,7 @@ fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
                 "… payload is {}; the rest is hidden (use `dlq-triage export`)",
                 human_bytes(v.total_bytes as u64)
             ),
-            t.get(S::UiWarn),
+            t.get(StyleName::UiWarn),
         )));
     }
     out
@@ -250,9 +256,9 @@ fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
                 &mut spans,
                 s,
                 if is_key {
-                    t.get(S::JsonKey)
+                    t.get(StyleName::JsonKey)
                 } else {
-                    t.get(S::JsonString)
+                    t.get(StyleName::JsonString)
                 },
             );
         } else if c.is_ascii_digit() || c == '-' {
@@ -265,7 +271,7 @@ fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
             push(
                 &mut spans,
                 chars[start..i].iter().collect(),
-                t.get(S::JsonNumber),
+                t.get(StyleName::JsonNumber),
             );
         } else if c.is_ascii_alphabetic() {
             let start = i;
@@ -275,7 +281,7 @@ fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
             push(
                 &mut spans,
                 chars[start..i].iter().collect(),
-                t.get(S::JsonLiteral),
+                t.get(StyleName::JsonLiteral),
             );
         } else {
             push(
@@ -284,7 +290,7 @@ fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
                 if c.is_whitespace() {
                     Style::default()
                 } else {
-                    t.get(S::JsonPunct)
+                    t.get(StyleName::JsonPunct)
                 },
             );
             i += 1;
@@ -297,12 +303,12 @@ fn diff<'a>(d: &Detail, t: &Theme) -> Vec<Line<'a>> {
     let Some((other, result)) = &d.diff else {
         return vec![Line::from(Span::styled(
             "mark a letter with space, select another: the diff shows here (masked)",
-            t.get(S::UiDim),
+            t.get(StyleName::UiDim),
         ))];
     };
     let mut out = vec![Line::from(Span::styled(
         format!("marked letter (row {other}) → selected · masked"),
-        t.get(S::UiDim),
+        t.get(StyleName::UiDim),
     ))];
     match result {
         Diff::Json(changes) if changes.is_empty() => out.push(Line::from("identical")),
@@ -316,33 +322,34 @@ fn diff<'a>(d: &Detail, t: &Theme) -> Vec<Line<'a>> {
                 let (mark, style, body) = match (&c.old, &c.new) {
                     (Some(o), Some(n)) => (
                         "~",
-                        t.get(S::UiWarn),
+                        t.get(StyleName::UiWarn),
                         format!("{} → {}", clean(o), clean(n)),
                     ),
-                    (Some(o), None) => ("-", t.get(S::UiError), clean(o)),
-                    (None, Some(n)) => ("+", t.get(S::UiInfo), clean(n)),
-                    (None, None) => (" ", t.get(S::UiText), String::new()),
+                    (Some(o), None) => ("-", t.get(StyleName::UiError), clean(o)),
+                    (None, Some(n)) => ("+", t.get(StyleName::UiInfo), clean(n)),
+                    (None, None) => (" ", t.get(StyleName::UiText), String::new()),
                 };
                 out.push(Line::from(vec![
                     Span::styled(format!("{mark} {path}  "), style),
-                    Span::styled(body, t.get(S::UiText)),
+                    Span::styled(body, t.get(StyleName::UiText)),
                 ]));
             }
         }
         Diff::Text(lines) => {
             for l in lines {
                 out.push(match l.tag {
-                    LineTag::Skipped(n) => {
-                        Line::from(Span::styled(format!("  … {n} unchanged"), t.get(S::UiDim)))
-                    }
+                    LineTag::Skipped(n) => Line::from(Span::styled(
+                        format!("  … {n} unchanged"),
+                        t.get(StyleName::UiDim),
+                    )),
                     LineTag::Same => Line::from(format!("  {}", clean(&l.text))),
                     LineTag::Added => Line::from(Span::styled(
                         format!("+ {}", clean(&l.text)),
-                        t.get(S::UiInfo),
+                        t.get(StyleName::UiInfo),
                     )),
                     LineTag::Removed => Line::from(Span::styled(
                         format!("- {}", clean(&l.text)),
-                        t.get(S::UiError),
+                        t.get(StyleName::UiError),
                     )),
                 });
             }

@@ -4,8 +4,8 @@
 use super::layout::list_offset;
 use super::{fit, pane};
 use crate::state::{AppState, Pane};
+use crate::theme::StyleName;
 use crate::theme::Theme;
-use crate::theme::S;
 use dlq_core::grouping::sparkline;
 use dlq_core::sanitize;
 use dlq_core::store::NO_TIME;
@@ -33,7 +33,10 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         } else {
             "(loading…)"
         };
-        f.render_widget(Paragraph::new(Span::styled(msg, t.get(S::UiDim))), inner);
+        f.render_widget(
+            Paragraph::new(Span::styled(msg, t.get(StyleName::UiDim))),
+            inner,
+        );
         return;
     }
     // Labels first: on narrow terminals the oldest age and the sparkline give way.
@@ -103,23 +106,26 @@ fn node_line<'a>(
         format_age_ms(s.now_ms - n.oldest_ms)
     };
     let base = match (sel.selected, sel.focused) {
-        (true, true) => t.get(S::UiSelection),
-        (true, false) => t.get(S::UiSelectionUnfocused),
-        _ if n.depth == 0 => t.get(S::UiHeader),
-        _ => t.get(S::UiText),
+        (true, true) => t.get(StyleName::UiSelection),
+        (true, false) => t.get(StyleName::UiSelectionUnfocused),
+        _ if n.depth == 0 => t.get(StyleName::UiHeader),
+        _ => t.get(StyleName::UiText),
     };
-    let or_base = |st: S| if sel.selected { base } else { t.get(st) };
+    let or_base = |st: StyleName| if sel.selected { base } else { t.get(st) };
     let mut spans = vec![
         Span::styled(format!("{text:<label_w$}"), base),
-        Span::styled(format!("{:>7}", n.count), or_base(S::UiCount)),
+        Span::styled(format!("{:>7}", n.count), or_base(StyleName::UiCount)),
     ];
     if cols.show_oldest {
-        spans.push(Span::styled(format!("{oldest:>7}"), or_base(S::UiDim)));
+        spans.push(Span::styled(
+            format!("{oldest:>7}"),
+            or_base(StyleName::UiDim),
+        ));
     }
     if cols.show_spark {
         spans.push(Span::styled(
             format!(" {}", sparkline(&n.spark)),
-            or_base(S::UiSpark),
+            or_base(StyleName::UiSpark),
         ));
     }
     Line::from(spans)

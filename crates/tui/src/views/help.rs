@@ -2,8 +2,8 @@
 
 use crate::keymap::{palette_hint, Effect, BINDINGS};
 use crate::state::AppState;
+use crate::theme::StyleName;
 use crate::theme::Theme;
-use crate::theme::S;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
@@ -15,7 +15,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .map(|b| {
             let mut spans = vec![Span::styled(
                 format!(" {:<12}", b.keys_label()),
-                t.get(S::UiTitle),
+                t.get(StyleName::UiTitle),
             )];
             let effect = match b.effect {
                 Effect::View => "",
@@ -25,20 +25,26 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             match b.disabled(s.role, s.read_only) {
                 // Said first, so a narrow column still shows it.
                 Some(why) => {
-                    spans.push(Span::styled(format!("(off: {why}) "), t.get(S::UiWarn)));
-                    spans.push(Span::styled(b.help, t.get(S::UiDim)));
+                    spans.push(Span::styled(
+                        format!("(off: {why}) "),
+                        t.get(StyleName::UiWarn),
+                    ));
+                    spans.push(Span::styled(b.help, t.get(StyleName::UiDim)));
                 }
                 None => {
-                    spans.push(Span::styled(b.help, t.get(S::UiText)));
-                    spans.push(Span::styled(effect, t.get(S::UiWarn)));
+                    spans.push(Span::styled(b.help, t.get(StyleName::UiText)));
+                    spans.push(Span::styled(effect, t.get(StyleName::UiWarn)));
                 }
             }
             Line::from(spans)
         })
         .collect();
     rows.push(Line::from(vec![
-        Span::styled(" :".to_string() + &" ".repeat(15), t.get(S::UiTitle)),
-        Span::styled(palette_hint(), t.get(S::UiText)),
+        Span::styled(
+            " :".to_string() + &" ".repeat(15),
+            t.get(StyleName::UiTitle),
+        ),
+        Span::styled(palette_hint(), t.get(StyleName::UiText)),
     ]));
     // Two columns when the terminal is wide enough for them.
     let two = area.width >= 80 && rows.len() + 3 > usize::from(area.height);
@@ -63,7 +69,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(" Keys — any key closes this help ")
-        .border_style(t.get(S::UiBorderFocus));
+        .border_style(t.get(StyleName::UiBorderFocus));
     let inner = block.inner(popup);
     f.render_widget(block, popup);
     if two {
@@ -101,20 +107,20 @@ pub(crate) fn render_list(f: &mut Frame, area: Rect, title: &str, lines: &[Strin
         .map(|l| {
             Line::from(Span::styled(
                 format!(" {}", dlq_core::sanitize::line(l, width)),
-                t.get(S::UiText),
+                t.get(StyleName::UiText),
             ))
         })
         .collect();
     rows.push(Line::from(Span::styled(
         " any key closes this",
-        t.get(S::UiDim),
+        t.get(StyleName::UiDim),
     )));
     f.render_widget(
         Paragraph::new(rows).block(
             Block::default()
                 .borders(Borders::ALL)
                 .title(format!(" {} ", dlq_core::sanitize::clean(title)))
-                .border_style(t.get(S::UiBorderFocus)),
+                .border_style(t.get(StyleName::UiBorderFocus)),
         ),
         popup,
     );

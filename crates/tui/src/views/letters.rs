@@ -4,8 +4,8 @@
 use super::layout::list_offset;
 use super::{fit, pane};
 use crate::state::{AppState, Pane};
+use crate::theme::StyleName;
 use crate::theme::Theme;
-use crate::theme::S;
 use dlq_core::sanitize;
 use dlq_core::store::NO_TIME;
 use dlq_core::timefmt::format_age_ms;
@@ -59,7 +59,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             ),
             w,
         ),
-        t.get(S::UiDim),
+        t.get(StyleName::UiDim),
     ))];
     let offset = list_offset(s.letters.cursor, h.max(1));
     let words = s.filter.fuzzy_words();
@@ -76,28 +76,28 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         let Some(r) = store.row(*row) else { continue };
         let selected = pos == s.letters.cursor;
         let style = match (selected, focused) {
-            (true, true) => t.get(S::UiSelection),
-            (true, false) => t.get(S::UiSelectionUnfocused),
-            _ => t.get(S::state(r.state)),
+            (true, true) => t.get(StyleName::UiSelection),
+            (true, false) => t.get(StyleName::UiSelectionUnfocused),
+            _ => t.get(StyleName::state(r.state)),
         };
         let mark = if s.letters.marks.contains(row) {
             "● "
         } else {
             "  "
         };
-        let mut spans = vec![Span::styled(mark, t.get(S::UiMark))];
+        let mut spans = vec![Span::styled(mark, t.get(StyleName::UiMark))];
         spans.extend(highlighted(
             row_text(s, r, &cols),
             &words,
             style,
-            style.patch(t.get(S::UiMatch)),
+            style.patch(t.get(StyleName::UiMatch)),
         ));
         lines.push(Line::from(spans));
     }
     if s.letters.order.rows.is_empty() {
         lines.push(Line::from(Span::styled(
             "  (select a group)",
-            t.get(S::UiDim),
+            t.get(StyleName::UiDim),
         )));
     }
     f.render_widget(Paragraph::new(lines), inner);

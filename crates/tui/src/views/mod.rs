@@ -9,8 +9,8 @@ mod replay;
 mod status;
 
 use crate::state::AppState;
+use crate::theme::StyleName;
 use crate::theme::Theme;
-use crate::theme::S;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::widgets::{Block, BorderType, Borders};
@@ -60,12 +60,12 @@ pub(crate) fn pane<'a>(title: ratatui::text::Line<'a>, focused: bool, t: &Theme)
             BorderType::Plain
         })
         .border_style(if focused {
-            t.get(S::UiBorderFocus)
+            t.get(StyleName::UiBorderFocus)
         } else {
-            t.get(S::UiBorder)
+            t.get(StyleName::UiBorder)
         })
         .title(title)
-        .title_style(t.get(S::UiTitle))
+        .title_style(t.get(StyleName::UiTitle))
         .style(Style::default())
 }
 

@@ -1,7 +1,7 @@
 //! The replay screens: the dry-run (choices over the plan) and the progress pane.
 
 use crate::replaying::{field_value, DryRun, RunView, FIELDS};
-use crate::theme::{Theme, S};
+use crate::theme::{StyleName, Theme};
 use crate::views::fit;
 use dlq_core::journal::ReplayState;
 use dlq_core::replay::Phase;
@@ -27,9 +27,9 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
     for (i, name) in FIELDS.iter().enumerate() {
         let here = i == d.field;
         let style = if here {
-            t.get(S::UiSelection)
+            t.get(StyleName::UiSelection)
         } else {
-            t.get(S::UiText)
+            t.get(StyleName::UiText)
         };
         let text = format!(
             "{} {:<13} {}",
@@ -40,29 +40,29 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
         rows.push(Line::from(Span::styled(fit(&text, width), style)));
     }
     let (hint, hint_style) = match &d.plan {
-        None => ("planning…".to_string(), t.get(S::UiDim)),
+        None => ("planning…".to_string(), t.get(StyleName::UiDim)),
         Some(p) if p.planned == 0 => (
             "nothing to replay · Esc closes".to_string(),
-            t.get(S::UiWarn),
+            t.get(StyleName::UiWarn),
         ),
         Some(p) if p.planned > d.confirm_above => (
             format!(
                 "Enter: type {} to start · ↑↓ choose · ←→ change · Esc cancel (nothing sent yet)",
                 p.planned
             ),
-            t.get(S::UiFooter),
+            t.get(StyleName::UiFooter),
         ),
         Some(_) => (
             "Enter starts · ↑↓ choose · ←→ change · PgDn/PgUp plan · Esc cancel (nothing sent yet)"
                 .to_string(),
-            t.get(S::UiFooter),
+            t.get(StyleName::UiFooter),
         ),
     };
     rows.push(Line::from(Span::styled(fit(&hint, width), hint_style)));
     if let Some(e) = &d.error {
         rows.push(Line::from(Span::styled(
             sanitize::line(&format!("! {e}"), width),
-            t.get(S::UiWarn),
+            t.get(StyleName::UiWarn),
         )));
     }
     rows.push(Line::from(""));
@@ -73,8 +73,8 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(title)
-        .title_style(t.get(S::UiTitle))
-        .border_style(t.get(S::UiBorderFocus));
+        .title_style(t.get(StyleName::UiTitle))
+        .border_style(t.get(StyleName::UiBorderFocus));
     let inner = block.inner(popup);
     f.render_widget(block, popup);
     let top_h = (rows.len() as u16).min(inner.height);
@@ -90,9 +90,9 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
             .iter()
             .map(|l| {
                 let style = if l.trim_start().starts_with('!') {
-                    t.get(S::UiWarn)
+                    t.get(StyleName::UiWarn)
                 } else {
-                    t.get(S::UiText)
+                    t.get(StyleName::UiText)
                 };
                 Line::from(Span::styled(sanitize::line(l, 4 * width), style))
             })
@@ -125,12 +125,15 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
         counts_line(r, t),
         pace_line(p, width, t),
         Line::from(vec![
-            Span::styled("rate     ", t.get(S::UiDim)),
-            Span::styled(spark(&r.rate, spark_w), t.get(S::UiSpark)),
+            Span::styled("rate     ", t.get(StyleName::UiDim)),
+            Span::styled(spark(&r.rate, spark_w), t.get(StyleName::UiSpark)),
         ]),
         Line::from(vec![
-            Span::styled("failures ", t.get(S::UiDim)),
-            Span::styled(spark(&r.failed, spark_w), t.get(S::StateFailedAgain)),
+            Span::styled("failures ", t.get(StyleName::UiDim)),
+            Span::styled(
+                spark(&r.failed, spark_w),
+                t.get(StyleName::StateFailedAgain),
+            ),
         ]),
         last_line(r, width, t),
     ];
@@ -140,11 +143,11 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
             Block::default()
                 .borders(Borders::ALL)
                 .title(title)
-                .title_style(t.get(S::UiTitle))
+                .title_style(t.get(StyleName::UiTitle))
                 .border_style(if r.ended.is_none() {
-                    t.get(S::UiBorderFocus)
+                    t.get(StyleName::UiBorderFocus)
                 } else {
-                    t.get(S::UiBorder)
+                    t.get(StyleName::UiBorder)
                 }),
         ),
         area,
@@ -163,14 +166,14 @@ fn counts_line(r: &RunView, t: &Theme) -> Line<'static> {
                 n(|p| p.sent),
                 n(|p| p.confirmed)
             ),
-            t.get(S::UiText),
+            t.get(StyleName::UiText),
         ),
         Span::styled(
             format!("{} failed again", n(|p| p.failed_again)),
             if n(|p| p.failed_again) > 0 {
-                t.get(S::StateFailedAgain)
+                t.get(StyleName::StateFailedAgain)
             } else {
-                t.get(S::UiText)
+                t.get(StyleName::UiText)
             },
         ),
         Span::styled(
@@ -179,7 +182,7 @@ fn counts_line(r: &RunView, t: &Theme) -> Line<'static> {
                 n(|p| p.refused),
                 n(|p| p.remaining)
             ),
-            t.get(S::UiText),
+            t.get(StyleName::UiText),
         ),
     ])
 }
@@ -189,7 +192,7 @@ fn pace_line(p: Option<&dlq_core::replay::Progress>, width: usize, t: &Theme) ->
     if let Some(why) = p.and_then(|p| p.end.as_ref()).and_then(|e| e.reason()) {
         return Line::from(Span::styled(
             sanitize::line(&format!("stopped: {why}"), width),
-            t.get(S::UiWarn),
+            t.get(StyleName::UiWarn),
         ));
     }
     let mut pace = match p {
@@ -205,7 +208,7 @@ fn pace_line(p: Option<&dlq_core::replay::Progress>, width: usize, t: &Theme) ->
     if let Some(p) = p {
         pace.push_str(&format!(" · {}s elapsed", p.elapsed.as_secs()));
     }
-    Line::from(Span::styled(fit(&pace, width), t.get(S::UiText)))
+    Line::from(Span::styled(fit(&pace, width), t.get(StyleName::UiText)))
 }
 
 /// How it ended, or the kill key while it runs.
@@ -214,16 +217,16 @@ fn last_line(r: &RunView, width: usize, t: &Theme) -> Line<'static> {
         Some((end, summary)) => Line::from(Span::styled(
             sanitize::line(summary, width),
             if *end == Some(ReplayState::Completed) {
-                t.get(S::UiInfo)
+                t.get(StyleName::UiInfo)
             } else {
-                t.get(S::UiWarn)
+                t.get(StyleName::UiWarn)
             },
         )),
         None => Line::from(vec![
-            Span::styled(" K ", t.get(S::UiFooter)),
+            Span::styled(" K ", t.get(StyleName::UiFooter)),
             Span::styled(
                 " kill switch: no publish starts after it; confirms in flight are awaited",
-                t.get(S::UiDim),
+                t.get(StyleName::UiDim),
             ),
         ]),
     }
@@ -240,7 +243,7 @@ pub(crate) fn progress_line(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
     f.render_widget(
         Paragraph::new(Line::from(Span::styled(
             sanitize::line(&text, usize::from(area.width)),
-            t.get(S::UiWarn),
+            t.get(StyleName::UiWarn),
         ))),
         area,
     );

@@ -2,8 +2,8 @@
 
 use super::fit;
 use crate::state::{AppState, Input, Level};
+use crate::theme::StyleName;
 use crate::theme::Theme;
-use crate::theme::S;
 use dlq_core::sanitize;
 use dlq_core::store::NO_TIME;
 use dlq_core::timefmt::format_age_ms;
@@ -31,30 +31,30 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .map(|n| n.oldest_ms)
         .min();
     let mut parts = vec![
-        Span::styled(" dlq-triage", t.get(S::UiTitle)),
+        Span::styled(" dlq-triage", t.get(StyleName::UiTitle)),
         Span::styled(
             format!(" · {}", sanitize::line(&s.info.label, 80)),
-            t.get(S::UiHeader),
+            t.get(StyleName::UiHeader),
         ),
         Span::styled(
             format!(
                 " · {}",
                 dlq_core::words::letters_since(total, s.since_ms, s.now_ms)
             ),
-            t.get(S::UiCount),
+            t.get(StyleName::UiCount),
         ),
-        Span::styled(format!(" · +{inflow:.1}/min"), t.get(S::UiText)),
+        Span::styled(format!(" · +{inflow:.1}/min"), t.get(StyleName::UiText)),
         Span::styled(
             format!(
                 " · oldest {}",
                 oldest.map_or("-".into(), |o| format_age_ms(s.now_ms - o))
             ),
-            t.get(S::UiText),
+            t.get(StyleName::UiText),
         ),
-        Span::styled(format!(" · {}", s.role), t.get(S::UiDim)),
+        Span::styled(format!(" · {}", s.role), t.get(StyleName::UiDim)),
     ];
     if s.read_only {
-        parts.push(Span::styled(" · read-only", t.get(S::UiWarn)));
+        parts.push(Span::styled(" · read-only", t.get(StyleName::UiWarn)));
     }
     if !s.filter.is_empty() {
         parts.push(Span::styled(
@@ -63,11 +63,11 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 s.index.total(),
                 sanitize::line(s.filter.source(), 60)
             ),
-            t.get(S::UiWarn),
+            t.get(StyleName::UiWarn),
         ));
     }
     f.render_widget(
-        Paragraph::new(Line::from(parts)).style(t.get(S::UiStatus)),
+        Paragraph::new(Line::from(parts)).style(t.get(StyleName::UiStatus)),
         area,
     );
 }
@@ -76,12 +76,12 @@ pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let progress = if let Some(e) = &s.scan.error {
         Span::styled(
             format!("scan failed: {} · R retries", sanitize::line(e, 60)),
-            t.get(S::UiError),
+            t.get(StyleName::UiError),
         )
     } else if s.scan.lost.is_some() {
         Span::styled(
             "browse closed by the broker · R browses again",
-            t.get(S::UiError),
+            t.get(StyleName::UiError),
         )
     } else if s.scan.complete {
         let problems = match s.scan.problem_count {
@@ -101,9 +101,9 @@ pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         Span::styled(
             format!("scan complete · +{} live{problems}", s.scan.live),
             if s.scan.problem_count > 0 || total > 0 {
-                t.get(S::UiWarn)
+                t.get(StyleName::UiWarn)
             } else {
-                t.get(S::UiInfo)
+                t.get(StyleName::UiInfo)
             },
         )
     } else {
@@ -121,7 +121,7 @@ pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 "░".repeat(bar_len - filled),
                 pct.map_or(format!("{} read", s.scan.done), |p| format!("{p}%"))
             ),
-            t.get(S::UiWarn),
+            t.get(StyleName::UiWarn),
         )
     };
     let width = usize::from(area.width);
@@ -132,7 +132,7 @@ pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     );
     let pad = width.saturating_sub(left.chars().count() + right);
     let line = Line::from(vec![
-        Span::styled(left, t.get(S::UiDim)),
+        Span::styled(left, t.get(StyleName::UiDim)),
         Span::raw(" ".repeat(pad)),
         progress,
         Span::raw(" "),
@@ -144,51 +144,69 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let width = usize::from(area.width);
     let line = match &s.prompt.input {
         Input::Fuzzy(w) => Line::from(vec![
-            Span::styled(" / ", t.get(S::UiTitle)),
-            Span::styled(format!("{}▏", sanitize::line(w, 200)), t.get(S::UiText)),
-            Span::styled("  Enter apply · Esc cancel", t.get(S::UiDim)),
+            Span::styled(" / ", t.get(StyleName::UiTitle)),
+            Span::styled(
+                format!("{}▏", sanitize::line(w, 200)),
+                t.get(StyleName::UiText),
+            ),
+            Span::styled("  Enter apply · Esc cancel", t.get(StyleName::UiDim)),
         ]),
         Input::Expr(e) => Line::from(vec![
-            Span::styled(" filter: ", t.get(S::UiTitle)),
-            Span::styled(format!("{}▏", sanitize::line(e, 200)), t.get(S::UiText)),
+            Span::styled(" filter: ", t.get(StyleName::UiTitle)),
+            Span::styled(
+                format!("{}▏", sanitize::line(e, 200)),
+                t.get(StyleName::UiText),
+            ),
             Span::styled(
                 "  reason=… version=… event=inv.* age>1h state=open|… · Enter · Esc",
-                t.get(S::UiDim),
+                t.get(StyleName::UiDim),
             ),
         ]),
         Input::Command(c) => Line::from(vec![
-            Span::styled(" :", t.get(S::UiTitle)),
-            Span::styled(format!("{}▏", sanitize::line(c, 200)), t.get(S::UiText)),
+            Span::styled(" :", t.get(StyleName::UiTitle)),
+            Span::styled(
+                format!("{}▏", sanitize::line(c, 200)),
+                t.get(StyleName::UiText),
+            ),
             Span::styled(
                 format!("  {}", crate::keymap::palette_hint()),
-                t.get(S::UiDim),
+                t.get(StyleName::UiDim),
             ),
         ]),
         Input::DiscardReason(r, rows) => Line::from(vec![
             Span::styled(
                 format!(" discard {} letter(s) — reason: ", rows.len()),
-                t.get(S::UiWarn),
+                t.get(StyleName::UiWarn),
             ),
-            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get(S::UiText)),
+            Span::styled(
+                format!("{}▏", sanitize::line(r, 200)),
+                t.get(StyleName::UiText),
+            ),
             Span::styled(
                 "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels",
-                t.get(S::UiDim),
+                t.get(StyleName::UiDim),
             ),
         ]),
         Input::EditReason(r, _) => Line::from(vec![
-            Span::styled(" edit (revision) — reason: ", t.get(S::UiWarn)),
-            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get(S::UiText)),
+            Span::styled(" edit (revision) — reason: ", t.get(StyleName::UiWarn)),
+            Span::styled(
+                format!("{}▏", sanitize::line(r, 200)),
+                t.get(StyleName::UiText),
+            ),
             Span::styled(
                 "  opens $EDITOR on the masked payload · Enter · Esc cancels",
-                t.get(S::UiDim),
+                t.get(StyleName::UiDim),
             ),
         ]),
         Input::UnmaskReason(r, _) => Line::from(vec![
-            Span::styled(" unmask — reason: ", t.get(S::UiWarn)),
-            Span::styled(format!("{}▏", sanitize::line(r, 200)), t.get(S::UiText)),
+            Span::styled(" unmask — reason: ", t.get(StyleName::UiWarn)),
+            Span::styled(
+                format!("{}▏", sanitize::line(r, 200)),
+                t.get(StyleName::UiText),
+            ),
             Span::styled(
                 "  audited; shown for this letter in this session only · Enter · Esc cancels",
-                t.get(S::UiDim),
+                t.get(StyleName::UiDim),
             ),
         ]),
         Input::ReplayCount(typed, n) => Line::from(vec![
@@ -197,17 +215,23 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                     " replay {} — type {n} to start: ",
                     dlq_core::words::letters(*n)
                 ),
-                t.get(S::UiWarn),
+                t.get(StyleName::UiWarn),
             ),
-            Span::styled(format!("{}▏", sanitize::line(typed, 20)), t.get(S::UiText)),
-            Span::styled("  Enter · Esc cancels (nothing is sent)", t.get(S::UiDim)),
+            Span::styled(
+                format!("{}▏", sanitize::line(typed, 20)),
+                t.get(StyleName::UiText),
+            ),
+            Span::styled(
+                "  Enter · Esc cancels (nothing is sent)",
+                t.get(StyleName::UiDim),
+            ),
         ]),
         Input::None => match &s.message {
             Some((m, level)) => {
                 let style = match level {
-                    Level::Info => t.get(S::UiInfo),
-                    Level::Warn => t.get(S::UiWarn),
-                    Level::Error => t.get(S::UiError),
+                    Level::Info => t.get(StyleName::UiInfo),
+                    Level::Warn => t.get(StyleName::UiWarn),
+                    Level::Error => t.get(StyleName::UiError),
                 };
                 Line::from(Span::styled(
                     fit(&format!(" {}", sanitize::line(m, 300)), width),
@@ -239,9 +263,9 @@ fn footer_keys<'a>(s: &AppState, width: usize, t: &Theme) -> Line<'a> {
             used += n;
         }
         let style = if item.2 {
-            t.get(S::UiDim)
+            t.get(StyleName::UiDim)
         } else {
-            t.get(S::UiFooter)
+            t.get(StyleName::UiFooter)
         };
         spans.push(Span::styled(shown, style));
     }
