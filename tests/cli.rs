@@ -4,6 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use dlq_core::dump::to_line;
 use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_testkit::cli::{exited, Cli};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,46 +18,23 @@ fn now() -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
-struct Env {
-    dir: tempfile::TempDir,
+/// The binary in a scratch home with the fixed clock.
+fn env() -> Cli {
+    Cli::new(env!("CARGO_BIN_EXE_dlq-triage")).with("DLQ_TRIAGE_NOW", NOW)
 }
 
-impl Env {
-    fn new() -> Self {
-        Env {
-            dir: tempfile::tempdir().expect("tempdir"),
-        }
+/// A dump file `name` in the scratch home: `letters`, then `extra` lines as they are.
+fn dump(env: &Cli, name: &str, letters: &[RawLetter], extra: &[&[u8]]) -> PathBuf {
+    let p = env.path().join(name);
+    let mut f = std::fs::File::create(&p).expect("create dump");
+    for l in letters {
+        writeln!(f, "{}", to_line(l, false)).expect("write");
     }
-
-    /// The binary with this environment's clock, config and state.
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
-        c.args(args)
-            .env("DLQ_TRIAGE_NOW", NOW)
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_STATE_HOME", self.dir.path().join("state"))
-            .env_remove("DLQ_TRIAGE_CONFIG")
-            .env_remove("DLQ_TRIAGE_GROUP_BY")
-            .env_remove("NO_COLOR");
-        c
+    for e in extra {
+        f.write_all(e).expect("write");
+        f.write_all(b"\n").expect("write");
     }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("binary runs")
-    }
-
-    fn dump(&self, name: &str, letters: &[RawLetter], extra: &[&[u8]]) -> PathBuf {
-        let p = self.dir.path().join(name);
-        let mut f = std::fs::File::create(&p).expect("create dump");
-        for l in letters {
-            writeln!(f, "{}", to_line(l, false)).expect("write");
-        }
-        for e in extra {
-            f.write_all(e).expect("write");
-            f.write_all(b"\n").expect("write");
-        }
-        p
-    }
+    p
 }
 
 fn letter(i: i64, reason: &str, version: &str, age_min: i64) -> RawLetter {
@@ -136,8 +114,8 @@ fn group_counts(doc: &Value) -> Vec<(Vec<String>, u64)> {
 
 #[test]
 fn summary_json_has_the_documented_shape_and_counts() {
-    let env = Env::new();
-    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let env = env();
+    let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     let doc = json(&env.run(&["summary", p.to_str().expect("utf8"), "--json"]));
     assert_eq!(doc["total"], 17);
     assert_eq!(doc["matched"], 17);
@@ -192,8 +170,8 @@ fn summary_json_has_the_documented_shape_and_counts() {
 
 #[test]
 fn group_by_and_filter_change_the_result() {
-    let env = Env::new();
-    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let env = env();
+    let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     let path = p.to_str().expect("utf8");
     let by_reason = json(&env.run(&["summary", path, "--group-by", "reason", "--json"]));
     let mut c = group_counts(&by_reason);
@@ -264,8 +242,8 @@ fn group_by_and_filter_change_the_result() {
 
 #[test]
 fn human_summary_is_a_tree() {
-    let env = Env::new();
-    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let env = env();
+    let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     let out = env.run(&["summary", p.to_str().expect("utf8")]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).expect("utf8");
@@ -282,8 +260,8 @@ fn human_summary_is_a_tree() {
 
 #[test]
 fn exit_codes_and_messages() {
-    let env = Env::new();
-    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let env = env();
+    let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     let path = p.to_str().expect("utf8");
     for (args, code, needle) in [
         (
@@ -326,8 +304,8 @@ fn exit_codes_and_messages() {
 
 #[test]
 fn named_sources_from_config() {
-    let env = Env::new();
-    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let env = env();
+    let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     let cfg_dir = env.dir.path().join("config/dlq-triage");
     std::fs::create_dir_all(&cfg_dir).expect("mkdir");
     std::fs::write(
@@ -347,13 +325,13 @@ fn named_sources_from_config() {
 /// and the demo ignored it and showed everything); letters with no known time are kept.
 #[test]
 fn since_keeps_the_recent_letters_on_every_source() {
-    let env = Env::new();
+    let env = env();
     let mut letters = mixed();
     letters.push(RawLetter {
         timestamp: None,
         ..letter(50, "untimed", "r3", 0)
     });
-    let p = env.dump("mixed.ndjson", &letters, &[]);
+    let p = dump(&env, "mixed.ndjson", &letters, &[]);
     let path = p.to_str().expect("utf8");
     let all = json(&env.run(&["summary", path, "--json"]));
     assert_eq!(all["total"], 18);
@@ -380,8 +358,8 @@ fn since_keeps_the_recent_letters_on_every_source() {
 /// An empty DLQ reads as calm, not as `+-0.0/min` (a float sum of no groups is -0.0).
 #[test]
 fn an_empty_dlq_summarises_as_zero() {
-    let env = Env::new();
-    let p = env.dump("empty.ndjson", &[], &[]);
+    let env = env();
+    let p = dump(&env, "empty.ndjson", &[], &[]);
     let out = env.run(&["summary", p.to_str().expect("utf8")]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).expect("utf8");
@@ -393,7 +371,7 @@ fn an_empty_dlq_summarises_as_zero() {
 
 #[test]
 fn malformed_input_is_reported_never_a_panic() {
-    let env = Env::new();
+    let env = env();
     let mut letters = mixed();
     let deep = "[".repeat(10_000) + &"]".repeat(10_000);
     letters.push(RawLetter {
@@ -422,7 +400,8 @@ fn malformed_input_is_reported_never_a_panic() {
         HeaderValue::Bytes(vec![0x1b, b']', b'0', b';', b'p', 0x07]),
     ));
     letters.push(bin_hdr);
-    let p = env.dump(
+    let p = dump(
+        &env,
         "bad.ndjson",
         &letters,
         &[
@@ -453,11 +432,11 @@ fn malformed_input_is_reported_never_a_panic() {
 
 #[test]
 fn escape_sequences_print_as_visible_escapes() {
-    let env = Env::new();
+    let env = env();
     let mut l = letter(1, "evil\x1b]0;pwned\x07", "r1", 5);
     l.payload = b"\xe2\x80\xae\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b]0;title\x07 hello".to_vec();
     l.key = Some(b"k\x1b[31mred".to_vec());
-    let p = env.dump("evil.ndjson", &[l], &[]);
+    let p = dump(&env, "evil.ndjson", &[l], &[]);
     for args in [
         vec!["list", p.to_str().expect("utf8")],
         vec!["summary", p.to_str().expect("utf8")],
@@ -482,7 +461,7 @@ fn escape_sequences_print_as_visible_escapes() {
     // was listed, as the user copies it, and still by the raw id.
     let mut l = letter(2, "tax", "r1", 5);
     l.headers[3] = Header::new("x-message-id", HeaderValue::text("id\x1b[31mred"));
-    let p = env.dump("evil-id.ndjson", &[l], &[]);
+    let p = dump(&env, "evil-id.ndjson", &[l], &[]);
     let path = p.to_str().expect("utf8");
     let listed = String::from_utf8(env.run(&["list", path]).stdout).expect("utf8");
     assert!(listed.contains("id\\x1b[31mred"), "{listed}");
@@ -500,7 +479,7 @@ fn escape_sequences_print_as_visible_escapes() {
 
 #[test]
 fn the_shipped_example_dump_loads_cleanly() {
-    let env = Env::new();
+    let env = env();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson");
     let doc = json(&env.run(&[
         "summary",
@@ -534,7 +513,7 @@ fn the_shipped_example_dump_loads_cleanly() {
 
 #[test]
 fn show_prints_provenance_masked_headers_and_payload() {
-    let env = Env::new();
+    let env = env();
     let mut l = letter(7, "tax", "r2", 3);
     l.headers.push(Header::new(
         "authorization",
@@ -544,14 +523,10 @@ fn show_prints_provenance_masked_headers_and_payload() {
         "x-error",
         HeaderValue::text("NoProfile: no tax profile for jane.roe@example.com"),
     ));
-    let p = env.dump("one.ndjson", &[l], &[]);
+    let p = dump(&env, "one.ndjson", &[l], &[]);
     let path = p.to_str().expect("utf8");
     let out = env.run(&["show", path, "msg-7"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exited(&out, 0);
     let text = String::from_utf8(out.stdout).expect("utf8");
     for needle in [
         "letter msg-7  ← header x-message-id (x-headers)",
@@ -582,12 +557,12 @@ fn show_prints_provenance_masked_headers_and_payload() {
 
 #[test]
 fn show_hex_dumps_binary_and_guards_size() {
-    let env = Env::new();
+    let env = env();
     let mut bin = letter(1, "bin", "r1", 3);
     bin.payload = [&[0u8, 1, 2][..], b" mail jane@example.com ", &[0xff; 40]].concat();
     let mut huge = letter(2, "huge", "r1", 3);
     huge.payload = format!("{{\"blob\":\"{}\"}}", "x".repeat(10 * 1024 * 1024)).into_bytes();
-    let p = env.dump("bin.ndjson", &[bin, huge], &[]);
+    let p = dump(&env, "bin.ndjson", &[bin, huge], &[]);
     let path = p.to_str().expect("utf8");
     let text = String::from_utf8(env.run(&["show", path, "msg-1"]).stdout).expect("utf8");
     assert!(
@@ -610,11 +585,11 @@ fn show_hex_dumps_binary_and_guards_size() {
 
 #[test]
 fn diff_two_letters_structurally_masked() {
-    let env = Env::new();
+    let env = env();
     let a = letter(1, "amount", "r2", 3);
     let mut b = letter(2, "amount", "r2", 4);
     b.payload = b"{\"customer\":{\"email\":\"other@example.com\",\"name\":\"Jane Doe\"},\"amount\":\"1,500.00\",\"extra\":true}".to_vec();
-    let p = env.dump("two.ndjson", &[a, b], &[]);
+    let p = dump(&env, "two.ndjson", &[a, b], &[]);
     let path = p.to_str().expect("utf8");
     let doc = json(&env.run(&["diff", path, "msg-1", "msg-2", "--json"]));
     assert_eq!(doc["payload"]["kind"], "json");
@@ -655,14 +630,14 @@ fn diff_two_letters_structurally_masked() {
 
 #[test]
 fn export_is_masked_and_reads_back() {
-    let env = Env::new();
+    let env = env();
     let mut letters = mixed();
     letters[0].headers.push(Header::new(
         "authorization",
         HeaderValue::text("Bearer sekrit-token-123"),
     ));
     letters[1].payload = vec![0x00, b'j', b'@', b'x', b'.', b'c', b'o', b'm', 0xff];
-    let p = env.dump("mixed.ndjson", &letters, &[]);
+    let p = dump(&env, "mixed.ndjson", &letters, &[]);
     let path = p.to_str().expect("utf8");
     let out_path = env.dir.path().join("export.ndjson");
     let out = env.run(&[
@@ -673,11 +648,7 @@ fn export_is_masked_and_reads_back() {
         "--out",
         out_path.to_str().expect("utf8"),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exited(&out, 0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("exported 14 masked letter(s) of 17"));
     let text = std::fs::read_to_string(&out_path).expect("export written");
     assert_eq!(text.lines().count(), 14);
@@ -712,10 +683,10 @@ fn export_is_masked_and_reads_back() {
 
 #[test]
 fn json_output_escapes_what_terminals_interpret() {
-    let env = Env::new();
+    let env = env();
     let mut l = letter(1, "evil\u{202e}\u{9b}31m", "r1", 5);
     l.payload = "{\"note\":\"\u{202e}\u{85}\u{7f}\"}".as_bytes().to_vec();
-    let p = env.dump("evil.ndjson", &[l], &[]);
+    let p = dump(&env, "evil.ndjson", &[l], &[]);
     let path = p.to_str().expect("utf8");
     for args in [
         vec!["summary", path, "--json"],
@@ -737,7 +708,7 @@ fn json_output_escapes_what_terminals_interpret() {
 
 #[test]
 fn demo_summary_matches_the_seeded_scenario() {
-    let env = Env::new();
+    let env = env();
     let doc = json(&env.run(&["summary", "demo", "--json", "-g", "reason"]));
     let expected =
         dlq_kafka::demo::scenario::incident(42, now(), dlq_kafka::demo::scenario::Scale(1.0));
@@ -767,7 +738,7 @@ fn demo_summary_matches_the_seeded_scenario() {
 
 #[test]
 fn kafka_flags_are_validated() {
-    let env = Env::new();
+    let env = env();
     let out = env.run(&["summary", "kafka://127.0.0.1:1/t", "-X", "novalue"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("-X takes key=value"));
@@ -779,8 +750,8 @@ fn kafka_flags_are_validated() {
 /// is a usage error that says why.
 #[test]
 fn watch_once_reports_breaches_with_owners_and_runs_the_hook() {
-    let env = Env::new();
-    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let env = env();
+    let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     // Quiet: exit 0, nothing printed.
     let out = env.run(&[
         "watch",
@@ -823,13 +794,7 @@ fn watch_once_reports_breaches_with_owners_and_runs_the_hook() {
         "--exec",
         &exec,
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = exited(&out, 3);
     let lines: Vec<Value> = stdout
         .lines()
         .filter(|l| l.starts_with('{'))
@@ -916,8 +881,8 @@ fn watch_once_reports_breaches_with_owners_and_runs_the_hook() {
 #[test]
 fn watch_serves_prometheus_metrics_on_loopback() {
     use std::io::{BufRead, Read};
-    let env = Env::new();
-    let p = env.dump("mixed.ndjson", &mixed(), &[]);
+    let env = env();
+    let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     let src = p.to_str().expect("utf-8");
     let out = env.run(&[
         "watch",
@@ -982,11 +947,11 @@ fn watch_serves_prometheus_metrics_on_loopback() {
 fn a_closed_pipe_ends_a_command_quietly() {
     use std::io::Read;
     use std::process::Stdio;
-    let env = Env::new();
+    let env = env();
     let letters: Vec<RawLetter> = (0..400)
         .map(|i| letter(i, "timeout", "v1", 10 + i))
         .collect();
-    let dump = env.dump("big.ndjson", &letters, &[]);
+    let dump = dump(&env, "big.ndjson", &letters, &[]);
     let dump = dump.to_str().expect("utf-8 path");
     for args in [
         vec![

@@ -1,36 +1,39 @@
 //! Discard and the audit ledger, end to end on the binary (file source: ledger-only).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
+use dlq_testkit::cli::{exited, json, Cli};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
+/// The binary in a scratch home with a fixed clock; `command` plays `actor`.
 struct Env {
-    dir: tempfile::TempDir,
+    cli: Cli,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Cli;
+    fn deref(&self) -> &Cli {
+        &self.cli
+    }
 }
 
 impl Env {
     fn new() -> Self {
         Env {
-            dir: tempfile::tempdir().expect("tmp"),
+            cli: Cli::new(env!("CARGO_BIN_EXE_dlq-triage"))
+                .with("DLQ_TRIAGE_NOW", "2026-11-29T18:00:00Z"),
         }
     }
 
     fn ledger(&self) -> std::path::PathBuf {
-        self.dir.path().join("state/dlq-triage/ledger.db")
+        self.cli.default_ledger()
     }
 
-    /// The binary with a fixed clock, this test's config/state dirs, and `actor`.
+    /// The binary as `actor` (a `test-hooks` build takes it from DLQ_TRIAGE_ACTOR).
     fn command(&self, actor: &str, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
-        c.args(args)
-            .env("DLQ_TRIAGE_NOW", "2026-11-29T18:00:00Z")
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_STATE_HOME", self.dir.path().join("state"))
-            .env("DLQ_TRIAGE_ACTOR", actor)
-            .env_remove("DLQ_TRIAGE_LEDGER")
-            .env_remove("DLQ_TRIAGE_ROLES_FILE")
-            .stdin(Stdio::null());
+        let mut c = self.cli.command(args);
+        c.env("DLQ_TRIAGE_ACTOR", actor);
         c
     }
 
@@ -44,11 +47,6 @@ fn example() -> String {
         .join("examples/incident.ndjson")
         .display()
         .to_string()
-}
-
-fn json(o: &Output) -> Value {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("json")
 }
 
 #[test]
@@ -66,12 +64,7 @@ fn discard_is_recorded_leaves_the_open_groups_and_stays_viewable() {
         "retry queue TTL misconfigured; replaced by fix #88",
         "--yes",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = exited(&out, 0);
     assert!(
         text.contains("discarded 2 letters") && text.contains("2 recorded in the ledger only"),
         "{text}"
@@ -330,12 +323,7 @@ fn roles_gate_payloads_actions_and_unmask_and_refusals_are_audited() {
             "customer ticket 991",
         ],
     );
-    assert!(
-        un.status.success(),
-        "{}",
-        String::from_utf8_lossy(&un.stderr)
-    );
-    let raw = String::from_utf8_lossy(&un.stdout);
+    let raw = exited(&un, 0);
     assert!(
         raw.contains("UNMASKED (audited)") && raw.contains("@"),
         "{raw}"
@@ -400,11 +388,7 @@ fn masked_edit_round_trip_changes_only_the_edited_path() {
         r#"sed -i 's/"amount": "3,022.17"/"amount": 3022.17/'"#,
         "amount as a number for the new schema",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exited(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout)
         .contains("revision 1 of msg_01K5F39XMCJ9DAGFY80Y88ZV6B: changed /payload/amount"));
     let conn = rusqlite::Connection::open(env.ledger()).expect("ledger");
@@ -483,11 +467,7 @@ fn edit_unmasked_is_audited_before_the_editor_opens() {
         .env_remove("VISUAL")
         .output()
         .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exited(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("no changes"));
     let audit = json(&env.run(&["audit", "list", "--json"]));
     let entries = audit["entries"].as_array().expect("entries");
@@ -524,11 +504,7 @@ fn identity_comes_from_the_os_not_from_user_or_logname() {
         .env("LOGNAME", "mallory")
         .output()
         .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exited(&out, 0);
     let audit = json(&env.run(&["audit", "list", "--json"]));
     let actors: Vec<&str> = audit["entries"]
         .as_array()
@@ -563,11 +539,7 @@ fn user_supplied_paths_are_shown_sanitized() {
         )
         .output()
         .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exited(&out, 0);
     for stream in [&out.stdout, &out.stderr] {
         assert!(
             !stream.contains(&0x1b) && !stream.contains(&0x07),

@@ -158,16 +158,13 @@ fn no_secret_survives_any_output_and_near_misses_stay_readable() {
 /// letter, each detail tab.
 #[test]
 fn no_secret_survives_the_tui_screens() {
-    use dlq_core::catalog::{prepare_letter, Catalog};
+    use dlq_core::catalog::prepare_letter;
     use dlq_core::masking::Masker;
-    use dlq_core::ports::SourceInfo;
+
     use dlq_tui::action::Action;
     use dlq_tui::state::{AppState, Tab, GROUPINGS};
-    use dlq_tui::theme::Theme;
+
     use dlq_tui::update::update;
-    use dlq_tui::views;
-    use ratatui::backend::TestBackend;
-    use ratatui::Terminal;
 
     let size = (220, 60);
     let masker = Masker::with_key(b"pii".to_vec());
@@ -176,34 +173,11 @@ fn no_secret_survives_the_tui_screens() {
         .enumerate()
         .map(|(i, (v, _))| prepare_letter(&masker, &[], letter(i, v)).into())
         .collect();
-    let info = SourceInfo {
-        label: "pii".into(),
-        browse_effect: String::new(),
-    };
-    let mut s = AppState::new(
-        info,
-        Catalog::new(masker, Vec::new()),
-        1_764_100_000_000,
-        64 << 20,
-    );
+    let mut s = dlq_testkit::tui::empty_state("pii", masker, 1_764_100_000_000, 64 << 20);
     update(&mut s, Action::from(BrowseEvent::Letters(batch)), size);
     update(&mut s, Action::from(BrowseEvent::ScanDone), size);
-    let theme = Theme::load(Some("mono")).expect("theme");
     let mut screens = Vec::new();
-    let mut shot = |s: &AppState| {
-        let mut t = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
-        t.draw(|f| views::render(f, s, &theme)).expect("draw");
-        let buf = t.backend().buffer().clone();
-        let text: String = (0..buf.area.height)
-            .map(|y| {
-                (0..buf.area.width)
-                    .map(|x| buf[(x, y)].symbol().to_string())
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect();
-        screens.push(text);
-    };
+    let mut shot = |s: &AppState| screens.push(dlq_testkit::tui::screen(s, size));
     for _ in 0..GROUPINGS.len() {
         shot(&s);
         update(&mut s, Action::from(ViewKey::CycleGrouping), size);
@@ -244,27 +218,18 @@ fn no_secret_survives_the_tui_screens() {
 /// and asks the render thread, whose answer then shows, masked.
 #[test]
 fn a_huge_hostile_payload_renders_off_the_ui_thread() {
-    use dlq_core::catalog::{prepare_letter, Catalog};
+    use dlq_core::catalog::prepare_letter;
     use dlq_core::masking::Masker;
-    use dlq_core::ports::SourceInfo;
+
     use dlq_tui::action::{Action, Command};
-    use dlq_tui::state::{AppState, Tab};
+    use dlq_tui::state::Tab;
     use dlq_tui::update::{render_payload, update};
 
     let size = (120, 40);
     let masker = Masker::with_key(b"pii".to_vec());
     let mut raw = letter(0, "x");
     raw.payload = format!("jane@example.com {}", "1 ".repeat(1_000_000)).into_bytes();
-    let info = SourceInfo {
-        label: "big".into(),
-        browse_effect: String::new(),
-    };
-    let mut s = AppState::new(
-        info,
-        Catalog::new(masker.clone(), Vec::new()),
-        1_764_100_000_000,
-        64 << 20,
-    );
+    let mut s = dlq_testkit::tui::empty_state("big", masker.clone(), 1_764_100_000_000, 64 << 20);
     let mut cmds = update(
         &mut s,
         Action::from(BrowseEvent::Letters(vec![prepare_letter(

@@ -9,41 +9,38 @@ use dlq_core::ports::{DlqSource, ScanEvent};
 use dlq_kafka::demo::scenario::Scale;
 use dlq_kafka::demo::{produce_all, Demo, Simulator};
 use dlq_kafka::KafkaSource;
+use dlq_testkit::cli::Cli;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The binary as alice in a scratch home with its ledger, on the demo's cluster
+/// (`command`, `run` and `dir` are the testkit's).
 struct Env {
-    dir: tempfile::TempDir,
+    cli: Cli,
     bootstrap: String,
     uri: String,
 }
 
+impl std::ops::Deref for Env {
+    type Target = Cli;
+    fn deref(&self) -> &Cli {
+        &self.cli
+    }
+}
+
 impl Env {
     fn new(bootstrap: String, topics: &str) -> Self {
+        let cli = Cli::new(env!("CARGO_BIN_EXE_dlq-triage"));
+        let ledger = cli.path().join("ledger.db");
         Env {
-            dir: tempfile::tempdir().expect("tmp"),
+            cli: cli
+                .with("DLQ_TRIAGE_LEDGER", ledger)
+                .with("DLQ_TRIAGE_ACTOR", "alice"),
             uri: format!("kafka://{bootstrap}/{topics}"),
             bootstrap,
         }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
-        c.args(args)
-            .env("DLQ_TRIAGE_LEDGER", self.dir.path().join("ledger.db"))
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_STATE_HOME", self.dir.path().join("state"))
-            .env("DLQ_TRIAGE_ACTOR", "alice")
-            .env_remove("DLQ_TRIAGE_ROLES_FILE")
-            .env_remove("DLQ_TRIAGE_READ_ONLY")
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("binary runs")
     }
 
     fn replay(&self, filter: &str, extra: &[&str]) -> Output {

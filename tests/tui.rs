@@ -3,13 +3,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use chrono::DateTime;
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use dlq_app::brokers::file::FileSource;
 use dlq_core::catalog::{prepare_letter, Catalog};
 use dlq_core::dump::to_line;
 use dlq_core::masking::Masker;
 use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
 use dlq_core::ports::{DlqSource, ScanEvent, SourceInfo};
+use dlq_testkit::tui::{key, press, screen};
 use dlq_tui::action::{Act, BrowseEvent, LedgerEvent, Nav, Typing};
 use dlq_tui::action::{Action, Request};
 use dlq_tui::state::AppState;
@@ -68,47 +69,6 @@ fn state_from(path: &Path, size: (u16, u16)) -> AppState {
 
 fn example() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson")
-}
-
-fn key(c: KeyCode) -> Event {
-    Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
-}
-
-/// Feed keys ("j", "Enter", "Tab", or text typed char by char with a leading ':').
-fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) {
-    for k in keys {
-        let events: Vec<Event> = match *k {
-            "Enter" => vec![key(KeyCode::Enter)],
-            "Tab" => vec![key(KeyCode::Tab)],
-            "Esc" => vec![key(KeyCode::Esc)],
-            "Down" => vec![key(KeyCode::Down)],
-            text if text.starts_with(':') => {
-                text[1..].chars().map(|c| key(KeyCode::Char(c))).collect()
-            }
-            one => vec![key(KeyCode::Char(one.chars().next().expect("a key")))],
-        };
-        for e in events {
-            if let Some(a) = action_for_event(s, &e) {
-                update(s, a, size);
-            }
-        }
-    }
-}
-
-fn screen(s: &AppState, size: (u16, u16)) -> String {
-    let theme = Theme::load(Some("mono")).expect("theme");
-    let mut t = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
-    t.draw(|f| views::render(f, s, &theme)).expect("draw");
-    let buf = t.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        let line: String = (0..buf.area.width)
-            .map(|x| buf[(x, y)].symbol().to_string())
-            .collect();
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 #[test]

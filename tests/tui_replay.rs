@@ -6,23 +6,18 @@
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use dlq_app::brokers::OpenOptions;
-use dlq_app::session::{Principal, Settings};
+use dlq_app::session::Settings;
 use dlq_core::access::Role;
-use dlq_core::catalog::Catalog;
 use dlq_core::journal::ReplayState;
 use dlq_core::masking::Masker;
 use dlq_core::model::TriageState;
-use dlq_core::ports::SourceInfo;
 use dlq_core::replay::Phase;
 use dlq_core::source::SourceRef;
 use dlq_tui::action::{Action, Command};
 use dlq_tui::action::{BrowseEvent, Event as UiEvent, LedgerEvent, ReplayEvent};
 use dlq_tui::state::AppState;
-use dlq_tui::theme::Theme;
 use dlq_tui::worker::{spawn, Request};
-use dlq_tui::{action_for_event, update::update, views, AppEvent};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
+use dlq_tui::{action_for_event, update::update, AppEvent};
 use std::collections::BTreeSet;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
@@ -37,7 +32,6 @@ struct Tui {
     _dir: tempfile::TempDir,
     ledger: std::path::PathBuf,
     settings: Settings,
-    theme: Theme,
     /// Replay phases the progress pane went through, in order, without repeats.
     phases: Vec<Phase>,
     /// (state, summary) of the last replay that ended.
@@ -49,18 +43,9 @@ impl Tui {
         let dir = tempfile::tempdir().expect("tmp");
         let ledger = dir.path().join("ledger.db");
         let masker = Masker::with_key(vec![1]);
-        let settings = Settings {
-            source_key: "demo".into(),
-            principal: Principal {
-                actor: "tester".into(),
-                role,
-                read_only: false,
-                ledger_path: Some(ledger.clone()),
-            },
-            masker: masker.clone(),
-            mappings: Vec::new(),
-            since: None,
-        };
+        let mut settings =
+            dlq_testkit::session::operator("demo", "tester", ledger.clone(), masker.clone());
+        settings.principal.role = role;
         let (tx, rx) = mpsc::channel();
         let (req, req_rx) = mpsc::channel();
         spawn(
@@ -70,13 +55,9 @@ impl Tui {
             tx,
             req_rx,
         );
-        let info = SourceInfo {
-            label: "demo".into(),
-            browse_effect: String::new(),
-        };
-        let mut s = AppState::new(
-            info,
-            Catalog::new(masker, Vec::new()),
+        let mut s = dlq_testkit::tui::empty_state(
+            "demo",
+            masker,
             chrono::Utc::now().timestamp_millis(),
             64 << 20,
         );
@@ -88,7 +69,6 @@ impl Tui {
             _dir: dir,
             ledger,
             settings,
-            theme: Theme::load(Some("mono")).expect("theme"),
             phases: Vec::new(),
             ended: None,
         };
@@ -171,18 +151,7 @@ impl Tui {
     }
 
     fn screen(&self) -> String {
-        let mut term = Terminal::new(TestBackend::new(SIZE.0, SIZE.1)).expect("terminal");
-        term.draw(|f| views::render(f, &self.s, &self.theme))
-            .expect("draw");
-        let buf = term.backend().buffer().clone();
-        (0..buf.area.height)
-            .map(|y| {
-                (0..buf.area.width)
-                    .map(|x| buf[(x, y)].symbol().to_string())
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect()
+        dlq_testkit::tui::screen(&self.s, SIZE)
     }
 
     fn planned(&mut self) -> usize {

@@ -3,8 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use dlq_app::brokers::OpenOptions;
-use dlq_app::session::{Principal, Settings};
-use dlq_core::access::Role;
+use dlq_app::session::Settings;
 use dlq_core::masking::Masker;
 use dlq_core::source::SourceRef;
 use dlq_tui::action::Action;
@@ -14,19 +13,20 @@ use dlq_tui::AppEvent;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Session settings for an operator whose decisions go to `ledger`.
+/// Session settings for the operator `tester` whose decisions go to `ledger`.
 fn operator(source_key: &str, ledger: std::path::PathBuf, masker: Masker) -> Settings {
-    Settings {
-        source_key: source_key.into(),
-        principal: Principal {
-            actor: "tester".into(),
-            role: Role::Operator,
-            read_only: false,
-            ledger_path: Some(ledger),
-        },
-        masker,
-        mappings: Vec::new(),
-        since: None,
+    dlq_testkit::session::operator(source_key, "tester", ledger, masker)
+}
+
+/// The browse event a message from the worker carries, if any; a failed scan fails the
+/// test.
+fn browse_event(got: Result<AppEvent, mpsc::RecvTimeoutError>) -> Option<BrowseEvent> {
+    match got {
+        Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanFailed(e))))) => {
+            panic!("scan failed: {e}")
+        }
+        Ok(AppEvent::Action(Action::Event(UiEvent::Scan(ev)))) => Some(ev),
+        _ => None,
     }
 }
 
@@ -49,21 +49,14 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
     let mut coords = None;
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) && !(done && live > 0) {
-        match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Letters(b))))) => {
+        match browse_event(rx.recv_timeout(Duration::from_secs(1))) {
+            Some(BrowseEvent::Letters(b)) => {
                 coords = coords.or_else(|| b.first().and_then(|p| p.letter.raw.coords.clone()));
                 first_id = first_id.or_else(|| b.first().map(|p| p.letter.id.value.0.clone()));
                 scanned += b.len();
             }
-            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Live(b))))) => {
-                live += b.len()
-            }
-            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanDone)))) => {
-                done = true
-            }
-            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanFailed(e))))) => {
-                panic!("scan failed: {e}")
-            }
+            Some(BrowseEvent::Live(b)) => live += b.len(),
+            Some(BrowseEvent::ScanDone) => done = true,
             _ => {}
         }
     }
@@ -108,14 +101,9 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
 #[test]
 fn problems_and_decisions_reach_the_screen() {
     use dlq_app::session::DiscardTarget;
-    use dlq_core::catalog::Catalog;
-    use dlq_core::ports::SourceInfo;
+    use dlq_testkit::tui::{empty_state, screen};
     use dlq_tui::state::{AppState, Tab};
-    use dlq_tui::theme::Theme;
     use dlq_tui::update::update;
-    use dlq_tui::views;
-    use ratatui::backend::TestBackend;
-    use ratatui::Terminal;
 
     let dir = tempfile::tempdir().expect("tmp");
     let dump = dir.path().join("d.ndjson");
@@ -138,30 +126,8 @@ fn problems_and_decisions_reach_the_screen() {
         req_rx,
     );
     let size = (160, 40);
-    let info = SourceInfo {
-        label: "d".into(),
-        browse_effect: String::new(),
-    };
-    let mut s = AppState::new(
-        info,
-        Catalog::new(masker, Vec::new()),
-        1_764_450_000_000,
-        1 << 20,
-    );
-    let theme = Theme::load(Some("mono")).expect("theme");
-    let screen = |s: &AppState| {
-        let mut t = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
-        t.draw(|f| views::render(f, s, &theme)).expect("draw");
-        let buf = t.backend().buffer().clone();
-        (0..buf.area.height)
-            .map(|y| {
-                (0..buf.area.width)
-                    .map(|x| buf[(x, y)].symbol().to_string())
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect::<String>()
-    };
+    let mut s = empty_state("d", masker, 1_764_450_000_000, 1 << 20);
+    let screen = |s: &AppState| screen(s, size);
     let pump = |s: &mut AppState, until: &dyn Fn(&AppState) -> bool| {
         let started = Instant::now();
         while !until(s) && started.elapsed() < Duration::from_secs(20) {
@@ -273,18 +239,14 @@ fn a_ui_that_falls_behind_holds_the_scan_back() {
             started.elapsed() < Duration::from_secs(60),
             "scan did not resume"
         );
-        match rx.recv_timeout(Duration::from_secs(5)) {
-            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::Letters(b))))) => {
-                received += b.len()
-            }
-            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanDone)))) => {
-                done = true
-            }
-            Ok(AppEvent::Action(Action::Event(UiEvent::Scan(BrowseEvent::ScanFailed(e))))) => {
-                panic!("scan failed: {e}")
-            }
-            Ok(_) => {}
-            Err(e) => panic!("scan did not resume: {e} after {received}"),
+        let got = rx.recv_timeout(Duration::from_secs(5));
+        if let Err(e) = &got {
+            panic!("scan did not resume: {e} after {received}");
+        }
+        match browse_event(got) {
+            Some(BrowseEvent::Letters(b)) => received += b.len(),
+            Some(BrowseEvent::ScanDone) => done = true,
+            _ => {}
         }
     }
     assert_eq!(received, LETTERS);

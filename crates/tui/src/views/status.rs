@@ -142,90 +142,60 @@ pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
 
 pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let width = usize::from(area.width);
+    let (title, warn) = (t.get(StyleName::UiTitle), t.get(StyleName::UiWarn));
     let line = match &s.prompt.input {
-        Input::Fuzzy(w) => Line::from(vec![
-            Span::styled(" / ", t.get(StyleName::UiTitle)),
-            Span::styled(
-                format!("{}▏", sanitize::line(w, 200)),
-                t.get(StyleName::UiText),
+        Input::Fuzzy(w) => prompt(t, " / ", title, w, 200, "  Enter apply · Esc cancel"),
+        Input::Expr(e) => prompt(
+            t,
+            " filter: ",
+            title,
+            e,
+            200,
+            "  reason=… version=… event=inv.* age>1h state=open|… · Enter · Esc",
+        ),
+        Input::Command(c) => prompt(
+            t,
+            " :",
+            title,
+            c,
+            200,
+            &format!("  {}", crate::keymap::palette_hint()),
+        ),
+        Input::DiscardReason(r, rows) => prompt(
+            t,
+            &format!(" discard {} letter(s) — reason: ", rows.len()),
+            warn,
+            r,
+            200,
+            "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels",
+        ),
+        Input::EditReason(r, _) => prompt(
+            t,
+            " edit (revision) — reason: ",
+            warn,
+            r,
+            200,
+            "  opens $EDITOR on the masked payload · Enter · Esc cancels",
+        ),
+        Input::UnmaskReason(r, _) => prompt(
+            t,
+            " unmask — reason: ",
+            warn,
+            r,
+            200,
+            "  audited; shown for this letter in this session only · Enter · Esc cancels",
+        ),
+        Input::ReplayCount(typed, n) => prompt(
+            t,
+            &format!(
+                " replay {} — type {n} to start: ",
+                dlq_core::words::letters(*n)
             ),
-            Span::styled("  Enter apply · Esc cancel", t.get(StyleName::UiDim)),
-        ]),
-        Input::Expr(e) => Line::from(vec![
-            Span::styled(" filter: ", t.get(StyleName::UiTitle)),
-            Span::styled(
-                format!("{}▏", sanitize::line(e, 200)),
-                t.get(StyleName::UiText),
-            ),
-            Span::styled(
-                "  reason=… version=… event=inv.* age>1h state=open|… · Enter · Esc",
-                t.get(StyleName::UiDim),
-            ),
-        ]),
-        Input::Command(c) => Line::from(vec![
-            Span::styled(" :", t.get(StyleName::UiTitle)),
-            Span::styled(
-                format!("{}▏", sanitize::line(c, 200)),
-                t.get(StyleName::UiText),
-            ),
-            Span::styled(
-                format!("  {}", crate::keymap::palette_hint()),
-                t.get(StyleName::UiDim),
-            ),
-        ]),
-        Input::DiscardReason(r, rows) => Line::from(vec![
-            Span::styled(
-                format!(" discard {} letter(s) — reason: ", rows.len()),
-                t.get(StyleName::UiWarn),
-            ),
-            Span::styled(
-                format!("{}▏", sanitize::line(r, 200)),
-                t.get(StyleName::UiText),
-            ),
-            Span::styled(
-                "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels",
-                t.get(StyleName::UiDim),
-            ),
-        ]),
-        Input::EditReason(r, _) => Line::from(vec![
-            Span::styled(" edit (revision) — reason: ", t.get(StyleName::UiWarn)),
-            Span::styled(
-                format!("{}▏", sanitize::line(r, 200)),
-                t.get(StyleName::UiText),
-            ),
-            Span::styled(
-                "  opens $EDITOR on the masked payload · Enter · Esc cancels",
-                t.get(StyleName::UiDim),
-            ),
-        ]),
-        Input::UnmaskReason(r, _) => Line::from(vec![
-            Span::styled(" unmask — reason: ", t.get(StyleName::UiWarn)),
-            Span::styled(
-                format!("{}▏", sanitize::line(r, 200)),
-                t.get(StyleName::UiText),
-            ),
-            Span::styled(
-                "  audited; shown for this letter in this session only · Enter · Esc cancels",
-                t.get(StyleName::UiDim),
-            ),
-        ]),
-        Input::ReplayCount(typed, n) => Line::from(vec![
-            Span::styled(
-                format!(
-                    " replay {} — type {n} to start: ",
-                    dlq_core::words::letters(*n)
-                ),
-                t.get(StyleName::UiWarn),
-            ),
-            Span::styled(
-                format!("{}▏", sanitize::line(typed, 20)),
-                t.get(StyleName::UiText),
-            ),
-            Span::styled(
-                "  Enter · Esc cancels (nothing is sent)",
-                t.get(StyleName::UiDim),
-            ),
-        ]),
+            warn,
+            typed,
+            20,
+            "  Enter · Esc cancels (nothing is sent)",
+        ),
         Input::None => match &s.message {
             Some((m, level)) => {
                 let style = match level {
@@ -242,6 +212,26 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         },
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// A prompt line: what is asked (in `style`), what was typed so far (sanitized, at most
+/// `max` characters shown) with the cursor, and the keys that answer it.
+fn prompt<'a>(
+    t: &Theme,
+    label: &str,
+    style: ratatui::style::Style,
+    typed: &str,
+    max: usize,
+    keys: &str,
+) -> Line<'a> {
+    Line::from(vec![
+        Span::styled(label.to_string(), style),
+        Span::styled(
+            format!("{}▏", sanitize::line(typed, max)),
+            t.get(StyleName::UiText),
+        ),
+        Span::styled(keys.to_string(), t.get(StyleName::UiDim)),
+    ])
 }
 
 /// The footer's key hints, from the keymap; keys this user cannot use are dimmed.

@@ -1,0 +1,26 @@
+//! Session settings as the tests' operators have them.
+
+use dlq_app::session::{Principal, Settings};
+use dlq_core::access::Role;
+use dlq_core::masking::Masker;
+
+/// An operator `actor` on `source_key` whose decisions go to `ledger`.
+pub fn operator(
+    source_key: &str,
+    actor: &str,
+    ledger: std::path::PathBuf,
+    masker: Masker,
+) -> Settings {
+    Settings {
+        source_key: source_key.into(),
+        principal: Principal {
+            actor: actor.into(),
+            role: Role::Operator,
+            read_only: false,
+            ledger_path: Some(ledger),
+        },
+        masker,
+        mappings: Vec::new(),
+        since: None,
+    }
+}

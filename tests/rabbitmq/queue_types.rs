@@ -1,0 +1,184 @@
+//! Quorum queues (never a delivery past the limit) and streams (read by offset, never consumed).
+
+use crate::prelude::*;
+
+#[test]
+fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("quorum");
+    let q = t.n("qdlq");
+    declare(
+        &t,
+        &q,
+        vec![
+            (
+                "x-queue-type",
+                AMQPValue::LongString(LongString::from(b"quorum".to_vec())),
+            ),
+            ("x-delivery-limit", AMQPValue::LongInt(1)),
+        ],
+    );
+    for i in 0..10 {
+        t.publish("", &q, &format!("q-{i}"), "{}");
+    }
+    t.wait_for(&q, 10);
+    // Browsing again and again (what dropped all 10 before) is refused without
+    // consuming anything: nothing is lost.
+    for _ in 0..3 {
+        let mut src = RabbitSource::new(target(), vec![q.clone()])
+            .expect("source")
+            .with_management(MGMT);
+        let mut n = 0;
+        let err = src
+            .scan(&mut |ev| {
+                if let ScanEvent::Letters(b) = ev {
+                    n += b.len();
+                }
+                ControlFlow::Continue(())
+            })
+            .expect_err("refused");
+        assert_eq!(n, 0);
+        assert!(err.to_string().contains("delivery-limit 1"), "{err}");
+    }
+    t.wait_for(&q, 10);
+    // Allowed: one browse, which says how many are left (none).
+    let mut src = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_management(MGMT)
+        .with_queue_policy(None, true);
+    let (letters, problems) = browse(&mut src);
+    assert_eq!(letters.len(), 10);
+    assert!(
+        problems.iter().any(|p| p.contains("0 browse(s) left")),
+        "{problems:?}"
+    );
+    drop(src);
+    t.wait_for(&q, 10);
+    delete(&t, &q);
+}
+
+#[test]
+fn streams_are_read_by_offset_without_consuming() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("stream");
+    let q = seeded_stream(&t, 5);
+    // Replay from a stream: the letter is published to the target and recorded; the
+    // stream keeps its copy (the ledger's decision is what counts), and the open stream
+    // consumer is what watches for letters failing again.
+    let target_q = t.n("stream-target");
+    declare(&t, &target_q, vec![]);
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={q}");
+    let out = replay_cli(
+        dir.path(),
+        &[
+            "replay",
+            &uri,
+            "--filter",
+            "id=s-1",
+            "--to",
+            &format!("queue:{target_q}"),
+            "--canary",
+            "0",
+            "--watch",
+            "1s",
+            "--yes",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for(&target_q, 1);
+    assert_eq!(t.count(&target_q), 1, "exactly the one letter was replayed");
+    let listed = replay_cli(dir.path(), &["replays", "--json"]);
+    let replays: serde_json::Value =
+        serde_json::from_slice(&listed.stdout).expect("replays --json");
+    assert_eq!(replays.as_array().map(Vec::len), Some(1), "{replays}");
+    let mut src = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_management(MGMT);
+    for round in 0..2 {
+        let (letters, _) = browse(&mut src);
+        assert_eq!(
+            letters.len(),
+            5,
+            "round {round}: a stream keeps its messages"
+        );
+        let offsets: Vec<Option<i64>> = letters
+            .iter()
+            .map(|d| match &d.raw.coords {
+                Some(dlq_core::model::Coords::Amqp { stream_offset, .. }) => *stream_offset,
+                _ => None,
+            })
+            .collect();
+        assert!(offsets.iter().all(Option::is_some), "{offsets:?}");
+        let coords = letters[0].raw.coords.clone().expect("coords");
+        assert_eq!(
+            src.settle(&coords).ok(),
+            Some(Settled::LedgerOnly),
+            "a stream cannot delete one message"
+        );
+    }
+    // A letter appended after the browse arrives on the open consumer (the tail), with
+    // its offset.
+    t.publish("", &q, "s-late", "{}");
+    let started = Instant::now();
+    let mut late = None;
+    src.tail(&mut |ev| {
+        if let Some(raw) = letters_of(ev).into_iter().next() {
+            late = Some(raw);
+            return ControlFlow::Break(());
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    })
+    .expect("tail");
+    let late = late.expect("the appended letter arrived on the tail");
+    assert_eq!(late.property("message_id"), Some("s-late"));
+    assert!(matches!(
+        late.coords,
+        Some(dlq_core::model::Coords::Amqp {
+            stream_offset: Some(5),
+            ..
+        })
+    ));
+    drop(src);
+    // A read stopped by --max-letters is not tailed: the rest of the stream would come
+    // in as "live" letters.
+    let mut capped = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_management(MGMT)
+        .with_max_letters(Some(3));
+    let (letters, _) = browse(&mut capped);
+    assert_eq!(letters.len(), 3);
+    assert!(capped
+        .tail(&mut |_| ControlFlow::Break(()))
+        .is_err_and(|e| e.to_string().contains("browse")));
+    drop(capped);
+    delete(&t, &q);
+    delete(&t, &target_q);
+}
+
+#[test]
+fn a_stream_without_the_management_api_is_read_as_a_stream() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = Topology::new("stream-noapi");
+    let q = seeded_stream(&t, 4);
+    // No management API at all: the stream is recognised over AMQP.
+    let mut src = RabbitSource::new(target(), vec![q.clone()]).expect("source");
+    let (letters, _) = browse(&mut src);
+    assert_eq!(letters.len(), 4, "a stream looked empty");
+    drop(src);
+    delete(&t, &q);
+}

@@ -1,0 +1,367 @@
+//! Replays on RabbitMQ: to the origin exchange, unroutable, killed and resumed, canary, Ctrl-C, a browse closed mid-replay.
+
+use crate::prelude::*;
+
+/// A slow replay of every rejected order (4/s, no canary, never auto-stopped) in the
+/// background, returned once it has settled three letters.
+fn replay_under_way(dir: &tempfile::TempDir, uri: &str) -> std::process::Child {
+    let child = cli_command(
+        dir.path(),
+        &[
+            "replay",
+            uri,
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "0",
+            "--rate",
+            "4",
+            "--max-failed-ratio",
+            "1",
+            "--yes",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("spawn");
+    let started = Instant::now();
+    while settled_so_far(dir) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never got going"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
+/// Letters the replay in `dir` has journaled as settled so far.
+fn settled_so_far(dir: &tempfile::TempDir) -> usize {
+    let list = replay_cli(dir.path(), &["replays", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
+    let Some(id) = rows[0]["id"].as_str() else {
+        return 0;
+    };
+    let out = replay_cli(dir.path(), &["replays", "show", id, "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    shown["by_state"]["settled"].as_u64().unwrap_or(0) as usize
+}
+
+#[test]
+fn a_replay_goes_to_the_origin_exchange_acks_confirmed_letters_and_sees_failures_return() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("replay");
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = t.dlq_uri();
+    let (report, got) = replay_rejected(&t, dir.path(), &uri);
+    assert_eq!(report["outcome"]["confirmed"], 20);
+    assert_eq!(report["outcome"]["failed_again"], 2, "{report}");
+    // The service got each order once, with its message id, without the death headers.
+    let id = report["replay_id"].as_str().expect("id");
+    assert_eq!(got.len(), 20, "{got:?}");
+    let ids: std::collections::HashSet<&str> = got.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(ids.len(), 20);
+    assert!(
+        got.iter().all(|g| !g.1 && g.2.as_deref() == Some(id)),
+        "{got:?}"
+    );
+    // The 20 originals were acked after their confirms; the 2 bad ones are back.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(t.count(&t.n("dlq")), 2);
+    let shown = replay_cli(dir.path(), &["replays", "show", id, "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).expect("json");
+    assert_eq!(shown["by_state"]["settled"], 18, "{shown}");
+    assert_eq!(shown["by_state"]["failed-again"], 2, "{shown}");
+    verified(dir.path());
+}
+
+#[test]
+fn an_unroutable_replay_stops_and_leaves_every_dlq_copy() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("unroutable");
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = t.dlq_uri();
+    let to = format!("amqp:{}/nowhere", t.n("orders"));
+    let out = replay_cli(
+        dir.path(),
+        &[
+            "replay",
+            &uri,
+            "--filter",
+            "reason=rejected",
+            "--to",
+            &to,
+            "--canary",
+            "3",
+            "--canary-rate",
+            "20",
+            "--watch",
+            "1s",
+            "--yes",
+        ],
+    );
+    let stdout = exited(&out, 3);
+    assert!(stdout.contains("unroutable"), "{stdout}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(t.count(&t.n("dlq")), 20, "nothing acked");
+    assert_eq!(t.count(&t.n("work")), 0, "nothing delivered");
+    let list = replay_cli(dir.path(), &["list", &uri, "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    assert!(
+        rows["letters"]
+            .as_array()
+            .expect("letters")
+            .iter()
+            .all(|l| l["state"] == "open"),
+        "a refused letter stays open"
+    );
+}
+
+#[test]
+fn a_crash_mid_replay_on_rabbitmq_resumes_and_acks_without_resending() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("resume");
+    let (seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = t.dlq_uri();
+    let args = [
+        "replay",
+        &uri,
+        "--filter",
+        "reason=rejected",
+        "--canary",
+        "0",
+        "--rate",
+        "10",
+        "--watch",
+        "1s",
+        "--max-failed-ratio",
+        "0.9",
+        "--yes",
+    ];
+    let crashed = cli_command(dir.path(), &args)
+        .env("DLQ_TRIAGE_TEST_CRASH_AFTER_CONFIRMED", "5")
+        .output()
+        .expect("runs");
+    assert!(!crashed.status.success(), "the hook aborts");
+    let stdout = String::from_utf8_lossy(&crashed.stdout).to_string();
+    let id = stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("r-2"))
+        .expect("replay id")
+        .to_string();
+    let show = |dir: &std::path::Path| -> serde_json::Value {
+        let out = replay_cli(dir, &["replays", "show", &id, "--json"]);
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let before = show(dir.path());
+    assert_eq!(before["state"], "interrupted", "{before}");
+    let confirmed: Vec<String> = before["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .filter(|l| {
+            matches!(
+                l["state"].as_str(),
+                Some("settled" | "confirmed" | "failed-again")
+            )
+        })
+        .map(|l| l["letter_id"].as_str().expect("id").to_string())
+        .collect();
+    assert!(confirmed.len() >= 5, "{before}");
+    let acked = before["by_state"]["settled"].as_u64().unwrap_or(0) as u32;
+    let in_doubt = before["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .filter(|l| l["state"] == "sending")
+        .count();
+    // The dead connection gave every held letter back: nothing is lost.
+    t.wait_for(&t.n("dlq"), 20 - acked);
+    let resumed = replay_cli(dir.path(), &["replay", &uri, "--resume", &id, "--yes"]);
+    let log = String::from_utf8_lossy(&resumed.stderr).to_string();
+    assert_eq!(resumed.status.code(), Some(0), "{log}");
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let got: Vec<_> = seen.try_iter().collect();
+    let mut times: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for g in &got {
+        *times.entry(g.0.as_str()).or_insert(0) += 1;
+    }
+    assert_eq!(times.len(), 20, "every order was replayed: {times:?}");
+    for c in &confirmed {
+        assert_eq!(
+            times[c.as_str()],
+            1,
+            "{c} was confirmed before the crash: never re-sent"
+        );
+    }
+    let dups: usize = times.values().map(|n| n - 1).sum();
+    assert!(
+        dups <= in_doubt,
+        "only letters in doubt may repeat: {dups} > {in_doubt}"
+    );
+    // Left in the DLQ: exactly the copies of bad orders that failed again.
+    let bad = got.iter().filter(|g| g.0 == "m-3" || g.0 == "m-13").count() as u32;
+    assert_eq!(t.count(&t.n("dlq")), bad, "originals all acked");
+    let after = show(dir.path());
+    assert_eq!(after["state"], "completed", "{after}");
+    assert!(
+        after["by_state"].get("confirmed").is_none(),
+        "reconciled acks are journaled: {after}"
+    );
+    assert!(log.contains("reconciled"), "{log}");
+    verified(dir.path());
+}
+
+#[test]
+fn a_canary_on_a_consumer_that_still_fails_stops_on_rabbitmq() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = Topology::new("stop");
+    for i in 0..10 {
+        t.publish(
+            &t.n("orders"),
+            "order.created",
+            &format!("b-{i}"),
+            "{\"bad\":true}",
+        );
+    }
+    t.reject_from_work(10);
+    t.wait_for(&t.n("dlq"), 10);
+    let (_seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = t.dlq_uri();
+    let out = replay_cli(
+        dir.path(),
+        &[
+            "replay",
+            &uri,
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "5",
+            "--canary-rate",
+            "5",
+            "--watch",
+            "3s",
+            "--yes",
+        ],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stdout = exited(&out, 3);
+    assert!(stdout.contains("failed again"), "{stdout}");
+    // Never past the canary; the rest were not sent and are still in the DLQ.
+    assert_eq!(t.count(&t.n("work")), 0);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        t.count(&t.n("dlq")),
+        10,
+        "5+ unsent originals + the copies that failed again"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_a_rabbitmq_replay_and_every_publish_is_journaled() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = dead_orders("kill");
+    let (seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = t.dlq_uri();
+    let child = replay_under_way(&dir, &uri);
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("exits");
+    exited(&out, 4);
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let delivered = seen.try_iter().count();
+    let list = replay_cli(dir.path(), &["replays", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    assert_eq!(rows[0]["state"], "killed");
+    let o = &rows[0]["outcome"];
+    assert_eq!(o["in_doubt"], 0, "confirms in flight were awaited: {o}");
+    assert_eq!(
+        o["sent"].as_u64(),
+        Some(delivered as u64),
+        "every publish journaled, none after the kill: {o}"
+    );
+    assert!(delivered < 20);
+    // The DLQ keeps every letter not replayed (confirmed ones were acked), plus the
+    // copies that failed again.
+    let confirmed = o["confirmed"].as_u64().expect("confirmed") as u32;
+    let failed = o["failed_again"].as_u64().expect("failed") as u32;
+    assert_eq!(t.count(&t.n("dlq")), 20 - confirmed + failed, "{o}");
+    verified(dir.path());
+}
+
+#[test]
+fn a_browse_closed_by_the_server_mid_replay_stops_it_and_loses_nothing() {
+    if !rabbit_available() || !rabbitmqctl_available() {
+        return;
+    }
+    let t = dead_orders("closed");
+    let (seen, stop) = work_consumer(t.n("work"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = t.dlq_uri();
+    let child = replay_under_way(&dir, &uri);
+    server_closes(&format!("dlq-triage browse (pid {})", child.id()));
+    let out = child.wait_with_output().expect("exits");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("could not be watched"), "{stdout}");
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let got: Vec<_> = seen.try_iter().collect();
+    let delivered = got.len() as u32;
+    // Bad orders the service rejected again: their copies are back in the DLQ, seen by
+    // the replay or not (the watch was gone).
+    let bad = got.iter().filter(|g| g.0 == "m-3" || g.0 == "m-13").count() as u32;
+    let list = replay_cli(dir.path(), &["replays", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    assert_eq!(rows[0]["state"], "failed");
+    let o = &rows[0]["outcome"];
+    let confirmed = o["confirmed"].as_u64().expect("confirmed") as u32;
+    assert_eq!(
+        delivered, confirmed,
+        "no publish after the watch was lost: {o}"
+    );
+    // The closed browse gave its letters back, including confirmed ones not yet acked;
+    // the next browse acks those (reconciled), once, and replays none of them again.
+    let summary = replay_cli(dir.path(), &["summary", &uri, "--json"]);
+    let notes = String::from_utf8_lossy(&summary.stderr).to_string();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(t.count(&t.n("dlq")), 20 - confirmed + bad, "{o}\n{notes}");
+    let again = replay_cli(
+        dir.path(),
+        &[
+            "replay",
+            &uri,
+            "--filter",
+            "reason=rejected",
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&again.stdout).expect("json");
+    assert_eq!(
+        plan["planned"].as_u64(),
+        Some(u64::from(20 - confirmed + bad)),
+        "replayed letters are not offered again: {plan}"
+    );
+    verified(dir.path());
+}
