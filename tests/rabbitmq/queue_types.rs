@@ -59,6 +59,80 @@ fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
     delete(&t, &q);
 }
 
+/// Without the management API the queue's type is learned from a declare the broker
+/// refuses, never from a delivery: ten refused browses of a quorum DLQ with
+/// `x-delivery-limit 1` leave every letter there, none of them delivered (a `basic.get`
+/// probe cost the head one delivery each time and dropped a letter on the second
+/// refusal). A classic queue is still browsed without the API.
+#[test]
+fn refusing_a_quorum_dlq_without_the_management_api_delivers_nothing() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("quorum-noapi");
+    let q = t.n("qdlq");
+    declare(
+        &t,
+        &q,
+        vec![
+            (
+                "x-queue-type",
+                AMQPValue::LongString(LongString::from(b"quorum".to_vec())),
+            ),
+            ("x-delivery-limit", AMQPValue::LongInt(1)),
+        ],
+    );
+    for i in 0..10 {
+        t.publish("", &q, &format!("q-{i}"), "{}");
+    }
+    t.wait_for(&q, 10);
+    for _ in 0..10 {
+        let mut src = RabbitSource::new(target(), vec![q.clone()]).expect("source");
+        let mut n = 0;
+        let err = src
+            .scan(&mut |ev| {
+                if let ScanEvent::Letters(b) = ev {
+                    n += b.len();
+                }
+                ControlFlow::Continue(())
+            })
+            .expect_err("refused");
+        assert_eq!(n, 0);
+        assert!(
+            err.to_string().contains("delivery limit is unknown"),
+            "{err}"
+        );
+    }
+    assert_eq!(t.count(&q), 10, "every letter is still there");
+    // One allowed browse (through the API, which knows the limit): no message was
+    // delivered before it, so none carries a delivery count.
+    let mut src = RabbitSource::new(target(), vec![q.clone()])
+        .expect("source")
+        .with_management(MGMT)
+        .with_queue_policy(None, true);
+    let mut counts = Vec::new();
+    src.scan(&mut |ev| {
+        for raw in letters_of(ev) {
+            counts.push(
+                raw.header("x-delivery-count")
+                    .and_then(|v| v.as_i64_lenient())
+                    .unwrap_or(0),
+            );
+        }
+        ControlFlow::Continue(())
+    })
+    .expect("allowed browse");
+    assert_eq!(counts, vec![0; 10], "deliveries before the allowed browse");
+    drop(src);
+    t.wait_for(&q, 10);
+    delete(&t, &q);
+    // A classic DLQ: its type comes from the same refused declare, and it is browsed.
+    let t = seeded("classic-noapi");
+    let mut src = RabbitSource::new(target(), vec![t.n("dlq")]).expect("source");
+    let (letters, problems) = browse(&mut src);
+    assert_eq!(letters.len(), 10, "{problems:?}");
+}
+
 #[test]
 fn streams_are_read_by_offset_without_consuming() {
     if !rabbit_available() || !management_available() {

@@ -10,6 +10,7 @@
 mod ack;
 mod connect;
 pub mod mgmt;
+mod probe;
 mod publisher;
 mod queue;
 mod stream;
@@ -17,6 +18,7 @@ mod values;
 
 use connect::*;
 pub use connect::{read_tls_file, AmqpTarget, PRIVATE_CA};
+use probe::*;
 pub use publisher::RabbitPublisher;
 use queue::*;
 use stream::*;
@@ -128,47 +130,6 @@ impl RabbitSource {
         self
     }
 
-    /// Never push a message past its delivery limit. Quorum queues count every return of
-    /// a browsed message as a delivery and dead-letter (or drop) a message returned more
-    /// than `delivery-limit` times, so: a quorum queue with a limit is browsed only when
-    /// the operator allows it, and never when the head message has no browse to spare; a
-    /// queue of unknown type whose head message carries `x-delivery-count` is not browsed
-    /// (learning that costs the head one delivery: give the type to avoid it).
-    /// Returns a line for the user when browsing goes ahead with a limit.
-    fn quorum_guard(
-        &mut self,
-        queue: &str,
-        kind: Option<&str>,
-        limit: Option<i64>,
-        probed: &Probe,
-    ) -> Result<Option<String>, SourceError> {
-        match (kind, limit) {
-            (Some("quorum"), Some(limit)) => {
-                if !self.allow_redelivery {
-                    return Err(SourceError::failed(format!(
-                        "refusing to browse quorum queue `{queue}`: it has delivery-limit {limit}, every browse returns each message once (counted as a delivery), and a message returned more than {limit} times is dead-lettered or dropped. Browse anyway with --allow-redelivery (each message takes at most {} browse(s) if nothing else redelivered it)",
-                        (limit - 1).max(0)
-                    )));
-                }
-                // No probe: delivering even one message could push it over. The counts
-                // are read from this browse and reported after it.
-                Ok(Some(format!(
-                    "quorum queue with delivery-limit {limit}: this browse counts one delivery per message (--allow-redelivery)"
-                )))
-            }
-            (Some("quorum"), None) => Ok(Some(
-                "quorum queue without a delivery limit: each browse counts one redelivery per message".into(),
-            )),
-            (None, _) => match probed {
-                Probe::Head(Some(count)) if !self.allow_redelivery => Err(SourceError::failed(format!(
-                    "refusing to browse `{queue}`: its messages carry x-delivery-count ({count}), so it is a quorum queue, and its delivery limit is unknown without the management API. Give --management-url, or check the limit and pass --queue-type quorum --allow-redelivery"
-                ))),
-                _ => Ok(None),
-            },
-            _ => Ok(None),
-        }
-    }
-
     pub fn with_connection_name(mut self, name: &str) -> Self {
         self.connection_name = name.to_string();
         self
@@ -244,41 +205,6 @@ impl RabbitSource {
         self.count(queue).map(|(ready, _)| u64::from(ready))
     }
 
-    /// What a queue of unknown type is, from one `basic.get` on a short-lived channel:
-    /// streams refuse it; any other queue hands over its head message (or nothing), which
-    /// the closing channel gives back — its `x-delivery-count` tells a quorum queue that
-    /// redelivered it. (AMQP's declare-ok alone cannot tell: it may count 0 or N for a
-    /// stream.) On a quorum queue this costs the head one delivery.
-    fn probe(&mut self, queue: &str) -> Result<Probe, SourceError> {
-        let ch = self.fresh_channel()?;
-        self.rt.block_on(async {
-            let got = ch
-                .basic_get(
-                    ShortString::from(queue),
-                    lapin::options::BasicGetOptions { no_ack: false },
-                )
-                .await;
-            let probe = match &got {
-                Err(e) if e.to_string().contains("stream") => Probe::Stream,
-                Ok(Some(m)) => Probe::Head(
-                    m.delivery
-                        .properties
-                        .headers()
-                        .as_ref()
-                        .and_then(|h| {
-                            h.inner()
-                                .iter()
-                                .find(|(k, _)| k.as_str() == "x-delivery-count")
-                        })
-                        .and_then(|(_, v)| from_amqp(v).as_i64_lenient()),
-                ),
-                _ => Probe::Empty,
-            };
-            let _ = ch.close(200, ShortString::from("probe done")).await;
-            Ok(probe)
-        })
-    }
-
     /// A browse that stays open for the tail: its channel (what it holds), its
     /// consumer (where new letters arrive) and the position of the next letter. A
     /// re-browse of the queue hands all of it back first (see [`Self::browse`]).
@@ -297,15 +223,6 @@ impl RabbitSource {
         }
         self.next_position.insert(queue.to_string(), browsed + 1);
     }
-}
-
-/// What a `basic.get` probe learned of a queue of unknown type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Probe {
-    Stream,
-    /// The head message's `x-delivery-count`, if it carries one.
-    Head(Option<i64>),
-    Empty,
 }
 
 /// What a browse streamed.

@@ -28,7 +28,10 @@ impl RabbitSource {
             let cap = u32::try_from(self.max_letters).unwrap_or(u32::MAX);
             return self.browse_stream(queue, cap, sink);
         }
-        let limit = q.info.as_ref().and_then(|i| i.delivery_limit());
+        let limit = match &q.info {
+            Some(i) => i.delivery_limit().map_or(Limit::Unlimited, Limit::Known),
+            None => Limit::Unknown,
+        };
         if let Some(line) = self.quorum_guard(queue, q.kind.as_deref(), limit, &q.probed)? {
             if notice(sink, line).is_break() {
                 return Ok(ControlFlow::Break(()));
@@ -38,7 +41,7 @@ impl RabbitSource {
         let (ch, consumer) = self.consume(queue, want)?;
         let (got, consumer) = self.stream_deliveries(queue, consumer, want, sink)?;
         self.keep_open(queue, ch, consumer, got.browsed, false);
-        if let (Some(limit), Some("quorum")) = (limit, q.kind.as_deref()) {
+        if let (Limit::Known(limit), Some("quorum")) = (limit, q.kind.as_deref()) {
             // On release each message has one more delivery than its header says.
             let left = limit - (got.most_delivered + 1);
             let line = format!(
@@ -88,11 +91,12 @@ impl RabbitSource {
     /// management API's view, its type (stated, reported or probed).
     fn facts(&mut self, queue: &str) -> Result<QueueFacts, SourceError> {
         let (count, consumers) = self.count(queue)?;
-        // The API is asked only when the operator did not say what the queue is.
+        // The API is asked when the operator did not say what the queue is, or said
+        // quorum (its delivery limit is only known there).
         let info = self
             .management
             .as_ref()
-            .filter(|_| self.stated_type.is_none())
+            .filter(|_| self.stated_type.as_deref().is_none_or(|t| t == "quorum"))
             .and_then(|m| m.queue(&self.target.vhost, queue).ok());
         let mut kind = info
             .as_ref()
@@ -101,11 +105,9 @@ impl RabbitSource {
         let probed = if kind.is_none() {
             self.probe(queue)?
         } else {
-            Probe::Empty
+            Probe::NotAsked
         };
-        if probed == Probe::Stream {
-            kind = Some("stream".into());
-        }
+        kind = kind.or_else(|| probed.kind());
         // Another client (a stuck consumer, a second dlq-triage) may hold messages
         // unacked: they are invisible here, and an "empty" DLQ may not be. Counted
         // (the management API's last sample), they make the browse partial.
