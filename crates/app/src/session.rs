@@ -30,7 +30,8 @@ use dlq_core::pipeline::Broken;
 pub use draft::{unsupported, Pace, ReplayDraft, Start};
 use prepare::{preparing, Prep, Pump, TAIL_BATCH};
 pub use replaying::{
-    latest_replay_figures, Picked, PlanLetter, ReplayReport, ReplayWatcher, Resume, Unfinished,
+    latest_replay_figures, Found, Picked, PlanLetter, ReplayReport, ReplayWatcher, Resume,
+    Unfinished,
 };
 
 /// Letters per prepared batch, and the longest a partial batch waits (a slow source
@@ -53,6 +54,9 @@ pub enum SessionError {
     /// A request that names something that is not there (a replay id of another source).
     #[error("{0}")]
     Invalid(String),
+    /// Another live process holds it (a replay being sent): nothing was done.
+    #[error("{0}")]
+    Held(String),
     #[error("refused: {denied}{}", if *.read_only { " (--read-only caps everyone at viewer)" } else { "" })]
     Refused {
         denied: access::Denied,

@@ -285,9 +285,14 @@ pub struct ReplayArgs {
     /// Refuse if the plan has more than N letters (a filter matching more than meant).
     #[arg(long, value_name = "N")]
     pub expect: Option<usize>,
-    /// Continue an interrupted replay: letters it confirmed are never sent again.
+    /// Continue an interrupted replay: letters it confirmed are never sent again; letters
+    /// it was sending when it stopped are looked up in their Kafka target first.
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// With --resume on RabbitMQ (whose target cannot be read back): send again the
+    /// letters that were in flight when the replay stopped and may have been sent.
+    #[arg(long, requires = "resume")]
+    pub resend_unconfirmed: bool,
 }
 
 #[derive(Args, Debug)]

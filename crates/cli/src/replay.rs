@@ -9,6 +9,7 @@ use super::ReplayArgs;
 use dlq_app::session::{
     unsupported, Pace, PlanLetter, ReplayDraft, ReplayReport, Resume, SessionError, Start,
 };
+use dlq_core::journal::JournalError;
 use dlq_core::ports::Target;
 
 use dlq_core::replay::describe::{self, summary_line};
@@ -31,6 +32,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
         Some(id) => Start::Resume {
             id: id.clone(),
             pace: pace(a)?,
+            resend_unconfirmed: a.resend_unconfirmed,
         },
         None => Start::New(opts),
     };
@@ -41,7 +43,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     if let Some(r) = draft.resume() {
         if r.in_doubt() > 0 {
             eprintln!(
-                "note: {} letters were being sent when it stopped and were never confirmed: they are sent again (at-least-once: a consumer that deduplicates on the message id sees each once)",
+                "note: {} letters were being sent when it stopped and were never confirmed: each is looked up in its target first (see the plan: found ones are recorded, not sent again)",
                 r.in_doubt()
             );
         }
@@ -72,7 +74,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     let report = match report {
         Ok(r) => r,
         Err(e @ SessionError::Refused { .. }) => return refused(&e.to_string()),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(held_or(e)),
     };
     report_end(&report, a.json)
 }
@@ -210,6 +212,19 @@ fn usage_or(e: SessionError) -> anyhow::Error {
     match (&e, unsupported(&e)) {
         (_, Some(m)) => super::UsageError(m.to_string()).into(),
         (SessionError::Invalid(m), _) => super::UsageError(m.clone()).into(),
+        _ => held_or(e),
+    }
+}
+
+/// A replay another live process sends (or whose every letter it holds) exits 6:
+/// nothing was sent, and a script can wait and try again.
+fn held_or(e: SessionError) -> anyhow::Error {
+    match &e {
+        SessionError::Held(_) | SessionError::Ledger(JournalError::LeaseHeld { .. }) => Exit {
+            code: 6,
+            message: format!("error: {e}"),
+        }
+        .into(),
         _ => e.into(),
     }
 }

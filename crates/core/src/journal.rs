@@ -5,6 +5,12 @@
 
 use serde::Serialize;
 use std::collections::HashMap;
+use std::time::Duration;
+
+/// How often a running replay renews its lease. A lease not renewed for five of these is
+/// taken for dead (a holder on another host that lost its network); on the holder's own
+/// host a lease whose process is gone is dead at once.
+pub const LEASE_HEARTBEAT: Duration = Duration::from_secs(3);
 
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
@@ -16,6 +22,17 @@ pub enum JournalError {
     },
     #[error("ledger {path}: {message}")]
     Other { path: String, message: String },
+    /// Letters another live replay holds (a second plan over them was about to start).
+    #[error("{} held by another running replay: {}", crate::words::letters(claims.len()), claims.first().map(Claim::describe).unwrap_or_default())]
+    Claimed { claims: Vec<Claim> },
+    /// The replay is being sent by another live process (or took this one's lease).
+    #[error("replay {replay_id} is being sent by {holder} (as {actor}, heartbeat {heartbeat_at}): one sender per replay; wait for it to end, or stop it (K in its TUI, Ctrl-C in its CLI)")]
+    LeaseHeld {
+        replay_id: String,
+        holder: String,
+        actor: String,
+        heartbeat_at: String,
+    },
     /// Another decision already covers this exact letter (a concurrent run, or earlier).
     #[error("{letter_id} was already {kind}ed by {actor} at {at} (reason: {reason})")]
     AlreadyDecided {
@@ -281,6 +298,9 @@ pub struct ReplayRow {
     pub started_at: String,
     pub state: ReplayState,
     pub detail: serde_json::Value,
+    /// Being sent by another live process (`pid N on HOST, heartbeat …`): it may not be
+    /// resumed or abandoned from here.
+    pub held_by: Option<String>,
 }
 
 impl ReplayRow {
@@ -294,6 +314,33 @@ impl ReplayRow {
             Some(p) if std::path::Path::new(&format!("/proc/{p}")).exists() => ReplayState::Running,
             _ => ReplayState::Interrupted,
         }
+    }
+}
+
+/// A letter a live replay holds: planned or being sent by a process whose lease is
+/// fresh. A second replay of it waits, so each letter has one sender.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Claim {
+    pub letter_id: String,
+    pub binding: String,
+    pub replay_id: String,
+    pub actor: String,
+    /// When that replay started.
+    pub since: String,
+    /// `pid N on HOST`.
+    pub holder: String,
+    /// That replay's letters confirmed so far, and planned in all.
+    pub confirmed: usize,
+    pub planned: usize,
+}
+
+impl Claim {
+    /// `replaying by alice · r-… · since 10:42 · 212 of 540 confirmed (pid 7 on bastion-1)`
+    pub fn describe(&self) -> String {
+        crate::sanitize::clean(&format!(
+            "replaying by {} · {} · since {} · {} of {} confirmed ({})",
+            self.actor, self.replay_id, self.since, self.confirmed, self.planned, self.holder
+        ))
     }
 }
 
@@ -381,7 +428,8 @@ pub trait Journal: Send {
     fn head(&self) -> Result<Option<Head>, JournalError>;
     /// Check the chain and every row bound to it (against an anchor, if given).
     fn verify(&self, expect_head: Option<&Head>) -> Result<Verification, JournalError>;
-    /// Journal a replay's plan before anything is sent.
+    /// Journal a replay's plan before anything is sent, and take its lease. `Claimed`
+    /// (nothing written) when another live replay holds any of its letters.
     fn replay_start(
         &mut self,
         id: &str,
@@ -390,7 +438,9 @@ pub trait Journal: Send {
         detail: &serde_json::Value,
         items: &[PlannedItem<'_>],
     ) -> Result<AuditEntry, JournalError>;
-    /// A resumed replay, with letters added to its plan.
+    /// A resumed replay, with letters added to its plan; takes its lease. `LeaseHeld`
+    /// (nothing written) when a live process still sends it; `Claimed` when another
+    /// live replay holds letters it would send.
     fn replay_resume(
         &mut self,
         id: &str,
@@ -430,6 +480,11 @@ pub trait Journal: Send {
         state: ReplayState,
         outcome: &serde_json::Value,
     ) -> Result<(), JournalError>;
+    /// The running replay is alive: renew its lease. `LeaseHeld` when another process
+    /// took the lease over (this one was taken for dead): stop sending at once.
+    fn replay_heartbeat(&mut self, id: &str) -> Result<(), JournalError>;
+    /// Letters of `source` held by live replays (see [`Claim`]).
+    fn claims(&self, source: &str) -> Result<Vec<Claim>, JournalError>;
     /// Every replay, newest last.
     fn replays(&self) -> Result<Vec<ReplayRow>, JournalError>;
     /// One replay with its items.

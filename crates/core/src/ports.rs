@@ -269,7 +269,21 @@ pub trait OriginLog {
         ignore: &std::collections::HashSet<i64>,
         budget: u64,
     ) -> Result<KeyScan, SourceError>;
+
+    /// Every record of `topic` stamped `x-dlq-replay-id: replay_id`, each partition read
+    /// from its offset for `since` to its end: how a resume tells whether a letter in
+    /// flight when a replay stopped reached the broker (never by guessing).
+    fn replayed(
+        &mut self,
+        topic: &str,
+        since: chrono::DateTime<chrono::Utc>,
+        replay_id: &str,
+    ) -> Result<Vec<Landed>, SourceError>;
 }
+
+/// A replayed record found in its target: where it was replayed from (its DLQ
+/// location, `x-dlq-replayed-from`) and where it landed (`topic/partition/offset`).
+pub type Landed = (String, String);
 
 /// What an [`OriginLog`] read found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -83,4 +83,34 @@ impl dlq_core::ports::OriginLog for KafkaOriginLog {
             }
         }
     }
+
+    fn replayed(
+        &mut self,
+        topic: &str,
+        since: DateTime<Utc>,
+        replay_id: &str,
+    ) -> Result<Vec<dlq_core::ports::Landed>, SourceError> {
+        // The scan's own reader: every partition from `since` to its end, batched.
+        let mut src = KafkaSource::new(
+            self.src.brokers.clone(),
+            vec![topic.to_string()],
+            self.src.props.clone(),
+        )
+        .with_since(Some(since));
+        let mut found = Vec::new();
+        src.scan(&mut |ev| {
+            if let ScanEvent::Letters(batch) = ev {
+                for l in batch {
+                    let h = |n: &str| l.header(n).and_then(|v| v.as_nonempty_text());
+                    if h("x-dlq-replay-id").as_deref() == Some(replay_id) {
+                        if let (Some(from), Some(at)) = (h("x-dlq-replayed-from"), &l.coords) {
+                            found.push((from, at.to_string()));
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        })?;
+        Ok(found)
+    }
 }

@@ -3,8 +3,8 @@
 
 use crate::Ledger;
 use dlq_core::journal::{
-    AuditEntry, ConfirmedLetter, Decision, Head, ItemState, Journal, JournalError, PlannedItem,
-    ReplayItemRow, ReplayRow, ReplayState, Verification,
+    AuditEntry, Claim, ConfirmedLetter, Decision, Head, ItemState, Journal, JournalError,
+    PlannedItem, ReplayItemRow, ReplayRow, ReplayState, Verification,
 };
 use std::collections::HashMap;
 
@@ -122,6 +122,12 @@ impl Journal for Ledger {
         outcome: &serde_json::Value,
     ) -> R<()> {
         Ledger::replay_finish(self, id, state, outcome)
+    }
+    fn replay_heartbeat(&mut self, id: &str) -> R<()> {
+        Ledger::replay_heartbeat(self, id)
+    }
+    fn claims(&self, source: &str) -> R<Vec<Claim>> {
+        Ledger::claims(self, source)
     }
     fn replays(&self) -> R<Vec<ReplayRow>> {
         Ledger::replays(self)

@@ -31,6 +31,7 @@ fn now() -> String {
 
 mod chain;
 mod journal_impl;
+mod lease;
 mod replays;
 mod schema;
 mod verify;

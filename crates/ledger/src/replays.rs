@@ -14,8 +14,10 @@ use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
 
 impl Ledger {
-    /// Record a replay's start: its row, every planned letter and the `replay-start`
-    /// entry, in one transaction.
+    /// Record a replay's start: its row, every planned letter, the `replay-start` entry
+    /// and this process's lease, in one transaction — after checking, in the same
+    /// transaction, that no other live replay holds any of its letters (`Claimed`,
+    /// nothing written): two replays of one group started at once send each letter once.
     pub fn replay_start(
         &mut self,
         id: &str,
@@ -25,6 +27,13 @@ impl Ledger {
         items: &[PlannedItem<'_>],
     ) -> Result<AuditEntry, JournalError> {
         self.write(|l, tx| {
+            let letters = items
+                .iter()
+                .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
+            let claims = l.conflicts(tx, source, id, letters)?;
+            if !claims.is_empty() {
+                return Err(JournalError::Claimed { claims });
+            }
             let entry = l
                 .audit_in(tx, "replay-start", id, &detail.to_string())
                 .map_err(|e| l.err(e))?;
@@ -33,6 +42,7 @@ impl Ledger {
                 params![id, source, target, l.actor, entry.at, detail.to_string()],
             )
             .map_err(|e| l.err(e))?;
+            l.take_lease(tx, id)?;
             let mut st = tx
                 .prepare("INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')")
                 .map_err(|e| l.err(e))?;
@@ -44,7 +54,9 @@ impl Ledger {
         })
     }
 
-    /// `--resume`: the replay runs again (audited); letters new to it are added.
+    /// `--resume`: the replay runs again (audited); letters new to it are added. Its
+    /// lease is taken first (`LeaseHeld`, nothing written, while a live process sends
+    /// it), and none of the letters it would send may be held by another live replay.
     pub fn replay_resume(
         &mut self,
         id: &str,
@@ -52,6 +64,23 @@ impl Ledger {
         added: &[PlannedItem<'_>],
     ) -> Result<(), JournalError> {
         self.write(|l, tx| {
+            l.take_lease(tx, id)?;
+            let source: String = tx
+                .query_row("SELECT source FROM replays WHERE id = ?1", params![id], |r| {
+                    r.get(0)
+                })
+                .map_err(|e| l.err(e))?;
+            let open: Vec<(String, String)> = tx
+                .prepare("SELECT letter_id, binding FROM replay_items WHERE replay_id = ?1 AND state IN ('planned', 'sending')")
+                .and_then(|mut st| st.query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+                .map_err(|e| l.err(e))?;
+            let added_letters = added
+                .iter()
+                .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
+            let claims = l.conflicts(tx, &source, id, open.into_iter().chain(added_letters))?;
+            if !claims.is_empty() {
+                return Err(JournalError::Claimed { claims });
+            }
             l.audit_in(tx, "replay-resume", id, &detail.to_string())
                 .map_err(|e| l.err(e))?;
             // The pace may have been changed for the rest of the run: keep the latest.
@@ -235,6 +264,18 @@ impl Ledger {
         outcome: &serde_json::Value,
     ) -> Result<(), JournalError> {
         self.write(|l, tx| {
+            // Another live process's replay is not ended from here (`:abandon` of a
+            // replay still being sent).
+            if let Some((lease, actor)) = Self::lease_of(tx, id).map_err(|e| l.err(e))? {
+                if lease.held_by_another(chrono::Utc::now()) {
+                    return Err(JournalError::LeaseHeld {
+                        replay_id: id.to_string(),
+                        holder: lease.holder(),
+                        actor,
+                        heartbeat_at: lease.heartbeat_at.unwrap_or_default(),
+                    });
+                }
+            }
             let detail = serde_json::json!({"state": state, "outcome": outcome}).to_string();
             l.audit_in(tx, "replay-stop", id, &detail)
                 .map_err(|e| l.err(e))?;
@@ -249,8 +290,9 @@ impl Ledger {
             if let Some(o) = d.as_object_mut() {
                 o.insert("outcome".into(), outcome.clone());
             }
+            // Ended: the lease is given up (its letters are no longer claimed).
             tx.execute(
-                "UPDATE replays SET state = ?2, detail = ?3 WHERE id = ?1",
+                "UPDATE replays SET state = ?2, detail = ?3, lease_pid = NULL WHERE id = ?1",
                 params![id, state.as_str(), d.to_string()],
             )
             .map_err(|e| l.err(e))?;
@@ -260,7 +302,20 @@ impl Ledger {
 
     fn replay_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplayRow> {
         let detail: String = r.get(6)?;
+        let lease = crate::lease::Lease {
+            pid: r.get(7)?,
+            host: r.get(8)?,
+            heartbeat_at: r.get(9)?,
+        };
+        let held_by = lease.held_by_another(chrono::Utc::now()).then(|| {
+            format!(
+                "{}, heartbeat {}",
+                lease.holder(),
+                lease.heartbeat_at.as_deref().unwrap_or("?")
+            )
+        });
         Ok(ReplayRow {
+            held_by,
             id: r.get(0)?,
             source: r.get(1)?,
             target: r.get(2)?,
@@ -274,7 +329,7 @@ impl Ledger {
     /// Every replay, newest first.
     pub fn replays(&self) -> Result<Vec<ReplayRow>, JournalError> {
         self.conn
-            .prepare("SELECT id, source, target, actor, started_at, state, detail FROM replays ORDER BY started_at DESC, id DESC")
+            .prepare("SELECT id, source, target, actor, started_at, state, detail, lease_pid, lease_host, heartbeat_at FROM replays ORDER BY started_at DESC, id DESC")
             .and_then(|mut st| st.query_map([], Self::replay_row)?.collect())
             .map_err(|e| self.err(e))
     }
@@ -287,7 +342,7 @@ impl Ledger {
         let row = self
             .conn
             .query_row(
-                "SELECT id, source, target, actor, started_at, state, detail FROM replays WHERE id = ?1",
+                "SELECT id, source, target, actor, started_at, state, detail, lease_pid, lease_host, heartbeat_at FROM replays WHERE id = ?1",
                 params![id],
                 Self::replay_row,
             )

@@ -3,9 +3,9 @@
 use super::*;
 
 /// The schema version this build writes; older ledgers are migrated forward.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
-pub(crate) const MIGRATIONS: [&str; 3] = [
+pub(crate) const MIGRATIONS: [&str; 4] = [
     r#"
 CREATE TABLE audit (
     seq INTEGER PRIMARY KEY,
@@ -94,6 +94,14 @@ CREATE TABLE replay_items (
     error TEXT,
     PRIMARY KEY (replay_id, seq)
 );
+"#,
+    r#"
+-- A running replay's lease: the process that sends it (pid on host) and its heartbeat.
+-- One sender per replay; a replay's unfinished letters are claimed while it is live.
+ALTER TABLE replays ADD COLUMN lease_pid INTEGER;
+ALTER TABLE replays ADD COLUMN lease_host TEXT;
+ALTER TABLE replays ADD COLUMN heartbeat_at TEXT;
+CREATE INDEX replays_running ON replays (source) WHERE state = 'running';
 "#,
 ];
 

@@ -58,6 +58,7 @@ fn cand(r: RawLetter) -> Candidate {
         revision: None,
         preview: String::new(),
         revision_preview: None,
+        held_by: None,
         letter: letter.into(),
     }
 }
@@ -262,6 +263,16 @@ impl OriginLog for Partition {
         }
         scan.complete = true;
         Ok(scan)
+    }
+
+    /// The stale-key tests replay nothing: no record carries a replay id.
+    fn replayed(
+        &mut self,
+        _: &str,
+        _: chrono::DateTime<chrono::Utc>,
+        _: &str,
+    ) -> Result<Vec<dlq_core::ports::Landed>, SourceError> {
+        Ok(Vec::new())
     }
 }
 

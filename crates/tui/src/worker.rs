@@ -427,9 +427,12 @@ impl Replays {
         self.pending = None;
         let start = match resume {
             // A resume keeps its plan's choices; the pace can still be changed.
+            // Letters that may have been sent stay out here; the CLI's
+            // --resend-unconfirmed is the deliberate way to send them.
             Some(id) => Start::Resume {
                 id,
                 pace: Pace::of(&opts),
+                resend_unconfirmed: false,
             },
             None => Start::New(opts),
         };

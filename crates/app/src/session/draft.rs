@@ -4,9 +4,14 @@
 //! plan; re-planning when the operator changes a choice; and the run. The CLI's
 //! `replay` and the TUI's dry-run screen both hold one of these.
 
+use super::Found;
 use super::{Picked, PlanLetter, ReplayReport, ReplayWatcher, Resume, Session, SessionError};
+use dlq_core::journal::{Claim, ItemState, JournalError, ReplayRow};
+use dlq_core::ports::OriginLog;
 use dlq_core::ports::{ReplayPorts, SourceError, Target};
+use dlq_core::replay::plan::{Item, Warning, Why};
 use dlq_core::replay::{self, Control, Options, Plan};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 /// The pace of a replay: what may change on a resume without planning other letters.
@@ -50,7 +55,14 @@ impl Pace {
 #[derive(Debug, Clone)]
 pub enum Start {
     New(Options),
-    Resume { id: String, pace: Pace },
+    /// Continue replay `id` at `pace`. Letters it was sending when it stopped are looked
+    /// up in their target (Kafka); where that cannot be done (RabbitMQ) they are left
+    /// out as `may have been sent` unless `resend_unconfirmed`.
+    Resume {
+        id: String,
+        pace: Pace,
+        resend_unconfirmed: bool,
+    },
 }
 
 /// A planned replay, not yet run.
@@ -60,6 +72,7 @@ pub struct ReplayDraft {
     plan: Plan,
     ports: ReplayPorts,
     resume: Option<Resume>,
+    resend_unconfirmed: bool,
 }
 
 impl ReplayDraft {
@@ -73,12 +86,16 @@ impl ReplayDraft {
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<ReplayDraft, SessionError> {
         let ports = session.replay_ports()?;
-        let (id, opts, resume) = match start {
-            Start::New(opts) => (replay::new_id(now), opts, None),
-            Start::Resume { id, pace } => {
+        let (id, opts, resume, resend_unconfirmed) = match start {
+            Start::New(opts) => (replay::new_id(now), opts, None, false),
+            Start::Resume {
+                id,
+                pace,
+                resend_unconfirmed,
+            } => {
                 let r = resumable(session, &id)?;
                 let opts = pace.over(Options::from_json(&r.row.detail["options"]));
-                (r.row.id.clone(), opts, Some(r))
+                (r.row.id.clone(), opts, Some(r), resend_unconfirmed)
             }
         };
         if let Some(t) = &opts.to {
@@ -92,6 +109,7 @@ impl ReplayDraft {
             plan: Plan::default(),
             ports,
             resume,
+            resend_unconfirmed,
         };
         d.plan = d.build(session, &opts, id);
         Ok(d)
@@ -135,29 +153,48 @@ impl ReplayDraft {
     }
 
     /// Run the plan (journal first; see `Session::replay`). An empty plan is refused.
+    /// Letters another replay claimed since the plan was made (two replays of one group
+    /// started at once) are left out, said in the plan's warnings, and the rest is sent;
+    /// nothing left is `Held`.
     pub fn run(
         mut self,
         session: &mut Session,
         control: &Control,
         watch: &mut dyn ReplayWatcher,
     ) -> Result<ReplayReport, SessionError> {
-        if self.plan.items.is_empty() {
-            return Err(SessionError::Invalid(format!(
-                "nothing to replay: {} excluded (see the plan)",
-                dlq_core::words::letters(self.plan.excluded.len())
-            )));
+        loop {
+            if self.plan.items.is_empty() {
+                return Err(SessionError::Invalid(format!(
+                    "nothing to replay: {} excluded (see the plan)",
+                    dlq_core::words::letters(self.plan.excluded.len())
+                )));
+            }
+            let run = session.replay(
+                &self.plan,
+                self.ports.publisher.as_mut(),
+                control,
+                self.resume.as_ref(),
+                watch,
+            );
+            match run {
+                // Refused before anything was journaled or sent.
+                Err(SessionError::Ledger(JournalError::Claimed { claims })) => {
+                    let first = claims.first().map(Claim::describe).unwrap_or_default();
+                    self.plan.exclude_held(&claims);
+                    if self.plan.items.is_empty() {
+                        return Err(SessionError::Held(format!(
+                            "nothing to replay: every letter is held by another running replay — {first}"
+                        )));
+                    }
+                }
+                other => return other,
+            }
         }
-        session.replay(
-            &self.plan,
-            self.ports.publisher.as_mut(),
-            control,
-            self.resume.as_ref(),
-            watch,
-        )
     }
 
     fn build(&mut self, session: &mut Session, opts: &Options, id: String) -> Plan {
-        let cands = match session.replay_candidates(self.letters.clone()) {
+        let resuming = self.resume.as_ref().map(|r| r.row.id.clone());
+        let cands = match session.replay_candidates(self.letters.clone(), resuming.as_deref()) {
             Ok(c) => c,
             Err(e) => {
                 self.missing
@@ -166,7 +203,102 @@ impl ReplayDraft {
             }
         };
         let log = self.ports.origin_log.as_deref_mut().map(|l| l as _);
-        session.plan_replay(cands, opts, id, log, self.ports.kafka, self.resume.as_ref())
+        let mut plan =
+            session.plan_replay(cands, opts, id, log, self.ports.kafka, self.resume.as_ref());
+        self.settle_in_doubt(&mut plan);
+        plan
+    }
+
+    /// Letters the stopped run was `sending` (never confirmed) are checked, not guessed:
+    /// on Kafka each is looked up in its target topic, read from the replay's start for
+    /// this replay's id; a found one is left out of the plan (recorded as confirmed when
+    /// the resume runs), one not found is sent. Where the target cannot be read back (a
+    /// RabbitMQ exchange, or a read that failed) they are left out as `may have been
+    /// sent` unless `--resend-unconfirmed`.
+    fn settle_in_doubt(&mut self, plan: &mut Plan) {
+        let Some(resume) = self.resume.as_mut() else {
+            return;
+        };
+        resume.found.clear();
+        let doubt: HashSet<(&str, &str)> = resume
+            .items
+            .iter()
+            .filter(|i| i.state == ItemState::Sending)
+            .map(|i| (i.letter_id.as_str(), i.binding.as_str()))
+            .collect();
+        let in_doubt = |i: &Item| doubt.contains(&(i.letter_id.as_str(), i.binding.as_str()));
+        if !plan.items.iter().any(in_doubt) {
+            return;
+        }
+        let (landed, unread) = match self.ports.origin_log.as_deref_mut() {
+            Some(log) if self.ports.kafka => read_back(log, plan, &resume.row, &in_doubt),
+            _ => (
+                HashMap::new(),
+                Some("the target cannot be read back".to_string()),
+            ),
+        };
+        let (mut found, mut may) = (Vec::new(), Vec::new());
+        plan.items.retain(|i| {
+            if !in_doubt(i) {
+                return true;
+            }
+            if let Some(at) = landed.get(&i.location) {
+                found.push(Found {
+                    seq: i.seq,
+                    letter_id: i.letter_id.clone(),
+                    binding: i.binding.clone(),
+                    location: i.location.clone(),
+                    landed: at.clone(),
+                });
+                return false;
+            }
+            // Read to the end and not there: never sent. Unreadable: sent only if asked.
+            if unread.is_none() || self.resend_unconfirmed {
+                return true;
+            }
+            may.push(i.letter_id.clone());
+            false
+        });
+        plan.excluded.extend(
+            found
+                .iter()
+                .map(|f| (f.letter_id.clone(), Why::FoundInTarget)),
+        );
+        plan.excluded
+            .extend(may.iter().map(|id| (id.clone(), Why::MayHaveBeenSent)));
+        let note = |kind, message: String, ids: Vec<String>| Warning {
+            kind,
+            message,
+            count: ids.len(),
+            examples: ids.into_iter().take(3).collect(),
+        };
+        if !found.is_empty() {
+            let ids = found.iter().map(|f| f.letter_id.clone()).collect();
+            plan.warnings.push(note(
+                "found-in-target",
+                "in flight when the replay stopped and found in the target: recorded as confirmed, not sent again".into(),
+                ids,
+            ));
+        }
+        if !may.is_empty() {
+            plan.warnings.push(note(
+                "may-have-been-sent",
+                format!(
+                    "in flight when the replay stopped and may have been sent ({}): left out; --resend-unconfirmed sends them again",
+                    unread.unwrap_or_default()
+                ),
+                may,
+            ));
+        } else if self.resend_unconfirmed {
+            if let Some(why) = unread {
+                plan.warnings.push(note(
+                    "resend-unconfirmed",
+                    format!("in flight when the replay stopped, sent again as asked (--resend-unconfirmed; {why}): a consumer may see them twice"),
+                    plan.items.iter().filter(|i| in_doubt(i)).map(|i| i.letter_id.clone()).collect(),
+                ));
+            }
+        }
+        resume.found = found;
     }
 }
 
@@ -186,6 +318,14 @@ fn resumable(session: &Session, id: &str) -> Result<Resume, SessionError> {
             clean(&r.row.source)
         )));
     }
+    if let Some(holder) = &r.row.held_by {
+        return Err(SessionError::Held(format!(
+            "replay {} is being sent by {} (as {}): one sender per replay; wait for it to end, or stop it (K in its TUI, Ctrl-C in its CLI)",
+            clean(id),
+            clean(holder),
+            clean(&r.row.actor)
+        )));
+    }
     if !r.row.state.resumable() {
         return Err(SessionError::Invalid(format!(
             "replay {} is {}: nothing to resume",
@@ -202,6 +342,43 @@ pub fn unsupported(e: &SessionError) -> Option<&str> {
         SessionError::Source(SourceError::Unsupported(m)) => Some(m),
         _ => None,
     }
+}
+
+/// Replayed copies of the in-doubt items in their Kafka targets, by DLQ location, read
+/// from a little before the replay started (clocks differ); and why not, if a target
+/// could not be read.
+fn read_back(
+    log: &mut dyn OriginLog,
+    plan: &Plan,
+    row: &ReplayRow,
+    in_doubt: &dyn Fn(&Item) -> bool,
+) -> (HashMap<String, String>, Option<String>) {
+    let since = chrono::DateTime::parse_from_rfc3339(&row.started_at)
+        .map(|t| t.with_timezone(&chrono::Utc) - chrono::Duration::minutes(10))
+        .unwrap_or_default();
+    let topics: BTreeSet<&str> = plan
+        .items
+        .iter()
+        .filter(|i| in_doubt(i))
+        .filter_map(|i| match &i.outgoing.target {
+            Target::Kafka { topic } => Some(topic.as_str()),
+            Target::Amqp { .. } => None,
+        })
+        .collect();
+    let mut landed = HashMap::new();
+    let mut unread = None;
+    for t in topics {
+        match log.replayed(t, since, &plan.id) {
+            Ok(found) => landed.extend(found),
+            Err(e) => {
+                unread = Some(format!(
+                    "reading `{}` back failed: {e}",
+                    dlq_core::sanitize::clean(t)
+                ))
+            }
+        }
+    }
+    (landed, unread)
 }
 
 #[cfg(test)]

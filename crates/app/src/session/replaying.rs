@@ -5,7 +5,7 @@
 use super::{Session, SessionError, SessionEvent};
 use dlq_core::access::Permission;
 use dlq_core::decisions;
-use dlq_core::journal::{ItemState, Journal, ReplayItemRow, ReplayRow, ReplayState};
+use dlq_core::journal::{ItemState, Journal, JournalError, ReplayItemRow, ReplayRow, ReplayState};
 use dlq_core::model::Coords;
 use dlq_core::model::DeadLetter;
 use dlq_core::payload_cache::Kept;
@@ -89,6 +89,22 @@ pub struct Unfinished {
 pub struct Resume {
     pub row: ReplayRow,
     pub items: Vec<ReplayItemRow>,
+    /// Letters the stopped run was sending that were found in their target (Kafka):
+    /// recorded as confirmed when the resume runs, never sent again.
+    pub found: Vec<Found>,
+}
+
+/// A letter in flight when its replay stopped, found in its target under the replay's
+/// id: the broker has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub seq: u32,
+    pub letter_id: String,
+    pub binding: String,
+    /// Its DLQ location.
+    pub location: String,
+    /// Where the replayed copy landed (`topic/partition/offset`).
+    pub landed: String,
 }
 
 impl Resume {
@@ -174,7 +190,11 @@ impl Session {
                 continue;
             };
             let confirmed = items.iter().filter(|i| i.state.delivered()).count();
-            let resume = Resume { row, items };
+            let resume = Resume {
+                row,
+                items,
+                found: Vec::new(),
+            };
             let left = resume.left();
             out.push(Unfinished {
                 id: resume.row.id.clone(),
@@ -226,10 +246,12 @@ impl Session {
     }
 
     /// The letters as replay candidates: their exact binding, held delivery, ledger
-    /// state, earlier replays and latest revision. `letters` are (letter, masked preview).
+    /// state, earlier replays, latest revision, and the running replay that holds them
+    /// (other than `resuming`). `letters` are (letter, masked preview).
     pub fn replay_candidates(
         &self,
         letters: Vec<PlanLetter>,
+        resuming: Option<&str>,
     ) -> Result<Vec<Candidate>, SessionError> {
         let ledger = self.settings.principal.existing_ledger()?;
         let source = &self.settings.source_key;
@@ -239,6 +261,15 @@ impl Session {
         };
         let revisions = match &ledger {
             Some(l) => l.latest_revisions(source)?,
+            None => HashMap::new(),
+        };
+        let claims: HashMap<(String, String), String> = match &ledger {
+            Some(l) => l
+                .claims(source)?
+                .into_iter()
+                .filter(|c| Some(c.replay_id.as_str()) != resuming)
+                .map(|c| ((c.letter_id.clone(), c.binding.clone()), c.describe()))
+                .collect(),
             None => HashMap::new(),
         };
         let mut copies: HashMap<String, usize> = HashMap::new();
@@ -265,6 +296,7 @@ impl Session {
                         .get(&id)
                         .map(|(_, p)| dlq_core::catalog::preview(&self.settings.masker, p)),
                     revision: revisions.get(&id).cloned(),
+                    held_by: claims.get(&(id.clone(), binding.clone())).cloned(),
                     binding,
                     preview,
                     letter,
@@ -283,7 +315,11 @@ impl Session {
         let Some(ledger) = self.settings.principal.existing_ledger()? else {
             return Ok(None);
         };
-        Ok(ledger.replay(id)?.map(|(row, items)| Resume { row, items }))
+        Ok(ledger.replay(id)?.map(|(row, items)| Resume {
+            row,
+            items,
+            found: Vec::new(),
+        }))
     }
 
     /// The plan (dry-run). With `resume`, only its letters not yet done, under its id,
@@ -343,7 +379,11 @@ impl Session {
             .require(Permission::Replay, &self.settings.source_key)?;
         let mut ledger = self.settings.principal.ledger()?;
         journal_start(&mut *ledger, plan, resume)?;
+        if let Some(r) = resume {
+            record_found(&mut *ledger, plan, r)?;
+        }
         let mut engine = Engine::new(plan, control.clone(), Instant::now());
+        let mut beat = Heartbeat::new();
         let mut unsettled = Vec::new();
         let mut failure: Option<SessionError> = None;
         loop {
@@ -358,6 +398,12 @@ impl Session {
                     }
                 }
                 watch.arrivals(ev);
+                // The lease first: a process taken for dead (its lease taken over) must
+                // not send another letter.
+                if let Err(e) = beat.renew(&mut *ledger, &plan.id) {
+                    err = Some(e);
+                    return ControlFlow::Break(());
+                }
                 if let Err(e) = engine.run_for(publisher, &mut *ledger, STEP_BUDGET) {
                     err = Some(e);
                     return ControlFlow::Break(());
@@ -440,7 +486,10 @@ impl Session {
         unsettled: &mut Vec<(String, String)>,
         watch: &mut dyn ReplayWatcher,
     ) -> Result<(), SessionError> {
+        let mut beat = Heartbeat::new();
+        let id = engine.plan_id().to_string();
         while !engine.done() {
+            beat.renew(ledger, &id)?;
             engine.run_for(publisher, ledger, STEP_BUDGET)?;
             self.settle_replayed(engine, ledger, unsettled)?;
             report_step(engine, watch);
@@ -449,6 +498,27 @@ impl Session {
                     .idle_for(Instant::now())
                     .max(std::time::Duration::from_millis(5)),
             );
+        }
+        Ok(())
+    }
+}
+
+/// Renews a running replay's lease every `LEASE_HEARTBEAT`.
+struct Heartbeat {
+    last: Instant,
+}
+
+impl Heartbeat {
+    fn new() -> Self {
+        Heartbeat {
+            last: Instant::now(),
+        }
+    }
+
+    fn renew(&mut self, ledger: &mut dyn Journal, id: &str) -> Result<(), JournalError> {
+        if self.last.elapsed() >= dlq_core::journal::LEASE_HEARTBEAT {
+            ledger.replay_heartbeat(id)?;
+            self.last = Instant::now();
         }
         Ok(())
     }
@@ -488,6 +558,32 @@ fn journal_start(
             ledger.replay_start(&plan.id, &plan.source, &targets(plan), &detail, &rows)?;
         }
     }
+    Ok(())
+}
+
+/// Letters a resume found already in their target: confirmed in the journal (a `replay`
+/// decision each, applied at once: nothing to settle on Kafka), after the lease is taken.
+fn record_found(
+    ledger: &mut dyn Journal,
+    plan: &Plan,
+    resume: &Resume,
+) -> Result<(), SessionError> {
+    if resume.found.is_empty() {
+        return Ok(());
+    }
+    let letters: Vec<dlq_core::journal::ConfirmedLetter<'_>> = resume
+        .found
+        .iter()
+        .map(|f| dlq_core::journal::ConfirmedLetter {
+            seq: f.seq,
+            letter_id: &f.letter_id,
+            binding: &f.binding,
+            location: &f.location,
+            published: Some(&f.landed),
+            ledger_only: true,
+        })
+        .collect();
+    ledger.replay_confirmed(&plan.id, &plan.source, &letters)?;
     Ok(())
 }
 

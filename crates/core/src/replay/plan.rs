@@ -44,6 +44,8 @@ pub struct Candidate {
     pub preview: String,
     /// The same of its latest revision.
     pub revision_preview: Option<String>,
+    /// Another running replay holds it: who, which, since when (see `Claim::describe`).
+    pub held_by: Option<String>,
 }
 
 /// One letter the engine will send.
@@ -71,6 +73,13 @@ pub enum Why {
     ReplayCount,
     NoTarget,
     Stale,
+    /// Another running replay holds it (one sender per letter).
+    Held,
+    /// Sent by an earlier run that stopped before the broker confirmed it, and its
+    /// target cannot be read back to tell (RabbitMQ): `--resend-unconfirmed` sends it.
+    MayHaveBeenSent,
+    /// Found in its target, stamped with this replay's id: the broker has it.
+    FoundInTarget,
 }
 
 impl Why {
@@ -81,6 +90,9 @@ impl Why {
             Why::ReplayCount => "replay-count",
             Why::NoTarget => "no-target",
             Why::Stale => "stale-key",
+            Why::Held => "held-by-replay",
+            Why::MayHaveBeenSent => "may-have-been-sent",
+            Why::FoundInTarget => "found-in-target",
         }
     }
 
@@ -91,6 +103,9 @@ impl Why {
             Why::ReplayCount => "replayed too often already (--force-replay-count to send)",
             Why::NoTarget => "no known target (no origin in its headers: use --to)",
             Why::Stale => "stale key: the origin partition has a newer record with the same key (--include-stale to send)",
+            Why::Held => "held by another running replay (one sender per letter; see `replays`)",
+            Why::MayHaveBeenSent => "may have been sent: in flight when the replay stopped, and the target cannot be read back (--resend-unconfirmed to send again)",
+            Why::FoundInTarget => "already delivered: found in its target with this replay's id (recorded as confirmed, not sent again)",
         }
     }
 }
@@ -134,6 +149,42 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Leave out letters another running replay claimed after this plan was made, and
+    /// say by whom.
+    pub fn exclude_held(&mut self, claims: &[crate::journal::Claim]) {
+        let held: std::collections::HashSet<(&str, &str)> = claims
+            .iter()
+            .map(|c| (c.letter_id.as_str(), c.binding.as_str()))
+            .collect();
+        let (gone, kept): (Vec<Item>, Vec<Item>) = std::mem::take(&mut self.items)
+            .into_iter()
+            .partition(|i| held.contains(&(i.letter_id.as_str(), i.binding.as_str())));
+        self.items = kept;
+        for i in &gone {
+            let key = (i.group.clone(), i.outgoing.target.to_string());
+            if let Some(n) = self.breakdown.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    self.breakdown.remove(&key);
+                }
+            }
+        }
+        let ids: Vec<String> = gone.iter().map(|i| i.letter_id.clone()).collect();
+        self.excluded
+            .extend(ids.iter().map(|id| (id.clone(), Why::Held)));
+        if let Some(c) = claims.first() {
+            warn(
+                &mut self.warnings,
+                "held",
+                format!(
+                    "left out: held by another running replay — {}",
+                    c.describe()
+                ),
+                &refs(&ids),
+            );
+        }
+    }
+
     /// Seconds to send everything at the chosen rates (canary, watch, ramp).
     pub fn estimate(&self) -> Duration {
         let n = self.items.len();
@@ -378,7 +429,13 @@ fn screen(
 ) -> Vec<Draft> {
     let mut drafts = Vec::new();
     let (mut replayed_before, mut over_limit) = (Vec::new(), Vec::new());
+    let mut held: Vec<(String, String)> = Vec::new();
     for c in cands {
+        if let Some(by) = &c.held_by {
+            held.push((c.letter.id.value.0.clone(), by.clone()));
+            excluded.push((c.letter.id.value.0.clone(), Why::Held));
+            continue;
+        }
         let why = match c.state {
             TriageState::Discarded => Some(Why::Discarded),
             TriageState::Replayed | TriageState::Replaying | TriageState::Resolved => {
@@ -405,6 +462,15 @@ fn screen(
             .clone()
             .or_else(|| origin.as_ref().and_then(|o| target_of(o, kafka_source)));
         drafts.push(Draft { c, origin, target });
+    }
+    if let Some((_, by)) = held.first() {
+        let ids: Vec<String> = held.iter().map(|(id, _)| id.clone()).collect();
+        warn(
+            warnings,
+            "held",
+            format!("left out: held by another running replay — {by}"),
+            &refs(&ids),
+        );
     }
     warn(
         warnings,

@@ -1,0 +1,222 @@
+//! One sender per replay, one live replay per letter: a running replay's lease (the
+//! process on its host, renewed by a heartbeat) and the letters it claims while live.
+//! A lease is live while its heartbeat is fresh and, on this host, its process exists;
+//! a dead one (kill -9, a lost host) is taken over by the next `--resume`.
+
+use super::{now, Ledger};
+use chrono::{DateTime, Utc};
+use dlq_core::journal::{Claim, JournalError, LEASE_HEARTBEAT};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::{HashMap, HashSet};
+
+/// This host's name, as leases record it.
+pub(crate) fn this_host() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown-host".into())
+}
+
+/// The lease columns of a replay row.
+#[derive(Debug, Clone)]
+pub(crate) struct Lease {
+    pub pid: Option<i64>,
+    pub host: Option<String>,
+    pub heartbeat_at: Option<String>,
+}
+
+impl Lease {
+    fn held_by_us(&self) -> bool {
+        self.pid == Some(i64::from(std::process::id()))
+            && self.host.as_deref() == Some(this_host().as_str())
+    }
+
+    /// Held by a process that still runs (see the module doc).
+    pub fn live(&self, now: DateTime<Utc>) -> bool {
+        let (Some(pid), Some(host), Some(beat)) = (self.pid, &self.host, &self.heartbeat_at) else {
+            return false;
+        };
+        let fresh = DateTime::parse_from_rfc3339(beat)
+            .map(|b| now.signed_duration_since(b.with_timezone(&Utc)))
+            .is_ok_and(|age| age.to_std().unwrap_or_default() < LEASE_HEARTBEAT * 5);
+        let here = *host == this_host();
+        fresh && (!here || std::path::Path::new(&format!("/proc/{pid}")).exists())
+    }
+
+    /// Live and someone else's.
+    pub fn held_by_another(&self, now: DateTime<Utc>) -> bool {
+        self.live(now) && !self.held_by_us()
+    }
+
+    pub fn holder(&self) -> String {
+        format!(
+            "pid {} on {}",
+            self.pid.unwrap_or_default(),
+            self.host.as_deref().unwrap_or("?")
+        )
+    }
+}
+
+impl Ledger {
+    pub(crate) fn lease_of(tx: &Connection, id: &str) -> rusqlite::Result<Option<(Lease, String)>> {
+        tx.query_row(
+            "SELECT lease_pid, lease_host, heartbeat_at, actor FROM replays WHERE id = ?1",
+            params![id],
+            |r| {
+                Ok((
+                    Lease {
+                        pid: r.get(0)?,
+                        host: r.get(1)?,
+                        heartbeat_at: r.get(2)?,
+                    },
+                    r.get(3)?,
+                ))
+            },
+        )
+        .optional()
+    }
+
+    /// Take the lease of replay `id` for this process (inside the start or resume
+    /// transaction); `LeaseHeld` when a live process holds it.
+    pub(crate) fn take_lease(&self, tx: &Connection, id: &str) -> Result<(), JournalError> {
+        if let Some((lease, actor)) = Self::lease_of(tx, id).map_err(|e| self.err(e))? {
+            if lease.held_by_another(Utc::now()) {
+                return Err(JournalError::LeaseHeld {
+                    replay_id: id.to_string(),
+                    holder: lease.holder(),
+                    actor,
+                    heartbeat_at: lease.heartbeat_at.unwrap_or_default(),
+                });
+            }
+        }
+        tx.execute(
+            "UPDATE replays SET lease_pid = ?2, lease_host = ?3, heartbeat_at = ?4 WHERE id = ?1",
+            params![id, std::process::id(), this_host(), now()],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Renew this process's lease; `LeaseHeld` when another process took it over.
+    pub fn replay_heartbeat(&mut self, id: &str) -> Result<(), JournalError> {
+        let renewed = self
+            .conn
+            .execute(
+                "UPDATE replays SET heartbeat_at = ?4 WHERE id = ?1 AND lease_pid = ?2 AND lease_host = ?3 AND state = 'running'",
+                params![id, std::process::id(), this_host(), now()],
+            )
+            .map_err(|e| self.err(e))?;
+        if renewed == 1 {
+            return Ok(());
+        }
+        let (lease, actor) = Self::lease_of(&self.conn, id)
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| self.other(format!("replay {id} is not in the ledger")))?;
+        Err(JournalError::LeaseHeld {
+            replay_id: id.to_string(),
+            holder: lease.holder(),
+            actor,
+            heartbeat_at: lease.heartbeat_at.unwrap_or_default(),
+        })
+    }
+
+    /// Letters of `source` held by live replays other than `except`.
+    pub(crate) fn claims_in(
+        &self,
+        tx: &Connection,
+        source: &str,
+        except: Option<&str>,
+    ) -> Result<Vec<Claim>, JournalError> {
+        type Row = (String, String, String, String, String, Lease);
+        let rows: Vec<Row> = tx
+            .prepare_cached(
+                "SELECT i.letter_id, i.binding, r.id, r.actor, r.started_at, r.lease_pid, r.lease_host, r.heartbeat_at \
+                 FROM replays r JOIN replay_items i ON i.replay_id = r.id \
+                 WHERE r.source = ?1 AND r.state = 'running' AND r.lease_pid IS NOT NULL \
+                 AND i.state IN ('planned', 'sending')",
+            )
+            .and_then(|mut st| {
+                st.query_map(params![source], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        Lease {
+                            pid: r.get(5)?,
+                            host: r.get(6)?,
+                            heartbeat_at: r.get(7)?,
+                        },
+                    ))
+                })?
+                .collect()
+            })
+            .map_err(|e| self.err(e))?;
+        let now = Utc::now();
+        let mut live: HashMap<String, bool> = HashMap::new();
+        let held: Vec<Row> = rows
+            .into_iter()
+            .filter(|(_, _, id, _, _, lease)| {
+                Some(id.as_str()) != except
+                    && *live.entry(id.clone()).or_insert_with(|| lease.live(now))
+            })
+            .collect();
+        let ids: HashSet<&str> = held.iter().map(|r| r.2.as_str()).collect();
+        let mut figures: HashMap<String, (usize, usize)> = HashMap::new();
+        for id in ids {
+            let f: (i64, i64) = tx
+                .query_row(
+                    "SELECT COUNT(*), COUNT(*) FILTER (WHERE state IN ('confirmed', 'settled')) FROM replay_items WHERE replay_id = ?1",
+                    params![id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(|e| self.err(e))?;
+            let n = |x: i64| usize::try_from(x).unwrap_or(0);
+            figures.insert(id.to_string(), (n(f.1), n(f.0)));
+        }
+        Ok(held
+            .into_iter()
+            .map(|(letter_id, binding, replay_id, actor, since, lease)| {
+                let (confirmed, planned) = figures.get(&replay_id).copied().unwrap_or_default();
+                Claim {
+                    letter_id,
+                    binding,
+                    holder: lease.holder(),
+                    replay_id,
+                    actor,
+                    since,
+                    confirmed,
+                    planned,
+                }
+            })
+            .collect())
+    }
+
+    /// Letters of `source` held by live replays.
+    pub fn claims(&self, source: &str) -> Result<Vec<Claim>, JournalError> {
+        self.claims_in(&self.conn, source, None)
+    }
+
+    /// The claims of other live replays on `letters` (id, binding): a plan about to be
+    /// journaled may not include them.
+    pub(crate) fn conflicts(
+        &self,
+        tx: &Connection,
+        source: &str,
+        except: &str,
+        letters: impl Iterator<Item = (String, String)>,
+    ) -> Result<Vec<Claim>, JournalError> {
+        let claims = self.claims_in(tx, source, Some(except))?;
+        if claims.is_empty() {
+            return Ok(claims);
+        }
+        let wanted: HashSet<(String, String)> = letters.collect();
+        Ok(claims
+            .into_iter()
+            .filter(|c| wanted.contains(&(c.letter_id.clone(), c.binding.clone())))
+            .collect())
+    }
+}
