@@ -132,7 +132,9 @@ pub fn replay_topic(
             ControlFlow::Continue(())
         })
         .expect("scan");
-    let cands = session.replay_candidates(letters, None).expect("candidates");
+    let cands = session
+        .replay_candidates(letters, None)
+        .expect("candidates");
     let mut ports = session.replay_ports().expect("ports");
     let opts = Options {
         canary: 0,

@@ -22,9 +22,13 @@ pub enum JournalError {
     },
     #[error("ledger {path}: {message}")]
     Other { path: String, message: String },
-    /// Letters another live replay holds (a second plan over them was about to start).
-    #[error("{} held by another running replay: {}", crate::words::letters(claims.len()), claims.first().map(Claim::describe).unwrap_or_default())]
-    Claimed { claims: Vec<Claim> },
+    /// Letters of a plan about to start that another process took since it was made:
+    /// held by another live replay, or replayed meanwhile (letter id, binding).
+    #[error("{} held by another running replay{}, {} replayed since the plan was made", crate::words::letters(claims.len()), claims.first().map(|c| format!(" ({})", c.describe())).unwrap_or_default(), replayed.len())]
+    Claimed {
+        claims: Vec<Claim>,
+        replayed: Vec<(String, String)>,
+    },
     /// The replay is being sent by another live process (or took this one's lease).
     #[error("replay {replay_id} is being sent by {holder} (as {actor}, heartbeat {heartbeat_at}): one sender per replay; wait for it to end, or stop it (K in its TUI, Ctrl-C in its CLI)")]
     LeaseHeld {

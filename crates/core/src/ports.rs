@@ -270,13 +270,18 @@ pub trait OriginLog {
         budget: u64,
     ) -> Result<KeyScan, SourceError>;
 
+    /// Where each partition of `topic` ends now (partition, next offset): recorded with
+    /// a replay's plan, so that its copies can be read back from there.
+    fn ends(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, SourceError>;
+
     /// Every record of `topic` stamped `x-dlq-replay-id: replay_id`, each partition read
-    /// from its offset for `since` to its end: how a resume tells whether a letter in
-    /// flight when a replay stopped reached the broker (never by guessing).
+    /// from `from` (its end when the replay was planned; unknown: the beginning) to its
+    /// end: how a resume tells whether a letter in flight when a replay stopped reached
+    /// the broker (never by guessing).
     fn replayed(
         &mut self,
         topic: &str,
-        since: chrono::DateTime<chrono::Utc>,
+        from: &std::collections::HashMap<i32, i64>,
         replay_id: &str,
     ) -> Result<Vec<Landed>, SourceError>;
 }

@@ -108,6 +108,8 @@ pub struct KafkaSource {
     /// librdkafka properties from `-X key=value` and config, applied last.
     props: Vec<(String, String)>,
     since: Option<DateTime<Utc>>,
+    /// Where to start each partition instead (partitions not named: the beginning).
+    from: Option<HashMap<i32, i64>>,
     stall_timeout: Duration,
     /// Next offset per (topic, partition) after the scan, where `tail` continues.
     positions: Vec<(String, i32, Offset)>,
@@ -120,6 +122,7 @@ impl KafkaSource {
             topics,
             props,
             since: None,
+            from: None,
             stall_timeout: STALL_TIMEOUT,
             positions: Vec::new(),
         }
@@ -128,6 +131,13 @@ impl KafkaSource {
     /// Only letters dead-lettered at or after `since` (by broker timestamp).
     pub fn with_since(mut self, since: Option<DateTime<Utc>>) -> Self {
         self.since = since;
+        self
+    }
+
+    /// Start each partition at an offset (a replay's origin read back from where its
+    /// partitions ended when it was planned); partitions not named from the beginning.
+    pub fn with_start_offsets(mut self, from: HashMap<i32, i64>) -> Self {
+        self.from = Some(from);
         self
     }
 
@@ -237,7 +247,19 @@ impl KafkaSource {
     ) -> Result<ControlFlow<()>, SourceError> {
         let consumer = self.consumer()?;
         let parts = self.partitions(&consumer, topic)?;
-        let starts = start_offsets(&consumer, topic, &parts, self.since)?;
+        let starts = match &self.from {
+            Some(from) => parts
+                .iter()
+                .map(|p| {
+                    (
+                        *p,
+                        from.get(p)
+                            .map_or(Offset::Beginning, |o| Offset::Offset(*o)),
+                    )
+                })
+                .collect(),
+            None => start_offsets(&consumer, topic, &parts, self.since)?,
+        };
         // The total is only a progress estimate: it is computed off the scan's path
         // (two round trips per partition add up on topics with hundreds of them).
         let estimate = spawn_estimate(self.consumer()?, topic, parts.clone());

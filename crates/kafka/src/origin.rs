@@ -84,19 +84,33 @@ impl dlq_core::ports::OriginLog for KafkaOriginLog {
         }
     }
 
+    fn ends(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, SourceError> {
+        let consumer = self.src.consumer()?;
+        let mut out = Vec::new();
+        for p in self.src.partitions(&consumer, topic)? {
+            let (_, high) = consumer
+                .fetch_watermarks(topic, p, METADATA_TIMEOUT)
+                .map_err(|e| {
+                    SourceError::unavailable_by(format!("watermarks of {topic}/{p}"), e)
+                })?;
+            out.push((p, high));
+        }
+        Ok(out)
+    }
+
     fn replayed(
         &mut self,
         topic: &str,
-        since: DateTime<Utc>,
+        from: &HashMap<i32, i64>,
         replay_id: &str,
     ) -> Result<Vec<dlq_core::ports::Landed>, SourceError> {
-        // The scan's own reader: every partition from `since` to its end, batched.
+        // The scan's own reader: every partition from `from` to its end, batched.
         let mut src = KafkaSource::new(
             self.src.brokers.clone(),
             vec![topic.to_string()],
             self.src.props.clone(),
         )
-        .with_since(Some(since));
+        .with_start_offsets(from.clone());
         let mut found = Vec::new();
         src.scan(&mut |ev| {
             if let ScanEvent::Letters(batch) = ev {

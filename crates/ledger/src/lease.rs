@@ -200,23 +200,42 @@ impl Ledger {
         self.claims_in(&self.conn, source, None)
     }
 
-    /// The claims of other live replays on `letters` (id, binding): a plan about to be
-    /// journaled may not include them.
-    pub(crate) fn conflicts(
+    /// What a plan about to be journaled may not include of `letters` (id, binding):
+    /// letters other live replays hold, and letters replayed since it was planned (its
+    /// view of the ledger was read before another process confirmed them). `Claimed`,
+    /// inside the journaling transaction, when there are any.
+    pub(crate) fn refuse_taken(
         &self,
         tx: &Connection,
         source: &str,
         except: &str,
         letters: impl Iterator<Item = (String, String)>,
-    ) -> Result<Vec<Claim>, JournalError> {
-        let claims = self.claims_in(tx, source, Some(except))?;
-        if claims.is_empty() {
-            return Ok(claims);
-        }
+    ) -> Result<(), JournalError> {
         let wanted: HashSet<(String, String)> = letters.collect();
-        Ok(claims
+        let claims: Vec<Claim> = self
+            .claims_in(tx, source, Some(except))?
             .into_iter()
             .filter(|c| wanted.contains(&(c.letter_id.clone(), c.binding.clone())))
-            .collect())
+            .collect();
+        let replayed: Vec<(String, String)> = tx
+            .prepare_cached(
+                // A replay's decisions have the reason `replay ID` (see `replay_confirmed`).
+                "SELECT DISTINCT letter_id, binding FROM decisions \
+                 WHERE source = ?1 AND kind = 'replay' AND binding IS NOT NULL AND reason != ?2",
+            )
+            .and_then(|mut st| {
+                st.query_map(params![source, format!("replay {except}")], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?
+                .collect::<rusqlite::Result<Vec<(String, String)>>>()
+            })
+            .map_err(|e| self.err(e))?
+            .into_iter()
+            .filter(|l| wanted.contains(l))
+            .collect();
+        if claims.is_empty() && replayed.is_empty() {
+            return Ok(());
+        }
+        Err(JournalError::Claimed { claims, replayed })
     }
 }

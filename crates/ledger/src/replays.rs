@@ -30,10 +30,7 @@ impl Ledger {
             let letters = items
                 .iter()
                 .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
-            let claims = l.conflicts(tx, source, id, letters)?;
-            if !claims.is_empty() {
-                return Err(JournalError::Claimed { claims });
-            }
+            l.refuse_taken(tx, source, id, letters)?;
             let entry = l
                 .audit_in(tx, "replay-start", id, &detail.to_string())
                 .map_err(|e| l.err(e))?;
@@ -77,10 +74,7 @@ impl Ledger {
             let added_letters = added
                 .iter()
                 .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
-            let claims = l.conflicts(tx, &source, id, open.into_iter().chain(added_letters))?;
-            if !claims.is_empty() {
-                return Err(JournalError::Claimed { claims });
-            }
+            l.refuse_taken(tx, &source, id, open.into_iter().chain(added_letters))?;
             l.audit_in(tx, "replay-resume", id, &detail.to_string())
                 .map_err(|e| l.err(e))?;
             // The pace may have been changed for the rest of the run: keep the latest.

@@ -265,11 +265,15 @@ impl OriginLog for Partition {
         Ok(scan)
     }
 
+    fn ends(&mut self, _: &str) -> Result<Vec<(i32, i64)>, SourceError> {
+        Ok(vec![(0, self.0.last().map_or(0, |(o, _)| o + 1))])
+    }
+
     /// The stale-key tests replay nothing: no record carries a replay id.
     fn replayed(
         &mut self,
         _: &str,
-        _: chrono::DateTime<chrono::Utc>,
+        _: &HashMap<i32, i64>,
         _: &str,
     ) -> Result<Vec<dlq_core::ports::Landed>, SourceError> {
         Ok(Vec::new())

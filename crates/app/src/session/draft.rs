@@ -178,13 +178,14 @@ impl ReplayDraft {
             );
             match run {
                 // Refused before anything was journaled or sent.
-                Err(SessionError::Ledger(JournalError::Claimed { claims })) => {
-                    let first = claims.first().map(Claim::describe).unwrap_or_default();
-                    self.plan.exclude_held(&claims);
+                Err(SessionError::Ledger(JournalError::Claimed { claims, replayed })) => {
+                    let first = claims.first().map(Claim::describe);
+                    self.plan.exclude_taken(&claims, &replayed);
                     if self.plan.items.is_empty() {
-                        return Err(SessionError::Held(format!(
-                            "nothing to replay: every letter is held by another running replay — {first}"
-                        )));
+                        return Err(SessionError::Held(match first {
+                            Some(by) => format!("nothing to replay: every letter is held by another running replay — {by}"),
+                            None => "nothing to replay: every letter was replayed by another process since the plan was made".into(),
+                        }));
                     }
                 }
                 other => return other,
@@ -205,8 +206,43 @@ impl ReplayDraft {
         let log = self.ports.origin_log.as_deref_mut().map(|l| l as _);
         let mut plan =
             session.plan_replay(cands, opts, id, log, self.ports.kafka, self.resume.as_ref());
+        if self.resume.is_none() {
+            self.mark_origin_ends(&mut plan);
+        }
         self.settle_in_doubt(&mut plan);
         plan
+    }
+
+    /// Where each Kafka target's partitions end now, journaled with the plan: a resume
+    /// reads a stopped run's copies back from there. A target whose ends cannot be read
+    /// is read back from its beginning (slower, never wrong).
+    fn mark_origin_ends(&mut self, plan: &mut Plan) {
+        let Some(log) = self
+            .ports
+            .origin_log
+            .as_deref_mut()
+            .filter(|_| self.ports.kafka)
+        else {
+            return;
+        };
+        let topics: BTreeSet<String> = plan
+            .items
+            .iter()
+            .filter_map(|i| match &i.outgoing.target {
+                Target::Kafka { topic } => Some(topic.clone()),
+                Target::Amqp { .. } => None,
+            })
+            .collect();
+        for t in topics {
+            match log.ends(&t) {
+                Ok(ends) => {
+                    plan.origin_from.insert(t, ends);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "origin ends not read; a resume reads it whole")
+                }
+            }
+        }
     }
 
     /// Letters the stopped run was `sending` (never confirmed) are checked, not guessed:
@@ -345,7 +381,7 @@ pub fn unsupported(e: &SessionError) -> Option<&str> {
 }
 
 /// Replayed copies of the in-doubt items in their Kafka targets, by DLQ location, read
-/// from a little before the replay started (clocks differ); and why not, if a target
+/// from where the targets ended when the replay was planned; and why not, if a target
 /// could not be read.
 fn read_back(
     log: &mut dyn OriginLog,
@@ -353,9 +389,18 @@ fn read_back(
     row: &ReplayRow,
     in_doubt: &dyn Fn(&Item) -> bool,
 ) -> (HashMap<String, String>, Option<String>) {
-    let since = chrono::DateTime::parse_from_rfc3339(&row.started_at)
-        .map(|t| t.with_timezone(&chrono::Utc) - chrono::Duration::minutes(10))
-        .unwrap_or_default();
+    // Where the target's partitions ended when the replay was planned.
+    let from = |topic: &str| -> HashMap<i32, i64> {
+        row.detail["origin_from"][topic]
+            .as_object()
+            .map(|parts| {
+                parts
+                    .iter()
+                    .filter_map(|(p, o)| Some((p.parse().ok()?, o.as_i64()?)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     let topics: BTreeSet<&str> = plan
         .items
         .iter()
@@ -368,7 +413,7 @@ fn read_back(
     let mut landed = HashMap::new();
     let mut unread = None;
     for t in topics {
-        match log.replayed(t, since, &plan.id) {
+        match log.replayed(t, &from(t), &plan.id) {
             Ok(found) => landed.extend(found),
             Err(e) => {
                 unread = Some(format!(

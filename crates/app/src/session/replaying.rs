@@ -547,6 +547,10 @@ fn journal_start(
         "excluded": plan.excluded_counts().iter().map(|(w, n)| (w.as_str().to_string(), *n)).collect::<HashMap<_, _>>(),
         "warnings": plan.warnings.iter().map(|w| serde_json::json!({"kind": w.kind, "count": w.count})).collect::<Vec<_>>(),
         "pid": std::process::id(),
+        "origin_from": plan.origin_from.iter().map(|(t, parts)| {
+            let parts: HashMap<String, i64> = parts.iter().map(|(p, o)| (p.to_string(), *o)).collect();
+            (t.clone(), parts)
+        }).collect::<HashMap<_, _>>(),
     });
     match resume {
         Some(r) => {

@@ -146,33 +146,50 @@ pub struct Plan {
     pub stale: StaleCheck,
     /// (letter id, group, target, masked preview) of the first few.
     pub sample: Vec<(String, String, String, String)>,
+    /// Kafka targets: where each partition ended when the plan was made, journaled with
+    /// the replay so a resume reads back from there what a stopped run had in flight.
+    pub origin_from: BTreeMap<String, Vec<(i32, i64)>>,
 }
 
 impl Plan {
-    /// Leave out letters another running replay claimed after this plan was made, and
-    /// say by whom.
-    pub fn exclude_held(&mut self, claims: &[crate::journal::Claim]) {
-        let held: std::collections::HashSet<(&str, &str)> = claims
+    /// Leave out letters another process took after this plan was made — held by a
+    /// running replay (said, with by whom) or replayed meanwhile.
+    pub fn exclude_taken(
+        &mut self,
+        claims: &[crate::journal::Claim],
+        replayed: &[(String, String)],
+    ) {
+        let key = |id: &str, b: &str| (id.to_string(), b.to_string());
+        let held: HashSet<(String, String)> = claims
             .iter()
-            .map(|c| (c.letter_id.as_str(), c.binding.as_str()))
+            .map(|c| key(&c.letter_id, &c.binding))
             .collect();
-        let (gone, kept): (Vec<Item>, Vec<Item>) = std::mem::take(&mut self.items)
-            .into_iter()
-            .partition(|i| held.contains(&(i.letter_id.as_str(), i.binding.as_str())));
-        self.items = kept;
-        for i in &gone {
-            let key = (i.group.clone(), i.outgoing.target.to_string());
-            if let Some(n) = self.breakdown.get_mut(&key) {
+        let done: HashSet<(String, String)> = replayed.iter().cloned().collect();
+        let (mut held_ids, mut done_ids) = (Vec::new(), Vec::new());
+        let breakdown = &mut self.breakdown;
+        self.items.retain(|i| {
+            let k = key(&i.letter_id, &i.binding);
+            if done.contains(&k) {
+                done_ids.push(i.letter_id.clone());
+            } else if held.contains(&k) {
+                held_ids.push(i.letter_id.clone());
+            } else {
+                return true;
+            }
+            let slot = (i.group.clone(), i.outgoing.target.to_string());
+            if let Some(n) = breakdown.get_mut(&slot) {
                 *n -= 1;
                 if *n == 0 {
-                    self.breakdown.remove(&key);
+                    breakdown.remove(&slot);
                 }
             }
-        }
-        let ids: Vec<String> = gone.iter().map(|i| i.letter_id.clone()).collect();
+            false
+        });
         self.excluded
-            .extend(ids.iter().map(|id| (id.clone(), Why::Held)));
-        if let Some(c) = claims.first() {
+            .extend(done_ids.iter().map(|id| (id.clone(), Why::AlreadyReplayed)));
+        self.excluded
+            .extend(held_ids.iter().map(|id| (id.clone(), Why::Held)));
+        if let Some(c) = claims.first().filter(|_| !held_ids.is_empty()) {
             warn(
                 &mut self.warnings,
                 "held",
@@ -180,9 +197,15 @@ impl Plan {
                     "left out: held by another running replay — {}",
                     c.describe()
                 ),
-                &refs(&ids),
+                &refs(&held_ids),
             );
         }
+        warn(
+            &mut self.warnings,
+            "replayed-meanwhile",
+            "left out: replayed by another process since this plan was made".into(),
+            &refs(&done_ids),
+        );
     }
 
     /// Seconds to send everything at the chosen rates (canary, watch, ramp).
@@ -414,6 +437,7 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
         breakdown,
         stale,
         sample,
+        origin_from: BTreeMap::new(),
     }
 }
 
