@@ -689,8 +689,11 @@ impl Env {
         .expect("replay starts")
     }
 
-    /// Every one of `n` letters landed exactly once under replay `id`.
+    /// Every one of `n` letters landed exactly once under replay `id`, and the ledger
+    /// (its replay journal included) verifies.
     fn exactly_once(&self, id: &str, n: usize, what: &str) {
+        let verify = self.run(&["audit", "verify"]);
+        assert_eq!(verify.status.code(), Some(0), "{what}: {}", text(&verify));
         let landed = self.landed(id);
         let twice: Vec<_> = landed.iter().filter(|(_, v)| v.len() > 1).collect();
         assert!(
@@ -893,6 +896,145 @@ fn two_replays_started_at_once_send_each_letter_once() {
             text(loser).contains("held by another running replay"),
             "{}",
             text(loser)
+        );
+    }
+}
+
+/// The whole ledger is in the chain: an update, a delete and an insert of one row in
+/// each table (audit, decisions, replays, replay_items) is named by `audit verify`; and
+/// then discard, replay and resume refuse, nothing sent (counted in `orders`).
+#[test]
+fn an_edit_of_any_ledger_table_is_named_and_every_write_then_refuses() {
+    const N: usize = 20;
+    let (cluster, env) = orders_cluster(N);
+    let discard = env.run(&[
+        "discard", &env.uri, "--filter", "id=m-0", "--reason", "spam", "--yes",
+    ]);
+    assert_eq!(discard.status.code(), Some(0), "{}", text(&discard));
+    // A replay that dies after 5 confirmed: interrupted, resumable.
+    let replay = env
+        .command(&[
+            "replay",
+            &env.uri,
+            "--filter",
+            "reason=boom",
+            "--canary",
+            "0",
+            "--rate",
+            "50",
+            "--watch",
+            "1s",
+            "--yes",
+        ])
+        .env("DLQ_TRIAGE_TEST_CRASH_AFTER_CONFIRMED", "5")
+        .output()
+        .expect("replay");
+    assert_ne!(replay.status.code(), Some(0), "{}", text(&replay));
+    let id = replay_id(&replay);
+    let verify = env.run(&["audit", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+    let db = env.path().join("ledger.db");
+    let pristine = env.path().join("pristine.db");
+    rusqlite::Connection::open(&db)
+        .expect("ledger")
+        .execute("VACUUM INTO ?1", [pristine.to_str().expect("path")])
+        .expect("backup");
+    let in_orders = || {
+        let mut src = KafkaSource::new(
+            vec![cluster.bootstrap_servers()],
+            vec!["orders".into()],
+            Vec::new(),
+        );
+        let mut n = 0;
+        src.scan(&mut |ev| {
+            if let ScanEvent::Letters(b) = ev {
+                n += b.len();
+            }
+            ControlFlow::Continue(())
+        })
+        .expect("orders");
+        n
+    };
+    let sent = in_orders();
+    assert!(sent >= 5, "{sent}");
+    let cases = [
+        ("UPDATE audit SET detail = '{}' WHERE seq = 2", "MAC"),
+        ("DELETE FROM audit WHERE seq = 3", "deleted"),
+        (
+            "INSERT INTO audit SELECT seq + 1000, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq = 1",
+            "entry",
+        ),
+        ("UPDATE decisions SET reason = 'other' WHERE kind = 'discard'", "decisions table"),
+        ("DELETE FROM decisions WHERE id = (SELECT MAX(id) FROM decisions)", "no decision row"),
+        (
+            "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) SELECT source, 'm-forged', binding, coords, kind, reason, actor, at, audit_seq FROM decisions LIMIT 1",
+            "decisions table",
+        ),
+        ("UPDATE replays SET state = 'killed'", "replays table"),
+        ("DELETE FROM replays", "not in the replays table"),
+        (
+            "INSERT INTO replays (id, source, target, actor, started_at, state, detail) VALUES ('r-forged', 's', 't', 'a', 'x', 'completed', '{}')",
+            "no audit entry",
+        ),
+        ("UPDATE replay_items SET state = 'planned' WHERE seq = 3", "letter 3"),
+        ("DELETE FROM replay_items WHERE seq = 4", "planned letters differ"),
+        (
+            "INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) SELECT replay_id, 999, 'm-forged', binding, location, 'planned' FROM replay_items LIMIT 1",
+            "planned letters differ",
+        ),
+    ];
+    for (sql, named) in cases {
+        std::fs::copy(&pristine, &db).expect("restore");
+        for side in ["ledger.db-wal", "ledger.db-shm"] {
+            let _ = std::fs::remove_file(env.path().join(side));
+        }
+        rusqlite::Connection::open(&db)
+            .expect("ledger")
+            .execute_batch(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let verify = env.run(&["audit", "verify"]);
+        assert_ne!(verify.status.code(), Some(0), "{sql}: {}", text(&verify));
+        assert!(text(&verify).contains(named), "{sql}: {}", text(&verify));
+        // Every write refuses, naming the broken entry; nothing reaches the broker.
+        let writes: [&[&str]; 3] = [
+            &[
+                "discard", &env.uri, "--filter", "id=m-19", "--reason", "x", "--yes",
+            ],
+            &[
+                "replay",
+                &env.uri,
+                "--filter",
+                "reason=boom",
+                "--yes",
+                "--canary",
+                "0",
+                "--include-stale",
+                "--force-replay-count",
+                "--expect",
+                "20",
+            ],
+            &[
+                "replay", &env.uri, "--resume", &id, "--yes", "--expect", "20",
+            ],
+        ];
+        for args in writes {
+            let out = env.run(args);
+            assert_ne!(
+                out.status.code(),
+                Some(0),
+                "{sql}: {args:?}: {}",
+                text(&out)
+            );
+            assert!(
+                text(&out).contains("fails verification at entry"),
+                "{sql}: {args:?}: {}",
+                text(&out)
+            );
+        }
+        assert_eq!(
+            in_orders(),
+            sent,
+            "{sql}: nothing sent from a tampered ledger"
         );
     }
 }

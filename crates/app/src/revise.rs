@@ -77,7 +77,7 @@ impl Principal {
             Edited::Unchanged => Ok(Revised::Unchanged),
             Edited::Changed { after, paths } => {
                 let number = self
-                    .ledger()?
+                    .ledger_to_write()?
                     .record_revision(source_key, letter_id, reason, &paths, payload, &after)?;
                 Ok(Revised::Saved { number, paths })
             }

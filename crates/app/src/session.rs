@@ -57,6 +57,13 @@ pub enum SessionError {
     /// Another live process holds it (a replay being sent): nothing was done.
     #[error("{0}")]
     Held(String),
+    /// The ledger fails verification: nothing was written or sent.
+    #[error("refusing to write to the ledger {location}: it fails verification at entry {seq} ({problem}). Nothing was recorded or sent. `dlq-triage audit verify` shows the detail; keep the file for the investigation and record further decisions in a new ledger (--ledger PATH)")]
+    Tampered {
+        location: String,
+        seq: i64,
+        problem: String,
+    },
     #[error("refused: {denied}{}", if *.read_only { " (--read-only caps everyone at viewer)" } else { "" })]
     Refused {
         denied: access::Denied,
@@ -79,6 +86,22 @@ impl Principal {
     pub fn ledger(&self) -> Result<Box<dyn Journal>, SessionError> {
         let path = self.ledger_path.as_ref().ok_or(SessionError::NoLedger)?;
         Ok(Box::new(Ledger::open(path, &self.actor)?))
+    }
+
+    /// The ledger to record in, verified first: nothing is written to — and so nothing is
+    /// sent or settled on the strength of — a ledger whose chain or rows fail
+    /// verification. No flag overrides it; reads (browse, `audit verify`) still open it.
+    pub fn ledger_to_write(&self) -> Result<Box<dyn Journal>, SessionError> {
+        let ledger = self.ledger()?;
+        let v = ledger.verify(None)?;
+        if !v.ok {
+            return Err(SessionError::Tampered {
+                location: ledger.location(),
+                seq: v.first_bad_seq.unwrap_or_default(),
+                problem: v.problem.unwrap_or_default(),
+            });
+        }
+        Ok(ledger)
     }
 
     /// The ledger if one exists already (reads never create it).
@@ -120,7 +143,7 @@ impl Principal {
         target: &str,
         detail: &str,
     ) -> Result<AuditEntry, SessionError> {
-        Ok(self.ledger()?.audit(action, target, detail)?)
+        Ok(self.ledger_to_write()?.audit(action, target, detail)?)
     }
 
     /// A letter's entries in the ledger (decisions, revisions, unmasks, refusals).
@@ -438,10 +461,16 @@ impl Session {
         if self.settings.principal.read_only || self.decided.is_empty() {
             return Vec::new();
         }
-        let mut ledger = match self.settings.principal.existing_ledger() {
-            Ok(Some(l)) => l,
+        match self.settings.principal.existing_ledger() {
+            Ok(Some(_)) => {}
             Ok(None) => return Vec::new(),
             Err(e) => return vec![format!("warning: cannot read the ledger: {e}")],
+        }
+        // Applying a pending decision acks a message: not on a ledger that fails
+        // verification.
+        let mut ledger = match self.settings.principal.ledger_to_write() {
+            Ok(l) => l,
+            Err(e) => return vec![format!("warning: pending decisions not applied: {e}")],
         };
         let by_id = self.held_by_id();
         let held_of = |id: &str| by_id.get(id).cloned().unwrap_or_default();
@@ -473,7 +502,7 @@ impl Session {
         self.settings
             .principal
             .require(Permission::Discard, &self.settings.source_key)?;
-        let mut ledger = self.settings.principal.ledger()?;
+        let mut ledger = self.settings.principal.ledger_to_write()?;
         let mut report = DiscardReport::default();
         for (i, t) in targets.iter().enumerate() {
             let coords = self.held.first(&t.binding, &t.letter_id);

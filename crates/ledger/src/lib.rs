@@ -35,6 +35,7 @@ mod lease;
 mod replays;
 mod schema;
 mod verify;
+mod verify_replays;
 
 use chain::*;
 pub use chain::{key_path, sha256_hex, GENESIS};
@@ -177,6 +178,26 @@ impl Ledger {
                 Err(e)
             }
         }
+    }
+
+    /// `n` audit entries from `entry(i)` = (action, target, detail), 10,000 to a
+    /// transaction: for measuring big ledgers (`examples/ledger_scale.rs`).
+    pub fn audit_batch(
+        &mut self,
+        n: usize,
+        entry: impl Fn(usize) -> (String, String, String),
+    ) -> Result<(), JournalError> {
+        for start in (0..n).step_by(10_000) {
+            self.write(|l, tx| {
+                for i in start..(start + 10_000).min(n) {
+                    let (action, target, detail) = entry(i);
+                    l.audit_in(tx, &action, &target, &detail)
+                        .map_err(|e| l.err(e))?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 
     /// Record an audited action (unmask, export, a refused attempt, …).

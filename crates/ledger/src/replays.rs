@@ -31,8 +31,19 @@ impl Ledger {
                 .iter()
                 .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
             l.refuse_taken(tx, source, id, letters)?;
+            {
+                let mut st = tx
+                    .prepare("INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')")
+                    .map_err(|e| l.err(e))?;
+                for (seq, letter_id, binding, location) in items {
+                    st.execute(params![id, seq, letter_id, binding, location])
+                        .map_err(|e| l.err(e))?;
+                }
+            }
+            // The planned letters are in the chain by their digest: `audit verify` names
+            // a row added, removed or re-addressed later.
             let entry = l
-                .audit_in(tx, "replay-start", id, &detail.to_string())
+                .audit_in(tx, "replay-start", id, &with_digest(l, tx, id, detail)?)
                 .map_err(|e| l.err(e))?;
             tx.execute(
                 "INSERT INTO replays (id, source, target, actor, started_at, state, detail) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
@@ -40,13 +51,6 @@ impl Ledger {
             )
             .map_err(|e| l.err(e))?;
             l.take_lease(tx, id)?;
-            let mut st = tx
-                .prepare("INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')")
-                .map_err(|e| l.err(e))?;
-            for (seq, letter_id, binding, location) in items {
-                st.execute(params![id, seq, letter_id, binding, location])
-                    .map_err(|e| l.err(e))?;
-            }
             Ok(entry)
         })
     }
@@ -75,7 +79,14 @@ impl Ledger {
                 .iter()
                 .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
             l.refuse_taken(tx, &source, id, open.into_iter().chain(added_letters))?;
-            l.audit_in(tx, "replay-resume", id, &detail.to_string())
+            for (seq, letter_id, binding, location) in added {
+                tx.execute(
+                    "INSERT OR IGNORE INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')",
+                    params![id, seq, letter_id, binding, location],
+                )
+                .map_err(|e| l.err(e))?;
+            }
+            l.audit_in(tx, "replay-resume", id, &with_digest(l, tx, id, detail)?)
                 .map_err(|e| l.err(e))?;
             // The pace may have been changed for the rest of the run: keep the latest.
             let old: String = tx
@@ -93,13 +104,6 @@ impl Ledger {
                 params![id, row.to_string()],
             )
             .map_err(|e| l.err(e))?;
-            for (seq, letter_id, binding, location) in added {
-                tx.execute(
-                    "INSERT OR IGNORE INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')",
-                    params![id, seq, letter_id, binding, location],
-                )
-                .map_err(|e| l.err(e))?;
-            }
             Ok(())
         })
     }
@@ -421,6 +425,21 @@ impl Ledger {
         }
         Ok(None)
     }
+}
+
+/// `detail` with the digest of replay `id`'s planned letters as they are now.
+fn with_digest(
+    l: &Ledger,
+    tx: &rusqlite::Connection,
+    id: &str,
+    detail: &serde_json::Value,
+) -> Result<String, JournalError> {
+    let digest = crate::verify_replays::items_digest(tx, id).map_err(|e| l.err(e))?;
+    let mut d = detail.clone();
+    if let Some(o) = d.as_object_mut() {
+        o.insert("items_sha256".into(), digest.into());
+    }
+    Ok(d.to_string())
 }
 
 /// A state column read back into its enum: a spelling this build does not know (a newer

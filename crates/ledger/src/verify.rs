@@ -9,6 +9,17 @@ impl Ledger {
     /// the entry that recorded it, and the anchor if one is given. Names the first
     /// problem.
     pub fn verify(&self, expect_head: Option<&Head>) -> Result<Verification, JournalError> {
+        // One read transaction: the chain and every table from one snapshot, so another
+        // process's commit between two reads is not taken for an edit.
+        self.conn
+            .execute_batch("BEGIN DEFERRED")
+            .map_err(|e| self.err(e))?;
+        let out = self.verify_snapshot(expect_head);
+        let _ = self.conn.execute_batch("COMMIT");
+        out
+    }
+
+    fn verify_snapshot(&self, expect_head: Option<&Head>) -> Result<Verification, JournalError> {
         let entries = self.audit_entries()?;
         let n = entries.len() as i64;
         let bad = |seq: i64, why: String| Verification {
@@ -78,6 +89,9 @@ impl Ledger {
             return Ok(Some(p));
         }
         if let Some(p) = self.check_replay_rows(entries)? {
+            return Ok(Some(p));
+        }
+        if let Some(p) = self.check_replay_journal(entries, &log)? {
             return Ok(Some(p));
         }
         self.check_replay_items(entries, &log.details)
@@ -229,7 +243,7 @@ impl<'a> Log<'a> {
         }
     }
 
-    fn field(&self, e: &AuditEntry, k: &str) -> &serde_json::Value {
+    pub(crate) fn field(&self, e: &AuditEntry, k: &str) -> &serde_json::Value {
         static NULL: serde_json::Value = serde_json::Value::Null;
         self.details
             .get(&e.seq)

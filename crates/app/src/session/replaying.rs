@@ -237,7 +237,7 @@ impl Session {
             o.insert("not_sent".into(), left.into());
         }
         principal
-            .ledger()?
+            .ledger_to_write()?
             .replay_finish(id, ReplayState::Abandoned, &outcome)?;
         Ok(format!(
             "replay {} abandoned: {left} letters not sent stay in the DLQ",
@@ -377,7 +377,7 @@ impl Session {
         self.settings
             .principal
             .require(Permission::Replay, &self.settings.source_key)?;
-        let mut ledger = self.settings.principal.ledger()?;
+        let mut ledger = self.settings.principal.ledger_to_write()?;
         journal_start(&mut *ledger, plan, resume)?;
         if let Some(r) = resume {
             record_found(&mut *ledger, plan, r)?;

@@ -1,0 +1,46 @@
+//! How long a write path's verification takes on a big ledger:
+//! `cargo run --release --example ledger_scale -- 1000000 /tmp/big-ledger.db`. Fills the
+//! ledger (unless it exists) with that many audit entries (unmask-like entries, written
+//! 10,000 to a transaction through the real chain code), then times `Ledger::open` and a
+//! full `verify`, as `Principal::ledger_to_write` runs them before every write.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
+
+use dlq_ledger::Ledger;
+use std::time::Instant;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let path = std::path::PathBuf::from(args.next().unwrap_or("/tmp/big-ledger.db".into()));
+    if !path.exists() {
+        let mut l = Ledger::open(&path, "bench").expect("open");
+        let started = Instant::now();
+        l.audit_batch(n, |i| {
+            (
+                "unmask".to_string(),
+                format!("m-{i}"),
+                format!("{{\"source\":\"kafka://b/orders.dlq\",\"reason\":\"ticket {i}\"}}"),
+            )
+        })
+        .expect("fill");
+        println!(
+            "filled {n} entries in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let started = Instant::now();
+    let l = Ledger::open(&path, "bench").expect("open");
+    let opened = started.elapsed();
+    let v = l.verify(None).expect("verify");
+    let total = started.elapsed();
+    println!(
+        "open {:.3} s, open + verify {:.3} s: {} entries, ok {}",
+        opened.as_secs_f64(),
+        total.as_secs_f64(),
+        v.entries,
+        v.ok
+    );
+}
