@@ -2,15 +2,11 @@
 
 use crate::prelude::*;
 
-#[test]
-fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
-    if !rabbit_available() || !management_available() {
-        return;
-    }
-    let t = Topology::new("quorum");
+/// A quorum queue `qdlq` with `x-delivery-limit 1`, holding 10 letters `q-0`….
+fn quorum_dlq(t: &Topology) -> String {
     let q = t.n("qdlq");
     declare(
-        &t,
+        t,
         &q,
         vec![
             (
@@ -24,6 +20,16 @@ fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
         t.publish("", &q, &format!("q-{i}"), "{}");
     }
     t.wait_for(&q, 10);
+    q
+}
+
+#[test]
+fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("quorum");
+    let q = quorum_dlq(&t);
     // Browsing again and again (what dropped all 10 before) is refused without
     // consuming anything: nothing is lost.
     for _ in 0..3 {
@@ -70,22 +76,7 @@ fn refusing_a_quorum_dlq_without_the_management_api_delivers_nothing() {
         return;
     }
     let t = Topology::new("quorum-noapi");
-    let q = t.n("qdlq");
-    declare(
-        &t,
-        &q,
-        vec![
-            (
-                "x-queue-type",
-                AMQPValue::LongString(LongString::from(b"quorum".to_vec())),
-            ),
-            ("x-delivery-limit", AMQPValue::LongInt(1)),
-        ],
-    );
-    for i in 0..10 {
-        t.publish("", &q, &format!("q-{i}"), "{}");
-    }
-    t.wait_for(&q, 10);
+    let q = quorum_dlq(&t);
     for _ in 0..10 {
         let mut src = RabbitSource::new(target(), vec![q.clone()]).expect("source");
         let mut n = 0;
