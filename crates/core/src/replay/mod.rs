@@ -10,6 +10,7 @@ pub mod options;
 pub mod plan;
 pub mod rate;
 pub mod report;
+mod stale;
 
 pub use engine::{Control, End, Engine, LetterOutcome, Phase, Progress};
 pub use plan::{Candidate, Options, Plan, Why};
