@@ -757,7 +757,16 @@ fn sigkill_at_random_points_then_resume_lands_every_letter_exactly_once() {
             assert!(env.run(&["replays", "--json"]).stdout.starts_with(b"[]"));
             continue;
         };
-        let shown = env.show(&id);
+        let listed = env.run(&["replays", "show", &id, "--json"]);
+        if !listed.status.success() {
+            // Killed after printing its plan, before journaling it: nothing was sent.
+            assert!(
+                env.landed(&id).is_empty(),
+                "run {run}: sent without a journal"
+            );
+            continue;
+        }
+        let shown: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
         in_doubt_seen += count(&shown, "sending");
         if shown["state"] != "completed" {
             assert!(killed.success(), "run {run}: the kill did not land");

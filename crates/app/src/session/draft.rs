@@ -295,45 +295,14 @@ impl ReplayDraft {
             may.push(i.letter_id.clone());
             false
         });
-        plan.excluded.extend(
-            found
-                .iter()
-                .map(|f| (f.letter_id.clone(), Why::FoundInTarget)),
-        );
-        plan.excluded
-            .extend(may.iter().map(|id| (id.clone(), Why::MayHaveBeenSent)));
-        let note = |kind, message: String, ids: Vec<String>| Warning {
-            kind,
-            message,
-            count: ids.len(),
-            examples: ids.into_iter().take(3).collect(),
-        };
-        if !found.is_empty() {
-            let ids = found.iter().map(|f| f.letter_id.clone()).collect();
-            plan.warnings.push(note(
-                "found-in-target",
-                "in flight when the replay stopped and found in the target: recorded as confirmed, not sent again".into(),
-                ids,
-            ));
-        }
-        if !may.is_empty() {
-            plan.warnings.push(note(
-                "may-have-been-sent",
-                format!(
-                    "in flight when the replay stopped and may have been sent ({}): left out; --resend-unconfirmed sends them again",
-                    unread.unwrap_or_default()
-                ),
-                may,
-            ));
-        } else if self.resend_unconfirmed {
-            if let Some(why) = unread {
-                plan.warnings.push(note(
-                    "resend-unconfirmed",
-                    format!("in flight when the replay stopped, sent again as asked (--resend-unconfirmed; {why}): a consumer may see them twice"),
-                    plan.items.iter().filter(|i| in_doubt(i)).map(|i| i.letter_id.clone()).collect(),
-                ));
-            }
-        }
+        let resent: Vec<String> = plan
+            .items
+            .iter()
+            .filter(|i| in_doubt(i))
+            .map(|i| i.letter_id.clone())
+            .collect();
+        let resend = self.resend_unconfirmed;
+        say_in_doubt(plan, &found, may, unread, resend.then_some(resent));
         resume.found = found;
     }
 }
@@ -377,6 +346,51 @@ pub fn unsupported(e: &SessionError) -> Option<&str> {
     match e {
         SessionError::Source(SourceError::Unsupported(m)) => Some(m),
         _ => None,
+    }
+}
+
+/// What became of the letters a stopped run had in flight, in the plan: found in the
+/// target (recorded, not sent), left out as `may-have-been-sent`, or sent again as asked
+/// (`resent`, with `--resend-unconfirmed`, where the target could not be read: `unread`).
+fn say_in_doubt(
+    plan: &mut Plan,
+    found: &[Found],
+    may: Vec<String>,
+    unread: Option<String>,
+    resent: Option<Vec<String>>,
+) {
+    let note = |kind, message: String, ids: Vec<String>| Warning {
+        kind,
+        message,
+        count: ids.len(),
+        examples: ids.into_iter().take(3).collect(),
+    };
+    plan.excluded.extend(
+        found
+            .iter()
+            .map(|f| (f.letter_id.clone(), Why::FoundInTarget)),
+    );
+    plan.excluded
+        .extend(may.iter().map(|id| (id.clone(), Why::MayHaveBeenSent)));
+    if !found.is_empty() {
+        plan.warnings.push(note(
+            "found-in-target",
+            "in flight when the replay stopped and found in the target: recorded as confirmed, not sent again".into(),
+            found.iter().map(|f| f.letter_id.clone()).collect(),
+        ));
+    }
+    match (unread, resent) {
+        (Some(why), _) if !may.is_empty() => plan.warnings.push(note(
+            "may-have-been-sent",
+            format!("in flight when the replay stopped and may have been sent ({why}): left out; --resend-unconfirmed sends them again"),
+            may,
+        )),
+        (Some(why), Some(ids)) if !ids.is_empty() => plan.warnings.push(note(
+            "resend-unconfirmed",
+            format!("in flight when the replay stopped, sent again as asked (--resend-unconfirmed; {why}): a consumer may see them twice"),
+            ids,
+        )),
+        _ => {}
     }
 }
 
