@@ -8,6 +8,7 @@ use dlq_core::masking::Masker;
 use dlq_core::source::SourceRef;
 use dlq_tui::action::Action;
 use dlq_tui::action::{BrowseEvent, Event as UiEvent, Nav, ViewKey};
+use dlq_tui::state::AppState;
 use dlq_tui::worker::{spawn, Request, UI_BACKLOG};
 use dlq_tui::AppEvent;
 use std::sync::mpsc;
@@ -250,4 +251,80 @@ fn a_ui_that_falls_behind_holds_the_scan_back() {
         }
     }
     assert_eq!(received, LETTERS);
+}
+
+/// A ledger that fails verification: the TUI says so on its second line from the start
+/// (at 80×24 too), browsing works, and a discard is refused with the broken entry named
+/// and nothing recorded.
+#[test]
+fn a_tampered_ledger_is_announced_and_writes_are_refused() {
+    use dlq_app::session::DiscardTarget;
+    use dlq_testkit::tui::{empty_state, screen};
+    use dlq_tui::update::update;
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let ledger = dir.path().join("ledger.db");
+    let mut l = dlq_ledger::Ledger::open(&ledger, "tester").expect("ledger");
+    l.audit("unmask", "m-1", r#"{"reason":"ticket 1"}"#)
+        .expect("entry");
+    drop(l);
+    rusqlite::Connection::open(&ledger)
+        .expect("db")
+        .execute("UPDATE audit SET detail = '{}' WHERE seq = 1", [])
+        .expect("tamper");
+    let dump = dir.path().join("d.ndjson");
+    let good = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson"),
+    )
+    .expect("example");
+    let text: String = good.lines().take(3).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&dump, text).expect("dump");
+    let (tx, rx) = mpsc::channel();
+    let (req_tx, req_rx) = mpsc::channel();
+    let masker = Masker::with_key(vec![1]);
+    spawn(
+        SourceRef::File { path: dump },
+        OpenOptions::default(),
+        operator("file://d", ledger, masker.clone()),
+        tx,
+        req_rx,
+    );
+    let size = (80, 24);
+    let mut s = empty_state("d", masker, 1_764_450_000_000, 1 << 20);
+    let pump = |s: &mut AppState, until: &dyn Fn(&AppState) -> bool| {
+        let started = Instant::now();
+        while !until(s) && started.elapsed() < Duration::from_secs(20) {
+            if let Ok(AppEvent::Action(a)) = rx.recv_timeout(Duration::from_millis(200)) {
+                update(s, a, size);
+            }
+        }
+    };
+    pump(&mut s, &|s| s.scan.complete && s.ledger_alert.is_some());
+    assert_eq!(s.catalog.store.len(), 3, "browsing works");
+    let shown = screen(&s, size);
+    assert!(
+        shown.contains("ledger fails verification: read-only"),
+        "{shown}"
+    );
+    let store = &s.catalog.store;
+    let r = *store.row(0).expect("row");
+    let target = DiscardTarget {
+        letter_id: store.id(&r).to_string(),
+        binding: store.binding(&r),
+        location: store.coords_label(&r),
+    };
+    req_tx
+        .send(Request::Discard {
+            rows: vec![(0, target)],
+            reason: "poison pill".into(),
+        })
+        .expect("worker");
+    pump(&mut s, &|s| {
+        s.message
+            .as_ref()
+            .is_some_and(|(m, _)| m.contains("fails verification"))
+    });
+    let (m, _) = s.message.clone().expect("refusal");
+    assert!(m.contains("fails verification at entry 1"), "{m}");
+    assert!(s.decisions.is_empty(), "nothing recorded");
 }

@@ -104,6 +104,21 @@ impl Principal {
         Ok(ledger)
     }
 
+    /// Why the ledger (if there is one) fails verification, for a front end to say up
+    /// front that every write will be refused; `None` when it verifies or is absent.
+    pub fn ledger_problem(&self) -> Option<String> {
+        let ledger = self.existing_ledger().ok().flatten()?;
+        match ledger.verify(None) {
+            Ok(v) if v.ok => None,
+            Ok(v) => Some(format!(
+                "entry {}: {} (`dlq-triage audit verify`)",
+                v.first_bad_seq.unwrap_or_default(),
+                v.problem.unwrap_or_default()
+            )),
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
     /// The ledger if one exists already (reads never create it).
     pub fn existing_ledger(&self) -> Result<Option<Box<dyn Journal>>, SessionError> {
         match self.ledger_path.as_ref().filter(|p| p.exists()) {

@@ -166,6 +166,8 @@ pub enum LedgerEvent {
     Decisions(Vec<dlq_core::journal::Decision>),
     /// Lines the user must see (reconciled decisions, warnings).
     Notes(Vec<String>),
+    /// The ledger fails verification: why (every write will be refused).
+    Unverified(String),
     /// A discard finished (rows done, and a summary line).
     DiscardDone {
         rows: Vec<RowId>,

@@ -202,6 +202,9 @@ pub struct AppState {
     /// The screen was used by another program (the editor): repaint everything.
     pub force_redraw: bool,
     pub read_only: bool,
+    /// The ledger fails verification (why): every write is refused; said on the second
+    /// line for as long as the session lasts.
+    pub ledger_alert: Option<String>,
     /// Who must act on which letters (`[[owners]]` in the config).
     pub owners: dlq_core::owners::Owners,
     /// The dry-run screen, the progress pane, unfinished replays.
@@ -257,6 +260,7 @@ impl AppState {
             role: dlq_core::access::Role::Operator,
             force_redraw: false,
             read_only: false,
+            ledger_alert: None,
             replay: Default::default(),
             owners: Default::default(),
             page: 10,

@@ -76,6 +76,9 @@ fn run(
         send(Action::from(BrowseEvent::SourceOpened(
             session.info().clone(),
         )));
+        if let Some(why) = principal.ledger_problem() {
+            send(Action::from(LedgerEvent::Unverified(why)));
+        }
         let postponed = initial_scan(&mut session, &events, &requests);
         let notes = session.reconcile();
         send(Action::from(LedgerEvent::Decisions(session.decisions())));

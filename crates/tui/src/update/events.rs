@@ -103,6 +103,7 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
                 .filter_map(|d| d.binding.clone().map(|b| (b, d)))
                 .collect();
         }
+        LedgerEvent::Unverified(why) => state.ledger_alert = Some(why),
         LedgerEvent::Notes(lines) => {
             if let Some(last) = lines.last() {
                 let more = if lines.len() > 1 {

@@ -73,7 +73,15 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
 }
 
 pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
-    let progress = if let Some(e) = &s.scan.error {
+    let progress = if let Some(why) = &s.ledger_alert {
+        Span::styled(
+            format!(
+                "ledger fails verification: read-only · {}",
+                sanitize::line(why, 200)
+            ),
+            t.get(StyleName::UiError),
+        )
+    } else if let Some(e) = &s.scan.error {
         Span::styled(
             format!("scan failed: {} · R retries", sanitize::line(e, 60)),
             t.get(StyleName::UiError),
