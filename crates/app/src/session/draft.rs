@@ -4,11 +4,11 @@
 //! plan; re-planning when the operator changes a choice; and the run. The CLI's
 //! `replay` and the TUI's dry-run screen both hold one of these.
 
-use super::Found;
-use super::{Picked, PlanLetter, ReplayReport, ReplayWatcher, Resume, Session, SessionError};
+use super::{
+    Found, Picked, PlanLetter, ReplayReport, ReplayWatcher, Resume, Session, SessionError,
+};
 use dlq_core::journal::{Claim, ItemState, JournalError, ReplayRow};
-use dlq_core::ports::OriginLog;
-use dlq_core::ports::{ReplayPorts, SourceError, Target};
+use dlq_core::ports::{OriginLog, ReplayPorts, SourceError, Target};
 use dlq_core::replay::plan::{Item, Warning, Why};
 use dlq_core::replay::{self, Control, Options, Plan};
 use std::collections::{BTreeSet, HashMap, HashSet};
