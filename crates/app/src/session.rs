@@ -134,7 +134,9 @@ impl Principal {
             return Ok(());
         };
         if !self.read_only {
-            if let Ok(mut l) = self.ledger() {
+            // Not into a ledger that fails verification either (best effort: a refusal
+            // is refused all the same).
+            if let Ok(mut l) = self.ledger_to_write() {
                 let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
                 if let Err(e) = l.audit("denied", target, &detail) {
                     tracing::warn!(error = %e, "could not audit a refusal");
