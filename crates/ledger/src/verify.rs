@@ -222,6 +222,13 @@ impl Ledger {
 
 /// The audit log as the row checks read it: entries by seq, each detail parsed once
 /// (rows are checked against several of its fields).
+/// Actions whose entries record a row (a decision, a revision, the replay journal).
+fn binds_rows(action: &str) -> bool {
+    matches!(action, "discard" | "replay" | "edit")
+        || action.ends_with("-applied")
+        || action.starts_with("replay-")
+}
+
 pub(crate) struct Log<'a> {
     entries: &'a [AuditEntry],
     by_seq: HashMap<i64, &'a AuditEntry>,
@@ -233,8 +240,11 @@ impl<'a> Log<'a> {
         Log {
             entries,
             by_seq: entries.iter().map(|e| (e.seq, e)).collect(),
+            // Only the entries a row is checked against are parsed (unmasks, exports and
+            // refusals bind no row): most of a big ledger's memory was parsed details.
             details: entries
                 .iter()
+                .filter(|e| binds_rows(&e.action))
                 .map(|e| {
                     let v = serde_json::from_str(&e.detail).unwrap_or(serde_json::Value::Null);
                     (e.seq, v)
