@@ -28,6 +28,15 @@ pub(crate) struct Lease {
 }
 
 impl Lease {
+    /// The lease columns read at `at`, `at + 1`, `at + 2` (pid, host, heartbeat).
+    pub fn from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Lease> {
+        Ok(Lease {
+            pid: r.get(at)?,
+            host: r.get(at + 1)?,
+            heartbeat_at: r.get(at + 2)?,
+        })
+    }
+
     fn held_by_us(&self) -> bool {
         self.pid == Some(i64::from(std::process::id()))
             && self.host.as_deref() == Some(this_host().as_str())
@@ -64,16 +73,7 @@ impl Ledger {
         tx.query_row(
             "SELECT lease_pid, lease_host, heartbeat_at, actor FROM replays WHERE id = ?1",
             params![id],
-            |r| {
-                Ok((
-                    Lease {
-                        pid: r.get(0)?,
-                        host: r.get(1)?,
-                        heartbeat_at: r.get(2)?,
-                    },
-                    r.get(3)?,
-                ))
-            },
+            |r| Ok((Lease::from_row(r, 0)?, r.get(3)?)),
         )
         .optional()
     }
@@ -145,11 +145,7 @@ impl Ledger {
                         r.get(2)?,
                         r.get(3)?,
                         r.get(4)?,
-                        Lease {
-                            pid: r.get(5)?,
-                            host: r.get(6)?,
-                            heartbeat_at: r.get(7)?,
-                        },
+                        Lease::from_row(r, 5)?,
                     ))
                 })?
                 .collect()

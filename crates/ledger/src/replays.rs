@@ -300,11 +300,7 @@ impl Ledger {
 
     fn replay_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplayRow> {
         let detail: String = r.get(6)?;
-        let lease = crate::lease::Lease {
-            pid: r.get(7)?,
-            host: r.get(8)?,
-            heartbeat_at: r.get(9)?,
-        };
+        let lease = crate::lease::Lease::from_row(r, 7)?;
         let held_by = lease.held_by_another(chrono::Utc::now()).then(|| {
             format!(
                 "{}, heartbeat {}",
