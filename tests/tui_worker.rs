@@ -96,78 +96,108 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
     }
 }
 
+/// The worker on a dump in `dir` of the example incident's first `n` letters (then the
+/// `extra` lines), as the operator `tester` recording in `ledger`, and a UI state it feeds.
+struct DumpTui {
+    rx: mpsc::Receiver<AppEvent>,
+    req: mpsc::Sender<Request>,
+    s: AppState,
+    size: (u16, u16),
+}
+
+impl DumpTui {
+    fn open(
+        dir: &std::path::Path,
+        n: usize,
+        extra: &str,
+        ledger: std::path::PathBuf,
+        size: (u16, u16),
+    ) -> DumpTui {
+        let dump = dir.join("d.ndjson");
+        let good = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson"),
+        )
+        .expect("example");
+        let mut text: String = good.lines().take(n).map(|l| format!("{l}\n")).collect();
+        text.push_str(extra);
+        std::fs::write(&dump, text).expect("dump");
+        let (tx, rx) = mpsc::channel();
+        let (req, req_rx) = mpsc::channel();
+        let masker = Masker::with_key(vec![1]);
+        spawn(
+            SourceRef::File { path: dump },
+            OpenOptions::default(),
+            operator("file://d", ledger, masker.clone()),
+            tx,
+            req_rx,
+        );
+        let s = dlq_testkit::tui::empty_state("d", masker, 1_764_450_000_000, 1 << 20);
+        DumpTui { rx, req, s, size }
+    }
+
+    /// Apply the worker's messages until `until` holds (20 s at most).
+    fn pump(&mut self, until: &dyn Fn(&AppState) -> bool) {
+        let started = Instant::now();
+        while !until(&self.s) && started.elapsed() < Duration::from_secs(20) {
+            if let Ok(AppEvent::Action(a)) = self.rx.recv_timeout(Duration::from_millis(200)) {
+                dlq_tui::update::update(&mut self.s, a, self.size);
+            }
+        }
+    }
+
+    /// Ask the worker to discard the first letter, for `reason`.
+    fn discard_first(&self, reason: &str) {
+        let store = &self.s.catalog.store;
+        let r = *store.row(0).expect("row");
+        let target = dlq_app::session::DiscardTarget {
+            letter_id: store.id(&r).to_string(),
+            binding: store.binding(&r),
+            location: store.coords_label(&r),
+        };
+        self.req
+            .send(Request::Discard {
+                rows: vec![(0, target)],
+                reason: reason.into(),
+            })
+            .expect("worker");
+    }
+
+    fn screen(&self) -> String {
+        dlq_testkit::tui::screen(&self.s, self.size)
+    }
+}
+
 /// Through the worker on a dump with a broken line: the problem is counted on screen
 /// and listed on `:problems`; a discard made in the TUI shows who and why in the
 /// detail, from the same view model as `show`.
 #[test]
 fn problems_and_decisions_reach_the_screen() {
-    use dlq_app::session::DiscardTarget;
-    use dlq_testkit::tui::{empty_state, screen};
-    use dlq_tui::state::{AppState, Tab};
+    use dlq_tui::state::Tab;
     use dlq_tui::update::update;
 
     let dir = tempfile::tempdir().expect("tmp");
-    let dump = dir.path().join("d.ndjson");
-    let good = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson"),
-    )
-    .expect("example");
-    let mut text: String = good.lines().take(5).map(|l| format!("{l}\n")).collect();
-    text.push_str("{ this line is broken\n");
-    std::fs::write(&dump, text).expect("dump");
-    let (tx, rx) = mpsc::channel();
-    let (req_tx, req_rx) = mpsc::channel();
-    let masker = Masker::with_key(vec![1]);
-    let settings = operator("file://d", dir.path().join("ledger.db"), masker.clone());
-    spawn(
-        SourceRef::File { path: dump },
-        OpenOptions::default(),
-        settings,
-        tx,
-        req_rx,
-    );
-    let size = (160, 40);
-    let mut s = empty_state("d", masker, 1_764_450_000_000, 1 << 20);
-    let screen = |s: &AppState| screen(s, size);
-    let pump = |s: &mut AppState, until: &dyn Fn(&AppState) -> bool| {
-        let started = Instant::now();
-        while !until(s) && started.elapsed() < Duration::from_secs(20) {
-            if let Ok(AppEvent::Action(a)) = rx.recv_timeout(Duration::from_millis(200)) {
-                update(s, a, size);
-            }
-        }
-    };
-    pump(&mut s, &|s| {
+    let ledger = dir.path().join("ledger.db");
+    let mut t = DumpTui::open(dir.path(), 5, "{ this line is broken\n", ledger, (160, 40));
+    t.pump(&|s| {
         s.scan.complete && !s.decisions.is_empty()
             || s.scan.complete && s.scan.problem_count > 0 && s.catalog.store.len() == 5
     });
-    assert_eq!(s.scan.problem_count, 1);
-    assert!(screen(&s).contains("1 unreadable (:problems)"));
+    assert_eq!(t.s.scan.problem_count, 1);
+    assert!(t.screen().contains("1 unreadable (:problems)"));
     // Discard the first letter through the worker.
-    let store = &s.catalog.store;
-    let r = *store.row(0).expect("row");
-    let target = DiscardTarget {
-        letter_id: store.id(&r).to_string(),
-        binding: store.binding(&r),
-        location: store.coords_label(&r),
-    };
-    req_tx
-        .send(Request::Discard {
-            rows: vec![(0, target)],
-            reason: "poison pill, fixed upstream".into(),
-        })
-        .expect("worker");
-    pump(&mut s, &|s| !s.decisions.is_empty());
-    assert_eq!(s.decisions.len(), 1);
+    t.discard_first("poison pill, fixed upstream");
+    t.pump(&|s| !s.decisions.is_empty());
+    assert_eq!(t.s.decisions.len(), 1);
     // Open that letter's detail on the Failure tab.
-    update(&mut s, Action::from(ViewKey::SetTab(Tab::Failure)), size);
+    let (s, size) = (&mut t.s, t.size);
+    update(s, Action::from(ViewKey::SetTab(Tab::Failure)), size);
     s.letters.order.rows = vec![0];
     s.letters.order.sorted = 1;
     s.letters.dirty = false;
     s.letters.cursor = 0;
-    update(&mut s, Action::from(Nav::FocusNext), size);
-    update(&mut s, Action::from(Nav::FocusNext), size);
-    let text = screen(&s);
+    update(s, Action::from(Nav::FocusNext), size);
+    update(s, Action::from(Nav::FocusNext), size);
+    let text = t.screen();
     assert!(
         text.contains("discarded by tester") && text.contains("poison pill, fixed upstream"),
         "{text}"
@@ -258,10 +288,6 @@ fn a_ui_that_falls_behind_holds_the_scan_back() {
 /// and nothing recorded.
 #[test]
 fn a_tampered_ledger_is_announced_and_writes_are_refused() {
-    use dlq_app::session::DiscardTarget;
-    use dlq_testkit::tui::{empty_state, screen};
-    use dlq_tui::update::update;
-
     let dir = tempfile::tempdir().expect("tmp");
     let ledger = dir.path().join("ledger.db");
     let mut l = dlq_ledger::Ledger::open(&ledger, "tester").expect("ledger");
@@ -272,59 +298,21 @@ fn a_tampered_ledger_is_announced_and_writes_are_refused() {
         .expect("db")
         .execute("UPDATE audit SET detail = '{}' WHERE seq = 1", [])
         .expect("tamper");
-    let dump = dir.path().join("d.ndjson");
-    let good = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson"),
-    )
-    .expect("example");
-    let text: String = good.lines().take(3).map(|l| format!("{l}\n")).collect();
-    std::fs::write(&dump, text).expect("dump");
-    let (tx, rx) = mpsc::channel();
-    let (req_tx, req_rx) = mpsc::channel();
-    let masker = Masker::with_key(vec![1]);
-    spawn(
-        SourceRef::File { path: dump },
-        OpenOptions::default(),
-        operator("file://d", ledger, masker.clone()),
-        tx,
-        req_rx,
-    );
-    let size = (80, 24);
-    let mut s = empty_state("d", masker, 1_764_450_000_000, 1 << 20);
-    let pump = |s: &mut AppState, until: &dyn Fn(&AppState) -> bool| {
-        let started = Instant::now();
-        while !until(s) && started.elapsed() < Duration::from_secs(20) {
-            if let Ok(AppEvent::Action(a)) = rx.recv_timeout(Duration::from_millis(200)) {
-                update(s, a, size);
-            }
-        }
-    };
-    pump(&mut s, &|s| s.scan.complete && s.ledger_alert.is_some());
-    assert_eq!(s.catalog.store.len(), 3, "browsing works");
-    let shown = screen(&s, size);
+    let mut t = DumpTui::open(dir.path(), 3, "", ledger, (80, 24));
+    t.pump(&|s| s.scan.complete && s.ledger_alert.is_some());
+    assert_eq!(t.s.catalog.store.len(), 3, "browsing works");
+    let shown = t.screen();
     assert!(
         shown.contains("ledger fails verification: read-only"),
         "{shown}"
     );
-    let store = &s.catalog.store;
-    let r = *store.row(0).expect("row");
-    let target = DiscardTarget {
-        letter_id: store.id(&r).to_string(),
-        binding: store.binding(&r),
-        location: store.coords_label(&r),
-    };
-    req_tx
-        .send(Request::Discard {
-            rows: vec![(0, target)],
-            reason: "poison pill".into(),
-        })
-        .expect("worker");
-    pump(&mut s, &|s| {
+    t.discard_first("poison pill");
+    t.pump(&|s| {
         s.message
             .as_ref()
             .is_some_and(|(m, _)| m.contains("fails verification"))
     });
-    let (m, _) = s.message.clone().expect("refusal");
+    let (m, _) = t.s.message.clone().expect("refusal");
     assert!(m.contains("fails verification at entry 1"), "{m}");
-    assert!(s.decisions.is_empty(), "nothing recorded");
+    assert!(t.s.decisions.is_empty(), "nothing recorded");
 }
