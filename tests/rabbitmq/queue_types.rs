@@ -1,6 +1,7 @@
 //! Quorum queues (never a delivery past the limit) and streams (read by offset, never consumed).
 
 use crate::prelude::*;
+use dlq_core::ports::SourceError;
 
 /// A quorum queue `qdlq` with `x-delivery-limit 1`, holding 10 letters `q-0`….
 fn quorum_dlq(t: &Topology) -> String {
@@ -23,6 +24,21 @@ fn quorum_dlq(t: &Topology) -> String {
     q
 }
 
+/// A browse that must be refused: its error, and not one letter handed over.
+fn refused(mut src: RabbitSource) -> SourceError {
+    let mut n = 0;
+    let err = src
+        .scan(&mut |ev| {
+            if let ScanEvent::Letters(b) = ev {
+                n += b.len();
+            }
+            ControlFlow::Continue(())
+        })
+        .expect_err("refused");
+    assert_eq!(n, 0, "letters handed over by a refused browse");
+    err
+}
+
 #[test]
 fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
     if !rabbit_available() || !management_available() {
@@ -33,19 +49,10 @@ fn browsing_a_quorum_dlq_never_pushes_messages_past_the_delivery_limit() {
     // Browsing again and again (what dropped all 10 before) is refused without
     // consuming anything: nothing is lost.
     for _ in 0..3 {
-        let mut src = RabbitSource::new(target(), vec![q.clone()])
+        let src = RabbitSource::new(target(), vec![q.clone()])
             .expect("source")
             .with_management(MGMT);
-        let mut n = 0;
-        let err = src
-            .scan(&mut |ev| {
-                if let ScanEvent::Letters(b) = ev {
-                    n += b.len();
-                }
-                ControlFlow::Continue(())
-            })
-            .expect_err("refused");
-        assert_eq!(n, 0);
+        let err = refused(src);
         assert!(err.to_string().contains("delivery-limit 1"), "{err}");
     }
     t.wait_for(&q, 10);
@@ -78,17 +85,7 @@ fn refusing_a_quorum_dlq_without_the_management_api_delivers_nothing() {
     let t = Topology::new("quorum-noapi");
     let q = quorum_dlq(&t);
     for _ in 0..10 {
-        let mut src = RabbitSource::new(target(), vec![q.clone()]).expect("source");
-        let mut n = 0;
-        let err = src
-            .scan(&mut |ev| {
-                if let ScanEvent::Letters(b) = ev {
-                    n += b.len();
-                }
-                ControlFlow::Continue(())
-            })
-            .expect_err("refused");
-        assert_eq!(n, 0);
+        let err = refused(RabbitSource::new(target(), vec![q.clone()]).expect("source"));
         assert!(
             err.to_string().contains("delivery limit is unknown"),
             "{err}"
