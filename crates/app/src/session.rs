@@ -91,9 +91,11 @@ impl Principal {
     /// The ledger to record in, verified first: nothing is written to — and so nothing is
     /// sent or settled on the strength of — a ledger whose chain or rows fail
     /// verification. No flag overrides it; reads (browse, `audit verify`) still open it.
+    /// Checked since the last verified checkpoint (milliseconds on a big ledger); the
+    /// full walk is `audit verify` and the TUI's check at open.
     pub fn ledger_to_write(&self) -> Result<Box<dyn Journal>, SessionError> {
         let ledger = self.ledger()?;
-        let v = ledger.verify(None)?;
+        let v = ledger.verify_recent()?;
         if !v.ok {
             return Err(SessionError::Tampered {
                 location: ledger.location(),

@@ -432,6 +432,12 @@ pub trait Journal: Send {
     fn head(&self) -> Result<Option<Head>, JournalError>;
     /// Check the chain and every row bound to it (against an anchor, if given).
     fn verify(&self, expect_head: Option<&Head>) -> Result<Verification, JournalError>;
+    /// Check what changed since the last clean verification (the store keeps a keyed
+    /// checkpoint), falling back to the full `verify` when anything is out of place: what
+    /// every write path runs first. Stores without checkpoints verify everything.
+    fn verify_recent(&self) -> Result<Verification, JournalError> {
+        self.verify(None)
+    }
     /// Journal a replay's plan before anything is sent, and take its lease. `Claimed`
     /// (nothing written) when another live replay holds any of its letters.
     fn replay_start(

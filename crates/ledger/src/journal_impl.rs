@@ -73,6 +73,9 @@ impl Journal for Ledger {
     fn verify(&self, expect_head: Option<&Head>) -> R<Verification> {
         Ledger::verify(self, expect_head)
     }
+    fn verify_recent(&self) -> R<Verification> {
+        Ledger::verify_recent(self)
+    }
     fn replay_start(
         &mut self,
         id: &str,

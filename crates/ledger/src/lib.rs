@@ -30,6 +30,7 @@ fn now() -> String {
 }
 
 mod chain;
+mod checkpoint;
 mod journal_impl;
 mod lease;
 mod replays;
@@ -39,6 +40,7 @@ mod verify_replays;
 
 use chain::*;
 pub use chain::{key_path, sha256_hex, GENESIS};
+pub use checkpoint::FULL_WALK_UP_TO;
 pub use schema::SCHEMA_VERSION;
 use verify::*;
 
@@ -300,14 +302,62 @@ impl Ledger {
         letter_id: &str,
         number: i64,
     ) -> Result<Option<Vec<u8>>, JournalError> {
-        self.conn
+        let row: Option<(Vec<u8>, Option<i64>)> = self
+            .conn
             .query_row(
-                "SELECT payload FROM revisions WHERE source = ?1 AND letter_id = ?2 AND number = ?3",
+                "SELECT payload, audit_seq FROM revisions WHERE source = ?1 AND letter_id = ?2 AND number = ?3",
                 params![source, letter_id, number],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
-            .map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))?;
+        let Some((payload, seq)) = row else {
+            return Ok(None);
+        };
+        self.check_revision_read(source, letter_id, number, &payload, seq)?;
+        Ok(Some(payload))
+    }
+
+    /// A revision about to be shown or sent, checked against the entry that recorded it
+    /// (its MAC, letter, number and payload digest): a write verifies only what changed
+    /// since its checkpoint, so an older revision's payload swapped in place is caught
+    /// here, where it would be used.
+    pub(crate) fn check_revision_read(
+        &self,
+        source: &str,
+        letter_id: &str,
+        number: i64,
+        payload: &[u8],
+        seq: Option<i64>,
+    ) -> Result<(), JournalError> {
+        let entry = match seq {
+            Some(seq) => self
+                .conn
+                .query_row(
+                    "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq = ?1",
+                    [seq],
+                    entry_row,
+                )
+                .optional()
+                .map_err(|e| self.err(e))?,
+            None => None,
+        };
+        let holds = entry.is_some_and(|e| {
+            let d: serde_json::Value = serde_json::from_str(&e.detail).unwrap_or_default();
+            entry_hash(&self.key, &e.prev_hash, &canonical(&e)) == e.hash
+                && e.action == "edit"
+                && e.target == letter_id
+                && d.get("source").and_then(|v| v.as_str()) == Some(source)
+                && d.get("revision").and_then(|v| v.as_i64()) == Some(number)
+                && d.get("sha256_after").and_then(|v| v.as_str())
+                    == Some(sha256_hex(payload).as_str())
+        });
+        if holds {
+            return Ok(());
+        }
+        Err(self.other(format!(
+            "revision {number} of {letter_id} does not match the audit entry that recorded it (the revisions table was edited); nothing was sent — `dlq-triage audit verify` names the row"
+        )))
     }
 
     /// The broker confirmed: the decision is applied. Audited (`discard-applied`), so a
@@ -374,46 +424,58 @@ impl Ledger {
         self.decisions_where("AND applied_at IS NULL", source)
     }
 
-    fn entries_in(conn: &Connection) -> rusqlite::Result<Vec<AuditEntry>> {
+    /// Entries from `from` on, in order.
+    fn entries_in(conn: &Connection, from: i64) -> rusqlite::Result<Vec<AuditEntry>> {
         let mut st = conn.prepare(
-            "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit ORDER BY rowid",
+            "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq >= ?1 ORDER BY rowid",
         )?;
-        let rows = st.query_map([], |r| {
-            Ok(AuditEntry {
-                seq: r.get(0)?,
-                at: r.get(1)?,
-                actor: r.get(2)?,
-                action: r.get(3)?,
-                target: r.get(4)?,
-                detail: r.get(5)?,
-                prev_hash: r.get(6)?,
-                hash: r.get(7)?,
-            })
-        })?;
+        let rows = st.query_map([from], entry_row)?;
         rows.collect()
     }
 
     /// The audit log in order.
     pub fn audit_entries(&self) -> Result<Vec<AuditEntry>, JournalError> {
-        Self::entries_in(&self.conn).map_err(|e| self.err(e))
+        Self::entries_in(&self.conn, i64::MIN).map_err(|e| self.err(e))
     }
 
     /// Audit entries about one letter (its decisions, revisions, unmasks, refusals).
     pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, JournalError> {
-        Ok(self
-            .audit_entries()?
-            .into_iter()
-            .filter(|e| e.target == letter_id)
-            .collect())
+        self.conn
+            .prepare("SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE target = ?1 ORDER BY seq")
+            .and_then(|mut st| st.query_map([letter_id], entry_row)?.collect())
+            .map_err(|e| self.err(e))
     }
 
     /// The newest entry, or `None` for an empty log.
     pub fn head(&self) -> Result<Option<Head>, JournalError> {
-        Ok(self.audit_entries()?.last().map(|e| Head {
-            seq: e.seq,
-            hash: e.hash.clone(),
-        }))
+        self.conn
+            .query_row(
+                "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| {
+                    Ok(Head {
+                        seq: r.get(0)?,
+                        hash: r.get(1)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
     }
+}
+
+/// An audit row (`seq, at, actor, action, target, detail, prev_hash, hash`).
+fn entry_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditEntry> {
+    Ok(AuditEntry {
+        seq: r.get(0)?,
+        at: r.get(1)?,
+        actor: r.get(2)?,
+        action: r.get(3)?,
+        target: r.get(4)?,
+        detail: r.get(5)?,
+        prev_hash: r.get(6)?,
+        hash: r.get(7)?,
+    })
 }
 
 #[cfg(test)]
@@ -549,9 +611,16 @@ mod tests {
             assert_eq!(head.seq, 5);
             assert!(l.verify(Some(&head)).expect("verify").ok);
             l.conn.execute_batch(sql).expect(sql);
-            // Without the anchor a truncated log still chains…
+            // The last verified checkpoint is an anchor the ledger keeps itself…
+            let v = l.verify(None).expect("verify");
+            assert!(!v.ok, "{sql} went unnoticed by the checkpoint");
+            assert!(v.problem.unwrap_or_default().contains("checkpoint"));
+            // …that whoever truncates can delete too: then the log still chains…
+            l.conn
+                .execute_batch("DELETE FROM meta WHERE key = 'verified'")
+                .expect("drop checkpoint");
             assert!(l.verify(None).expect("verify").ok, "{sql}");
-            // …with it, the loss is named.
+            // …and only an anchor kept elsewhere names the loss.
             let v = l.verify(Some(&head)).expect("verify");
             assert!(!v.ok, "{sql} went unnoticed with the anchor");
             assert!(v

@@ -380,25 +380,46 @@ impl Ledger {
         &self,
         source: &str,
     ) -> Result<HashMap<String, (i64, Vec<u8>)>, JournalError> {
-        let rows: Vec<(String, i64, Vec<u8>)> = self
+        let rows: Vec<(String, i64, Vec<u8>, Option<i64>)> = self
             .conn
-            .prepare("SELECT letter_id, number, payload FROM revisions r WHERE source = ?1 AND number = (SELECT MAX(number) FROM revisions WHERE source = r.source AND letter_id = r.letter_id)")
-            .and_then(|mut st| st.query_map(params![source], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+            .prepare("SELECT letter_id, number, payload, audit_seq FROM revisions r WHERE source = ?1 AND number = (SELECT MAX(number) FROM revisions WHERE source = r.source AND letter_id = r.letter_id)")
+            .and_then(|mut st| st.query_map(params![source], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect())
             .map_err(|e| self.err(e))?;
-        Ok(rows.into_iter().map(|(i, n, p)| (i, (n, p))).collect())
+        rows.into_iter()
+            .map(|(id, n, payload, seq)| {
+                self.check_revision_read(source, &id, n, &payload, seq)?;
+                Ok((id, (n, payload)))
+            })
+            .collect()
     }
 
-    /// Every journaled letter past `sending` must have the audit entry that recorded it.
+    /// Every journaled letter past `sending` must have the audit entry that recorded it
+    /// (of the replays in `only`, else of all).
     pub(super) fn check_replay_items(
         &self,
         entries: &[AuditEntry],
         details: &HashMap<i64, serde_json::Value>,
+        only: Option<&std::collections::HashSet<String>>,
     ) -> Result<Option<RowProblem>, JournalError> {
-        let rows: Vec<(String, u32, String, String)> = self
-            .conn
-            .prepare("SELECT replay_id, seq, letter_id, state FROM replay_items WHERE state IN ('confirmed', 'settled', 'failed-again')")
-            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect())
-            .map_err(|e| self.err(e))?;
+        let sql = "SELECT replay_id, seq, letter_id, state FROM replay_items WHERE state IN ('confirmed', 'settled', 'failed-again')";
+        let read = |st: &mut rusqlite::Statement<'_>, p: &[&dyn rusqlite::ToSql]| {
+            st.query_map(p, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect::<rusqlite::Result<Vec<(String, u32, String, String)>>>()
+        };
+        let rows = match only {
+            None => self.conn.prepare(sql).and_then(|mut st| read(&mut st, &[])),
+            Some(only) => self
+                .conn
+                .prepare(&format!("{sql} AND replay_id = ?1"))
+                .and_then(|mut st| {
+                    let mut all = Vec::new();
+                    for id in only {
+                        all.extend(read(&mut st, &[id])?);
+                    }
+                    Ok(all)
+                }),
+        }
+        .map_err(|e| self.err(e))?;
         if rows.is_empty() {
             return Ok(None);
         }

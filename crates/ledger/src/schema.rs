@@ -3,9 +3,9 @@
 use super::*;
 
 /// The schema version this build writes; older ledgers are migrated forward.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
-pub(crate) const MIGRATIONS: [&str; 4] = [
+pub(crate) const MIGRATIONS: [&str; 5] = [
     r#"
 CREATE TABLE audit (
     seq INTEGER PRIMARY KEY,
@@ -103,6 +103,15 @@ ALTER TABLE replays ADD COLUMN lease_host TEXT;
 ALTER TABLE replays ADD COLUMN heartbeat_at TEXT;
 CREATE INDEX replays_running ON replays (source) WHERE state = 'running';
 "#,
+    r#"
+-- Incremental verification (a write checks what changed since the last verified
+-- checkpoint, kept in meta): rows found by the entry that wrote them, a replay's entries
+-- by its id, its unfinished letters without a scan. A letter's history by its id.
+CREATE INDEX decisions_by_entry ON decisions (audit_seq);
+CREATE INDEX revisions_by_entry ON revisions (audit_seq);
+CREATE INDEX audit_by_target ON audit (target);
+CREATE INDEX replay_items_open ON replay_items (replay_id) WHERE state IN ('planned', 'sending');
+"#,
 ];
 
 impl Ledger {
@@ -152,7 +161,7 @@ impl Ledger {
     /// Schema 1 chained with plain sha256 (anyone could recompute it). Verify that chain
     /// as it was, refuse to migrate a broken one, then MAC every entry under the key.
     pub(crate) fn rekey_legacy_chain(&self, tx: &Connection) -> Result<(), JournalError> {
-        let entries = Self::entries_in(tx).map_err(|e| self.err(e))?;
+        let entries = Self::entries_in(tx, i64::MIN).map_err(|e| self.err(e))?;
         let mut prev = GENESIS.to_string();
         let mut rekeyed = Vec::with_capacity(entries.len());
         for e in &entries {

@@ -1,13 +1,15 @@
 //! Verification: the chain walked entry by entry, every bound row checked against its entry.
 
 use super::*;
+use crate::checkpoint::Checkpoint;
 use std::collections::{HashMap, HashSet};
 
 impl Ledger {
     /// Walk the chain (sequence without gaps, each `prev_hash` the previous `hash`, each
     /// MAC recomputed under the key), then check every decision and revision row against
-    /// the entry that recorded it, and the anchor if one is given. Names the first
-    /// problem.
+    /// the entry that recorded it, and the anchor if one is given — and the last verified
+    /// checkpoint, an anchor the ledger keeps itself. Names the first problem. A clean
+    /// result becomes the new checkpoint.
     pub fn verify(&self, expect_head: Option<&Head>) -> Result<Verification, JournalError> {
         // One read transaction: the chain and every table from one snapshot, so another
         // process's commit between two reads is not taken for an edit.
@@ -16,10 +18,21 @@ impl Ledger {
             .map_err(|e| self.err(e))?;
         let out = self.verify_snapshot(expect_head);
         let _ = self.conn.execute_batch("COMMIT");
-        out
+        let (v, checkpoint) = out?;
+        if let Some(c) = checkpoint {
+            self.store_checkpoint(&c);
+            self.clear_walk_failed();
+        }
+        if !v.ok {
+            self.mark_walk_failed(v.first_bad_seq.unwrap_or_default());
+        }
+        Ok(v)
     }
 
-    fn verify_snapshot(&self, expect_head: Option<&Head>) -> Result<Verification, JournalError> {
+    fn verify_snapshot(
+        &self,
+        expect_head: Option<&Head>,
+    ) -> Result<(Verification, Option<Checkpoint>), JournalError> {
         let entries = self.audit_entries()?;
         let n = entries.len() as i64;
         let bad = |seq: i64, why: String| Verification {
@@ -28,81 +41,120 @@ impl Ledger {
             first_bad_seq: Some(seq),
             problem: Some(why),
         };
-        let mut prev = GENESIS.to_string();
-        for (expected_seq, e) in (1i64..).zip(entries.iter()) {
-            if e.seq != expected_seq {
-                return Ok(bad(
-                    e.seq,
-                    format!(
-                    "expected entry {expected_seq}, found {} (an entry was deleted or reordered)",
-                    e.seq
-                ),
-                ));
-            }
-            if e.prev_hash != prev {
-                return Ok(bad(e.seq, "its prev_hash does not match the previous entry (an entry was removed, inserted or reordered)".into()));
-            }
-            if entry_hash(&self.key, &e.prev_hash, &canonical(e)) != e.hash {
-                return Ok(bad(
-                    e.seq,
-                    "its content does not match its MAC (the entry was edited, or the chain was rewritten without the key)".into(),
-                ));
-            }
-            prev = e.hash.clone();
+        if let Some((seq, why)) = self.walk(&entries, 1, GENESIS) {
+            return Ok((bad(seq, why), None));
         }
-        if let Some(problem) = self.check_rows(&entries)? {
-            return Ok(problem.into_verification(n));
-        }
-        if let Some(h) = expect_head {
+        let checkpoint = self.load_checkpoint();
+        let anchors = expect_head
+            .map(|h| (h.clone(), "the anchor"))
+            .into_iter()
+            .chain(
+                checkpoint
+                    .as_ref()
+                    .map(|c| (c.head(), "the last verified checkpoint")),
+            );
+        for (h, what) in anchors {
             match entries.get(usize::try_from(h.seq - 1).unwrap_or(usize::MAX)) {
                 None => {
-                    return Ok(bad(h.seq, format!(
-                        "the anchor names entry {} but the log ends at {n} (entries were removed from the end)",
+                    return Ok((bad(h.seq, format!(
+                        "{what} names entry {} but the log ends at {n} (entries were removed from the end)",
                         h.seq
-                    )))
+                    )), None))
                 }
                 Some(e) if e.hash != h.hash => {
-                    return Ok(bad(h.seq, "the entry differs from the anchor (the log was rewritten)".into()))
+                    return Ok((bad(h.seq, format!("the entry differs from {what} (the log was rewritten)")), None))
                 }
                 Some(_) => {}
             }
         }
-        Ok(Verification {
+        // Rows after the anchors: a truncation is named as one, not by the first row
+        // whose entry it took.
+        if let Some(problem) = self.check_rows(&entries, Scope::ALL)? {
+            return Ok((problem.into_verification(n), None));
+        }
+        let ok = Verification {
             ok: true,
             entries: n,
             first_bad_seq: None,
             problem: None,
-        })
+        };
+        let head = entries.last().map(|e| Head {
+            seq: e.seq,
+            hash: e.hash.clone(),
+        });
+        Ok((ok, head.map(|h| self.checkpoint_of(h, None)).transpose()?))
+    }
+
+    /// The chain from `first` on (its `prev_hash` being `prev`): the first entry out of
+    /// sequence, out of chain or failing its MAC, and why.
+    pub(crate) fn walk(
+        &self,
+        entries: &[AuditEntry],
+        first: i64,
+        prev: &str,
+    ) -> Option<(i64, String)> {
+        let mut prev = prev;
+        for (expected_seq, e) in (first..).zip(entries.iter()) {
+            if e.seq != expected_seq {
+                return Some((
+                    e.seq,
+                    format!(
+                        "expected entry {expected_seq}, found {} (an entry was deleted or reordered)",
+                        e.seq
+                    ),
+                ));
+            }
+            if e.prev_hash != prev {
+                return Some((e.seq, "its prev_hash does not match the previous entry (an entry was removed, inserted or reordered)".into()));
+            }
+            if entry_hash(&self.key, &e.prev_hash, &canonical(e)) != e.hash {
+                return Some((
+                    e.seq,
+                    "its content does not match its MAC (the entry was edited, or the chain was rewritten without the key)".into(),
+                ));
+            }
+            prev = &e.hash;
+        }
+        None
     }
 
     /// Every decision and revision row must match the entry that recorded it, and every
-    /// entry that records one must still have its row.
+    /// entry that records one must still have its row — within `scope` (`entries` hold
+    /// at least the entries the scope's rows point at).
     pub(crate) fn check_rows(
         &self,
         entries: &[AuditEntry],
+        scope: Scope<'_>,
     ) -> Result<Option<RowProblem>, JournalError> {
         let log = Log::of(entries);
-        if let Some(p) = self.check_decisions(&log)? {
+        if let Some(p) = self.check_decisions(&log, scope.since)? {
             return Ok(Some(p));
         }
-        if let Some(p) = self.check_revisions(&log)? {
+        if let Some(p) = self.check_revisions(&log, scope.since)? {
             return Ok(Some(p));
         }
-        if let Some(p) = self.check_replay_rows(entries)? {
+        if scope.replays.is_none() {
+            if let Some(p) = self.check_replay_rows(entries)? {
+                return Ok(Some(p));
+            }
+        }
+        if let Some(p) = self.check_replay_journal(entries, &log, scope.replays)? {
             return Ok(Some(p));
         }
-        if let Some(p) = self.check_replay_journal(entries, &log)? {
-            return Ok(Some(p));
-        }
-        self.check_replay_items(entries, &log.details)
+        self.check_replay_items(entries, &log.details, scope.replays)
     }
 
-    /// Decision rows against the entries that recorded them, and no recorded discard
-    /// or replay without its row.
-    fn check_decisions(&self, log: &Log<'_>) -> Result<Option<RowProblem>, JournalError> {
+    /// Decision rows recorded after `since` against the entries that recorded them, no
+    /// discard or replay recorded after it without its row, and every decision an entry
+    /// after it applied marked applied.
+    fn check_decisions(
+        &self,
+        log: &Log<'_>,
+        since: i64,
+    ) -> Result<Option<RowProblem>, JournalError> {
         let mut st = self
             .conn
-            .prepare("SELECT id, source, letter_id, binding, kind, reason, actor, at, applied_at, audit_seq FROM decisions ORDER BY id")
+            .prepare("SELECT id, source, letter_id, binding, kind, reason, actor, at, applied_at, audit_seq FROM decisions WHERE audit_seq > ?1 ORDER BY id")
             .map_err(|e| self.err(e))?;
         type Row = (
             i64,
@@ -117,7 +169,7 @@ impl Ledger {
             i64,
         );
         let rows: Vec<Row> = st
-            .query_map([], |r| Row::try_from(r))
+            .query_map([since], |r| Row::try_from(r))
             .and_then(|rs| rs.collect())
             .map_err(|e| self.err(e))?;
         let mut decided_seqs = HashSet::new();
@@ -145,6 +197,27 @@ impl Ledger {
             }
             decided_seqs.insert(seq);
         }
+        // Older decisions applied since: their rows must say so.
+        for (applied_seq, decision) in log
+            .entries
+            .iter()
+            .filter(|e| e.seq > since && e.action.ends_with("-applied"))
+            .filter_map(|e| Some((e.seq, log.field(e, "decision").as_i64()?)))
+            .filter(|(_, d)| *d <= since)
+        {
+            let marked: Option<Option<String>> = self
+                .conn
+                .query_row(
+                    "SELECT applied_at FROM decisions WHERE audit_seq = ?1",
+                    [decision],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if !matches!(marked, Some(Some(_))) {
+                return Ok(Some(RowProblem(applied_seq, format!("the decision this entry applied (entry {decision}) is not marked applied, or is gone (the decisions table was edited)"))));
+            }
+        }
         Ok([
             (
                 "discard",
@@ -156,20 +229,25 @@ impl Ledger {
             ),
         ]
         .into_iter()
-        .find_map(|(action, why)| log.orphan(action, &decided_seqs, why)))
+        .find_map(|(action, why)| log.orphan(action, since, &decided_seqs, why)))
     }
 
-    /// Revision rows (and their payloads' digests) against their entries.
-    fn check_revisions(&self, log: &Log<'_>) -> Result<Option<RowProblem>, JournalError> {
+    /// Revision rows recorded after `since` (and their payloads' digests) against their
+    /// entries.
+    fn check_revisions(
+        &self,
+        log: &Log<'_>,
+        since: i64,
+    ) -> Result<Option<RowProblem>, JournalError> {
         let mut st = self
             .conn
             .prepare(
-                "SELECT source, letter_id, number, sha256_after, payload, audit_seq FROM revisions",
+                "SELECT source, letter_id, number, sha256_after, payload, audit_seq FROM revisions WHERE audit_seq IS NULL OR audit_seq > ?1",
             )
             .map_err(|e| self.err(e))?;
         type RevRow = (String, String, i64, String, Vec<u8>, Option<i64>);
         let revs: Vec<RevRow> = st
-            .query_map([], |r| RevRow::try_from(r))
+            .query_map([since], |r| RevRow::try_from(r))
             .and_then(|rs| rs.collect())
             .map_err(|e| self.err(e))?;
         let mut revised = HashSet::new();
@@ -189,6 +267,7 @@ impl Ledger {
         }
         Ok(log.orphan(
             "edit",
+            since,
             &revised,
             "this revision has no row (the revisions table was edited)",
         ))
@@ -220,8 +299,21 @@ impl Ledger {
     }
 }
 
-/// The audit log as the row checks read it: entries by seq, each detail parsed once
-/// (rows are checked against several of its fields).
+/// What the row checks cover: every row (a full verification), or the rows written after
+/// a checkpoint's entry and the replays named since (an incremental one).
+#[derive(Clone, Copy)]
+pub(crate) struct Scope<'a> {
+    pub(crate) since: i64,
+    pub(crate) replays: Option<&'a HashSet<String>>,
+}
+
+impl Scope<'_> {
+    pub(crate) const ALL: Scope<'static> = Scope {
+        since: 0,
+        replays: None,
+    };
+}
+
 /// Actions whose entries record a row (a decision, a revision, the replay journal).
 fn binds_rows(action: &str) -> bool {
     matches!(action, "discard" | "replay" | "edit")
@@ -229,6 +321,8 @@ fn binds_rows(action: &str) -> bool {
         || action.starts_with("replay-")
 }
 
+/// The audit log as the row checks read it: entries by seq, each detail parsed once
+/// (rows are checked against several of its fields).
 pub(crate) struct Log<'a> {
     entries: &'a [AuditEntry],
     by_seq: HashMap<i64, &'a AuditEntry>,
@@ -261,11 +355,17 @@ impl<'a> Log<'a> {
             .unwrap_or(&NULL)
     }
 
-    /// An entry recording a row whose row is gone.
-    fn orphan(&self, action: &str, rows: &HashSet<i64>, why: &str) -> Option<RowProblem> {
+    /// An entry after `since` recording a row whose row is gone.
+    fn orphan(
+        &self,
+        action: &str,
+        since: i64,
+        rows: &HashSet<i64>,
+        why: &str,
+    ) -> Option<RowProblem> {
         self.entries
             .iter()
-            .find(|e| e.action == action && !rows.contains(&e.seq))
+            .find(|e| e.seq > since && e.action == action && !rows.contains(&e.seq))
             .map(|e| RowProblem(e.seq, why.to_string()))
     }
 }

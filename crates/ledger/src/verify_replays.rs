@@ -9,7 +9,7 @@ use crate::chain::hex;
 use dlq_core::journal::{AuditEntry, JournalError};
 use rusqlite::{params, Connection};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The digest of a replay's planned letters (seq, letter id, binding, location, in seq
 /// order), recorded in its `replay-start` and `replay-resume` entries.
@@ -47,19 +47,29 @@ struct Told {
 impl Ledger {
     /// See the module doc. Old replays (journaled before digests) are checked for their
     /// states only.
+    /// `only`: these replays (their entries are all in `entries`), else every one.
     pub(crate) fn check_replay_journal(
         &self,
         entries: &[AuditEntry],
         log: &Log<'_>,
+        only: Option<&HashSet<String>>,
     ) -> Result<Option<RowProblem>, JournalError> {
-        let told = told(entries, log);
+        let mut told = told(entries, log);
+        if let Some(only) = only {
+            told.retain(|id, _| only.contains(id));
+        }
         let rows: Vec<(String, String)> = self
             .conn
             .prepare("SELECT id, state FROM replays")
-            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-            .map_err(|e| self.err(e))?;
-        let have: std::collections::HashSet<&str> =
-            rows.iter().map(|(id, _)| id.as_str()).collect();
+            .and_then(|mut st| {
+                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<Vec<(String, String)>>>()
+            })
+            .map_err(|e| self.err(e))?
+            .into_iter()
+            .filter(|(id, _)| only.is_none_or(|o| o.contains(id)))
+            .collect();
+        let have: HashSet<&str> = rows.iter().map(|(id, _)| id.as_str()).collect();
         let mut gone: Vec<(&String, &Told)> = told
             .iter()
             .filter(|(id, t)| t.started && !have.contains(id.as_str()))
@@ -70,6 +80,12 @@ impl Ledger {
         }
         for (id, state) in rows {
             let Some(t) = told.get(&id) else {
+                if only.is_some() {
+                    return Ok(Some(RowProblem(
+                        0,
+                        format!("replay {id} has no audit entry (the replays table was edited)"),
+                    )));
+                }
                 continue; // a replay row without a start entry: check_replay_rows names it
             };
             if t.state != state {

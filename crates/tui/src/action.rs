@@ -198,7 +198,7 @@ pub enum ReplayEvent {
     /// Replays of this source left unfinished.
     ReplaysUnfinished(Vec<dlq_app::session::Unfinished>),
     /// The letters an unfinished replay has left (to resume it).
-    ResumeLetters(String, Result<Vec<String>, String>),
+    ResumeLetters(Resuming, Result<Vec<String>, String>),
 }
 
 macro_rules! into_action {
@@ -286,7 +286,7 @@ pub enum Request {
     PlanReplay {
         picked: Vec<dlq_app::session::Picked>,
         opts: dlq_core::replay::Options,
-        resume: Option<String>,
+        resume: Option<Resuming>,
     },
     /// The same letters with other options (the dry-run screen's choices).
     Replan(dlq_core::replay::Options),
@@ -300,8 +300,16 @@ pub enum Request {
     /// Close an unfinished replay without sending the rest.
     AbandonReplay(String),
     /// Which letters an unfinished replay has left (to resume it).
-    ResumeLetters(String),
+    ResumeLetters(Resuming),
     /// Drop this browse and browse the source again on a new connection (after the
     /// broker closed it, or to refresh).
     Rebrowse,
+}
+
+/// `:resume ID [--resend-unconfirmed]`: which replay, and whether the letters that may
+/// have been sent before a crash (a destination that cannot be read back) go again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resuming {
+    pub id: String,
+    pub resend_unconfirmed: bool,
 }

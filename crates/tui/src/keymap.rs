@@ -327,7 +327,7 @@ pub const PALETTE: &[PaletteCommand] = &[
     },
     PaletteCommand {
         name: "resume",
-        args: "[ID]",
+        args: "[ID] [--resend-unconfirmed]",
         help: "resume an unfinished replay (dry-run first)",
     },
     PaletteCommand {

@@ -3,7 +3,7 @@
 //! switch, and unfinished replays to resume or abandon. The plan and the run are the
 //! session's (`core::replay`, through the worker); this only keeps what the screen shows.
 
-use crate::action::{Command, PlanView, ReplayEvent, ReplayKey, Request};
+use crate::action::{Command, PlanView, ReplayEvent, ReplayKey, Request, Resuming};
 use crate::state::{AppState, Input, Level, Pane};
 use dlq_app::session::{Picked, Unfinished};
 use dlq_core::access::{check, Permission};
@@ -66,7 +66,7 @@ pub struct DryRun {
     /// The worker's plan for `opts` (None while it plans).
     pub plan: Option<PlanView>,
     pub error: Option<String>,
-    pub resume: Option<String>,
+    pub resume: Option<Resuming>,
     /// Plans asked for and not answered yet: only the answer to the last one is shown.
     asked: u32,
     /// Lines of the plan scrolled past (PgDn/PgUp).
@@ -243,7 +243,7 @@ pub(crate) fn event(state: &mut AppState, event: ReplayEvent, cmds: &mut Vec<Com
             }
             state.replay.unfinished = u;
         }
-        ReplayEvent::ResumeLetters(id, Ok(ids)) => resume_with(state, cmds, id, ids),
+        ReplayEvent::ResumeLetters(r, Ok(ids)) => resume_with(state, cmds, r, ids),
         ReplayEvent::ResumeLetters(_, Err(why)) => state.message = Some((why, Level::Error)),
     }
 }
@@ -310,7 +310,7 @@ fn open(
     cmds: &mut Vec<Command>,
     rows: Vec<RowId>,
     what: String,
-    resume: Option<String>,
+    resume: Option<Resuming>,
 ) {
     let mut by_id: HashMap<String, Vec<RowId>> = HashMap::new();
     let mut picked = Vec::with_capacity(rows.len());
@@ -529,13 +529,23 @@ fn ended(state: &mut AppState, id: &str, end: Option<ReplayState>, summary: Stri
     crate::update::rebuild_index(state);
 }
 
-/// `:resume ID` / `:abandon ID`.
+/// `:resume [ID] [--resend-unconfirmed]` / `:abandon [ID]`.
 pub(crate) fn command(
     state: &mut AppState,
     cmds: &mut Vec<Command>,
     cmd: &str,
-    id: &str,
+    args: &str,
 ) -> Result<String, String> {
+    const RESEND: &str = "--resend-unconfirmed";
+    let resend_unconfirmed = args.split_whitespace().any(|a| a == RESEND);
+    if resend_unconfirmed && cmd != "resume" {
+        return Err(format!("{RESEND} is for :resume"));
+    }
+    let mut ids = args.split_whitespace().filter(|a| *a != RESEND);
+    let id = ids.next().unwrap_or_default();
+    if let Some(extra) = ids.next().or_else(|| id.starts_with("--").then_some(id)) {
+        return Err(format!("{cmd}: unexpected `{}`", clean(extra)));
+    }
     if check(state.role, Permission::Replay).is_err() {
         return Err(format!("{cmd} needs the operator role"));
     }
@@ -555,7 +565,10 @@ pub(crate) fn command(
     }
     match cmd {
         "resume" => {
-            cmds.push(Command::Session(Request::ResumeLetters(id.clone())));
+            cmds.push(Command::Session(Request::ResumeLetters(Resuming {
+                id: id.clone(),
+                resend_unconfirmed,
+            })));
             Ok(format!("reading replay {} from the ledger…", clean(&id)))
         }
         _ => {
@@ -568,7 +581,8 @@ pub(crate) fn command(
 
 /// The ledger's list of what an unfinished replay has left: find those letters here
 /// and open the dry-run screen on them, resuming under the same id.
-fn resume_with(state: &mut AppState, cmds: &mut Vec<Command>, id: String, ids: Vec<String>) {
+fn resume_with(state: &mut AppState, cmds: &mut Vec<Command>, r: Resuming, ids: Vec<String>) {
+    let id = r.id.clone();
     let wanted: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
     let rows: Vec<RowId> = (0..state.catalog.store.len() as RowId)
         .filter(|row| {
@@ -591,8 +605,17 @@ fn resume_with(state: &mut AppState, cmds: &mut Vec<Command>, id: String, ids: V
         return;
     }
     state.focus = Pane::Groups;
-    let what = format!("resume {} ({} letters left)", clean(&id), ids.len());
-    open(state, cmds, rows, what, Some(id));
+    let what = format!(
+        "resume {} ({} letters left{})",
+        clean(&id),
+        ids.len(),
+        if r.resend_unconfirmed {
+            ", resending those that may have been sent"
+        } else {
+            ""
+        }
+    );
+    open(state, cmds, rows, what, Some(r));
 }
 
 /// `:replays`: the unfinished replays of this source, and what to do about them.
@@ -610,7 +633,7 @@ pub(crate) fn unfinished_overlay(state: &AppState) -> (String, Vec<String>) {
                 u.planned,
                 u.left.len(),
                 if u.in_doubt > 0 {
-                    format!(" ({} in doubt: sent again on resume)", u.in_doubt)
+                    format!(" ({} in doubt: read back on resume)", u.in_doubt)
                 } else {
                     String::new()
                 }
@@ -622,6 +645,67 @@ pub(crate) fn unfinished_overlay(state: &AppState) -> (String, Vec<String>) {
     } else {
         lines.push(String::new());
         lines.push(":resume ID continues one (dry-run first) · :abandon ID closes it".into());
+        lines.push(
+            "letters in doubt are looked up in the target; those that cannot be (an exchange) are left out as `may have been sent` — :resume ID --resend-unconfirmed sends them"
+                .into(),
+        );
     }
     ("Unfinished replays".into(), lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlq_core::catalog::Catalog;
+    use dlq_core::masking::{MaskConfig, Masker};
+    use dlq_core::ports::SourceInfo;
+
+    fn state() -> AppState {
+        let masker = Masker::new(&MaskConfig::default(), vec![7; 32]).expect("masker");
+        let info = SourceInfo {
+            label: "demo".into(),
+            browse_effect: String::new(),
+        };
+        AppState::new(info, Catalog::new(masker, Vec::new()), 0, 1 << 20)
+    }
+
+    #[test]
+    fn resume_takes_the_resend_flag_and_abandon_refuses_it() {
+        let mut s = state();
+        let mut cmds = Vec::new();
+        command(&mut s, &mut cmds, "resume", "r-1 --resend-unconfirmed").expect("resume");
+        command(&mut s, &mut cmds, "resume", "r-2").expect("resume");
+        let asked: Vec<Resuming> = cmds
+            .into_iter()
+            .filter_map(|c| match c {
+                Command::Session(Request::ResumeLetters(r)) => Some(r),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            asked,
+            vec![
+                Resuming {
+                    id: "r-1".into(),
+                    resend_unconfirmed: true
+                },
+                Resuming {
+                    id: "r-2".into(),
+                    resend_unconfirmed: false
+                }
+            ]
+        );
+        let mut cmds = Vec::new();
+        for (cmd, args) in [
+            ("abandon", "r-1 --resend-unconfirmed"),
+            ("resume", "--resend-everything"),
+            ("resume", "r-1 r-2"),
+        ] {
+            assert!(
+                command(&mut s, &mut cmds, cmd, args).is_err(),
+                "{cmd} {args}"
+            );
+        }
+        assert!(cmds.is_empty());
+    }
 }

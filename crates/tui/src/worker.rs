@@ -3,7 +3,7 @@
 //! history, audit — turning its results into actions. No pipeline or ledger logic lives
 //! here: the CLI drives the same session.
 
-use crate::action::{Action, Command};
+use crate::action::{Action, Command, Resuming};
 use crate::action::{BrowseEvent, LedgerEvent, ReplayEvent};
 use crate::AppEvent;
 use dlq_app::brokers::{self, OpenOptions};
@@ -53,6 +53,17 @@ fn run(
     let principal = settings.principal.clone();
     // One pass per browse: `R` (or a browse the broker closed, then `R`) starts another
     // on a fresh connection; the UI empties its store when it hears `Rebrowsing`.
+    {
+        // The full walk (seconds on a ledger of millions of entries) runs beside the
+        // scan, never before it; writes check incrementally meanwhile.
+        let (principal, events) = (principal.clone(), events.clone());
+        std::thread::spawn(move || {
+            if let Some(why) = principal.ledger_problem() {
+                let unverified = Action::from(LedgerEvent::Unverified(why));
+                let _ = events.send(AppEvent::Action(unverified));
+            }
+        });
+    }
     let mut first = true;
     loop {
         if !first && !send(Action::from(BrowseEvent::Rebrowsing)) {
@@ -76,9 +87,6 @@ fn run(
         send(Action::from(BrowseEvent::SourceOpened(
             session.info().clone(),
         )));
-        if let Some(why) = principal.ledger_problem() {
-            send(Action::from(LedgerEvent::Unverified(why)));
-        }
         let postponed = initial_scan(&mut session, &events, &requests);
         let notes = session.reconcile();
         send(Action::from(LedgerEvent::Decisions(session.decisions())));
@@ -275,13 +283,13 @@ fn handle(
             announce_unfinished(session, events);
             return;
         }
-        Request::ResumeLetters(id) => Action::from(ReplayEvent::ResumeLetters(
-            id.clone(),
-            match session.resume_of(&id) {
+        Request::ResumeLetters(r) => Action::from(ReplayEvent::ResumeLetters(
+            r.clone(),
+            match session.resume_of(&r.id) {
                 Ok(Some(r)) if r.row.source == session.source_key() => Ok(r.left()),
                 Ok(_) => Err(format!(
                     "no replay {} of this source in the ledger",
-                    dlq_core::sanitize::clean(&id)
+                    dlq_core::sanitize::clean(&r.id)
                 )),
                 Err(e) => Err(e.to_string()),
             },
@@ -425,17 +433,17 @@ impl Replays {
         session: &mut Session,
         picked: Vec<Picked>,
         opts: Options,
-        resume: Option<String>,
+        resume: Option<Resuming>,
     ) -> Action {
         self.pending = None;
         let start = match resume {
             // A resume keeps its plan's choices; the pace can still be changed.
-            // Letters that may have been sent stay out here; the CLI's
-            // --resend-unconfirmed is the deliberate way to send them.
-            Some(id) => Start::Resume {
-                id,
+            // Letters that may have been sent stay out unless asked for
+            // (`:resume ID --resend-unconfirmed`), as in the CLI.
+            Some(r) => Start::Resume {
+                id: r.id,
                 pace: Pace::of(&opts),
-                resend_unconfirmed: false,
+                resend_unconfirmed: r.resend_unconfirmed,
             },
             None => Start::New(opts),
         };

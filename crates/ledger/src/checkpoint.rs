@@ -1,0 +1,362 @@
+//! The verified checkpoint: where the last clean verification ended and what the tables
+//! held then, MAC'd under the chain's key. A write verifies only what was written since
+//! (`verify_recent`), so a ledger of millions of entries is checked in milliseconds.
+//!
+//! What an incremental check covers: every entry after the checkpoint (chain and MAC),
+//! the entry at the checkpoint unchanged (so the log was neither truncated nor rewritten
+//! up to it), every row written or changed by those entries, every replay they name
+//! (its whole journal), the row counts of each table, and each other replay's state and
+//! unfinished letters (an edit that would make a resume send a settled letter again).
+//! What it does not: an in-place edit of an older row that changes none of those (a
+//! decision's reason, a revision's payload — revisions are checked when read). A full
+//! `verify` (`audit verify`, the TUI at open) walks everything.
+
+use super::*;
+use crate::verify::Scope;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashSet};
+
+const META_KEY: &str = "verified";
+/// Set while the last full walk failed.
+const WALK_FAILED: &str = "walk-failed";
+
+/// Up to this many entries a write walks the whole ledger (about 0.1 s).
+pub const FULL_WALK_UP_TO: i64 = 50_000;
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub(crate) struct Checkpoint {
+    seq: i64,
+    hash: String,
+    decisions: i64,
+    revisions: i64,
+    replay_items: i64,
+    replays: BTreeMap<String, Mark>,
+    #[serde(default)]
+    mac: String,
+}
+
+/// One replay as it stood: its state, its letters and its unfinished (planned or
+/// sending) letters.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+struct Mark {
+    state: String,
+    items: i64,
+    open: i64,
+}
+
+impl Checkpoint {
+    pub(crate) fn head(&self) -> Head {
+        Head {
+            seq: self.seq,
+            hash: self.hash.clone(),
+        }
+    }
+
+    fn mac(&self, key: &[u8]) -> String {
+        let Ok(mut h) = Hmac::<Sha256>::new_from_slice(key) else {
+            return String::new();
+        };
+        let unsigned = Checkpoint {
+            mac: String::new(),
+            ..self.clone()
+        };
+        h.update(b"dlq-triage verified checkpoint\n");
+        h.update(&serde_json::to_vec(&unsigned).unwrap_or_default());
+        hex(&h.finalize().into_bytes())
+    }
+}
+
+/// Why a quick check hands over to the full walk (which names the row).
+struct Suspect;
+
+type Quick = Result<Result<(Verification, Checkpoint), Suspect>, JournalError>;
+
+impl Ledger {
+    /// Verify what changed since the last verified checkpoint (see the module doc); with
+    /// no valid checkpoint, or anything out of place, the full `verify` runs and names
+    /// the problem. A clean result moves the checkpoint to the head.
+    ///
+    /// A ledger of up to `FULL_WALK_UP_TO` entries is walked whole every time (a tenth of
+    /// a second): the incremental check's blind spot (an older row edited in place) is
+    /// only accepted where a full walk would be slow.
+    pub fn verify_recent(&self) -> Result<Verification, JournalError> {
+        let big = self.head()?.is_some_and(|h| h.seq > FULL_WALK_UP_TO);
+        match big.then(|| self.verify_since_checkpoint()).transpose()? {
+            Some(Some(v)) => Ok(v),
+            _ => self.verify(None),
+        }
+    }
+
+    /// The incremental check alone: `Some` (clean, checkpoint moved) when everything
+    /// since the checkpoint checks out, `None` when it cannot vouch for the ledger (no
+    /// valid checkpoint, or something out of place — the full walk says what).
+    pub fn verify_since_checkpoint(&self) -> Result<Option<Verification>, JournalError> {
+        self.conn
+            .execute_batch("BEGIN DEFERRED")
+            .map_err(|e| self.err(e))?;
+        let out = self.verify_recent_snapshot();
+        let _ = self.conn.execute_batch("COMMIT");
+        Ok(match out? {
+            Ok((v, c)) => {
+                self.store_checkpoint(&c);
+                Some(v)
+            }
+            Err(Suspect) => None,
+        })
+    }
+
+    fn verify_recent_snapshot(&self) -> Quick {
+        let Some(cp) = self.load_checkpoint().filter(|_| !self.walk_failed()) else {
+            return Ok(Err(Suspect));
+        };
+        // The checkpoint's own entry (unchanged, MAC and all) and everything after it.
+        let read = Self::entries_in(&self.conn, cp.seq).map_err(|e| self.err(e))?;
+        let Some(at_checkpoint) = read
+            .first()
+            .filter(|e| e.seq == cp.seq && e.hash == cp.hash)
+        else {
+            return Ok(Err(Suspect));
+        };
+        if self.walk(&read, cp.seq, &at_checkpoint.prev_hash).is_some() {
+            return Ok(Err(Suspect));
+        }
+        let Some(touched) = self.replays_named(&read[1..])? else {
+            return Ok(Err(Suspect));
+        };
+        // Every entry of each named replay: from the oldest one's start.
+        let mut from = cp.seq + 1;
+        for id in &touched {
+            let start: Option<i64> = self
+                .conn
+                .query_row(
+                    "SELECT seq FROM audit WHERE target = ?1 AND action = 'replay-start'",
+                    [id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            match start {
+                Some(s) => from = from.min(s),
+                None => return Ok(Err(Suspect)),
+            }
+        }
+        let window = if from <= cp.seq {
+            Self::entries_in(&self.conn, from).map_err(|e| self.err(e))?
+        } else {
+            read
+        };
+        let scope = Scope {
+            since: cp.seq,
+            replays: Some(&touched),
+        };
+        if self.check_rows(&window, scope)?.is_some() {
+            return Ok(Err(Suspect));
+        }
+        let new = window.iter().filter(|e| e.seq > cp.seq);
+        let added = |action: &str| new.clone().filter(|e| e.action == action).count() as i64;
+        let head = window.last().map_or_else(
+            || cp.head(),
+            |e| Head {
+                seq: e.seq,
+                hash: e.hash.clone(),
+            },
+        );
+        let now = self.checkpoint_of(head, Some((&cp, &touched)))?;
+        let mut expected = cp.clone();
+        expected.decisions += added("discard") + added("replay");
+        expected.revisions += added("edit");
+        for id in &touched {
+            let (old, mark) = (cp.replays.get(id), now.replays.get(id));
+            expected.replay_items += mark.map_or(0, |m| m.items) - old.map_or(0, |m| m.items);
+            if let Some(m) = mark {
+                expected.replays.insert(id.clone(), m.clone());
+            }
+        }
+        let same = expected.decisions == now.decisions
+            && expected.revisions == now.revisions
+            && expected.replay_items == now.replay_items
+            && expected.replays == now.replays;
+        if !same {
+            return Ok(Err(Suspect));
+        }
+        let v = Verification {
+            ok: true,
+            entries: now.seq,
+            first_bad_seq: None,
+            problem: None,
+        };
+        Ok(Ok((v, now)))
+    }
+
+    /// The replays these entries speak of; `None` when one cannot be told (the full
+    /// walk decides).
+    fn replays_named(
+        &self,
+        entries: &[AuditEntry],
+    ) -> Result<Option<HashSet<String>>, JournalError> {
+        let mut named = HashSet::new();
+        for e in entries.iter().filter(|e| e.action.starts_with("replay")) {
+            if matches!(
+                e.action.as_str(),
+                "replay-start" | "replay-resume" | "replay-stop" | "replay-send"
+            ) {
+                named.insert(e.target.clone());
+                continue;
+            }
+            let detail: serde_json::Value =
+                serde_json::from_str(&e.detail).unwrap_or(serde_json::Value::Null);
+            if let Some(r) = detail.get("replay").and_then(|v| v.as_str()) {
+                named.insert(r.to_string());
+                continue;
+            }
+            // A replayed letter applied by a reconciliation names its decision only.
+            let Some(decision) = detail.get("decision").and_then(|v| v.as_i64()) else {
+                return Ok(None);
+            };
+            let reason: Option<String> = self
+                .conn
+                .query_row(
+                    "SELECT reason FROM decisions WHERE audit_seq = ?1",
+                    [decision],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            match reason.as_deref().and_then(|r| r.strip_prefix("replay ")) {
+                Some(r) => named.insert(r.to_string()),
+                None => return Ok(None),
+            };
+        }
+        Ok(Some(named))
+    }
+
+    /// The tables as they are now (in the open snapshot), for a checkpoint at `head`.
+    /// With a `base`, the letters of replays not named since it are taken from it (their
+    /// total is still counted): counting every replay's letters is a scan of them all.
+    pub(crate) fn checkpoint_of(
+        &self,
+        head: Head,
+        base: Option<(&Checkpoint, &HashSet<String>)>,
+    ) -> Result<Checkpoint, JournalError> {
+        let count = |table: &str| -> Result<i64, JournalError> {
+            self.conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .map_err(|e| self.err(e))
+        };
+        let grouped = |sql: &str| -> Result<BTreeMap<String, i64>, JournalError> {
+            self.conn
+                .prepare(sql)
+                .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+                .map_err(|e| self.err(e))
+        };
+        let items = match base {
+            None => grouped("SELECT replay_id, count(*) FROM replay_items GROUP BY replay_id")?,
+            Some((base, named)) => {
+                let mut items: BTreeMap<String, i64> = base
+                    .replays
+                    .iter()
+                    .map(|(id, m)| (id.clone(), m.items))
+                    .collect();
+                for id in named {
+                    let n = self
+                        .conn
+                        .query_row(
+                            "SELECT count(*) FROM replay_items WHERE replay_id = ?1",
+                            [id],
+                            |r| r.get(0),
+                        )
+                        .map_err(|e| self.err(e))?;
+                    items.insert(id.clone(), n);
+                }
+                items
+            }
+        };
+        let open = grouped("SELECT replay_id, count(*) FROM replay_items WHERE state IN ('planned', 'sending') GROUP BY replay_id")?;
+        let states = grouped_states(&self.conn).map_err(|e| self.err(e))?;
+        let replays = states
+            .into_iter()
+            .map(|(id, state)| {
+                let mark = Mark {
+                    state,
+                    items: items.get(&id).copied().unwrap_or(0),
+                    open: open.get(&id).copied().unwrap_or(0),
+                };
+                (id, mark)
+            })
+            .collect();
+        Ok(Checkpoint {
+            seq: head.seq,
+            hash: head.hash,
+            decisions: count("decisions")?,
+            revisions: count("revisions")?,
+            replay_items: count("replay_items")?,
+            replays,
+            mac: String::new(),
+        })
+    }
+
+    /// The stored checkpoint, if its MAC holds (one written without the key is ignored:
+    /// the full walk runs instead).
+    pub(crate) fn load_checkpoint(&self) -> Option<Checkpoint> {
+        let text: String = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [META_KEY], |r| {
+                r.get(0)
+            })
+            .ok()?;
+        let c: Checkpoint = serde_json::from_str(&text).ok()?;
+        (c.mac(&self.key) == c.mac).then_some(c)
+    }
+
+    /// A full walk failed: no write may trust the checkpoint any more (each walks the
+    /// whole ledger, and refuses, until a walk passes again). The checkpoint itself stays:
+    /// it is still an anchor against truncation.
+    pub(crate) fn mark_walk_failed(&self, seq: i64) {
+        self.meta_write(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            params![WALK_FAILED, seq.to_string()],
+        );
+    }
+
+    fn walk_failed(&self) -> bool {
+        self.conn
+            .query_row("SELECT 1 FROM meta WHERE key = ?1", [WALK_FAILED], |_| {
+                Ok(())
+            })
+            .is_ok()
+    }
+
+    /// A best-effort write to `meta`: a checkpoint only saves time, and a ledger busy with
+    /// another writer is not waited on for long.
+    fn meta_write(&self, sql: &str, p: impl rusqlite::Params) {
+        let _ = self
+            .conn
+            .busy_timeout(std::time::Duration::from_millis(250));
+        let _ = self.conn.execute(sql, p);
+        let _ = self.conn.busy_timeout(std::time::Duration::from_secs(10));
+    }
+
+    /// Keep `c` (from a clean walk or check) unless a newer one is there already.
+    pub(crate) fn store_checkpoint(&self, c: &Checkpoint) {
+        let mut signed = c.clone();
+        signed.mac = c.mac(&self.key);
+        let Ok(text) = serde_json::to_string(&signed) else {
+            return;
+        };
+        self.meta_write(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE json_extract(meta.value, '$.seq') <= json_extract(excluded.value, '$.seq')",
+            params![META_KEY, text],
+        );
+    }
+
+    /// A full walk passed: writes may check incrementally again.
+    pub(crate) fn clear_walk_failed(&self) {
+        self.meta_write("DELETE FROM meta WHERE key = ?1", params![WALK_FAILED]);
+    }
+}
+
+fn grouped_states(conn: &Connection) -> rusqlite::Result<BTreeMap<String, String>> {
+    conn.prepare("SELECT id, state FROM replays")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
