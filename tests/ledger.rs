@@ -557,3 +557,49 @@ fn user_supplied_paths_are_shown_sanitized() {
     assert!(out.status.success());
     assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07));
 }
+
+/// `discard --yes` over `confirm_above` letters needs `--expect N`, as replay does;
+/// `--expect` below the match count refuses too; nothing is recorded by a refusal.
+#[test]
+fn a_big_discard_needs_expect_and_a_refusal_records_nothing() {
+    let env = Env::new();
+    let ex = example();
+    let discard = |extra: &[&str]| {
+        let mut args = vec![
+            "discard",
+            &ex,
+            "--filter",
+            "reason=customer_tax_profile_missing",
+            "--reason",
+            "bulk",
+            "--yes",
+        ];
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    let refused = discard(&[]);
+    exited(&refused, 2);
+    let said = dlq_testkit::cli::stderr(&refused);
+    assert!(
+        said.contains("184 letters is more than 100: confirm with --expect 184"),
+        "{said}"
+    );
+    let refused = discard(&["--expect", "100"]);
+    exited(&refused, 2);
+    let said = dlq_testkit::cli::stderr(&refused);
+    assert!(
+        said.contains("--expect 100 but 184 letters match"),
+        "{said}"
+    );
+    assert!(
+        !env.ledger().exists()
+            || json(&env.run(&["audit", "list", "--json"]))["entries"]
+                .as_array()
+                .is_some_and(Vec::is_empty),
+        "a refused discard recorded something"
+    );
+    let done = discard(&["--expect", "184"]);
+    exited(&done, 0);
+    let after = json(&env.run(&["summary", &ex, "--json"]));
+    assert_eq!(after["matched"], 429 - 184);
+}

@@ -439,7 +439,8 @@ fn discard_needs_a_reason_and_the_letter_leaves_the_open_groups() {
     assert!(screen(&s, size).contains("a discard needs a reason"));
     // With a reason: a Discard command for the worker.
     press(&mut s, &["d"], size);
-    assert!(screen(&s, size).contains("discard 1 letter(s) — reason:"));
+    let prompt = screen(&s, size);
+    assert!(prompt.contains("discard letter msg_") && prompt.contains("— reason:"), "{prompt}");
     let mut cmds = Vec::new();
     for c in ":dup of INV-1".chars().skip(1) {
         if let Some(a) = action_for_event(&s, &key(KeyCode::Char(c))) {
@@ -608,4 +609,111 @@ fn fuzzy_matches_are_highlighted_in_the_letters_list() {
         .map(|(x, y)| buf[(x, y)].symbol().to_string())
         .collect();
     assert!(underlined.contains("cus-88"), "highlighted: {underlined:?}");
+}
+
+/// Collect the commands a key sequence produces (as `press`, keeping what `update` says).
+fn press_cmds(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<dlq_tui::action::Command> {
+    let mut cmds = Vec::new();
+    for k in keys {
+        let events: Vec<_> = match *k {
+            "Enter" => vec![key(KeyCode::Enter)],
+            "Esc" => vec![key(KeyCode::Esc)],
+            "Tab" => vec![key(KeyCode::Tab)],
+            "BackTab" => vec![key(KeyCode::BackTab)],
+            "Down" => vec![key(KeyCode::Down)],
+            text if text.starts_with(':') => text
+                .chars()
+                .skip(1)
+                .map(|c| key(KeyCode::Char(c)))
+                .collect(),
+            one => vec![key(KeyCode::Char(one.chars().next().expect("a key")))],
+        };
+        for e in events {
+            if let Some(a) = action_for_event(s, &e) {
+                cmds.extend(update(s, a, size));
+            }
+        }
+    }
+    cmds
+}
+
+fn discarded_rows(cmds: &[dlq_tui::action::Command]) -> Option<Vec<u32>> {
+    cmds.iter().find_map(|c| match c {
+        dlq_tui::action::Command::Session(Request::Discard { rows, .. }) => {
+            Some(rows.iter().map(|r| r.0).collect())
+        }
+        _ => None,
+    })
+}
+
+/// One rule for `d` and `r`: marks in view, else the cursor — a group row is the whole
+/// group (after the typed count above `confirm_above`), a letter is that letter; marks
+/// elsewhere are said, never used, and `Esc` clears them.
+#[test]
+fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
+    let size = (140, 40);
+    let mut s = state_from(&example(), size);
+    s.replay.confirm_above = 2;
+    let group = s
+        .index
+        .members_under(&s.selected_node().expect("a group").path.clone());
+    assert!(
+        group.len() > 2,
+        "the first group has {} letters",
+        group.len()
+    );
+    // On the group row: the whole group, with the typed count.
+    press(&mut s, &["d"], size);
+    assert!(
+        screen(&s, size).contains("discard group "),
+        "{}",
+        screen(&s, size)
+    );
+    assert!(press_cmds(&mut s, &[":dup", "Enter"], size).is_empty());
+    assert!(
+        screen(&s, size).contains(&format!("type {} to confirm", group.len())),
+        "{}",
+        screen(&s, size)
+    );
+    // A wrong count discards nothing; the right one the whole group.
+    assert!(press_cmds(&mut s, &[":1", "Enter"], size).is_empty());
+    assert!(screen(&s, size).contains("nothing discarded"));
+    press(&mut s, &["d", ":dup", "Enter"], size);
+    let cmds = press_cmds(&mut s, &[&format!(":{}", group.len()), "Enter"], size);
+    let mut rows = discarded_rows(&cmds).expect("a discard");
+    rows.sort_unstable();
+    let mut want = group.clone();
+    want.sort_unstable();
+    assert_eq!(rows, want);
+    // On a letter: that letter.
+    press(&mut s, &["Tab"], size);
+    let letter = s.selected_row().expect("a letter");
+    let cmds = press_cmds(&mut s, &["d", ":dup", "Enter"], size);
+    assert_eq!(discarded_rows(&cmds), Some(vec![letter]));
+    // A mark in this group, then another group: the mark is not in view, so `d` takes
+    // the other group and says the mark was left out; the title counts it.
+    press_cmds(&mut s, &[" ", "BackTab", "G"], size);
+    assert_eq!(s.letters.marks.len(), 1);
+    press(&mut s, &["d"], size);
+    let shown = screen(&s, size);
+    assert!(shown.contains("1 marked elsewhere not included"), "{shown}");
+    assert!(shown.contains("· 1 marked"), "{shown}");
+    let other = s
+        .index
+        .members_under(&s.selected_node().expect("group").path.clone());
+    let cmds = press_cmds(&mut s, &[":dup", "Enter"], size);
+    let cmds = if other.len() > 2 {
+        press_cmds(&mut s, &[&format!(":{}", other.len()), "Enter"], size)
+    } else {
+        cmds
+    };
+    let rows = discarded_rows(&cmds).expect("a discard");
+    assert!(!rows.contains(&letter), "the mark elsewhere was used");
+    // Esc clears the marks; `A` marks every letter in view, again unmarks them.
+    press(&mut s, &["Esc"], size);
+    assert!(s.letters.marks.is_empty());
+    press(&mut s, &["A"], size);
+    assert_eq!(s.letters.marks.len(), s.letters.order.rows.len());
+    press(&mut s, &["A"], size);
+    assert!(s.letters.marks.is_empty());
 }

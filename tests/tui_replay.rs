@@ -220,7 +220,7 @@ fn a_group_replays_from_the_dry_run_through_canary_watch_and_ramp() {
     assert!(n > 100, "the group is the demo's ~280 timeouts: {n}");
     let screen = t.screen();
     for want in [
-        "Replay group attempt_budget_exhausted — dry run",
+        "Replay group attempt_budget_exhausted (280 letters) — dry run",
         &format!("letters:  {n} to send"),
         "attempt_budget_exhausted → kafka topic payments",
         "pace:     canary 5 at 1/s, watch 30s",

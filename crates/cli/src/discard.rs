@@ -7,7 +7,7 @@ use super::DiscardArgs;
 use dlq_app::session::DiscardTarget;
 use dlq_core::model::TriageState;
 use dlq_core::sanitize;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::Write;
 
 pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
     if ctx.read_only {
@@ -52,7 +52,13 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
         )?;
         return Ok(());
     }
-    if !a.yes && !confirmed(targets.len(), &label, reason)? {
+    if !confirmed(
+        a,
+        targets.len(),
+        &label,
+        reason,
+        ctx.config.replay.confirm_above,
+    )? {
         writeln!(std::io::stdout(), "nothing discarded")?;
         return Ok(());
     }
@@ -97,20 +103,25 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Ask on the terminal (never read a script's stdin as a yes).
-fn confirmed(n: usize, label: &str, reason: &str) -> anyhow::Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        return usage(format!(
-            "about to discard {}: confirm in a terminal, or pass --yes",
-            dlq_core::words::letters(n)
-        ));
-    }
-    eprint!(
-        "Discard {} from {label} (reason: {})?\n  RabbitMQ: each is acked (removed from the DLQ) after the ledger records it.\n  Kafka, streams, files: recorded in the ledger only (one record cannot be deleted).\nType yes to continue: ",
+/// The destructive-command guard (see `confirm`): never a script's stdin as a yes.
+fn confirmed(
+    a: &DiscardArgs,
+    n: usize,
+    label: &str,
+    reason: &str,
+    above: usize,
+) -> anyhow::Result<bool> {
+    let guard = crate::confirm::Guard {
+        verb: "discard",
+        n,
+        above,
+        yes: a.yes,
+        expect: a.expect,
+        nothing: "nothing was discarded",
+    };
+    guard.confirmed(&format!(
+        "Discard {} from {label} (reason: {})?\n  RabbitMQ: each is acked (removed from the DLQ) after the ledger records it.\n  Kafka, streams, files: recorded in the ledger only (one record cannot be deleted).",
         dlq_core::words::letters(n),
         sanitize::clean(reason)
-    );
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(answer.trim() == "yes")
+    ))
 }

@@ -3,6 +3,7 @@
 //! human table or stable JSON.
 
 mod audit;
+mod confirm;
 mod context;
 mod demo;
 mod diff;
@@ -224,9 +225,13 @@ pub struct DiscardArgs {
     /// Why, for the ledger and whoever reads it later.
     #[arg(long)]
     pub reason: String,
-    /// Do not ask (scripts).
+    /// Do not ask (scripts). Above 100 letters (`[replay] confirm_above`), --expect N is
+    /// needed too.
     #[arg(long)]
     pub yes: bool,
+    /// Refuse if more than N letters match (a filter matching more than meant).
+    #[arg(long, value_name = "N")]
+    pub expect: Option<usize>,
 }
 
 #[derive(Args, Debug)]

@@ -15,7 +15,7 @@ use dlq_core::ports::Target;
 use dlq_core::replay::describe::{self, summary_line};
 use dlq_core::replay::{Control, End, Options, Plan, Progress};
 use dlq_core::sanitize::clean;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
@@ -300,42 +300,18 @@ fn print_plan(
 
 fn confirmed(plan: &Plan, a: &ReplayArgs, label: &str, above: usize) -> anyhow::Result<bool> {
     let n = plan.items.len();
-    if let Some(e) = a.expect.filter(|e| n > *e) {
-        return usage(format!(
-            "--expect {e} but the plan has {n} letters: nothing was sent (check the filter; if new letters keep arriving, pin the set with e.g. `age>5m`)"
-        ));
-    }
-    if a.yes {
-        if n > above && a.expect.is_none() {
-            return usage(format!(
-                "{n} letters is more than {above}: confirm with --expect {n} (at most that many are sent: it guards against a filter that matches more than you meant)"
-            ));
-        }
-        return Ok(true);
-    }
-    if !std::io::stdin().is_terminal() {
-        return usage(format!(
-            "about to replay {}: confirm in a terminal, or pass --yes{}",
-            dlq_core::words::letters(n),
-            if n > above {
-                format!(" --expect {n}")
-            } else {
-                String::new()
-            }
-        ));
-    }
-    let want = if n > above {
-        n.to_string()
-    } else {
-        "yes".to_string()
+    let guard = crate::confirm::Guard {
+        verb: "replay",
+        n,
+        above,
+        yes: a.yes,
+        expect: a.expect,
+        nothing: "nothing was sent",
     };
-    eprint!(
-        "Replay {} from {label}? Type {want} to start: ",
+    guard.confirmed(&format!(
+        "Replay {} from {label}?",
         dlq_core::words::letters(n)
-    );
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(answer.trim() == want)
+    ))
 }
 
 /// First Ctrl-C: the kill switch. Second: exit now (the journal is consistent after

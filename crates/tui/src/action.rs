@@ -77,6 +77,8 @@ pub enum Act {
     /// `d`: discard the marked letters, or the selected one.
     StartDiscard,
     ToggleMark,
+    /// `A`: mark every letter in view (again: unmark them).
+    MarkAll,
     Diff,
     Copy,
     /// `R`: browse the source again.

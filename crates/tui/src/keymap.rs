@@ -200,6 +200,12 @@ pub(crate) const BINDINGS: &[Binding] = &[
         Some("mark"),
         || Action::from(Act::ToggleMark),
     ),
+    b(
+        &[C('A')],
+        "mark every letter in view (again: unmark); Esc clears marks",
+        None,
+        || Action::from(Act::MarkAll),
+    ),
     b(&[C(']')], "next detail tab", None, || Action::from(ViewKey::NextTab)),
     b(&[C('1')], "failure tab", None, || {
         Action::from(ViewKey::SetTab(Tab::Failure))
@@ -228,7 +234,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
     ),
     Binding {
         keys: &[C('d')],
-        help: "discard the marked letters (or the selected one), with a reason",
+        help: "discard the marked letters in view, else the group or letter under the cursor",
         footer: Some("discard"),
         effect: Effect::Broker,
         needs: Some(Permission::Discard),

@@ -5,6 +5,7 @@ pub mod action;
 pub mod keymap;
 pub mod picker;
 pub mod replaying;
+mod selection;
 pub mod state;
 pub mod theme;
 pub mod update;

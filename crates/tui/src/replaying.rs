@@ -277,23 +277,9 @@ fn start(state: &mut AppState, cmds: &mut Vec<Command>) {
         ));
         return;
     }
-    let (rows, what) = if !state.letters.marks.is_empty() {
-        let rows: Vec<RowId> = state.letters.marks.iter().copied().collect();
-        let what = format!("{} marked letters", rows.len());
-        (rows, what)
-    } else {
-        match state.selected_node() {
-            Some(node) => {
-                let path = node.path.clone();
-                let label = node.label.clone();
-                (
-                    state.index.members_under(&path),
-                    format!("group {}", clean(&label)),
-                )
-            }
-            None => (Vec::new(), String::new()),
-        }
-    };
+    let t = crate::selection::targets(state);
+    let what = t.describe();
+    let rows = t.rows;
     if rows.is_empty() {
         state.message = Some((
             "select a group (or mark letters with space) to replay".into(),

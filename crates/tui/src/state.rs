@@ -47,6 +47,15 @@ impl Tab {
     }
 }
 
+/// A discard being asked for: its letters, in words, and (once given) its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discarding {
+    pub rows: Vec<RowId>,
+    /// `group timeout (23 letters)`, `letter m-17`, `3 marked letters (…)`.
+    pub what: String,
+    pub reason: String,
+}
+
 /// A line being typed at the bottom of the screen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -58,7 +67,9 @@ pub enum Input {
     /// `:`: a command (`group reason,version`, `filter …`, `sort oldest`, `help`, `quit`).
     Command(String),
     /// `d`: the reason for discarding these letters (mandatory).
-    DiscardReason(String, Vec<RowId>),
+    DiscardReason(String, Discarding),
+    /// Confirming a discard above the threshold: the count typed.
+    DiscardCount(String, Discarding),
     /// `u`: the reason for seeing this letter unmasked (mandatory, audited).
     UnmaskReason(String, RowId),
     /// `e`: the reason for a payload revision (mandatory).
@@ -75,6 +86,7 @@ impl Input {
             | Input::Expr(s)
             | Input::Command(s)
             | Input::DiscardReason(s, _)
+            | Input::DiscardCount(s, _)
             | Input::UnmaskReason(s, _)
             | Input::EditReason(s, _)
             | Input::ReplayCount(s, _) => Some(s),
@@ -277,7 +289,7 @@ impl AppState {
     }
 
     /// The tree node under the group cursor.
-    pub(crate) fn selected_node(&self) -> Option<&TreeNode> {
+    pub fn selected_node(&self) -> Option<&TreeNode> {
         self.groups.selected()
     }
 

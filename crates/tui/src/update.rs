@@ -3,7 +3,7 @@
 use crate::action::{
     Act, Action, BrowseEvent, Command, Event, Intent, LedgerEvent, Nav, Request, Typing, ViewKey,
 };
-use crate::state::{AppState, Detail, Input, Level, Pane, ScanStatus, Tab, GROUPINGS};
+use crate::state::{AppState, Detail, Discarding, Input, Level, Pane, ScanStatus, Tab, GROUPINGS};
 use crate::views::layout::{layout_for, Areas};
 use dlq_app::session::{DiscardTarget, Prepared};
 use dlq_core::access::{check, Permission};
@@ -391,7 +391,7 @@ mod tests {
         s.role = Role::Operator;
         cmds.clear();
         act(&mut s, Act::StartDiscard, &mut cmds);
-        assert!(matches!(s.prompt.input, Input::DiscardReason(_, ref rows) if rows.len() == 1));
+        assert!(matches!(s.prompt.input, Input::DiscardReason(_, ref d) if d.rows.len() == 1));
         s.prompt.input = Input::None;
         s.read_only = true;
         act(&mut s, Act::StartDiscard, &mut cmds);

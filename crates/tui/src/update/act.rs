@@ -16,22 +16,31 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
             (Some(row), Ok(())) => state.prompt.input = Input::EditReason(String::new(), row),
         },
         Act::StartDiscard => {
-            let rows: Vec<RowId> = if state.letters.marks.is_empty() {
-                state.selected_row().into_iter().collect()
-            } else {
-                state.letters.marks.iter().copied().collect()
-            };
-            if let (Err(denied), Some(row)) = (check(state.role, Permission::Discard), rows.first())
+            let t = crate::selection::targets(state);
+            if let (Err(denied), Some(row)) =
+                (check(state.role, Permission::Discard), t.rows.first())
             {
                 let row = *row;
                 refuse(state, cmds, denied, row);
             } else if state.read_only {
                 state.message = Some(("--read-only: discard is a write".into(), Level::Warn));
-            } else if rows.is_empty() {
+            } else if t.rows.is_empty() {
                 state.message = Some(("select or mark letters to discard".into(), Level::Warn));
             } else {
-                state.prompt.input = Input::DiscardReason(String::new(), rows);
+                let what = t.describe();
+                state.prompt.input = Input::DiscardReason(
+                    String::new(),
+                    Discarding {
+                        rows: t.rows,
+                        what,
+                        reason: String::new(),
+                    },
+                );
             }
+        }
+        Act::MarkAll => {
+            let said = crate::selection::mark_all_in_view(state);
+            state.message = Some((said, Level::Info));
         }
         Act::ToggleMark => {
             if let Some(row) = state.selected_row() {

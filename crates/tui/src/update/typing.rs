@@ -42,6 +42,13 @@ pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command
                 state.filter = Filter::all();
                 rebuild_index(state);
                 state.message = Some(("filter cleared".into(), Level::Info));
+            } else if !state.letters.marks.is_empty() {
+                let n = state.letters.marks.len();
+                state.letters.marks.clear();
+                state.message = Some((
+                    format!("{} cleared", dlq_core::words::count(n as u64, "mark")),
+                    Level::Info,
+                ));
             }
         }
     }
@@ -55,7 +62,21 @@ pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
         Input::Command(c) => run_command(state, cmds, c.trim()),
         Input::EditReason(reason, row) => submit_edit(state, cmds, reason.trim(), row),
         Input::UnmaskReason(reason, row) => submit_unmask(state, cmds, reason.trim(), row),
-        Input::DiscardReason(reason, rows) => submit_discard(state, cmds, reason.trim(), &rows),
+        Input::DiscardReason(reason, d) => ask_discard(state, cmds, reason.trim(), d),
+        Input::DiscardCount(typed, d) => {
+            let want = d.rows.len();
+            if typed.trim() == want.to_string() {
+                submit_discard(state, cmds, &d.reason, &d.rows);
+            } else {
+                state.message = Some((
+                    format!(
+                        "typed `{}`, the discard has {want} letters: nothing discarded",
+                        dlq_core::sanitize::line(&typed, 40)
+                    ),
+                    Level::Warn,
+                ));
+            }
+        }
         Input::ReplayCount(typed, want) => {
             crate::replaying::submit_count(state, cmds, &typed, want)
         }
@@ -128,6 +149,22 @@ pub(crate) fn submit_unmask(
             reason: reason.to_string(),
         }));
     }
+}
+
+/// A reason given: above `confirm_above` letters the count must be typed too (the rule
+/// replay has, and the CLI's `--expect`).
+fn ask_discard(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, d: Discarding) {
+    if !reason.is_empty() && d.rows.len() > state.replay.confirm_above {
+        state.prompt.input = Input::DiscardCount(
+            String::new(),
+            Discarding {
+                reason: reason.to_string(),
+                ..d
+            },
+        );
+        return;
+    }
+    submit_discard(state, cmds, reason, &d.rows);
 }
 
 pub(crate) fn submit_discard(

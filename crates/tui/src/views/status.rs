@@ -43,6 +43,14 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             ),
             t.get(StyleName::UiCount),
         ),
+        Span::styled(
+            if s.letters.marks.is_empty() {
+                String::new()
+            } else {
+                format!(" · {} marked", s.letters.marks.len())
+            },
+            t.get(StyleName::UiWarn),
+        ),
         Span::styled(format!(" · +{inflow:.1}/min"), t.get(StyleName::UiText)),
         Span::styled(
             format!(
@@ -169,13 +177,25 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             200,
             &format!("  {}", crate::keymap::palette_hint()),
         ),
-        Input::DiscardReason(r, rows) => prompt(
+        Input::DiscardReason(r, d) => prompt(
             t,
-            &format!(" discard {} letter(s) — reason: ", rows.len()),
+            &format!(" discard {} — reason: ", sanitize::line(&d.what, 120)),
             warn,
             r,
             200,
             "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels",
+        ),
+        Input::DiscardCount(typed, d) => prompt(
+            t,
+            &format!(
+                " discard {} — type {} to confirm: ",
+                dlq_core::words::letters(d.rows.len()),
+                d.rows.len()
+            ),
+            warn,
+            typed,
+            20,
+            "  Enter · Esc cancels (nothing is discarded)",
         ),
         Input::EditReason(r, _) => prompt(
             t,
