@@ -440,7 +440,10 @@ fn discard_needs_a_reason_and_the_letter_leaves_the_open_groups() {
     // With a reason: a Discard command for the worker.
     press(&mut s, &["d"], size);
     let prompt = screen(&s, size);
-    assert!(prompt.contains("discard letter msg_") && prompt.contains("— reason:"), "{prompt}");
+    assert!(
+        prompt.contains("discard letter msg_") && prompt.contains("— reason:"),
+        "{prompt}"
+    );
     let mut cmds = Vec::new();
     for c in ":dup of INV-1".chars().skip(1) {
         if let Some(a) = action_for_event(&s, &key(KeyCode::Char(c))) {

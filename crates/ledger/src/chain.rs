@@ -131,3 +131,42 @@ pub(crate) fn load_or_create_key(path: &Path, keyed_entries: bool) -> Result<Vec
     }
     Ok(key)
 }
+
+/// Who holds the chain's key: this process (a SQLite ledger, the key file beside it), or
+/// the server (a team ledger: links are computed inside the insert, MACs checked by a
+/// function only the ledger's owner can read the key of).
+pub(crate) enum Chain {
+    Local(Vec<u8>),
+    Server,
+}
+
+impl Ledger {
+    /// The first of `entries` whose MAC does not hold.
+    pub(crate) fn first_bad_mac(&self, entries: &[AuditEntry]) -> Result<Option<i64>, DbError> {
+        match &self.chain {
+            Chain::Local(key) => Ok(entries
+                .iter()
+                .find(|e| entry_hash(key, &e.prev_hash, &canonical(e)) != e.hash)
+                .map(|e| e.seq)),
+            Chain::Server => match (entries.first(), entries.last()) {
+                (Some(a), Some(b)) => server::first_bad_mac(&self.db, a.seq, b.seq),
+                _ => Ok(None),
+            },
+        }
+    }
+
+    /// A MAC over `text` for another purpose than a link (`label` keeps them apart).
+    pub(crate) fn mac_of(&self, label: &str, text: &str) -> Result<String, DbError> {
+        match &self.chain {
+            Chain::Local(key) => {
+                let Ok(mut h) = Hmac::<Sha256>::new_from_slice(key) else {
+                    return Ok(String::new());
+                };
+                h.update(format!("dlq-triage {label}\n").as_bytes());
+                h.update(text.as_bytes());
+                Ok(hex(&h.finalize().into_bytes()))
+            }
+            Chain::Server => server::mac(&self.db, label, text),
+        }
+    }
+}

@@ -13,6 +13,7 @@
 
 use super::*;
 use crate::verify::Scope;
+use crate::LOCK_WAIT;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 
@@ -52,17 +53,13 @@ impl Checkpoint {
         }
     }
 
-    fn mac(&self, key: &[u8]) -> String {
-        let Ok(mut h) = Hmac::<Sha256>::new_from_slice(key) else {
-            return String::new();
-        };
+    /// What its MAC covers: everything but the MAC.
+    fn unsigned(&self) -> String {
         let unsigned = Checkpoint {
             mac: String::new(),
             ..self.clone()
         };
-        h.update(b"dlq-triage verified checkpoint\n");
-        h.update(&serde_json::to_vec(&unsigned).unwrap_or_default());
-        hex(&h.finalize().into_bytes())
+        serde_json::to_string(&unsigned).unwrap_or_default()
     }
 }
 
@@ -91,11 +88,9 @@ impl Ledger {
     /// since the checkpoint checks out, `None` when it cannot vouch for the ledger (no
     /// valid checkpoint, or something out of place — the full walk says what).
     pub fn verify_since_checkpoint(&self) -> Result<Option<Verification>, JournalError> {
-        self.conn
-            .execute_batch("BEGIN DEFERRED")
-            .map_err(|e| self.err(e))?;
+        self.db.begin_read().map_err(|e| self.err(e))?;
         let out = self.verify_recent_snapshot();
-        let _ = self.conn.execute_batch("COMMIT");
+        let _ = self.db.commit();
         Ok(match out? {
             Ok((v, c)) => {
                 self.store_checkpoint(&c);
@@ -110,14 +105,17 @@ impl Ledger {
             return Ok(Err(Suspect));
         };
         // The checkpoint's own entry (unchanged, MAC and all) and everything after it.
-        let read = Self::entries_in(&self.conn, cp.seq).map_err(|e| self.err(e))?;
+        let read = Self::entries_in(&self.db, cp.seq).map_err(|e| self.err(e))?;
         let Some(at_checkpoint) = read
             .first()
             .filter(|e| e.seq == cp.seq && e.hash == cp.hash)
         else {
             return Ok(Err(Suspect));
         };
-        if self.walk(&read, cp.seq, &at_checkpoint.prev_hash).is_some() {
+        if self
+            .walk(&read, cp.seq, &at_checkpoint.prev_hash)?
+            .is_some()
+        {
             return Ok(Err(Suspect));
         }
         let Some(touched) = self.replays_named(&read[1..])? else {
@@ -127,13 +125,12 @@ impl Ledger {
         let mut from = cp.seq + 1;
         for id in &touched {
             let start: Option<i64> = self
-                .conn
-                .query_row(
+                .db
+                .opt(
                     "SELECT seq FROM audit WHERE target = ?1 AND action = 'replay-start'",
-                    [id],
+                    p![id],
                     |r| r.get(0),
                 )
-                .optional()
                 .map_err(|e| self.err(e))?;
             match start {
                 Some(s) => from = from.min(s),
@@ -141,7 +138,7 @@ impl Ledger {
             }
         }
         let window = if from <= cp.seq {
-            Self::entries_in(&self.conn, from).map_err(|e| self.err(e))?
+            Self::entries_in(&self.db, from).map_err(|e| self.err(e))?
         } else {
             read
         };
@@ -214,13 +211,12 @@ impl Ledger {
                 return Ok(None);
             };
             let reason: Option<String> = self
-                .conn
-                .query_row(
+                .db
+                .opt(
                     "SELECT reason FROM decisions WHERE audit_seq = ?1",
-                    [decision],
+                    p![decision],
                     |r| r.get(0),
                 )
-                .optional()
                 .map_err(|e| self.err(e))?;
             match reason.as_deref().and_then(|r| r.strip_prefix("replay ")) {
                 Some(r) => named.insert(r.to_string()),
@@ -239,14 +235,14 @@ impl Ledger {
         base: Option<(&Checkpoint, &HashSet<String>)>,
     ) -> Result<Checkpoint, JournalError> {
         let count = |table: &str| -> Result<i64, JournalError> {
-            self.conn
-                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            self.db
+                .one(&format!("SELECT count(*) FROM {table}"), p![], |r| r.get(0))
                 .map_err(|e| self.err(e))
         };
         let grouped = |sql: &str| -> Result<BTreeMap<String, i64>, JournalError> {
-            self.conn
-                .prepare(sql)
-                .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            self.db
+                .map(sql, p![], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map(|rows| rows.into_iter().collect())
                 .map_err(|e| self.err(e))
         };
         let items = match base {
@@ -259,10 +255,10 @@ impl Ledger {
                     .collect();
                 for id in named {
                     let n = self
-                        .conn
-                        .query_row(
+                        .db
+                        .one(
                             "SELECT count(*) FROM replay_items WHERE replay_id = ?1",
-                            [id],
+                            p![id],
                             |r| r.get(0),
                         )
                         .map_err(|e| self.err(e))?;
@@ -272,7 +268,13 @@ impl Ledger {
             }
         };
         let open = grouped("SELECT replay_id, count(*) FROM replay_items WHERE state IN ('planned', 'sending') GROUP BY replay_id")?;
-        let states = grouped_states(&self.conn).map_err(|e| self.err(e))?;
+        let states: BTreeMap<String, String> = self
+            .db
+            .map("SELECT id, state FROM replays", p![], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map(|rows| rows.into_iter().collect())
+            .map_err(|e| self.err(e))?;
         let replays = states
             .into_iter()
             .map(|(id, state)| {
@@ -299,64 +301,82 @@ impl Ledger {
     /// the full walk runs instead).
     pub(crate) fn load_checkpoint(&self) -> Option<Checkpoint> {
         let text: String = self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [META_KEY], |r| {
+            .db
+            .opt("SELECT value FROM meta WHERE key = ?1", p![META_KEY], |r| {
                 r.get(0)
             })
-            .ok()?;
+            .ok()??;
         let c: Checkpoint = serde_json::from_str(&text).ok()?;
-        (c.mac(&self.key) == c.mac).then_some(c)
+        let mac = self.mac_of("verified checkpoint", &c.unsigned()).ok()?;
+        (mac == c.mac).then_some(c)
     }
 
     /// A full walk failed: no write may trust the checkpoint any more (each walks the
     /// whole ledger, and refuses, until a walk passes again). The checkpoint itself stays:
     /// it is still an anchor against truncation.
     pub(crate) fn mark_walk_failed(&self, seq: i64) {
-        self.meta_write(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            params![WALK_FAILED, seq.to_string()],
-        );
+        self.meta_write(|| {
+            self.db.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                p![WALK_FAILED, seq.to_string()],
+            )
+        });
     }
 
     fn walk_failed(&self) -> bool {
-        self.conn
-            .query_row("SELECT 1 FROM meta WHERE key = ?1", [WALK_FAILED], |_| {
-                Ok(())
-            })
-            .is_ok()
+        // Unreadable counts as failed: the full walk then says what is wrong.
+        !matches!(
+            self.db.opt(
+                "SELECT 1 FROM meta WHERE key = ?1",
+                p![WALK_FAILED],
+                |_| Ok(())
+            ),
+            Ok(None)
+        )
     }
 
     /// A best-effort write to `meta`: a checkpoint only saves time, and a ledger busy with
     /// another writer is not waited on for long.
-    fn meta_write(&self, sql: &str, p: impl rusqlite::Params) {
-        let _ = self
-            .conn
-            .busy_timeout(std::time::Duration::from_millis(250));
-        let _ = self.conn.execute(sql, p);
-        let _ = self.conn.busy_timeout(std::time::Duration::from_secs(10));
+    fn meta_write<T>(&self, f: impl FnOnce() -> Result<T, crate::db::DbError>) {
+        self.db.set_lock_wait(std::time::Duration::from_millis(250));
+        if self.db.begin_write().is_ok() {
+            match f() {
+                Ok(_) => {
+                    let _ = self.db.commit();
+                }
+                Err(_) => self.db.rollback(),
+            }
+        }
+        self.db.set_lock_wait(LOCK_WAIT);
     }
 
     /// Keep `c` (from a clean walk or check) unless a newer one is there already.
     pub(crate) fn store_checkpoint(&self, c: &Checkpoint) {
         let mut signed = c.clone();
-        signed.mac = c.mac(&self.key);
+        let Ok(mac) = self.mac_of("verified checkpoint", &c.unsigned()) else {
+            return;
+        };
+        signed.mac = mac;
         let Ok(text) = serde_json::to_string(&signed) else {
             return;
         };
-        self.meta_write(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE json_extract(meta.value, '$.seq') <= json_extract(excluded.value, '$.seq')",
-            params![META_KEY, text],
-        );
+        self.meta_write(|| {
+            // Read under the write lock: a newer one (another process) is kept.
+            if self.load_checkpoint().is_some_and(|have| have.seq > c.seq) {
+                return Ok(0);
+            }
+            self.db.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                p![META_KEY, text],
+            )
+        });
     }
 
     /// A full walk passed: writes may check incrementally again.
     pub(crate) fn clear_walk_failed(&self) {
-        self.meta_write("DELETE FROM meta WHERE key = ?1", params![WALK_FAILED]);
+        self.meta_write(|| {
+            self.db
+                .execute("DELETE FROM meta WHERE key = ?1", p![WALK_FAILED])
+        });
     }
-}
-
-fn grouped_states(conn: &Connection) -> rusqlite::Result<BTreeMap<String, String>> {
-    conn.prepare("SELECT id, state FROM replays")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect()
 }

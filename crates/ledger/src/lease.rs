@@ -4,9 +4,10 @@
 //! a dead one (kill -9, a lost host) is taken over by the next `--resume`.
 
 use super::{now, Ledger};
+use crate::db::{Db, DbError, Row};
+use crate::p;
 use chrono::{DateTime, Utc};
 use dlq_core::journal::{Claim, JournalError, LEASE_HEARTBEAT};
-use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::{HashMap, HashSet};
 
 /// This host's name, as leases record it.
@@ -29,7 +30,7 @@ pub(crate) struct Lease {
 
 impl Lease {
     /// The lease columns read at `at`, `at + 1`, `at + 2` (pid, host, heartbeat).
-    pub fn from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Lease> {
+    pub fn from_row(r: &Row, at: usize) -> Result<Lease, DbError> {
         Ok(Lease {
             pid: r.get(at)?,
             host: r.get(at + 1)?,
@@ -69,18 +70,17 @@ impl Lease {
 }
 
 impl Ledger {
-    pub(crate) fn lease_of(tx: &Connection, id: &str) -> rusqlite::Result<Option<(Lease, String)>> {
-        tx.query_row(
+    pub(crate) fn lease_of(tx: &Db, id: &str) -> Result<Option<(Lease, String)>, DbError> {
+        tx.opt(
             "SELECT lease_pid, lease_host, heartbeat_at, actor FROM replays WHERE id = ?1",
-            params![id],
+            p![id],
             |r| Ok((Lease::from_row(r, 0)?, r.get(3)?)),
         )
-        .optional()
     }
 
     /// Take the lease of replay `id` for this process (inside the start or resume
     /// transaction); `LeaseHeld` when a live process holds it.
-    pub(crate) fn take_lease(&self, tx: &Connection, id: &str) -> Result<(), JournalError> {
+    pub(crate) fn take_lease(&self, tx: &Db, id: &str) -> Result<(), JournalError> {
         if let Some((lease, actor)) = Self::lease_of(tx, id).map_err(|e| self.err(e))? {
             if lease.held_by_another(Utc::now()) {
                 return Err(JournalError::LeaseHeld {
@@ -93,7 +93,7 @@ impl Ledger {
         }
         tx.execute(
             "UPDATE replays SET lease_pid = ?2, lease_host = ?3, heartbeat_at = ?4 WHERE id = ?1",
-            params![id, std::process::id(), this_host(), now()],
+            p![id, std::process::id(), this_host(), now()],
         )
         .map_err(|e| self.err(e))?;
         Ok(())
@@ -102,16 +102,16 @@ impl Ledger {
     /// Renew this process's lease; `LeaseHeld` when another process took it over.
     pub fn replay_heartbeat(&mut self, id: &str) -> Result<(), JournalError> {
         let renewed = self
-            .conn
+            .db
             .execute(
                 "UPDATE replays SET heartbeat_at = ?4 WHERE id = ?1 AND lease_pid = ?2 AND lease_host = ?3 AND state = 'running'",
-                params![id, std::process::id(), this_host(), now()],
+                p![id, std::process::id(), this_host(), now()],
             )
             .map_err(|e| self.err(e))?;
         if renewed == 1 {
             return Ok(());
         }
-        let (lease, actor) = Self::lease_of(&self.conn, id)
+        let (lease, actor) = Self::lease_of(&self.db, id)
             .map_err(|e| self.err(e))?
             .ok_or_else(|| self.other(format!("replay {id} is not in the ledger")))?;
         Err(JournalError::LeaseHeld {
@@ -125,20 +125,19 @@ impl Ledger {
     /// Letters of `source` held by live replays other than `except`.
     pub(crate) fn claims_in(
         &self,
-        tx: &Connection,
+        tx: &Db,
         source: &str,
         except: Option<&str>,
     ) -> Result<Vec<Claim>, JournalError> {
-        type Row = (String, String, String, String, String, Lease);
-        let rows: Vec<Row> = tx
-            .prepare_cached(
+        type Held = (String, String, String, String, String, Lease);
+        let rows: Vec<Held> = tx
+            .map(
                 "SELECT i.letter_id, i.binding, r.id, r.actor, r.started_at, r.lease_pid, r.lease_host, r.heartbeat_at \
                  FROM replays r JOIN replay_items i ON i.replay_id = r.id \
                  WHERE r.source = ?1 AND r.state = 'running' AND r.lease_pid IS NOT NULL \
                  AND i.state IN ('planned', 'sending')",
-            )
-            .and_then(|mut st| {
-                st.query_map(params![source], |r| {
+                p![source],
+                |r| {
                     Ok((
                         r.get(0)?,
                         r.get(1)?,
@@ -147,13 +146,12 @@ impl Ledger {
                         r.get(4)?,
                         Lease::from_row(r, 5)?,
                     ))
-                })?
-                .collect()
-            })
+                },
+            )
             .map_err(|e| self.err(e))?;
         let now = Utc::now();
         let mut live: HashMap<String, bool> = HashMap::new();
-        let held: Vec<Row> = rows
+        let held: Vec<Held> = rows
             .into_iter()
             .filter(|(_, _, id, _, _, lease)| {
                 Some(id.as_str()) != except
@@ -164,9 +162,9 @@ impl Ledger {
         let mut figures: HashMap<String, (usize, usize)> = HashMap::new();
         for id in ids {
             let f: (i64, i64) = tx
-                .query_row(
+                .one(
                     "SELECT COUNT(*), COUNT(*) FILTER (WHERE state IN ('confirmed', 'settled')) FROM replay_items WHERE replay_id = ?1",
-                    params![id],
+                    p![id],
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .map_err(|e| self.err(e))?;
@@ -193,7 +191,7 @@ impl Ledger {
 
     /// Letters of `source` held by live replays.
     pub fn claims(&self, source: &str) -> Result<Vec<Claim>, JournalError> {
-        self.claims_in(&self.conn, source, None)
+        self.claims_in(&self.db, source, None)
     }
 
     /// What a plan about to be journaled may not include of `letters` (id, binding):
@@ -202,7 +200,7 @@ impl Ledger {
     /// inside the journaling transaction, when there are any.
     pub(crate) fn refuse_taken(
         &self,
-        tx: &Connection,
+        tx: &Db,
         source: &str,
         except: &str,
         letters: impl Iterator<Item = (String, String)>,
@@ -213,18 +211,14 @@ impl Ledger {
             .into_iter()
             .filter(|c| wanted.contains(&(c.letter_id.clone(), c.binding.clone())))
             .collect();
+        // A replay's decisions have the reason `replay ID` (see `replay_confirmed`).
         let replayed: Vec<(String, String)> = tx
-            .prepare_cached(
-                // A replay's decisions have the reason `replay ID` (see `replay_confirmed`).
+            .map(
                 "SELECT DISTINCT letter_id, binding FROM decisions \
                  WHERE source = ?1 AND kind = 'replay' AND binding IS NOT NULL AND reason != ?2",
+                p![source, format!("replay {except}")],
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .and_then(|mut st| {
-                st.query_map(params![source, format!("replay {except}")], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?
-                .collect::<rusqlite::Result<Vec<(String, String)>>>()
-            })
             .map_err(|e| self.err(e))?
             .into_iter()
             .filter(|l| wanted.contains(l))

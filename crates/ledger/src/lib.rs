@@ -11,19 +11,22 @@
 //! against it by `verify`; truncation at the end is caught with an anchor (`head`).
 
 use chrono::{SecondsFormat, Utc};
+use db::{Db, DbError};
 use dlq_core::journal::{AuditEntry, Decision, DecisionKind, Head, JournalError, Verification};
 use hmac::{Hmac, Mac};
-use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 pub struct Ledger {
-    conn: Connection,
+    db: Db,
     path: PathBuf,
     actor: String,
-    key: Vec<u8>,
+    chain: Chain,
 }
+
+/// How long a write waits for another writer (a replay journaling from another terminal).
+pub(crate) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -31,10 +34,12 @@ fn now() -> String {
 
 mod chain;
 mod checkpoint;
+pub mod db;
 mod journal_impl;
 mod lease;
 mod replays;
 mod schema;
+mod server;
 mod verify;
 mod verify_replays;
 
@@ -42,6 +47,7 @@ use chain::*;
 pub use chain::{key_path, sha256_hex, GENESIS};
 pub use checkpoint::FULL_WALK_UP_TO;
 pub use schema::SCHEMA_VERSION;
+pub use server::Location;
 use verify::*;
 
 impl Ledger {
@@ -56,7 +62,7 @@ impl Ledger {
             std::fs::create_dir_all(dir)
                 .map_err(|e| other(format!("creating {}: {e}", dir.display())))?;
         }
-        let conn = Connection::open(path).map_err(|source| JournalError::Storage {
+        let conn = rusqlite::Connection::open(path).map_err(|source| JournalError::Storage {
             path: p.clone(),
             source: Box::new(source),
         })?;
@@ -75,35 +81,42 @@ impl Ledger {
                 source: Box::new(source),
             })?;
         let key = load_or_create_key(&key_path(path), keyed_entries).map_err(other)?;
+        conn.set_prepared_statement_cache_capacity(128);
         let l = Ledger {
-            conn,
+            db: Db::Sqlite(conn),
             path: path.to_path_buf(),
             actor: actor.to_string(),
-            key,
+            chain: Chain::Local(key),
         };
         // The busy timeout first: a reader opening the ledger while a replay journals
         // (`dlq-triage replays` from a second terminal) waits instead of failing.
-        l.conn
-            .busy_timeout(std::time::Duration::from_secs(10))
-            .and_then(|_| l.conn.pragma_update(None, "journal_mode", "WAL"))
-            .and_then(|_| l.conn.pragma_update(None, "synchronous", "FULL"))
-            .map_err(|e| l.err(e))?;
+        if let Db::Sqlite(c) = &l.db {
+            c.busy_timeout(LOCK_WAIT)
+                .and_then(|_| c.pragma_update(None, "journal_mode", "WAL"))
+                .and_then(|_| c.pragma_update(None, "synchronous", "FULL"))
+                .map_err(|e| l.err(e))?;
+        }
         l.migrate()?;
         Ok(l)
     }
 
-    fn err(&self, source: rusqlite::Error) -> JournalError {
+    fn err(&self, source: impl Into<DbError>) -> JournalError {
         JournalError::Storage {
-            path: self.path.display().to_string(),
-            source: Box::new(source),
+            path: self.location(),
+            source: Box::new(source.into()),
         }
     }
 
     fn other(&self, message: String) -> JournalError {
         JournalError::Other {
-            path: self.path.display().to_string(),
+            path: self.location(),
             message,
         }
+    }
+
+    /// Where the ledger lives, for messages: its file, or its server without credentials.
+    pub fn location(&self) -> String {
+        self.path.display().to_string()
     }
 
     pub fn path(&self) -> &Path {
@@ -117,15 +130,21 @@ impl Ledger {
     /// Append an audit entry inside an open transaction.
     fn audit_in(
         &self,
-        tx: &Connection,
+        tx: &Db,
         action: &str,
         target: &str,
         detail: &str,
-    ) -> rusqlite::Result<AuditEntry> {
-        let last: Option<(i64, String)> = tx
-            .prepare_cached("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
+    ) -> Result<AuditEntry, DbError> {
+        let key = match &self.chain {
+            Chain::Local(key) => key,
+            // The server computes the link inside the insert: a client never holds the key.
+            Chain::Server => return server::append(tx, action, target, detail),
+        };
+        let last: Option<(i64, String)> = tx.opt(
+            "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+            p![],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         let (seq, prev_hash) = match last {
             Some((s, h)) => (s + 1, h),
             None => (1, GENESIS.to_string()),
@@ -133,7 +152,7 @@ impl Ledger {
         let at = now();
         let actor = self.actor.as_str();
         let hash = entry_hash(
-            &self.key,
+            key,
             &prev_hash,
             &Canonical {
                 seq,
@@ -144,10 +163,10 @@ impl Ledger {
                 detail,
             },
         );
-        tx.prepare_cached(
+        tx.execute(
             "INSERT INTO audit (seq, at, actor, action, target, detail, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?
-        .execute(params![seq, at, actor, action, target, detail, prev_hash, hash])?;
+            p![seq, at, actor, action, target, detail, prev_hash, hash],
+        )?;
         Ok(AuditEntry {
             seq,
             at,
@@ -165,18 +184,16 @@ impl Ledger {
     /// cannot both append entry N or both decide on one letter.
     fn write<T>(
         &mut self,
-        f: impl FnOnce(&Self, &Connection) -> Result<T, JournalError>,
+        f: impl FnOnce(&Self, &Db) -> Result<T, JournalError>,
     ) -> Result<T, JournalError> {
-        self.conn
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(|e| self.err(e))?;
-        match f(self, &self.conn) {
+        self.db.begin_write().map_err(|e| self.err(e))?;
+        match f(self, &self.db) {
             Ok(out) => {
-                self.conn.execute_batch("COMMIT").map_err(|e| self.err(e))?;
+                self.db.commit().map_err(|e| self.err(e))?;
                 Ok(out)
             }
             Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                self.db.rollback();
                 Err(e)
             }
         }
@@ -225,12 +242,11 @@ impl Ledger {
     ) -> Result<Decision, JournalError> {
         self.write(|l, tx| {
             let first: Option<(String, String, String)> = tx
-                .query_row(
+                .opt(
                     "SELECT actor, at, reason FROM decisions WHERE source = ?1 AND letter_id = ?2 AND binding = ?3 AND kind = 'discard'",
-                    params![source, letter_id, binding],
+                    p![source, letter_id, binding],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                 )
-                .optional()
                 .map_err(|e| l.err(e))?;
             if let Some((actor, at, reason)) = first {
                 return Err(JournalError::AlreadyDecided {
@@ -245,13 +261,15 @@ impl Ledger {
             let entry = l
                 .audit_in(tx, "discard", letter_id, &detail)
                 .map_err(|e| l.err(e))?;
-            tx.execute(
-                "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) VALUES (?1, ?2, ?3, ?4, 'discard', ?5, ?6, ?7, ?8)",
-                params![source, letter_id, binding, coords, reason, l.actor, entry.at, entry.seq],
-            )
-            .map_err(|e| l.err(e))?;
+            let id: i64 = tx
+                .one(
+                    "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) VALUES (?1, ?2, ?3, ?4, 'discard', ?5, ?6, ?7, ?8) RETURNING id",
+                    p![source, letter_id, binding, coords, reason, l.actor, entry.at, entry.seq],
+                    |r| r.get(0),
+                )
+                .map_err(|e| l.err(e))?;
             Ok(Decision {
-                id: tx.last_insert_rowid(),
+                id,
                 source: source.into(),
                 letter_id: letter_id.into(),
                 coords: coords.map(str::to_string),
@@ -278,7 +296,7 @@ impl Ledger {
     ) -> Result<i64, JournalError> {
         self.write(|l, tx| {
             let number: i64 = tx
-                .query_row("SELECT COALESCE(MAX(number), 0) + 1 FROM revisions WHERE source = ?1 AND letter_id = ?2", params![source, letter_id], |r| r.get(0))
+                .one("SELECT COALESCE(MAX(number), 0) + 1 FROM revisions WHERE source = ?1 AND letter_id = ?2", p![source, letter_id], |r| r.get(0))
                 .map_err(|e| l.err(e))?;
             let paths = serde_json::to_string(changed_paths).unwrap_or_default();
             let (sha_before, sha_after) = (sha256_hex(before), sha256_hex(after));
@@ -288,7 +306,7 @@ impl Ledger {
                 .map_err(|e| l.err(e))?;
             tx.execute(
                 "INSERT INTO revisions (source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload, audit_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![source, letter_id, number, l.actor, entry.at, reason, paths, sha_before, sha_after, after, entry.seq],
+                p![source, letter_id, number, l.actor, entry.at, reason, paths, sha_before, sha_after, after, entry.seq],
             )
             .map_err(|e| l.err(e))?;
             Ok(number)
@@ -303,13 +321,12 @@ impl Ledger {
         number: i64,
     ) -> Result<Option<Vec<u8>>, JournalError> {
         let row: Option<(Vec<u8>, Option<i64>)> = self
-            .conn
-            .query_row(
+            .db
+            .opt(
                 "SELECT payload, audit_seq FROM revisions WHERE source = ?1 AND letter_id = ?2 AND number = ?3",
-                params![source, letter_id, number],
+                p![source, letter_id, number],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .optional()
             .map_err(|e| self.err(e))?;
         let Some((payload, seq)) = row else {
             return Ok(None);
@@ -332,26 +349,32 @@ impl Ledger {
     ) -> Result<(), JournalError> {
         let entry = match seq {
             Some(seq) => self
-                .conn
-                .query_row(
+                .db
+                .opt(
                     "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq = ?1",
-                    [seq],
+                    p![seq],
                     entry_row,
                 )
-                .optional()
                 .map_err(|e| self.err(e))?,
             None => None,
         };
-        let holds = entry.is_some_and(|e| {
-            let d: serde_json::Value = serde_json::from_str(&e.detail).unwrap_or_default();
-            entry_hash(&self.key, &e.prev_hash, &canonical(&e)) == e.hash
-                && e.action == "edit"
-                && e.target == letter_id
-                && d.get("source").and_then(|v| v.as_str()) == Some(source)
-                && d.get("revision").and_then(|v| v.as_i64()) == Some(number)
-                && d.get("sha256_after").and_then(|v| v.as_str())
-                    == Some(sha256_hex(payload).as_str())
-        });
+        let mac_holds = match &entry {
+            Some(e) => self
+                .first_bad_mac(std::slice::from_ref(e))
+                .map_err(|err| self.err(err))?
+                .is_none(),
+            None => false,
+        };
+        let holds = mac_holds
+            && entry.is_some_and(|e| {
+                let d: serde_json::Value = serde_json::from_str(&e.detail).unwrap_or_default();
+                e.action == "edit"
+                    && e.target == letter_id
+                    && d.get("source").and_then(|v| v.as_str()) == Some(source)
+                    && d.get("revision").and_then(|v| v.as_i64()) == Some(number)
+                    && d.get("sha256_after").and_then(|v| v.as_str())
+                        == Some(sha256_hex(payload).as_str())
+            });
         if holds {
             return Ok(());
         }
@@ -370,7 +393,7 @@ impl Ledger {
                 .map_err(|e| l.err(e))?;
             tx.execute(
                 "UPDATE decisions SET applied_at = ?1 WHERE id = ?2 AND applied_at IS NULL",
-                params![entry.at, decision.id],
+                p![entry.at, decision.id],
             )
             .map_err(|e| l.err(e))?;
             // A replayed letter acked later (reconciled): its journal says so too.
@@ -381,7 +404,7 @@ impl Ledger {
             {
                 tx.execute(
                     "UPDATE replay_items SET state = 'settled', at = ?1 WHERE replay_id = ?2 AND letter_id = ?3 AND binding = ?4 AND state = 'confirmed'",
-                    params![entry.at, replay, decision.letter_id, decision.binding],
+                    p![entry.at, replay, decision.letter_id, decision.binding],
                 )
                 .map_err(|e| l.err(e))?;
             }
@@ -393,9 +416,8 @@ impl Ledger {
         let sql = format!(
             "SELECT id, source, letter_id, coords, binding, kind, reason, actor, at, applied_at, audit_seq FROM decisions WHERE source = ?1 {clause} ORDER BY id"
         );
-        let mut st = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = st
-            .query_map(params![source], |r| {
+        self.db
+            .map(&sql, p![source], |r| {
                 Ok(Decision {
                     id: r.get(0)?,
                     source: r.get(1)?,
@@ -410,8 +432,7 @@ impl Ledger {
                     audit_seq: r.get(10)?,
                 })
             })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))
     }
 
     /// Every decision for a source, oldest first.
@@ -425,33 +446,32 @@ impl Ledger {
     }
 
     /// Entries from `from` on, in order.
-    fn entries_in(conn: &Connection, from: i64) -> rusqlite::Result<Vec<AuditEntry>> {
-        let mut st = conn.prepare(
-            "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq >= ?1 ORDER BY rowid",
-        )?;
-        let rows = st.query_map([from], entry_row)?;
-        rows.collect()
+    fn entries_in(db: &Db, from: i64) -> Result<Vec<AuditEntry>, DbError> {
+        db.map(
+            "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq >= ?1 ORDER BY seq",
+            p![from],
+            entry_row,
+        )
     }
 
     /// The audit log in order.
     pub fn audit_entries(&self) -> Result<Vec<AuditEntry>, JournalError> {
-        Self::entries_in(&self.conn, i64::MIN).map_err(|e| self.err(e))
+        Self::entries_in(&self.db, i64::MIN).map_err(|e| self.err(e))
     }
 
     /// Audit entries about one letter (its decisions, revisions, unmasks, refusals).
     pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, JournalError> {
-        self.conn
-            .prepare("SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE target = ?1 ORDER BY seq")
-            .and_then(|mut st| st.query_map([letter_id], entry_row)?.collect())
+        self.db
+            .map("SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE target = ?1 ORDER BY seq", p![letter_id], entry_row)
             .map_err(|e| self.err(e))
     }
 
     /// The newest entry, or `None` for an empty log.
     pub fn head(&self) -> Result<Option<Head>, JournalError> {
-        self.conn
-            .query_row(
+        self.db
+            .opt(
                 "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
-                [],
+                p![],
                 |r| {
                     Ok(Head {
                         seq: r.get(0)?,
@@ -459,13 +479,12 @@ impl Ledger {
                     })
                 },
             )
-            .optional()
             .map_err(|e| self.err(e))
     }
 }
 
 /// An audit row (`seq, at, actor, action, target, detail, prev_hash, hash`).
-fn entry_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditEntry> {
+fn entry_row(r: &db::Row) -> Result<AuditEntry, DbError> {
     Ok(AuditEntry {
         seq: r.get(0)?,
         at: r.get(1)?,
@@ -481,6 +500,15 @@ fn entry_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditEntry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::{params, Connection};
+
+    /// The SQLite connection behind a test ledger, to tamper with it.
+    fn conn(l: &Ledger) -> &Connection {
+        match &l.db {
+            Db::Sqlite(c) => c,
+            Db::Pg(_) => panic!("a SQLite ledger"),
+        }
+    }
 
     fn ledger() -> (tempfile::TempDir, Ledger) {
         let dir = tempfile::tempdir().expect("tmp");
@@ -547,7 +575,7 @@ mod tests {
         ] {
             let (_dir, mut l) = ledger();
             chain(&mut l, 5);
-            l.conn.execute_batch(sql).expect(what);
+            conn(&l).execute_batch(sql).expect(what);
             let v = l.verify(None).expect("verify");
             assert!(!v.ok, "{what} went unnoticed");
             assert_eq!(v.first_bad_seq, Some(bad_seq), "{what}: {v:?}");
@@ -566,7 +594,7 @@ mod tests {
                 Some(k) => entry_hash(k, &prev, &canonical(&e)),
                 None => legacy_entry_hash(&prev, &canonical(&e)),
             };
-            l.conn
+            conn(l)
                 .execute(
                     "UPDATE audit SET seq = ?1, prev_hash = ?2, hash = ?3 WHERE rowid = (SELECT rowid FROM audit ORDER BY rowid LIMIT 1 OFFSET ?4)",
                     params![e.seq, prev, h, i as i64],
@@ -582,7 +610,7 @@ mod tests {
             // Edit an entry and recompute every later hash.
             let (_d, mut l) = ledger();
             chain(&mut l, 5);
-            l.conn
+            conn(&l)
                 .execute_batch("UPDATE audit SET detail = '{}' WHERE seq = 2")
                 .expect("edit");
             rechain(&l, key);
@@ -591,7 +619,7 @@ mod tests {
             // Delete a middle entry and renumber the rest.
             let (_d, mut l) = ledger();
             chain(&mut l, 5);
-            l.conn
+            conn(&l)
                 .execute_batch("DELETE FROM audit WHERE seq = 3")
                 .expect("delete");
             rechain(&l, key);
@@ -610,13 +638,13 @@ mod tests {
             let head = l.head().expect("head").expect("some");
             assert_eq!(head.seq, 5);
             assert!(l.verify(Some(&head)).expect("verify").ok);
-            l.conn.execute_batch(sql).expect(sql);
+            conn(&l).execute_batch(sql).expect(sql);
             // The last verified checkpoint is an anchor the ledger keeps itself…
             let v = l.verify(None).expect("verify");
             assert!(!v.ok, "{sql} went unnoticed by the checkpoint");
             assert!(v.problem.unwrap_or_default().contains("checkpoint"));
             // …that whoever truncates can delete too: then the log still chains…
-            l.conn
+            conn(&l)
                 .execute_batch("DELETE FROM meta WHERE key = 'verified'")
                 .expect("drop checkpoint");
             assert!(l.verify(None).expect("verify").ok, "{sql}");
@@ -656,7 +684,7 @@ mod tests {
             l.record_revision("kafka://k/t", "msg-9", "fix", &["/a".into()], b"{}", b"{\"a\":1}")
                 .expect("revision");
             assert!(l.verify(None).expect("verify").ok, "{what}: clean first");
-            l.conn.execute_batch(sql).expect(what);
+            conn(&l).execute_batch(sql).expect(what);
             let v = l.verify(None).expect("verify");
             assert!(!v.ok, "{what} went unnoticed");
         }
@@ -781,7 +809,7 @@ mod tests {
     #[test]
     fn newer_schemas_are_refused() {
         let (dir, l) = ledger();
-        l.conn
+        conn(&l)
             .pragma_update(None, "user_version", 99)
             .expect("bump");
         drop(l);

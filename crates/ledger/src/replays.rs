@@ -6,11 +6,12 @@
 //! letter of its key was not replayed) or `failed-again` (it came back to the DLQ).
 
 use super::{Ledger, RowProblem};
+use crate::db::{DbError, Row};
+use crate::p;
 use dlq_core::journal::{
     AuditEntry, ConfirmedLetter, Decision, DecisionKind, ItemState, JournalError, PlannedItem,
     ReplayItemRow, ReplayRow, ReplayState,
 };
-use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
 
 impl Ledger {
@@ -31,14 +32,12 @@ impl Ledger {
                 .iter()
                 .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
             l.refuse_taken(tx, source, id, letters)?;
-            {
-                let mut st = tx
-                    .prepare("INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')")
-                    .map_err(|e| l.err(e))?;
-                for (seq, letter_id, binding, location) in items {
-                    st.execute(params![id, seq, letter_id, binding, location])
-                        .map_err(|e| l.err(e))?;
-                }
+            for (seq, letter_id, binding, location) in items {
+                tx.execute(
+                    "INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')",
+                    p![id, seq, letter_id, binding, location],
+                )
+                .map_err(|e| l.err(e))?;
             }
             // The planned letters are in the chain by their digest: `audit verify` names
             // a row added, removed or re-addressed later.
@@ -47,7 +46,7 @@ impl Ledger {
                 .map_err(|e| l.err(e))?;
             tx.execute(
                 "INSERT INTO replays (id, source, target, actor, started_at, state, detail) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
-                params![id, source, target, l.actor, entry.at, detail.to_string()],
+                p![id, source, target, l.actor, entry.at, detail.to_string()],
             )
             .map_err(|e| l.err(e))?;
             l.take_lease(tx, id)?;
@@ -67,13 +66,12 @@ impl Ledger {
         self.write(|l, tx| {
             l.take_lease(tx, id)?;
             let source: String = tx
-                .query_row("SELECT source FROM replays WHERE id = ?1", params![id], |r| {
+                .one("SELECT source FROM replays WHERE id = ?1", p![id], |r| {
                     r.get(0)
                 })
                 .map_err(|e| l.err(e))?;
             let open: Vec<(String, String)> = tx
-                .prepare("SELECT letter_id, binding FROM replay_items WHERE replay_id = ?1 AND state IN ('planned', 'sending')")
-                .and_then(|mut st| st.query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+                .map("SELECT letter_id, binding FROM replay_items WHERE replay_id = ?1 AND state IN ('planned', 'sending')", p![id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(|e| l.err(e))?;
             let added_letters = added
                 .iter()
@@ -81,8 +79,8 @@ impl Ledger {
             l.refuse_taken(tx, &source, id, open.into_iter().chain(added_letters))?;
             for (seq, letter_id, binding, location) in added {
                 tx.execute(
-                    "INSERT OR IGNORE INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')",
-                    params![id, seq, letter_id, binding, location],
+                    "INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned') ON CONFLICT DO NOTHING",
+                    p![id, seq, letter_id, binding, location],
                 )
                 .map_err(|e| l.err(e))?;
             }
@@ -90,7 +88,7 @@ impl Ledger {
                 .map_err(|e| l.err(e))?;
             // The pace may have been changed for the rest of the run: keep the latest.
             let old: String = tx
-                .query_row("SELECT detail FROM replays WHERE id = ?1", params![id], |r| {
+                .one("SELECT detail FROM replays WHERE id = ?1", p![id], |r| {
                     r.get(0)
                 })
                 .map_err(|e| l.err(e))?;
@@ -101,7 +99,7 @@ impl Ledger {
             }
             tx.execute(
                 "UPDATE replays SET state = 'running', detail = ?2 WHERE id = ?1",
-                params![id, row.to_string()],
+                p![id, row.to_string()],
             )
             .map_err(|e| l.err(e))?;
             Ok(())
@@ -119,11 +117,12 @@ impl Ledger {
             let entry = l
                 .audit_in(tx, "replay-send", id, &detail)
                 .map_err(|e| l.err(e))?;
-            let mut st = tx
-                .prepare("UPDATE replay_items SET state = 'sending', at = ?3 WHERE replay_id = ?1 AND seq = ?2")
-                .map_err(|e| l.err(e))?;
             for s in seqs {
-                st.execute(params![id, s, entry.at]).map_err(|e| l.err(e))?;
+                tx.execute(
+                    "UPDATE replay_items SET state = 'sending', at = ?3 WHERE replay_id = ?1 AND seq = ?2",
+                    p![id, s, entry.at],
+                )
+                .map_err(|e| l.err(e))?;
             }
             Ok(())
         })
@@ -153,15 +152,15 @@ impl Ledger {
                 let entry = l
                     .audit_in(tx, "replay", c.letter_id, &detail)
                     .map_err(|e| l.err(e))?;
-                tx.prepare_cached(
-                    "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) VALUES (?1, ?2, ?3, ?4, 'replay', ?5, ?6, ?7, ?8)",
-                )
-                .and_then(|mut st| st.execute(
-                    params![source, c.letter_id, c.binding, c.location, reason, l.actor, entry.at, entry.seq],
-                ))
-                .map_err(|e| l.err(e))?;
+                let decision_id: i64 = tx
+                    .one(
+                        "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) VALUES (?1, ?2, ?3, ?4, 'replay', ?5, ?6, ?7, ?8) RETURNING id",
+                        p![source, c.letter_id, c.binding, c.location, reason, l.actor, entry.at, entry.seq],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| l.err(e))?;
                 let mut d = Decision {
-                    id: tx.last_insert_rowid(),
+                    id: decision_id,
                     source: source.into(),
                     letter_id: c.letter_id.into(),
                     coords: Some(c.location.into()),
@@ -180,7 +179,7 @@ impl Ledger {
                         .map_err(|e| l.err(e))?;
                     tx.execute(
                         "UPDATE decisions SET applied_at = ?1 WHERE id = ?2",
-                        params![applied.at, d.id],
+                        p![applied.at, d.id],
                     )
                     .map_err(|e| l.err(e))?;
                     d.applied_at = Some(applied.at);
@@ -191,7 +190,7 @@ impl Ledger {
                 // A copy can come back to the DLQ before its confirm is read: keep that.
                 tx.execute(
                     "UPDATE replay_items SET state = CASE WHEN state = 'failed-again' THEN state ELSE ?3 END, at = ?4, published = ?5 WHERE replay_id = ?1 AND seq = ?2",
-                    params![id, c.seq, state.as_str(), entry.at, c.published],
+                    p![id, c.seq, state.as_str(), entry.at, c.published],
                 )
                 .map_err(|e| l.err(e))?;
                 out.push(d);
@@ -216,12 +215,12 @@ impl Ledger {
                 .map_err(|e| l.err(e))?;
             tx.execute(
                 "UPDATE decisions SET applied_at = ?1 WHERE id = ?2 AND applied_at IS NULL",
-                params![entry.at, decision.id],
+                p![entry.at, decision.id],
             )
             .map_err(|e| l.err(e))?;
             tx.execute(
                 "UPDATE replay_items SET state = 'settled', at = ?3 WHERE replay_id = ?1 AND seq = ?2 AND state = 'confirmed'",
-                params![id, seq, entry.at],
+                p![id, seq, entry.at],
             )
             .map_err(|e| l.err(e))?;
             Ok(())
@@ -246,7 +245,7 @@ impl Ledger {
             let error = state.is_error().then_some(note).flatten();
             tx.execute(
                 "UPDATE replay_items SET state = ?3, at = ?4, error = COALESCE(?5, error) WHERE replay_id = ?1 AND seq = ?2",
-                params![id, seq, state.as_str(), entry.at, error],
+                p![id, seq, state.as_str(), entry.at, error],
             )
             .map_err(|e| l.err(e))?;
             Ok(())
@@ -278,11 +277,9 @@ impl Ledger {
             l.audit_in(tx, "replay-stop", id, &detail)
                 .map_err(|e| l.err(e))?;
             let old: String = tx
-                .query_row(
-                    "SELECT detail FROM replays WHERE id = ?1",
-                    params![id],
-                    |r| r.get(0),
-                )
+                .one("SELECT detail FROM replays WHERE id = ?1", p![id], |r| {
+                    r.get(0)
+                })
                 .map_err(|e| l.err(e))?;
             let mut d: serde_json::Value = serde_json::from_str(&old).unwrap_or_default();
             if let Some(o) = d.as_object_mut() {
@@ -291,14 +288,14 @@ impl Ledger {
             // Ended: the lease is given up (its letters are no longer claimed).
             tx.execute(
                 "UPDATE replays SET state = ?2, detail = ?3, lease_pid = NULL WHERE id = ?1",
-                params![id, state.as_str(), d.to_string()],
+                p![id, state.as_str(), d.to_string()],
             )
             .map_err(|e| l.err(e))?;
             Ok(())
         })
     }
 
-    fn replay_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplayRow> {
+    fn replay_row(r: &Row) -> Result<ReplayRow, DbError> {
         let detail: String = r.get(6)?;
         let lease = crate::lease::Lease::from_row(r, 7)?;
         let held_by = lease.held_by_another(chrono::Utc::now()).then(|| {
@@ -322,9 +319,8 @@ impl Ledger {
 
     /// Every replay, newest first.
     pub fn replays(&self) -> Result<Vec<ReplayRow>, JournalError> {
-        self.conn
-            .prepare("SELECT id, source, target, actor, started_at, state, detail, lease_pid, lease_host, heartbeat_at FROM replays ORDER BY started_at DESC, id DESC")
-            .and_then(|mut st| st.query_map([], Self::replay_row)?.collect())
+        self.db
+            .map("SELECT id, source, target, actor, started_at, state, detail, lease_pid, lease_host, heartbeat_at FROM replays ORDER BY started_at DESC, id DESC", p![], Self::replay_row)
             .map_err(|e| self.err(e))
     }
 
@@ -334,32 +330,27 @@ impl Ledger {
         id: &str,
     ) -> Result<Option<(ReplayRow, Vec<ReplayItemRow>)>, JournalError> {
         let row = self
-            .conn
-            .query_row(
+            .db
+            .opt(
                 "SELECT id, source, target, actor, started_at, state, detail, lease_pid, lease_host, heartbeat_at FROM replays WHERE id = ?1",
-                params![id],
+                p![id],
                 Self::replay_row,
             )
-            .optional()
             .map_err(|e| self.err(e))?;
         let Some(row) = row else { return Ok(None) };
         let items = self
-            .conn
-            .prepare("SELECT seq, letter_id, binding, location, state, at, published, error FROM replay_items WHERE replay_id = ?1 ORDER BY seq")
-            .and_then(|mut st| {
-                st.query_map(params![id], |r| {
-                    Ok(ReplayItemRow {
-                        seq: r.get(0)?,
-                        letter_id: r.get(1)?,
-                        binding: r.get(2)?,
-                        location: r.get(3)?,
-                        state: parsed(r, 4, ItemState::parse)?,
-                        at: r.get(5)?,
-                        published: r.get(6)?,
-                        error: r.get(7)?,
-                    })
-                })?
-                .collect()
+            .db
+            .map("SELECT seq, letter_id, binding, location, state, at, published, error FROM replay_items WHERE replay_id = ?1 ORDER BY seq", p![id], |r| {
+                Ok(ReplayItemRow {
+                    seq: r.get(0)?,
+                    letter_id: r.get(1)?,
+                    binding: r.get(2)?,
+                    location: r.get(3)?,
+                    state: parsed(r, 4, ItemState::parse)?,
+                    at: r.get(5)?,
+                    published: r.get(6)?,
+                    error: r.get(7)?,
+                })
             })
             .map_err(|e| self.err(e))?;
         Ok(Some((row, items)))
@@ -368,9 +359,8 @@ impl Ledger {
     /// Confirmed replays of each letter id on a source (the replay-count guard).
     pub fn replay_counts(&self, source: &str) -> Result<HashMap<String, u32>, JournalError> {
         let rows: Vec<(String, u32)> = self
-            .conn
-            .prepare("SELECT letter_id, COUNT(*) FROM decisions WHERE source = ?1 AND kind = 'replay' GROUP BY letter_id")
-            .and_then(|mut st| st.query_map(params![source], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .db
+            .map("SELECT letter_id, COUNT(*) FROM decisions WHERE source = ?1 AND kind = 'replay' GROUP BY letter_id", p![source], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(|e| self.err(e))?;
         Ok(rows.into_iter().collect())
     }
@@ -381,9 +371,8 @@ impl Ledger {
         source: &str,
     ) -> Result<HashMap<String, (i64, Vec<u8>)>, JournalError> {
         let rows: Vec<(String, i64, Vec<u8>, Option<i64>)> = self
-            .conn
-            .prepare("SELECT letter_id, number, payload, audit_seq FROM revisions r WHERE source = ?1 AND number = (SELECT MAX(number) FROM revisions WHERE source = r.source AND letter_id = r.letter_id)")
-            .and_then(|mut st| st.query_map(params![source], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect())
+            .db
+            .map("SELECT letter_id, number, payload, audit_seq FROM revisions r WHERE source = ?1 AND number = (SELECT MAX(number) FROM revisions WHERE source = r.source AND letter_id = r.letter_id)", p![source], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .map_err(|e| self.err(e))?;
         rows.into_iter()
             .map(|(id, n, payload, seq)| {
@@ -402,22 +391,20 @@ impl Ledger {
         only: Option<&std::collections::HashSet<String>>,
     ) -> Result<Option<RowProblem>, JournalError> {
         let sql = "SELECT replay_id, seq, letter_id, state FROM replay_items WHERE state IN ('confirmed', 'settled', 'failed-again')";
-        let read = |st: &mut rusqlite::Statement<'_>, p: &[&dyn rusqlite::ToSql]| {
-            st.query_map(p, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-                .collect::<rusqlite::Result<Vec<(String, u32, String, String)>>>()
+        type Item = (String, u32, String, String);
+        let read = |sql: &str, p: &[&dyn crate::db::ToValue]| -> Result<Vec<Item>, DbError> {
+            self.db
+                .map(sql, p, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         };
         let rows = match only {
-            None => self.conn.prepare(sql).and_then(|mut st| read(&mut st, &[])),
-            Some(only) => self
-                .conn
-                .prepare(&format!("{sql} AND replay_id = ?1"))
-                .and_then(|mut st| {
-                    let mut all = Vec::new();
-                    for id in only {
-                        all.extend(read(&mut st, &[id])?);
-                    }
-                    Ok(all)
-                }),
+            None => read(sql, p![]),
+            Some(only) => {
+                let one = format!("{sql} AND replay_id = ?1");
+                only.iter()
+                    .map(|id| read(&one, p![id]))
+                    .collect::<Result<Vec<Vec<Item>>, DbError>>()
+                    .map(|v| v.into_iter().flatten().collect())
+            }
         }
         .map_err(|e| self.err(e))?;
         if rows.is_empty() {
@@ -447,7 +434,7 @@ impl Ledger {
 /// `detail` with the digest of replay `id`'s planned letters as they are now.
 fn with_digest(
     l: &Ledger,
-    tx: &rusqlite::Connection,
+    tx: &crate::db::Db,
     id: &str,
     detail: &serde_json::Value,
 ) -> Result<String, JournalError> {
@@ -461,21 +448,12 @@ fn with_digest(
 
 /// A state column read back into its enum: a spelling this build does not know (a newer
 /// build wrote it, or the row was edited) is an error that says so, never a guess.
-pub(crate) fn parsed<T>(
-    r: &rusqlite::Row<'_>,
-    i: usize,
-    parse: fn(&str) -> Option<T>,
-) -> rusqlite::Result<T> {
+pub(crate) fn parsed<T>(r: &Row, i: usize, parse: fn(&str) -> Option<T>) -> Result<T, DbError> {
     let s: String = r.get(i)?;
     parse(&s).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            i,
-            rusqlite::types::Type::Text,
-            format!(
-                "unknown state `{}` (written by a newer build, or edited)",
-                s.escape_debug()
-            )
-            .into(),
-        )
+        DbError::Value(format!(
+            "unknown state `{}` in column {i} (written by a newer build, or edited)",
+            s.escape_debug()
+        ))
     })
 }

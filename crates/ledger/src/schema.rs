@@ -119,18 +119,19 @@ impl Ledger {
     /// before the version is read, so two commands opening a new ledger at once do not
     /// both create it.
     pub(crate) fn migrate(&self) -> Result<(), JournalError> {
-        let current = |c: &Connection| -> Result<i64, JournalError> {
-            c.pragma_query_value(None, "user_version", |r| r.get(0))
+        if self.db.is_pg() {
+            return crate::server::migrate(self);
+        }
+        let current = |db: &Db| -> Result<i64, JournalError> {
+            db.one("PRAGMA user_version", p![], |r| r.get(0))
                 .map_err(|e| self.err(e))
         };
-        if current(&self.conn)? == SCHEMA_VERSION {
+        if current(&self.db)? == SCHEMA_VERSION {
             return Ok(());
         }
-        self.conn
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(|e| self.err(e))?;
+        self.db.begin_write_sqlite().map_err(|e| self.err(e))?;
         let applied = (|| {
-            let version = current(&self.conn)?;
+            let version = current(&self.db)?;
             if version > SCHEMA_VERSION {
                 return Err(self.other(format!("schema version {version} is newer than this build understands ({SCHEMA_VERSION}); upgrade dlq-triage")));
             }
@@ -139,20 +140,20 @@ impl Ledger {
                 .enumerate()
                 .skip(usize::try_from(version).unwrap_or(0))
             {
-                self.conn.execute_batch(sql).map_err(|e| self.err(e))?;
+                self.db.batch(sql).map_err(|e| self.err(e))?;
                 if i == 1 {
-                    self.rekey_legacy_chain(&self.conn)?;
+                    self.rekey_legacy_chain(&self.db)?;
                 }
-                self.conn
-                    .pragma_update(None, "user_version", i as i64 + 1)
+                self.db
+                    .batch(&format!("PRAGMA user_version = {}", i + 1))
                     .map_err(|e| self.err(e))?;
             }
             Ok(())
         })();
         match applied {
-            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.err(e)),
+            Ok(()) => self.db.commit().map_err(|e| self.err(e)),
             Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                self.db.rollback();
                 Err(e)
             }
         }
@@ -160,7 +161,10 @@ impl Ledger {
 
     /// Schema 1 chained with plain sha256 (anyone could recompute it). Verify that chain
     /// as it was, refuse to migrate a broken one, then MAC every entry under the key.
-    pub(crate) fn rekey_legacy_chain(&self, tx: &Connection) -> Result<(), JournalError> {
+    pub(crate) fn rekey_legacy_chain(&self, tx: &Db) -> Result<(), JournalError> {
+        let Chain::Local(key) = &self.chain else {
+            return Ok(()); // schema 1 was SQLite only
+        };
         let entries = Self::entries_in(tx, i64::MIN).map_err(|e| self.err(e))?;
         let mut prev = GENESIS.to_string();
         let mut rekeyed = Vec::with_capacity(entries.len());
@@ -176,24 +180,25 @@ impl Ledger {
         }
         let mut prev = GENESIS.to_string();
         for e in &entries {
-            let hash = entry_hash(&self.key, &prev, &canonical(e));
+            let hash = entry_hash(key, &prev, &canonical(e));
             rekeyed.push((e.seq, prev.clone(), hash.clone()));
             prev = hash;
         }
         for (seq, prev_hash, hash) in rekeyed {
             tx.execute(
                 "UPDATE audit SET prev_hash = ?1, hash = ?2 WHERE seq = ?3",
-                params![prev_hash, hash, seq],
+                p![prev_hash, hash, seq],
             )
             .map_err(|e| self.err(e))?;
         }
         // Schema 1 marked decisions applied without an audit entry; schema 2 audits every
         // application. Record the earlier ones now, at the end of the chain.
         let applied: Vec<(String, String, Option<String>, i64)> = tx
-            .prepare(
+            .map(
                 "SELECT source, letter_id, binding, audit_seq FROM decisions WHERE applied_at IS NOT NULL ORDER BY id",
+                p![],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
-            .and_then(|mut st| st.query_map([], |r| <(String, String, Option<String>, i64)>::try_from(r))?.collect())
             .map_err(|e| self.err(e))?;
         for (source, letter_id, binding, seq) in applied {
             let detail = serde_json::json!({"decision": seq, "source": source, "binding": binding, "how": "applied before this ledger was upgraded"}).to_string();

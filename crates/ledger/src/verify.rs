@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::checkpoint::Checkpoint;
+use crate::p;
 use std::collections::{HashMap, HashSet};
 
 impl Ledger {
@@ -13,11 +14,9 @@ impl Ledger {
     pub fn verify(&self, expect_head: Option<&Head>) -> Result<Verification, JournalError> {
         // One read transaction: the chain and every table from one snapshot, so another
         // process's commit between two reads is not taken for an edit.
-        self.conn
-            .execute_batch("BEGIN DEFERRED")
-            .map_err(|e| self.err(e))?;
+        self.db.begin_read().map_err(|e| self.err(e))?;
         let out = self.verify_snapshot(expect_head);
-        let _ = self.conn.execute_batch("COMMIT");
+        let _ = self.db.commit();
         let (v, checkpoint) = out?;
         if let Some(c) = checkpoint {
             self.store_checkpoint(&c);
@@ -41,7 +40,7 @@ impl Ledger {
             first_bad_seq: Some(seq),
             problem: Some(why),
         };
-        if let Some((seq, why)) = self.walk(&entries, 1, GENESIS) {
+        if let Some((seq, why)) = self.walk(&entries, 1, GENESIS)? {
             return Ok((bad(seq, why), None));
         }
         let checkpoint = self.load_checkpoint();
@@ -92,7 +91,24 @@ impl Ledger {
         entries: &[AuditEntry],
         first: i64,
         prev: &str,
-    ) -> Option<(i64, String)> {
+    ) -> Result<Option<(i64, String)>, JournalError> {
+        let bad_mac = self.first_bad_mac(entries).map_err(|e| self.err(e))?;
+        let linked = self.walk_links(entries, first, prev);
+        let mac_problem = bad_mac.map(|seq| {
+            (
+                seq,
+                "its content does not match its MAC (the entry was edited, or the chain was rewritten without the key)".to_string(),
+            )
+        });
+        // The first problem in chain order.
+        Ok(match (linked, mac_problem) {
+            (Some(l), Some(m)) => Some(if m.0 < l.0 { m } else { l }),
+            (l, m) => l.or(m),
+        })
+    }
+
+    /// Sequence and links only (no key needed).
+    fn walk_links(&self, entries: &[AuditEntry], first: i64, prev: &str) -> Option<(i64, String)> {
         let mut prev = prev;
         for (expected_seq, e) in (first..).zip(entries.iter()) {
             if e.seq != expected_seq {
@@ -106,12 +122,6 @@ impl Ledger {
             }
             if e.prev_hash != prev {
                 return Some((e.seq, "its prev_hash does not match the previous entry (an entry was removed, inserted or reordered)".into()));
-            }
-            if entry_hash(&self.key, &e.prev_hash, &canonical(e)) != e.hash {
-                return Some((
-                    e.seq,
-                    "its content does not match its MAC (the entry was edited, or the chain was rewritten without the key)".into(),
-                ));
             }
             prev = &e.hash;
         }
@@ -152,10 +162,6 @@ impl Ledger {
         log: &Log<'_>,
         since: i64,
     ) -> Result<Option<RowProblem>, JournalError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT id, source, letter_id, binding, kind, reason, actor, at, applied_at, audit_seq FROM decisions WHERE audit_seq > ?1 ORDER BY id")
-            .map_err(|e| self.err(e))?;
         type Row = (
             i64,
             String,
@@ -168,9 +174,22 @@ impl Ledger {
             Option<String>,
             i64,
         );
-        let rows: Vec<Row> = st
-            .query_map([since], |r| Row::try_from(r))
-            .and_then(|rs| rs.collect())
+        let rows: Vec<Row> = self
+            .db
+            .map("SELECT id, source, letter_id, binding, kind, reason, actor, at, applied_at, audit_seq FROM decisions WHERE audit_seq > ?1 ORDER BY id", p![since], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                ))
+            })
             .map_err(|e| self.err(e))?;
         let mut decided_seqs = HashSet::new();
         let applied: HashSet<i64> = log
@@ -206,13 +225,12 @@ impl Ledger {
             .filter(|(_, d)| *d <= since)
         {
             let marked: Option<Option<String>> = self
-                .conn
-                .query_row(
+                .db
+                .opt(
                     "SELECT applied_at FROM decisions WHERE audit_seq = ?1",
-                    [decision],
+                    p![decision],
                     |r| r.get(0),
                 )
-                .optional()
                 .map_err(|e| self.err(e))?;
             if !matches!(marked, Some(Some(_))) {
                 return Ok(Some(RowProblem(applied_seq, format!("the decision this entry applied (entry {decision}) is not marked applied, or is gone (the decisions table was edited)"))));
@@ -239,16 +257,14 @@ impl Ledger {
         log: &Log<'_>,
         since: i64,
     ) -> Result<Option<RowProblem>, JournalError> {
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT source, letter_id, number, sha256_after, payload, audit_seq FROM revisions WHERE audit_seq IS NULL OR audit_seq > ?1",
-            )
-            .map_err(|e| self.err(e))?;
         type RevRow = (String, String, i64, String, Vec<u8>, Option<i64>);
-        let revs: Vec<RevRow> = st
-            .query_map([since], |r| RevRow::try_from(r))
-            .and_then(|rs| rs.collect())
+        let revs: Vec<RevRow> = self
+            .db
+            .map(
+                "SELECT source, letter_id, number, sha256_after, payload, audit_seq FROM revisions WHERE audit_seq IS NULL OR audit_seq > ?1",
+                p![since],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            )
             .map_err(|e| self.err(e))?;
         let mut revised = HashSet::new();
         for (source, letter_id, number, sha_after, payload, seq) in revs {
@@ -279,9 +295,8 @@ impl Ledger {
         entries: &[AuditEntry],
     ) -> Result<Option<RowProblem>, JournalError> {
         let replay_ids: Vec<String> = self
-            .conn
-            .prepare("SELECT id FROM replays")
-            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .db
+            .map("SELECT id FROM replays", p![], |r| r.get(0))
             .map_err(|e| self.err(e))?;
         Ok(replay_ids
             .into_iter()

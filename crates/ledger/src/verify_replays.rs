@@ -6,20 +6,21 @@
 use super::verify::{Log, RowProblem};
 use super::Ledger;
 use crate::chain::hex;
+use crate::db::{Db, DbError};
+use crate::p;
 use dlq_core::journal::{AuditEntry, JournalError};
-use rusqlite::{params, Connection};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 
 /// The digest of a replay's planned letters (seq, letter id, binding, location, in seq
 /// order), recorded in its `replay-start` and `replay-resume` entries.
-pub(crate) fn items_digest(tx: &Connection, replay: &str) -> rusqlite::Result<String> {
+pub(crate) fn items_digest(tx: &Db, replay: &str) -> Result<String, DbError> {
     let mut h = Sha256::new();
-    let mut st = tx.prepare_cached(
+    let rows = tx.query(
         "SELECT seq, letter_id, binding, location FROM replay_items WHERE replay_id = ?1 ORDER BY seq",
+        p![replay],
     )?;
-    let mut rows = st.query(params![replay])?;
-    while let Some(r) = rows.next()? {
+    for r in &rows {
         let (seq, id, binding, location): (u32, String, String, String) =
             (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         for field in [seq.to_string(), id, binding, location] {
@@ -59,11 +60,9 @@ impl Ledger {
             told.retain(|id, _| only.contains(id));
         }
         let rows: Vec<(String, String)> = self
-            .conn
-            .prepare("SELECT id, state FROM replays")
-            .and_then(|mut st| {
-                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<rusqlite::Result<Vec<(String, String)>>>()
+            .db
+            .map("SELECT id, state FROM replays", p![], |r| {
+                Ok((r.get(0)?, r.get(1)?))
             })
             .map_err(|e| self.err(e))?
             .into_iter()
@@ -92,17 +91,17 @@ impl Ledger {
                 return Ok(Some(RowProblem(t.last_seq, format!("replay {id} is `{state}` but its audit entries say `{}` (the replays table was edited)", t.state))));
             }
             if let Some(d) = &t.digest {
-                if *d != items_digest(&self.conn, &id).map_err(|e| self.err(e))? {
+                if *d != items_digest(&self.db, &id).map_err(|e| self.err(e))? {
                     return Ok(Some(RowProblem(t.last_seq, format!("replay {id}'s planned letters differ from those its audit entry recorded (a replay_items row was inserted, deleted or re-addressed)"))));
                 }
             }
             let items: Vec<(u32, String)> = self
-                .conn
-                .prepare("SELECT seq, state FROM replay_items WHERE replay_id = ?1")
-                .and_then(|mut st| {
-                    st.query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect()
-                })
+                .db
+                .map(
+                    "SELECT seq, state FROM replay_items WHERE replay_id = ?1",
+                    p![id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
                 .map_err(|e| self.err(e))?;
             for (seq, state) in items {
                 let want = t.items.get(&seq).copied().unwrap_or("planned");

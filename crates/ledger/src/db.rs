@@ -1,0 +1,500 @@
+//! The one thing the ledger asks of a database: statements with `?N` parameters, rows of
+//! plain values, and two kinds of transaction (one writer at a time; a consistent read
+//! snapshot). SQLite (a file, one engineer) and PostgreSQL (a server, the team) behind it,
+//! so the journal, the chain and verification are written once.
+
+use postgres::types::{IsNull, ToSql, Type};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// A column value as the ledger uses them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("{}", pg_message(.0))]
+    Pg(#[from] postgres::Error),
+    #[error("column {col}: expected {want}, found {found:?}")]
+    Type {
+        col: usize,
+        want: &'static str,
+        found: Value,
+    },
+    #[error("{0}")]
+    Value(String),
+    #[error("no row")]
+    NoRow,
+}
+
+/// A server error with its detail and hint (the driver's Display says only "db error").
+fn pg_message(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(d) => {
+            let mut s = d.message().to_string();
+            if let Some(detail) = d.detail() {
+                s.push_str(&format!(" ({detail})"));
+            }
+            if let Some(hint) = d.hint() {
+                s.push_str(&format!("; hint: {hint}"));
+            }
+            s
+        }
+        None => e.to_string(),
+    }
+}
+
+impl DbError {
+    /// A unique or exclusion constraint refused the write (another writer was first).
+    pub fn is_unique_violation(&self) -> bool {
+        match self {
+            DbError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => {
+                e.code == rusqlite::ErrorCode::ConstraintViolation
+            }
+            DbError::Pg(e) => e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION),
+            _ => false,
+        }
+    }
+}
+
+pub trait ToValue {
+    fn to_value(&self) -> Value;
+}
+
+macro_rules! int_values {
+    ($($t:ty),*) => {$(
+        impl ToValue for $t {
+            fn to_value(&self) -> Value {
+                Value::Int(i64::from(*self))
+            }
+        }
+    )*};
+}
+int_values!(i64, i32, u32, u16, u8);
+
+impl ToValue for usize {
+    fn to_value(&self) -> Value {
+        Value::Int(i64::try_from(*self).unwrap_or(i64::MAX))
+    }
+}
+impl ToValue for bool {
+    fn to_value(&self) -> Value {
+        Value::Int(i64::from(*self))
+    }
+}
+impl ToValue for str {
+    fn to_value(&self) -> Value {
+        Value::Text(self.to_string())
+    }
+}
+impl ToValue for String {
+    fn to_value(&self) -> Value {
+        Value::Text(self.clone())
+    }
+}
+impl ToValue for [u8] {
+    fn to_value(&self) -> Value {
+        Value::Blob(self.to_vec())
+    }
+}
+impl ToValue for Vec<u8> {
+    fn to_value(&self) -> Value {
+        Value::Blob(self.clone())
+    }
+}
+impl<T: ToValue + ?Sized> ToValue for &T {
+    fn to_value(&self) -> Value {
+        (**self).to_value()
+    }
+}
+impl<T: ToValue> ToValue for Option<T> {
+    fn to_value(&self) -> Value {
+        self.as_ref().map_or(Value::Null, ToValue::to_value)
+    }
+}
+
+/// Parameters: `p![a, b]` is `&[&a, &b]` as `&[&dyn ToValue]`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! p {
+    () => { &[] as &[&dyn $crate::db::ToValue] };
+    ($($x:expr),+ $(,)?) => { &[$(&$x as &dyn $crate::db::ToValue),+] as &[&dyn $crate::db::ToValue] };
+}
+
+pub trait FromValue: Sized {
+    fn from_value(v: &Value, col: usize) -> Result<Self, DbError>;
+}
+
+fn wrong(col: usize, want: &'static str, v: &Value) -> DbError {
+    DbError::Type {
+        col,
+        want,
+        found: v.clone(),
+    }
+}
+
+impl FromValue for i64 {
+    fn from_value(v: &Value, col: usize) -> Result<Self, DbError> {
+        match v {
+            Value::Int(i) => Ok(*i),
+            other => Err(wrong(col, "an integer", other)),
+        }
+    }
+}
+impl FromValue for u32 {
+    fn from_value(v: &Value, col: usize) -> Result<Self, DbError> {
+        let i = i64::from_value(v, col)?;
+        u32::try_from(i).map_err(|_| wrong(col, "a u32", v))
+    }
+}
+impl FromValue for bool {
+    fn from_value(v: &Value, col: usize) -> Result<Self, DbError> {
+        Ok(i64::from_value(v, col)? != 0)
+    }
+}
+impl FromValue for String {
+    fn from_value(v: &Value, col: usize) -> Result<Self, DbError> {
+        match v {
+            Value::Text(s) => Ok(s.clone()),
+            other => Err(wrong(col, "text", other)),
+        }
+    }
+}
+impl FromValue for Vec<u8> {
+    fn from_value(v: &Value, col: usize) -> Result<Self, DbError> {
+        match v {
+            Value::Blob(b) => Ok(b.clone()),
+            Value::Text(s) => Ok(s.as_bytes().to_vec()),
+            other => Err(wrong(col, "bytes", other)),
+        }
+    }
+}
+impl<T: FromValue> FromValue for Option<T> {
+    fn from_value(v: &Value, col: usize) -> Result<Self, DbError> {
+        match v {
+            Value::Null => Ok(None),
+            v => T::from_value(v, col).map(Some),
+        }
+    }
+}
+
+/// One result row.
+#[derive(Debug, Clone)]
+pub struct Row(Vec<Value>);
+
+impl Row {
+    pub fn get<T: FromValue>(&self, i: usize) -> Result<T, DbError> {
+        T::from_value(self.0.get(i).unwrap_or(&Value::Null), i)
+    }
+
+    pub fn value(&self, i: usize) -> &Value {
+        self.0.get(i).unwrap_or(&Value::Null)
+    }
+}
+
+pub enum Db {
+    Sqlite(rusqlite::Connection),
+    Pg(Box<RefCell<PgConn>>),
+}
+
+pub struct PgConn {
+    pub client: postgres::Client,
+    /// Statements prepared on this connection, by their `?N` text.
+    prepared: HashMap<String, postgres::Statement>,
+}
+
+impl PgConn {
+    pub fn new(client: postgres::Client) -> Self {
+        PgConn {
+            client,
+            prepared: HashMap::new(),
+        }
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<postgres::Statement, DbError> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let st = self.client.prepare(&dollar_params(sql))?;
+        self.prepared.insert(sql.to_string(), st.clone());
+        Ok(st)
+    }
+}
+
+/// `?1` → `$1` (the ledger's statements carry no `?` inside literals).
+fn dollar_params(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A value sent as whatever type the server's statement expects.
+#[derive(Debug)]
+struct PgParam(Value);
+
+impl ToSql for PgParam {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match &self.0 {
+            Value::Null => Ok(IsNull::Yes),
+            Value::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*i)?.to_sql(ty, out),
+                Type::BOOL => (*i != 0).to_sql(ty, out),
+                _ => i.to_string().as_str().to_sql(ty, out),
+            },
+            Value::Text(s) => s.as_str().to_sql(ty, out),
+            Value::Blob(b) => b.as_slice().to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+fn pg_row(r: &postgres::Row) -> Result<Row, DbError> {
+    let mut values = Vec::with_capacity(r.len());
+    for (i, c) in r.columns().iter().enumerate() {
+        let v = match *c.type_() {
+            Type::INT8 => r.try_get::<_, Option<i64>>(i)?.map(Value::Int),
+            Type::INT4 => r
+                .try_get::<_, Option<i32>>(i)?
+                .map(|x| Value::Int(x.into())),
+            Type::INT2 => r
+                .try_get::<_, Option<i16>>(i)?
+                .map(|x| Value::Int(x.into())),
+            Type::BOOL => r
+                .try_get::<_, Option<bool>>(i)?
+                .map(|x| Value::Int(x.into())),
+            Type::BYTEA => r.try_get::<_, Option<Vec<u8>>>(i)?.map(Value::Blob),
+            _ => r.try_get::<_, Option<String>>(i)?.map(Value::Text),
+        };
+        values.push(v.unwrap_or(Value::Null));
+    }
+    Ok(Row(values))
+}
+
+fn sqlite_value(v: rusqlite::types::ValueRef<'_>) -> Value {
+    use rusqlite::types::ValueRef as V;
+    match v {
+        V::Null => Value::Null,
+        V::Integer(i) => Value::Int(i),
+        V::Real(f) => Value::Text(f.to_string()),
+        V::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+        V::Blob(b) => Value::Blob(b.to_vec()),
+    }
+}
+
+impl rusqlite::ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        Ok(match self {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
+            Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Value::Blob(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+        })
+    }
+}
+
+impl Db {
+    fn values(p: &[&dyn ToValue]) -> Vec<Value> {
+        p.iter().map(|v| v.to_value()).collect()
+    }
+
+    /// Run a statement; the rows it changed.
+    pub fn execute(&self, sql: &str, p: &[&dyn ToValue]) -> Result<u64, DbError> {
+        let values = Self::values(p);
+        match self {
+            Db::Sqlite(c) => {
+                let n = c
+                    .prepare_cached(sql)?
+                    .execute(rusqlite::params_from_iter(values.iter()))?;
+                Ok(n as u64)
+            }
+            Db::Pg(c) => {
+                let mut c = c.borrow_mut();
+                let st = c.statement(sql)?;
+                let params: Vec<PgParam> = values.into_iter().map(PgParam).collect();
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    params.iter().map(|x| x as &(dyn ToSql + Sync)).collect();
+                Ok(c.client.execute(&st, &refs)?)
+            }
+        }
+    }
+
+    /// Every row of a query.
+    pub fn query(&self, sql: &str, p: &[&dyn ToValue]) -> Result<Vec<Row>, DbError> {
+        let values = Self::values(p);
+        match self {
+            Db::Sqlite(c) => {
+                let mut st = c.prepare_cached(sql)?;
+                let n = st.column_count();
+                let mut rows = st.query(rusqlite::params_from_iter(values.iter()))?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next()? {
+                    let mut vals = Vec::with_capacity(n);
+                    for i in 0..n {
+                        vals.push(sqlite_value(r.get_ref(i)?));
+                    }
+                    out.push(Row(vals));
+                }
+                Ok(out)
+            }
+            Db::Pg(c) => {
+                let mut c = c.borrow_mut();
+                let st = c.statement(sql)?;
+                let params: Vec<PgParam> = values.into_iter().map(PgParam).collect();
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    params.iter().map(|x| x as &(dyn ToSql + Sync)).collect();
+                c.client.query(&st, &refs)?.iter().map(pg_row).collect()
+            }
+        }
+    }
+
+    /// Rows mapped by `f`.
+    pub fn map<T>(
+        &self,
+        sql: &str,
+        p: &[&dyn ToValue],
+        f: impl FnMut(&Row) -> Result<T, DbError>,
+    ) -> Result<Vec<T>, DbError> {
+        self.query(sql, p)?.iter().map(f).collect()
+    }
+
+    /// The first row, if any.
+    pub fn opt<T>(
+        &self,
+        sql: &str,
+        p: &[&dyn ToValue],
+        f: impl FnOnce(&Row) -> Result<T, DbError>,
+    ) -> Result<Option<T>, DbError> {
+        self.query(sql, p)?.first().map(f).transpose()
+    }
+
+    /// The first row (`NoRow` if none).
+    pub fn one<T>(
+        &self,
+        sql: &str,
+        p: &[&dyn ToValue],
+        f: impl FnOnce(&Row) -> Result<T, DbError>,
+    ) -> Result<T, DbError> {
+        self.opt(sql, p, f)?.ok_or(DbError::NoRow)
+    }
+
+    /// Statements without parameters or results (DDL, transaction control).
+    pub fn batch(&self, sql: &str) -> Result<(), DbError> {
+        match self {
+            Db::Sqlite(c) => Ok(c.execute_batch(sql)?),
+            Db::Pg(c) => Ok(c.borrow_mut().client.batch_execute(sql)?),
+        }
+    }
+
+    /// One writer at a time: every write appends to the audit chain, so writes are
+    /// serialised from before the head is read.
+    pub fn begin_write(&self) -> Result<(), DbError> {
+        match self {
+            Db::Sqlite(_) => self.batch("BEGIN IMMEDIATE"),
+            Db::Pg(_) => self.batch("BEGIN; LOCK TABLE audit IN SHARE ROW EXCLUSIVE MODE"),
+        }
+    }
+
+    /// SQLite's write lock without the audit table (which a new ledger does not have yet).
+    pub fn begin_write_sqlite(&self) -> Result<(), DbError> {
+        self.batch("BEGIN IMMEDIATE")
+    }
+
+    /// A read snapshot: several reads see one state of every table.
+    pub fn begin_read(&self) -> Result<(), DbError> {
+        match self {
+            Db::Sqlite(_) => self.batch("BEGIN DEFERRED"),
+            Db::Pg(_) => self.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+        }
+    }
+
+    pub fn commit(&self) -> Result<(), DbError> {
+        self.batch("COMMIT")
+    }
+
+    pub fn rollback(&self) {
+        let _ = self.batch("ROLLBACK");
+    }
+
+    /// How long a statement waits for another writer's lock.
+    pub fn set_lock_wait(&self, wait: std::time::Duration) {
+        match self {
+            Db::Sqlite(c) => {
+                let _ = c.busy_timeout(wait);
+            }
+            Db::Pg(_) => {
+                let _ = self.batch(&format!("SET lock_timeout = {}", wait.as_millis()));
+            }
+        }
+    }
+
+    pub fn is_pg(&self) -> bool {
+        matches!(self, Db::Pg(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn question_marks_become_dollars_outside_nothing_else() {
+        assert_eq!(
+            dollar_params("SELECT a FROM t WHERE x = ?1 AND y IN (?2, ?10)"),
+            "SELECT a FROM t WHERE x = $1 AND y IN ($2, $10)"
+        );
+    }
+
+    #[test]
+    fn sqlite_round_trips_every_value() {
+        let db = Db::Sqlite(rusqlite::Connection::open_in_memory().expect("db"));
+        db.batch("CREATE TABLE t (i INTEGER, s TEXT, b BLOB, n TEXT)")
+            .expect("ddl");
+        let none: Option<&str> = None;
+        db.execute(
+            "INSERT INTO t VALUES (?1, ?2, ?3, ?4)",
+            p![7u32, "x", b"\x00\xff".to_vec(), none],
+        )
+        .expect("insert");
+        let (i, s, b, n) = db
+            .one("SELECT i, s, b, n FROM t", p![], |r| {
+                Ok((
+                    r.get::<u32>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<Vec<u8>>(2)?,
+                    r.get::<Option<String>>(3)?,
+                ))
+            })
+            .expect("row");
+        assert_eq!((i, s.as_str(), b, n), (7, "x", vec![0, 255], None));
+        assert!(matches!(
+            db.one("SELECT i FROM t WHERE i = 8", p![], |r| r.get::<i64>(0)),
+            Err(DbError::NoRow)
+        ));
+    }
+}

@@ -1,0 +1,480 @@
+//! The team ledger on PostgreSQL: the same journal as the SQLite file (written once, over
+//! `Db`), with what a shared server adds — links computed inside the insert by a function
+//! that alone reads the chain's key, an audit table no role can update or delete from,
+//! and a schema version a client of an older build refuses to write.
+
+use super::*;
+use crate::db::{Db, DbError, PgConn};
+use crate::p;
+use std::cell::RefCell;
+
+/// Where a ledger lives: a SQLite file (one engineer) or a PostgreSQL server (the team).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Location {
+    File(PathBuf),
+    /// The connection string as given (credentials and all: never shown — see `Display`).
+    Server(String),
+}
+
+impl Location {
+    /// `postgres://…` or `postgresql://…` is a server; any other `scheme://` is an error
+    /// (never a directory named after it); anything else is a file path.
+    pub fn parse(s: &str) -> Result<Location, String> {
+        if let Some((scheme, _)) = s.split_once("://") {
+            let plain = !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            if plain {
+                return match scheme.to_ascii_lowercase().as_str() {
+                    "postgres" | "postgresql" => Ok(Location::Server(s.to_string())),
+                    other => Err(format!(
+                        "unknown ledger scheme `{}://`: a ledger is a file path or postgres://user@host/db",
+                        dlq_core::sanitize::clean(other)
+                    )),
+                };
+            }
+        }
+        Ok(Location::File(PathBuf::from(s)))
+    }
+
+    /// Whether reads can find one (a file not created yet is not; a server always is).
+    pub fn exists(&self) -> bool {
+        match self {
+            Location::File(p) => p.exists(),
+            Location::Server(_) => true,
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    /// The file, or `postgres://user@host:port/db` — never a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::File(p) => write!(f, "{}", p.display()),
+            Location::Server(url) => f.write_str(&redacted(url)),
+        }
+    }
+}
+
+/// The connection string without its password (and without any query options).
+pub(crate) fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "postgres://?".into();
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let (auth, host) = match rest.rsplit_once('@') {
+        Some((auth, host)) => (Some(auth), host),
+        None => (None, rest),
+    };
+    let user = auth.map(|a| a.split(':').next().unwrap_or(""));
+    let clean = dlq_core::sanitize::clean;
+    match user {
+        Some(u) => format!("{scheme}://{}@{}", clean(u), clean(host)),
+        None => format!("{scheme}://{}", clean(host)),
+    }
+}
+
+/// The server schema this build writes (its own numbering: the SQLite file's versions
+/// count a history the server never had).
+pub const SERVER_SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA_V1: &str = r#"
+CREATE EXTENSION IF NOT EXISTS pgcrypto;
+CREATE TABLE audit (
+    seq BIGINT PRIMARY KEY,
+    at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX audit_by_target ON audit (target);
+CREATE TABLE decisions (
+    id BIGSERIAL PRIMARY KEY,
+    source TEXT NOT NULL,
+    letter_id TEXT NOT NULL,
+    coords TEXT,
+    binding TEXT,
+    kind TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    at TEXT NOT NULL,
+    applied_at TEXT,
+    audit_seq BIGINT NOT NULL
+);
+CREATE INDEX decisions_by_letter ON decisions (source, letter_id);
+CREATE INDEX decisions_by_entry ON decisions (audit_seq);
+CREATE UNIQUE INDEX one_discard_per_letter ON decisions (source, letter_id, binding)
+    WHERE kind = 'discard' AND binding IS NOT NULL;
+CREATE TABLE revisions (
+    id BIGSERIAL PRIMARY KEY,
+    source TEXT NOT NULL,
+    letter_id TEXT NOT NULL,
+    number BIGINT NOT NULL,
+    actor TEXT NOT NULL,
+    at TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    changed_paths TEXT NOT NULL,
+    sha256_before TEXT NOT NULL,
+    sha256_after TEXT NOT NULL,
+    payload BYTEA NOT NULL,
+    audit_seq BIGINT
+);
+CREATE INDEX revisions_by_entry ON revisions (audit_seq);
+CREATE TABLE replays (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    state TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    lease_pid BIGINT,
+    lease_host TEXT,
+    heartbeat_at TEXT
+);
+CREATE INDEX replays_running ON replays (source) WHERE state = 'running';
+CREATE TABLE replay_items (
+    replay_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    letter_id TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    location TEXT NOT NULL,
+    state TEXT NOT NULL,
+    at TEXT,
+    published TEXT,
+    error TEXT,
+    PRIMARY KEY (replay_id, seq)
+);
+CREATE INDEX replay_items_open ON replay_items (replay_id) WHERE state IN ('planned', 'sending');
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+-- The chain's key: readable by the ledger's owner only. Clients append and verify
+-- through the SECURITY DEFINER functions below, so no client can write a forged link.
+CREATE TABLE dlq_chain_key (key BYTEA NOT NULL);
+INSERT INTO dlq_chain_key VALUES (gen_random_bytes(32));
+REVOKE ALL ON dlq_chain_key FROM PUBLIC;
+
+-- The entry's canonical form, byte for byte what the SQLite ledger hashes (serde_json's
+-- compact object of these six fields in this order; to_json escapes strings the same).
+CREATE FUNCTION dlq_canonical(seq BIGINT, at TEXT, actor TEXT, action TEXT, target TEXT, detail TEXT)
+RETURNS TEXT LANGUAGE sql IMMUTABLE AS $f$
+  SELECT '{"seq":' || seq::text || ',"at":' || to_json(at)::text || ',"actor":' || to_json(actor)::text
+      || ',"action":' || to_json(action)::text || ',"target":' || to_json(target)::text
+      || ',"detail":' || to_json(detail)::text || '}'
+$f$;
+
+CREATE FUNCTION dlq_link(prev_hash TEXT, canonical TEXT) RETURNS TEXT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $f$
+  SELECT encode(hmac(convert_to(prev_hash || E'\n' || canonical, 'UTF8'), (SELECT key FROM dlq_chain_key LIMIT 1), 'sha256'), 'hex')
+$f$;
+REVOKE ALL ON FUNCTION dlq_link(TEXT, TEXT) FROM PUBLIC;
+
+-- Append one entry (the caller's transaction holds the audit lock): seq, time, actor
+-- (the role the client authenticated as) and link are the server's.
+CREATE FUNCTION dlq_append(p_action TEXT, p_target TEXT, p_detail TEXT)
+RETURNS TABLE (seq BIGINT, at TEXT, actor TEXT, prev_hash TEXT, hash TEXT)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $f$
+DECLARE
+  v_seq BIGINT; v_prev TEXT; v_at TEXT; v_actor TEXT := session_user; v_hash TEXT;
+BEGIN
+  LOCK TABLE audit IN SHARE ROW EXCLUSIVE MODE;
+  SELECT a.seq + 1, a.hash INTO v_seq, v_prev FROM audit a ORDER BY a.seq DESC LIMIT 1;
+  IF v_seq IS NULL THEN
+    v_seq := 1; v_prev := repeat('0', 64);
+  END IF;
+  v_at := to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
+  v_hash := dlq_link(v_prev, dlq_canonical(v_seq, v_at, v_actor, p_action, p_target, p_detail));
+  INSERT INTO audit VALUES (v_seq, v_at, v_actor, p_action, p_target, p_detail, v_prev, v_hash);
+  RETURN QUERY SELECT v_seq, v_at, v_actor, v_prev, v_hash;
+END
+$f$;
+
+-- The first entry between two seqs whose stored hash is not its MAC.
+CREATE FUNCTION dlq_first_bad_mac(p_from BIGINT, p_to BIGINT) RETURNS BIGINT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $f$
+  SELECT min(a.seq) FROM audit a
+  WHERE a.seq BETWEEN p_from AND p_to
+    AND a.hash <> dlq_link(a.prev_hash, dlq_canonical(a.seq, a.at, a.actor, a.action, a.target, a.detail))
+$f$;
+
+-- A MAC for another purpose (the verified checkpoint); the label keeps it from ever
+-- being a link.
+CREATE FUNCTION dlq_mac(p_label TEXT, p_text TEXT) RETURNS TEXT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $f$
+  SELECT encode(hmac(convert_to('dlq-triage ' || p_label || E'\n' || p_text, 'UTF8'), (SELECT key FROM dlq_chain_key LIMIT 1), 'sha256'), 'hex')
+$f$;
+
+-- Append-only, even for the table's owner (a superuser can drop the trigger: the chain
+-- still names what was changed).
+CREATE FUNCTION dlq_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  RAISE EXCEPTION 'the dlq-triage audit log is append-only: % refused', TG_OP;
+END
+$f$;
+CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit
+  FOR EACH ROW EXECUTE FUNCTION dlq_refuse_change();
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
+  FOR EACH STATEMENT EXECUTE FUNCTION dlq_refuse_change();
+"#;
+
+impl Ledger {
+    /// Open the ledger at `at`: a file (created and migrated as needed) or a server
+    /// (connected, its schema created or checked). On a server the actor is the role the
+    /// client authenticated as; `actor` (the OS user) is kept for messages only.
+    pub fn open_at(at: &Location, actor: &str) -> Result<Ledger, JournalError> {
+        match at {
+            Location::File(p) => Ledger::open(p, actor),
+            Location::Server(url) => Ledger::connect(url),
+        }
+    }
+
+    fn connect(url: &str) -> Result<Ledger, JournalError> {
+        let shown = redacted(url);
+        let fail = |message: String| JournalError::Other {
+            path: shown.clone(),
+            message,
+        };
+        let (config, tls) = client_config(url).map_err(&fail)?;
+        let client = config.connect(tls).map_err(|e| {
+            fail(format!(
+                "cannot connect: {} (nothing is recorded or sent without the ledger)",
+                DbError::from(e)
+            ))
+        })?;
+        let mut l = Ledger {
+            db: Db::Pg(Box::new(RefCell::new(PgConn::new(client)))),
+            path: PathBuf::from(&shown),
+            actor: String::new(),
+            chain: Chain::Server,
+        };
+        l.actor =
+            l.db.one("SELECT session_user::text", p![], |r| r.get(0))
+                .map_err(|e| l.err(e))?;
+        l.db.set_lock_wait(LOCK_WAIT);
+        l.migrate()?;
+        Ok(l)
+    }
+}
+
+/// The driver's config from the URL, the password from the URL, `PGPASSWORD` or the
+/// pgpass file as libpq finds them, and TLS as `sslmode` asks, with libpq's meanings
+/// (`sslrootcert` adds a CA).
+fn client_config(
+    url: &str,
+) -> Result<(postgres::Config, postgres_native_tls::MakeTlsConnector), String> {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut kept = Vec::new();
+    let mut root: Option<String> = None;
+    let mut mode = "prefer".to_string();
+    for kv in query.split('&').filter(|s| !s.is_empty()) {
+        match kv.split_once('=') {
+            Some(("sslrootcert", v)) => root = Some(v.to_string()),
+            Some(("sslmode", v)) => mode = v.to_string(),
+            _ => kept.push(kv.to_string()),
+        }
+    }
+    let driver_mode = match mode.as_str() {
+        "disable" | "allow" | "prefer" => mode.as_str(),
+        "require" | "verify-ca" | "verify-full" => "require",
+        other => {
+            return Err(format!(
+                "unknown sslmode `{}`",
+                dlq_core::sanitize::clean(other)
+            ))
+        }
+    };
+    kept.push(format!("sslmode={driver_mode}"));
+    let url = format!("{base}?{}", kept.join("&"));
+    let mut config: postgres::Config = url
+        .parse()
+        .map_err(|e| format!("not a PostgreSQL URL: {e}"))?;
+    if config.get_password().is_none() {
+        if let Some(pw) = std::env::var_os("PGPASSWORD") {
+            config.password(pw.as_encoded_bytes());
+        } else if let Some(pw) = pgpass(&config) {
+            config.password(pw);
+        }
+    }
+    let mut tls = native_tls::TlsConnector::builder();
+    // libpq's meaning: `prefer`/`require` encrypt without authenticating the server,
+    // `verify-ca` checks its certificate's chain, `verify-full` the chain and its name.
+    let (check_chain, check_name) = match mode.as_str() {
+        "verify-full" => (true, true),
+        "verify-ca" => (true, false),
+        _ => (false, false),
+    };
+    tls.danger_accept_invalid_certs(!check_chain)
+        .danger_accept_invalid_hostnames(!check_name);
+    if let Some(path) = root {
+        let pem = std::fs::read(&path).map_err(|e| format!("reading sslrootcert {path}: {e}"))?;
+        let cert = native_tls::Certificate::from_pem(&pem)
+            .map_err(|e| format!("sslrootcert {path}: {e}"))?;
+        tls.add_root_certificate(cert);
+    }
+    let connector = tls.build().map_err(|e| format!("TLS: {e}"))?;
+    Ok((
+        config,
+        postgres_native_tls::MakeTlsConnector::new(connector),
+    ))
+}
+
+/// The password for this host, port, database and user in `PGPASSFILE` or `~/.pgpass`
+/// (libpq's format: `host:port:db:user:password`, `*` matches anything, `\:` escapes).
+fn pgpass(config: &postgres::Config) -> Option<String> {
+    let path = std::env::var_os("PGPASSFILE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
+    let text = std::fs::read_to_string(path).ok()?;
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "localhost".to_string(),
+    };
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let user = config.get_user().unwrap_or_default().to_string();
+    let db = config.get_dbname().unwrap_or(&user).to_string();
+    let want = [host, port, db, user];
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let fields = split_pgpass(line);
+            let [h, p, d, u, pw] = <[String; 5]>::try_from(fields).ok()?;
+            let matches = [h, p, d, u]
+                .iter()
+                .zip(&want)
+                .all(|(f, w)| f == "*" || f == w);
+            matches.then_some(pw)
+        })
+}
+
+fn split_pgpass(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let (Some(n), Some(f)) = (chars.next(), fields.last_mut()) {
+                    f.push(n);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => {
+                if let Some(f) = fields.last_mut() {
+                    f.push(c);
+                }
+            }
+        }
+    }
+    fields
+}
+
+/// Create the schema on an empty database, or check the one there: a newer version (a
+/// newer build's) is refused, never written to. One client at a time (an advisory lock).
+pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
+    let db = &l.db;
+    db.batch("BEGIN; SELECT pg_advisory_xact_lock(7337001);")
+        .map_err(|e| l.err(e))?;
+    let done = (|| {
+        db.batch("CREATE TABLE IF NOT EXISTS dlq_schema (version BIGINT NOT NULL)")
+            .map_err(|e| l.err(e))?;
+        let version: i64 = db
+            .opt("SELECT max(version) FROM dlq_schema", p![], |r| {
+                r.get::<Option<i64>>(0)
+            })
+            .map_err(|e| l.err(e))?
+            .flatten()
+            .unwrap_or(0);
+        if version > SERVER_SCHEMA_VERSION {
+            return Err(l.other(format!("the server's ledger schema is version {version}, newer than this build understands ({SERVER_SCHEMA_VERSION}); upgrade dlq-triage before writing to it")));
+        }
+        if version < 1 {
+            db.batch(SCHEMA_V1).map_err(|e| l.err(e))?;
+            db.execute("INSERT INTO dlq_schema VALUES (?1)", p![1i64])
+                .map_err(|e| l.err(e))?;
+        }
+        Ok(())
+    })();
+    match done {
+        Ok(()) => db.commit().map_err(|e| l.err(e)),
+        Err(e) => {
+            db.rollback();
+            Err(e)
+        }
+    }
+}
+
+/// `Chain::Server`'s append (see `dlq_append`).
+pub(crate) fn append(
+    db: &Db,
+    action: &str,
+    target: &str,
+    detail: &str,
+) -> Result<AuditEntry, DbError> {
+    db.one(
+        "SELECT seq, at, actor, prev_hash, hash FROM dlq_append(?1, ?2, ?3)",
+        p![action, target, detail],
+        |r| {
+            Ok(AuditEntry {
+                seq: r.get(0)?,
+                at: r.get(1)?,
+                actor: r.get(2)?,
+                action: action.into(),
+                target: target.into(),
+                detail: detail.into(),
+                prev_hash: r.get(3)?,
+                hash: r.get(4)?,
+            })
+        },
+    )
+}
+
+pub(crate) fn first_bad_mac(db: &Db, from: i64, to: i64) -> Result<Option<i64>, DbError> {
+    db.one("SELECT dlq_first_bad_mac(?1, ?2)", p![from, to], |r| {
+        r.get(0)
+    })
+}
+
+pub(crate) fn mac(db: &Db, label: &str, text: &str) -> Result<String, DbError> {
+    db.one("SELECT dlq_mac(?1, ?2)", p![label, text], |r| r.get(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ledger_value_is_a_file_a_server_or_refused() {
+        assert_eq!(
+            Location::parse("/var/lib/l.db"),
+            Ok(Location::File("/var/lib/l.db".into()))
+        );
+        assert_eq!(
+            Location::parse("ledger.db"),
+            Ok(Location::File("ledger.db".into()))
+        );
+        let url = "postgres://alice:s3cret@db.example:5433/dlq?sslmode=require";
+        let at = Location::parse(url).expect("server");
+        assert_eq!(at, Location::Server(url.into()));
+        assert_eq!(at.to_string(), "postgres://alice@db.example:5433/dlq");
+        assert!(!at.to_string().contains("s3cret"));
+        let err = Location::parse("mysql://root@db/x").expect_err("unknown");
+        assert!(err.contains("unknown ledger scheme `mysql://`"), "{err}");
+        assert!(Location::parse("postgresql://h/db").is_ok());
+    }
+
+    #[test]
+    fn pgpass_lines_match_like_libpq() {
+        assert_eq!(
+            split_pgpass(r"db.example:*:dlq:alice:pa\:ss\\word"),
+            vec!["db.example", "*", "dlq", "alice", r"pa:ss\word"]
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! The team ledger on a real PostgreSQL (a database per test): the same journal as the
+//! SQLite file, links computed by the server, an audit table nobody can edit, and the
+//! chain naming what a superuser changed anyway.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may stop on a broken fixture
+
+use dlq_core::journal::{ConfirmedLetter, JournalError, ReplayState};
+use dlq_ledger::{Ledger, Location};
+use dlq_testkit::pg::TempDb;
+
+const SOURCE: &str = "kafka://k/orders.dlq";
+
+fn open(db: &TempDb) -> Ledger {
+    Ledger::open_at(&Location::Server(db.url.clone()), "os-user").expect("server ledger")
+}
+
+/// Discards, a revision and a finished replay, as a team would record them.
+fn fill(l: &mut Ledger) {
+    l.audit("unmask", "m-1", "{\"reason\":\"incident 7\"}")
+        .expect("audit");
+    let d = l
+        .record_discard(
+            SOURCE,
+            "m-9",
+            "at:orders.dlq/0/9",
+            Some("orders.dlq/0/9"),
+            "dup",
+        )
+        .expect("discard");
+    l.mark_applied(&d, "ledger-only").expect("applied");
+    l.record_revision(SOURCE, "m-8", "fix", &["/a".into()], b"{}", b"{\"a\":1}")
+        .expect("revision");
+    let items = [
+        (0u32, "m-1", "at:1", "orders.dlq/0/1"),
+        (1, "m-2", "at:2", "orders.dlq/0/2"),
+    ];
+    l.replay_start("r-1", SOURCE, "orders", &serde_json::json!({}), &items)
+        .expect("start");
+    l.replay_sending("r-1", &[0, 1]).expect("sending");
+    let confirmed: Vec<ConfirmedLetter<'_>> = items
+        .iter()
+        .map(|&(seq, letter_id, binding, location)| ConfirmedLetter {
+            seq,
+            letter_id,
+            binding,
+            location,
+            published: Some("orders/0/1"),
+            ledger_only: true,
+        })
+        .collect();
+    l.replay_confirmed("r-1", SOURCE, &confirmed)
+        .expect("confirmed");
+    l.replay_finish("r-1", ReplayState::Completed, &serde_json::json!({}))
+        .expect("finish");
+}
+
+#[test]
+fn the_journal_on_the_server_records_verifies_and_names_the_role() {
+    let Some(db) = TempDb::create() else { return };
+    let mut l = open(&db);
+    fill(&mut l);
+    // Hostile text survives the server's canonical form byte for byte (the link the
+    // server computed verifies as the SQLite ledger's would).
+    l.audit(
+        "unmask",
+        "m-\u{1b}[2J\"\\\u{7f}é\u{1}",
+        "{\"reason\":\"tab\\there \\u0000 and \\\"quotes\\\"\"}",
+    )
+    .expect("hostile");
+    let v = l.verify(None).expect("verify");
+    assert!(v.ok, "{v:?}");
+    assert_eq!(v.entries, 12);
+    // The actor is the role the client authenticated as, not what the client says.
+    let entries = l.audit_entries().expect("entries");
+    assert!(entries.iter().all(|e| e.actor == "postgres"), "{entries:?}");
+    assert_eq!(l.decisions(SOURCE).expect("decisions").len(), 3);
+    assert_eq!(
+        l.revision(SOURCE, "m-8", 1).expect("revision"),
+        Some(b"{\"a\":1}".to_vec())
+    );
+    let (row, items) = l.replay("r-1").expect("replay").expect("some");
+    assert_eq!(row.state, ReplayState::Completed);
+    assert_eq!(items.len(), 2);
+    // A second client sees the first one's decisions, and the second discard of one
+    // letter is refused naming who was first.
+    let mut other = open(&db);
+    let err = other
+        .record_discard(SOURCE, "m-9", "at:orders.dlq/0/9", None, "again")
+        .expect_err("decided");
+    assert!(
+        matches!(&err, JournalError::AlreadyDecided { actor, .. } if actor == "postgres"),
+        "{err}"
+    );
+    // The incremental check vouches for what was written since its checkpoint.
+    assert!(other.verify_since_checkpoint().expect("quick").is_some());
+    // The location never shows a password.
+    let with_pw = db.url.replacen("postgres@", "postgres:s3cret@", 1);
+    assert!(!Location::Server(with_pw).to_string().contains("s3cret"));
+}
+
+#[test]
+fn the_audit_log_is_append_only_and_a_superusers_edit_is_named() {
+    let Some(db) = TempDb::create() else { return };
+    let mut l = open(&db);
+    fill(&mut l);
+    let mut c = db.client();
+    for sql in [
+        "UPDATE audit SET detail = '{}' WHERE seq = 1",
+        "DELETE FROM audit WHERE seq = 2",
+        "TRUNCATE audit",
+    ] {
+        let err = c.batch_execute(sql).expect_err(sql);
+        assert!(
+            err.as_db_error()
+                .is_some_and(|e| e.message().contains("append-only")),
+            "{sql}: {err}"
+        );
+    }
+    assert!(l.verify(None).expect("verify").ok);
+    // A superuser can switch the trigger off; the chain still names the entry.
+    c.batch_execute(
+        "ALTER TABLE audit DISABLE TRIGGER audit_append_only;
+         UPDATE audit SET detail = '{\"reason\":\"nothing to see\"}' WHERE seq = 1;
+         ALTER TABLE audit ENABLE TRIGGER audit_append_only;",
+    )
+    .expect("superuser edit");
+    let v = l.verify(None).expect("verify");
+    assert!(!v.ok);
+    assert_eq!(v.first_bad_seq, Some(1), "{v:?}");
+    // A link forged without the server's key (inserted directly) fails too.
+    let Some(db) = TempDb::create() else { return };
+    let mut l = open(&db);
+    fill(&mut l);
+    let mut c = db.client();
+    c.batch_execute(
+        "INSERT INTO audit SELECT seq + 1, at, actor, 'unmask', target, detail, hash, repeat('ab', 32) FROM audit WHERE seq = (SELECT max(seq) FROM audit)",
+    )
+    .expect("forge");
+    let v = l.verify(None).expect("verify");
+    assert!(!v.ok, "{v:?}");
+    assert!(v.problem.unwrap_or_default().contains("MAC"));
+    // And a write then refuses to append after it.
+    let v = l.verify_recent().expect("recent");
+    assert!(!v.ok);
+}
+
+#[test]
+fn two_clients_starting_the_same_replay_claim_each_letter_once() {
+    let Some(db) = TempDb::create() else { return };
+    let mut a = open(&db);
+    let mut b = open(&db);
+    let items: Vec<(u32, String, String)> = (0..200)
+        .map(|i| (i, format!("m-{i}"), format!("at:{i}")))
+        .collect();
+    let start = move |l: &mut Ledger, id: &str, items: &[(u32, String, String)]| {
+        let planned: Vec<(u32, &str, &str, &str)> = items
+            .iter()
+            .map(|(s, id, binding)| (*s, id.as_str(), binding.as_str(), "orders.dlq/0/1"))
+            .collect();
+        l.replay_start(id, SOURCE, "orders", &serde_json::json!({}), &planned)
+    };
+    let (ia, ib) = (items.clone(), items);
+    let ta = std::thread::spawn(move || start(&mut a, "r-a", &ia));
+    let tb = std::thread::spawn(move || start(&mut b, "r-b", &ib));
+    let (ra, rb) = (ta.join().expect("a"), tb.join().expect("b"));
+    // Exactly one holds them; the other is told who.
+    let (won, lost) = match (ra, rb) {
+        (Ok(_), Err(e)) | (Err(e), Ok(_)) => (1, e),
+        other => panic!("both or neither started: {other:?}"),
+    };
+    assert_eq!(won, 1);
+    match lost {
+        JournalError::Claimed { claims, .. } => {
+            assert_eq!(claims.len(), 200);
+            assert!(
+                claims[0].describe().contains("postgres"),
+                "{}",
+                claims[0].describe()
+            );
+        }
+        other => panic!("{other}"),
+    }
+    let l = open(&db);
+    assert_eq!(l.claims(SOURCE).expect("claims").len(), 200);
+    assert!(l.verify(None).expect("verify").ok);
+}
+
+#[test]
+fn a_newer_server_schema_is_refused_and_an_unknown_scheme_is_an_error() {
+    let Some(db) = TempDb::create() else { return };
+    drop(open(&db));
+    db.client()
+        .batch_execute("INSERT INTO dlq_schema VALUES (99)")
+        .expect("bump");
+    let err = Ledger::open_at(&Location::Server(db.url.clone()), "x")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("newer than this build"), "{err}");
+    let err = Location::parse("mysql://root@db/x").expect_err("scheme");
+    assert!(err.contains("unknown ledger scheme"));
+    // An unreachable server is a clear error that names it without its password.
+    let err = Ledger::open_at(
+        &Location::Server("postgres://alice:s3cret@127.0.0.1:1/dlq?connect_timeout=2".into()),
+        "x",
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(
+        err.contains("cannot connect") && !err.contains("s3cret"),
+        "{err}"
+    );
+}
