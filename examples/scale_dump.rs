@@ -82,7 +82,9 @@ fn main() -> anyhow::Result<()> {
                 actor: "scale".into(),
                 role: dlq_core::access::Role::Operator,
                 read_only: true,
-                ledger_path: Some(dir.path().join("l.db")),
+                ledger: Some(dlq_core::ledger_location::Location::File(
+                    dir.path().join("l.db"),
+                )),
             },
             masker: masker.clone(),
             mappings: Vec::new(),

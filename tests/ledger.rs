@@ -603,3 +603,37 @@ fn a_big_discard_needs_expect_and_a_refusal_records_nothing() {
     let after = json(&env.run(&["summary", &ex, "--json"]));
     assert_eq!(after["matched"], 429 - 184);
 }
+
+/// The team ledger from the binary: `--ledger postgres://…` records, verifies and is
+/// shown without its password; another engineer's `summary` sees the discard; a ledger
+/// value with an unknown scheme is an error, never a directory.
+#[test]
+fn discard_and_audit_on_the_team_ledger() {
+    let Some(db) = dlq_testkit::pg::TempDb::create() else {
+        return;
+    };
+    let env = Env::new();
+    let ex = example();
+    let ledger = db.url.replacen("postgres@", "postgres:never-shown@", 1);
+    let out = env.run(&[
+        "--ledger", &ledger, "discard", &ex, "--filter", "reason=expired", "--reason", "ttl",
+        "--yes",
+    ]);
+    let said = exited(&out, 0);
+    assert!(said.contains("discarded 2 letters"), "{said}");
+    assert!(said.contains("ledger: postgres://postgres@"), "{said}");
+    assert!(!said.contains("never-shown"), "{said}");
+    // Another engineer (another home, same server): the letters are handled.
+    let bob = Env::new();
+    let seen = json(&bob.run(&["--ledger", &db.url, "summary", &ex, "--json"]));
+    assert_eq!(seen["matched"], 427);
+    let v = json(&bob.run(&["--ledger", &db.url, "audit", "verify", "--json"]));
+    assert_eq!(v["verification"]["ok"], true, "{v}");
+    assert_eq!(v["verification"]["entries"], 4);
+    assert!(!v.to_string().contains("never-shown"));
+    // An unknown scheme: exit 2, nothing created.
+    let odd = env.run(&["--ledger", "mysql://root@db/x", "summary", &ex]);
+    exited(&odd, 2);
+    assert!(dlq_testkit::cli::stderr(&odd).contains("unknown ledger scheme"));
+    assert!(!std::path::Path::new("mysql:").exists());
+}

@@ -10,6 +10,7 @@ use dlq_kafka::demo::scenario::Scale;
 use dlq_kafka::demo::{produce_all, Demo, Simulator};
 use dlq_kafka::KafkaSource;
 use dlq_testkit::cli::Cli;
+use dlq_testkit::pg::TempDb;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::process::{Command, Output, Stdio};
@@ -32,8 +33,16 @@ impl std::ops::Deref for Env {
 
 impl Env {
     fn new(bootstrap: String, topics: &str) -> Self {
+        Self::on(bootstrap, topics, None)
+    }
+
+    /// With the ledger at `ledger` (a team's PostgreSQL), else a file in the scratch home.
+    fn on(bootstrap: String, topics: &str, ledger: Option<&str>) -> Self {
         let cli = Cli::new(env!("CARGO_BIN_EXE_dlq-triage"));
-        let ledger = cli.path().join("ledger.db");
+        let ledger: std::ffi::OsString = match ledger {
+            Some(url) => url.into(),
+            None => cli.path().join("ledger.db").into(),
+        };
         Env {
             cli: cli
                 .with("DLQ_TRIAGE_LEDGER", ledger)
@@ -648,17 +657,19 @@ fn orders_dlq(bootstrap: &str, n: usize) {
 
 /// A mock cluster with `orders` and `orders.dlq` (`n` letters), and an operator's
 /// environment on it.
-fn orders_cluster(
-    n: usize,
-) -> (
-    rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
-    Env,
-) {
+type Cluster = rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>;
+
+fn orders_cluster(n: usize) -> (Cluster, Env) {
+    orders_cluster_on(n, None)
+}
+
+/// `n` letters in `orders.dlq`, the binary's ledger at `ledger` (else a file).
+fn orders_cluster_on(n: usize, ledger: Option<&str>) -> (Cluster, Env) {
     let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock");
     cluster.create_topic("orders", 4, 1).expect("topic");
     cluster.create_topic("orders.dlq", 4, 1).expect("topic");
     orders_dlq(&cluster.bootstrap_servers(), n);
-    let env = Env::new(cluster.bootstrap_servers(), "orders.dlq");
+    let env = Env::on(cluster.bootstrap_servers(), "orders.dlq", ledger);
     (cluster, env)
 }
 
@@ -797,9 +808,20 @@ fn sigkill_at_random_points_then_resume_lands_every_letter_exactly_once() {
 /// exactly once.
 #[test]
 fn a_live_replay_is_held_and_a_dead_holder_is_taken_over_exactly_once() {
-    const N: usize = 200;
-    let (_cluster, env) = orders_cluster(N);
-    let child = env.spawn_replay(N, "20");
+    let (_cluster, env) = orders_cluster(200);
+    held_then_taken_over(&env, 200);
+}
+
+/// The same on the team ledger: the holder is another engineer's process, SIGKILLed.
+#[test]
+fn on_the_team_ledger_a_live_replay_is_held_and_a_dead_holder_is_taken_over() {
+    let Some(db) = TempDb::create() else { return };
+    let (_cluster, env) = orders_cluster_on(200, Some(&db.url));
+    held_then_taken_over(&env, 200);
+}
+
+fn held_then_taken_over(env: &Env, n: usize) {
+    let child = env.spawn_replay(n, "20");
     // Wait until it journaled and settled a few.
     let started = Instant::now();
     let id = loop {
@@ -848,10 +870,18 @@ fn a_live_replay_is_held_and_a_dead_holder_is_taken_over_exactly_once() {
         .expect("kill");
     let _ = child.wait_with_output();
     let taken = env.run(&[
-        "replay", &env.uri, "--resume", &id, "--yes", "--rate", "1000", "--expect", "200",
+        "replay",
+        &env.uri,
+        "--resume",
+        &id,
+        "--yes",
+        "--rate",
+        "1000",
+        "--expect",
+        &n.to_string(),
     ]);
     assert_eq!(taken.status.code(), Some(0), "{}", text(&taken));
-    env.exactly_once(&id, N, "after the takeover");
+    env.exactly_once(&id, n, "after the takeover");
     // Every replay id in the ledger: only this one sent anything.
     let rows: serde_json::Value =
         serde_json::from_slice(&env.run(&["replays", "--json"]).stdout).expect("json");
@@ -863,10 +893,21 @@ fn a_live_replay_is_held_and_a_dead_holder_is_taken_over_exactly_once() {
 /// first did not take); between them each letter is sent once.
 #[test]
 fn two_replays_started_at_once_send_each_letter_once() {
-    const N: usize = 300;
-    let (_cluster, env) = orders_cluster(N);
-    let a = env.spawn_replay(N, "1000");
-    let b = env.spawn_replay(N, "1000");
+    let (_cluster, env) = orders_cluster(300);
+    two_at_once(&env, 300);
+}
+
+/// Two engineers on the team ledger replaying the same 1,000 letters at once.
+#[test]
+fn two_engineers_replaying_one_group_on_the_team_ledger_send_each_letter_once() {
+    let Some(db) = TempDb::create() else { return };
+    let (_cluster, env) = orders_cluster_on(1000, Some(&db.url));
+    two_at_once(&env, 1000);
+}
+
+fn two_at_once(env: &Env, n: usize) {
+    let a = env.spawn_replay(n, "1000");
+    let b = env.spawn_replay(n, "1000");
     let (a, b) = (
         a.wait_with_output().expect("a"),
         b.wait_with_output().expect("b"),
@@ -893,7 +934,7 @@ fn two_replays_started_at_once_send_each_letter_once() {
             *per_letter.entry(from).or_default() += copies.len();
         }
     }
-    assert_eq!(per_letter.len(), N, "every letter sent");
+    assert_eq!(per_letter.len(), n, "every letter sent");
     assert!(
         per_letter.values().all(|n| *n == 1),
         "a letter sent twice between them: {:?}",

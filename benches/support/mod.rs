@@ -115,7 +115,9 @@ pub fn replay_topic(
             actor: "bench".into(),
             role: Role::Operator,
             read_only: false,
-            ledger_path: Some(dir.path().join("ledger.db")),
+            ledger: Some(dlq_core::ledger_location::Location::File(
+                dir.path().join("ledger.db"),
+            )),
         },
         masker: Masker::with_key(vec![7; 32]),
         mappings: Vec::new(),

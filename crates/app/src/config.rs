@@ -42,7 +42,7 @@ struct ConfigFile {
     #[serde(default)]
     roles_file: Option<PathBuf>,
     #[serde(default)]
-    ledger: Option<PathBuf>,
+    ledger: Option<String>,
     #[serde(default)]
     sources: BTreeMap<String, NamedSource>,
     /// Topic/queue name globs the picker and `topics` take for DLQs.
@@ -115,7 +115,8 @@ pub struct Config {
     pub theme: Option<String>,
     pub group_by: Option<String>,
     pub roles_file: Option<PathBuf>,
-    pub ledger: Option<PathBuf>,
+    /// A file path or `postgres://…` (parsed by `ledger_location::Location`).
+    pub ledger: Option<String>,
     pub sources: BTreeMap<String, NamedSource>,
     pub dlq_patterns: Vec<String>,
     pub masking: MaskConfig,

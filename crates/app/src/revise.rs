@@ -95,7 +95,9 @@ mod tests {
             actor: "alice".into(),
             role,
             read_only: false,
-            ledger_path: Some(dir.join("ledger.db")),
+            ledger: Some(dlq_core::ledger_location::Location::File(
+                dir.join("ledger.db"),
+            )),
         }
     }
 

@@ -11,6 +11,7 @@ use dlq_core::catalog::Problem;
 use dlq_core::conventions::UserMapping;
 use dlq_core::decisions::{self, Discarded, Held, Target};
 use dlq_core::journal::{AuditEntry, Decision, Journal, JournalError};
+use dlq_core::ledger_location::Location;
 use dlq_core::masking::Masker;
 use dlq_core::model::{Coords, DeadLetter, RawLetter};
 use dlq_core::payload_cache::Kept;
@@ -18,7 +19,6 @@ use dlq_core::ports::{DlqSource, ScanEvent, SourceError, SourceInfo};
 use dlq_ledger::Ledger;
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 mod prepare;
@@ -77,15 +77,16 @@ pub struct Principal {
     pub actor: String,
     pub role: Role,
     pub read_only: bool,
-    pub ledger_path: Option<PathBuf>,
+    /// A file or a team's server (`--ledger`).
+    pub ledger: Option<Location>,
 }
 
 impl Principal {
     /// Open the ledger for writing (created on first use). Front ends get the
     /// `Journal` port, never the store behind it.
     pub fn ledger(&self) -> Result<Box<dyn Journal>, SessionError> {
-        let path = self.ledger_path.as_ref().ok_or(SessionError::NoLedger)?;
-        Ok(Box::new(Ledger::open(path, &self.actor)?))
+        let at = self.ledger.as_ref().ok_or(SessionError::NoLedger)?;
+        Ok(Box::new(Ledger::open_at(at, &self.actor)?))
     }
 
     /// The ledger to record in, verified first: nothing is written to — and so nothing is
@@ -123,8 +124,8 @@ impl Principal {
 
     /// The ledger if one exists already (reads never create it).
     pub fn existing_ledger(&self) -> Result<Option<Box<dyn Journal>>, SessionError> {
-        match self.ledger_path.as_ref().filter(|p| p.exists()) {
-            Some(p) => Ok(Some(Box::new(Ledger::open(p, &self.actor)?))),
+        match self.ledger.as_ref().filter(|at| at.exists()) {
+            Some(at) => Ok(Some(Box::new(Ledger::open_at(at, &self.actor)?))),
             None => Ok(None),
         }
     }

@@ -8,13 +8,13 @@ use std::io::Write;
 
 pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
     let path = ctx
-        .ledger_path
+        .ledger
         .clone()
         .ok_or_else(|| anyhow::anyhow!("no ledger location"))?;
     if !path.exists() {
         anyhow::bail!(
             "no ledger at {} yet: nothing has been recorded",
-            path.display()
+            dlq_core::sanitize::clean(&path.to_string())
         );
     }
     let ledger = ctx.ledger()?;
@@ -22,7 +22,7 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
     if a.what == "head" {
         match ledger.head()? {
             Some(h) if a.json => super::output::print_json(
-                &json!({"ledger": dlq_core::sanitize::clean(&path.display().to_string()), "head": h}),
+                &json!({"ledger": dlq_core::sanitize::clean(&path.to_string()), "head": h}),
             )?,
             Some(h) => writeln!(out, "{h}")?,
             None => anyhow::bail!("the audit log is empty"),
@@ -40,7 +40,7 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
         let v = ledger.verify(expect.as_ref())?;
         if a.json {
             super::output::print_json(
-                &json!({"ledger": dlq_core::sanitize::clean(&path.display().to_string()), "verification": v}),
+                &json!({"ledger": dlq_core::sanitize::clean(&path.to_string()), "verification": v}),
             )?;
         } else if v.ok {
             writeln!(
@@ -52,7 +52,7 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
                 } else {
                     ""
                 },
-                dlq_core::sanitize::clean(&path.display().to_string())
+                dlq_core::sanitize::clean(&path.to_string())
             )?;
         } else {
             writeln!(
@@ -61,7 +61,7 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
                 v.first_bad_seq.unwrap_or(0),
                 dlq_core::sanitize::clean(&v.problem.clone().unwrap_or_default()),
                 v.entries,
-                dlq_core::sanitize::clean(&path.display().to_string())
+                dlq_core::sanitize::clean(&path.to_string())
             )?;
         }
         if !v.ok {
@@ -75,7 +75,7 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
     let entries = ledger.audit_entries()?;
     if a.json {
         return super::output::print_json(
-            &json!({"ledger": dlq_core::sanitize::clean(&path.display().to_string()), "entries": entries}),
+            &json!({"ledger": dlq_core::sanitize::clean(&path.to_string()), "entries": entries}),
         );
     }
     let mut t = Table::new(&[
@@ -101,7 +101,7 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
         out,
         "{} entries in {}",
         entries.len(),
-        dlq_core::sanitize::clean(&path.display().to_string())
+        dlq_core::sanitize::clean(&path.to_string())
     )?;
     Ok(())
 }

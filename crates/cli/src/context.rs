@@ -8,6 +8,7 @@ use dlq_app::config::Config;
 use dlq_app::session::{Principal, Session, SessionEvent, Settings};
 use dlq_core::catalog::Catalog;
 use dlq_core::filter::Filter;
+use dlq_core::ledger_location::Location;
 use dlq_core::masking::Masker;
 use dlq_core::model::DeadLetter;
 use dlq_core::ports::{SourceError, SourceInfo};
@@ -48,7 +49,7 @@ pub struct Context {
     pub management_plain_http: bool,
     pub max_letters: Option<u64>,
     /// The ledger file (flag, environment, config, or the state dir).
-    pub ledger_path: Option<std::path::PathBuf>,
+    pub ledger: Option<Location>,
     /// The user's role (roles file, capped by --read-only).
     pub role: dlq_core::access::Role,
 }
@@ -97,11 +98,10 @@ impl Context {
                 Some(now - chrono::Duration::milliseconds(ms))
             }
         };
-        let ledger_path = cli
-            .ledger
-            .clone()
-            .or_else(|| config.ledger.clone())
-            .or_else(|| dlq_app::config::state_dir().map(|d| d.join("ledger.db")));
+        let ledger = match cli.ledger.as_deref().or(config.ledger.as_deref()) {
+            Some(given) => Some(Location::parse(given).map_err(UsageError)?),
+            None => dlq_app::config::state_dir().map(|d| Location::File(d.join("ledger.db"))),
+        };
         let actor = dlq_app::identity::current_actor();
         let roles_file = dlq_core::access::roles_file_for(
             cli.roles_file.as_deref().or(config.roles_file.as_deref()),
@@ -127,7 +127,7 @@ impl Context {
             allow_redelivery: cli.allow_redelivery,
             management_plain_http: cli.management_plain_http,
             max_letters: cli.max_letters,
-            ledger_path,
+            ledger,
             role,
         })
     }
@@ -385,7 +385,7 @@ impl Context {
             actor: dlq_app::identity::current_actor(),
             role: self.role,
             read_only: self.read_only,
-            ledger_path: self.ledger_path.clone(),
+            ledger: self.ledger.clone(),
         }
     }
 

@@ -91,8 +91,8 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
     }
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", report.summary(Some(&label)))?;
-    if let Some(p) = &ctx.ledger_path {
-        writeln!(out, "ledger: {}", sanitize::clean(&p.display().to_string()))?;
+    if let Some(at) = &ctx.ledger {
+        writeln!(out, "ledger: {}", sanitize::clean(&at.to_string()))?;
     }
     if !report.pending.is_empty() {
         anyhow::bail!(

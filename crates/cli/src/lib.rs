@@ -71,9 +71,15 @@ pub struct Cli {
     )]
     pub log_level: String,
 
-    /// The ledger (SQLite) [default: $XDG_STATE_HOME/dlq-triage/ledger.db]
-    #[arg(long, global = true, env = "DLQ_TRIAGE_LEDGER", value_name = "PATH")]
-    pub ledger: Option<PathBuf>,
+    /// The ledger: a SQLite file, or a team's PostgreSQL (`postgres://user@host/db`,
+    /// password from PGPASSWORD or ~/.pgpass) [default: $XDG_STATE_HOME/dlq-triage/ledger.db]
+    #[arg(
+        long,
+        global = true,
+        env = "DLQ_TRIAGE_LEDGER",
+        value_name = "PATH|URL"
+    )]
+    pub ledger: Option<String>,
 
     /// RabbitMQ management API, for queue types, quorum delivery limits, streams and
     /// `queues` [default: http://HOST:15672 when reachable]

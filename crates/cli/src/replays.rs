@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 pub fn run(ctx: &Context, a: &ReplaysArgs) -> anyhow::Result<()> {
-    let ledger = match &ctx.ledger_path {
+    let ledger = match &ctx.ledger {
         Some(p) if p.exists() => ctx.ledger()?,
         _ if a.what.is_some() => {
             return usage(format!(

@@ -17,6 +17,7 @@ pub mod handover;
 pub mod header_text;
 pub mod held;
 pub mod journal;
+pub mod ledger_location;
 pub mod letter_view;
 pub mod masking;
 pub mod model;

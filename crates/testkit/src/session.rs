@@ -17,7 +17,7 @@ pub fn operator(
             actor: actor.into(),
             role: Role::Operator,
             read_only: false,
-            ledger_path: Some(ledger),
+            ledger: Some(dlq_core::ledger_location::Location::File(ledger)),
         },
         masker,
         mappings: Vec::new(),

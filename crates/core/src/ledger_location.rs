@@ -1,0 +1,96 @@
+//! Where a ledger lives, as the user names it (`--ledger`, `ledger =` in the config): a
+//! file, or a server by its URL — parsed once, shown without credentials everywhere.
+
+use std::path::PathBuf;
+
+/// Where a ledger lives: a SQLite file (one engineer) or a PostgreSQL server (the team).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Location {
+    File(PathBuf),
+    /// The connection string as given (credentials and all: never shown — see `Display`).
+    Server(String),
+}
+
+impl Location {
+    /// `postgres://…` or `postgresql://…` is a server; any other `scheme://` is an error
+    /// (never a directory named after it); anything else is a file path.
+    pub fn parse(s: &str) -> Result<Location, String> {
+        if let Some((scheme, _)) = s.split_once("://") {
+            let plain = !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            if plain {
+                return match scheme.to_ascii_lowercase().as_str() {
+                    "postgres" | "postgresql" => Ok(Location::Server(s.to_string())),
+                    other => Err(format!(
+                        "unknown ledger scheme `{}://`: a ledger is a file path or postgres://user@host/db",
+                        crate::sanitize::clean(other)
+                    )),
+                };
+            }
+        }
+        Ok(Location::File(PathBuf::from(s)))
+    }
+
+    /// Whether reads can find one (a file not created yet is not; a server always is).
+    pub fn exists(&self) -> bool {
+        match self {
+            Location::File(p) => p.exists(),
+            Location::Server(_) => true,
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    /// The file, or `postgres://user@host:port/db` — never a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::File(p) => write!(f, "{}", p.display()),
+            Location::Server(url) => f.write_str(&redacted(url)),
+        }
+    }
+}
+
+/// The connection string without its password (and without any query options).
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "postgres://?".into();
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let (auth, host) = match rest.rsplit_once('@') {
+        Some((auth, host)) => (Some(auth), host),
+        None => (None, rest),
+    };
+    let user = auth.map(|a| a.split(':').next().unwrap_or(""));
+    let clean = crate::sanitize::clean;
+    match user {
+        Some(u) => format!("{scheme}://{}@{}", clean(u), clean(host)),
+        None => format!("{scheme}://{}", clean(host)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ledger_value_is_a_file_a_server_or_refused() {
+        assert_eq!(
+            Location::parse("/var/lib/l.db"),
+            Ok(Location::File("/var/lib/l.db".into()))
+        );
+        assert_eq!(
+            Location::parse("ledger.db"),
+            Ok(Location::File("ledger.db".into()))
+        );
+        let url = "postgres://alice:s3cret@db.example:5433/dlq?sslmode=require";
+        let at = Location::parse(url).expect("server");
+        assert_eq!(at, Location::Server(url.into()));
+        assert_eq!(at.to_string(), "postgres://alice@db.example:5433/dlq");
+        assert!(!at.to_string().contains("s3cret"));
+        let err = Location::parse("mysql://root@db/x").expect_err("unknown");
+        assert!(err.contains("unknown ledger scheme `mysql://`"), "{err}");
+        assert!(Location::parse("postgresql://h/db").is_ok());
+    }
+}
