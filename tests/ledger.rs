@@ -616,7 +616,14 @@ fn discard_and_audit_on_the_team_ledger() {
     let ex = example();
     let ledger = db.url.replacen("postgres@", "postgres:never-shown@", 1);
     let out = env.run(&[
-        "--ledger", &ledger, "discard", &ex, "--filter", "reason=expired", "--reason", "ttl",
+        "--ledger",
+        &ledger,
+        "discard",
+        &ex,
+        "--filter",
+        "reason=expired",
+        "--reason",
+        "ttl",
         "--yes",
     ]);
     let said = exited(&out, 0);
