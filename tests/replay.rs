@@ -897,6 +897,73 @@ fn two_replays_started_at_once_send_each_letter_once() {
     two_at_once(&env, 300);
 }
 
+/// The team ledger's server goes away mid-replay (its connection is cut, as a failover
+/// or a lost network would): no publish after the journal write fails, the replay stops
+/// and says why, nothing is lost; with the server back, the resume lands every letter
+/// exactly once.
+#[test]
+fn the_team_ledger_lost_mid_replay_stops_it_and_the_resume_completes_exactly_once() {
+    let Some(db) = TempDb::create() else { return };
+    const N: usize = 300;
+    let (_cluster, env) = orders_cluster_on(N, Some(&db.url));
+    let child = env.spawn_replay(N, "50");
+    let started = Instant::now();
+    let id = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the replay never started"
+        );
+        let list = env.run(&["replays", "--json"]);
+        let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
+        if let Some(id) = rows[0]["id"].as_str() {
+            if count(&env.show(id), "settled") >= 10 {
+                break id.to_string();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Cut every connection the replay holds to the ledger's database.
+    let mut admin = db.client();
+    let name = db.url.rsplit('/').next().expect("db name").to_string();
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&name],
+        )
+        .expect("terminate");
+    let out = child.wait_with_output().expect("replay ends");
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let said = text(&out);
+    eprintln!("the stopped replay said:\n{said}");
+    assert!(
+        said.contains("ledger"),
+        "the reason names the ledger: {said}"
+    );
+    let sent_before = env.landed(&id).len();
+    assert!(sent_before < N, "it stopped early: {sent_before} sent");
+    // Every letter sent so far is journaled (nothing published after the failed write).
+    let shown = env.show(&id);
+    let journaled =
+        count(&shown, "settled") + count(&shown, "confirmed") + count(&shown, "sending");
+    assert!(
+        sent_before <= journaled,
+        "{sent_before} landed but {journaled} journaled"
+    );
+    let resumed = env.run(&[
+        "replay",
+        &env.uri,
+        "--resume",
+        &id,
+        "--yes",
+        "--rate",
+        "1000",
+        "--expect",
+        &N.to_string(),
+    ]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    env.exactly_once(&id, N, "after the server came back");
+}
+
 /// Two engineers on the team ledger replaying the same 1,000 letters at once.
 #[test]
 fn two_engineers_replaying_one_group_on_the_team_ledger_send_each_letter_once() {

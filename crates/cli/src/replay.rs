@@ -63,6 +63,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     if !confirmed(plan, a, &label, ctx.config.replay.confirm_above)? {
         return refused("not confirmed: nothing was sent");
     }
+    let id = plan.id.clone();
     let control = Control::default();
     arm_kill_switch(&control)?;
     let mut watch = BarWatch {
@@ -74,6 +75,15 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     let report = match report {
         Ok(r) => r,
         Err(e @ SessionError::Refused { .. }) => return refused(&e.to_string()),
+        // The ledger went away mid-run (a server lost, a disk full): nothing more was
+        // sent after the write that failed; say what to do when it is back.
+        Err(e @ SessionError::Ledger(JournalError::Storage { .. })) => {
+            return Err(anyhow::Error::from(e).context(format!(
+                "replay {} stopped: nothing more is sent without its ledger (letters in flight stay `sending`, looked up on resume); when the ledger is back: dlq-triage replay {label} --resume {}",
+                clean(&id),
+                clean(&id)
+            )))
+        }
         Err(e) => return Err(held_or(e)),
     };
     report_end(&report, a.json)

@@ -20,8 +20,9 @@ pub enum Value {
 pub enum DbError {
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    /// The server's message, detail and hint (not its source again: it says the same).
     #[error("{}", pg_message(.0))]
-    Pg(#[from] postgres::Error),
+    Pg(postgres::Error),
     #[error("column {col}: expected {want}, found {found:?}")]
     Type {
         col: usize,
@@ -32,6 +33,12 @@ pub enum DbError {
     Value(String),
     #[error("no row")]
     NoRow,
+}
+
+impl From<postgres::Error> for DbError {
+    fn from(e: postgres::Error) -> Self {
+        DbError::Pg(e)
+    }
 }
 
 /// A server error with its detail and hint (the driver's Display says only "db error").
