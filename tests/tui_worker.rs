@@ -15,7 +15,11 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Session settings for the operator `tester` whose decisions go to `ledger`.
-fn operator(source_key: &str, ledger: std::path::PathBuf, masker: Masker) -> Settings {
+fn operator(
+    source_key: &str,
+    ledger: impl Into<dlq_core::ledger_location::Location>,
+    masker: Masker,
+) -> Settings {
     dlq_testkit::session::operator(source_key, "tester", ledger, masker)
 }
 
@@ -110,7 +114,7 @@ impl DumpTui {
         dir: &std::path::Path,
         n: usize,
         extra: &str,
-        ledger: std::path::PathBuf,
+        ledger: impl Into<dlq_core::ledger_location::Location>,
         size: (u16, u16),
     ) -> DumpTui {
         let dump = dir.join("d.ndjson");
@@ -315,4 +319,40 @@ fn a_tampered_ledger_is_announced_and_writes_are_refused() {
     let (m, _) = t.s.message.clone().expect("refusal");
     assert!(m.contains("fails verification at entry 1"), "{m}");
     assert!(t.s.decisions.is_empty(), "nothing recorded");
+}
+
+/// Two engineers' TUIs on one team ledger (PostgreSQL): a discard in one turns the letter
+/// `discarded` in the other as the server announces it, without a restart.
+#[test]
+fn a_discard_in_one_tui_appears_in_anothers_on_the_team_ledger() {
+    let Some(db) = dlq_testkit::pg::TempDb::create() else {
+        return;
+    };
+    let at = dlq_core::ledger_location::Location::Server(db.url.clone());
+    let (da, db_dir) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    let mut alice = DumpTui::open(da.path(), 3, "", at.clone(), (120, 40));
+    let mut bob = DumpTui::open(db_dir.path(), 3, "", at, (120, 40));
+    alice.pump(&|s| s.scan.complete);
+    bob.pump(&|s| s.scan.complete);
+    let open_before = bob.s.index.total();
+    // Let bob's listener connect before alice writes.
+    std::thread::sleep(Duration::from_millis(500));
+    alice.discard_first("poison pill");
+    let sent = Instant::now();
+    alice.pump(&|s| !s.decisions.is_empty());
+    assert_eq!(alice.s.decisions.len(), 1, "alice's discard recorded");
+    bob.pump(&|s| !s.decisions.is_empty());
+    let seen_after = sent.elapsed();
+    eprintln!("bob saw alice's discard {seen_after:?} after she asked for it");
+    assert_eq!(bob.s.decisions.len(), 1, "bob never saw alice's discard");
+    assert_eq!(
+        bob.s.index.total(),
+        open_before - 1,
+        "it left bob's open groups"
+    );
+    let said = bob.s.message.clone().map(|m| m.0).unwrap_or_default();
+    assert!(said.contains("decided in the ledger by postgres"), "{said}");
 }

@@ -380,6 +380,14 @@ pub type PlannedItem<'a> = (u32, &'a str, &'a str, &'a str);
 ///
 /// Ledger first, broker second: every method that records returns only once the record
 /// is durable. Object safe, so the session holds `Box<dyn Journal>`.
+/// Changes to a shared ledger as they are committed (another engineer's discard, a
+/// replay's progress): what the TUI listens to, so its view follows the team's.
+pub trait LedgerWatch: Send {
+    /// Whether anything changed within `timeout` (changes close together are reported
+    /// once).
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, JournalError>;
+}
+
 pub trait Journal: Send {
     /// Where the journal lives, for messages (never with credentials).
     fn location(&self) -> String;
@@ -437,6 +445,11 @@ pub trait Journal: Send {
     /// every write path runs first. Stores without checkpoints verify everything.
     fn verify_recent(&self) -> Result<Verification, JournalError> {
         self.verify(None)
+    }
+    /// Changes made by other clients as they happen (a server ledger); `None` where no
+    /// one else writes while this process runs, or the store cannot tell.
+    fn watch(&self) -> Result<Option<Box<dyn LedgerWatch>>, JournalError> {
+        Ok(None)
     }
     /// Journal a replay's plan before anything is sent, and take its lease. `Claimed`
     /// (nothing written) when another live replay holds any of its letters.

@@ -42,6 +42,12 @@ impl Location {
     }
 }
 
+impl From<PathBuf> for Location {
+    fn from(p: PathBuf) -> Self {
+        Location::File(p)
+    }
+}
+
 impl std::fmt::Display for Location {
     /// The file, or `postgres://user@host:port/db` — never a password.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

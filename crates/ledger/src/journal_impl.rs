@@ -76,6 +76,9 @@ impl Journal for Ledger {
     fn verify_recent(&self) -> R<Verification> {
         Ledger::verify_recent(self)
     }
+    fn watch(&self) -> R<Option<Box<dyn dlq_core::journal::LedgerWatch>>> {
+        Ledger::watch(self)
+    }
     fn replay_start(
         &mut self,
         id: &str,

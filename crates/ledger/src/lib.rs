@@ -23,6 +23,8 @@ pub struct Ledger {
     path: PathBuf,
     actor: String,
     chain: Chain,
+    /// A server ledger's connection string (for a second connection that listens).
+    server: Option<String>,
 }
 
 /// How long a write waits for another writer (a replay journaling from another terminal).
@@ -87,6 +89,7 @@ impl Ledger {
             path: path.to_path_buf(),
             actor: actor.to_string(),
             chain: Chain::Local(key),
+            server: None,
         };
         // The busy timeout first: a reader opening the ledger while a replay journals
         // (`dlq-triage replays` from a second terminal) waits instead of failing.

@@ -6,13 +6,14 @@
 use super::*;
 use crate::db::{Db, DbError, PgConn};
 use crate::p;
+use dlq_core::journal::LedgerWatch;
 use dlq_core::ledger_location::redacted;
 pub use dlq_core::ledger_location::Location;
 use std::cell::RefCell;
 
 /// The server schema this build writes (its own numbering: the SQLite file's versions
 /// count a history the server never had).
-pub const SERVER_SCHEMA_VERSION: i64 = 1;
+pub const SERVER_SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA_V1: &str = r#"
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -185,6 +186,7 @@ impl Ledger {
             path: PathBuf::from(&shown),
             actor: String::new(),
             chain: Chain::Server,
+            server: Some(url.to_string()),
         };
         l.actor =
             l.db.one("SELECT session_user::text", p![], |r| r.get(0))
@@ -311,6 +313,24 @@ fn split_pgpass(line: &str) -> Vec<String> {
     fields
 }
 
+/// Version 2: every committed change to decisions or a replay's state is announced on
+/// the `dlq_triage_changes` channel (the table's name only: nothing of a letter).
+const SCHEMA_V2: &str = r#"
+CREATE FUNCTION dlq_notify() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM pg_notify('dlq_triage_changes', TG_TABLE_NAME);
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER decisions_notify AFTER INSERT OR UPDATE ON decisions
+  FOR EACH STATEMENT EXECUTE FUNCTION dlq_notify();
+CREATE TRIGGER replays_notify AFTER INSERT OR UPDATE OF state, detail ON replays
+  FOR EACH STATEMENT EXECUTE FUNCTION dlq_notify();
+"#;
+
+/// The server schema's steps, version `i + 1` each.
+const SERVER_MIGRATIONS: [&str; 2] = [SCHEMA_V1, SCHEMA_V2];
+
 /// Create the schema on an empty database, or check the one there: a newer version (a
 /// newer build's) is refused, never written to. One client at a time (an advisory lock).
 pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
@@ -330,9 +350,13 @@ pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
         if version > SERVER_SCHEMA_VERSION {
             return Err(l.other(format!("the server's ledger schema is version {version}, newer than this build understands ({SERVER_SCHEMA_VERSION}); upgrade dlq-triage before writing to it")));
         }
-        if version < 1 {
-            db.batch(SCHEMA_V1).map_err(|e| l.err(e))?;
-            db.execute("INSERT INTO dlq_schema VALUES (?1)", p![1i64])
+        for (i, step) in SERVER_MIGRATIONS
+            .iter()
+            .enumerate()
+            .skip(usize::try_from(version).unwrap_or(0))
+        {
+            db.batch(step).map_err(|e| l.err(e))?;
+            db.execute("INSERT INTO dlq_schema VALUES (?1)", p![i + 1])
                 .map_err(|e| l.err(e))?;
         }
         Ok(())
@@ -343,6 +367,44 @@ pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
             db.rollback();
             Err(e)
         }
+    }
+}
+
+impl Ledger {
+    /// A second connection that listens for other clients' changes (a server ledger).
+    pub fn watch(&self) -> Result<Option<Box<dyn LedgerWatch>>, JournalError> {
+        let Some(url) = &self.server else {
+            return Ok(None);
+        };
+        let (config, tls) = client_config(url).map_err(|m| self.other(m))?;
+        let mut client = config.connect(tls).map_err(|e| self.err(e))?;
+        client
+            .batch_execute("LISTEN dlq_triage_changes")
+            .map_err(|e| self.err(e))?;
+        Ok(Some(Box::new(PgWatch {
+            client,
+            at: self.location(),
+        })))
+    }
+}
+
+struct PgWatch {
+    client: postgres::Client,
+    at: String,
+}
+
+impl LedgerWatch for PgWatch {
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, JournalError> {
+        let err = |e: postgres::Error| JournalError::Storage {
+            path: self.at.clone(),
+            source: Box::new(DbError::from(e)),
+        };
+        use postgres::fallible_iterator::FallibleIterator;
+        let mut notes = self.client.notifications();
+        let changed = notes.timeout_iter(timeout).next().map_err(err)?.is_some();
+        // A burst (a replay confirming a batch) is one change.
+        while notes.iter().next().map_err(err)?.is_some() {}
+        Ok(changed)
     }
 }
 

@@ -8,7 +8,7 @@ use dlq_core::masking::Masker;
 pub fn operator(
     source_key: &str,
     actor: &str,
-    ledger: std::path::PathBuf,
+    ledger: impl Into<dlq_core::ledger_location::Location>,
     masker: Masker,
 ) -> Settings {
     Settings {
@@ -17,7 +17,7 @@ pub fn operator(
             actor: actor.into(),
             role: Role::Operator,
             read_only: false,
-            ledger: Some(dlq_core::ledger_location::Location::File(ledger)),
+            ledger: Some(ledger.into()),
         },
         masker,
         mappings: Vec::new(),

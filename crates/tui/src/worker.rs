@@ -64,6 +64,7 @@ fn run(
             }
         });
     }
+    spawn_ledger_watch(&principal, &settings.source_key, &events);
     let mut first = true;
     loop {
         if !first && !send(Action::from(BrowseEvent::Rebrowsing)) {
@@ -422,6 +423,44 @@ fn serve_closed(
 }
 
 /// The replay being planned on the dry-run screen.
+/// On a team ledger: follow other engineers' decisions as they are committed (the
+/// server announces each change), so a letter alice discards turns `discarded by alice`
+/// here without a restart. Ends when the UI is gone or the server connection is.
+fn spawn_ledger_watch(principal: &Principal, source_key: &str, events: &Sender<AppEvent>) {
+    let (principal, key, events) = (principal.clone(), source_key.to_string(), events.clone());
+    std::thread::spawn(move || {
+        let Ok(Some(ledger)) = principal.existing_ledger() else {
+            return;
+        };
+        let mut watch = match ledger.watch() {
+            Ok(Some(w)) => w,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "not following the team ledger");
+                return;
+            }
+        };
+        loop {
+            match watch.wait(std::time::Duration::from_secs(5)) {
+                Ok(false) => continue,
+                Ok(true) => match ledger.decisions(&key) {
+                    Ok(ds) => {
+                        let event = AppEvent::Action(Action::from(LedgerEvent::Decisions(ds)));
+                        if events.send(event).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "reading the team ledger"),
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "the team ledger's change feed stopped");
+                    return;
+                }
+            }
+        }
+    });
+}
+
 #[derive(Default)]
 struct Replays {
     pending: Option<ReplayDraft>,

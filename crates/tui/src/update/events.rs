@@ -97,12 +97,7 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
             }
             Err(e) => state.message = Some((format!("not unmasked: {e}"), Level::Error)),
         },
-        LedgerEvent::Decisions(ds) => {
-            state.decisions = ds
-                .into_iter()
-                .filter_map(|d| d.binding.clone().map(|b| (b, d)))
-                .collect();
-        }
+        LedgerEvent::Decisions(ds) => apply_decisions(state, ds),
         LedgerEvent::Unverified(why) => state.ledger_alert = Some(why),
         LedgerEvent::Notes(lines) => {
             if let Some(last) = lines.last() {
@@ -184,4 +179,56 @@ pub(crate) fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
         }
     }
     refresh_tree(state);
+}
+
+/// The ledger's decisions on this source, as recorded (here, or by another engineer on a
+/// team ledger): letters decided since the last report take their state, leave the open
+/// groups, and the status line says who.
+fn apply_decisions(state: &mut AppState, ds: Vec<dlq_core::journal::Decision>) {
+    let fresh: std::collections::HashMap<String, dlq_core::journal::Decision> = ds
+        .into_iter()
+        .filter_map(|d| d.binding.clone().map(|b| (b, d)))
+        .collect();
+    let news: std::collections::HashMap<&str, &dlq_core::journal::Decision> = fresh
+        .iter()
+        .filter(|(b, _)| !state.decisions.contains_key(*b))
+        .map(|(b, d)| (b.as_str(), d))
+        .collect();
+    let mut changed = 0usize;
+    let mut by: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    if !news.is_empty() {
+        let store = &mut state.catalog.store;
+        let hits: Vec<(RowId, dlq_core::model::TriageState, String)> = store
+            .rows()
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                use dlq_core::model::TriageState as T;
+                matches!(r.state, T::Open | T::FailedAgain)
+            })
+            .filter_map(|(i, r)| {
+                let d = news.get(store.binding(r).as_str())?;
+                let next = dlq_core::prepared::LetterState::of(Some(d)).state;
+                Some((i as RowId, next, d.actor.clone()))
+            })
+            .collect();
+        for (row, next, actor) in hits {
+            store.set_state(row, next);
+            by.insert(actor);
+            changed += 1;
+        }
+    }
+    state.decisions = fresh;
+    if changed > 0 {
+        rebuild_index(state);
+        let who: Vec<String> = by.iter().map(|a| dlq_core::sanitize::clean(a)).collect();
+        state.message = Some((
+            format!(
+                "{} decided in the ledger by {} (no longer open)",
+                dlq_core::words::letters(changed),
+                who.join(", ")
+            ),
+            Level::Info,
+        ));
+    }
 }
