@@ -941,6 +941,83 @@ fn watch_serves_prometheus_metrics_on_loopback() {
     }
 }
 
+/// `watch` follows decisions made while it runs (another terminal, another engineer on
+/// a team ledger): a group discarded elsewhere leaves its counts at the next tick.
+#[test]
+fn watch_counts_decisions_made_elsewhere_without_a_restart() {
+    use std::io::{BufRead, Read};
+    let env = env();
+    let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
+    let src = p.to_str().expect("utf-8");
+    let command = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
+        c.args(args)
+            .env("DLQ_TRIAGE_NOW", NOW)
+            .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
+            .env("XDG_STATE_HOME", env.dir.path().join("state"));
+        c
+    };
+    let mut child = command(&[
+        "watch",
+        src,
+        "--rule",
+        "count > 1",
+        "--every",
+        "1s",
+        "--metrics",
+        "127.0.0.1:0",
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("binary runs");
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut addr = None;
+    let mut line = String::new();
+    while addr.is_none() && err.read_line(&mut line).expect("stderr") > 0 {
+        if let Some(a) = line.trim().strip_prefix("metrics: http://") {
+            addr = Some(a.trim_end_matches("/metrics").to_string());
+        }
+        line.clear();
+    }
+    let addr = addr.expect("the metrics address is printed");
+    let page = || {
+        let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").expect("request");
+        let mut page = String::new();
+        s.read_to_string(&mut page).expect("response");
+        page
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let tax =
+        "dlq_letters{reason=\"tax\",version=\"r2\",event_type=\"invoice.issue.requested\"} 10";
+    assert!(page().contains(tax), "{}", page());
+    let out = command(&[
+        "discard",
+        src,
+        "--filter",
+        "reason=tax",
+        "--reason",
+        "fixed upstream",
+        "--yes",
+    ])
+    .output()
+    .expect("discard");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let after = page();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        !after.contains(tax),
+        "the discarded group is still counted:\n{after}"
+    );
+}
+
 /// `… | head` closes the pipe early: a clean exit, never a panic (101). The replay
 /// dry-run printed its JSON with `println!`, which panics on a closed pipe.
 #[test]

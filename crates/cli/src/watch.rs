@@ -112,7 +112,22 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
         ..
     } = loaded;
     let mut last = Instant::now();
-    let mut tick = |catalog: &Catalog| {
+    // Decisions made elsewhere (another engineer, a replay in another terminal) leave
+    // the counts at the next tick, without a restart.
+    // (A ledger created after it started — the first decision on this host — is
+    // opened when it appears.)
+    let mut ledger = principal.existing_ledger().ok().flatten();
+    let mut seen = ledger
+        .as_ref()
+        .and_then(|l| l.decisions(&source_key).ok())
+        .map_or(0, |d| d.len());
+    let mut tick = |catalog: &mut Catalog| {
+        if ledger.is_none() {
+            ledger = principal.existing_ledger().ok().flatten();
+        }
+        if let Some(l) = &ledger {
+            follow_ledger(&**l, &source_key, catalog, &mut seen);
+        }
         let at = now_ms();
         let e = evaluate(&mut watch, catalog, &masker, at, replay().as_ref(), &out);
         out.changes(at, &e);
@@ -128,7 +143,7 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
         }
         if last.elapsed() >= every {
             last = Instant::now();
-            tick(&catalog);
+            tick(&mut catalog);
         }
         ControlFlow::Continue(())
     });
@@ -138,7 +153,7 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
             _,
         ))) => loop {
             std::thread::sleep(every);
-            tick(&catalog);
+            tick(&mut catalog);
         },
         Err(e) => Err(anyhow::anyhow!("watching {} stopped: {e}", out.label)),
         Ok(()) => Ok(()),
@@ -492,4 +507,25 @@ mod tests {
         assert!(!lv("x\x1b[31my\n").contains('\x1b'));
         assert!(!lv("x\ny").contains('\n'));
     }
+}
+
+/// Apply decisions recorded since the last look (`seen` of them then).
+fn follow_ledger(
+    ledger: &dyn dlq_core::journal::Journal,
+    key: &str,
+    catalog: &mut Catalog,
+    seen: &mut usize,
+) {
+    let Ok(ds) = ledger.decisions(key) else {
+        return;
+    };
+    if ds.len() == *seen {
+        return;
+    }
+    *seen = ds.len();
+    let by: std::collections::HashMap<&str, &dlq_core::journal::Decision> = ds
+        .iter()
+        .filter_map(|d| d.binding.as_deref().map(|b| (b, d)))
+        .collect();
+    dlq_core::decisions::apply_to_store(&mut catalog.store, &by);
 }

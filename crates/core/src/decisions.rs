@@ -205,3 +205,38 @@ fn apply_pending(
         )
     }))
 }
+
+/// Letters still open (or failed again) in `store` that one of `decided` (by binding)
+/// covers take the state it gives them: how a view follows decisions recorded after it
+/// was loaded (another engineer's, on a team ledger). Returns who decided, one entry per
+/// letter changed.
+pub fn apply_to_store(
+    store: &mut crate::store::LetterStore,
+    decided: &std::collections::HashMap<&str, &Decision>,
+) -> Vec<String> {
+    use crate::model::TriageState as T;
+    if decided.is_empty() {
+        return Vec::new();
+    }
+    let hits: Vec<(crate::store::RowId, T, String)> = store
+        .rows()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r.state, T::Open | T::FailedAgain))
+        .filter_map(|(i, r)| {
+            let d = decided.get(store.binding(r).as_str())?;
+            let state = crate::prepared::LetterState::of(Some(d)).state;
+            Some((
+                crate::store::RowId::try_from(i).ok()?,
+                state,
+                d.actor.clone(),
+            ))
+        })
+        .collect();
+    hits.into_iter()
+        .map(|(row, state, actor)| {
+            store.set_state(row, state);
+            actor
+        })
+        .collect()
+}

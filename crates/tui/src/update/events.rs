@@ -194,30 +194,9 @@ fn apply_decisions(state: &mut AppState, ds: Vec<dlq_core::journal::Decision>) {
         .filter(|(b, _)| !state.decisions.contains_key(*b))
         .map(|(b, d)| (b.as_str(), d))
         .collect();
-    let mut changed = 0usize;
-    let mut by: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-    if !news.is_empty() {
-        let store = &mut state.catalog.store;
-        let hits: Vec<(RowId, dlq_core::model::TriageState, String)> = store
-            .rows()
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| {
-                use dlq_core::model::TriageState as T;
-                matches!(r.state, T::Open | T::FailedAgain)
-            })
-            .filter_map(|(i, r)| {
-                let d = news.get(store.binding(r).as_str())?;
-                let next = dlq_core::prepared::LetterState::of(Some(d)).state;
-                Some((i as RowId, next, d.actor.clone()))
-            })
-            .collect();
-        for (row, next, actor) in hits {
-            store.set_state(row, next);
-            by.insert(actor);
-            changed += 1;
-        }
-    }
+    let actors = dlq_core::decisions::apply_to_store(&mut state.catalog.store, &news);
+    let changed = actors.len();
+    let by: std::collections::BTreeSet<String> = actors.into_iter().collect();
     state.decisions = fresh;
     if changed > 0 {
         rebuild_index(state);
