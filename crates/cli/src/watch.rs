@@ -486,6 +486,27 @@ fn metrics_text(
     t
 }
 
+/// Apply decisions recorded since the last look (`seen` of them then).
+fn follow_ledger(
+    ledger: &dyn dlq_core::journal::Journal,
+    key: &str,
+    catalog: &mut Catalog,
+    seen: &mut usize,
+) {
+    let Ok(ds) = ledger.decisions(key) else {
+        return;
+    };
+    if ds.len() == *seen {
+        return;
+    }
+    *seen = ds.len();
+    let by: std::collections::HashMap<&str, &dlq_core::journal::Decision> = ds
+        .iter()
+        .filter_map(|d| d.binding.as_deref().map(|b| (b, d)))
+        .collect();
+    dlq_core::decisions::apply_to_store(&mut catalog.store, &by);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -507,25 +528,4 @@ mod tests {
         assert!(!lv("x\x1b[31my\n").contains('\x1b'));
         assert!(!lv("x\ny").contains('\n'));
     }
-}
-
-/// Apply decisions recorded since the last look (`seen` of them then).
-fn follow_ledger(
-    ledger: &dyn dlq_core::journal::Journal,
-    key: &str,
-    catalog: &mut Catalog,
-    seen: &mut usize,
-) {
-    let Ok(ds) = ledger.decisions(key) else {
-        return;
-    };
-    if ds.len() == *seen {
-        return;
-    }
-    *seen = ds.len();
-    let by: std::collections::HashMap<&str, &dlq_core::journal::Decision> = ds
-        .iter()
-        .filter_map(|d| d.binding.as_deref().map(|b| (b, d)))
-        .collect();
-    dlq_core::decisions::apply_to_store(&mut catalog.store, &by);
 }
