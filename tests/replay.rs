@@ -964,6 +964,71 @@ fn the_team_ledger_lost_mid_replay_stops_it_and_the_resume_completes_exactly_onc
     env.exactly_once(&id, N, "after the server came back");
 }
 
+/// `ledger migrate --to postgres://…`: a file ledger with a discard, a revision and a
+/// replay killed mid-run becomes the team's record — verified, the killed replay
+/// resumable from the server, each letter landing once; running it again does nothing.
+#[test]
+fn ledger_migrate_moves_a_file_ledger_with_a_killed_replay_to_the_team_ledger() {
+    let Some(db) = TempDb::create() else { return };
+    const N: usize = 60;
+    let (_cluster, env) = orders_cluster(N);
+    let discard = env.run(&[
+        "discard", &env.uri, "--filter", "id=m-0", "--reason", "spam", "--yes",
+    ]);
+    assert_eq!(discard.status.code(), Some(0), "{}", text(&discard));
+    {
+        let mut l =
+            dlq_ledger::Ledger::open(&env.path().join("ledger.db"), "alice").expect("file ledger");
+        l.record_revision(&env.uri, "m-1", "fix", &["/n".into()], b"{}", b"{\"n\":1}")
+            .expect("revision");
+    }
+    let child = env.spawn_replay(N, "20");
+    let started = Instant::now();
+    let id = loop {
+        assert!(started.elapsed() < Duration::from_secs(30), "never started");
+        let rows: serde_json::Value =
+            serde_json::from_slice(&env.run(&["replays", "--json"]).stdout).unwrap_or_default();
+        if let Some(id) = rows[0]["id"].as_str() {
+            if count(&env.show(id), "settled") >= 5 {
+                break id.to_string();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::process::Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    let _ = child.wait_with_output();
+    let moved = env.run(&["ledger", "migrate", "--to", &db.url]);
+    assert_eq!(moved.status.code(), Some(0), "{}", text(&moved));
+    assert!(text(&moved).contains("both verify"), "{}", text(&moved));
+    let again = env.run(&["ledger", "migrate", "--to", &db.url]);
+    assert!(text(&again).contains("nothing to do"), "{}", text(&again));
+    // From now on the team works on the server: the killed replay is there, resumable.
+    let team = Env::on(env.bootstrap.clone(), "orders.dlq", Some(&db.url));
+    let rows: serde_json::Value =
+        serde_json::from_slice(&team.run(&["replays", "--json"]).stdout).expect("json");
+    assert_eq!(rows[0]["id"], id.as_str(), "{rows}");
+    let resumed = team.run(&[
+        "replay", &team.uri, "--resume", &id, "--yes", "--rate", "1000", "--expect", "60",
+    ]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    team.exactly_once(&id, N - 1, "resumed on the team ledger");
+    let audit: serde_json::Value =
+        serde_json::from_slice(&team.run(&["audit", "list", "--json"]).stdout).expect("json");
+    let actions: Vec<&str> = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert!(
+        actions.contains(&"edit") && actions.contains(&"ledger-migrated"),
+        "{actions:?}"
+    );
+}
+
 /// Two engineers on the team ledger replaying the same 1,000 letters at once.
 #[test]
 fn two_engineers_replaying_one_group_on_the_team_ledger_send_each_letter_once() {

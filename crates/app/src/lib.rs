@@ -11,3 +11,4 @@ pub mod identity;
 pub mod logging;
 pub mod revise;
 pub mod session;
+pub mod team_ledger;

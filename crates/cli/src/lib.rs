@@ -168,6 +168,9 @@ pub enum Command {
     /// Alert on dead-letter rate, oldest age, counts, new failure modes and replays that
     /// fail again — per group, with owners (`--once` for cron and CI: exit 3 on breach).
     Watch(WatchArgs),
+    /// The ledger itself: `migrate --to postgres://…` copies this file ledger into the
+    /// team's server (verified before and after; again is a no-op).
+    Ledger(LedgerArgs),
 }
 
 #[derive(Args, Debug)]
@@ -328,6 +331,16 @@ pub struct AuditArgs {
     pub expect_head: Option<String>,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LedgerArgs {
+    /// What to do: migrate.
+    #[arg(value_parser = ["migrate"])]
+    pub what: String,
+    /// The team's ledger: postgres://user@host/db (password from PGPASSWORD or ~/.pgpass).
+    #[arg(long, value_name = "URL")]
+    pub to: String,
 }
 
 #[derive(Args, Debug)]
@@ -494,6 +507,23 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(a) => replay::run(&ctx, &a),
         Command::Replays(a) => replays::run(&ctx, &a),
         Command::Audit(a) => audit::run(&ctx, &a),
+        Command::Ledger(a) => {
+            if ctx.read_only {
+                return context::usage("--read-only: ledger migrate writes the team's ledger");
+            }
+            let to = dlq_core::ledger_location::Location::parse(&a.to).map_err(UsageError)?;
+            let from = ctx
+                .ledger
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("no ledger location"))?;
+            let said =
+                dlq_app::team_ledger::migrate(&from, &to, &dlq_app::identity::current_actor())?;
+            std::io::Write::write_all(
+                &mut std::io::stdout(),
+                format!("{}\n", dlq_core::sanitize::clean(&said)).as_bytes(),
+            )?;
+            Ok(())
+        }
         Command::Edit(a) => edit::run(&ctx, &a),
         Command::Watch(a) => watch::run(&ctx, &a),
     }

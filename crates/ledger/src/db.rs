@@ -116,6 +116,11 @@ impl ToValue for Vec<u8> {
         Value::Blob(self.clone())
     }
 }
+impl ToValue for Value {
+    fn to_value(&self) -> Value {
+        self.clone()
+    }
+}
 impl<T: ToValue + ?Sized> ToValue for &T {
     fn to_value(&self) -> Value {
         (**self).to_value()

@@ -49,7 +49,7 @@ use chain::*;
 pub use chain::{key_path, sha256_hex, GENESIS};
 pub use checkpoint::FULL_WALK_UP_TO;
 pub use schema::SCHEMA_VERSION;
-pub use server::Location;
+pub use server::{Location, Migrated};
 use verify::*;
 
 impl Ledger {

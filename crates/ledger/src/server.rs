@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 /// The server schema this build writes (its own numbering: the SQLite file's versions
 /// count a history the server never had).
-pub const SERVER_SCHEMA_VERSION: i64 = 2;
+pub const SERVER_SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA_V1: &str = r#"
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -328,8 +328,30 @@ CREATE TRIGGER replays_notify AFTER INSERT OR UPDATE OF state, detail ON replays
   FOR EACH STATEMENT EXECUTE FUNCTION dlq_notify();
 "#;
 
+/// Version 3: `ledger migrate` — a SQLite ledger's entries appended with their own time
+/// and actor, linked under the server's key. Only the ledger's owner may (it writes
+/// history in others' names); each entry must follow the last.
+const SCHEMA_V3: &str = r#"
+CREATE FUNCTION dlq_import(p_seq BIGINT, p_at TEXT, p_actor TEXT, p_action TEXT, p_target TEXT, p_detail TEXT)
+RETURNS TEXT LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $f$
+DECLARE v_last BIGINT; v_prev TEXT; v_hash TEXT;
+BEGIN
+  LOCK TABLE audit IN SHARE ROW EXCLUSIVE MODE;
+  SELECT a.seq, a.hash INTO v_last, v_prev FROM audit a ORDER BY a.seq DESC LIMIT 1;
+  IF coalesce(v_last, 0) + 1 <> p_seq THEN
+    RAISE EXCEPTION 'import out of order: entry % after %', p_seq, coalesce(v_last, 0);
+  END IF;
+  v_prev := coalesce(v_prev, repeat('0', 64));
+  v_hash := dlq_link(v_prev, dlq_canonical(p_seq, p_at, p_actor, p_action, p_target, p_detail));
+  INSERT INTO audit VALUES (p_seq, p_at, p_actor, p_action, p_target, p_detail, v_prev, v_hash);
+  RETURN v_hash;
+END
+$f$;
+REVOKE ALL ON FUNCTION dlq_import(BIGINT, TEXT, TEXT, TEXT, TEXT, TEXT) FROM PUBLIC;
+"#;
+
 /// The server schema's steps, version `i + 1` each.
-const SERVER_MIGRATIONS: [&str; 2] = [SCHEMA_V1, SCHEMA_V2];
+const SERVER_MIGRATIONS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
 
 /// Create the schema on an empty database, or check the one there: a newer version (a
 /// newer build's) is refused, never written to. One client at a time (an advisory lock).
@@ -385,6 +407,164 @@ impl Ledger {
             client,
             at: self.location(),
         })))
+    }
+}
+
+/// The tables `ledger migrate` copies, with their columns (the audit log goes through
+/// `dlq_import`; `meta` — checkpoints — stays behind).
+const COPIED: [(&str, &str); 4] = [
+    (
+        "decisions",
+        "id, source, letter_id, coords, binding, kind, reason, actor, at, applied_at, audit_seq",
+    ),
+    (
+        "revisions",
+        "id, source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload, audit_seq",
+    ),
+    (
+        "replays",
+        "id, source, target, actor, started_at, state, detail, lease_pid, lease_host, heartbeat_at",
+    ),
+    (
+        "replay_items",
+        "replay_id, seq, letter_id, binding, location, state, at, published, error",
+    ),
+];
+
+/// What `ledger migrate` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Migrated {
+    /// Entries and rows copied; the file's head, which the server's record now holds.
+    Copied {
+        entries: usize,
+        rows: usize,
+        head: Head,
+    },
+    /// The server already holds this file's ledger (migrated before).
+    AlreadyThere { head: Head },
+}
+
+impl Ledger {
+    /// Copy this (file) ledger into `to` (an empty server ledger): verified first, every
+    /// entry appended with its own time and actor and linked under the server's key,
+    /// every row copied, then a `ledger-migrated` entry naming the file's head (so the old
+    /// chain's anchor still proves what was copied), all in one transaction; verified
+    /// after. Running it again is a no-op.
+    pub fn migrate_to(&self, to: &Ledger) -> Result<Migrated, JournalError> {
+        if !to.db.is_pg() || self.db.is_pg() {
+            return Err(self
+                .other("ledger migrate copies a file ledger into a server (postgres://…)".into()));
+        }
+        let v = self.verify(None)?;
+        if !v.ok {
+            return Err(self.other(format!(
+                "it fails verification at entry {} ({}): nothing copied — `dlq-triage audit verify`",
+                v.first_bad_seq.unwrap_or_default(),
+                v.problem.unwrap_or_default()
+            )));
+        }
+        let head = self.head()?.unwrap_or(Head {
+            seq: 0,
+            hash: GENESIS.into(),
+        });
+        let running = self
+            .replays()?
+            .into_iter()
+            .filter(|r| r.held_by.is_some())
+            .count();
+        if running > 0 {
+            return Err(self.other(format!("{running} replay(s) are being sent with this ledger right now: migrate when they have ended (a replay journals into the ledger it started with)")));
+        }
+        to.db.begin_write().map_err(|e| to.err(e))?;
+        let copied = self.copy_into(to, &head);
+        match copied {
+            Ok(m) => {
+                to.db.commit().map_err(|e| to.err(e))?;
+                let after = to.verify(None)?;
+                if !after.ok {
+                    return Err(to.other(format!(
+                        "copied, but the server's ledger fails verification at entry {}: {}",
+                        after.first_bad_seq.unwrap_or_default(),
+                        after.problem.unwrap_or_default()
+                    )));
+                }
+                Ok(m)
+            }
+            Err(e) => {
+                to.db.rollback();
+                Err(e)
+            }
+        }
+    }
+
+    fn copy_into(&self, to: &Ledger, head: &Head) -> Result<Migrated, JournalError> {
+        let anchor = head.to_string();
+        let there: Vec<String> = to
+            .db
+            .map(
+                "SELECT detail FROM audit WHERE action = 'ledger-migrated'",
+                p![],
+                |r| r.get(0),
+            )
+            .map_err(|e| to.err(e))?;
+        if there.iter().any(|d| {
+            serde_json::from_str::<serde_json::Value>(d)
+                .ok()
+                .and_then(|v| {
+                    v.get("from_head")
+                        .and_then(|h| h.as_str())
+                        .map(str::to_string)
+                })
+                .as_deref()
+                == Some(anchor.as_str())
+        }) {
+            return Ok(Migrated::AlreadyThere { head: head.clone() });
+        }
+        if to.head()?.is_some() {
+            return Err(to.other("the server's ledger already has entries: migrate into an empty one (a second file's history would need renumbering)".into()));
+        }
+        let entries = self.audit_entries()?;
+        for e in &entries {
+            to.db
+                .one(
+                    "SELECT dlq_import(?1, ?2, ?3, ?4, ?5, ?6)",
+                    p![e.seq, e.at, e.actor, e.action, e.target, e.detail],
+                    |r| r.get::<String>(0),
+                )
+                .map_err(|err| to.err(err))?;
+        }
+        let mut rows = 0;
+        for (table, cols) in COPIED {
+            let n = cols.split(',').count();
+            let marks: Vec<String> = (1..=n).map(|i| format!("?{i}")).collect();
+            let insert = format!("INSERT INTO {table} ({cols}) VALUES ({})", marks.join(", "));
+            let read = self
+                .db
+                .query(&format!("SELECT {cols} FROM {table}"), p![])
+                .map_err(|e| self.err(e))?;
+            for r in &read {
+                let values: Vec<&dyn crate::db::ToValue> = (0..n)
+                    .map(|i| r.value(i) as &dyn crate::db::ToValue)
+                    .collect();
+                to.db.execute(&insert, &values).map_err(|e| to.err(e))?;
+                rows += 1;
+            }
+        }
+        for table in ["decisions", "revisions"] {
+            to.db
+                .batch(&format!("SELECT setval(pg_get_serial_sequence('{table}', 'id'), greatest((SELECT max(id) FROM {table}), 1))"))
+                .map_err(|e| to.err(e))?;
+        }
+        let detail =
+            serde_json::json!({"from_head": anchor, "entries": entries.len(), "rows": rows})
+                .to_string();
+        to.audit_in(&to.db, "ledger-migrated", "ledger", &detail)
+            .map_err(|e| to.err(e))?;
+        Ok(Migrated::Copied {
+            entries: entries.len(),
+            rows,
+            head: head.clone(),
+        })
     }
 }
 

@@ -1,0 +1,41 @@
+//! Moving to the team's ledger: `dlq-triage ledger migrate --to postgres://…` copies one
+//! engineer's file ledger into the server, so a one-bastion start becomes the team's
+//! record mid-incident.
+
+use dlq_core::journal::JournalError;
+use dlq_core::ledger_location::Location;
+use dlq_ledger::{Ledger, Migrated};
+
+/// Copy the file ledger `from` into the server ledger `to` (see `Ledger::migrate_to`);
+/// what happened, in a line.
+pub fn migrate(from: &Location, to: &Location, actor: &str) -> Result<String, JournalError> {
+    let other = |message: String| JournalError::Other {
+        path: from.to_string(),
+        message,
+    };
+    if !matches!(from, Location::File(p) if p.exists()) {
+        return Err(other(
+            "no file ledger here to migrate (nothing recorded yet, or --ledger names a server)"
+                .into(),
+        ));
+    }
+    if !matches!(to, Location::Server(_)) {
+        return Err(other(format!(
+            "--to {to}: the team ledger is a server, postgres://user@host/db"
+        )));
+    }
+    let source = Ledger::open_at(from, actor)?;
+    let target = Ledger::open_at(to, actor)?;
+    Ok(match source.migrate_to(&target)? {
+        Migrated::Copied {
+            entries,
+            rows,
+            head,
+        } => format!(
+            "copied {entries} audit entries and {rows} rows from {from} into {to}; both verify. The file's head {head} is recorded there (`ledger-migrated`); record further decisions with --ledger {to}"
+        ),
+        Migrated::AlreadyThere { head } => {
+            format!("{to} already holds this ledger (head {head}): nothing to do")
+        }
+    })
+}
