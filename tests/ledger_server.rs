@@ -211,3 +211,70 @@ fn a_newer_server_schema_is_refused_and_an_unknown_scheme_is_an_error() {
         "{err}"
     );
 }
+
+/// The README's grants, as written there (so the setup it documents is the one tested).
+fn readme_grants(role: &str) -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let start = readme
+        .find("GRANT SELECT, INSERT, UPDATE ON decisions")
+        .expect("the grants");
+    let block = &readme[start..];
+    let end = block.find("```").expect("end of the block");
+    block[..end]
+        .lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("dlq_team", role)
+}
+
+/// An engineer's own role with only the README's grants: records and verifies, is the
+/// actor of what it records, and cannot edit the audit log, read the chain's key or
+/// import history in others' names.
+#[test]
+fn the_teams_role_writes_through_the_server_and_cannot_edit_the_log() {
+    let Some(db) = TempDb::create() else { return };
+    drop(open(&db)); // the owner (here the superuser) creates the schema
+    let role = format!("dlq_eng_{}", std::process::id());
+    let mut admin = db.client();
+    admin
+        .batch_execute(&format!(
+            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN;"
+        ))
+        .expect("role");
+    admin
+        .batch_execute(&readme_grants(&role))
+        .expect("the README's grants");
+    let as_role = db.url.replacen("postgres@", &format!("{role}@"), 1);
+    let mut l = Ledger::open_at(&Location::Server(as_role.clone()), "os-user").expect("open");
+    fill(&mut l);
+    let v = l.verify(None).expect("verify");
+    assert!(v.ok, "{v:?}");
+    assert!(l
+        .audit_entries()
+        .expect("entries")
+        .iter()
+        .all(|e| e.actor == role));
+    drop(l);
+    let mut c = postgres::Client::connect(&as_role, postgres::NoTls).expect("connect");
+    for sql in [
+        "UPDATE audit SET detail = '{}' WHERE seq = 1",
+        "DELETE FROM audit WHERE seq = 1",
+        "INSERT INTO audit VALUES (99, 'x', 'x', 'x', 'x', '{}', 'x', 'x')",
+        "SELECT key FROM dlq_chain_key",
+        "SELECT dlq_import(99, 'x', 'mallory', 'discard', 'm', '{}')",
+        "SELECT dlq_link('0', 'x')",
+    ] {
+        let err = c.batch_execute(sql).expect_err(sql);
+        assert!(
+            err.as_db_error()
+                .is_some_and(|e| e.message().contains("permission denied")),
+            "{sql}: {err}"
+        );
+    }
+    drop(c);
+    let _ = admin.batch_execute(&format!(
+        "DROP OWNED BY {role}; DROP ROLE IF EXISTS {role};"
+    ));
+}

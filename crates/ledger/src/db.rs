@@ -428,7 +428,9 @@ impl Db {
     pub fn begin_write(&self) -> Result<(), DbError> {
         match self {
             Db::Sqlite(_) => self.batch("BEGIN IMMEDIATE"),
-            Db::Pg(_) => self.batch("BEGIN; LOCK TABLE audit IN SHARE ROW EXCLUSIVE MODE"),
+            // An advisory lock (no table privilege needed: the team's role may not touch
+            // the audit table but through `dlq_append`).
+            Db::Pg(_) => self.batch("BEGIN; SELECT pg_advisory_xact_lock(7337002)"),
         }
     }
 

@@ -360,8 +360,17 @@ pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
     db.batch("BEGIN; SELECT pg_advisory_xact_lock(7337001);")
         .map_err(|e| l.err(e))?;
     let done = (|| {
-        db.batch("CREATE TABLE IF NOT EXISTS dlq_schema (version BIGINT NOT NULL)")
+        // Created by whoever opens an empty database first (its owner, in a team setup);
+        // the team's roles only read it.
+        let exists: bool = db
+            .one("SELECT to_regclass('dlq_schema') IS NOT NULL", p![], |r| {
+                r.get(0)
+            })
             .map_err(|e| l.err(e))?;
+        if !exists {
+            db.batch("CREATE TABLE dlq_schema (version BIGINT NOT NULL)")
+                .map_err(|e| l.err(e))?;
+        }
         let version: i64 = db
             .opt("SELECT max(version) FROM dlq_schema", p![], |r| {
                 r.get::<Option<i64>>(0)
