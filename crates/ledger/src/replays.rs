@@ -152,14 +152,30 @@ impl Ledger {
                 let entry = l
                     .audit_in(tx, "replay", c.letter_id, &detail)
                     .map_err(|e| l.err(e))?;
+                // Ledger-only (Kafka): applied at once, its entry written before the row so
+                // the row is inserted applied (one statement fewer per letter).
+                let applied = if c.ledger_only {
+                    let detail = serde_json::json!({"decision": entry.seq, "source": source, "binding": c.binding, "how": "ledger-only"}).to_string();
+                    let applied = l
+                        .audit_in(tx, "replay-applied", c.letter_id, &detail)
+                        .map_err(|e| l.err(e))?;
+                    Some(applied.at)
+                } else {
+                    None
+                };
                 let decision_id: i64 = tx
                     .one(
-                        "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) VALUES (?1, ?2, ?3, ?4, 'replay', ?5, ?6, ?7, ?8) RETURNING id",
-                        p![source, c.letter_id, c.binding, c.location, reason, l.actor, entry.at, entry.seq],
+                        "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq, applied_at) VALUES (?1, ?2, ?3, ?4, 'replay', ?5, ?6, ?7, ?8, ?9) RETURNING id",
+                        p![source, c.letter_id, c.binding, c.location, reason, l.actor, entry.at, entry.seq, applied],
                         |r| r.get(0),
                     )
                     .map_err(|e| l.err(e))?;
-                let mut d = Decision {
+                let state = if applied.is_some() {
+                    ItemState::Settled
+                } else {
+                    ItemState::Confirmed
+                };
+                let d = Decision {
                     id: decision_id,
                     source: source.into(),
                     letter_id: c.letter_id.into(),
@@ -169,23 +185,8 @@ impl Ledger {
                     reason: reason.clone(),
                     actor: l.actor.clone(),
                     at: entry.at.clone(),
-                    applied_at: None,
+                    applied_at: applied,
                     audit_seq: entry.seq,
-                };
-                let state = if c.ledger_only {
-                    let detail = serde_json::json!({"decision": d.audit_seq, "source": source, "binding": c.binding, "how": "ledger-only"}).to_string();
-                    let applied = l
-                        .audit_in(tx, "replay-applied", c.letter_id, &detail)
-                        .map_err(|e| l.err(e))?;
-                    tx.execute(
-                        "UPDATE decisions SET applied_at = ?1 WHERE id = ?2",
-                        p![applied.at, d.id],
-                    )
-                    .map_err(|e| l.err(e))?;
-                    d.applied_at = Some(applied.at);
-                    ItemState::Settled
-                } else {
-                    ItemState::Confirmed
                 };
                 // A copy can come back to the DLQ before its confirm is read: keep that.
                 tx.execute(
