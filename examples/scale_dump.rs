@@ -89,6 +89,7 @@ fn main() -> anyhow::Result<()> {
             masker: masker.clone(),
             mappings: Vec::new(),
             since: None,
+            approval_above: None,
         },
     )?;
     let mut catalog = Catalog::new(masker, Vec::new());

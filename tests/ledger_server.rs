@@ -212,23 +212,6 @@ fn a_newer_server_schema_is_refused_and_an_unknown_scheme_is_an_error() {
     );
 }
 
-/// The README's grants, as written there (so the setup it documents is the one tested).
-fn readme_grants(role: &str) -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
-    let start = readme
-        .find("GRANT SELECT, INSERT, UPDATE ON decisions")
-        .expect("the grants");
-    let block = &readme[start..];
-    let end = block.find("```").expect("end of the block");
-    block[..end]
-        .lines()
-        .map(|l| l.split("--").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n")
-        .replace("dlq_team", role)
-}
-
 /// An engineer's own role with only the README's grants: records and verifies, is the
 /// actor of what it records, and cannot edit the audit log, read the chain's key or
 /// import history in others' names.
@@ -244,7 +227,7 @@ fn the_teams_role_writes_through_the_server_and_cannot_edit_the_log() {
         ))
         .expect("role");
     admin
-        .batch_execute(&readme_grants(&role))
+        .batch_execute(&dlq_testkit::pg::readme_grants(&role))
         .expect("the README's grants");
     let as_role = db.url.replacen("postgres@", &format!("{role}@"), 1);
     let mut l = Ledger::open_at(&Location::Server(as_role.clone()), "os-user").expect("open");
@@ -277,4 +260,41 @@ fn the_teams_role_writes_through_the_server_and_cannot_edit_the_log() {
     let _ = admin.batch_execute(&format!(
         "DROP OWNED BY {role}; DROP ROLE IF EXISTS {role};"
     ));
+}
+
+/// An approval is what its entries say: one set to `approved` in the table lets nothing
+/// through, and `audit verify` names it; its author cannot approve it.
+#[test]
+fn an_approval_edited_in_the_table_lets_nothing_start() {
+    use dlq_core::journal::{Approval, ApprovalState};
+    let Some(db) = TempDb::create() else { return };
+    let mut l = open(&db);
+    let request = Approval {
+        id: "r-big".into(),
+        source: SOURCE.into(),
+        digest: "d1".into(),
+        letters: 900,
+        plan: "Replay plan r-big".into(),
+        author: String::new(),
+        requested_at: String::new(),
+        state: ApprovalState::Awaiting,
+        approver: None,
+        decided_at: None,
+        note: None,
+    };
+    let a = l.request_approval(&request).expect("request");
+    assert_eq!(a.author, "postgres");
+    let own = l.decide_approval("r-big", true, "mine").expect_err("own");
+    assert!(own.to_string().contains("cannot approve it"), "{own}");
+    assert_eq!(
+        l.approval_for("d1").expect("read").map(|a| a.state),
+        Some(ApprovalState::Awaiting)
+    );
+    db.client()
+        .batch_execute("UPDATE approvals SET state = 'approved', approver = 'mallory'")
+        .expect("tamper");
+    let err = l.approval_for("d1").expect_err("tampered");
+    assert!(err.to_string().contains("does not match"), "{err}");
+    let v = l.verify(None).expect("verify");
+    assert!(!v.ok && v.problem.unwrap_or_default().contains("approval r-big"));
 }

@@ -1029,6 +1029,96 @@ fn ledger_migrate_moves_a_file_ledger_with_a_killed_replay_to_the_team_ledger() 
     );
 }
 
+/// Four eyes: with `approval_above = 10`, alice's replay of 30 letters is recorded for
+/// approval and sends nothing (again: still awaiting); she cannot approve her own plan;
+/// bob sees it and approves; alice's next start runs, each letter once.
+#[test]
+fn a_plan_over_approval_above_waits_for_a_second_operator() {
+    let Some(db) = TempDb::create() else { return };
+    const N: usize = 30;
+    let (cluster, _file_env) = orders_cluster(N);
+    drop(dlq_ledger::Ledger::open_at(
+        &dlq_ledger::Location::Server(db.url.clone()),
+        "owner",
+    ));
+    let (alice_url, bob_url) = (db.engineer("alice"), db.engineer("bob"));
+    let alice = Env::on(cluster.bootstrap_servers(), "orders.dlq", Some(&alice_url));
+    let bob = Env::on(cluster.bootstrap_servers(), "orders.dlq", Some(&bob_url));
+    let config = alice.path().join("config/dlq-triage");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(
+        config.join("config.toml"),
+        "[replay]\napproval_above = 10\n",
+    )
+    .expect("config");
+    let start = || {
+        alice.run(&[
+            "replay",
+            &alice.uri,
+            "--filter",
+            "reason=boom",
+            "--yes",
+            "--expect",
+            "30",
+            "--canary",
+            "0",
+            "--watch",
+            "1s",
+            "--rate",
+            "1000",
+            "--include-stale",
+        ])
+    };
+    let first = start();
+    assert_eq!(first.status.code(), Some(7), "{}", text(&first));
+    assert!(
+        text(&first).contains("recorded for a second operator"),
+        "{}",
+        text(&first)
+    );
+    let id = text(&first)
+        .split('`')
+        .find_map(|w| w.strip_prefix("dlq-triage approve "))
+        .expect("the approval's id")
+        .to_string();
+    assert!(alice.landed(&id).is_empty(), "nothing sent before approval");
+    let again = start();
+    assert_eq!(again.status.code(), Some(7), "{}", text(&again));
+    assert!(text(&again).contains("awaits approval"), "{}", text(&again));
+    // Her own approval is refused; bob sees the plan, then approves it.
+    let own = alice.run(&["approve", &id, "--yes"]);
+    assert_ne!(own.status.code(), Some(0), "{}", text(&own));
+    assert!(text(&own).contains("cannot approve it"), "{}", text(&own));
+    let look = bob.run(&["approve", &id]);
+    assert_eq!(look.status.code(), Some(0), "{}", text(&look));
+    assert!(
+        text(&look).contains("30 letters") && text(&look).contains("nothing recorded"),
+        "{}",
+        text(&look)
+    );
+    let yes = bob.run(&[
+        "approve",
+        &id,
+        "--yes",
+        "--note",
+        "checked the fix is deployed",
+    ]);
+    assert_eq!(yes.status.code(), Some(0), "{}", text(&yes));
+    assert!(text(&yes).contains("approved by bob_"), "{}", text(&yes));
+    // Now alice's start runs: each letter once.
+    let run = start();
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let replay_id = String::from_utf8_lossy(&run.stdout)
+        .split_whitespace()
+        .find(|w| w.starts_with("r-2"))
+        .expect("replay id")
+        .to_string();
+    alice.exactly_once(&replay_id, N, "after approval");
+    // The approval is spent: it does not let another run start.
+    let verify = bob.run(&["audit", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+}
+
 /// Two engineers on the team ledger replaying the same 1,000 letters at once.
 #[test]
 fn two_engineers_replaying_one_group_on_the_team_ledger_send_each_letter_once() {

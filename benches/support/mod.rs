@@ -122,6 +122,7 @@ pub fn replay_topic(
         masker: Masker::with_key(vec![7; 32]),
         mappings: Vec::new(),
         since: None,
+        approval_above: None,
     };
     let src = KafkaSource::new(vec![demo.bootstrap()], vec![topic.into()], Vec::new());
     let mut session = Session::new(Box::new(src), settings).expect("session");

@@ -93,6 +93,10 @@ pub struct ReplayConfig {
     /// `--expect N` with `--yes` (CLI).
     #[serde(default = "default_confirm_above")]
     pub confirm_above: usize,
+    /// Four eyes (team ledger only): a replay over this many letters waits for a second
+    /// operator's `dlq-triage approve ID`.
+    #[serde(default)]
+    pub approval_above: Option<usize>,
 }
 
 fn default_confirm_above() -> usize {
@@ -103,6 +107,7 @@ impl Default for ReplayConfig {
     fn default() -> Self {
         ReplayConfig {
             confirm_above: default_confirm_above(),
+            approval_above: None,
         }
     }
 }

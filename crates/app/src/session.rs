@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 mod prepare;
 pub use dlq_core::handover::{InFlight, Receipt};
 pub use dlq_core::prepared::{LetterState, Prepared};
+mod approval;
 mod draft;
 mod replaying;
 use dlq_core::pipeline::Broken;
@@ -54,6 +55,9 @@ pub enum SessionError {
     /// A request that names something that is not there (a replay id of another source).
     #[error("{0}")]
     Invalid(String),
+    /// The plan is over `approval_above`: recorded for a second operator, nothing sent.
+    #[error("{0}")]
+    AwaitingApproval(String),
     /// Another live process holds it (a replay being sent): nothing was done.
     #[error("{0}")]
     Held(String),
@@ -187,6 +191,9 @@ pub struct Settings {
     /// time are kept). Applied here, to every source; Kafka also starts its read at
     /// the matching offsets, which only saves reading.
     pub since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Four eyes: a replay over this many letters needs a second operator's approval
+    /// (`[replay] approval_above`; a team ledger).
+    pub approval_above: Option<usize>,
 }
 
 /// What a scan or tail hands the front end, in order.

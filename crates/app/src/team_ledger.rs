@@ -2,7 +2,9 @@
 //! engineer's file ledger into the server, so a one-bastion start becomes the team's
 //! record mid-incident.
 
-use dlq_core::journal::JournalError;
+use crate::session::{Principal, SessionError};
+use dlq_core::access::Permission;
+use dlq_core::journal::{Approval, JournalError};
 use dlq_core::ledger_location::Location;
 use dlq_ledger::{Ledger, Migrated};
 
@@ -38,4 +40,25 @@ pub fn migrate(from: &Location, to: &Location, actor: &str) -> Result<String, Jo
             format!("{to} already holds this ledger (head {head}): nothing to do")
         }
     })
+}
+
+/// `dlq-triage approve ID` / `:approve ID`: the plan as its author saw it, and — when
+/// `decide` — the approval or rejection recorded (an operator other than its author).
+pub fn approve(
+    principal: &Principal,
+    id: &str,
+    decide: Option<(bool, &str)>,
+) -> Result<Approval, SessionError> {
+    principal.require(Permission::Replay, id)?;
+    let mut ledger = principal.ledger_to_write()?;
+    let Some(a) = ledger.approval(id)? else {
+        return Err(SessionError::Invalid(format!(
+            "no approval `{}` in the ledger",
+            dlq_core::sanitize::clean(id)
+        )));
+    };
+    match decide {
+        None => Ok(a),
+        Some((yes, note)) => Ok(ledger.decide_approval(id, yes, note)?),
+    }
 }

@@ -396,6 +396,7 @@ impl Context {
             masker: self.masker()?,
             mappings: self.config.conventions.clone(),
             since: self.since,
+            approval_above: self.config.replay.approval_above,
         })
     }
 

@@ -2,6 +2,7 @@
 //! source into a core [`Catalog`](dlq_core::catalog::Catalog) and renders it as a
 //! human table or stable JSON.
 
+mod approve;
 mod audit;
 mod confirm;
 mod context;
@@ -171,6 +172,9 @@ pub enum Command {
     /// The ledger itself: `migrate --to postgres://…` copies this file ledger into the
     /// team's server (verified before and after; again is a no-op).
     Ledger(LedgerArgs),
+    /// Four eyes (team ledger): show a replay plan awaiting approval; `--yes` approves
+    /// it (`--reject` refuses it). Never its author's own.
+    Approve(ApproveArgs),
 }
 
 #[derive(Args, Debug)]
@@ -329,6 +333,23 @@ pub struct AuditArgs {
     /// unchanged — catches entries removed from the end and rewritten logs.
     #[arg(long, value_name = "SEQ:HASH")]
     pub expect_head: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ApproveArgs {
+    /// The replay id the plan's author was given.
+    pub id: String,
+    /// Record the decision (without it: the plan is shown, nothing recorded).
+    #[arg(long)]
+    pub yes: bool,
+    /// Reject instead of approve.
+    #[arg(long)]
+    pub reject: bool,
+    /// Why, for the ledger.
+    #[arg(long, default_value = "")]
+    pub note: String,
     #[arg(long)]
     pub json: bool,
 }
@@ -507,6 +528,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(a) => replay::run(&ctx, &a),
         Command::Replays(a) => replays::run(&ctx, &a),
         Command::Audit(a) => audit::run(&ctx, &a),
+        Command::Approve(a) => approve::run(&ctx, &a),
         Command::Ledger(a) => {
             if ctx.read_only {
                 return context::usage("--read-only: ledger migrate writes the team's ledger");

@@ -69,6 +69,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     let mut watch = BarWatch {
         bar: Bar::new(plan.items.len()),
         crash_after: crash_hook(),
+        started: false,
     };
     let report = draft.run(session, &control, &mut watch);
     watch.bar.finish();
@@ -77,7 +78,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
         Err(e @ SessionError::Refused { .. }) => return refused(&e.to_string()),
         // The ledger went away mid-run (a server lost, a disk full): nothing more was
         // sent after the write that failed; say what to do when it is back.
-        Err(e @ SessionError::Ledger(JournalError::Storage { .. })) => {
+        Err(e @ SessionError::Ledger(JournalError::Storage { .. })) if watch.started => {
             return Err(anyhow::Error::from(e).context(format!(
                 "replay {} stopped: nothing more is sent without its ledger (letters in flight stay `sending`, looked up on resume); when the ledger is back: dlq-triage replay {label} --resume {}",
                 clean(&id),
@@ -235,6 +236,11 @@ fn held_or(e: SessionError) -> anyhow::Error {
             message: format!("error: {e}"),
         }
         .into(),
+        SessionError::AwaitingApproval(_) => Exit {
+            code: 7,
+            message: format!("{e}"),
+        }
+        .into(),
         _ => e.into(),
     }
 }
@@ -371,10 +377,13 @@ fn bar_line(p: &Progress, planned: usize) -> String {
 struct BarWatch {
     bar: Bar,
     crash_after: Option<usize>,
+    /// The engine reported a step: the replay was journaled and under way.
+    started: bool,
 }
 
 impl dlq_app::session::ReplayWatcher for BarWatch {
     fn progress(&mut self, p: &Progress) {
+        self.started = true;
         self.bar.draw(p);
         if self.crash_after.is_some_and(|n| p.confirmed >= n) {
             std::process::abort();

@@ -292,6 +292,64 @@ impl std::fmt::Display for ItemState {
     }
 }
 
+/// Where a four-eyes approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalState {
+    Awaiting,
+    Approved,
+    Rejected,
+    /// Approved, and its author started the replay (an approval is spent once).
+    Used,
+}
+
+impl ApprovalState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalState::Awaiting => "awaiting",
+            ApprovalState::Approved => "approved",
+            ApprovalState::Rejected => "rejected",
+            ApprovalState::Used => "used",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            ApprovalState::Awaiting,
+            ApprovalState::Approved,
+            ApprovalState::Rejected,
+            ApprovalState::Used,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for ApprovalState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A plan over `approval_above` letters, as recorded for a second operator to approve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Approval {
+    /// The replay id its author planned.
+    pub id: String,
+    pub source: String,
+    /// What was approved: the plan's letters and targets (`Plan::digest`).
+    pub digest: String,
+    pub letters: u64,
+    /// The dry-run as its author saw it (masked), for the approver.
+    pub plan: String,
+    pub author: String,
+    pub requested_at: String,
+    pub state: ApprovalState,
+    pub approver: Option<String>,
+    pub decided_at: Option<String>,
+    pub note: Option<String>,
+}
+
 /// One replay as `replays` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayRow {
@@ -451,6 +509,22 @@ pub trait Journal: Send {
     fn watch(&self) -> Result<Option<Box<dyn LedgerWatch>>, JournalError> {
         Ok(None)
     }
+    /// Four eyes (a team ledger): record a plan for a second operator to approve.
+    fn request_approval(&mut self, request: &Approval) -> Result<Approval, JournalError>;
+    /// The live approval (awaiting or approved) of a plan with this digest, checked
+    /// against its audit entries.
+    fn approval_for(&self, digest: &str) -> Result<Option<Approval>, JournalError>;
+    /// One approval by its replay id.
+    fn approval(&self, id: &str) -> Result<Option<Approval>, JournalError>;
+    /// Approve or reject an awaiting plan; never its author's own.
+    fn decide_approval(
+        &mut self,
+        id: &str,
+        approve: bool,
+        note: &str,
+    ) -> Result<Approval, JournalError>;
+    /// Its author starts the approved replay: the approval is spent.
+    fn use_approval(&mut self, id: &str) -> Result<(), JournalError>;
     /// Journal a replay's plan before anything is sent, and take its lease. `Claimed`
     /// (nothing written) when another live replay holds any of its letters.
     fn replay_start(

@@ -3,7 +3,7 @@
 
 use crate::Ledger;
 use dlq_core::journal::{
-    AuditEntry, Claim, ConfirmedLetter, Decision, Head, ItemState, Journal, JournalError,
+    Approval, AuditEntry, Claim, ConfirmedLetter, Decision, Head, ItemState, Journal, JournalError,
     PlannedItem, ReplayItemRow, ReplayRow, ReplayState, Verification,
 };
 use std::collections::HashMap;
@@ -78,6 +78,21 @@ impl Journal for Ledger {
     }
     fn watch(&self) -> R<Option<Box<dyn dlq_core::journal::LedgerWatch>>> {
         Ledger::watch(self)
+    }
+    fn request_approval(&mut self, a: &Approval) -> R<Approval> {
+        Ledger::request_approval(self, a)
+    }
+    fn approval_for(&self, digest: &str) -> R<Option<Approval>> {
+        Ledger::approval_for(self, digest)
+    }
+    fn approval(&self, id: &str) -> R<Option<Approval>> {
+        Ledger::approval(self, id)
+    }
+    fn decide_approval(&mut self, id: &str, approve: bool, note: &str) -> R<Approval> {
+        Ledger::decide_approval(self, id, approve, note)
+    }
+    fn use_approval(&mut self, id: &str) -> R<()> {
+        Ledger::use_approval(self, id)
     }
     fn replay_start(
         &mut self,

@@ -34,6 +34,7 @@ fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+mod approvals;
 mod chain;
 mod checkpoint;
 pub mod db;

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 /// The server schema this build writes (its own numbering: the SQLite file's versions
 /// count a history the server never had).
-pub const SERVER_SCHEMA_VERSION: i64 = 3;
+pub const SERVER_SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA_V1: &str = r#"
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -350,8 +350,26 @@ $f$;
 REVOKE ALL ON FUNCTION dlq_import(BIGINT, TEXT, TEXT, TEXT, TEXT, TEXT) FROM PUBLIC;
 "#;
 
+/// Version 4: four eyes — plans over `approval_above` letters await a second operator.
+const SCHEMA_V4: &str = r#"
+CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    letters BIGINT NOT NULL,
+    plan TEXT NOT NULL,
+    author TEXT NOT NULL,
+    requested_at TEXT NOT NULL,
+    state TEXT NOT NULL,
+    approver TEXT,
+    decided_at TEXT,
+    note TEXT
+);
+CREATE INDEX approvals_by_digest ON approvals (digest);
+"#;
+
 /// The server schema's steps, version `i + 1` each.
-const SERVER_MIGRATIONS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+const SERVER_MIGRATIONS: [&str; 4] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
 
 /// Create the schema on an empty database, or check the one there: a newer version (a
 /// newer build's) is refused, never written to. One client at a time (an advisory lock).

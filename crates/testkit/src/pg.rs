@@ -45,6 +45,21 @@ impl TempDb {
         })
     }
 
+    /// A login role of its own for one engineer, with exactly the grants the README
+    /// gives the team (read from the README, so the documented setup is the tested one);
+    /// the URL that connects as it. The schema must exist (open a ledger on `url` first).
+    pub fn engineer(&self, name: &str) -> String {
+        let role = format!("{name}_{}", std::process::id());
+        let mut c = self.client();
+        c.batch_execute(&format!(
+            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN;"
+        ))
+        .expect("role");
+        c.batch_execute(&readme_grants(&role))
+            .expect("the README's grants");
+        self.url.replacen("postgres@", &format!("{role}@"), 1)
+    }
+
     /// A plain connection to this database (to tamper with it, or count rows).
     pub fn client(&self) -> postgres::Client {
         postgres::Client::connect(&self.url, postgres::NoTls).expect("connect")
@@ -60,4 +75,21 @@ impl Drop for TempDb {
             ));
         }
     }
+}
+
+/// The README's grants for the team's role, as written there, for `role`.
+pub fn readme_grants(role: &str) -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README");
+    let start = readme
+        .find("GRANT SELECT, INSERT, UPDATE ON decisions")
+        .expect("the grants");
+    let block = &readme[start..];
+    let end = block.find("```").expect("end of the block");
+    block[..end]
+        .lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("dlq_team", role)
 }

@@ -22,5 +22,6 @@ pub fn operator(
         masker,
         mappings: Vec::new(),
         since: None,
+        approval_above: None,
     }
 }

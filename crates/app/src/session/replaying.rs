@@ -378,6 +378,9 @@ impl Session {
             .principal
             .require(Permission::Replay, &self.settings.source_key)?;
         let mut ledger = self.settings.principal.ledger_to_write()?;
+        if resume.is_none() {
+            self.approval_gate(&mut *ledger, plan)?;
+        }
         journal_start(&mut *ledger, plan, resume)?;
         if let Some(r) = resume {
             record_found(&mut *ledger, plan, r)?;

@@ -153,6 +153,24 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// What an approval covers: the source and each letter (id, binding) with its
+    /// target, in plan order. The pace may change after approval; the letters may not.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let mut field = |s: &str| {
+            h.update((s.len() as u64).to_be_bytes());
+            h.update(s.as_bytes());
+        };
+        field(&self.source);
+        for i in &self.items {
+            field(&i.letter_id);
+            field(&i.binding);
+            field(&format!("{:?}", i.outgoing.target));
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Leave out letters another process took after this plan was made — held by a
     /// running replay (said, with by whom) or replayed meanwhile.
     pub fn exclude_taken(

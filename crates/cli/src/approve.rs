@@ -1,0 +1,45 @@
+//! `dlq-triage approve ID [--yes] [--reject] [--note TEXT]`: the second pair of eyes on a
+//! replay over `approval_above` letters (a team ledger).
+
+use super::context::{usage, Context};
+use super::ApproveArgs;
+use dlq_core::sanitize::clean;
+use std::io::Write;
+
+pub fn run(ctx: &Context, a: &ApproveArgs) -> anyhow::Result<()> {
+    if ctx.read_only {
+        return usage("--read-only: approve writes the ledger");
+    }
+    let decide = a.yes.then_some((!a.reject, a.note.as_str()));
+    let approval = dlq_app::team_ledger::approve(&ctx.principal(), &a.id, decide)?;
+    if a.json {
+        return super::output::print_json(&serde_json::to_value(&approval)?);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "replay {} · {} letters · planned by {} at {} · {}",
+        clean(&approval.id),
+        approval.letters,
+        clean(&approval.author),
+        clean(&approval.requested_at),
+        approval.state
+    )?;
+    for line in approval.plan.lines() {
+        writeln!(out, "  {}", clean(line))?;
+    }
+    match (decide, &approval.approver) {
+        (Some(_), Some(by)) => writeln!(
+            out,
+            "{} by {}: {} may start it now (the same letters; it runs once)",
+            approval.state,
+            clean(by),
+            clean(&approval.author)
+        )?,
+        _ => writeln!(
+            out,
+            "nothing recorded: --yes approves it, --yes --reject refuses it (you cannot approve your own plan)"
+        )?,
+    }
+    Ok(())
+}
