@@ -502,3 +502,103 @@ fn sigkill_mid_replay_on_rabbitmq_lists_what_may_have_been_sent_and_loses_nothin
     }
     assert!(in_flight_seen > 0, "no kill landed with letters in flight");
 }
+
+/// Two engineers on the team ledger (PostgreSQL) replaying the same 1,000 rejected
+/// orders from one RabbitMQ DLQ at once: between them every letter reaches the fixed
+/// service exactly once, and none is lost (delivered, or still in the DLQ).
+#[test]
+fn two_engineers_replaying_one_rabbitmq_dlq_on_the_team_ledger_send_each_letter_once() {
+    if !rabbit_available() {
+        return;
+    }
+    let Some(db) = dlq_testkit::pg::TempDb::create() else {
+        return;
+    };
+    const N: usize = 1000;
+    let t = Topology::new("team-two");
+    rejected_orders(&t, N, |i| format!("{{\"order\":{i}}}"));
+    t.wait_for(&t.n("dlq"), N as u32);
+    let (seen, stop) = work_consumer(t.n("work"));
+    let uri = t.dlq_uri();
+    let n = N.to_string();
+    let (da, dbob) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    let spawn = |dir: &std::path::Path| {
+        cli_command(
+            dir,
+            &[
+                "replay",
+                &uri,
+                "--filter",
+                "reason=rejected",
+                "--canary",
+                "0",
+                "--rate",
+                "1000",
+                "--watch",
+                "1s",
+                "--yes",
+                "--expect",
+                &n,
+            ],
+        )
+        .env("DLQ_TRIAGE_LEDGER", &db.url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("replay starts")
+    };
+    let (a, b) = (spawn(da.path()), spawn(dbob.path()));
+    let (a, b) = (
+        a.wait_with_output().expect("a"),
+        b.wait_with_output().expect("b"),
+    );
+    let said = |o: &std::process::Output| {
+        format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert!(
+        a.status.code() == Some(0) || b.status.code() == Some(0),
+        "one of them ran:\n{}\n{}",
+        said(&a),
+        said(&b)
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut times: std::collections::HashMap<String, usize> = Default::default();
+    for (m, _, _) in seen.try_iter() {
+        *times.entry(m).or_default() += 1;
+    }
+    assert!(
+        times.values().all(|n| *n == 1),
+        "a letter reached the service twice: {:?}",
+        times.iter().find(|(_, n)| **n > 1)
+    );
+    let mut src = RabbitSource::new(target(), vec![t.n("dlq")])
+        .expect("source")
+        .with_queue_policy(Some("classic".into()), false);
+    let (left, _) = browse(&mut src);
+    drop(src);
+    let mut accounted: std::collections::BTreeSet<String> = times.keys().cloned().collect();
+    accounted.extend(left.iter().map(|d| d.id.value.0.clone()));
+    assert_eq!(
+        accounted.len(),
+        N,
+        "every letter delivered or still in the DLQ"
+    );
+    assert!(
+        times.len() > N / 2,
+        "they replayed: {} delivered",
+        times.len()
+    );
+    let v = cli_command(da.path(), &["audit", "verify"])
+        .env("DLQ_TRIAGE_LEDGER", &db.url)
+        .output()
+        .expect("verify");
+    assert!(v.status.success(), "{}", said(&v));
+}
