@@ -644,3 +644,79 @@ fn discard_and_audit_on_the_team_ledger() {
     assert!(dlq_testkit::cli::stderr(&odd).contains("unknown ledger scheme"));
     assert!(!std::path::Path::new("mysql:").exists());
 }
+
+/// Roles on the team ledger: the owner starts them, a privileged role changes them, each
+/// change audited; a viewer there cannot discard whatever its bastion's roles file says,
+/// nor make itself privileged; an edit of the roles table is named by `audit verify`.
+#[test]
+fn the_team_ledger_decides_roles() {
+    let Some(db) = dlq_testkit::pg::TempDb::create() else {
+        return;
+    };
+    let env = Env::new();
+    let ex = example();
+    exited(&env.run(&["--ledger", &db.url, "audit", "verify"]), 0);
+    let (alice, bob) = (db.engineer("alice"), db.engineer("bob"));
+    let name = |url: &str| {
+        url.split("://")
+            .nth(1)
+            .and_then(|r| r.split('@').next())
+            .expect("user")
+            .to_string()
+    };
+    let (alice_role, bob_role) = (name(&alice), name(&bob));
+    exited(
+        &env.run(&[
+            "--ledger",
+            &db.url,
+            "roles",
+            "set",
+            &alice_role,
+            "privileged",
+        ]),
+        0,
+    );
+    exited(
+        &env.run(&["--ledger", &alice, "roles", "set", &bob_role, "viewer"]),
+        0,
+    );
+    let listed = json(&env.run(&["--ledger", &alice, "roles", "--json"]));
+    assert_eq!(listed.as_array().map(Vec::len), Some(2), "{listed}");
+    let refused = env.run(&[
+        "--ledger",
+        &bob,
+        "discard",
+        &ex,
+        "--filter",
+        "reason=expired",
+        "--reason",
+        "x",
+        "--yes",
+    ]);
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(
+        dlq_testkit::cli::stderr(&refused).contains("operator"),
+        "{}",
+        dlq_testkit::cli::stderr(&refused)
+    );
+    let promote = env.run(&["--ledger", &bob, "roles", "set", &bob_role, "privileged"]);
+    assert_ne!(promote.status.code(), Some(0));
+    assert!(
+        dlq_testkit::cli::stderr(&promote).contains("only a privileged role"),
+        "{}",
+        dlq_testkit::cli::stderr(&promote)
+    );
+    let v = json(&env.run(&["--ledger", &db.url, "audit", "verify", "--json"]));
+    assert_eq!(v["verification"]["ok"], true, "{v}");
+    db.client()
+        .batch_execute(&format!(
+            "UPDATE dlq_roles SET role = 'privileged' WHERE actor = '{bob_role}'"
+        ))
+        .expect("tamper");
+    let v = env.run(&["--ledger", &db.url, "audit", "verify", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&v.stdout).contains("roles table was edited"),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+}

@@ -3,7 +3,7 @@
 //! record mid-incident.
 
 use crate::session::{Principal, SessionError};
-use dlq_core::access::Permission;
+use dlq_core::access::{Permission, Role};
 use dlq_core::journal::{Approval, JournalError};
 use dlq_core::ledger_location::Location;
 use dlq_ledger::{Ledger, Migrated};
@@ -61,4 +61,60 @@ pub fn approve(
         None => Ok(a),
         Some((yes, note)) => Ok(ledger.decide_approval(id, yes, note)?),
     }
+}
+
+/// The role on a team ledger: the server's for the role this client authenticates as,
+/// once the team manages roles there (`dlq-triage roles set`); until then the local one
+/// (`local`, from the roles file). A server that cannot be reached leaves the viewer role
+/// (browsing works; nothing can be recorded without it anyway). With a note to show.
+pub fn role_on(at: &Location, local: Role, read_only: bool) -> (Role, Option<String>) {
+    if !matches!(at, Location::Server(_)) {
+        return (local, None);
+    }
+    let ledger = match Ledger::open_at(at, "") {
+        Ok(l) => l,
+        Err(e) => {
+            return (
+                Role::Viewer,
+                Some(format!(
+                    "the team ledger cannot be reached ({e}): viewer until it can"
+                )),
+            )
+        }
+    };
+    let roles = match ledger.team_roles() {
+        Ok(Some(r)) if !r.is_empty() => r,
+        _ => return (local, None),
+    };
+    let me = ledger.actor().to_string();
+    let role = roles
+        .iter()
+        .find(|(a, _)| *a == me)
+        .map_or(Role::Viewer, |(_, r)| match r.as_str() {
+            "privileged" => Role::Privileged,
+            "operator" => Role::Operator,
+            _ => Role::Viewer,
+        });
+    (if read_only { Role::Viewer } else { role }, None)
+}
+
+/// `dlq-triage roles`: the team's roles; with `set`, one changed (privileged only).
+pub fn roles(
+    principal: &Principal,
+    set: Option<(&str, &str)>,
+) -> Result<Vec<(String, String)>, SessionError> {
+    let at = principal.ledger.as_ref().ok_or(SessionError::NoLedger)?;
+    if !matches!(at, Location::Server(_)) {
+        return Err(SessionError::Invalid(
+            "roles are kept on the team's ledger (--ledger postgres://…); on one host they come from /etc/dlq-triage/roles.toml".into(),
+        ));
+    }
+    let mut ledger = match set {
+        Some(_) => principal.ledger_to_write()?,
+        None => principal.ledger()?,
+    };
+    if let Some((actor, role)) = set {
+        ledger.set_team_role(actor, role)?;
+    }
+    Ok(ledger.team_roles()?.unwrap_or_default())
 }

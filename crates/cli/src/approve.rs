@@ -2,7 +2,7 @@
 //! replay over `approval_above` letters (a team ledger).
 
 use super::context::{usage, Context};
-use super::ApproveArgs;
+use super::{ApproveArgs, RolesArgs};
 use dlq_core::sanitize::clean;
 use std::io::Write;
 
@@ -40,6 +40,34 @@ pub fn run(ctx: &Context, a: &ApproveArgs) -> anyhow::Result<()> {
             out,
             "nothing recorded: --yes approves it, --yes --reject refuses it (you cannot approve your own plan)"
         )?,
+    }
+    Ok(())
+}
+
+/// `dlq-triage roles [set ACTOR ROLE]` (the team's ledger).
+pub fn roles(ctx: &Context, a: &RolesArgs) -> anyhow::Result<()> {
+    let set = match (a.what.as_str(), &a.actor, &a.role) {
+        ("set", Some(actor), Some(role)) => Some((actor.as_str(), role.as_str())),
+        ("set", _, _) => return usage("roles set ACTOR ROLE (viewer, operator, privileged)"),
+        _ => None,
+    };
+    if set.is_some() && ctx.read_only {
+        return usage("--read-only: roles set writes the ledger");
+    }
+    let list = dlq_app::team_ledger::roles(&ctx.principal(), set)?;
+    if a.json {
+        let doc: Vec<serde_json::Value> = list
+            .iter()
+            .map(|(actor, role)| serde_json::json!({"actor": clean(actor), "role": role}))
+            .collect();
+        return super::output::print_json(&serde_json::Value::Array(doc));
+    }
+    let mut out = std::io::stdout().lock();
+    if list.is_empty() {
+        writeln!(out, "no roles on the team ledger yet: each engineer's roles file decides (`roles set ACTOR ROLE`, as its owner, starts)")?;
+    }
+    for (actor, role) in list {
+        writeln!(out, "{:<24} {role}", clean(&actor))?;
     }
     Ok(())
 }

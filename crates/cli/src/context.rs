@@ -116,6 +116,17 @@ impl Context {
             cli.read_only,
         )
         .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
+        // On a team ledger the server's roles decide, once the team manages them there.
+        let role = match &ledger {
+            Some(at) => {
+                let (role, note) = dlq_app::team_ledger::role_on(at, role, cli.read_only);
+                if let Some(n) = note {
+                    eprintln!("warning: {}", sanitize::clean(&n));
+                }
+                role
+            }
+            None => role,
+        };
         Ok(Context {
             config,
             now,

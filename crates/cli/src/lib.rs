@@ -175,6 +175,9 @@ pub enum Command {
     /// Four eyes (team ledger): show a replay plan awaiting approval; `--yes` approves
     /// it (`--reject` refuses it). Never its author's own.
     Approve(ApproveArgs),
+    /// The team's roles on its ledger: `roles` lists them, `roles set ACTOR ROLE` changes
+    /// one (privileged; audited on the server).
+    Roles(RolesArgs),
 }
 
 #[derive(Args, Debug)]
@@ -333,6 +336,20 @@ pub struct AuditArgs {
     /// unchanged — catches entries removed from the end and rewritten logs.
     #[arg(long, value_name = "SEQ:HASH")]
     pub expect_head: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RolesArgs {
+    /// `set` to change one (else the list).
+    #[arg(value_parser = ["list", "set"], default_value = "list")]
+    pub what: String,
+    /// With set: the database role (the actor on the team ledger).
+    pub actor: Option<String>,
+    /// With set: viewer, operator or privileged.
+    #[arg(value_parser = ["viewer", "operator", "privileged"])]
+    pub role: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -529,6 +546,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replays(a) => replays::run(&ctx, &a),
         Command::Audit(a) => audit::run(&ctx, &a),
         Command::Approve(a) => approve::run(&ctx, &a),
+        Command::Roles(a) => approve::roles(&ctx, &a),
         Command::Ledger(a) => {
             if ctx.read_only {
                 return context::usage("--read-only: ledger migrate writes the team's ledger");

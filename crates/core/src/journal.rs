@@ -525,6 +525,11 @@ pub trait Journal: Send {
     ) -> Result<Approval, JournalError>;
     /// Its author starts the approved replay: the approval is spent.
     fn use_approval(&mut self, id: &str) -> Result<(), JournalError>;
+    /// The team's roles (actor, role) where the ledger keeps them (a server); `None`
+    /// where a roles file decides.
+    fn team_roles(&self) -> Result<Option<Vec<(String, String)>>, JournalError>;
+    /// Change one actor's role on the team's ledger (privileged; audited there).
+    fn set_team_role(&mut self, actor: &str, role: &str) -> Result<(), JournalError>;
     /// Journal a replay's plan before anything is sent, and take its lease. `Claimed`
     /// (nothing written) when another live replay holds any of its letters.
     fn replay_start(

@@ -94,6 +94,12 @@ impl Journal for Ledger {
     fn use_approval(&mut self, id: &str) -> R<()> {
         Ledger::use_approval(self, id)
     }
+    fn team_roles(&self) -> R<Option<Vec<(String, String)>>> {
+        Ledger::team_roles(self)
+    }
+    fn set_team_role(&mut self, actor: &str, role: &str) -> R<()> {
+        Ledger::set_team_role(self, actor, role)
+    }
     fn replay_start(
         &mut self,
         id: &str,

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 /// The server schema this build writes (its own numbering: the SQLite file's versions
 /// count a history the server never had).
-pub const SERVER_SCHEMA_VERSION: i64 = 4;
+pub const SERVER_SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA_V1: &str = r#"
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -368,8 +368,44 @@ CREATE TABLE approvals (
 CREATE INDEX approvals_by_digest ON approvals (digest);
 "#;
 
+/// Version 5: the team's roles on the server — changed only through `dlq_set_role`, by a
+/// privileged role (or the ledger's owner, to begin with), each change an audit entry.
+const SCHEMA_V5: &str = r#"
+CREATE TABLE dlq_roles (
+    actor TEXT PRIMARY KEY,
+    role TEXT NOT NULL,
+    granted_by TEXT NOT NULL,
+    granted_at TEXT NOT NULL
+);
+REVOKE ALL ON dlq_roles FROM PUBLIC;
+CREATE FUNCTION dlq_set_role(p_actor TEXT, p_role TEXT) RETURNS TEXT
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $f$
+DECLARE
+  v_caller TEXT := session_user;
+  v_role TEXT;
+  v_owner BOOLEAN;
+  v_at TEXT := to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
+BEGIN
+  IF p_role NOT IN ('viewer', 'operator', 'privileged') THEN
+    RAISE EXCEPTION 'unknown role % (viewer, operator, privileged)', p_role;
+  END IF;
+  SELECT r.role INTO v_role FROM dlq_roles r WHERE r.actor = v_caller;
+  SELECT v_caller = (SELECT tableowner FROM pg_tables WHERE tablename = 'audit' AND schemaname = current_schema())
+      OR coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = v_caller), false)
+    INTO v_owner;
+  IF coalesce(v_role, '') <> 'privileged' AND NOT v_owner THEN
+    RAISE EXCEPTION 'only a privileged role (or the ledger''s owner) changes roles: % is %', v_caller, coalesce(v_role, 'not listed');
+  END IF;
+  INSERT INTO dlq_roles VALUES (p_actor, p_role, v_caller, v_at)
+    ON CONFLICT (actor) DO UPDATE SET role = EXCLUDED.role, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at;
+  PERFORM dlq_append('role-set', p_actor, json_build_object('role', p_role)::text);
+  RETURN p_role;
+END
+$f$;
+"#;
+
 /// The server schema's steps, version `i + 1` each.
-const SERVER_MIGRATIONS: [&str; 4] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+const SERVER_MIGRATIONS: [&str; 5] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
 
 /// Create the schema on an empty database, or check the one there: a newer version (a
 /// newer build's) is refused, never written to. One client at a time (an advisory lock).
@@ -592,6 +628,71 @@ impl Ledger {
             rows,
             head: head.clone(),
         })
+    }
+}
+
+impl Ledger {
+    /// The team's roles (actor → role) when the server manages them; `None` for a file
+    /// ledger (roles come from the roles file there).
+    pub fn team_roles(&self) -> Result<Option<Vec<(String, String)>>, JournalError> {
+        if !self.db.is_pg() {
+            return Ok(None);
+        }
+        self.db
+            .map(
+                "SELECT actor, role FROM dlq_roles ORDER BY actor",
+                p![],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map(Some)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Set `actor`'s role on the server (a privileged role, or the owner; audited there).
+    pub fn set_team_role(&mut self, actor: &str, role: &str) -> Result<(), JournalError> {
+        if !self.db.is_pg() {
+            return Err(self.other("roles are kept on the team's ledger (--ledger postgres://…); a file ledger takes them from the roles file".into()));
+        }
+        self.write(|l, tx| {
+            tx.one("SELECT dlq_set_role(?1, ?2)", p![actor, role], |r| {
+                r.get::<String>(0)
+            })
+            .map(|_| ())
+            .map_err(|e| l.err(e))
+        })
+    }
+
+    /// Each role row as its latest `role-set` entry left it, and no row without one.
+    pub(crate) fn check_team_roles(
+        &self,
+    ) -> Result<Option<crate::verify::RowProblem>, JournalError> {
+        let Some(rows) = self.team_roles()? else {
+            return Ok(None);
+        };
+        for (actor, role) in rows {
+            let told = self
+                .history(&actor)?
+                .into_iter()
+                .rev()
+                .find(|e| e.action == "role-set")
+                .and_then(|e| {
+                    serde_json::from_str::<serde_json::Value>(&e.detail)
+                        .ok()
+                        .and_then(|d| d.get("role").and_then(|r| r.as_str()).map(str::to_string))
+                });
+            if told.as_deref() != Some(role.as_str()) {
+                return Ok(Some(crate::verify::RowProblem(
+                    0,
+                    format!(
+                        "{} is `{}` in dlq_roles but its audit entries say {} (the roles table was edited)",
+                        dlq_core::sanitize::clean(&actor),
+                        dlq_core::sanitize::clean(&role),
+                        told.map_or("nothing".into(), |t| format!("`{t}`"))
+                    ),
+                )));
+            }
+        }
+        Ok(None)
     }
 }
 

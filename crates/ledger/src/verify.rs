@@ -154,6 +154,9 @@ impl Ledger {
         if let Some(p) = self.check_approvals(entries)? {
             return Ok(Some(p));
         }
+        if let Some(p) = self.check_team_roles()? {
+            return Ok(Some(p));
+        }
         self.check_replay_items(entries, &log.details, scope.replays)
     }
 
