@@ -7,47 +7,8 @@
 //! `verify_recent` that `Principal::ledger_to_write` runs before every write.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
-use dlq_core::journal::{ConfirmedLetter, ReplayState};
 use dlq_ledger::Ledger;
 use std::time::Instant;
-
-/// A finished replay of `n` letters, journaled as the engine does (500 to a batch).
-fn replay(l: &mut Ledger, id: &str, n: u32) {
-    let letters: Vec<(String, String)> = (0..n)
-        .map(|i| (format!("{id}-m{i}"), format!("at:{id}/{i}")))
-        .collect();
-    let items: Vec<(u32, &str, &str, &str)> = (0u32..)
-        .zip(&letters)
-        .map(|(s, (id, b))| (s, id.as_str(), b.as_str(), "orders.dlq/0/1"))
-        .collect();
-    l.replay_start(
-        id,
-        "kafka://b/orders.dlq",
-        "orders",
-        &serde_json::json!({}),
-        &items,
-    )
-    .expect("start");
-    for batch in items.chunks(500) {
-        let seqs: Vec<u32> = batch.iter().map(|i| i.0).collect();
-        l.replay_sending(id, &seqs).expect("sending");
-        let confirmed: Vec<ConfirmedLetter<'_>> = batch
-            .iter()
-            .map(|&(seq, letter_id, binding, location)| ConfirmedLetter {
-                seq,
-                letter_id,
-                binding,
-                location,
-                published: Some("orders/0/1"),
-                ledger_only: true,
-            })
-            .collect();
-        l.replay_confirmed(id, "kafka://b/orders.dlq", &confirmed)
-            .expect("confirmed");
-    }
-    l.replay_finish(id, ReplayState::Completed, &serde_json::json!({}))
-        .expect("finish");
-}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -68,7 +29,13 @@ fn main() {
         })
         .expect("fill");
         for r in 0..5 {
-            replay(&mut l, &format!("r-{r}"), 2_000);
+            dlq_testkit::journal::finished_replay(
+                &mut l,
+                &format!("r-{r}"),
+                "kafka://b/orders.dlq",
+                2_000,
+                500,
+            );
         }
         println!(
             "filled {n} entries in {:.1} s",

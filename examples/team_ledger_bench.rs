@@ -11,7 +11,6 @@
 //!    (LISTEN/NOTIFY) — p50 and p99 over 200 discards.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
-use dlq_core::journal::{ConfirmedLetter, ReplayState};
 use dlq_core::ledger_location::Location;
 use dlq_ledger::Ledger;
 use std::time::{Duration, Instant};
@@ -34,41 +33,8 @@ fn discards(l: &mut Ledger, n: usize) -> f64 {
 }
 
 fn replay_journal(l: &mut Ledger, n: u32) -> f64 {
-    let letters: Vec<(String, String)> = (0..n)
-        .map(|i| (format!("r-m{i}"), format!("at:r/{i}")))
-        .collect();
-    let items: Vec<(u32, &str, &str, &str)> = (0u32..)
-        .zip(&letters)
-        .map(|(s, (id, b))| (s, id.as_str(), b.as_str(), "orders.dlq/0/1"))
-        .collect();
     let started = Instant::now();
-    l.replay_start(
-        "r-bench",
-        "kafka://b/orders.dlq",
-        "orders",
-        &serde_json::json!({}),
-        &items,
-    )
-    .expect("start");
-    for batch in items.chunks(50) {
-        let seqs: Vec<u32> = batch.iter().map(|i| i.0).collect();
-        l.replay_sending("r-bench", &seqs).expect("sending");
-        let confirmed: Vec<ConfirmedLetter<'_>> = batch
-            .iter()
-            .map(|&(seq, letter_id, binding, location)| ConfirmedLetter {
-                seq,
-                letter_id,
-                binding,
-                location,
-                published: Some("orders/0/1"),
-                ledger_only: true,
-            })
-            .collect();
-        l.replay_confirmed("r-bench", "kafka://b/orders.dlq", &confirmed)
-            .expect("confirmed");
-    }
-    l.replay_finish("r-bench", ReplayState::Completed, &serde_json::json!({}))
-        .expect("finish");
+    dlq_testkit::journal::finished_replay(l, "r-bench", "kafka://b/orders.dlq", n, 50);
     f64::from(n) / started.elapsed().as_secs_f64()
 }
 

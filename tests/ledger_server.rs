@@ -3,7 +3,7 @@
 //! chain naming what a superuser changed anyway.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may stop on a broken fixture
 
-use dlq_core::journal::{ConfirmedLetter, JournalError, ReplayState};
+use dlq_core::journal::{JournalError, ReplayState};
 use dlq_ledger::{Ledger, Location};
 use dlq_testkit::pg::TempDb;
 
@@ -29,28 +29,7 @@ fn fill(l: &mut Ledger) {
     l.mark_applied(&d, "ledger-only").expect("applied");
     l.record_revision(SOURCE, "m-8", "fix", &["/a".into()], b"{}", b"{\"a\":1}")
         .expect("revision");
-    let items = [
-        (0u32, "m-1", "at:1", "orders.dlq/0/1"),
-        (1, "m-2", "at:2", "orders.dlq/0/2"),
-    ];
-    l.replay_start("r-1", SOURCE, "orders", &serde_json::json!({}), &items)
-        .expect("start");
-    l.replay_sending("r-1", &[0, 1]).expect("sending");
-    let confirmed: Vec<ConfirmedLetter<'_>> = items
-        .iter()
-        .map(|&(seq, letter_id, binding, location)| ConfirmedLetter {
-            seq,
-            letter_id,
-            binding,
-            location,
-            published: Some("orders/0/1"),
-            ledger_only: true,
-        })
-        .collect();
-    l.replay_confirmed("r-1", SOURCE, &confirmed)
-        .expect("confirmed");
-    l.replay_finish("r-1", ReplayState::Completed, &serde_json::json!({}))
-        .expect("finish");
+    dlq_testkit::journal::finished_replay(l, "r-1", SOURCE, 2, 50);
 }
 
 #[test]

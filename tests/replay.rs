@@ -700,6 +700,25 @@ impl Env {
         .expect("replay starts")
     }
 
+    /// The id of the replay under way, once it has settled `n` letters (30 s at most).
+    fn running_replay(&self, n: usize) -> String {
+        let started = Instant::now();
+        loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the replay never got going"
+            );
+            let list = self.run(&["replays", "--json"]);
+            let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
+            if let Some(id) = rows[0]["id"].as_str() {
+                if count(&self.show(id), "settled") >= n {
+                    return id.to_string();
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Every one of `n` letters landed exactly once under replay `id`, and the ledger
     /// (its replay journal included) verifies.
     fn exactly_once(&self, id: &str, n: usize, what: &str) {
@@ -823,21 +842,7 @@ fn on_the_team_ledger_a_live_replay_is_held_and_a_dead_holder_is_taken_over() {
 fn held_then_taken_over(env: &Env, n: usize) {
     let child = env.spawn_replay(n, "20");
     // Wait until it journaled and settled a few.
-    let started = Instant::now();
-    let id = loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the replay never started"
-        );
-        let list = env.run(&["replays", "--json"]);
-        let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
-        if let Some(id) = rows[0]["id"].as_str() {
-            if count(&env.show(id), "settled") >= 5 {
-                break id.to_string();
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let id = env.running_replay(5);
     // A resume while it runs: refused with who holds it.
     let resume = env.run(&["replay", &env.uri, "--resume", &id, "--yes"]);
     assert_eq!(resume.status.code(), Some(6), "{}", text(&resume));
@@ -907,21 +912,7 @@ fn the_team_ledger_lost_mid_replay_stops_it_and_the_resume_completes_exactly_onc
     const N: usize = 300;
     let (_cluster, env) = orders_cluster_on(N, Some(&db.url));
     let child = env.spawn_replay(N, "50");
-    let started = Instant::now();
-    let id = loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the replay never started"
-        );
-        let list = env.run(&["replays", "--json"]);
-        let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
-        if let Some(id) = rows[0]["id"].as_str() {
-            if count(&env.show(id), "settled") >= 10 {
-                break id.to_string();
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let id = env.running_replay(10);
     // Cut every connection the replay holds to the ledger's database.
     let mut admin = db.client();
     let name = db.url.rsplit('/').next().expect("db name").to_string();
@@ -983,18 +974,7 @@ fn ledger_migrate_moves_a_file_ledger_with_a_killed_replay_to_the_team_ledger() 
             .expect("revision");
     }
     let child = env.spawn_replay(N, "20");
-    let started = Instant::now();
-    let id = loop {
-        assert!(started.elapsed() < Duration::from_secs(30), "never started");
-        let rows: serde_json::Value =
-            serde_json::from_slice(&env.run(&["replays", "--json"]).stdout).unwrap_or_default();
-        if let Some(id) = rows[0]["id"].as_str() {
-            if count(&env.show(id), "settled") >= 5 {
-                break id.to_string();
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let id = env.running_replay(5);
     std::process::Command::new("kill")
         .args(["-KILL", &child.id().to_string()])
         .status()

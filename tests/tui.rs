@@ -614,32 +614,6 @@ fn fuzzy_matches_are_highlighted_in_the_letters_list() {
     assert!(underlined.contains("cus-88"), "highlighted: {underlined:?}");
 }
 
-/// Collect the commands a key sequence produces (as `press`, keeping what `update` says).
-fn press_cmds(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<dlq_tui::action::Command> {
-    let mut cmds = Vec::new();
-    for k in keys {
-        let events: Vec<_> = match *k {
-            "Enter" => vec![key(KeyCode::Enter)],
-            "Esc" => vec![key(KeyCode::Esc)],
-            "Tab" => vec![key(KeyCode::Tab)],
-            "BackTab" => vec![key(KeyCode::BackTab)],
-            "Down" => vec![key(KeyCode::Down)],
-            text if text.starts_with(':') => text
-                .chars()
-                .skip(1)
-                .map(|c| key(KeyCode::Char(c)))
-                .collect(),
-            one => vec![key(KeyCode::Char(one.chars().next().expect("a key")))],
-        };
-        for e in events {
-            if let Some(a) = action_for_event(s, &e) {
-                cmds.extend(update(s, a, size));
-            }
-        }
-    }
-    cmds
-}
-
 fn discarded_rows(cmds: &[dlq_tui::action::Command]) -> Option<Vec<u32>> {
     cmds.iter().find_map(|c| match c {
         dlq_tui::action::Command::Session(Request::Discard { rows, .. }) => {
@@ -672,17 +646,17 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
         "{}",
         screen(&s, size)
     );
-    assert!(press_cmds(&mut s, &[":dup", "Enter"], size).is_empty());
+    assert!(press(&mut s, &[":dup", "Enter"], size).is_empty());
     assert!(
         screen(&s, size).contains(&format!("type {} to confirm", group.len())),
         "{}",
         screen(&s, size)
     );
     // A wrong count discards nothing; the right one the whole group.
-    assert!(press_cmds(&mut s, &[":1", "Enter"], size).is_empty());
+    assert!(press(&mut s, &[":1", "Enter"], size).is_empty());
     assert!(screen(&s, size).contains("nothing discarded"));
     press(&mut s, &["d", ":dup", "Enter"], size);
-    let cmds = press_cmds(&mut s, &[&format!(":{}", group.len()), "Enter"], size);
+    let cmds = press(&mut s, &[&format!(":{}", group.len()), "Enter"], size);
     let mut rows = discarded_rows(&cmds).expect("a discard");
     rows.sort_unstable();
     let mut want = group.clone();
@@ -691,11 +665,11 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
     // On a letter: that letter.
     press(&mut s, &["Tab"], size);
     let letter = s.selected_row().expect("a letter");
-    let cmds = press_cmds(&mut s, &["d", ":dup", "Enter"], size);
+    let cmds = press(&mut s, &["d", ":dup", "Enter"], size);
     assert_eq!(discarded_rows(&cmds), Some(vec![letter]));
     // A mark in this group, then another group: the mark is not in view, so `d` takes
     // the other group and says the mark was left out; the title counts it.
-    press_cmds(&mut s, &[" ", "BackTab", "G"], size);
+    press(&mut s, &[" ", "BackTab", "G"], size);
     assert_eq!(s.letters.marks.len(), 1);
     press(&mut s, &["d"], size);
     let shown = screen(&s, size);
@@ -704,9 +678,9 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
     let other = s
         .index
         .members_under(&s.selected_node().expect("group").path.clone());
-    let cmds = press_cmds(&mut s, &[":dup", "Enter"], size);
+    let cmds = press(&mut s, &[":dup", "Enter"], size);
     let cmds = if other.len() > 2 {
-        press_cmds(&mut s, &[&format!(":{}", other.len()), "Enter"], size)
+        press(&mut s, &[&format!(":{}", other.len()), "Enter"], size)
     } else {
         cmds
     };

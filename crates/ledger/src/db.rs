@@ -285,6 +285,14 @@ impl ToSql for PgParam {
     postgres::types::to_sql_checked!();
 }
 
+fn pg_params(values: Vec<Value>) -> Vec<PgParam> {
+    values.into_iter().map(PgParam).collect()
+}
+
+fn pg_refs(params: &[PgParam]) -> Vec<&(dyn ToSql + Sync)> {
+    params.iter().map(|x| x as &(dyn ToSql + Sync)).collect()
+}
+
 fn pg_row(r: &postgres::Row) -> Result<Row, DbError> {
     let mut values = Vec::with_capacity(r.len());
     for (i, c) in r.columns().iter().enumerate() {
@@ -348,10 +356,8 @@ impl Db {
             Db::Pg(c) => {
                 let mut c = c.borrow_mut();
                 let st = c.statement(sql)?;
-                let params: Vec<PgParam> = values.into_iter().map(PgParam).collect();
-                let refs: Vec<&(dyn ToSql + Sync)> =
-                    params.iter().map(|x| x as &(dyn ToSql + Sync)).collect();
-                Ok(c.client.execute(&st, &refs)?)
+                let params = pg_params(values);
+                Ok(c.client.execute(&st, &pg_refs(&params))?)
             }
         }
     }
@@ -377,10 +383,12 @@ impl Db {
             Db::Pg(c) => {
                 let mut c = c.borrow_mut();
                 let st = c.statement(sql)?;
-                let params: Vec<PgParam> = values.into_iter().map(PgParam).collect();
-                let refs: Vec<&(dyn ToSql + Sync)> =
-                    params.iter().map(|x| x as &(dyn ToSql + Sync)).collect();
-                c.client.query(&st, &refs)?.iter().map(pg_row).collect()
+                let params = pg_params(values);
+                c.client
+                    .query(&st, &pg_refs(&params))?
+                    .iter()
+                    .map(pg_row)
+                    .collect()
             }
         }
     }

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test fixture may stop on a broken fixture
 
 pub mod cli;
+pub mod journal;
 pub mod pg;
 pub mod rabbit;
 pub mod service;

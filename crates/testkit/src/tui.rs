@@ -5,6 +5,7 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use dlq_core::catalog::Catalog;
 use dlq_core::masking::Masker;
 use dlq_core::ports::SourceInfo;
+use dlq_tui::action::Command;
 use dlq_tui::state::AppState;
 use dlq_tui::theme::Theme;
 use dlq_tui::update::update;
@@ -26,13 +27,16 @@ pub fn key(c: KeyCode) -> Event {
     Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
 }
 
-/// Feed keys through the keymap: "Enter", "Tab", "Esc", "Down", one character, or text
-/// typed character by character after a leading ':'.
-pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) {
+/// Feed keys through the keymap: "Enter", "Tab", "BackTab", "Esc", "Down", one
+/// character, or text typed character by character after a leading ':'. Returns what
+/// the updates asked the worker or the terminal to do.
+pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<Command> {
+    let mut cmds = Vec::new();
     for k in keys {
         let events: Vec<Event> = match *k {
             "Enter" => vec![key(KeyCode::Enter)],
             "Tab" => vec![key(KeyCode::Tab)],
+            "BackTab" => vec![key(KeyCode::BackTab)],
             "Esc" => vec![key(KeyCode::Esc)],
             "Down" => vec![key(KeyCode::Down)],
             text if text.starts_with(':') => text
@@ -44,10 +48,11 @@ pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) {
         };
         for e in events {
             if let Some(a) = action_for_event(s, &e) {
-                update(s, a, size);
+                cmds.extend(update(s, a, size));
             }
         }
     }
+    cmds
 }
 
 /// The screen as text in the `mono` theme, one line per row, trailing blanks cut.
