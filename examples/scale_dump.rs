@@ -90,6 +90,7 @@ fn main() -> anyhow::Result<()> {
             mappings: Vec::new(),
             since: None,
             approval_above: None,
+            discard_approval_above: None,
         },
     )?;
     let mut catalog = Catalog::new(masker, Vec::new());

@@ -720,3 +720,54 @@ fn the_team_ledger_decides_roles() {
         String::from_utf8_lossy(&v.stdout)
     );
 }
+
+/// Four eyes on a big discard: recorded for approval (exit 7, nothing recorded as
+/// discarded), approved by a second engineer, then done by its author.
+#[test]
+fn a_discard_over_approval_above_waits_for_a_second_operator() {
+    let Some(db) = dlq_testkit::pg::TempDb::create() else {
+        return;
+    };
+    let env = Env::new();
+    let ex = example();
+    exited(&env.run(&["--ledger", &db.url, "audit", "verify"]), 0);
+    let (alice, bob) = (db.engineer("alice"), db.engineer("bob"));
+    let config = env.path().join("config/dlq-triage");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(
+        config.join("config.toml"),
+        "[discard]\napproval_above = 100\n",
+    )
+    .expect("config");
+    let discard = || {
+        env.run(&[
+            "--ledger",
+            &alice,
+            "discard",
+            &ex,
+            "--filter",
+            "reason=customer_tax_profile_missing",
+            "--reason",
+            "known bad deploy",
+            "--yes",
+            "--expect",
+            "184",
+        ])
+    };
+    let first = discard();
+    exited(&first, 7);
+    let said = dlq_testkit::cli::stderr(&first);
+    let id = said
+        .split('`')
+        .find_map(|w| w.strip_prefix("dlq-triage approve "))
+        .unwrap_or_else(|| panic!("no approval id in: {said}"))
+        .to_string();
+    let before = json(&env.run(&["--ledger", &alice, "summary", &ex, "--json"]));
+    assert_eq!(before["matched"], 429, "nothing discarded before approval");
+    let shown = exited(&env.run(&["--ledger", &bob, "approve", &id]), 0);
+    assert!(shown.contains("Discard 184 letters"), "{shown}");
+    exited(&env.run(&["--ledger", &bob, "approve", &id, "--yes"]), 0);
+    exited(&discard(), 0);
+    let after = json(&env.run(&["--ledger", &bob, "summary", &ex, "--json"]));
+    assert_eq!(after["matched"], 429 - 184);
+}

@@ -123,6 +123,7 @@ pub fn replay_topic(
         mappings: Vec::new(),
         since: None,
         approval_above: None,
+        discard_approval_above: None,
     };
     let src = KafkaSource::new(vec![demo.bootstrap()], vec![topic.into()], Vec::new());
     let mut session = Session::new(Box::new(src), settings).expect("session");

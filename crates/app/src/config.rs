@@ -54,6 +54,8 @@ struct ConfigFile {
     conventions: Vec<UserMappingConfig>,
     #[serde(default)]
     replay: ReplayConfig,
+    #[serde(default)]
+    discard: DiscardConfig,
     /// Memory, in MiB, for whole letters the TUI keeps (default 256 for RabbitMQ, whose
     /// deliveries cannot be re-read, 64 for Kafka and files, which are re-read by position).
     #[serde(default)]
@@ -112,6 +114,16 @@ impl Default for ReplayConfig {
     }
 }
 
+/// `[discard]`: four eyes on big discards (team ledger only).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscardConfig {
+    /// A discard of more than this many letters waits for a second operator's
+    /// `dlq-triage approve ID`.
+    #[serde(default)]
+    pub approval_above: Option<usize>,
+}
+
 /// The loaded configuration.
 #[derive(Debug, Default)]
 pub struct Config {
@@ -127,6 +139,7 @@ pub struct Config {
     pub masking: MaskConfig,
     pub conventions: Vec<UserMapping>,
     pub replay: ReplayConfig,
+    pub discard: DiscardConfig,
     pub payload_cache_mib: Option<usize>,
     pub owners: dlq_core::owners::Owners,
     pub watch: WatchConfig,
@@ -207,6 +220,7 @@ impl Config {
             dlq_patterns: file.dlq_patterns,
             masking: file.masking,
             replay: file.replay,
+            discard: file.discard,
             payload_cache_mib: file.payload_cache_mib,
             owners: dlq_core::owners::Owners(file.owners),
             watch: file.watch,

@@ -194,6 +194,8 @@ pub struct Settings {
     /// Four eyes: a replay over this many letters needs a second operator's approval
     /// (`[replay] approval_above`; a team ledger).
     pub approval_above: Option<usize>,
+    /// The same for discards (`[discard] approval_above`).
+    pub discard_approval_above: Option<usize>,
 }
 
 /// What a scan or tail hands the front end, in order.
@@ -530,6 +532,7 @@ impl Session {
             .principal
             .require(Permission::Discard, &self.settings.source_key)?;
         let mut ledger = self.settings.principal.ledger_to_write()?;
+        self.discard_gate(&mut *ledger, targets, reason)?;
         let mut report = DiscardReport::default();
         for (i, t) in targets.iter().enumerate() {
             let coords = self.held.first(&t.binding, &t.letter_id);

@@ -118,3 +118,25 @@ pub fn roles(
     }
     Ok(ledger.team_roles()?.unwrap_or_default())
 }
+
+/// Replays of `source` being sent by other live processes, a line each (`r-… by alice ·
+/// 212 of 540 confirmed · pid 4121 on bastion-2`), for a teammate's view.
+pub fn running_elsewhere(ledger: &dyn dlq_core::journal::Journal, source: &str) -> Vec<String> {
+    let Ok(rows) = ledger.replays() else {
+        return Vec::new();
+    };
+    rows.into_iter()
+        .filter(|r| r.source == source)
+        .filter_map(|r| {
+            let held = r.held_by.clone()?;
+            let (_, items) = ledger.replay(&r.id).ok().flatten()?;
+            let confirmed = items.iter().filter(|i| i.state.delivered()).count();
+            Some(dlq_core::sanitize::clean(&format!(
+                "{} by {} · {confirmed} of {} confirmed · {held}",
+                r.id,
+                r.actor,
+                items.len()
+            )))
+        })
+        .collect()
+}

@@ -408,6 +408,7 @@ impl Context {
             mappings: self.config.conventions.clone(),
             since: self.since,
             approval_above: self.config.replay.approval_above,
+            discard_approval_above: self.config.discard.approval_above,
         })
     }
 

@@ -70,9 +70,17 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
             std::process::abort();
         }
     };
-    let report = loaded
-        .session
-        .discard(&targets, reason, &mut after_record)?;
+    let report = match loaded.session.discard(&targets, reason, &mut after_record) {
+        Ok(r) => r,
+        Err(e @ dlq_app::session::SessionError::AwaitingApproval(_)) => {
+            return Err(super::context::Exit {
+                code: 7,
+                message: e.to_string(),
+            }
+            .into())
+        }
+        Err(e) => return Err(e.into()),
+    };
     for &i in &report.done {
         loaded
             .catalog

@@ -23,5 +23,6 @@ pub fn operator(
         mappings: Vec::new(),
         since: None,
         approval_above: None,
+        discard_approval_above: None,
     }
 }

@@ -199,6 +199,11 @@ pub enum ReplayEvent {
     },
     /// Replays of this source left unfinished.
     ReplaysUnfinished(Vec<dlq_app::session::Unfinished>),
+    /// Replays of this source other processes are sending now (a team ledger): a line
+    /// each, with who and how far.
+    ReplaysElsewhere(Vec<String>),
+    /// `:approve ID`: the plan awaiting approval (title, lines), or why not.
+    Approval(Result<(String, Vec<String>), String>),
     /// The letters an unfinished replay has left (to resume it).
     ResumeLetters(Resuming, Result<Vec<String>, String>),
 }
@@ -303,6 +308,8 @@ pub enum Request {
     AbandonReplay(String),
     /// Which letters an unfinished replay has left (to resume it).
     ResumeLetters(Resuming),
+    /// `:approve ID [--yes [--reject]]`: show a plan awaiting approval, or decide it.
+    Approve { id: String, decide: Option<bool> },
     /// Drop this browse and browse the source again on a new connection (after the
     /// broker closed it, or to refresh).
     Rebrowse,

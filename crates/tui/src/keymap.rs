@@ -337,6 +337,11 @@ pub const PALETTE: &[PaletteCommand] = &[
         help: "resume an unfinished replay (dry-run first)",
     },
     PaletteCommand {
+        name: "approve",
+        args: "ID [--yes [--reject]]",
+        help: "a teammate's plan awaiting approval (team ledger): see it; --yes approves",
+    },
+    PaletteCommand {
         name: "abandon",
         args: "[ID]",
         help: "close an unfinished replay without sending the rest",

@@ -25,6 +25,8 @@ pub struct ReplayUi {
     pub run: Option<RunView>,
     /// Replays of this source left unfinished, as the worker found them on open.
     pub unfinished: Vec<Unfinished>,
+    /// Replays of this source being sent by other processes (a team ledger), a line each.
+    pub elsewhere: Vec<String>,
     /// The last choices made on the dry-run screen: the next one starts from them.
     pub opts: Option<Options>,
     /// `q` was pressed once while a replay runs: the next `q` quits.
@@ -39,6 +41,7 @@ impl Default for ReplayUi {
             dry_run: None,
             run: None,
             unfinished: Vec::new(),
+            elsewhere: Vec::new(),
             opts: None,
             quit_armed: false,
             confirm_above: CONFIRM_COUNT_ABOVE,
@@ -220,6 +223,9 @@ pub(crate) fn event(state: &mut AppState, event: ReplayEvent, cmds: &mut Vec<Com
             state: end,
             summary,
         } => ended(state, &id, end, summary),
+        ReplayEvent::ReplaysElsewhere(lines) => state.replay.elsewhere = lines,
+        ReplayEvent::Approval(Ok(overlay)) => state.prompt.overlay = Some(overlay),
+        ReplayEvent::Approval(Err(why)) => state.message = Some((why, Level::Error)),
         ReplayEvent::ReplaysUnfinished(u) => {
             if let Some(first) = u.first() {
                 let more = if u.len() > 1 {
@@ -626,6 +632,17 @@ pub(crate) fn unfinished_overlay(state: &AppState) -> (String, Vec<String>) {
             )
         })
         .collect();
+    if !state.replay.elsewhere.is_empty() {
+        lines.push("being sent elsewhere (the team's ledger):".into());
+        lines.extend(
+            state
+                .replay
+                .elsewhere
+                .iter()
+                .map(|l| format!("  {}", clean(l))),
+        );
+        lines.push(String::new());
+    }
     if lines.is_empty() {
         lines.push("no unfinished replay of this source".into());
     } else {
@@ -637,6 +654,39 @@ pub(crate) fn unfinished_overlay(state: &AppState) -> (String, Vec<String>) {
         );
     }
     ("Unfinished replays".into(), lines)
+}
+
+/// `:approve ID [--yes [--reject]]` (a team ledger): without `--yes` the plan is shown.
+pub(crate) fn approve_command(
+    state: &mut AppState,
+    cmds: &mut Vec<Command>,
+    args: &str,
+) -> Result<String, String> {
+    if check(state.role, Permission::Replay).is_err() {
+        return Err("approving needs the operator role".into());
+    }
+    if state.read_only {
+        return Err("--read-only: approve writes the ledger".into());
+    }
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let id = words
+        .iter()
+        .find(|w| !w.starts_with("--"))
+        .ok_or("approve ID (from the author's message)")?;
+    if let Some(odd) = words
+        .iter()
+        .find(|w| w.starts_with("--") && !matches!(**w, "--yes" | "--reject"))
+    {
+        return Err(format!("approve: unexpected `{}`", clean(odd)));
+    }
+    let decide = words
+        .contains(&"--yes")
+        .then(|| !words.contains(&"--reject"));
+    cmds.push(Command::Session(Request::Approve {
+        id: id.to_string(),
+        decide,
+    }));
+    Ok(format!("reading approval {} from the ledger…", clean(id)))
 }
 
 #[cfg(test)]
@@ -692,6 +742,36 @@ mod tests {
                 "{cmd} {args}"
             );
         }
+        assert!(cmds.is_empty());
+    }
+
+    #[test]
+    fn approve_shows_or_decides_and_refuses_what_it_does_not_know() {
+        let mut s = state();
+        let mut cmds = Vec::new();
+        approve_command(&mut s, &mut cmds, "r-9").expect("show");
+        approve_command(&mut s, &mut cmds, "r-9 --yes").expect("approve");
+        approve_command(&mut s, &mut cmds, "--yes --reject r-9").expect("reject");
+        let asked: Vec<(String, Option<bool>)> = cmds
+            .into_iter()
+            .filter_map(|c| match c {
+                Command::Session(Request::Approve { id, decide }) => Some((id, decide)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            asked,
+            vec![
+                ("r-9".to_string(), None),
+                ("r-9".to_string(), Some(true)),
+                ("r-9".to_string(), Some(false))
+            ]
+        );
+        let mut cmds = Vec::new();
+        assert!(approve_command(&mut s, &mut cmds, "").is_err());
+        assert!(approve_command(&mut s, &mut cmds, "r-9 --force").is_err());
+        s.read_only = true;
+        assert!(approve_command(&mut s, &mut cmds, "r-9 --yes").is_err());
         assert!(cmds.is_empty());
     }
 }

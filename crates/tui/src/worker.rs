@@ -284,6 +284,12 @@ fn handle(
             announce_unfinished(session, events);
             return;
         }
+        Request::Approve { id, decide } => {
+            let principal = session.principal().clone();
+            Action::from(ReplayEvent::Approval(approval_view(
+                &principal, &id, decide,
+            )))
+        }
         Request::ResumeLetters(r) => Action::from(ReplayEvent::ResumeLetters(
             r.clone(),
             match session.resume_of(&r.id) {
@@ -400,6 +406,7 @@ fn ledger_only(principal: &Principal, source_key: &str, r: Request, events: &Sen
         Request::DropPlan
         | Request::AbandonReplay(_)
         | Request::ResumeLetters(_)
+        | Request::Approve { .. }
         | Request::Rebrowse => return,
     };
     let _ = events.send(AppEvent::Action(action));
@@ -446,7 +453,11 @@ fn spawn_ledger_watch(principal: &Principal, source_key: &str, events: &Sender<A
                 Ok(true) => match ledger.decisions(&key) {
                     Ok(ds) => {
                         let event = AppEvent::Action(Action::from(LedgerEvent::Decisions(ds)));
-                        if events.send(event).is_err() {
+                        let elsewhere = dlq_app::team_ledger::running_elsewhere(&*ledger, &key);
+                        let others = AppEvent::Action(Action::from(ReplayEvent::ReplaysElsewhere(
+                            elsewhere,
+                        )));
+                        if events.send(event).is_err() || events.send(others).is_err() {
                             return;
                         }
                     }
@@ -459,6 +470,27 @@ fn spawn_ledger_watch(principal: &Principal, source_key: &str, events: &Sender<A
             }
         }
     });
+}
+
+/// `:approve`'s answer: the plan (and the decision, once made) as an overlay.
+fn approval_view(
+    principal: &Principal,
+    id: &str,
+    decide: Option<bool>,
+) -> Result<(String, Vec<String>), String> {
+    let a = dlq_app::team_ledger::approve(principal, id, decide.map(|yes| (yes, "")))
+        .map_err(|e| e.to_string())?;
+    let mut lines = vec![format!(
+        "{} letters · planned by {} at {} · {}",
+        a.letters, a.author, a.requested_at, a.state
+    )];
+    lines.extend(a.plan.lines().map(str::to_string));
+    lines.push(String::new());
+    lines.push(match (&a.approver, decide) {
+        (Some(by), Some(_)) => format!("{} by {by}: {} may start it now", a.state, a.author),
+        _ => format!(":approve {id} --yes approves it, --yes --reject refuses it"),
+    });
+    Ok((format!("Approval {id}"), lines))
 }
 
 #[derive(Default)]
@@ -662,11 +694,12 @@ impl dlq_app::session::ReplayWatcher for Watch<'_> {
                         "a replay is running: one at a time (K stops it)".into(),
                     ))
                 }
-                Request::AbandonReplay(_) | Request::ResumeLetters(_) | Request::Rebrowse => {
-                    Action::from(LedgerEvent::Notes(vec![
-                        "a replay is running: try again when it has ended".into(),
-                    ]))
-                }
+                Request::AbandonReplay(_)
+                | Request::ResumeLetters(_)
+                | Request::Approve { .. }
+                | Request::Rebrowse => Action::from(LedgerEvent::Notes(vec![
+                    "a replay is running: try again when it has ended".into(),
+                ])),
                 Request::DropPlan => continue,
                 other @ (Request::History(..) | Request::Audit { .. } | Request::Unmask { .. }) => {
                     // Ledger reads and audit entries do not touch the source.

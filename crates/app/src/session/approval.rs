@@ -1,47 +1,123 @@
-//! Four eyes on big replays: where `[replay] approval_above` is set, a plan over that
-//! many letters is recorded for a second operator (`dlq-triage approve ID`) and nothing
-//! is sent; the author's next start of the same letters, once approved, spends the
-//! approval and runs. One rule for the CLI and the TUI (both start through `replay`).
+//! Four eyes on big actions: where `[replay] approval_above` / `[discard]
+//! approval_above` is set, a replay or discard over that many letters is recorded for a
+//! second operator (`dlq-triage approve ID`, `:approve ID`) and nothing is sent or
+//! removed; the author's next attempt at the same letters, once approved, spends the
+//! approval and runs. One rule for the CLI and the TUI (both act through the session).
 
-use super::{Session, SessionError};
+use super::{DiscardTarget, Session, SessionError};
 use dlq_core::journal::{Approval, ApprovalState, Journal};
 use dlq_core::replay::{describe, Plan};
 use dlq_core::sanitize::clean;
 
+/// What is proposed, for the gate.
+struct Proposal {
+    /// `replay`, `discard`.
+    what: &'static str,
+    id: String,
+    digest: String,
+    letters: usize,
+    above: Option<usize>,
+}
+
 impl Session {
-    /// Pass, or say why not (recorded for approval, or still awaiting it).
+    /// A replay plan past the gate, or why not (recorded for approval, or awaiting it).
     pub(super) fn approval_gate(
         &self,
         ledger: &mut dyn Journal,
         plan: &Plan,
     ) -> Result<(), SessionError> {
-        let Some(above) = self.settings.approval_above else {
+        let p = Proposal {
+            what: "replay",
+            id: plan.id.clone(),
+            digest: plan.digest(),
+            letters: plan.items.len(),
+            above: self.settings.approval_above,
+        };
+        self.gate(ledger, p, || {
+            describe::plan_lines(plan, &self.info().label, false, "Ctrl-C").join("\n")
+        })
+    }
+
+    /// A discard past the gate, or why not.
+    pub(super) fn discard_gate(
+        &self,
+        ledger: &mut dyn Journal,
+        targets: &[DiscardTarget],
+        reason: &str,
+    ) -> Result<(), SessionError> {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for field in std::iter::once(self.settings.source_key.as_str())
+            .chain(std::iter::once(reason))
+            .chain(
+                targets
+                    .iter()
+                    .flat_map(|t| [t.letter_id.as_str(), t.binding.as_str()]),
+            )
+        {
+            h.update((field.len() as u64).to_be_bytes());
+            h.update(field.as_bytes());
+        }
+        let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let p = Proposal {
+            what: "discard",
+            id: format!("d-{}", &digest[..12]),
+            digest,
+            letters: targets.len(),
+            above: self.settings.discard_approval_above,
+        };
+        self.gate(ledger, p, || {
+            let mut lines = vec![format!(
+                "Discard {} from {} (reason: {})",
+                dlq_core::words::letters(targets.len()),
+                clean(&self.info().label),
+                clean(reason)
+            )];
+            lines.extend(
+                targets
+                    .iter()
+                    .take(20)
+                    .map(|t| format!("  {}  {}", clean(&t.letter_id), clean(&t.location))),
+            );
+            if targets.len() > 20 {
+                lines.push(format!("  … and {} more", targets.len() - 20));
+            }
+            lines.join("\n")
+        })
+    }
+
+    fn gate(
+        &self,
+        ledger: &mut dyn Journal,
+        p: Proposal,
+        text: impl FnOnce() -> String,
+    ) -> Result<(), SessionError> {
+        let Some(above) = p.above else {
             return Ok(());
         };
-        let n = plan.items.len();
+        let n = p.letters;
         if n <= above {
             return Ok(());
         }
-        let digest = plan.digest();
-        match ledger.approval_for(&digest)? {
+        let what = p.what;
+        match ledger.approval_for(&p.digest)? {
             Some(a) if a.state == ApprovalState::Approved && a.author == ledger.actor() => {
                 ledger.use_approval(&a.id)?;
                 Ok(())
             }
             Some(a) => Err(SessionError::AwaitingApproval(format!(
-                "{n} letters is more than approval_above ({above}): this plan awaits approval by a second operator since {} (`dlq-triage approve {}`; it was requested by {}); nothing was sent",
+                "{n} letters is more than the {what} approval_above ({above}): it awaits approval by a second operator since {} (`dlq-triage approve {}`; requested by {}); nothing was done",
                 clean(&a.requested_at),
                 clean(&a.id),
                 clean(&a.author)
             ))),
             None => {
-                let text = describe::plan_lines(plan, &self.info().label, false, "Ctrl-C").join("\n");
                 let a = ledger.request_approval(&Approval {
-                    id: plan.id.clone(),
+                    id: p.id,
                     source: self.settings.source_key.clone(),
-                    digest,
+                    digest: p.digest,
                     letters: n as u64,
-                    plan: text,
+                    plan: text(),
                     author: String::new(),
                     requested_at: String::new(),
                     state: ApprovalState::Awaiting,
@@ -50,7 +126,7 @@ impl Session {
                     note: None,
                 })?;
                 Err(SessionError::AwaitingApproval(format!(
-                    "{n} letters is more than approval_above ({above}): recorded for a second operator — `dlq-triage approve {}` (or :approve in the TUI); start it again once approved. Nothing was sent",
+                    "{n} letters is more than the {what} approval_above ({above}): recorded for a second operator — `dlq-triage approve {}` (or :approve in the TUI); do it again once approved. Nothing was done",
                     clean(&a.id)
                 )))
             }

@@ -71,6 +71,7 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
             Ok(String::new())
         }
         "resume" | "abandon" => crate::replaying::command(state, cmds, cmd, arg),
+        "approve" => crate::replaying::approve_command(state, cmds, arg),
         "replays" => {
             state.prompt.overlay = Some(crate::replaying::unfinished_overlay(state));
             Ok(String::new())
