@@ -771,3 +771,45 @@ fn a_discard_over_approval_above_waits_for_a_second_operator() {
     let after = json(&env.run(&["--ledger", &bob, "summary", &ex, "--json"]));
     assert_eq!(after["matched"], 429 - 184);
 }
+
+/// A named source carries its own ledger (`[sources.NAME] ledger = "postgres://…"`),
+/// like a k9s context: its decisions go to its team's server, others' to the default.
+#[test]
+fn a_named_source_records_in_its_own_ledger() {
+    let Some(db) = dlq_testkit::pg::TempDb::create() else {
+        return;
+    };
+    let env = Env::new();
+    let config = env.path().join("config/dlq-triage");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[sources.payments]\nuri = \"{}\"\nledger = \"{}\"\n",
+            example(),
+            db.url
+        ),
+    )
+    .expect("config");
+    let out = env.run(&[
+        "discard",
+        "payments",
+        "--filter",
+        "reason=expired",
+        "--reason",
+        "ttl",
+        "--yes",
+    ]);
+    let said = exited(&out, 0);
+    assert!(said.contains("ledger: postgres://"), "{said}");
+    let audit = json(&env.run(&["--ledger", &db.url, "audit", "list", "--json"]));
+    assert_eq!(
+        audit["entries"].as_array().map(Vec::len),
+        Some(4),
+        "{audit}"
+    );
+    assert!(
+        !env.ledger().exists(),
+        "nothing went to the default file ledger"
+    );
+}

@@ -30,6 +30,9 @@ pub struct NamedSource {
     /// librdkafka properties for this source (same as repeated `-X key=value`).
     #[serde(default)]
     pub kafka: BTreeMap<String, String>,
+    /// This source's ledger (a file, or its team's `postgres://…`), over the global one.
+    #[serde(default)]
+    pub ledger: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -98,7 +98,12 @@ impl Context {
                 Some(now - chrono::Duration::milliseconds(ms))
             }
         };
-        let ledger = match cli.ledger.as_deref().or(config.ledger.as_deref()) {
+        // --ledger, else the named source's own, else the config's, else the default.
+        let named = cli
+            .source_arg()
+            .and_then(|s| config.sources.get(s))
+            .and_then(|n| n.ledger.as_deref());
+        let ledger = match cli.ledger.as_deref().or(named).or(config.ledger.as_deref()) {
             Some(given) => Some(Location::parse(given).map_err(UsageError)?),
             None => dlq_app::config::state_dir().map(|d| Location::File(d.join("ledger.db"))),
         };

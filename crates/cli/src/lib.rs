@@ -492,6 +492,29 @@ pub struct ListArgs {
     pub json: bool,
 }
 
+impl Cli {
+    /// The source the command names (for a named source's own ledger), if any.
+    pub fn source_arg(&self) -> Option<&str> {
+        let s = match &self.command {
+            None => return self.source.as_deref(),
+            Some(c) => match c {
+                Command::Tui(a) => &a.source,
+                Command::Summary(a) => &a.source,
+                Command::List(a) => &a.source,
+                Command::Show(a) => &a.source,
+                Command::Diff(a) => &a.source,
+                Command::Export(a) => &a.source,
+                Command::Discard(a) => &a.source,
+                Command::Replay(a) => &a.source,
+                Command::Edit(a) => &a.source,
+                Command::Watch(a) => &a.source,
+                _ => return None,
+            },
+        };
+        Some(s)
+    }
+}
+
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let ctx = Context::new(&cli)?;
