@@ -51,6 +51,16 @@ fn the_journal_on_the_server_records_verifies_and_names_the_role() {
     // The actor is the role the client authenticated as, not what the client says.
     let entries = l.audit_entries().expect("entries");
     assert!(entries.iter().all(|e| e.actor == "postgres"), "{entries:?}");
+    // …with the OS user and host it ran as beside it.
+    let discard = entries
+        .iter()
+        .find(|e| e.action == "discard")
+        .expect("discard");
+    assert!(
+        discard.detail.contains("\"client\":\"os-user@"),
+        "{}",
+        discard.detail
+    );
     assert_eq!(l.decisions(SOURCE).expect("decisions").len(), 3);
     assert_eq!(
         l.revision(SOURCE, "m-8", 1).expect("revision"),

@@ -25,6 +25,8 @@ pub struct Ledger {
     chain: Chain,
     /// A server ledger's connection string (for a second connection that listens).
     server: Option<String>,
+    /// On a server: `os-user@host` of this process, recorded beside the role.
+    client: String,
 }
 
 /// How long a write waits for another writer (a replay journaling from another terminal).
@@ -91,6 +93,7 @@ impl Ledger {
             actor: actor.to_string(),
             chain: Chain::Local(key),
             server: None,
+            client: String::new(),
         };
         // The busy timeout first: a reader opening the ledger while a replay journals
         // (`dlq-triage replays` from a second terminal) waits instead of failing.
@@ -142,7 +145,10 @@ impl Ledger {
         let key = match &self.chain {
             Chain::Local(key) => key,
             // The server computes the link inside the insert: a client never holds the key.
-            Chain::Server => return server::append(tx, action, target, detail),
+            // The actor is the server's (the role); who ran it where is said beside it.
+            Chain::Server => {
+                return server::append(tx, action, target, &self.with_client(detail));
+            }
         };
         let last: Option<(i64, String)> = tx.opt(
             "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",

@@ -164,7 +164,11 @@ impl Ledger {
     pub fn open_at(at: &Location, actor: &str) -> Result<Ledger, JournalError> {
         match at {
             Location::File(p) => Ledger::open(p, actor),
-            Location::Server(url) => Ledger::connect(url),
+            Location::Server(url) => {
+                let mut l = Ledger::connect(url)?;
+                l.client = format!("{actor}@{}", crate::lease::this_host());
+                Ok(l)
+            }
         }
     }
 
@@ -187,6 +191,7 @@ impl Ledger {
             actor: String::new(),
             chain: Chain::Server,
             server: Some(url.to_string()),
+            client: String::new(),
         };
         l.actor =
             l.db.one("SELECT session_user::text", p![], |r| r.get(0))
@@ -456,6 +461,21 @@ pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
 }
 
 impl Ledger {
+    /// `detail` with `client` (the OS user and host this process runs as, as the OS
+    /// says) beside the server's actor: the role proves who, this says from where.
+    pub(crate) fn with_client(&self, detail: &str) -> String {
+        if self.client.is_empty() {
+            return detail.to_string();
+        }
+        match serde_json::from_str::<serde_json::Value>(detail) {
+            Ok(serde_json::Value::Object(mut o)) => {
+                o.insert("client".into(), self.client.clone().into());
+                serde_json::Value::Object(o).to_string()
+            }
+            _ => detail.to_string(),
+        }
+    }
+
     /// A second connection that listens for other clients' changes (a server ledger).
     pub fn watch(&self) -> Result<Option<Box<dyn LedgerWatch>>, JournalError> {
         let Some(url) = &self.server else {
