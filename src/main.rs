@@ -41,6 +41,13 @@ fn main() -> ExitCode {
 }
 
 fn run() -> ExitCode {
+    // `dlq-triage sumary demo` would parse as the source `sumary` and the command `demo`:
+    // a misspelt command is said, with what was meant, before clap reads the line.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(why) = cli::misspelt_command(&args) {
+        eprintln!("error: {}", sanitize::clean(&why));
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     if let Err(e) = dlq_app::logging::init(&cli.log_level) {
         eprintln!("error: {e}");

@@ -1067,3 +1067,29 @@ fn a_closed_pipe_ends_a_command_quietly() {
         );
     }
 }
+
+/// A typo of a command is said, with what was meant — never run as something else
+/// (`sumary demo` used to open the demo TUI and exit 0).
+#[test]
+fn a_misspelt_command_says_what_was_meant() {
+    let env = env();
+    for (args, meant) in [
+        (&["sumary", "demo"][..], "did you mean `summary`"),
+        (
+            &["replya", "demo", "--filter", "x"][..],
+            "did you mean `replay`",
+        ),
+        (&["sumary"][..], "Did you mean `summary`"),
+        (&["lits", "demo"][..], "did you mean `list`"),
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains(meant), "{args:?}: {said}");
+    }
+    // A real command and a source are still what they are.
+    assert_eq!(
+        env.run(&["summary", "demo", "--json"]).status.code(),
+        Some(0)
+    );
+}

@@ -515,6 +515,45 @@ impl Cli {
     }
 }
 
+fn command_names() -> Vec<String> {
+    <Cli as clap::CommandFactory>::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
+/// The command `word` is probably a typo of (`sumary` → `summary`).
+fn nearest_command(word: &str) -> Option<String> {
+    command_names()
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(word, &c), c))
+        .filter(|(d, c)| *d <= 2 && *d <= c.len() / 3)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// A bare first word followed by a command (`sumary demo`, `replya demo --filter x`)
+/// would parse as a source and that command: what to say instead. Sources (URIs,
+/// paths) are never taken for one.
+pub fn misspelt_command(args: &[String]) -> Option<String> {
+    let at = args.iter().position(|a| !a.starts_with('-'))?;
+    let first = &args[at];
+    let commands = command_names();
+    if first.contains(['/', ':', '.']) || commands.contains(first) {
+        return None;
+    }
+    let next = args.get(at + 1)?;
+    if !commands.contains(next) {
+        return None;
+    }
+    Some(match nearest_command(first) {
+        Some(c) => format!(
+            "`{first}` is not a command: did you mean `{c}`? (dlq-triage --help lists them)"
+        ),
+        None => format!("`{first}` is not a command (dlq-triage --help lists them)"),
+    })
+}
+
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let ctx = Context::new(&cli)?;
@@ -524,8 +563,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         (None, Some(source)) => {
             let bare_word = !source.contains(['/', ':', '.']) && source != "demo";
             if bare_word && !ctx.config.sources.contains_key(&source) {
+                let meant = nearest_command(&source)
+                    .map(|c| format!(" Did you mean `{c}`?"))
+                    .unwrap_or_default();
                 return Err(UsageError(format!(
-                    "`{}` is neither a command nor a source. Commands: {} (see --help); sources: kafka://host:9092/topic, amqp://host/vhost?queue=q, a .ndjson dump, demo, or a name from [sources] in config.toml",
+                    "`{}` is neither a command nor a source.{meant} Commands: {} (see --help); sources: kafka://host:9092/topic, amqp://host/vhost?queue=q, a .ndjson dump, demo, or a name from [sources] in config.toml",
                     dlq_core::sanitize::clean(&source),
                     <Cli as clap::CommandFactory>::command()
                         .get_subcommands()
