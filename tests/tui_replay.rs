@@ -416,6 +416,17 @@ fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
         "{}",
         t.screen()
     );
+    // The ended replay's pane is put away with `x`, and `:replays` brings it back.
+    t.key(KeyCode::Char('x'));
+    assert!(t.s.replay.run.is_none(), "the pane stays after x");
+    t.key(KeyCode::Char(':'));
+    t.keys("replays");
+    t.key(KeyCode::Enter);
+    assert!(
+        t.s.replay.run.is_some(),
+        ":replays did not bring the pane back"
+    );
+    t.key(KeyCode::Esc);
     t.key(KeyCode::Char(':'));
     t.keys("resume");
     t.key(KeyCode::Enter);

@@ -100,6 +100,9 @@ pub enum ReplayKey {
     ReplayScroll(i8),
     /// Esc on the dry-run screen: nothing is sent.
     ReplayClose,
+    /// `x`: put away the progress pane of a replay that has ended (`:replays` brings it
+    /// back).
+    HidePane,
 }
 
 /// What the screen shows and how: help, grouping, order, tabs, mouse, size, clock.

@@ -270,6 +270,12 @@ pub(crate) const BINDINGS: &[Binding] = &[
         None,
         || Action::from(Act::Rebrowse),
     ),
+    b(
+        &[C('x')],
+        "close the progress pane of an ended replay (:replays reopens it)",
+        None,
+        || Action::from(ReplayKey::HidePane),
+    ),
     Binding {
         keys: &[C('K')],
         help: "kill switch: stop the running replay (no publish starts after it)",

@@ -27,6 +27,8 @@ pub struct ReplayUi {
     pub unfinished: Vec<Unfinished>,
     /// Replays of this source being sent by other processes (a team ledger), a line each.
     pub elsewhere: Vec<String>,
+    /// The pane of an ended replay, put away with `x` (`:replays` brings it back).
+    pub hidden: Option<RunView>,
     /// The last choices made on the dry-run screen: the next one starts from them.
     pub opts: Option<Options>,
     /// `q` was pressed once while a replay runs: the next `q` quits.
@@ -42,6 +44,7 @@ impl Default for ReplayUi {
             run: None,
             unfinished: Vec::new(),
             elsewhere: Vec::new(),
+            hidden: None,
             opts: None,
             quit_armed: false,
             confirm_above: CONFIRM_COUNT_ABOVE,
@@ -160,6 +163,23 @@ pub(crate) fn intent(state: &mut AppState, key: ReplayKey, cmds: &mut Vec<Comman
     match key {
         ReplayKey::StartReplay => start(state, cmds),
         ReplayKey::KillReplay => kill(state),
+        ReplayKey::HidePane => {
+            match &state.replay.run {
+                Some(r) if r.ended.is_some() => {
+                    state.replay.hidden = state.replay.run.take();
+                    state.message = Some((
+                        "replay pane closed (:replays reopens it)".into(),
+                        Level::Info,
+                    ));
+                }
+                Some(_) => state.message = Some((
+                    "the replay is still running: K stops it; its pane closes once it has ended"
+                        .into(),
+                    Level::Warn,
+                )),
+                None => {}
+            }
+        }
         ReplayKey::ReplayField(by) => {
             if let Some(d) = state.replay.dry_run.as_mut() {
                 d.field = (d.field as i64 + i64::from(by)).rem_euclid(FIELDS.len() as i64) as usize;
@@ -408,6 +428,7 @@ fn run(state: &mut AppState, cmds: &mut Vec<Command>) {
         state.letters.marks.remove(row);
     }
     let control = Control::default();
+    state.replay.hidden = None;
     state.replay.run = Some(RunView {
         id: plan.id.clone(),
         planned: plan.planned,

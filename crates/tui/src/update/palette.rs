@@ -73,6 +73,9 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
         "resume" | "abandon" => crate::replaying::command(state, cmds, cmd, arg),
         "approve" => crate::replaying::approve_command(state, cmds, arg),
         "replays" => {
+            if state.replay.run.is_none() {
+                state.replay.run = state.replay.hidden.take();
+            }
             state.prompt.overlay = Some(crate::replaying::unfinished_overlay(state));
             Ok(String::new())
         }
