@@ -428,7 +428,14 @@ impl Bar {
         self.last = Some(Instant::now());
         let mut err = std::io::stderr().lock();
         if self.tty {
-            let _ = write!(err, "\r\x1b[2K{}", bar_line(p, self.planned));
+            // Cut to the terminal's width: a line that wraps is not redrawn in place, and
+            // an 80-column terminal filled with one line per tick.
+            let cols = crossterm::terminal::size().map_or(80, |(c, _)| usize::from(c));
+            let line = dlq_core::sanitize::line(
+                &bar_line(p, self.planned),
+                cols.saturating_sub(1).max(20),
+            );
+            let _ = write!(err, "\r\x1b[2K{line}");
             self.drawn = true;
         } else {
             let _ = writeln!(err, "{}", clean(&p.line()));
