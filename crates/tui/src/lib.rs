@@ -329,7 +329,20 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
         )
     })();
     restore();
-    result
+    result?;
+    // Quitting a TUI whose source never opened is a failure, said in full on the
+    // terminal it returns to.
+    match (
+        &state.scan.error,
+        state.scan.read_any() || !state.catalog.store.is_empty(),
+    ) {
+        (Some(e), false) => Err(anyhow::anyhow!(
+            "could not open {}: {}",
+            dlq_core::sanitize::clean(&state.info.label),
+            dlq_core::sanitize::clean(e)
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Raw mode, the alternate screen, mouse capture, and a panic hook that undoes them. The

@@ -121,6 +121,15 @@ pub struct ScanStatus {
     pub again: bool,
 }
 
+impl ScanStatus {
+    /// Anything was read from the source (a letter, or a complete scan of an empty one):
+    /// a failure before that is a failure to open it (a wrong password, a broker down),
+    /// said in full and reported by the exit code.
+    pub fn read_any(&self) -> bool {
+        self.complete || self.done > 0 || self.live > 0
+    }
+}
+
 /// The selected letter, ready to render: the full letter, its masked payload view, and
 /// the diff against the marked letter if asked for.
 #[derive(Debug, Clone)]

@@ -441,4 +441,35 @@ mod tests {
         view(&mut s, ViewKey::Quit, SIZE);
         assert!(s.quit);
     }
+
+    #[test]
+    fn a_source_that_cannot_be_opened_is_said_in_full_with_what_to_check() {
+        let masker = Masker::with_key(vec![1]);
+        let info = SourceInfo {
+            label: "amqp://guest@127.0.0.1:5672/%2f?queue=q".into(),
+            browse_effect: String::new(),
+        };
+        let mut s = AppState::new(info, Catalog::new(masker, Vec::new()), NOW, 1 << 20);
+        let e = "connecting to amqp://guest@127.0.0.1:5672/%2f: ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. For details see the broker logfile.";
+        update(
+            &mut s,
+            Action::from(BrowseEvent::ScanFailed(e.into())),
+            SIZE,
+        );
+        let (title, lines) = s.prompt.overlay.clone().expect("an overlay");
+        assert_eq!(title, "Cannot open the source");
+        let all = lines.join("\n");
+        assert!(all.contains("ACCESS_REFUSED - Login was refused"), "{all}");
+        assert!(all.contains("check the user and password"), "{all}");
+        assert!(!all.contains("hidden"), "{all}");
+        // Once letters were read, a later failure is a status line, not this.
+        let mut s = state(1);
+        s.prompt.overlay = None;
+        update(
+            &mut s,
+            Action::from(BrowseEvent::ScanFailed("later".into())),
+            SIZE,
+        );
+        assert!(s.prompt.overlay.is_none());
+    }
 }

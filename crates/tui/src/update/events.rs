@@ -56,6 +56,16 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
                 ));
             }
         }
+        BrowseEvent::ScanFailed(e) if !state.scan.read_any() => {
+            // Could not even open it (a wrong password, a broker down): the whole error,
+            // what to check, and how to get out — never a cut line and `(loading…)`.
+            state.prompt.overlay = Some(open_failure(&e));
+            state.message = Some((
+                "the source could not be opened: R tries again, q quits".into(),
+                Level::Error,
+            ));
+            state.scan.error = Some(e);
+        }
         BrowseEvent::ScanFailed(e) => {
             state.scan.error = Some(e.clone());
             state.message = Some((e, Level::Error));
@@ -209,5 +219,89 @@ fn apply_decisions(state: &mut AppState, ds: Vec<dlq_core::journal::Decision>) {
             ),
             Level::Info,
         ));
+    }
+}
+
+/// The overlay for a source that could not be opened: the error in full (wrapped by the
+/// overlay), then what to check for the usual causes.
+fn open_failure(e: &str) -> (String, Vec<String>) {
+    let clean = dlq_core::sanitize::clean(e);
+    let lower = clean.to_ascii_lowercase();
+    let mut lines: Vec<String> = clean
+        .split(": ")
+        .map(str::to_string)
+        .collect::<Vec<_>>()
+        .join(":\n  ")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.push(String::new());
+    let hint = if [
+        "access_refused",
+        "authentication",
+        "password",
+        "sasl",
+        "login",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+    {
+        "check the user and password (the URI, DLQ_TRIAGE_AMQP_PASSWORD / DLQ_TRIAGE_KAFKA_PASSWORD or the credentials file) and that this user may use the vhost"
+    } else if [
+        "refused",
+        "unreachable",
+        "timed out",
+        "timeout",
+        "resolve",
+        "dns",
+        "no route",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+    {
+        "check that the broker runs and listens at that host and port, and that this host may reach it"
+    } else if ["not found", "not_found", "no queue", "unknown topic"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        "check the queue or topic name (`dlq-triage queues` / `topics` lists them)"
+    } else {
+        "the error above is the broker's or the file's own words"
+    };
+    lines.push(format!("what to check: {hint}"));
+    lines.push("R tries again · q quits (the exit code says it failed)".into());
+    // Wrapped to fit an 80-column screen inside the overlay's border.
+    (
+        "Cannot open the source".into(),
+        lines.iter().flat_map(|l| wrap(l, 74)).collect(),
+    )
+}
+
+/// `line` in pieces of at most `width` characters, broken at spaces where it can be,
+/// continuation lines indented.
+fn wrap(line: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest: Vec<char> = line.chars().collect();
+    let mut first = true;
+    loop {
+        let room = if first { width } else { width - 2 };
+        if rest.len() <= room {
+            let tail: String = rest.iter().collect();
+            out.push(if first { tail } else { format!("  {tail}") });
+            return out;
+        }
+        let cut = rest[..room]
+            .iter()
+            .rposition(|c| *c == ' ')
+            .filter(|at| *at > room / 2)
+            .unwrap_or(room);
+        let head: String = rest[..cut].iter().collect();
+        out.push(if first { head } else { format!("  {head}") });
+        rest = rest[cut..]
+            .iter()
+            .skip_while(|c| **c == ' ')
+            .copied()
+            .collect();
+        first = false;
     }
 }

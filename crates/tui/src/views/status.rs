@@ -91,7 +91,10 @@ pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         )
     } else if let Some(e) = &s.scan.error {
         Span::styled(
-            format!("scan failed: {} · R retries", sanitize::line(e, 60)),
+            format!(
+                "scan failed: {} · R retries",
+                super::fit(&sanitize::clean(e), 60)
+            ),
             t.get(StyleName::UiError),
         )
     } else if s.scan.lost.is_some() {
