@@ -284,6 +284,47 @@ fn idle_writes_nothing_and_a_move_writes_only_changed_cells() {
     handle.join().expect("loop ends on q");
 }
 
+/// The clock moves while events stream in (the demo's trickle never lets the loop idle
+/// for its tick): two simulated minutes later, the ages are two minutes older.
+#[test]
+fn the_clock_moves_while_events_keep_arriving() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let size = (120, 40);
+    let state = state_from(&example(), size);
+    let clock = Arc::new(AtomicI64::new(now_ms()));
+    let (tx, rx) = mpsc::channel();
+    let read = clock.clone();
+    let handle = std::thread::spawn(move || {
+        let mut state = state;
+        let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
+        let theme = Theme::load(Some("mono")).expect("theme");
+        run_loop(
+            &mut terminal,
+            &mut state,
+            &theme,
+            &rx,
+            |_| {},
+            move || read.load(Ordering::Relaxed),
+            Duration::from_secs(5),
+        )
+        .expect("loop");
+        state
+    });
+    // Events every 10 ms, far more often than the 5 s tick; the clock jumps 2 minutes.
+    for i in 0..60 {
+        if i == 10 {
+            clock.fetch_add(120_000, Ordering::Relaxed);
+        }
+        tx.send(AppEvent::Action(Action::from(Nav::Down)))
+            .expect("loop alive");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    tx.send(AppEvent::Term(key(KeyCode::Char('q'))))
+        .expect("loop alive");
+    let state = handle.join().expect("loop ends on q");
+    assert_eq!(state.now_ms, now_ms() + 120_000, "the clock stood still");
+}
+
 /// A state fed `raws` as one scan, with a payload cache of `budget` bytes.
 fn state_of(label: &str, raws: Vec<RawLetter>, budget: usize, size: (u16, u16)) -> AppState {
     let masker = Masker::with_key(vec![1]);

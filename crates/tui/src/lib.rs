@@ -95,13 +95,15 @@ pub fn run_loop<B: Backend>(
             Err(RecvTimeoutError::Disconnected) => return Ok(()),
         };
         let mut events: Vec<AppEvent> = Vec::new();
+        // The clock is read on every turn, not only when nothing else happens: a source
+        // that streams (the demo's trickle, a replay's progress) kept the loop from ever
+        // idling, and ages stood still from the moment the TUI opened.
+        let now = clock();
+        if now / 60_000 != state.now_ms / 60_000 {
+            events.push(AppEvent::Action(Action::from(ViewKey::Tick(now))));
+        }
         match first {
-            None => {
-                let now = clock();
-                if now / 60_000 != state.now_ms / 60_000 {
-                    events.push(AppEvent::Action(Action::from(ViewKey::Tick(now))));
-                }
-            }
+            None => {}
             Some(ev) => {
                 events.push(ev);
                 while events.len() < MAX_EVENTS_PER_FRAME {
