@@ -233,6 +233,9 @@ pub enum Convention {
     User(String),
     BodyEnvelope,
     SpringKafka,
+    /// Spring Cloud Stream's DLQ (Kafka and RabbitMQ binders) and Spring AMQP's
+    /// `RepublishMessageRecoverer`: `x-exception-*`, `x-original-*`.
+    SpringStream,
     KafkaConnect,
     MassTransit,
     NServiceBus,
@@ -252,6 +255,7 @@ impl fmt::Display for Convention {
             Convention::User(name) => return write!(f, "user mapping {name}"),
             Convention::BodyEnvelope => "body envelope",
             Convention::SpringKafka => "spring-kafka",
+            Convention::SpringStream => "spring-cloud-stream",
             Convention::KafkaConnect => "kafka-connect",
             Convention::MassTransit => "masstransit",
             Convention::NServiceBus => "nservicebus",

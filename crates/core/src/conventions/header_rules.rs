@@ -187,6 +187,25 @@ pub(super) static SPRING: HeaderConvention = HeaderConvention {
     slots: OnceLock::new(),
 };
 
+/// Spring Cloud Stream's binders and Spring AMQP's republishing recoverer. Its
+/// `x-original-topic/partition/offset` are the Kafka binder's; the RabbitMQ origin
+/// (`x-original-exchange` / `x-original-routingKey`) is read in `spring_amqp_origin`.
+pub(super) static SPRING_STREAM: HeaderConvention = HeaderConvention {
+    convention: Convention::SpringStream,
+    rules: &[
+        r!("x-exception-fqcn", Field::ExceptionType),
+        r!("x-exception-message", Field::ReasonDetail, ErrorText),
+    ],
+    origin: Some(origin!(
+        "x-original-topic",
+        "x-original-partition",
+        "x-original-offset"
+    )),
+    case_insensitive: false,
+    prefixes: &["x-exception-"],
+    slots: OnceLock::new(),
+};
+
 pub(super) static CONNECT: HeaderConvention = HeaderConvention {
     convention: Convention::KafkaConnect,
     rules: &[
@@ -294,8 +313,14 @@ pub(super) static X_HEADERS: HeaderConvention = HeaderConvention {
 };
 
 /// Framework conventions in priority order (x-headers run later, after x-death).
-pub(super) static CONVENTIONS: [&HeaderConvention; 5] =
-    [&SPRING, &CONNECT, &MASSTRANSIT, &NSERVICEBUS, &AZURE];
+pub(super) static CONVENTIONS: [&HeaderConvention; 6] = [
+    &SPRING,
+    &SPRING_STREAM,
+    &CONNECT,
+    &MASSTRANSIT,
+    &NSERVICEBUS,
+    &AZURE,
+];
 
 pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates) {
     let present = raw.headers.iter().any(|h| {

@@ -335,6 +335,7 @@ pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
     for conv in header_rules::CONVENTIONS {
         header_rules::apply(conv, &raw, &mut c);
     }
+    rabbit::spring_amqp_origin(&raw, &mut c);
     rabbit::apply(&raw, &mut c);
     header_rules::apply(&header_rules::X_HEADERS, &raw, &mut c);
     amqp_properties(&raw, &mut c);

@@ -170,3 +170,22 @@ fn death_location(i: usize, first: &[&'static str; 4], suffix: &str) -> Location
         None => format!("x-death[{i}]{suffix}").into(),
     }
 }
+
+/// Spring AMQP's `RepublishMessageRecoverer` and Spring Cloud Stream's RabbitMQ binder
+/// publish straight to the DLQ (no `x-death`): where the letter was first published is in
+/// `x-original-exchange` / `x-original-routingKey`.
+pub(super) fn spring_amqp_origin(raw: &RawLetter, c: &mut Candidates) {
+    let text = |name: &str| raw.header(name).and_then(HeaderValue::as_nonempty_text);
+    let Some(exchange) = text("x-original-exchange") else {
+        return;
+    };
+    c.offer_origin(
+        Origin::Amqp {
+            exchange,
+            routing_keys: text("x-original-routingKey").into_iter().collect(),
+            queue: None,
+        },
+        &Convention::SpringStream,
+        "headers x-original-exchange / x-original-routingKey",
+    );
+}

@@ -510,3 +510,71 @@ fn a_text_count_is_read_as_text_and_a_binary_one_as_an_integer() {
     // Three deliveries before, as a 4-byte big-endian int: the fourth attempt.
     assert_eq!(v(&retries(vec![0, 0, 0, 3]).failure.attempt), 4);
 }
+
+/// Spring Cloud Stream (Kafka and RabbitMQ binders) and Spring AMQP's republishing
+/// recoverer: the exception and its message are the reason, the original topic or
+/// exchange and routing key the origin — such letters grouped as `unknown` before.
+#[test]
+fn spring_cloud_stream_and_spring_amqp_headers() {
+    let text = |n: &'static str, v: &str| Header::new(n, HeaderValue::text(v));
+    let rabbit = RawLetter {
+        headers: vec![
+            text(
+                "x-exception-fqcn",
+                "org.springframework.messaging.MessageHandlingException",
+            ),
+            text(
+                "x-exception-message",
+                "java.lang.NumberFormatException: For input string: \"1,500.00\"",
+            ),
+            text(
+                "x-exception-stacktrace",
+                "at com.acme.Billing.handle(Billing.java:42)",
+            ),
+            text("x-original-exchange", "billing"),
+            text("x-original-routingKey", "invoice.created"),
+        ],
+        payload: br#"{"amount":"1,500.00"}"#.to_vec(),
+        ..RawLetter::default()
+    };
+    let d = extract(rabbit, &[]);
+    let f = &d.failure;
+    assert_eq!(
+        v(&f.exception_type),
+        "org.springframework.messaging.MessageHandlingException"
+    );
+    assert_eq!(loc(&f.exception_type).0, Convention::SpringStream);
+    assert!(v(&f.reason_detail).contains("For input string"));
+    assert!(!v(&f.reason_code).is_empty() && v(&f.reason_code) != "unknown");
+    assert_eq!(
+        v(&f.origin),
+        Origin::Amqp {
+            exchange: "billing".into(),
+            routing_keys: vec!["invoice.created".into()],
+            queue: None
+        }
+    );
+    let kafka = RawLetter {
+        headers: vec![
+            text("x-exception-fqcn", "java.lang.IllegalStateException"),
+            text("x-exception-message", "no tax profile"),
+            text("x-original-topic", "invoices"),
+            Header::new("x-original-partition", HeaderValue::text("2")),
+            Header::new("x-original-offset", HeaderValue::text("77")),
+        ],
+        ..RawLetter::default()
+    };
+    let d = extract(kafka, &[]);
+    assert_eq!(
+        v(&d.failure.origin),
+        Origin::Kafka {
+            topic: "invoices".into(),
+            partition: Some(2),
+            offset: Some(77)
+        }
+    );
+    assert_eq!(
+        v(&d.failure.exception_type),
+        "java.lang.IllegalStateException"
+    );
+}
