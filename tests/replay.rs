@@ -267,8 +267,15 @@ fn a_completed_replay_lands_each_letter_once_keyed_and_stamped() {
     }
     let shown = env.show(id);
     assert_eq!(count(&shown, "settled").to_string(), n);
-    // `list` shows them replayed now.
-    let list = env.run(&["list", &env.uri, "--filter", filter, "--json"]);
+    // They left the default view; `state=replayed` shows them, replayed.
+    let default = env.run(&["list", &env.uri, "--filter", filter, "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&default.stdout).expect("json");
+    assert_eq!(
+        rows["matched"], 0,
+        "replayed letters still counted as failing: {rows}"
+    );
+    let with_state = format!("{filter} state=replayed");
+    let list = env.run(&["list", &env.uri, "--filter", &with_state, "--json"]);
     let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
     let states: Vec<&str> = rows["letters"]
         .as_array()
@@ -276,7 +283,10 @@ fn a_completed_replay_lands_each_letter_once_keyed_and_stamped() {
         .iter()
         .filter_map(|l| l["state"].as_str())
         .collect();
-    assert!(states.iter().all(|s| *s == "replayed"), "{states:?}");
+    assert!(
+        !states.is_empty() && states.iter().all(|s| *s == "replayed"),
+        "{states:?}"
+    );
 }
 
 #[test]

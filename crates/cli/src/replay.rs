@@ -103,7 +103,7 @@ fn select(
                     "--filter must select letters, e.g. --filter 'reason=timeout age>1h'",
                 );
             }
-            Some(filter)
+            Some(filter.with_all_states())
         }
         None => None,
     };

@@ -114,6 +114,9 @@ enum Term {
 pub struct Filter {
     terms: Vec<Term>,
     source: String,
+    /// Handled letters too, without a `state=` term (a replay's selection: its plan says
+    /// why a replayed letter is left out, instead of a silent empty match).
+    all_states: bool,
 }
 
 pub const FIELDS: &str = "reason, version, event, schema, origin, consumer, exception, topic, key, id, age, attempt, replays, state, body";
@@ -126,6 +129,12 @@ impl Filter {
 
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty()
+    }
+
+    /// Match handled letters too when no `state=` term says otherwise.
+    pub fn with_all_states(mut self) -> Self {
+        self.all_states = true;
+        self
     }
 
     /// Does any term search the masked preview (bare fuzzy words)?
@@ -172,13 +181,16 @@ impl Filter {
         Ok(Filter {
             terms,
             source: expr.trim().to_string(),
+            all_states: false,
         })
     }
 
-    /// Does the letter match every term? Without a `state=` term, discarded letters are
-    /// left out: they have left the open groups, and `state=discarded` shows them.
+    /// Does the letter match every term? Without a `state=` term, handled letters
+    /// (discarded, replayed, resolved) are left out: "what is failing" counts what still
+    /// fails, and `state=replayed` (or `state=discarded`, …) shows them.
     pub fn matches(&mut self, store: &LetterStore, r: &Row, now_ms: i64) -> bool {
-        if r.state == TriageState::Discarded
+        if !self.all_states
+            && !r.state.unhandled()
             && !self.terms.iter().any(|t| matches!(t, Term::State { .. }))
         {
             return false;

@@ -470,6 +470,16 @@ impl TriageState {
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|st| st.as_str() == s)
     }
+
+    /// Still failing, as far as anyone knows: open, failed again, or being replayed
+    /// right now. What the default views count; the handled ones (discarded, replayed,
+    /// resolved) are reachable with `state=…`.
+    pub fn unhandled(self) -> bool {
+        matches!(
+            self,
+            TriageState::Open | TriageState::FailedAgain | TriageState::Replaying
+        )
+    }
 }
 
 /// A dead letter with everything the conventions could tell about it.
