@@ -1093,3 +1093,30 @@ fn a_misspelt_command_says_what_was_meant() {
         Some(0)
     );
 }
+
+/// Completions and the man page come from the same definitions as `--help`.
+#[test]
+fn completions_and_the_man_page_are_generated() {
+    let env = env();
+    let bash = env.run(&["completions", "bash"]);
+    assert_eq!(bash.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&bash.stdout);
+    assert!(text.contains("dlq-triage") && text.contains("summary") && text.contains("--expect"));
+    for shell in ["zsh", "fish"] {
+        assert_eq!(
+            env.run(&["completions", shell]).status.code(),
+            Some(0),
+            "{shell}"
+        );
+    }
+    let man = env.run(&["man"]);
+    assert_eq!(man.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH"),
+        "{}",
+        &page[..page.len().min(200)]
+    );
+    assert!(page.contains("discard"));
+    assert_eq!(env.run(&["completions", "tcsh"]).status.code(), Some(2));
+}

@@ -178,6 +178,11 @@ pub enum Command {
     /// The team's roles on its ledger: `roles` lists them, `roles set ACTOR ROLE` changes
     /// one (privileged; audited on the server).
     Roles(RolesArgs),
+    /// Shell completions for bash, zsh, fish, elvish or powershell, on stdout
+    /// (`dlq-triage completions bash > /etc/bash_completion.d/dlq-triage`).
+    Completions(CompletionsArgs),
+    /// The manual page (roff) on stdout (`dlq-triage man | man -l -`).
+    Man,
 }
 
 #[derive(Args, Debug)]
@@ -338,6 +343,11 @@ pub struct AuditArgs {
     pub expect_head: Option<String>,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Args, Debug)]
@@ -556,6 +566,21 @@ pub fn misspelt_command(args: &[String]) -> Option<String> {
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    // Generated from the same definitions, and needing nothing else (no config, no
+    // ledger): a packager runs them on a build host.
+    match &cli.command {
+        Some(Command::Completions(a)) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(a.shell, &mut cmd, "dlq-triage", &mut std::io::stdout());
+            return Ok(());
+        }
+        Some(Command::Man) => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            return Ok(());
+        }
+        _ => {}
+    }
     let ctx = Context::new(&cli)?;
     let theme = cli.theme.as_deref();
     let command = match (cli.command, cli.source) {
@@ -612,6 +637,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Audit(a) => audit::run(&ctx, &a),
         Command::Approve(a) => approve::run(&ctx, &a),
         Command::Roles(a) => approve::roles(&ctx, &a),
+        Command::Completions(_) | Command::Man => Ok(()), // before the context, above
         Command::Ledger(a) => {
             if ctx.read_only {
                 return context::usage("--read-only: ledger migrate writes the team's ledger");
