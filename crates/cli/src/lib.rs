@@ -546,13 +546,13 @@ fn nearest_command(word: &str) -> Option<String> {
 /// would parse as a source and that command: what to say instead. Sources (URIs,
 /// paths) are never taken for one.
 pub fn misspelt_command(args: &[String]) -> Option<String> {
-    let at = args.iter().position(|a| !a.starts_with('-'))?;
-    let first = &args[at];
+    // Only the very first word: after an option it may be that option's value.
+    let first = args.first().filter(|a| !a.starts_with('-'))?;
     let commands = command_names();
     if first.contains(['/', ':', '.']) || commands.contains(first) {
         return None;
     }
-    let next = args.get(at + 1)?;
+    let next = args.get(1)?;
     if !commands.contains(next) {
         return None;
     }
