@@ -270,7 +270,9 @@ fn a_group_replays_from_the_dry_run_through_canary_watch_and_ramp() {
         "{screen}"
     );
     assert!(screen.contains("completed"), "{screen}");
-    // The letters list shows the outcome.
+    // Handled, they left what is failing; `state=resolved` shows them, with the outcome.
+    assert!(screen.contains("0 match"), "{screen}");
+    t.only("reason=attempt_budget_exhausted state=resolved");
     t.key(KeyCode::Tab);
     assert!(t.screen().contains("resolve"), "{}", t.screen());
 }
