@@ -8,7 +8,7 @@ use dlq_testkit::cli::{exited, Cli};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const NOW: &str = "2026-11-29T18:00:00Z";
 
@@ -880,7 +880,6 @@ fn watch_once_reports_breaches_with_owners_and_runs_the_hook() {
 /// address is refused without --metrics-any-interface.
 #[test]
 fn watch_serves_prometheus_metrics_on_loopback() {
-    use std::io::{BufRead, Read};
     let env = env();
     let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     let src = p.to_str().expect("utf-8");
@@ -894,40 +893,10 @@ fn watch_serves_prometheus_metrics_on_loopback() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
-        .args([
-            "watch",
-            src,
-            "--rule",
-            "count > 1",
-            "--every",
-            "1s",
-            "--metrics",
-            "127.0.0.1:0",
-        ])
-        .env("DLQ_TRIAGE_NOW", NOW)
-        .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
-        .env("XDG_STATE_HOME", env.dir.path().join("state"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-    let mut addr = None;
-    let mut line = String::new();
-    while addr.is_none() && err.read_line(&mut line).expect("stderr") > 0 {
-        if let Some(a) = line.trim().strip_prefix("metrics: http://") {
-            addr = Some(a.trim_end_matches("/metrics").to_string());
-        }
-        line.clear();
-    }
-    let addr = addr.expect("the metrics address is printed");
+    let (mut child, addr) = watch_serving(&env, src);
     // The first evaluation fills the page right after the scan.
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let mut s = std::net::TcpStream::connect(&addr).expect("connect");
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").expect("request");
-    let mut page = String::new();
-    s.read_to_string(&mut page).expect("response");
+    let page = metrics_page(&addr);
     let _ = child.kill();
     let _ = child.wait();
     assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
@@ -945,54 +914,16 @@ fn watch_serves_prometheus_metrics_on_loopback() {
 /// a team ledger): a group discarded elsewhere leaves its counts at the next tick.
 #[test]
 fn watch_counts_decisions_made_elsewhere_without_a_restart() {
-    use std::io::{BufRead, Read};
     let env = env();
     let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     let src = p.to_str().expect("utf-8");
-    let command = |args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dlq-triage"));
-        c.args(args)
-            .env("DLQ_TRIAGE_NOW", NOW)
-            .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
-            .env("XDG_STATE_HOME", env.dir.path().join("state"));
-        c
-    };
-    let mut child = command(&[
-        "watch",
-        src,
-        "--rule",
-        "count > 1",
-        "--every",
-        "1s",
-        "--metrics",
-        "127.0.0.1:0",
-    ])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .expect("binary runs");
-    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-    let mut addr = None;
-    let mut line = String::new();
-    while addr.is_none() && err.read_line(&mut line).expect("stderr") > 0 {
-        if let Some(a) = line.trim().strip_prefix("metrics: http://") {
-            addr = Some(a.trim_end_matches("/metrics").to_string());
-        }
-        line.clear();
-    }
-    let addr = addr.expect("the metrics address is printed");
-    let page = || {
-        let mut s = std::net::TcpStream::connect(&addr).expect("connect");
-        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").expect("request");
-        let mut page = String::new();
-        s.read_to_string(&mut page).expect("response");
-        page
-    };
+    let (mut child, addr) = watch_serving(&env, src);
+    let page = || metrics_page(&addr);
     std::thread::sleep(std::time::Duration::from_millis(500));
     let tax =
         "dlq_letters{reason=\"tax\",version=\"r2\",event_type=\"invoice.issue.requested\"} 10";
     assert!(page().contains(tax), "{}", page());
-    let out = command(&[
+    let out = env.run(&[
         "discard",
         src,
         "--filter",
@@ -1000,9 +931,7 @@ fn watch_counts_decisions_made_elsewhere_without_a_restart() {
         "--reason",
         "fixed upstream",
         "--yes",
-    ])
-    .output()
-    .expect("discard");
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -1016,6 +945,51 @@ fn watch_counts_decisions_made_elsewhere_without_a_restart() {
         !after.contains(tax),
         "the discarded group is still counted:\n{after}"
     );
+}
+
+/// `watch SRC --rule 'count > 1' --every 1s --metrics 127.0.0.1:0`, started, and the
+/// address it says its metrics page is on.
+fn watch_serving(env: &Cli, src: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = env
+        .command(&[
+            "watch",
+            src,
+            "--rule",
+            "count > 1",
+            "--every",
+            "1s",
+            "--metrics",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    while err.read_line(&mut line).expect("stderr") > 0 {
+        if let Some(a) = line.trim().strip_prefix("metrics: http://") {
+            let addr = a.trim_end_matches("/metrics").to_string();
+            // Keep reading what it says: a closed pipe would end it.
+            std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+            return (child, addr);
+        }
+        line.clear();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the metrics address is never printed");
+}
+
+/// The metrics page, as a scraper gets it.
+fn metrics_page(addr: &str) -> String {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").expect("request");
+    let mut page = String::new();
+    s.read_to_string(&mut page).expect("response");
+    page
 }
 
 /// `… | head` closes the pipe early: a clean exit, never a panic (101). The replay

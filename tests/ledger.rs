@@ -732,13 +732,7 @@ fn a_discard_over_approval_above_waits_for_a_second_operator() {
     let ex = example();
     exited(&env.run(&["--ledger", &db.url, "audit", "verify"]), 0);
     let (alice, bob) = (db.engineer("alice"), db.engineer("bob"));
-    let config = env.path().join("config/dlq-triage");
-    std::fs::create_dir_all(&config).expect("config dir");
-    std::fs::write(
-        config.join("config.toml"),
-        "[discard]\napproval_above = 100\n",
-    )
-    .expect("config");
+    env.config("[discard]\napproval_above = 100\n");
     let discard = || {
         env.run(&[
             "--ledger",
@@ -757,11 +751,7 @@ fn a_discard_over_approval_above_waits_for_a_second_operator() {
     let first = discard();
     exited(&first, 7);
     let said = dlq_testkit::cli::stderr(&first);
-    let id = said
-        .split('`')
-        .find_map(|w| w.strip_prefix("dlq-triage approve "))
-        .unwrap_or_else(|| panic!("no approval id in: {said}"))
-        .to_string();
+    let id = dlq_testkit::cli::approval_id(&said);
     let before = json(&env.run(&["--ledger", &alice, "summary", &ex, "--json"]));
     assert_eq!(before["matched"], 429, "nothing discarded before approval");
     let shown = exited(&env.run(&["--ledger", &bob, "approve", &id]), 0);
@@ -780,17 +770,11 @@ fn a_named_source_records_in_its_own_ledger() {
         return;
     };
     let env = Env::new();
-    let config = env.path().join("config/dlq-triage");
-    std::fs::create_dir_all(&config).expect("config dir");
-    std::fs::write(
-        config.join("config.toml"),
-        format!(
-            "[sources.payments]\nuri = \"{}\"\nledger = \"{}\"\n",
-            example(),
-            db.url
-        ),
-    )
-    .expect("config");
+    env.config(&format!(
+        "[sources.payments]\nuri = \"{}\"\nledger = \"{}\"\n",
+        example(),
+        db.url
+    ));
     let out = env.run(&[
         "discard",
         "payments",

@@ -1034,13 +1034,7 @@ fn a_plan_over_approval_above_waits_for_a_second_operator() {
     let (alice_url, bob_url) = (db.engineer("alice"), db.engineer("bob"));
     let alice = Env::on(cluster.bootstrap_servers(), "orders.dlq", Some(&alice_url));
     let bob = Env::on(cluster.bootstrap_servers(), "orders.dlq", Some(&bob_url));
-    let config = alice.path().join("config/dlq-triage");
-    std::fs::create_dir_all(&config).expect("config dir");
-    std::fs::write(
-        config.join("config.toml"),
-        "[replay]\napproval_above = 10\n",
-    )
-    .expect("config");
+    alice.config("[replay]\napproval_above = 10\n");
     let start = || {
         alice.run(&[
             "replay",
@@ -1066,11 +1060,7 @@ fn a_plan_over_approval_above_waits_for_a_second_operator() {
         "{}",
         text(&first)
     );
-    let id = text(&first)
-        .split('`')
-        .find_map(|w| w.strip_prefix("dlq-triage approve "))
-        .expect("the approval's id")
-        .to_string();
+    let id = dlq_testkit::cli::approval_id(&text(&first));
     assert!(alice.landed(&id).is_empty(), "nothing sent before approval");
     let again = start();
     assert_eq!(again.status.code(), Some(7), "{}", text(&again));

@@ -474,27 +474,7 @@ fn sigkill_mid_replay_on_rabbitmq_lists_what_may_have_been_sent_and_loses_nothin
             String::from_utf8_lossy(&resumed.stderr)
         );
         std::thread::sleep(Duration::from_millis(500));
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut times: std::collections::HashMap<String, usize> = Default::default();
-        for (m, _, _) in seen.try_iter() {
-            *times.entry(m).or_default() += 1;
-        }
-        assert!(
-            times.values().all(|n| *n == 1),
-            "run {run}: a letter reached the service twice"
-        );
-        let mut src = RabbitSource::new(target(), vec![t.n("dlq")])
-            .expect("source")
-            .with_queue_policy(Some("classic".into()), false);
-        let (left, _) = browse(&mut src);
-        drop(src);
-        let mut accounted: std::collections::BTreeSet<String> = times.into_keys().collect();
-        accounted.extend(left.iter().map(|d| d.id.value.0.clone()));
-        assert_eq!(
-            accounted.len(),
-            N,
-            "run {run}: every letter delivered or still in the DLQ"
-        );
+        let (_, accounted) = accounted_for(&t, &seen, &stop, N, &format!("run {run}"));
         for m in &in_flight {
             assert!(accounted.contains(m), "run {run}: {m} in flight, then lost");
         }
@@ -569,28 +549,7 @@ fn two_engineers_replaying_one_rabbitmq_dlq_on_the_team_ledger_send_each_letter_
         said(&b)
     );
     std::thread::sleep(Duration::from_millis(1000));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut times: std::collections::HashMap<String, usize> = Default::default();
-    for (m, _, _) in seen.try_iter() {
-        *times.entry(m).or_default() += 1;
-    }
-    assert!(
-        times.values().all(|n| *n == 1),
-        "a letter reached the service twice: {:?}",
-        times.iter().find(|(_, n)| **n > 1)
-    );
-    let mut src = RabbitSource::new(target(), vec![t.n("dlq")])
-        .expect("source")
-        .with_queue_policy(Some("classic".into()), false);
-    let (left, _) = browse(&mut src);
-    drop(src);
-    let mut accounted: std::collections::BTreeSet<String> = times.keys().cloned().collect();
-    accounted.extend(left.iter().map(|d| d.id.value.0.clone()));
-    assert_eq!(
-        accounted.len(),
-        N,
-        "every letter delivered or still in the DLQ"
-    );
+    let (times, _) = accounted_for(&t, &seen, &stop, N, "two engineers");
     assert!(
         times.len() > N / 2,
         "they replayed: {} delivered",

@@ -171,3 +171,41 @@ pub(crate) fn cli_command(dir: &std::path::Path, args: &[&str]) -> std::process:
 pub(crate) fn replay_cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     cli_command(dir, args).output().expect("binary runs")
 }
+
+/// Stop the fixed service and account for `n` letters: none reached it twice, and each
+/// either reached it or is still in the DLQ. Deliveries per letter id, and the ids
+/// accounted for.
+pub(crate) fn accounted_for(
+    t: &Topology,
+    seen: &std::sync::mpsc::Receiver<Seen>,
+    stop: &StopFlag,
+    n: usize,
+    what: &str,
+) -> (
+    std::collections::HashMap<String, usize>,
+    std::collections::BTreeSet<String>,
+) {
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut times: std::collections::HashMap<String, usize> = Default::default();
+    for (m, _, _) in seen.try_iter() {
+        *times.entry(m).or_default() += 1;
+    }
+    assert!(
+        times.values().all(|n| *n == 1),
+        "{what}: a letter reached the service twice: {:?}",
+        times.iter().find(|(_, n)| **n > 1)
+    );
+    let mut src = RabbitSource::new(target(), vec![t.n("dlq")])
+        .expect("source")
+        .with_queue_policy(Some("classic".into()), false);
+    let (left, _) = browse(&mut src);
+    drop(src);
+    let mut accounted: std::collections::BTreeSet<String> = times.keys().cloned().collect();
+    accounted.extend(left.iter().map(|d| d.id.value.0.clone()));
+    assert_eq!(
+        accounted.len(),
+        n,
+        "{what}: every letter delivered or still in the DLQ"
+    );
+    (times, accounted)
+}

@@ -45,6 +45,13 @@ impl Cli {
         self.dir.path()
     }
 
+    /// Write this home's `config.toml`.
+    pub fn config(&self, toml: &str) {
+        let dir = self.path().join("config/dlq-triage");
+        std::fs::create_dir_all(&dir).expect("config dir");
+        std::fs::write(dir.join("config.toml"), toml).expect("config");
+    }
+
     /// The ledger the binary opens by default in this home.
     pub fn default_ledger(&self) -> PathBuf {
         self.path().join("state/dlq-triage/ledger.db")
@@ -97,4 +104,12 @@ pub fn exited(o: &Output, code: i32) -> String {
 pub fn json(o: &Output) -> serde_json::Value {
     let out = exited(o, 0);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
+}
+
+/// The approval id a refused big action names (`… dlq-triage approve ID …`).
+pub fn approval_id(said: &str) -> String {
+    said.split('`')
+        .find_map(|w| w.strip_prefix("dlq-triage approve "))
+        .unwrap_or_else(|| panic!("no approval id in: {said}"))
+        .to_string()
 }
