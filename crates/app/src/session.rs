@@ -90,7 +90,7 @@ impl Principal {
     /// `Journal` port, never the store behind it.
     pub fn ledger(&self) -> Result<Box<dyn Journal>, SessionError> {
         let at = self.ledger.as_ref().ok_or(SessionError::NoLedger)?;
-        Ok(Box::new(Ledger::open_at(at, &self.actor)?))
+        Ok(Box::new(self.opened(Ledger::open_at(at, &self.actor)?)))
     }
 
     /// The ledger to record in, verified first: nothing is written to — and so nothing is
@@ -126,10 +126,21 @@ impl Principal {
         }
     }
 
+    /// `--read-only` reaches the ledger too: not even a verified checkpoint is kept.
+    fn opened(&self, l: Ledger) -> Ledger {
+        if self.read_only {
+            l.read_only()
+        } else {
+            l
+        }
+    }
+
     /// The ledger if one exists already (reads never create it).
     pub fn existing_ledger(&self) -> Result<Option<Box<dyn Journal>>, SessionError> {
         match self.ledger.as_ref().filter(|at| at.exists()) {
-            Some(at) => Ok(Some(Box::new(Ledger::open_at(at, &self.actor)?))),
+            Some(at) => Ok(Some(Box::new(
+                self.opened(Ledger::open_at(at, &self.actor)?),
+            ))),
             None => Ok(None),
         }
     }

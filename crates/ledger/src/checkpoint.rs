@@ -338,6 +338,9 @@ impl Ledger {
     /// A best-effort write to `meta`: a checkpoint only saves time, and a ledger busy with
     /// another writer is not waited on for long.
     fn meta_write<T>(&self, f: impl FnOnce() -> Result<T, crate::db::DbError>) {
+        if self.read_only {
+            return;
+        }
         self.db.set_lock_wait(std::time::Duration::from_millis(250));
         if self.db.begin_write().is_ok() {
             match f() {

@@ -27,6 +27,8 @@ pub struct Ledger {
     server: Option<String>,
     /// On a server: `os-user@host` of this process, recorded beside the role.
     client: String,
+    /// `--read-only`: verifications keep no checkpoint (nothing at all is written).
+    read_only: bool,
 }
 
 /// How long a write waits for another writer (a replay journaling from another terminal).
@@ -94,6 +96,7 @@ impl Ledger {
             chain: Chain::Local(key),
             server: None,
             client: String::new(),
+            read_only: false,
         };
         // The busy timeout first: a reader opening the ledger while a replay journals
         // (`dlq-triage replays` from a second terminal) waits instead of failing.
@@ -124,6 +127,12 @@ impl Ledger {
     /// Where the ledger lives, for messages: its file, or its server without credentials.
     pub fn location(&self) -> String {
         self.path.display().to_string()
+    }
+
+    /// For `--read-only`: verifying keeps no checkpoint (nothing is written at all).
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
     }
 
     pub fn path(&self) -> &Path {

@@ -192,6 +192,7 @@ impl Ledger {
             chain: Chain::Server,
             server: Some(url.to_string()),
             client: String::new(),
+            read_only: false,
         };
         l.actor =
             l.db.one("SELECT session_user::text", p![], |r| r.get(0))

@@ -230,3 +230,17 @@ fn an_old_revision_swapped_in_place_is_refused_where_it_is_read() {
     assert!(l.verify(None).expect("full").ok);
     assert!(l.verify_since_checkpoint().expect("verify").is_some());
 }
+
+/// `--read-only` writes nothing, not even a checkpoint.
+#[test]
+fn a_read_only_verification_keeps_no_checkpoint() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (path, l) = ledger(dir.path());
+    drop(l);
+    let ro = Ledger::open(&path, "alice").expect("open").read_only();
+    assert!(ro.verify(None).expect("full").ok);
+    assert_eq!(ro.verify_since_checkpoint().expect("quick"), None);
+    let rw = Ledger::open(&path, "alice").expect("open");
+    assert!(rw.verify(None).expect("full").ok);
+    assert!(rw.verify_since_checkpoint().expect("quick").is_some());
+}
