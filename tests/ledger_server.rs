@@ -258,19 +258,13 @@ fn an_approval_edited_in_the_table_lets_nothing_start() {
     use dlq_core::journal::{Approval, ApprovalState};
     let Some(db) = TempDb::create() else { return };
     let mut l = open(&db);
-    let request = Approval {
-        id: "r-big".into(),
-        source: SOURCE.into(),
-        digest: "d1".into(),
-        letters: 900,
-        plan: "Replay plan r-big".into(),
-        author: String::new(),
-        requested_at: String::new(),
-        state: ApprovalState::Awaiting,
-        approver: None,
-        decided_at: None,
-        note: None,
-    };
+    let request = Approval::request(
+        "r-big".into(),
+        SOURCE.into(),
+        "d1".into(),
+        900,
+        "Replay plan r-big".into(),
+    );
     let a = l.request_approval(&request).expect("request");
     assert_eq!(a.author, "postgres");
     let own = l.decide_approval("r-big", true, "mine").expect_err("own");

@@ -710,6 +710,21 @@ impl Env {
         .expect("replay starts")
     }
 
+    /// `replay --resume ID --yes` at `rate`/s, at most `expect` letters.
+    fn resume(&self, id: &str, rate: &str, expect: usize) -> Output {
+        self.run(&[
+            "replay",
+            &self.uri,
+            "--resume",
+            id,
+            "--yes",
+            "--rate",
+            rate,
+            "--expect",
+            &expect.to_string(),
+        ])
+    }
+
     /// The id of the replay under way, once it has settled `n` letters (30 s at most).
     fn running_replay(&self, n: usize) -> String {
         let started = Instant::now();
@@ -758,6 +773,17 @@ impl Env {
     }
 }
 
+/// SIGKILL the replay process itself (by its own pid, not a wrapper's) and reap it:
+/// whether the kill landed, and what it had printed.
+fn kill9(child: std::process::Child) -> (bool, Output) {
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    (killed, child.wait_with_output().expect("killed replay"))
+}
+
 /// A tiny deterministic generator for the kill points (seeded: a failure names its seed).
 fn lcg(seed: &mut u64) -> u64 {
     *seed = seed
@@ -780,13 +806,8 @@ fn sigkill_at_random_points_then_resume_lands_every_letter_exactly_once() {
         // Each run has its own ledger: all N letters are replayed again, under a new id.
         let env = Env::new(cluster.bootstrap_servers(), "orders.dlq");
         let child = env.spawn_replay(N, "500");
-        let pid = child.id();
         std::thread::sleep(Duration::from_millis(600 + lcg(&mut seed) % 1600));
-        let killed = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .expect("kill");
-        let out = child.wait_with_output().expect("killed replay");
+        let (killed, out) = kill9(child);
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let Some(id) = stdout
             .split_whitespace()
@@ -809,10 +830,8 @@ fn sigkill_at_random_points_then_resume_lands_every_letter_exactly_once() {
         let shown: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
         in_doubt_seen += count(&shown, "sending");
         if shown["state"] != "completed" {
-            assert!(killed.success(), "run {run}: the kill did not land");
-            let resumed = env.run(&[
-                "replay", &env.uri, "--resume", &id, "--yes", "--rate", "2000", "--expect", "1000",
-            ]);
+            assert!(killed, "run {run}: the kill did not land");
+            let resumed = env.resume(&id, "2000", N);
             assert_eq!(
                 resumed.status.code(),
                 Some(0),
@@ -878,23 +897,8 @@ fn held_then_taken_over(env: &Env, n: usize) {
         text(&second)
     );
     // The holder dies mid-run; its lease goes with it (same host, pid gone).
-    let pid = child.id();
-    std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .expect("kill");
-    let _ = child.wait_with_output();
-    let taken = env.run(&[
-        "replay",
-        &env.uri,
-        "--resume",
-        &id,
-        "--yes",
-        "--rate",
-        "1000",
-        "--expect",
-        &n.to_string(),
-    ]);
+    kill9(child);
+    let taken = env.resume(&id, "1000", n);
     assert_eq!(taken.status.code(), Some(0), "{}", text(&taken));
     env.exactly_once(&id, n, "after the takeover");
     // Every replay id in the ledger: only this one sent anything.
@@ -950,17 +954,7 @@ fn the_team_ledger_lost_mid_replay_stops_it_and_the_resume_completes_exactly_onc
         sent_before <= journaled,
         "{sent_before} landed but {journaled} journaled"
     );
-    let resumed = env.run(&[
-        "replay",
-        &env.uri,
-        "--resume",
-        &id,
-        "--yes",
-        "--rate",
-        "1000",
-        "--expect",
-        &N.to_string(),
-    ]);
+    let resumed = env.resume(&id, "1000", N);
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
     env.exactly_once(&id, N, "after the server came back");
 }
@@ -985,11 +979,7 @@ fn ledger_migrate_moves_a_file_ledger_with_a_killed_replay_to_the_team_ledger() 
     }
     let child = env.spawn_replay(N, "20");
     let id = env.running_replay(5);
-    std::process::Command::new("kill")
-        .args(["-KILL", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    let _ = child.wait_with_output();
+    kill9(child);
     let moved = env.run(&["ledger", "migrate", "--to", &db.url]);
     assert_eq!(moved.status.code(), Some(0), "{}", text(&moved));
     assert!(text(&moved).contains("both verify"), "{}", text(&moved));
@@ -1000,9 +990,7 @@ fn ledger_migrate_moves_a_file_ledger_with_a_killed_replay_to_the_team_ledger() 
     let rows: serde_json::Value =
         serde_json::from_slice(&team.run(&["replays", "--json"]).stdout).expect("json");
     assert_eq!(rows[0]["id"], id.as_str(), "{rows}");
-    let resumed = team.run(&[
-        "replay", &team.uri, "--resume", &id, "--yes", "--rate", "1000", "--expect", "60",
-    ]);
+    let resumed = team.resume(&id, "1000", N);
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
     team.exactly_once(&id, N - 1, "resumed on the team ledger");
     let audit: serde_json::Value =

@@ -373,16 +373,6 @@ fn bar_line(p: &Progress, planned: usize) -> String {
     )
 }
 
-/// `line` (already clean) in at most `cols` characters, `…` where it was cut.
-fn fit(line: &str, cols: usize) -> String {
-    if line.chars().count() <= cols {
-        return line.to_string();
-    }
-    let mut cut: String = line.chars().take(cols.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
 /// The CLI's view of a running replay: the progress bar (and the crash test hook).
 struct BarWatch {
     bar: Bar,
@@ -441,7 +431,8 @@ impl Bar {
             // Cut to the terminal's width: a line that wraps is not redrawn in place, and
             // an 80-column terminal filled with one line per tick.
             let cols = crossterm::terminal::size().map_or(80, |(c, _)| usize::from(c));
-            let line = fit(&bar_line(p, self.planned), cols.saturating_sub(1).max(20));
+            let line =
+                dlq_core::sanitize::fit(&bar_line(p, self.planned), cols.saturating_sub(1).max(20));
             let _ = write!(err, "\r\x1b[2K{line}");
             self.drawn = true;
         } else {
@@ -461,13 +452,6 @@ impl Bar {
 mod tests {
     use super::*;
     use dlq_core::replay::Phase;
-
-    #[test]
-    fn a_progress_line_fits_the_terminal() {
-        assert_eq!(fit("abcdef", 10), "abcdef");
-        assert_eq!(fit("abcdefghijkl", 6), "abcde…");
-        assert_eq!(fit("a·b·c·d·e", 5).chars().count(), 5);
-    }
 
     #[test]
     fn the_progress_bar_fills_and_never_prints_a_letters_escape_sequences() {

@@ -350,6 +350,26 @@ pub struct Approval {
     pub note: Option<String>,
 }
 
+impl Approval {
+    /// A request for approval: what the author proposes; the ledger fills in who and
+    /// when (the server's actor and time), and its state.
+    pub fn request(id: String, source: String, digest: String, letters: u64, plan: String) -> Self {
+        Approval {
+            id,
+            source,
+            digest,
+            letters,
+            plan,
+            author: String::new(),
+            requested_at: String::new(),
+            state: ApprovalState::Awaiting,
+            approver: None,
+            decided_at: None,
+            note: None,
+        }
+    }
+}
+
 /// One replay as `replays` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayRow {

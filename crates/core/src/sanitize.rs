@@ -92,6 +92,17 @@ pub fn line(s: &str, max_chars: usize) -> String {
     sanitize_str(s, Mode::Line, max_chars)
 }
 
+/// Already-clean text in at most `w` characters, `…` where it was cut (unlike `line`,
+/// which says how much it hid: a terminal row must not grow past its width).
+pub fn fit(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(w.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 /// Uncapped single-line sanitization, for error messages and identifiers.
 pub fn clean(s: &str) -> String {
     sanitize_str(s, Mode::Line, usize::MAX)
@@ -225,5 +236,12 @@ mod tests {
             let out = sanitize_str(&s, Mode::Line, usize::MAX);
             prop_assert!(!out.chars().any(is_unsafe_char));
         }
+    }
+
+    #[test]
+    fn a_progress_line_fits_the_terminal() {
+        assert_eq!(super::fit("abcdef", 10), "abcdef");
+        assert_eq!(super::fit("abcdefghijkl", 6), "abcde…");
+        assert_eq!(super::fit("a·b·c·d·e", 5).chars().count(), 5);
     }
 }

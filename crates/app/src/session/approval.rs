@@ -112,19 +112,13 @@ impl Session {
                 clean(&a.author)
             ))),
             None => {
-                let a = ledger.request_approval(&Approval {
-                    id: p.id,
-                    source: self.settings.source_key.clone(),
-                    digest: p.digest,
-                    letters: n as u64,
-                    plan: text(),
-                    author: String::new(),
-                    requested_at: String::new(),
-                    state: ApprovalState::Awaiting,
-                    approver: None,
-                    decided_at: None,
-                    note: None,
-                })?;
+                let a = ledger.request_approval(&Approval::request(
+                    p.id,
+                    self.settings.source_key.clone(),
+                    p.digest,
+                    n as u64,
+                    text(),
+                ))?;
                 Err(SessionError::AwaitingApproval(format!(
                     "{n} letters is more than the {what} approval_above ({above}): recorded for a second operator — `dlq-triage approve {}` (or :approve in the TUI); do it again once approved. Nothing was done",
                     clean(&a.id)

@@ -71,11 +71,4 @@ pub(crate) fn pane<'a>(title: ratatui::text::Line<'a>, focused: bool, t: &Theme)
 
 /// Truncate to `w` display columns (chars; the sanitizer already made text single-width
 /// safe enough for a terminal), with an ellipsis.
-pub(crate) fn fit(s: &str, w: usize) -> String {
-    if s.chars().count() <= w {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(w.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+pub(crate) use dlq_core::sanitize::fit;
