@@ -198,6 +198,8 @@ pub struct Settings {
     pub principal: Principal,
     pub masker: Masker,
     pub mappings: Vec<UserMapping>,
+    /// Decodes schema-encoded payloads (`--schema-registry`, `--schemas`), if any.
+    pub codec: Option<dlq_core::schema::Codec>,
     /// `--since`: only letters dead-lettered at or after this (letters with no known
     /// time are kept). Applied here, to every source; Kafka also starts its read at
     /// the matching offsets, which only saves reading.
@@ -416,6 +418,7 @@ impl Session {
         let ctx = Prep {
             masker: &settings.masker,
             mappings: &settings.mappings,
+            codec: settings.codec.as_deref(),
             previews,
             since: settings.since,
             decided_ids,
@@ -600,11 +603,15 @@ fn fetch_prepared(
     coords: &Coords,
 ) -> Result<Kept, SessionError> {
     let raw = src.fetch(coords)?;
-    Ok(std::sync::Arc::new(dlq_core::catalog::extract_masked(
-        &settings.masker,
-        &settings.mappings,
-        raw,
-    )))
+    Ok(std::sync::Arc::new(settings.extract(raw)))
+}
+
+impl Settings {
+    /// One raw letter prepared as a scan prepares it (conventions, the schema decoder,
+    /// masked fields), without a preview.
+    pub fn extract(&self, raw: RawLetter) -> dlq_core::model::DeadLetter {
+        dlq_core::catalog::extract_masked(&self.masker, &self.mappings, self.codec.as_deref(), raw)
+    }
 }
 fn preparing_failed() -> SessionError {
     SessionError::Invalid(

@@ -1,8 +1,9 @@
 //! A scanned DLQ: the letter store plus what could not be read, fed letter by letter.
 
-use crate::conventions::{extract, UserMapping};
+use crate::conventions::{extract_decoding, UserMapping};
 use crate::masking::{Layout, Masker};
 use crate::model::DeadLetter;
+use crate::schema::PayloadCodec;
 use crate::store::{LetterStore, RowId};
 use std::borrow::Cow;
 
@@ -66,7 +67,7 @@ impl Catalog {
 
     /// Conventions plus masked preview: the per-letter work that needs no index.
     fn prepare(&self, raw: crate::model::RawLetter) -> (DeadLetter, String) {
-        prepare_with(&self.masker, &self.mappings, self.previews, raw)
+        prepare_with(&self.masker, &self.mappings, None, self.previews, raw)
     }
 
     /// Index a letter prepared elsewhere (a worker thread) with [`prepare_letter`].
@@ -81,40 +82,44 @@ pub fn prepare_letter(
     mappings: &[UserMapping],
     raw: crate::model::RawLetter,
 ) -> (DeadLetter, String) {
-    let dl = extract_masked(masker, mappings, raw);
-    let focus = dl
-        .payload_span
-        .clone()
-        .and_then(|r| dl.raw.payload.get(r))
-        .unwrap_or(&dl.raw.payload);
-    let preview = preview(masker, focus);
-    (dl, preview)
+    prepare_with(masker, mappings, None, true, raw)
 }
 
-/// [`prepare_letter`], or without the preview (an empty one) when a command shows none:
-/// what a catalog and the session's preparing threads both do with a raw letter.
+/// Conventions (with schema-encoded payloads decoded by `codec`) plus the masked preview,
+/// or an empty preview when a command shows none: what a catalog and the session's
+/// preparing threads both do with a raw letter.
 pub fn prepare_with(
     masker: &Masker,
     mappings: &[UserMapping],
+    codec: Option<&dyn PayloadCodec>,
     previews: bool,
     raw: crate::model::RawLetter,
 ) -> (DeadLetter, String) {
-    if previews {
-        prepare_letter(masker, mappings, raw)
-    } else {
-        (extract_masked(masker, mappings, raw), String::new())
+    let dl = extract_masked(masker, mappings, codec, raw);
+    if !previews {
+        return (dl, String::new());
     }
+    let payload = dl.readable_payload();
+    let focus = dl
+        .payload_span
+        .clone()
+        .and_then(|r| payload.get(r))
+        .unwrap_or(payload);
+    let preview = preview(&masker.with_fields(dl.pii_fields()), focus);
+    (dl, preview)
 }
 
 /// Conventions on a letter, with the extracted fields masked (see [`mask_extracted`]):
-/// every front end's view of a letter comes from this or [`prepare_letter`].
+/// every front end's view of a letter comes from this or [`prepare_with`].
 pub fn extract_masked(
     masker: &Masker,
     mappings: &[UserMapping],
+    codec: Option<&dyn PayloadCodec>,
     raw: crate::model::RawLetter,
 ) -> DeadLetter {
-    let mut dl = extract(raw, mappings);
-    mask_extracted(masker, &mut dl);
+    let mut dl = extract_decoding(raw, mappings, codec);
+    let masker = masker.with_fields(dl.pii_fields());
+    mask_extracted(&masker, &mut dl);
     dl
 }
 
@@ -208,6 +213,13 @@ pub fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
     }
     if let Some(err) = dl.body_error.as_mut() {
         mask(m, err, true);
+    }
+    // A decoder's error may quote the bytes it choked on.
+    for s in [&mut dl.schema, &mut dl.key_schema].into_iter().flatten() {
+        if let crate::schema::Decoding::Pending(why) | crate::schema::Decoding::Undecodable(why) = s
+        {
+            mask(m, why, false);
+        }
     }
 }
 

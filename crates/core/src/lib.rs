@@ -30,6 +30,7 @@ pub mod prepared;
 pub mod replay;
 pub mod revision;
 pub mod sanitize;
+pub mod schema;
 pub mod source;
 pub mod store;
 pub mod timefmt;

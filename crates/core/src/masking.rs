@@ -134,6 +134,19 @@ impl Masker {
         }
     }
 
+    /// This policy plus field names a payload's schema tags as PII (masked by name like
+    /// `extra_fields`, whatever they are called). Borrowed when there are none.
+    pub fn with_fields(&self, pii: &[String]) -> std::borrow::Cow<'_, Masker> {
+        if pii.is_empty() {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut m = self.clone();
+        m.extra.extend(pii.iter().map(|f| normalize_name(f)));
+        // Field-name rules change what text masks to: not this policy's memo.
+        m.id = next_masker_id();
+        std::borrow::Cow::Owned(m)
+    }
+
     fn action(&self, class: Class) -> Action {
         if let Some(a) = self.actions.get(&class) {
             return *a;

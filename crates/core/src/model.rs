@@ -498,9 +498,33 @@ pub struct DeadLetter {
     /// Where the business payload sits inside a JSON envelope (`payload`/`data`), so
     /// previews show the data rather than envelope metadata shown elsewhere.
     pub payload_span: Option<std::ops::Range<usize>>,
+    /// What the schema decoder made of a schema-encoded payload (`None`: not schema data,
+    /// or no decoder configured).
+    pub schema: Option<crate::schema::Decoding>,
+    /// The same for the key.
+    pub key_schema: Option<crate::schema::Decoding>,
 }
 
 impl DeadLetter {
+    /// The payload as every view reads it: the decoded JSON of a schema-encoded payload,
+    /// else the bytes as the broker gave them. `body` describes this, not the raw bytes.
+    pub fn readable_payload(&self) -> &[u8] {
+        match self.schema.as_ref().and_then(|s| s.decoded()) {
+            Some(d) => d.json.as_bytes(),
+            None => &self.raw.payload,
+        }
+    }
+
+    /// The decoded payload, when a schema decoded it.
+    pub fn decoded(&self) -> Option<&crate::schema::Decoded> {
+        self.schema.as_ref().and_then(|s| s.decoded())
+    }
+
+    /// Field names the payload's schema tags as PII (masked whatever their name).
+    pub fn pii_fields(&self) -> &[String] {
+        self.decoded().map_or(&[], |d| &d.schema.pii_fields)
+    }
+
     pub fn reason_code(&self) -> &str {
         self.failure
             .reason_code

@@ -3,7 +3,7 @@
 //! front end sanitizes what it prints.
 
 use crate::masking::{Layout, Masker};
-use crate::model::BodyKind;
+use crate::model::{BodyKind, DeadLetter};
 use std::fmt::Write as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +68,22 @@ pub fn render(masker: &Masker, payload: &[u8], body: BodyKind, max_out: usize) -
         total_bytes: payload.len(),
         truncated,
     }
+}
+
+/// Render a letter's payload masked: the decoded JSON of a schema-encoded payload
+/// (masked by field name and by the fields its schema tags as PII), else its bytes.
+pub fn render_letter(masker: &Masker, dl: &DeadLetter, max_out: usize) -> PayloadView {
+    let masker = masker.with_fields(dl.pii_fields());
+    let mut view = render(&masker, dl.readable_payload(), dl.body, max_out);
+    view.total_bytes = dl.raw.payload.len();
+    view
+}
+
+/// [`render_unmasked`] for a letter (the decoded form when a schema decoded it).
+pub fn render_letter_unmasked(dl: &DeadLetter, max_out: usize) -> PayloadView {
+    let mut view = render_unmasked(dl.readable_payload(), dl.body, max_out);
+    view.total_bytes = dl.raw.payload.len();
+    view
 }
 
 /// Render a payload **unmasked** — only after the privileged role, a reason and an audit

@@ -21,6 +21,7 @@ pub(super) const TAIL_BATCH: usize = 256;
 pub(super) struct Prep<'a> {
     pub masker: &'a Masker,
     pub mappings: &'a [UserMapping],
+    pub codec: Option<&'a dyn dlq_core::schema::PayloadCodec>,
     pub previews: bool,
     pub since: Option<chrono::DateTime<chrono::Utc>>,
     pub decided_ids: &'a HashSet<String>,
@@ -37,7 +38,8 @@ impl Prep<'_> {
     }
 
     pub fn one(&self, raw: RawLetter) -> Prepared {
-        let (letter, preview) = prepare_with(self.masker, self.mappings, self.previews, raw);
+        let (letter, preview) =
+            prepare_with(self.masker, self.mappings, self.codec, self.previews, raw);
         let fp = decisions::content_fp(&letter.raw);
         let id = &letter.id.value.0;
         let state = if self.decided_ids.contains(id) {

@@ -154,9 +154,12 @@ impl Session {
                 // Not held any more: read again, so prepared again (only these).
                 Picked::At(c) => match self.src.fetch(&c) {
                     Ok(raw) => {
-                        let (letter, preview) = dlq_core::catalog::prepare_letter(
-                            &self.settings.masker,
-                            &self.settings.mappings,
+                        let s = &self.settings;
+                        let (letter, preview) = dlq_core::catalog::prepare_with(
+                            &s.masker,
+                            &s.mappings,
+                            s.codec.as_deref(),
+                            true,
                             raw,
                         );
                         letters.push((Arc::new(letter), preview));

@@ -322,13 +322,35 @@ pub fn known_header(name: &str) -> Option<&'static str> {
 
 /// Run every convention on one raw letter.
 pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
-    let (body, body_error, env) = classify_body(&raw.payload);
+    extract_decoding(raw, mappings, None)
+}
+
+/// [`extract`], with schema-encoded payloads decoded first: the conventions, the body
+/// kind and the envelope read the decoded JSON (an envelope inside an Avro record is read
+/// like one in a JSON body).
+pub fn extract_decoding(
+    raw: RawLetter,
+    mappings: &[UserMapping],
+    codec: Option<&dyn crate::schema::PayloadCodec>,
+) -> DeadLetter {
+    use crate::schema::Part;
+    let container = raw.coords.as_ref().map_or("", |c| c.container());
+    let schema = codec.and_then(|c| c.decode(container, Part::Value, &raw.payload));
+    let key_schema = match (codec, raw.key.as_deref()) {
+        (Some(c), Some(key)) if !key.is_empty() => c.decode(container, Part::Key, key),
+        _ => None,
+    };
+    let readable: &[u8] = match schema.as_ref().and_then(|s| s.decoded()) {
+        Some(d) => d.json.as_bytes(),
+        None => &raw.payload,
+    };
+    let (body, body_error, env) = classify_body(readable);
     let mut c = Candidates::default();
 
     for m in mappings {
-        user::apply(m, &raw, body, &mut c);
+        user::apply(m, &raw, readable, body, &mut c);
     }
-    let payload_span = env.as_ref().and_then(|e| e.payload_span(&raw.payload));
+    let payload_span = env.as_ref().and_then(|e| e.payload_span(readable));
     if let Some(env) = &env {
         envelope::apply(env, &mut c);
     }
@@ -347,8 +369,12 @@ pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
             from: prov(&Convention::Broker, "record timestamp"),
         });
     }
-    let mut dl = finish(raw, body, body_error, c);
+    let undecodable = schema.as_ref().and_then(|s| s.reason());
+    drop(env);
+    let mut dl = finish(raw, body, body_error, undecodable, c);
     dl.payload_span = payload_span;
+    dl.schema = schema;
+    dl.key_schema = key_schema;
     dl
 }
 
@@ -370,13 +396,23 @@ fn amqp_properties(raw: &RawLetter, c: &mut Candidates) {
     }
 }
 
+/// `undecodable`: why a schema-encoded payload could not be decoded. It names the
+/// cause more exactly than anything derived (a fingerprint of `SerializationException`,
+/// a broker death reason), so it takes the reason code unless a convention gave one.
 fn finish(
     raw: RawLetter,
     body: BodyKind,
     body_error: Option<String>,
+    undecodable: Option<String>,
     mut c: Candidates,
 ) -> DeadLetter {
     let derived = |loc: &'static str| prov(&Convention::Derived, loc);
+    if let (None, Some(why)) = (&c.failure.reason_code, undecodable) {
+        c.failure.reason_code = Some(Sourced {
+            value: why,
+            from: derived("schema decoder: the payload does not decode"),
+        });
+    }
     if c.failure.reason_code.is_none() {
         let fp = fingerprint::fingerprint(
             c.failure.exception_type.as_ref().map(|s| s.value.as_str()),
@@ -428,6 +464,8 @@ fn finish(
         event: c.event,
         replay_count,
         payload_span: None,
+        schema: None,
+        key_schema: None,
     }
 }
 

@@ -80,7 +80,14 @@ impl TryFrom<UserMappingConfig> for UserMapping {
     }
 }
 
-pub(super) fn apply(m: &UserMapping, raw: &RawLetter, body: BodyKind, c: &mut Candidates) {
+/// `payload`: the readable payload (decoded JSON of a schema-encoded one).
+pub(super) fn apply(
+    m: &UserMapping,
+    raw: &RawLetter,
+    payload: &[u8],
+    body: BodyKind,
+    c: &mut Candidates,
+) {
     let conv = Convention::User(m.name.clone());
     // Parse the body once per letter, only if a pointer needs it.
     let needs_json = m
@@ -88,7 +95,7 @@ pub(super) fn apply(m: &UserMapping, raw: &RawLetter, body: BodyKind, c: &mut Ca
         .iter()
         .any(|(_, s)| s.iter().any(|s| matches!(s, FieldSource::JsonPointer(_))));
     let json: Option<serde_json::Value> = (needs_json && body == BodyKind::Json)
-        .then(|| serde_json::from_slice(&raw.payload).ok())
+        .then(|| serde_json::from_slice(payload).ok())
         .flatten();
     for (field, sources) in &m.fields {
         for src in sources {

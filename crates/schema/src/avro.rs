@@ -1,0 +1,699 @@
+//! Avro: apache-avro reads and writes the binary encoding; this module only maps its
+//! values to readable JSON and back, guided by the writer schema (decimals as exact
+//! strings, timestamps as RFC 3339, uuids as text, unions without their branch tag,
+//! bytes as the Avro JSON encoding's code points 0–255) so an edit round-trips.
+
+use apache_avro::schema::{DecimalSchema, InnerDecimalSchema, Name, RecordSchema, UuidSchema};
+use apache_avro::types::Value;
+use apache_avro::Schema;
+use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, TimeZone, Utc};
+use num_bigint::BigInt;
+use serde_json::Value as Json;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// A parsed writer schema with the named types it references.
+#[derive(Debug)]
+pub struct AvroSchema {
+    schema: Schema,
+    /// Schemas named by references (registry `references`), parsed first.
+    refs: Vec<Schema>,
+    names: HashMap<Name, Schema>,
+    pub name: String,
+    pub pii: Vec<String>,
+}
+
+/// Nesting beyond this is refused (a hostile schema or value cannot overflow the stack).
+const MAX_DEPTH: usize = 64;
+
+impl AvroSchema {
+    /// Parse `text` with the schemas it references (`refs`, in dependency order).
+    pub fn parse(text: &str, refs: &[String]) -> Result<AvroSchema, String> {
+        let (schema, refs) = if refs.is_empty() {
+            (
+                Schema::parse_str(text).map_err(|e| e.to_string())?,
+                Vec::new(),
+            )
+        } else {
+            Schema::parse_str_with_list(text, refs).map_err(|e| e.to_string())?
+        };
+        let mut names = HashMap::new();
+        {
+            let all: Vec<&Schema> = std::iter::once(&schema).chain(refs.iter()).collect();
+            let resolved = apache_avro::schema::ResolvedSchema::new_with_schemata(all)
+                .map_err(|e| e.to_string())?;
+            for (n, s) in resolved.get_names() {
+                names.insert(n.clone(), (*s).clone());
+            }
+        }
+        let name = match &schema {
+            Schema::Record(r) => r.name.fullname(None),
+            Schema::Enum(e) => e.name.fullname(None),
+            Schema::Fixed(f) => f.name.fullname(None),
+            other => format!("{:?}", apache_avro::schema::SchemaKind::from(other)).to_lowercase(),
+        };
+        let mut pii = Vec::new();
+        collect_pii(&schema, &names, &mut pii, &mut Vec::new());
+        for r in &refs {
+            collect_pii(r, &names, &mut pii, &mut Vec::new());
+        }
+        pii.sort();
+        pii.dedup();
+        Ok(AvroSchema {
+            schema,
+            refs,
+            names,
+            name,
+            pii,
+        })
+    }
+
+    /// Decode one datum to compact JSON, or why not (with how far it got).
+    pub fn decode(&self, bytes: &[u8], label: &str) -> Result<String, String> {
+        let mut reader = bytes;
+        let datum = self
+            .reader()
+            .and_then(|r| r.read_value(&mut reader).map_err(|e| e.to_string()));
+        let read = bytes.len() - reader.len();
+        match datum {
+            Err(_) if reader.is_empty() => Err(format!(
+                "Avro for {label} ends after {read} bytes: the schema reads more (written with another schema?)"
+            )),
+            Err(e) => Err(format!("Avro for {label} does not decode at byte {read} of {}: {e}", bytes.len())),
+            Ok(_) if !reader.is_empty() => Err(format!(
+                "Avro for {label} leaves {} of {} bytes unread (written with another schema?)",
+                reader.len(),
+                bytes.len()
+            )),
+            Ok(v) => {
+                let mut out = String::with_capacity(bytes.len() * 2);
+                self.write_json(&v, &self.schema, &mut out, 0)?;
+                Ok(out)
+            }
+        }
+    }
+
+    /// The JSON an edit produced, encoded with this schema, or the field that does not fit.
+    pub fn encode(&self, json: &str) -> Result<Vec<u8>, String> {
+        let doc: Json = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
+        let value = self.from_json(&doc, &self.schema, "", 0)?;
+        let writer = if self.refs.is_empty() {
+            apache_avro::writer::datum::GenericDatumWriter::builder(&self.schema).build()
+        } else {
+            apache_avro::writer::datum::GenericDatumWriter::builder(&self.schema)
+                .schemata(self.refs.iter().collect())
+                .and_then(|b| b.build())
+        };
+        writer
+            .and_then(|w| w.write_value_to_vec(value))
+            .map_err(|e| format!("does not fit {}: {e}", self.name))
+    }
+
+    fn reader(&self) -> Result<apache_avro::reader::datum::GenericDatumReader<'_>, String> {
+        if self.refs.is_empty() {
+            apache_avro::reader::datum::GenericDatumReader::builder(&self.schema).build()
+        } else {
+            apache_avro::reader::datum::GenericDatumReader::builder(&self.schema)
+                .writer_schemata(self.refs.iter().collect())
+                .and_then(|b| b.build())
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    fn resolve<'a>(&'a self, schema: &'a Schema) -> Result<&'a Schema, String> {
+        match schema {
+            Schema::Ref { name } => self.names.get(name).ok_or_else(|| {
+                format!(
+                    "the schema references {} and does not define it",
+                    name.fullname(None)
+                )
+            }),
+            s => Ok(s),
+        }
+    }
+
+    fn write_json(
+        &self,
+        v: &Value,
+        schema: &Schema,
+        out: &mut String,
+        depth: usize,
+    ) -> Result<(), String> {
+        if depth > MAX_DEPTH {
+            return Err(format!("Avro value nested deeper than {MAX_DEPTH} levels"));
+        }
+        let schema = self.resolve(schema)?;
+        match (v, schema) {
+            (Value::Union(i, inner), Schema::Union(u)) => {
+                let branch = u.variants().get(*i as usize).unwrap_or(schema);
+                self.write_json(inner, branch, out, depth + 1)?;
+            }
+            (Value::Record(fields), Schema::Record(RecordSchema { fields: defs, .. })) => {
+                out.push('{');
+                for (k, (name, fv)) in fields.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    write_str(name, out);
+                    out.push(':');
+                    let fs = defs
+                        .iter()
+                        .find(|d| &d.name == name)
+                        .map_or(&Schema::Null, |d| &d.schema);
+                    self.write_json(fv, fs, out, depth + 1)?;
+                }
+                out.push('}');
+            }
+            (Value::Map(items), Schema::Map(m)) => {
+                out.push('{');
+                let mut keys: Vec<&String> = items.keys().collect();
+                keys.sort();
+                for (k, key) in keys.into_iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    write_str(key, out);
+                    out.push(':');
+                    if let Some(item) = items.get(key) {
+                        self.write_json(item, &m.types, out, depth + 1)?;
+                    }
+                }
+                out.push('}');
+            }
+            (Value::Array(items), Schema::Array(a)) => {
+                out.push('[');
+                for (k, item) in items.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    self.write_json(item, &a.items, out, depth + 1)?;
+                }
+                out.push(']');
+            }
+            (Value::Decimal(d), Schema::Decimal(DecimalSchema { scale, .. })) => {
+                let bytes: Vec<u8> = d
+                    .try_into()
+                    .map_err(|e: apache_avro::Error| e.to_string())?;
+                write_str(
+                    &decimal_text(&BigInt::from_signed_bytes_be(&bytes), *scale),
+                    out,
+                );
+            }
+            (Value::TimestampMillis(t), _) => {
+                write_time(Utc.timestamp_millis_opt(*t).single(), *t, out)
+            }
+            (Value::TimestampMicros(t), _) => {
+                write_time(Utc.timestamp_micros(*t).single(), *t, out);
+            }
+            (Value::Date(d), _) => {
+                match NaiveDate::from_num_days_from_ce_opt(d.saturating_add(719_163)) {
+                    Some(day) => write_str(&day.format("%Y-%m-%d").to_string(), out),
+                    None => {
+                        let _ = write!(out, "{d}");
+                    }
+                }
+            }
+            (Value::Bytes(b) | Value::Fixed(_, b), _) => write_str(&bytes_text(b), out),
+            (other, _) => scalar(other, out),
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::wrong_self_convention)]
+    fn from_json(
+        &self,
+        j: &Json,
+        schema: &Schema,
+        path: &str,
+        depth: usize,
+    ) -> Result<Value, String> {
+        if depth > MAX_DEPTH {
+            return Err(format!(
+                "{}: nested deeper than {MAX_DEPTH} levels",
+                at(path)
+            ));
+        }
+        let schema = self.resolve(schema)?;
+        let wrong = |want: &str| format!("{}: expected {want}, found {}", at(path), kind(j));
+        Ok(match schema {
+            Schema::Null => match j {
+                Json::Null => Value::Null,
+                _ => return Err(wrong("null")),
+            },
+            Schema::Boolean => Value::Boolean(j.as_bool().ok_or_else(|| wrong("true or false"))?),
+            Schema::Int => {
+                let n = j.as_i64().ok_or_else(|| wrong("an int"))?;
+                Value::Int(
+                    i32::try_from(n)
+                        .map_err(|_| format!("{}: {n} does not fit an int", at(path)))?,
+                )
+            }
+            Schema::Long => Value::Long(j.as_i64().ok_or_else(|| wrong("a long"))?),
+            Schema::Float => Value::Float(number(j).ok_or_else(|| wrong("a number"))? as f32),
+            Schema::Double => Value::Double(number(j).ok_or_else(|| wrong("a number"))?),
+            Schema::String => {
+                Value::String(j.as_str().ok_or_else(|| wrong("a string"))?.to_string())
+            }
+            Schema::Bytes => Value::Bytes(text_bytes(
+                j.as_str().ok_or_else(|| wrong("a string of bytes"))?,
+                path,
+            )?),
+            Schema::Fixed(f) => {
+                let b = text_bytes(j.as_str().ok_or_else(|| wrong("a string of bytes"))?, path)?;
+                if b.len() != f.size {
+                    return Err(format!(
+                        "{}: {} bytes where the schema fixes {}",
+                        at(path),
+                        b.len(),
+                        f.size
+                    ));
+                }
+                Value::Fixed(f.size, b)
+            }
+            Schema::Enum(e) => {
+                let s = j.as_str().ok_or_else(|| wrong("an enum symbol"))?;
+                let i = e.symbols.iter().position(|x| x == s).ok_or_else(|| {
+                    format!("{}: `{s}` is not one of {}", at(path), e.symbols.join(", "))
+                })?;
+                Value::Enum(i as u32, s.to_string())
+            }
+            Schema::Array(a) => {
+                let items = j.as_array().ok_or_else(|| wrong("an array"))?;
+                let mut out = Vec::with_capacity(items.len());
+                for (k, item) in items.iter().enumerate() {
+                    out.push(self.from_json(item, &a.items, &format!("{path}[{k}]"), depth + 1)?);
+                }
+                Value::Array(out)
+            }
+            Schema::Map(m) => {
+                let obj = j.as_object().ok_or_else(|| wrong("an object"))?;
+                let mut out = HashMap::with_capacity(obj.len());
+                for (k, item) in obj {
+                    out.insert(
+                        k.clone(),
+                        self.from_json(item, &m.types, &join(path, k), depth + 1)?,
+                    );
+                }
+                Value::Map(out)
+            }
+            Schema::Union(u) => {
+                // Untagged: null takes the null branch; otherwise the first branch it fits.
+                let mut first_err = None;
+                for (i, branch) in u.variants().iter().enumerate() {
+                    match self.from_json(j, branch, path, depth + 1) {
+                        Ok(v) => return Ok(Value::Union(i as u32, Box::new(v))),
+                        Err(e) => {
+                            first_err.get_or_insert(e);
+                        }
+                    }
+                }
+                return Err(first_err.unwrap_or_else(|| wrong("a value of the union")));
+            }
+            Schema::Record(r) => {
+                let obj = j
+                    .as_object()
+                    .ok_or_else(|| wrong(&format!("a {} object", r.name.fullname(None))))?;
+                if let Some(extra) = obj.keys().find(|k| !r.lookup.contains_key(*k)) {
+                    return Err(format!(
+                        "{}: field `{extra}` is not in {}",
+                        at(path),
+                        r.name.fullname(None)
+                    ));
+                }
+                let mut out = Vec::with_capacity(r.fields.len());
+                for f in &r.fields {
+                    let fp = join(path, &f.name);
+                    let v = match (obj.get(&f.name), &f.default) {
+                        (Some(v), _) => self.from_json(v, &f.schema, &fp, depth + 1)?,
+                        (None, Some(d)) => self.from_json(d, &f.schema, &fp, depth + 1)?,
+                        (None, None) => {
+                            return Err(format!("{fp}: missing (the schema has no default)"))
+                        }
+                    };
+                    out.push((f.name.clone(), v));
+                }
+                Value::Record(out)
+            }
+            Schema::Decimal(d) => self.decimal(j, d, path)?,
+            Schema::BigDecimal => {
+                return Err(format!("{}: big-decimal fields cannot be edited", at(path)))
+            }
+            Schema::Uuid(kind) => {
+                let s = j.as_str().ok_or_else(|| wrong("a uuid"))?;
+                let u = uuid::Uuid::parse_str(s)
+                    .map_err(|e| format!("{}: not a uuid: {e}", at(path)))?;
+                match kind {
+                    UuidSchema::String | UuidSchema::Bytes | UuidSchema::Fixed(_) => Value::Uuid(u),
+                }
+            }
+            Schema::Date => match j {
+                Json::String(s) => {
+                    let d = NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                        .map_err(|e| format!("{}: not a date (YYYY-MM-DD): {e}", at(path)))?;
+                    Value::Date(d.num_days_from_ce() - 719_163)
+                }
+                _ => Value::Date(
+                    i32::try_from(j.as_i64().ok_or_else(|| wrong("a date"))?)
+                        .map_err(|_| wrong("a date"))?,
+                ),
+            },
+            Schema::TimestampMillis | Schema::LocalTimestampMillis => {
+                let t = instant(j, path, |t| t.timestamp_millis())?;
+                if matches!(schema, Schema::TimestampMillis) {
+                    Value::TimestampMillis(t)
+                } else {
+                    Value::LocalTimestampMillis(t)
+                }
+            }
+            Schema::TimestampMicros | Schema::LocalTimestampMicros => {
+                let t = instant(j, path, |t| t.timestamp_micros())?;
+                if matches!(schema, Schema::TimestampMicros) {
+                    Value::TimestampMicros(t)
+                } else {
+                    Value::LocalTimestampMicros(t)
+                }
+            }
+            Schema::TimestampNanos | Schema::LocalTimestampNanos => {
+                let t = instant(j, path, |t| t.timestamp_nanos_opt().unwrap_or(i64::MAX))?;
+                if matches!(schema, Schema::TimestampNanos) {
+                    Value::TimestampNanos(t)
+                } else {
+                    Value::LocalTimestampNanos(t)
+                }
+            }
+            Schema::TimeMillis => Value::TimeMillis(
+                i32::try_from(j.as_i64().ok_or_else(|| wrong("milliseconds"))?)
+                    .map_err(|_| wrong("milliseconds"))?,
+            ),
+            Schema::TimeMicros => {
+                Value::TimeMicros(j.as_i64().ok_or_else(|| wrong("microseconds"))?)
+            }
+            Schema::Duration(_) => {
+                let b = text_bytes(
+                    j.as_str().ok_or_else(|| wrong("a duration's 12 bytes"))?,
+                    path,
+                )?;
+                let arr: [u8; 12] = b.try_into().map_err(|_| wrong("a duration's 12 bytes"))?;
+                Value::Duration(apache_avro::Duration::from(arr))
+            }
+            Schema::Ref { name } => {
+                return Err(format!(
+                    "{}: unresolved reference {}",
+                    at(path),
+                    name.fullname(None)
+                ))
+            }
+        })
+    }
+
+    fn decimal(&self, j: &Json, d: &DecimalSchema, path: &str) -> Result<Value, String> {
+        let text = match j {
+            Json::String(s) => s.clone(),
+            Json::Number(n) => n.to_string(),
+            _ => {
+                return Err(format!(
+                    "{}: expected a decimal (as a string), found {}",
+                    at(path),
+                    kind(j)
+                ))
+            }
+        };
+        let unscaled = parse_decimal(&text, d.scale).ok_or_else(|| {
+            format!(
+                "{}: `{text}` is not a decimal with at most {} places",
+                at(path),
+                d.scale
+            )
+        })?;
+        let digits = unscaled.magnitude().to_string().len();
+        if digits > d.precision {
+            return Err(format!(
+                "{}: `{text}` has more than {} digits",
+                at(path),
+                d.precision
+            ));
+        }
+        let mut bytes = unscaled.to_signed_bytes_be();
+        if let InnerDecimalSchema::Fixed(f) = &d.inner {
+            if bytes.len() > f.size {
+                return Err(format!(
+                    "{}: `{text}` does not fit {} bytes",
+                    at(path),
+                    f.size
+                ));
+            }
+            let fill = if unscaled.sign() == num_bigint::Sign::Minus {
+                0xff
+            } else {
+                0
+            };
+            let mut padded = vec![fill; f.size - bytes.len()];
+            padded.extend_from_slice(&bytes);
+            bytes = padded;
+        }
+        Ok(Value::Decimal(apache_avro::Decimal::from(bytes)))
+    }
+}
+
+/// Fields whose schema attributes tag them PII: `"confluent:tags": ["PII"]` (Confluent
+/// data contracts) or `"pii": true`.
+fn collect_pii(
+    schema: &Schema,
+    names: &HashMap<Name, Schema>,
+    out: &mut Vec<String>,
+    seen: &mut Vec<Name>,
+) {
+    match schema {
+        Schema::Record(r) => {
+            if seen.contains(&r.name) || seen.len() > MAX_DEPTH {
+                return;
+            }
+            seen.push(r.name.clone());
+            for f in &r.fields {
+                if tagged_pii(f.custom_attributes.get("confluent:tags"))
+                    || f.custom_attributes.get("pii") == Some(&Json::Bool(true))
+                {
+                    out.push(f.name.clone());
+                }
+                collect_pii(&f.schema, names, out, seen);
+            }
+        }
+        Schema::Union(u) => u
+            .variants()
+            .iter()
+            .for_each(|v| collect_pii(v, names, out, seen)),
+        Schema::Array(a) => collect_pii(&a.items, names, out, seen),
+        Schema::Map(m) => collect_pii(&m.types, names, out, seen),
+        Schema::Ref { name } => {
+            if let Some(s) = names.get(name) {
+                collect_pii(s, names, out, seen);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a `confluent:tags` value names PII (case-insensitive).
+pub fn tagged_pii(tags: Option<&Json>) -> bool {
+    match tags {
+        Some(Json::Array(items)) => items
+            .iter()
+            .any(|t| t.as_str().is_some_and(|s| s.eq_ignore_ascii_case("pii"))),
+        Some(Json::String(s)) => s.eq_ignore_ascii_case("pii"),
+        _ => false,
+    }
+}
+
+fn at(path: &str) -> &str {
+    if path.is_empty() {
+        "the record"
+    } else {
+        path
+    }
+}
+
+fn join(path: &str, field: &str) -> String {
+    if path.is_empty() {
+        field.to_string()
+    } else {
+        format!("{path}.{field}")
+    }
+}
+
+fn kind(j: &Json) -> &'static str {
+    match j {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+fn number(j: &Json) -> Option<f64> {
+    match j {
+        Json::Number(n) => n.as_f64(),
+        Json::String(s) if matches!(s.as_str(), "NaN" | "Infinity" | "-Infinity") => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn write_str(s: &str, out: &mut String) {
+    match serde_json::to_string(s) {
+        Ok(q) => out.push_str(&q),
+        Err(_) => out.push_str("\"\""),
+    }
+}
+
+fn scalar(v: &Value, out: &mut String) {
+    let _ = match v {
+        Value::Null => write!(out, "null"),
+        Value::Boolean(b) => write!(out, "{b}"),
+        Value::Int(i) | Value::TimeMillis(i) => write!(out, "{i}"),
+        Value::Long(l) | Value::TimeMicros(l) => write!(out, "{l}"),
+        Value::LocalTimestampMillis(l)
+        | Value::LocalTimestampMicros(l)
+        | Value::LocalTimestampNanos(l)
+        | Value::TimestampNanos(l) => {
+            write!(out, "{l}")
+        }
+        Value::Float(f) => float(f64::from(*f), out),
+        Value::Double(d) => float(*d, out),
+        Value::String(s) | Value::Enum(_, s) => {
+            write_str(s, out);
+            Ok(())
+        }
+        Value::Uuid(u) => {
+            write_str(&u.hyphenated().to_string(), out);
+            Ok(())
+        }
+        other => {
+            // A value the schema did not lead to (a mismatch apache-avro let through):
+            // apache-avro's own JSON, never a panic.
+            match serde_json::Value::try_from(other.clone()) {
+                Ok(j) => write!(out, "{j}"),
+                Err(_) => write!(out, "null"),
+            }
+        }
+    };
+}
+
+fn float(x: f64, out: &mut String) -> std::fmt::Result {
+    if x.is_finite() {
+        match serde_json::Number::from_f64(x) {
+            Some(n) => write!(out, "{n}"),
+            None => write!(out, "null"),
+        }
+    } else {
+        write_str(&x.to_string().replace("inf", "Infinity"), out);
+        Ok(())
+    }
+}
+
+fn write_time(t: Option<DateTime<Utc>>, raw: i64, out: &mut String) {
+    match t {
+        Some(t) => write_str(&t.to_rfc3339_opts(SecondsFormat::AutoSi, true), out),
+        None => {
+            let _ = write!(out, "{raw}");
+        }
+    }
+}
+
+fn instant(j: &Json, path: &str, unit: impl Fn(DateTime<Utc>) -> i64) -> Result<i64, String> {
+    match j {
+        Json::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| format!("{}: not a whole number", at(path))),
+        Json::String(s) => DateTime::parse_from_rfc3339(s)
+            .map(|t| unit(t.with_timezone(&Utc)))
+            .map_err(|e| format!("{}: not an RFC 3339 time: {e}", at(path))),
+        _ => Err(format!("{}: expected a time, found {}", at(path), kind(j))),
+    }
+}
+
+/// Bytes as the Avro JSON encoding writes them: one code point 0–255 per byte.
+fn bytes_text(b: &[u8]) -> String {
+    b.iter().map(|&c| char::from(c)).collect()
+}
+
+fn text_bytes(s: &str, path: &str) -> Result<Vec<u8>, String> {
+    s.chars()
+        .map(|c| {
+            u8::try_from(u32::from(c))
+                .map_err(|_| format!("{}: bytes are code points 0–255, found `{c}`", at(path)))
+        })
+        .collect()
+}
+
+/// `unscaled × 10^-scale` as exact decimal text.
+fn decimal_text(unscaled: &BigInt, scale: usize) -> String {
+    let neg = unscaled.sign() == num_bigint::Sign::Minus;
+    let digits = unscaled.magnitude().to_string();
+    let body = if scale == 0 {
+        digits
+    } else if digits.len() > scale {
+        format!(
+            "{}.{}",
+            &digits[..digits.len() - scale],
+            &digits[digits.len() - scale..]
+        )
+    } else {
+        format!("0.{}{digits}", "0".repeat(scale - digits.len()))
+    };
+    if neg {
+        format!("-{body}")
+    } else {
+        body
+    }
+}
+
+/// Decimal text → the unscaled integer at `scale` (more places than `scale` refused).
+fn parse_decimal(text: &str, scale: usize) -> Option<BigInt> {
+    let t = text.trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let frac = frac.trim_end_matches('0');
+    if frac.len() > scale {
+        return None;
+    }
+    let digits = format!("{int}{frac}{}", "0".repeat(scale - frac.len()));
+    let n: BigInt = if digits.is_empty() {
+        BigInt::from(0)
+    } else {
+        digits.parse().ok()?
+    };
+    Some(if neg { -n } else { n })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_text_round_trips() {
+        for (text, scale) in [
+            ("12.34", 2),
+            ("-0.05", 2),
+            ("1500", 0),
+            ("0.001", 3),
+            ("-12.00", 2),
+        ] {
+            let n = parse_decimal(text, scale).unwrap();
+            let back = decimal_text(&n, scale);
+            assert_eq!(parse_decimal(&back, scale), Some(n), "{text}");
+        }
+        assert_eq!(decimal_text(&BigInt::from(-5), 2), "-0.05");
+        assert_eq!(parse_decimal("1.234", 2), None);
+        assert_eq!(parse_decimal("1,500.00", 2), None);
+    }
+}

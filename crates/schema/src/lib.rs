@@ -1,0 +1,379 @@
+//! dlq-triage's schema adapter: Confluent-framed (and mapped unframed) Avro, Protobuf and
+//! JSON Schema payloads decoded to JSON and written back, behind core's
+//! [`PayloadCodec`] port. Schemas come from a Confluent-compatible registry, looked up
+//! once per id on a background thread (a slow or down registry leaves letters `schema
+//! pending`, never a stalled scan), or from a local directory.
+
+mod avro;
+mod compiled;
+mod framing;
+mod json_schema;
+mod local;
+mod protobuf;
+mod registry;
+pub mod serve;
+
+pub use compiled::RawSchema;
+pub use framing::{header as frame_header, write_message_indexes, MAGIC};
+pub use registry::{Auth, RegistryConfig};
+
+use compiled::{Compiled, Kind};
+use dlq_core::schema::{Decoded, Decoding, EncodeError, Format, Part, PayloadCodec, SchemaInfo};
+use local::LocalDir;
+use registry::{Lookup, Registry};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Where schemas come from, for one source.
+#[derive(Debug, Clone, Default)]
+pub struct SchemaSettings {
+    pub registry: Option<RegistryConfig>,
+    /// `--schemas DIR`.
+    pub dir: Option<PathBuf>,
+}
+
+impl SchemaSettings {
+    pub fn is_empty(&self) -> bool {
+        self.registry.is_none() && self.dir.is_none()
+    }
+}
+
+/// How long the first letter of a new id waits for the registry before it and the
+/// letters after it are `schema pending` (once per id, so a hung registry costs a scan
+/// this much once, not per letter).
+const FIRST_WAIT: Duration = Duration::from_secs(2);
+/// How long after a transient failure (unreachable, 5xx, timeout) an id is asked again.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// A compiled schema and what a decoded letter says about it, per message index path.
+#[derive(Debug)]
+struct Entry {
+    compiled: Compiled,
+    id: Option<u32>,
+    container: Option<String>,
+    infos: Mutex<HashMap<Vec<i32>, Arc<SchemaInfo>>>,
+}
+
+#[derive(Debug)]
+enum Slot {
+    Ready(Arc<Entry>),
+    Failed(String),
+    Fetching { since: Instant },
+    Retry { at: Instant, why: String },
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    ids: Mutex<HashMap<u32, Slot>>,
+    answered: Condvar,
+}
+
+/// The codec: decodes what it can, says why not for the rest.
+#[derive(Debug)]
+pub struct SchemaCodec {
+    shared: Arc<Shared>,
+    fetch: Option<Mutex<Sender<u32>>>,
+    registry_shown: Option<String>,
+    local: Option<LocalDir>,
+    mapped: Mutex<HashMap<(String, bool), Result<Arc<Entry>, String>>>,
+}
+
+impl SchemaCodec {
+    /// Open the schema sources: a directory is read now (an error names the file); a
+    /// registry is only contacted when a letter names an id.
+    pub fn open(settings: &SchemaSettings) -> Result<SchemaCodec, String> {
+        let local = settings.dir.as_deref().map(LocalDir::open).transpose()?;
+        let shared = Arc::new(Shared::default());
+        let (fetch, registry_shown) = match &settings.registry {
+            Some(cfg) => {
+                let registry = Registry::new(cfg)?;
+                let shown = registry.shown.clone();
+                let (tx, rx) = mpsc::channel::<u32>();
+                let state = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name("schema-registry".into())
+                    .spawn(move || {
+                        for id in rx {
+                            let slot = match registry.by_id(id) {
+                                Lookup::Found(raw) => {
+                                    ready(raw, Some(id), None, &format!("schema id {id}"))
+                                }
+                                Lookup::Unknown(why) => Slot::Failed(why),
+                                Lookup::Transient(why) => Slot::Retry {
+                                    at: Instant::now() + RETRY_AFTER,
+                                    why,
+                                },
+                            };
+                            lock(&state.ids).insert(id, slot);
+                            state.answered.notify_all();
+                        }
+                    })
+                    .map_err(|e| format!("cannot start the schema registry thread: {e}"))?;
+                (Some(Mutex::new(tx)), Some(shown))
+            }
+            None => (None, None),
+        };
+        Ok(SchemaCodec {
+            shared,
+            fetch,
+            registry_shown,
+            local,
+            mapped: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The schema for a framed id: ready, still pending, or why not.
+    fn by_id(&self, id: u32) -> Result<Arc<Entry>, Decoding> {
+        let mut ids = lock(&self.shared.ids);
+        if !ids.contains_key(&id) {
+            if let Some(found) = self.local.as_ref().and_then(|l| l.by_id(id)) {
+                let slot = match found {
+                    Ok(raw) => ready(raw, Some(id), None, &format!("schema id {id}")),
+                    Err(why) => Slot::Failed(why),
+                };
+                ids.insert(id, slot);
+            } else if self.fetch.is_none() {
+                let why = match &self.local {
+                    Some(l) => format!(
+                        "unknown schema id {id} ({} has no schema for it)",
+                        l.shown()
+                    ),
+                    None => format!("unknown schema id {id}"),
+                };
+                ids.insert(id, Slot::Failed(why));
+            }
+        }
+        loop {
+            match ids.get(&id) {
+                Some(Slot::Ready(e)) => return Ok(Arc::clone(e)),
+                Some(Slot::Failed(why)) => return Err(Decoding::Undecodable(why.clone())),
+                Some(Slot::Retry { at, why }) if Instant::now() < *at => {
+                    return Err(Decoding::Pending(why.clone()))
+                }
+                Some(Slot::Fetching { since }) => {
+                    let left = FIRST_WAIT.saturating_sub(since.elapsed());
+                    if left.is_zero() {
+                        return Err(Decoding::Pending(format!(
+                            "waiting for schema id {id} from {}",
+                            self.registry_shown.as_deref().unwrap_or("the registry")
+                        )));
+                    }
+                    ids = match self.shared.answered.wait_timeout(ids, left) {
+                        Ok((guard, _)) => guard,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    };
+                }
+                // Not asked yet, or a retry is due.
+                _ => {
+                    ids.insert(
+                        id,
+                        Slot::Fetching {
+                            since: Instant::now(),
+                        },
+                    );
+                    let sent = self
+                        .fetch
+                        .as_ref()
+                        .is_some_and(|tx| lock(tx).send(id).is_ok());
+                    if !sent {
+                        ids.insert(id, Slot::Failed(format!("unknown schema id {id}")));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The schema a directory mapping names for a container, compiled once.
+    fn mapped(&self, container: &str, part: Part) -> Option<Result<Arc<Entry>, String>> {
+        let local = self.local.as_ref()?;
+        let key = (container.to_string(), part == Part::Key);
+        let mut mapped = lock(&self.mapped);
+        if let Some(found) = mapped.get(&key) {
+            return Some(found.clone());
+        }
+        let raw = local.for_container(container, part)?;
+        let entry = raw.and_then(|raw| {
+            let label = raw.source.clone();
+            match ready(raw, None, Some(container.to_string()), &label) {
+                Slot::Ready(e) => Ok(e),
+                Slot::Failed(why) => Err(why),
+                _ => Err(format!("{label}: not loaded")),
+            }
+        });
+        mapped.insert(key, entry.clone());
+        Some(entry)
+    }
+
+    fn decode_with(&self, entry: &Entry, framed: bool, bytes: &[u8]) -> Decoding {
+        match decode_entry(entry, framed, bytes) {
+            Ok(d) => Decoding::Decoded(d),
+            Err(why) => Decoding::Undecodable(why),
+        }
+    }
+
+    /// The entry an edited letter's schema names.
+    fn entry_for(&self, info: &SchemaInfo) -> Result<Arc<Entry>, EncodeError> {
+        match (info.id, &info.container) {
+            (_, Some(container)) => {
+                let part = Part::Value;
+                match self.mapped(container, part) {
+                    Some(Ok(e)) => Ok(e),
+                    Some(Err(why)) => Err(EncodeError(why)),
+                    None => Err(EncodeError(format!(
+                        "no schema is mapped for {container} any more"
+                    ))),
+                }
+            }
+            (Some(id), None) => self.by_id(id).map_err(|d| EncodeError(d.describe())),
+            (None, None) => Err(EncodeError("the letter's schema is not known".into())),
+        }
+    }
+}
+
+impl PayloadCodec for SchemaCodec {
+    fn decode(&self, container: &str, part: Part, bytes: &[u8]) -> Option<Decoding> {
+        if let Some(f) = framing::parse(bytes) {
+            return Some(match self.by_id(f.id) {
+                Ok(entry) => self.decode_with(&entry, true, f.rest),
+                Err(pending @ Decoding::Pending(_)) => pending,
+                // The directory's mapping may still read an id nobody registered.
+                Err(failed) => match self.mapped(container, part) {
+                    Some(Ok(entry)) => self.decode_with(&entry, true, f.rest),
+                    _ => failed,
+                },
+            });
+        }
+        match self.mapped(container, part) {
+            Some(Ok(entry)) => Some(self.decode_with(&entry, false, bytes)),
+            Some(Err(why)) => Some(Decoding::Undecodable(why)),
+            // Unframed text stays what it is (a JSON letter on a mixed queue); unframed
+            // binary where schemas are expected is the classic poison pill.
+            None if part == Part::Value && looks_binary(bytes) => {
+                Some(Decoding::Undecodable("not Confluent-framed".into()))
+            }
+            None => None,
+        }
+    }
+
+    fn encode(&self, info: &SchemaInfo, json: &str) -> Result<Vec<u8>, EncodeError> {
+        let entry = self.entry_for(info)?;
+        let body = match &entry.compiled.kind {
+            Kind::Avro(a) => a.encode(json),
+            Kind::Json(j) => j.encode(json),
+            Kind::Proto(p) => {
+                let desc = if info.framed && info.container.is_none() {
+                    p.by_indexes(&info.message_indexes)
+                } else {
+                    p.by_name(entry.compiled.raw.message.as_deref().unwrap_or(""))
+                }
+                .map_err(EncodeError)?;
+                protobuf::ProtoSchema::encode(&desc, json)
+            }
+        }
+        .map_err(EncodeError)?;
+        if !info.framed {
+            return Ok(body);
+        }
+        let id = info
+            .id
+            .ok_or_else(|| EncodeError("a framed letter without a schema id".into()))?;
+        let mut out = framing::header(id);
+        if info.format == Format::Protobuf {
+            framing::write_message_indexes(&info.message_indexes, &mut out);
+        }
+        out.extend_from_slice(&body);
+        Ok(out)
+    }
+}
+
+fn decode_entry(entry: &Entry, framed: bool, bytes: &[u8]) -> Result<Decoded, String> {
+    let raw = &entry.compiled.raw;
+    let (json, indexes) = match &entry.compiled.kind {
+        Kind::Avro(a) => (a.decode(bytes, &label(&a.name, raw.version))?, Vec::new()),
+        Kind::Json(j) => (j.decode(bytes)?, Vec::new()),
+        Kind::Proto(p) => {
+            let (desc, indexes, rest) = if framed {
+                let (indexes, rest) = framing::message_indexes(bytes)?;
+                (p.by_indexes(&indexes)?, indexes, rest)
+            } else {
+                let desc = p.by_name(raw.message.as_deref().unwrap_or(""))?;
+                let indexes = p.indexes_of(&desc);
+                (desc, indexes, bytes)
+            };
+            (protobuf::ProtoSchema::decode(&desc, rest)?, indexes)
+        }
+    };
+    let schema = {
+        let mut infos = lock(&entry.infos);
+        let info = infos.entry(indexes.clone()).or_insert_with(|| {
+            Arc::new(SchemaInfo {
+                format: raw.format,
+                id: entry.id,
+                subject: raw.subject.clone(),
+                version: raw.version,
+                name: message_name(entry, &indexes, framed),
+                framed,
+                message_indexes: indexes.clone(),
+                pii_fields: entry.compiled.pii().to_vec(),
+                source: raw.source.clone(),
+                container: entry.container.clone(),
+            })
+        });
+        Arc::clone(info)
+    };
+    Ok(Decoded { json, schema })
+}
+
+fn message_name(entry: &Entry, indexes: &[i32], framed: bool) -> String {
+    match &entry.compiled.kind {
+        Kind::Avro(a) => a.name.clone(),
+        Kind::Json(j) => j.name.clone(),
+        Kind::Proto(p) => {
+            let desc = if framed {
+                p.by_indexes(indexes)
+            } else {
+                p.by_name(entry.compiled.raw.message.as_deref().unwrap_or(""))
+            };
+            desc.map_or_else(|e| e, |d| d.full_name().to_string())
+        }
+    }
+}
+
+fn label(name: &str, version: Option<i32>) -> String {
+    match version {
+        Some(v) => format!("{name} v{v}"),
+        None => name.to_string(),
+    }
+}
+
+fn ready(raw: RawSchema, id: Option<u32>, container: Option<String>, what: &str) -> Slot {
+    match Compiled::compile(raw) {
+        Ok(compiled) => Slot::Ready(Arc::new(Entry {
+            compiled,
+            id,
+            container,
+            infos: Mutex::new(HashMap::new()),
+        })),
+        Err(why) => Slot::Failed(format!("{what} {why}")),
+    }
+}
+
+/// Not text: a control byte other than whitespace, or invalid UTF-8, in the first bytes.
+fn looks_binary(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(512)];
+    match std::str::from_utf8(head) {
+        Ok(s) => s.chars().any(|c| c.is_control() && !c.is_whitespace()),
+        Err(e) => e.error_len().is_some(),
+    }
+}
+
+/// A poisoned lock is still usable: the data behind it is a cache.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests;

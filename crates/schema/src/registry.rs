@@ -1,0 +1,313 @@
+//! A Confluent-compatible schema registry client (ureq): schemas by id, with their
+//! references. Credentials are sent, never shown: every error names the registry by its
+//! URL without userinfo.
+
+use crate::compiled::RawSchema;
+use dlq_core::schema::Format;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How to reach a registry (`--schema-registry`, `[sources.NAME] schema_registry`).
+#[derive(Clone, Default)]
+pub struct RegistryConfig {
+    pub url: String,
+    pub auth: Auth,
+    /// A PEM CA file for a registry behind a private CA.
+    pub ca_file: Option<PathBuf>,
+    /// How long one request may take before the letters of that id are `schema pending`.
+    pub timeout: Option<Duration>,
+}
+
+/// Registry credentials. `Debug` never prints them.
+#[derive(Clone, Default)]
+pub enum Auth {
+    #[default]
+    None,
+    Basic {
+        user: String,
+        password: String,
+    },
+    Bearer(String),
+}
+
+impl std::fmt::Debug for RegistryConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryConfig")
+            .field("url", &dlq_core::source::redact_uri_text(&self.url))
+            .field(
+                "auth",
+                &match self.auth {
+                    Auth::None => "none",
+                    Auth::Basic { .. } => "basic",
+                    Auth::Bearer(_) => "bearer",
+                },
+            )
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
+}
+
+/// What a lookup found.
+#[derive(Debug)]
+pub enum Lookup {
+    Found(RawSchema),
+    /// The registry says there is no such schema (404): the letter is a poison pill.
+    Unknown(String),
+    /// Try again later (unreachable, 5xx, a timeout): the letters wait as pending.
+    Transient(String),
+}
+
+#[derive(Deserialize)]
+struct SchemaDoc {
+    schema: String,
+    #[serde(rename = "schemaType", default)]
+    schema_type: Option<String>,
+    #[serde(default)]
+    references: Vec<Reference>,
+}
+
+#[derive(Deserialize)]
+struct Reference {
+    name: String,
+    subject: String,
+    version: i32,
+}
+
+#[derive(Deserialize)]
+struct SubjectVersion {
+    subject: String,
+    version: i32,
+}
+
+#[derive(Debug)]
+pub struct Registry {
+    base: String,
+    /// The URL without credentials, for messages.
+    pub shown: String,
+    auth: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl Registry {
+    pub fn new(cfg: &RegistryConfig) -> Result<Registry, String> {
+        let shown = dlq_core::source::redact_uri_text(cfg.url.trim_end_matches('/'));
+        let timeout = cfg.timeout.unwrap_or(Duration::from_secs(5));
+        let mut builder = ureq::AgentBuilder::new()
+            .timeout_connect(timeout.min(Duration::from_secs(3)))
+            .timeout(timeout);
+        if cfg
+            .url
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        {
+            let mut tls = native_tls::TlsConnector::builder();
+            if let Some(ca) = &cfg.ca_file {
+                let pem = std::fs::read(ca)
+                    .map_err(|e| format!("schema registry CA file {}: {e}", ca.display()))?;
+                let cert = native_tls::Certificate::from_pem(&pem)
+                    .map_err(|e| format!("schema registry CA file {}: {e}", ca.display()))?;
+                tls.add_root_certificate(cert);
+            }
+            let tls = tls
+                .build()
+                .map_err(|e| format!("TLS for the schema registry: {e}"))?;
+            builder = builder.tls_connector(Arc::new(tls));
+        }
+        // Userinfo in the URL is basic auth too, and never kept in `base`.
+        let (base, url_auth) = split_userinfo(cfg.url.trim_end_matches('/'));
+        let auth = match &cfg.auth {
+            Auth::None => url_auth,
+            Auth::Basic { user, password } => Some(basic(user, password)),
+            Auth::Bearer(t) => Some(format!("Bearer {t}")),
+        };
+        Ok(Registry {
+            base,
+            shown,
+            auth,
+            agent: builder.build(),
+        })
+    }
+
+    /// The schema with this id, its references resolved, and its subject and version.
+    pub fn by_id(&self, id: u32) -> Lookup {
+        let doc: SchemaDoc = match self.get_json(&format!("/schemas/ids/{id}")) {
+            Ok(d) => d,
+            Err(Failure::NotFound) => {
+                return Lookup::Unknown(format!(
+                    "unknown schema id {id} (the registry at {} has none)",
+                    self.shown
+                ))
+            }
+            Err(Failure::Other(why)) => return Lookup::Transient(why),
+        };
+        let mut raw = match self.raw(doc, 0) {
+            Ok(r) => r,
+            Err(Failure::Other(why)) => return Lookup::Transient(why),
+            Err(Failure::NotFound) => {
+                return Lookup::Unknown(format!(
+                    "schema id {id} references a subject the registry at {} does not have",
+                    self.shown
+                ))
+            }
+        };
+        // Subject and version are for the reader only: a registry without this endpoint
+        // (older versions) still decodes.
+        if let Ok(versions) =
+            self.get_json::<Vec<SubjectVersion>>(&format!("/schemas/ids/{id}/versions"))
+        {
+            if let Some(v) = versions.into_iter().next() {
+                raw.subject = Some(v.subject);
+                raw.version = Some(v.version);
+            }
+        }
+        Lookup::Found(raw)
+    }
+
+    fn raw(&self, doc: SchemaDoc, depth: usize) -> Result<RawSchema, Failure> {
+        let format = match doc.schema_type.as_deref().unwrap_or("AVRO") {
+            "AVRO" => Format::Avro,
+            "PROTOBUF" => Format::Protobuf,
+            "JSON" => Format::JsonSchema,
+            other => return Err(Failure::Other(format!(
+                "the registry at {} has a schema of type {other}, which this build does not read",
+                self.shown
+            ))),
+        };
+        let mut raw = RawSchema::new(format, doc.schema, "registry");
+        if depth > 16 {
+            return Err(Failure::Other(
+                "schema references nested deeper than 16".into(),
+            ));
+        }
+        for r in doc.references {
+            let sub: SchemaDoc = self.get_json(&format!(
+                "/subjects/{}/versions/{}",
+                percent(&r.subject),
+                r.version
+            ))?;
+            let nested = self.raw(sub, depth + 1)?;
+            // A reference's own references come first (dependency order).
+            raw.references.extend(nested.references);
+            raw.references.push((r.name, nested.text));
+        }
+        Ok(raw)
+    }
+
+    fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, Failure> {
+        let url = format!("{}{path}", self.base);
+        let mut req = self.agent.get(&url).set(
+            "Accept",
+            "application/vnd.schemaregistry.v1+json, application/json",
+        );
+        if let Some(a) = &self.auth {
+            req = req.set("Authorization", a);
+        }
+        match req.call() {
+            Ok(r) => {
+                let text = r.into_string().map_err(|e| {
+                    Failure::Other(format!(
+                        "reading the schema registry at {}: {e}",
+                        self.shown
+                    ))
+                })?;
+                serde_json::from_str(&text).map_err(|e| {
+                    Failure::Other(format!(
+                        "the schema registry at {} answered something else than a schema: {e}",
+                        self.shown
+                    ))
+                })
+            }
+            Err(ureq::Error::Status(404, _)) => Err(Failure::NotFound),
+            Err(ureq::Error::Status(code @ (401 | 403), _)) => Err(Failure::Other(format!(
+                "the schema registry at {} refused the credentials ({code})",
+                self.shown
+            ))),
+            Err(ureq::Error::Status(code, _)) => Err(Failure::Other(format!(
+                "the schema registry at {} answered {code}",
+                self.shown
+            ))),
+            Err(ureq::Error::Transport(t)) => {
+                let why = match t.kind() {
+                    ureq::ErrorKind::Io if t.to_string().contains("timed out") => {
+                        "did not answer in time".to_string()
+                    }
+                    ureq::ErrorKind::ConnectionFailed => "refused the connection".to_string(),
+                    ureq::ErrorKind::Dns => "has a name that does not resolve".to_string(),
+                    _ => t.kind().to_string(),
+                };
+                Err(Failure::Other(dlq_core::source::redact_uri_text(&format!(
+                    "the schema registry at {} {why}",
+                    self.shown
+                ))))
+            }
+        }
+    }
+}
+
+enum Failure {
+    NotFound,
+    Other(String),
+}
+
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    )
+}
+
+/// `https://user:pw@host/path` → (`https://host/path`, basic auth).
+fn split_userinfo(url: &str) -> (String, Option<String>) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_string(), None);
+    };
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..host_end].rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let (u, p) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+            let dec = |s: &str| percent_decode(s);
+            (
+                format!("{scheme}://{host}{}", &rest[host_end..]),
+                Some(basic(&dec(u), &dec(p))),
+            )
+        }
+        None => (url.to_string(), None),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// A subject name in a URL path.
+fn percent(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_becomes_basic_auth_and_leaves_the_url() {
+        let (base, auth) = split_userinfo("https://bob:s%40cret@reg.example:8081/x");
+        assert_eq!(base, "https://reg.example:8081/x");
+        assert_eq!(auth, Some(basic("bob", "s@cret")));
+        assert_eq!(split_userinfo("http://h:1").1, None);
+        let cfg = RegistryConfig {
+            url: "https://bob:hunter2@reg".into(),
+            auth: Auth::Bearer("tok123".into()),
+            ..Default::default()
+        };
+        let shown = format!("{cfg:?}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("tok123"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,352 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::serve::{Fault, Registered, ServedRegistry};
+use super::*;
+
+pub const PAYMENT_V1: &str = r#"{
+  "type": "record", "name": "Payment", "namespace": "com.acme",
+  "fields": [
+    {"name": "id", "type": {"type": "string", "logicalType": "uuid"}},
+    {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "SETTLED", "FAILED"]}},
+    {"name": "note", "type": ["null", "string"], "default": null},
+    {"name": "holder", "type": "string", "confluent:tags": ["PII"]},
+    {"name": "ref", "type": ["null", "long", "string"], "default": null}
+  ]
+}"#;
+
+const ORDERS_PROTO: &str = r#"
+syntax = "proto3";
+package acme;
+import "confluent/meta.proto";
+message Envelope { string trace = 1; }
+message Order {
+  string id = 1;
+  message Line { string sku = 1; int32 qty = 2; }
+  repeated Line lines = 2;
+  oneof pay { string card = 3; string iban = 4; }
+  string buyer = 5 [(confluent.field_meta).tags = "PII"];
+  string courier = 6 [debug_redact = true];
+}
+"#;
+
+const ORDER_JSON_SCHEMA: &str = r#"{
+  "title": "Order", "type": "object",
+  "properties": {
+    "id": {"type": "string"},
+    "qty": {"type": "integer", "minimum": 1},
+    "contact": {"type": "string", "confluent:tags": ["PII"]}
+  },
+  "required": ["id", "qty"]
+}"#;
+
+fn registered() -> Vec<Registered> {
+    vec![
+        Registered {
+            id: 1,
+            subject: "payments-value".into(),
+            version: 1,
+            format: Format::Avro,
+            text: PAYMENT_V1.into(),
+            references: vec![],
+        },
+        Registered {
+            id: 2,
+            subject: "orders-value".into(),
+            version: 3,
+            format: Format::Protobuf,
+            text: ORDERS_PROTO.into(),
+            references: vec![],
+        },
+        Registered {
+            id: 3,
+            subject: "orders-json-value".into(),
+            version: 1,
+            format: Format::JsonSchema,
+            text: ORDER_JSON_SCHEMA.into(),
+            references: vec![],
+        },
+    ]
+}
+
+fn codec_for(url: &str) -> SchemaCodec {
+    SchemaCodec::open(&SchemaSettings {
+        registry: Some(RegistryConfig {
+            url: url.into(),
+            timeout: Some(Duration::from_millis(800)),
+            ..Default::default()
+        }),
+        dir: None,
+    })
+    .unwrap()
+}
+
+fn info(id: u32, format: Format, indexes: Vec<i32>) -> SchemaInfo {
+    SchemaInfo {
+        format,
+        id: Some(id),
+        subject: None,
+        version: None,
+        name: String::new(),
+        framed: true,
+        message_indexes: indexes,
+        pii_fields: vec![],
+        source: "registry".into(),
+        container: None,
+    }
+}
+
+const PAYMENT: &str = r#"{"id":"5f0c6c1e-2d6e-4b8e-9a55-0d7e1c1f2a3b","amount":"1500.25","at":"2026-12-03T04:05:06.789Z","status":"FAILED","note":null,"holder":"Jane Roe","ref":"R-7"}"#;
+
+#[test]
+fn avro_through_the_registry_decodes_logical_types_unions_and_enums_and_round_trips() {
+    let reg = ServedRegistry::start(registered(), 0).unwrap();
+    let codec = codec_for(&reg.url);
+    let bytes = codec
+        .encode(&info(1, Format::Avro, vec![]), PAYMENT)
+        .unwrap();
+    assert_eq!(&bytes[..5], &[0, 0, 0, 0, 1]);
+    // A standard Avro reader reads what we wrote.
+    let schema = apache_avro::Schema::parse_str(PAYMENT_V1).unwrap();
+    let mut rest = &bytes[5..];
+    let v = apache_avro::reader::datum::GenericDatumReader::builder(&schema)
+        .build()
+        .unwrap()
+        .read_value(&mut rest)
+        .unwrap();
+    assert!(rest.is_empty());
+    assert!(format!("{v:?}").contains("FAILED"));
+    let d = codec.decode("payments", Part::Value, &bytes).unwrap();
+    let Decoding::Decoded(d) = d else {
+        panic!("{d:?}")
+    };
+    assert_eq!(d.json, PAYMENT);
+    assert_eq!(d.schema.name, "com.acme.Payment");
+    assert_eq!(
+        (d.schema.subject.as_deref(), d.schema.version),
+        (Some("payments-value"), Some(1))
+    );
+    assert_eq!(d.schema.pii_fields, vec!["holder".to_string()]);
+    // An edit that no longer fits is refused with the field named.
+    let bad = PAYMENT.replace(r#""status":"FAILED""#, r#""status":"LOST""#);
+    let e = codec.encode(&d.schema, &bad).unwrap_err();
+    assert!(e.0.contains("status") && e.0.contains("LOST"), "{e}");
+    let e = codec
+        .encode(&d.schema, &PAYMENT.replace("1500.25", "1,500.25"))
+        .unwrap_err();
+    assert!(e.0.contains("amount"), "{e}");
+    let e = codec
+        .encode(
+            &d.schema,
+            &PAYMENT.replace(r#""ref":"R-7""#, r#""ref":"R-7","extra":1"#),
+        )
+        .unwrap_err();
+    assert!(e.0.contains("extra"), "{e}");
+}
+
+#[test]
+fn avro_written_with_another_schema_is_a_poison_pill_by_cause() {
+    let reg = ServedRegistry::start(registered(), 0).unwrap();
+    let codec = codec_for(&reg.url);
+    let mut bytes = framing::header(1);
+    bytes.extend_from_slice(&[0x02, b'x']);
+    let d = codec.decode("payments", Part::Value, &bytes).unwrap();
+    let why = d.reason().unwrap();
+    assert!(
+        why.starts_with("undecodable: Avro for com.acme.Payment v1"),
+        "{why}"
+    );
+    let d = codec
+        .decode("payments", Part::Value, &[0, 0, 0, 0x12, 0x67, 1])
+        .unwrap();
+    assert!(
+        d.reason().unwrap().contains("unknown schema id 4711"),
+        "{d:?}"
+    );
+    let d = codec
+        .decode("payments", Part::Value, &[0xff, 0x01, 0x02, 0x00])
+        .unwrap();
+    assert_eq!(d.reason().unwrap(), "undecodable: not Confluent-framed");
+    // Unframed JSON is left alone.
+    assert_eq!(codec.decode("payments", Part::Value, br#"{"a":1}"#), None);
+}
+
+#[test]
+fn protobuf_nested_oneof_and_a_message_index_other_than_the_first() {
+    let reg = ServedRegistry::start(registered(), 0).unwrap();
+    let codec = codec_for(&reg.url);
+    let order = r#"{"id":"o-1","lines":[{"sku":"SKU-18","qty":2}],"iban":"DE89370400440532013000","buyer":"Jane","courier":"Bob"}"#;
+    let bytes = codec
+        .encode(&info(2, Format::Protobuf, vec![1]), order)
+        .unwrap();
+    assert_eq!(
+        &bytes[..7],
+        &[0, 0, 0, 0, 2, 2, 2],
+        "header then indexes [1]"
+    );
+    let Decoding::Decoded(d) = codec.decode("orders", Part::Value, &bytes).unwrap() else {
+        panic!()
+    };
+    assert_eq!(d.schema.name, "acme.Order");
+    assert_eq!(d.schema.message_indexes, vec![1]);
+    let v: serde_json::Value = serde_json::from_str(&d.json).unwrap();
+    assert_eq!(v["lines"][0]["sku"], "SKU-18");
+    assert_eq!(v["iban"], "DE89370400440532013000");
+    assert_eq!(v["card"], serde_json::Value::Null, "{}", d.json);
+    assert!(
+        d.schema.pii_fields.contains(&"buyer".to_string()),
+        "{:?}",
+        d.schema.pii_fields
+    );
+    assert!(
+        d.schema.pii_fields.contains(&"courier".to_string()),
+        "{:?}",
+        d.schema.pii_fields
+    );
+    // Index [0] is the Envelope.
+    let env = codec
+        .encode(&info(2, Format::Protobuf, vec![0]), r#"{"trace":"t"}"#)
+        .unwrap();
+    assert_eq!(&env[5..6], &[0]);
+    let Decoding::Decoded(d) = codec.decode("orders", Part::Value, &env).unwrap() else {
+        panic!()
+    };
+    assert_eq!(d.schema.name, "acme.Envelope");
+    let e = codec
+        .encode(&info(2, Format::Protobuf, vec![1]), r#"{"qty_typo":1}"#)
+        .unwrap_err();
+    assert!(e.0.contains("qty_typo"), "{e}");
+}
+
+#[test]
+fn json_schema_decodes_and_validates_an_edit() {
+    let reg = ServedRegistry::start(registered(), 0).unwrap();
+    let codec = codec_for(&reg.url);
+    let mut bytes = framing::header(3);
+    bytes.extend_from_slice(br#"{"id":"o-9","qty":0,"contact":"x"}"#);
+    let Decoding::Decoded(d) = codec.decode("orders-json", Part::Value, &bytes).unwrap() else {
+        panic!()
+    };
+    assert_eq!(d.schema.format, Format::JsonSchema);
+    assert_eq!(d.schema.pii_fields, vec!["contact".to_string()]);
+    let e = codec
+        .encode(&d.schema, r#"{"id":"o-9","qty":0}"#)
+        .unwrap_err();
+    assert!(e.0.contains("/qty"), "{e}");
+    let ok = codec.encode(&d.schema, r#"{"id":"o-9","qty":2}"#).unwrap();
+    assert_eq!(&ok[..5], &bytes[..5]);
+}
+
+#[test]
+fn registry_faults_each_give_a_named_reason_and_never_hang() {
+    let reg = ServedRegistry::start(registered(), 0).unwrap();
+    reg.inject(1, Fault::Status(500));
+    reg.inject(2, Fault::Hang);
+    reg.inject(3, Fault::Garbage);
+    let codec = codec_for(&reg.url);
+    let framed = |id: u32| {
+        let mut b = framing::header(id);
+        b.push(0);
+        b
+    };
+    let started = Instant::now();
+    let d = codec.decode("t", Part::Value, &framed(1)).unwrap();
+    assert!(
+        matches!(&d, Decoding::Pending(w) if w.contains("answered 500")),
+        "{d:?}"
+    );
+    let d = codec.decode("t", Part::Value, &framed(2)).unwrap();
+    assert!(matches!(&d, Decoding::Pending(_)), "{d:?}");
+    // The next letter of a hung id does not wait again.
+    let again = Instant::now();
+    assert!(matches!(
+        codec.decode("t", Part::Value, &framed(2)),
+        Some(Decoding::Pending(_))
+    ));
+    assert!(again.elapsed() < Duration::from_millis(500));
+    let d = codec.decode("t", Part::Value, &framed(3)).unwrap();
+    assert!(
+        matches!(&d, Decoding::Undecodable(w) if w.contains("schema id 3 does not parse as Avro")),
+        "{d:?}"
+    );
+    let d = codec.decode("t", Part::Value, &framed(99)).unwrap();
+    assert!(
+        matches!(&d, Decoding::Undecodable(w) if w.contains("unknown schema id 99")),
+        "{d:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // Unreachable.
+    let gone = codec_for("http://127.0.0.1:9");
+    let d = gone.decode("t", Part::Value, &framed(1)).unwrap();
+    assert!(
+        matches!(&d, Decoding::Pending(w) if w.contains("127.0.0.1:9")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn a_schema_directory_reads_ids_files_and_topic_mappings() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("1.avsc"), PAYMENT_V1).unwrap();
+    std::fs::write(dir.path().join("orders.proto"), ORDERS_PROTO).unwrap();
+    std::fs::write(
+        dir.path().join("schemas.toml"),
+        "[ids]\n2 = \"orders.proto\"\n[topics.\"orders.raw\"]\nvalue = \"orders.proto:acme.Order\"\n",
+    )
+    .unwrap();
+    let codec = SchemaCodec::open(&SchemaSettings {
+        registry: None,
+        dir: Some(dir.path().into()),
+    })
+    .unwrap();
+    let bytes = codec
+        .encode(&info(1, Format::Avro, vec![]), PAYMENT)
+        .unwrap();
+    let Decoding::Decoded(d) = codec.decode("payments", Part::Value, &bytes).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (d.schema.source.as_str(), d.json.as_str()),
+        ("1.avsc", PAYMENT)
+    );
+    let order = codec
+        .encode(&info(2, Format::Protobuf, vec![1]), r#"{"id":"o-2"}"#)
+        .unwrap();
+    assert!(matches!(
+        codec.decode("orders", Part::Value, &order),
+        Some(Decoding::Decoded(_))
+    ));
+    // Unframed, named by the topic mapping.
+    let Decoding::Decoded(d) = codec
+        .decode("orders.raw", Part::Value, &order[7..])
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (d.schema.name.as_str(), d.schema.framed),
+        ("acme.Order", false)
+    );
+    let back = codec.encode(&d.schema, r#"{"id":"o-3"}"#).unwrap();
+    assert_ne!(back.first(), Some(&0), "written back unframed");
+    let d = codec
+        .decode("payments", Part::Value, &framing::header(77))
+        .unwrap();
+    assert!(
+        d.reason().unwrap().contains("unknown schema id 77"),
+        "{d:?}"
+    );
+    // A mapping to a file that is not there is refused at open.
+    std::fs::write(
+        dir.path().join("schemas.toml"),
+        "[topics.x]\nvalue = \"nope.avsc\"\n",
+    )
+    .unwrap();
+    let e = SchemaCodec::open(&SchemaSettings {
+        registry: None,
+        dir: Some(dir.path().into()),
+    })
+    .unwrap_err();
+    assert!(e.contains("nope.avsc"), "{e}");
+}
