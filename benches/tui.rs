@@ -83,12 +83,8 @@ fn hostile_payload_latency(theme: &Theme) {
     let (p50, p99, max) = percentiles(times);
     eprintln!("hostile 2 MB payload: keystroke → frame p50 {p50:.2?} p99 {p99:.2?} max {max:.2?}");
     let t = Instant::now();
-    let view = dlq_tui::update::render_payload(
-        &masker,
-        &letters[1].payload,
-        dlq_core::model::BodyKind::Text,
-        false,
-    );
+    let hostile = dlq_core::catalog::extract_masked(&masker, &[], None, letters[1].clone());
+    let view = dlq_tui::update::render_payload(&masker, &hostile, false);
     eprintln!(
         "hostile 2 MB payload: render thread {:.2?} for the first {} shown",
         t.elapsed(),

@@ -77,6 +77,7 @@ fn main() -> anyhow::Result<()> {
     let mut session = Session::new(
         open(&source, &OpenOptions::default())?,
         Settings {
+            codec: None,
             source_key: source.to_string(),
             principal: Principal {
                 actor: "scale".into(),

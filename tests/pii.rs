@@ -251,13 +251,12 @@ fn a_huge_hostile_payload_renders_off_the_ui_thread() {
     let job = cmds.into_iter().find_map(|c| match c {
         Command::RenderPayload {
             row,
-            payload,
-            body,
+            letter,
             unmasked,
-        } => Some((row, payload, body, unmasked)),
+        } => Some((row, letter, unmasked)),
         _ => None,
     });
-    let (row, payload, body, unmasked) = job.expect("rendering was handed off");
+    let (row, letter, unmasked) = job.expect("rendering was handed off");
     let d = s.detail.current.as_ref().expect("detail");
     assert!(
         d.payload.text.starts_with("rendering 1.9 MiB"),
@@ -265,7 +264,7 @@ fn a_huge_hostile_payload_renders_off_the_ui_thread() {
         d.payload.text
     );
     // What the render thread does, then its answer.
-    let view = render_payload(&masker, &payload, body, unmasked);
+    let view = render_payload(&masker, &letter, unmasked);
     assert!(!view.text.contains("jane@example.com") && view.truncated);
     update(
         &mut s,

@@ -600,7 +600,7 @@ fn edit_asks_for_a_reason_and_hands_the_payload_to_the_editor_command() {
         cmds.extend(update(&mut s, Action::from(Typing::InputChar(c)), size));
     }
     cmds.extend(update(&mut s, Action::from(Typing::InputSubmit), size));
-    assert!(cmds.iter().any(|c| matches!(c, Cmd::Edit { reason, payload, .. } if reason == "amount fix" && !payload.is_empty())), "{cmds:?}");
+    assert!(cmds.iter().any(|c| matches!(c, Cmd::Edit { reason, letter, .. } if reason == "amount fix" && !letter.raw.payload.is_empty())), "{cmds:?}");
     update(
         &mut s,
         Action::from(LedgerEvent::Edited(Ok(

@@ -106,11 +106,11 @@ impl Tui {
         // `e`: the editor runs here as the TUI runs it (minus the terminal handover).
         if let Command::Edit {
             letter_id,
-            payload,
+            letter,
             reason,
         } = c
         {
-            let done = dlq_tui::edit_and_record(&self.settings, &letter_id, &payload, &reason);
+            let done = dlq_tui::edit_and_record(&self.settings, &letter_id, &letter, &reason);
             self.apply(Action::from(LedgerEvent::Edited(done)));
         }
     }

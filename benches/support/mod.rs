@@ -110,6 +110,7 @@ pub fn replay_topic(
 ) {
     let dir = tempfile::tempdir().expect("tmp");
     let settings = Settings {
+        codec: None,
         source_key: format!("kafka://{}/{topic}", demo.bootstrap()),
         principal: Principal {
             actor: "bench".into(),

@@ -33,6 +33,47 @@ pub struct NamedSource {
     /// This source's ledger (a file, or its team's `postgres://…`), over the global one.
     #[serde(default)]
     pub ledger: Option<String>,
+    /// This source's schemas (`[sources.NAME.schemas]`), over the global `[schemas]`.
+    #[serde(default)]
+    pub schemas: Option<SchemasConfig>,
+}
+
+/// Where schemas come from (`[schemas]`, or `[sources.NAME.schemas]` for one source).
+/// Credentials may be given here (a config file only its owner reads) or, better, in
+/// `DLQ_TRIAGE_SCHEMA_REGISTRY_USER`/`_PASSWORD`/`_TOKEN`; they are never shown.
+#[derive(Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SchemasConfig {
+    /// A Confluent-compatible schema registry's URL.
+    #[serde(default)]
+    pub registry: Option<String>,
+    /// A PEM CA file for a registry behind a private CA.
+    #[serde(default)]
+    pub registry_ca: Option<PathBuf>,
+    #[serde(default)]
+    pub registry_user: Option<String>,
+    #[serde(default)]
+    pub registry_password: Option<String>,
+    #[serde(default)]
+    pub registry_token: Option<String>,
+    /// A directory of `.avsc`/`.proto`/`.json`/descriptor sets (see the README).
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SchemasConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemasConfig")
+            .field(
+                "registry",
+                &self
+                    .registry
+                    .as_deref()
+                    .map(dlq_core::source::redact_uri_text),
+            )
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -68,6 +109,8 @@ struct ConfigFile {
     owners: Vec<dlq_core::owners::OwnerRule>,
     #[serde(default)]
     watch: WatchConfig,
+    #[serde(default)]
+    schemas: SchemasConfig,
 }
 
 /// `[watch]`: the rules `dlq-triage watch` evaluates besides `--rule`.
@@ -146,6 +189,7 @@ pub struct Config {
     pub payload_cache_mib: Option<usize>,
     pub owners: dlq_core::owners::Owners,
     pub watch: WatchConfig,
+    pub schemas: SchemasConfig,
 }
 
 /// `$XDG_CONFIG_HOME/dlq-triage`, else `~/.config/dlq-triage`.
@@ -227,6 +271,7 @@ impl Config {
             payload_cache_mib: file.payload_cache_mib,
             owners: dlq_core::owners::Owners(file.owners),
             watch: file.watch,
+            schemas: file.schemas,
             conventions,
         })
     }

@@ -10,5 +10,6 @@ pub mod editor;
 pub mod identity;
 pub mod logging;
 pub mod revise;
+pub mod schemas;
 pub mod session;
 pub mod team_ledger;

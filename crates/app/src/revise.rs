@@ -7,6 +7,8 @@ use crate::editor::{edit_payload, Edited};
 use crate::session::{Principal, SessionError};
 use dlq_core::access::Permission;
 use dlq_core::masking::Masker;
+use dlq_core::model::DeadLetter;
+use dlq_core::schema::{Decoding, PayloadCodec};
 
 /// What an unmask is for, recorded with it (`show`, `edit --unmasked`, the TUI).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,16 +52,20 @@ impl Principal {
         Ok(())
     }
 
-    /// Edit a JSON payload in `$EDITOR` and record the result as a new revision (the
-    /// original is never rewritten). Needs Edit, and Unmask too when `unmasked` (that
+    /// Edit a letter's payload in `$EDITOR` as JSON — the decoded form of a
+    /// schema-encoded one — and record the result as a new revision (the original is never
+    /// rewritten). A schema-encoded payload is written back with its own writer schema
+    /// (same id and framing) by `codec`; an edit that no longer fits is refused with the
+    /// field named, nothing recorded. Needs Edit, and Unmask too when `unmasked` (that
     /// unmask is audited before the editor opens).
     #[allow(clippy::too_many_arguments)]
     pub fn edit_and_record(
         &self,
         masker: &Masker,
+        codec: Option<&dyn PayloadCodec>,
         source_key: &str,
         letter_id: &str,
-        payload: &[u8],
+        letter: &DeadLetter,
         reason: &str,
         unmasked: bool,
     ) -> Result<Revised, SessionError> {
@@ -73,12 +79,44 @@ impl Principal {
         if unmasked {
             self.unmask(source_key, letter_id, reason, UnmaskFor::Edit)?;
         }
-        match edit_payload(masker, payload, unmasked).map_err(SessionError::Invalid)? {
+        if let Some(s @ (Decoding::Pending(_) | Decoding::Undecodable(_))) = &letter.schema {
+            return Err(SessionError::Invalid(format!(
+                "the payload is not decoded ({}): it cannot be edited",
+                s.describe()
+            )));
+        }
+        let masker = masker.with_fields(letter.pii_fields());
+        let edited = edit_payload(&masker, letter.readable_payload(), unmasked)
+            .map_err(SessionError::Invalid)?;
+        match edited {
             Edited::Unchanged => Ok(Revised::Unchanged),
             Edited::Changed { after, paths } => {
-                let number = self
-                    .ledger_to_write()?
-                    .record_revision(source_key, letter_id, reason, &paths, payload, &after)?;
+                let after = match (letter.decoded(), codec) {
+                    (None, _) => after,
+                    (Some(d), Some(codec)) => {
+                        let json = String::from_utf8_lossy(&after);
+                        codec.encode(&d.schema, &json).map_err(|e| {
+                            SessionError::Invalid(format!(
+                                "the edit does not fit {}: {}; nothing saved",
+                                d.schema.name,
+                                masker.mask_text(&e.0)
+                            ))
+                        })?
+                    }
+                    (Some(_), None) => {
+                        return Err(SessionError::Invalid(
+                            "the payload was decoded with a schema this run cannot write back; nothing saved".into(),
+                        ))
+                    }
+                };
+                let number = self.ledger_to_write()?.record_revision(
+                    source_key,
+                    letter_id,
+                    reason,
+                    &paths,
+                    &letter.raw.payload,
+                    &after,
+                )?;
                 Ok(Revised::Saved { number, paths })
             }
         }
@@ -143,8 +181,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let p = principal(dir.path(), Role::Viewer);
         let masker = Masker::with_key(b"k".to_vec());
+        let letter = dlq_core::conventions::extract(dlq_core::model::RawLetter::default(), &[]);
         let e = p
-            .edit_and_record(&masker, "demo", "m-1", b"{}", "fix", false)
+            .edit_and_record(&masker, None, "demo", "m-1", &letter, "fix", false)
             .expect_err("viewers cannot edit");
         assert!(matches!(e, SessionError::Refused { .. }), "{e}");
     }

@@ -52,6 +52,8 @@ pub struct Context {
     pub ledger: Option<Location>,
     /// The user's role (roles file, capped by --read-only).
     pub role: dlq_core::access::Role,
+    /// Decodes schema-encoded payloads (`--schema-registry`, `--schemas`, config).
+    pub codec: Option<dlq_core::schema::Codec>,
 }
 
 /// A source scanned into a catalog, with the session that scanned it. The source stays
@@ -132,6 +134,16 @@ impl Context {
             }
             None => role,
         };
+        let codec = dlq_app::schemas::open(
+            &dlq_app::schemas::SchemaFlags {
+                registry: cli.schema_registry.clone(),
+                registry_ca: cli.schema_registry_ca.clone(),
+                dir: cli.schemas.clone(),
+            },
+            &config,
+            cli.source_arg(),
+        )
+        .map_err(|e| UsageError(sanitize::clean(&e)))?;
         Ok(Context {
             config,
             now,
@@ -145,6 +157,7 @@ impl Context {
             max_letters: cli.max_letters,
             ledger,
             role,
+            codec,
         })
     }
 
@@ -411,6 +424,7 @@ impl Context {
             principal: self.principal(),
             masker: self.masker()?,
             mappings: self.config.conventions.clone(),
+            codec: self.codec.clone(),
             since: self.since,
             approval_above: self.config.replay.approval_above,
             discard_approval_above: self.config.discard.approval_above,

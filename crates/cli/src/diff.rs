@@ -3,7 +3,7 @@
 use super::context::Context;
 use super::show::find_letters;
 use super::DiffArgs;
-use dlq_core::diff::{diff_payloads, Diff, LineTag};
+use dlq_core::diff::{diff_letters, diff_payloads, Diff, LineTag};
 use dlq_core::masking::Masker;
 use dlq_core::model::DeadLetter;
 use dlq_core::sanitize;
@@ -112,15 +112,16 @@ pub fn run(ctx: &Context, a: &DiffArgs) -> anyhow::Result<()> {
                         dlq_core::sanitize::clean(&x.id.value.0)
                     )
                 })?;
-            let mut r = x.clone();
-            r.raw.payload = payload;
-            revised = r;
+            // Read as the letter is (a schema-encoded revision decoded with it).
+            let mut raw = x.raw.clone();
+            raw.payload = payload;
+            revised = loaded.session.settings().extract(raw);
             &revised
         }
         None => &found[1][0],
     };
     let masker: &Masker = loaded.catalog.masker();
-    let payload = diff_payloads(masker, &x.raw.payload, &y.raw.payload);
+    let payload = diff_letters(masker, x, y);
     let headers = diff_payloads(masker, &headers_doc(x), &headers_doc(y));
     let label = |d: &DeadLetter| {
         let c = d

@@ -23,16 +23,17 @@ pub fn run(ctx: &Context, a: &EditArgs) -> anyhow::Result<()> {
     let dl = &found[0][0];
     if dl.body != BodyKind::Json {
         return usage(format!(
-            "{} has a {} payload: editing works on JSON payloads",
+            "{} has a {} payload: editing works on JSON payloads and on payloads a schema decodes",
             sanitize::clean(&a.id),
             dl.body.as_str()
         ));
     }
     let revised = ctx.principal().edit_and_record(
         loaded.catalog.masker(),
+        ctx.codec.as_deref(),
         &loaded.source_key,
         &dl.id.value.0,
-        &dl.raw.payload,
+        dl,
         reason,
         a.unmasked,
     )?;

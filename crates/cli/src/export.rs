@@ -6,23 +6,39 @@ use super::ExportArgs;
 use anyhow::Context as _;
 use dlq_core::dump::to_line;
 use dlq_core::masking::{Layout, Masker};
-use dlq_core::model::{BodyKind, DeadLetter, Header, RawLetter};
+use dlq_core::model::{BodyKind, DeadLetter, Header, HeaderValue, RawLetter};
 use std::io::{BufWriter, Write};
 
-/// A masked copy of a letter: payload, key, header values and properties.
+/// A masked copy of a letter: payload, key, header values and properties. A payload a
+/// schema decoded is exported decoded and masked (by name and by the schema's PII
+/// tags), with its schema named in `x-dlq-schema-*` headers.
 pub(crate) fn masked_raw(masker: &Masker, dl: &DeadLetter) -> RawLetter {
     let raw = &dl.raw;
+    let masker = &*masker.with_fields(dl.pii_fields());
+    let readable = dl.readable_payload();
     let payload = match dl.body {
         BodyKind::Json => masker
-            .mask_json(&raw.payload, Layout::Compact, usize::MAX)
+            .mask_json(readable, Layout::Compact, usize::MAX)
             .map(|(t, _)| t.into_bytes())
-            .unwrap_or_else(|_| masker.mask_binary(&raw.payload)),
+            .unwrap_or_else(|_| masker.mask_binary(readable)),
         BodyKind::BrokenJson | BodyKind::Text => masker
-            .mask_payload(&raw.payload, Layout::Compact, usize::MAX)
+            .mask_payload(readable, Layout::Compact, usize::MAX)
             .0
             .into_bytes(),
-        BodyKind::Binary | BodyKind::Empty => masker.mask_binary(&raw.payload),
+        BodyKind::Binary | BodyKind::Empty => masker.mask_binary(readable),
     };
+    let schema_headers = dl.decoded().map(|d| {
+        let s = &d.schema;
+        let mut h = vec![Header::new(
+            "x-dlq-schema-format",
+            HeaderValue::text(s.format.as_str()),
+        )];
+        if let Some(id) = s.id {
+            h.push(Header::new("x-dlq-schema-id", HeaderValue::text(&id.to_string())));
+        }
+        h.push(Header::new("x-dlq-schema-name", HeaderValue::text(&masker.mask_text(&s.name))));
+        h
+    });
     RawLetter {
         coords: raw.coords.clone(),
         key: raw.key.as_ref().map(|k| match std::str::from_utf8(k) {
@@ -38,6 +54,7 @@ pub(crate) fn masked_raw(masker: &Masker, dl: &DeadLetter) -> RawLetter {
                     masker.mask_header_value(&h.name, &h.value),
                 )
             })
+            .chain(schema_headers.into_iter().flatten())
             .collect(),
         properties: raw
             .properties

@@ -117,6 +117,21 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DURATION")]
     pub since: Option<String>,
 
+    /// A Confluent-compatible schema registry: Avro, Protobuf and JSON Schema payloads
+    /// are decoded with its schemas (credentials: DLQ_TRIAGE_SCHEMA_REGISTRY_USER and
+    /// _PASSWORD, or _TOKEN; never shown).
+    #[arg(long, global = true, env = "DLQ_TRIAGE_SCHEMA_REGISTRY", value_name = "URL")]
+    pub schema_registry: Option<String>,
+
+    /// A PEM CA file for a schema registry behind a private CA.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub schema_registry_ca: Option<PathBuf>,
+
+    /// A directory of schemas (.avsc, .proto, .json, descriptor sets; schemas.toml maps
+    /// ids and topics), for hosts without registry access.
+    #[arg(long, global = true, env = "DLQ_TRIAGE_SCHEMAS", value_name = "DIR")]
+    pub schemas: Option<PathBuf>,
+
     /// Fix the clock (RFC 3339), for reproducible ages in tests and demos.
     #[arg(long, global = true, env = "DLQ_TRIAGE_NOW", hide = true)]
     pub now: Option<String>,

@@ -36,11 +36,7 @@ pub(crate) fn find_letters(
                         ctx.masker()?,
                         ctx.config.conventions.clone(),
                     );
-                    let dl = dlq_core::catalog::extract_masked(
-                        catalog.masker(),
-                        catalog.mappings(),
-                        raw,
-                    );
+                    let dl = session.settings().extract(raw);
                     let info = session.info().clone();
                     let loaded = super::context::Loaded {
                         catalog,
@@ -126,9 +122,9 @@ pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
             reason,
             dlq_app::revise::UnmaskFor::View,
         )?;
-        payload_view::render_unmasked(&dl.raw.payload, dl.body, MAX_PAYLOAD_OUT)
+        payload_view::render_letter_unmasked(dl, MAX_PAYLOAD_OUT)
     } else {
-        payload_view::render(masker, &dl.raw.payload, dl.body, MAX_PAYLOAD_OUT)
+        payload_view::render_letter(masker, dl, MAX_PAYLOAD_OUT)
     };
     if a.json {
         let mut doc = letter_json(masker, dl, &view, &loaded.info.label, copies.len());
@@ -273,6 +269,12 @@ fn print_payload(
     if let Some(err) = &dl.body_error {
         writeln!(out, "  does not parse: {}", shown(err))?;
     }
+    if let Some(s) = &dl.schema {
+        writeln!(out, "  schema: {}", shown(&s.describe()))?;
+    }
+    if let Some(s) = &dl.key_schema {
+        writeln!(out, "  key schema: {}", shown(&s.describe()))?;
+    }
     let body = sanitize::sanitize_str(&view.text, Mode::Block, usize::MAX);
     writeln!(out, "{body}")?;
     if view.truncated {
@@ -353,6 +355,8 @@ pub(crate) fn letter_json(
         "headers": dl.raw.headers.iter().map(|h| json!({"name": masker.mask_text(&h.name), "value": masker.mask_header(&h.name, &h.value)})).collect::<Vec<_>>(),
         "properties": dl.raw.properties.iter().map(|(k, v)| json!({"name": k, "value": masker.mask_text(v)})).collect::<Vec<_>>(),
         "payload": {
+            "schema": dl.schema.as_ref().map(|s| s.to_json()),
+            "key_schema": dl.key_schema.as_ref().map(|s| s.to_json()),
             "body": dl.body.as_str(),
             "parse_error": dl.body_error,
             "view": view.kind.as_str(),

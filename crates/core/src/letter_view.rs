@@ -218,7 +218,7 @@ mod tests {
             payload: b"{}".to_vec(),
             ..RawLetter::default()
         };
-        let dl = extract_masked(&m, &[], raw);
+        let dl = extract_masked(&m, &[], None, raw);
         let open = LetterState::of(None);
         let facts = LetterFacts::of(&dl, &m, &open, 0);
         let all: Vec<&Fact> = facts

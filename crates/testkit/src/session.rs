@@ -12,6 +12,7 @@ pub fn operator(
     masker: Masker,
 ) -> Settings {
     Settings {
+        codec: None,
         source_key: source_key.into(),
         principal: Principal {
             actor: actor.into(),

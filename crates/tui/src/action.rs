@@ -255,14 +255,13 @@ pub enum Command {
     /// Render a big payload off the UI thread (masking is linear but not free).
     RenderPayload {
         row: RowId,
-        payload: Vec<u8>,
-        body: dlq_core::model::BodyKind,
+        letter: std::sync::Arc<dlq_core::model::DeadLetter>,
         unmasked: bool,
     },
     /// Suspend the TUI, edit this payload, record a revision.
     Edit {
         letter_id: String,
-        payload: Vec<u8>,
+        letter: std::sync::Arc<dlq_core::model::DeadLetter>,
         reason: String,
     },
 }

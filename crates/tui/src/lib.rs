@@ -152,15 +152,16 @@ pub fn run_loop<B: Backend>(
 pub fn edit_and_record(
     settings: &dlq_app::session::Settings,
     letter_id: &str,
-    payload: &[u8],
+    letter: &dlq_core::model::DeadLetter,
     reason: &str,
 ) -> Result<String, String> {
     use dlq_app::revise::Revised;
     match settings.principal.edit_and_record(
         &settings.masker,
+        settings.codec.as_deref(),
         &settings.source_key,
         letter_id,
-        payload,
+        letter,
         reason,
         false,
     ) {
@@ -176,8 +177,7 @@ pub fn edit_and_record(
 /// What the render thread is asked for: row, payload, body kind, unmasked.
 type RenderJob = (
     dlq_core::store::RowId,
-    Vec<u8>,
-    dlq_core::model::BodyKind,
+    std::sync::Arc<dlq_core::model::DeadLetter>,
     bool,
 );
 
@@ -193,8 +193,8 @@ fn spawn_renderer(
             while let Ok(newer) = rx.try_recv() {
                 job = newer;
             }
-            let (row, payload, body, unmasked) = job;
-            let view = update::render_payload(&masker, &payload, body, unmasked);
+            let (row, letter, unmasked) = job;
+            let view = update::render_payload(&masker, &letter, unmasked);
             if events
                 .send(AppEvent::Action(Action::from(BrowseEvent::Rendered(
                     row, unmasked, view,
@@ -415,26 +415,25 @@ impl Outside {
             Command::Copy(text) => self.clipboard.copy(&text),
             Command::RenderPayload {
                 row,
-                payload,
-                body,
+                letter,
                 unmasked,
             } => {
-                let _ = self.render.send((row, payload, body, unmasked));
+                let _ = self.render.send((row, letter, unmasked));
             }
             Command::Edit {
                 letter_id,
-                payload,
+                letter,
                 reason,
-            } => self.edit(&letter_id, &payload, &reason),
+            } => self.edit(&letter_id, &letter, &reason),
             // The worker's, handed to it above.
             Command::Session(_) => {}
         }
     }
 
     /// The editor needs the terminal: hand it over, then take it back.
-    fn edit(&mut self, letter_id: &str, payload: &[u8], reason: &str) {
+    fn edit(&mut self, letter_id: &str, letter: &dlq_core::model::DeadLetter, reason: &str) {
         restore();
-        let result = edit_and_record(&self.settings, letter_id, payload, reason);
+        let result = edit_and_record(&self.settings, letter_id, letter, reason);
         let _ = crossterm::terminal::enable_raw_mode();
         let _ = crossterm::execute!(
             std::io::stdout(),

@@ -7,7 +7,7 @@ use crate::state::{AppState, Detail, Discarding, Input, Level, Pane, ScanStatus,
 use crate::views::layout::{layout_for, Areas};
 use dlq_app::session::{DiscardTarget, Prepared};
 use dlq_core::access::{check, Permission};
-use dlq_core::diff::diff_payloads;
+use dlq_core::diff::diff_letters;
 use dlq_core::filter::Filter;
 use dlq_core::grouping::{Dim, GroupIndex};
 use dlq_core::payload_view;

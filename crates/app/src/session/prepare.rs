@@ -195,6 +195,7 @@ mod tests {
         let masker = Masker::with_key(b"k".to_vec());
         let (ids, decided) = (HashSet::new(), HashMap::new());
         test(&Prep {
+            codec: None,
             masker: &masker,
             mappings: &[],
             previews,

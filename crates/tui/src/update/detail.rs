@@ -36,7 +36,7 @@ pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
         return;
     };
     let diff = match mark.filter(|_| want_diff) {
-        Some(m) => diff_against(state, m, &letter.raw.payload),
+        Some(m) => diff_against(state, m, &letter),
         None => None,
     };
     let payload = payload_for(state, row, &letter, cmds);
@@ -78,10 +78,11 @@ pub(crate) fn request_fetch(state: &mut AppState, row: RowId, cmds: &mut Vec<Com
 pub(crate) fn diff_against(
     state: &mut AppState,
     mark: RowId,
-    payload: &[u8],
+    letter: &dlq_core::model::DeadLetter,
 ) -> Option<(RowId, dlq_core::diff::Diff)> {
     let other = state.cache.get(mark).cloned()?;
-    if other.raw.payload.len().max(payload.len()) > 4 * INLINE_RENDER_MAX {
+    let len = |l: &dlq_core::model::DeadLetter| l.readable_payload().len();
+    if len(&other).max(len(letter)) > 4 * INLINE_RENDER_MAX {
         state.message = Some((
             "payloads over 64 KiB are compared with `dlq-triage diff SOURCE ID OTHER`".into(),
             Level::Warn,
@@ -90,7 +91,7 @@ pub(crate) fn diff_against(
     }
     Some((
         mark,
-        diff_payloads(state.catalog.masker(), &other.raw.payload, payload),
+        diff_letters(state.catalog.masker(), &other, letter),
     ))
 }
 
@@ -99,7 +100,7 @@ pub(crate) fn diff_against(
 pub(crate) fn payload_for(
     state: &AppState,
     row: RowId,
-    letter: &dlq_core::model::DeadLetter,
+    letter: &std::sync::Arc<dlq_core::model::DeadLetter>,
     cmds: &mut Vec<Command>,
 ) -> payload_view::PayloadView {
     let unmasked = state.detail.unmasked.contains(&row);
@@ -111,14 +112,13 @@ pub(crate) fn payload_for(
     {
         return view.clone();
     }
-    let bytes = &letter.raw.payload;
+    let bytes = letter.readable_payload();
     if bytes.len() <= INLINE_RENDER_MAX {
-        return render_payload(state.catalog.masker(), bytes, letter.body, unmasked);
+        return render_payload(state.catalog.masker(), letter, unmasked);
     }
     cmds.push(Command::RenderPayload {
         row,
-        payload: bytes.clone(),
-        body: letter.body,
+        letter: std::sync::Arc::clone(letter),
         unmasked,
     });
     payload_view::PayloadView {
@@ -136,13 +136,12 @@ pub(crate) fn payload_for(
 /// The payload view of the detail pane; the render thread runs the same function.
 pub fn render_payload(
     masker: &dlq_core::masking::Masker,
-    payload: &[u8],
-    body: dlq_core::model::BodyKind,
+    letter: &dlq_core::model::DeadLetter,
     unmasked: bool,
 ) -> payload_view::PayloadView {
     if unmasked {
-        payload_view::render_unmasked(payload, body, DETAIL_PAYLOAD_MAX)
+        payload_view::render_letter_unmasked(letter, DETAIL_PAYLOAD_MAX)
     } else {
-        payload_view::render(masker, payload, body, DETAIL_PAYLOAD_MAX)
+        payload_view::render_letter(masker, letter, DETAIL_PAYLOAD_MAX)
     }
 }

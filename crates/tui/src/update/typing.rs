@@ -119,7 +119,7 @@ pub(crate) fn submit_edit(state: &mut AppState, cmds: &mut Vec<Command>, reason:
         }
         (false, Some(letter), Some(letter_id)) => cmds.push(Command::Edit {
             letter_id,
-            payload: letter.raw.payload.clone(),
+            letter,
             reason: reason.to_string(),
         }),
         _ => {

@@ -1,0 +1,70 @@
+//! Which schemas a run decodes with: `--schema-registry`/`--schemas` over the named
+//! source's `[sources.NAME.schemas]` over `[schemas]`; registry credentials from the
+//! environment over the config. Opened once per run and shared by the session's threads.
+
+use crate::config::{Config, SchemasConfig};
+use dlq_core::schema::Codec;
+use dlq_schema::{Auth, RegistryConfig, SchemaCodec, SchemaSettings};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use dlq_schema::serve;
+
+/// What the command line said.
+#[derive(Debug, Clone, Default)]
+pub struct SchemaFlags {
+    pub registry: Option<String>,
+    pub registry_ca: Option<PathBuf>,
+    pub dir: Option<PathBuf>,
+}
+
+/// The codec for a run, or `None` when no schema source is configured.
+pub fn open(flags: &SchemaFlags, config: &Config, source: Option<&str>) -> Result<Option<Codec>, String> {
+    let named = source
+        .and_then(|s| config.sources.get(s))
+        .and_then(|n| n.schemas.as_ref());
+    let pick = |f: fn(&SchemasConfig) -> Option<String>| named.and_then(f).or_else(|| f(&config.schemas));
+    let registry = flags.registry.clone().or_else(|| pick(|c| c.registry.clone()));
+    let dir = flags
+        .dir
+        .clone()
+        .or_else(|| named.and_then(|n| n.dir.clone()))
+        .or_else(|| config.schemas.dir.clone());
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let registry = registry.map(|url| {
+        let user = env("DLQ_TRIAGE_SCHEMA_REGISTRY_USER").or_else(|| pick(|c| c.registry_user.clone()));
+        let password = env("DLQ_TRIAGE_SCHEMA_REGISTRY_PASSWORD").or_else(|| pick(|c| c.registry_password.clone()));
+        let token = env("DLQ_TRIAGE_SCHEMA_REGISTRY_TOKEN").or_else(|| pick(|c| c.registry_token.clone()));
+        let auth = match (token, user) {
+            (Some(t), _) => Auth::Bearer(t),
+            (None, Some(user)) => Auth::Basic {
+                user,
+                password: password.unwrap_or_default(),
+            },
+            (None, None) => Auth::None,
+        };
+        RegistryConfig {
+            url,
+            auth,
+            ca_file: flags
+                .registry_ca
+                .clone()
+                .or_else(|| named.and_then(|n| n.registry_ca.clone()))
+                .or_else(|| config.schemas.registry_ca.clone()),
+            timeout: None,
+        }
+    });
+    let settings = SchemaSettings { registry, dir };
+    open_settings(&settings)
+}
+
+/// The codec for explicit settings (the demo's registry).
+pub fn open_settings(settings: &SchemaSettings) -> Result<Option<Codec>, String> {
+    if settings.is_empty() {
+        return Ok(None);
+    }
+    let codec = SchemaCodec::open(settings)?;
+    Ok(Some(Arc::new(codec)))
+}
+
+pub use dlq_schema::SchemaSettings as Settings;
