@@ -19,12 +19,29 @@ pub struct SchemaFlags {
 }
 
 /// The codec for a run, or `None` when no schema source is configured.
-pub fn open(flags: &SchemaFlags, config: &Config, source: Option<&str>) -> Result<Option<Codec>, String> {
+pub fn open(
+    flags: &SchemaFlags,
+    config: &Config,
+    source: Option<&str>,
+) -> Result<Option<Codec>, String> {
     let named = source
         .and_then(|s| config.sources.get(s))
         .and_then(|n| n.schemas.as_ref());
-    let pick = |f: fn(&SchemasConfig) -> Option<String>| named.and_then(f).or_else(|| f(&config.schemas));
-    let registry = flags.registry.clone().or_else(|| pick(|c| c.registry.clone()));
+    let pick =
+        |f: fn(&SchemasConfig) -> Option<String>| named.and_then(f).or_else(|| f(&config.schemas));
+    let mut registry = flags
+        .registry
+        .clone()
+        .or_else(|| pick(|c| c.registry.clone()));
+    // The demo reads its Avro topic through its own in-process registry.
+    if registry.is_none() && source.map(str::trim) == Some("demo") {
+        registry = Some(
+            crate::brokers::demo_schemas::registry()
+                .map_err(|e| e.to_string())?
+                .url
+                .clone(),
+        );
+    }
     let dir = flags
         .dir
         .clone()
@@ -32,9 +49,12 @@ pub fn open(flags: &SchemaFlags, config: &Config, source: Option<&str>) -> Resul
         .or_else(|| config.schemas.dir.clone());
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let registry = registry.map(|url| {
-        let user = env("DLQ_TRIAGE_SCHEMA_REGISTRY_USER").or_else(|| pick(|c| c.registry_user.clone()));
-        let password = env("DLQ_TRIAGE_SCHEMA_REGISTRY_PASSWORD").or_else(|| pick(|c| c.registry_password.clone()));
-        let token = env("DLQ_TRIAGE_SCHEMA_REGISTRY_TOKEN").or_else(|| pick(|c| c.registry_token.clone()));
+        let user =
+            env("DLQ_TRIAGE_SCHEMA_REGISTRY_USER").or_else(|| pick(|c| c.registry_user.clone()));
+        let password = env("DLQ_TRIAGE_SCHEMA_REGISTRY_PASSWORD")
+            .or_else(|| pick(|c| c.registry_password.clone()));
+        let token =
+            env("DLQ_TRIAGE_SCHEMA_REGISTRY_TOKEN").or_else(|| pick(|c| c.registry_token.clone()));
         let auth = match (token, user) {
             (Some(t), _) => Auth::Bearer(t),
             (None, Some(user)) => Auth::Basic {

@@ -34,9 +34,15 @@ pub(crate) fn masked_raw(masker: &Masker, dl: &DeadLetter) -> RawLetter {
             HeaderValue::text(s.format.as_str()),
         )];
         if let Some(id) = s.id {
-            h.push(Header::new("x-dlq-schema-id", HeaderValue::text(&id.to_string())));
+            h.push(Header::new(
+                "x-dlq-schema-id",
+                HeaderValue::text(&id.to_string()),
+            ));
         }
-        h.push(Header::new("x-dlq-schema-name", HeaderValue::text(&masker.mask_text(&s.name))));
+        h.push(Header::new(
+            "x-dlq-schema-name",
+            HeaderValue::text(&masker.mask_text(&s.name)),
+        ));
         h
     });
     RawLetter {

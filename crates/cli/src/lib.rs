@@ -120,7 +120,12 @@ pub struct Cli {
     /// A Confluent-compatible schema registry: Avro, Protobuf and JSON Schema payloads
     /// are decoded with its schemas (credentials: DLQ_TRIAGE_SCHEMA_REGISTRY_USER and
     /// _PASSWORD, or _TOKEN; never shown).
-    #[arg(long, global = true, env = "DLQ_TRIAGE_SCHEMA_REGISTRY", value_name = "URL")]
+    #[arg(
+        long,
+        global = true,
+        env = "DLQ_TRIAGE_SCHEMA_REGISTRY",
+        value_name = "URL"
+    )]
     pub schema_registry: Option<String>,
 
     /// A PEM CA file for a schema registry behind a private CA.

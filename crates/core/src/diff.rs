@@ -70,10 +70,18 @@ const CONTEXT: usize = 2;
 
 /// Compare two letters' payloads as they are read: schema-encoded ones field by field
 /// in their decoded form, masked by name and by the fields either schema tags PII.
-pub fn diff_letters(masker: &Masker, a: &crate::model::DeadLetter, b: &crate::model::DeadLetter) -> Diff {
+pub fn diff_letters(
+    masker: &Masker,
+    a: &crate::model::DeadLetter,
+    b: &crate::model::DeadLetter,
+) -> Diff {
     let mut pii = a.pii_fields().to_vec();
     pii.extend_from_slice(b.pii_fields());
-    diff_payloads(&masker.with_fields(&pii), a.readable_payload(), b.readable_payload())
+    diff_payloads(
+        &masker.with_fields(&pii),
+        a.readable_payload(),
+        b.readable_payload(),
+    )
 }
 
 /// Compare two payloads: structurally when both are JSON, by lines when both are text.

@@ -106,7 +106,9 @@ pub enum Decoding {
     /// a transient error): the letter is shown as bytes until a later read decodes it.
     Pending(String),
     /// A poison pill by cause: `unknown schema id 4711`, `Avro for com.acme.Order v3
-    /// ends after 17 of 40 bytes`, `not Confluent-framed`.
+    /// ends before the record does`, `not Confluent-framed`. The first line is the cause
+    /// letters group under; lines after it are this letter's particulars (`after 17 of 40
+    /// bytes`), shown in its detail.
     Undecodable(String),
 }
 
@@ -121,9 +123,20 @@ impl Decoding {
     /// The reason code a letter that cannot be decoded groups under.
     pub fn reason(&self) -> Option<String> {
         match self {
-            Decoding::Undecodable(why) => Some(format!("undecodable: {why}")),
+            Decoding::Undecodable(why) => Some(format!(
+                "undecodable: {}",
+                why.lines().next().unwrap_or_default()
+            )),
             _ => None,
         }
+    }
+
+    /// Whether the decoder's reason names the cause better than a fingerprint of the
+    /// consumer's exception: yes for framed bytes that do not decode; not for bytes
+    /// without framing, which on a topic of mixed formats may be anything (they take the
+    /// reason only when nothing else gives one).
+    pub fn outranks_derived(&self) -> bool {
+        matches!(self, Decoding::Undecodable(why) if why != NOT_FRAMED)
     }
 
     /// One line for the detail pane and `show`.
@@ -131,7 +144,7 @@ impl Decoding {
         match self {
             Decoding::Decoded(d) => d.schema.describe(),
             Decoding::Pending(why) => format!("schema pending: {why}"),
-            Decoding::Undecodable(why) => format!("undecodable: {why}"),
+            Decoding::Undecodable(why) => format!("undecodable: {}", why.replace('\n', " — ")),
         }
     }
 
@@ -149,6 +162,9 @@ impl Decoding {
         }
     }
 }
+
+/// Why unframed binary on a source with schemas is undecodable.
+pub const NOT_FRAMED: &str = "not Confluent-framed";
 
 /// The key or the value of a letter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

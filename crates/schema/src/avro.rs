@@ -77,11 +77,14 @@ impl AvroSchema {
         let read = bytes.len() - reader.len();
         match datum {
             Err(_) if reader.is_empty() => Err(format!(
-                "Avro for {label} ends after {read} bytes: the schema reads more (written with another schema?)"
+                "Avro for {label} ends before the record does (written with another schema?)\nthe bytes end after {read}; the schema reads more"
             )),
-            Err(e) => Err(format!("Avro for {label} does not decode at byte {read} of {}: {e}", bytes.len())),
+            Err(e) => Err(format!(
+                "Avro for {label} does not decode (written with another schema?)\nat byte {read} of {}: {e}",
+                bytes.len()
+            )),
             Ok(_) if !reader.is_empty() => Err(format!(
-                "Avro for {label} leaves {} of {} bytes unread (written with another schema?)",
+                "Avro for {label} leaves bytes unread (written with another schema?)\n{} of {} bytes unread",
                 reader.len(),
                 bytes.len()
             )),

@@ -252,7 +252,7 @@ impl PayloadCodec for SchemaCodec {
             // Unframed text stays what it is (a JSON letter on a mixed queue); unframed
             // binary where schemas are expected is the classic poison pill.
             None if part == Part::Value && looks_binary(bytes) => {
-                Some(Decoding::Undecodable("not Confluent-framed".into()))
+                Some(Decoding::Undecodable(dlq_core::schema::NOT_FRAMED.into()))
             }
             None => None,
         }

@@ -134,12 +134,7 @@ impl Registry {
     pub fn by_id(&self, id: u32) -> Lookup {
         let doc: SchemaDoc = match self.get_json(&format!("/schemas/ids/{id}")) {
             Ok(d) => d,
-            Err(Failure::NotFound) => {
-                return Lookup::Unknown(format!(
-                    "unknown schema id {id} (the registry at {} has none)",
-                    self.shown
-                ))
-            }
+            Err(Failure::NotFound) => return Lookup::Unknown(format!("unknown schema id {id}")),
             Err(Failure::Other(why)) => return Lookup::Transient(why),
         };
         let mut raw = match self.raw(doc, 0) {
@@ -170,10 +165,12 @@ impl Registry {
             "AVRO" => Format::Avro,
             "PROTOBUF" => Format::Protobuf,
             "JSON" => Format::JsonSchema,
-            other => return Err(Failure::Other(format!(
+            other => {
+                return Err(Failure::Other(format!(
                 "the registry at {} has a schema of type {other}, which this build does not read",
                 self.shown
-            ))),
+            )))
+            }
         };
         let mut raw = RawSchema::new(format, doc.schema, "registry");
         if depth > 16 {

@@ -1,6 +1,7 @@
 //! Opening a source: the adapter crates behind core's ports, chosen by the source's URI.
 //! Front ends name a `SourceRef`; only this module knows which crate serves it.
 
+pub mod demo_schemas;
 pub mod discovery;
 pub mod file;
 
@@ -72,9 +73,13 @@ pub fn open(source: &SourceRef, opts: &OpenOptions) -> Result<Box<dyn DlqSource>
             kafka::KafkaSource::new(brokers.clone(), topics.clone(), opts.kafka_props.clone())
                 .with_since(opts.since),
         )),
-        SourceRef::Demo => Ok(Box::new(demo::DemoSource::start(
-            opts.now.unwrap_or_else(Utc::now),
-        )?)),
+        SourceRef::Demo => {
+            let now = opts.now.unwrap_or_else(Utc::now);
+            Ok(Box::new(demo::DemoSource::start(
+                now,
+                demo_schemas::extra(42, now)?,
+            )?))
+        }
         SourceRef::Amqp {
             tls, host, queues, ..
         } => {

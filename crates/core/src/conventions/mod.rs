@@ -369,7 +369,9 @@ pub fn extract_decoding(
             from: prov(&Convention::Broker, "record timestamp"),
         });
     }
-    let undecodable = schema.as_ref().and_then(|s| s.reason());
+    let undecodable = schema
+        .as_ref()
+        .and_then(|s| Some((s.reason()?, s.outranks_derived())));
     drop(env);
     let mut dl = finish(raw, body, body_error, undecodable, c);
     dl.payload_span = payload_span;
@@ -396,22 +398,28 @@ fn amqp_properties(raw: &RawLetter, c: &mut Candidates) {
     }
 }
 
-/// `undecodable`: why a schema-encoded payload could not be decoded. It names the
-/// cause more exactly than anything derived (a fingerprint of `SerializationException`,
-/// a broker death reason), so it takes the reason code unless a convention gave one.
+/// `undecodable`: why a schema-encoded payload could not be decoded, and whether that
+/// names the cause more exactly than anything derived (a fingerprint of
+/// `SerializationException`, a broker death reason): then it takes the reason code
+/// unless a convention gave one; else only when nothing else would.
 fn finish(
     raw: RawLetter,
     body: BodyKind,
     body_error: Option<String>,
-    undecodable: Option<String>,
+    undecodable: Option<(String, bool)>,
     mut c: Candidates,
 ) -> DeadLetter {
     let derived = |loc: &'static str| prov(&Convention::Derived, loc);
-    if let (None, Some(why)) = (&c.failure.reason_code, undecodable) {
-        c.failure.reason_code = Some(Sourced {
-            value: why,
-            from: derived("schema decoder: the payload does not decode"),
-        });
+    let nothing_else = c.failure.exception_type.is_none()
+        && c.failure.reason_detail.is_none()
+        && c.failure.death_reason.is_none();
+    if let (None, Some((why, strong))) = (&c.failure.reason_code, undecodable) {
+        if strong || nothing_else {
+            c.failure.reason_code = Some(Sourced {
+                value: why,
+                from: derived("schema decoder: the payload does not decode"),
+            });
+        }
     }
     if c.failure.reason_code.is_none() {
         let fp = fingerprint::fingerprint(

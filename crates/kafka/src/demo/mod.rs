@@ -46,6 +46,15 @@ impl ProducerContext for Deliveries {
     }
 }
 
+/// More of the demo that this crate does not build itself (the app's schema-encoded
+/// topic): topics to create, which of them are DLQs to read, and their letters.
+#[derive(Debug, Clone, Default)]
+pub struct Extra {
+    pub topics: Vec<(String, i32)>,
+    pub dlqs: Vec<String>,
+    pub letters: Vec<RawLetter>,
+}
+
 /// A running mock cluster with the incident in it.
 pub struct Demo {
     cluster: MockCluster<'static, DefaultProducerContext>,
@@ -55,6 +64,16 @@ pub struct Demo {
 
 impl Demo {
     pub fn start(seed: u64, now: DateTime<Utc>, scale: Scale) -> Result<Demo, SourceError> {
+        Self::start_with(seed, now, scale, Extra::default())
+    }
+
+    /// [`Demo::start`] with more topics and letters.
+    pub fn start_with(
+        seed: u64,
+        now: DateTime<Utc>,
+        scale: Scale,
+        extra: Extra,
+    ) -> Result<Demo, SourceError> {
         let fail = |what: &str, e: KafkaError| SourceError::failed_by(format!("demo: {what}"), e);
         let cluster = MockCluster::new(1).map_err(|e| fail("starting the mock cluster", e))?;
         for t in [INVOICES_DLQ, PAYMENTS_DLQ] {
@@ -67,11 +86,19 @@ impl Demo {
                 .create_topic(t, n, 1)
                 .map_err(|e| fail("creating topics", e))?;
         }
+        for (t, n) in &extra.topics {
+            cluster
+                .create_topic(t, *n, 1)
+                .map_err(|e| fail("creating topics", e))?;
+        }
         let letters = incident(seed, now, scale);
         produce_all(&cluster.bootstrap_servers(), &letters)?;
+        produce_all(&cluster.bootstrap_servers(), &extra.letters)?;
+        let mut topics = vec![INVOICES_DLQ.to_string(), PAYMENTS_DLQ.to_string()];
+        topics.extend(extra.dlqs);
         Ok(Demo {
-            topics: vec![INVOICES_DLQ.to_string(), PAYMENTS_DLQ.to_string()],
-            seeded: letters.len(),
+            topics,
+            seeded: letters.len() + extra.letters.len(),
             cluster,
         })
     }
@@ -289,8 +316,8 @@ pub struct DemoSource {
 }
 
 impl DemoSource {
-    pub fn start(now: DateTime<Utc>) -> Result<Self, SourceError> {
-        let demo = Demo::start(42, now, Scale(1.0))?;
+    pub fn start(now: DateTime<Utc>, extra: Extra) -> Result<Self, SourceError> {
+        let demo = Demo::start_with(42, now, Scale(1.0), extra)?;
         let kafka = KafkaSource::new(vec![demo.bootstrap()], demo.topics.clone(), Vec::new());
         Ok(DemoSource {
             simulator: None,

@@ -89,10 +89,7 @@ pub(crate) fn diff_against(
         ));
         return None;
     }
-    Some((
-        mark,
-        diff_letters(state.catalog.masker(), &other, letter),
-    ))
+    Some((mark, diff_letters(state.catalog.masker(), &other, letter)))
 }
 
 /// The payload view: from the render thread's last answer, rendered here when small, or

@@ -212,9 +212,16 @@ fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
             t.get(StyleName::UiWarn),
         )));
     }
-    for (what, s) in [("schema", &d.letter.schema), ("key schema", &d.letter.key_schema)] {
+    for (what, s) in [
+        ("schema", &d.letter.schema),
+        ("key schema", &d.letter.key_schema),
+    ] {
         if let Some(s) = s {
-            let style = if s.decoded().is_some() { StyleName::UiDim } else { StyleName::UiWarn };
+            let style = if s.decoded().is_some() {
+                StyleName::UiDim
+            } else {
+                StyleName::UiWarn
+            };
             out.push(Line::from(Span::styled(
                 format!("{what}: {}", clean(&s.describe())),
                 t.get(style),

@@ -1,0 +1,394 @@
+//! Schema-encoded letters end to end on the mock cluster, through the binary: Avro,
+//! Protobuf and JSON Schema, Confluent-framed, decoded and masked through a registry
+//! (dlq-schema's in-process one: no Confluent registry can be had here) and through a
+//! local schema directory; a field the schema tags PII masked in every output; an Avro
+//! edit written back with its writer schema and replayed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may stop on a broken fixture
+
+use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::ports::{DlqSource, ScanEvent};
+use dlq_core::schema::{Format, PayloadCodec, SchemaInfo};
+use dlq_kafka::demo::produce_all;
+use dlq_kafka::KafkaSource;
+use dlq_schema::serve::{Registered, ServedRegistry};
+use dlq_schema::{RegistryConfig, SchemaCodec, SchemaSettings};
+use dlq_testkit::cli::{exited, json, stdout, Cli};
+use rdkafka::mocking::MockCluster;
+use std::ops::ControlFlow;
+
+/// `memo` is an innocent name holding a name and an address no detector finds: only
+/// the schema's tag masks it.
+const PAYMENT: &str = r#"{"type":"record","name":"Payment","namespace":"com.acme","fields":[
+ {"name":"id","type":{"type":"string","logicalType":"uuid"}},
+ {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},
+ {"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}},
+ {"name":"status","type":{"type":"enum","name":"Status","symbols":["NEW","FAILED"]}},
+ {"name":"note","type":["null","string"],"default":null},
+ {"name":"memo","type":"string","confluent:tags":["PII"]}]}"#;
+
+const ORDERS: &str = r#"syntax = "proto3";
+package acme;
+message Envelope { string trace = 1; }
+message Order {
+  string id = 1;
+  message Line { string sku = 1; int32 qty = 2; }
+  repeated Line lines = 2;
+  oneof pay { string card_ref = 3; string wallet = 4; }
+  string memo = 5 [debug_redact = true];
+}
+"#;
+
+const SHIPMENT: &str = r#"{"title":"Shipment","type":"object","properties":{
+ "id":{"type":"string"},"memo":{"type":"string","confluent:tags":["PII"]}},"required":["id"]}"#;
+
+const SECRET: &str = "Jane Roe at 12 Elm Row";
+
+fn info(id: u32, format: Format, indexes: Vec<i32>) -> SchemaInfo {
+    SchemaInfo {
+        format,
+        id: Some(id),
+        subject: None,
+        version: None,
+        name: String::new(),
+        framed: true,
+        message_indexes: indexes,
+        pii_fields: Vec::new(),
+        source: "test".into(),
+        container: None,
+    }
+}
+
+fn letter(topic: &str, payload: Vec<u8>, id: &str) -> RawLetter {
+    RawLetter {
+        coords: Some(Coords::Kafka {
+            topic: topic.into(),
+            partition: 0,
+            offset: 0,
+        }),
+        key: Some(id.as_bytes().to_vec()),
+        headers: vec![
+            Header::named("x-message-id", HeaderValue::text(id)),
+            Header::named("x-reason-code", HeaderValue::text("validation_failed")),
+            Header::named("x-original-topic", HeaderValue::text("pay")),
+        ],
+        properties: Vec::new(),
+        payload,
+        timestamp: Some(chrono::Utc::now()),
+    }
+}
+
+struct World {
+    cluster: MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+    registry: ServedRegistry,
+    cli: Cli,
+}
+
+impl World {
+    fn start() -> World {
+        let registry = ServedRegistry::start(
+            vec![
+                Registered {
+                    id: 21,
+                    subject: "pay-value".into(),
+                    version: 3,
+                    format: Format::Avro,
+                    text: PAYMENT.into(),
+                    references: vec![],
+                },
+                Registered {
+                    id: 22,
+                    subject: "ord-value".into(),
+                    version: 1,
+                    format: Format::Protobuf,
+                    text: ORDERS.into(),
+                    references: vec![],
+                },
+                Registered {
+                    id: 23,
+                    subject: "ship-value".into(),
+                    version: 1,
+                    format: Format::JsonSchema,
+                    text: SHIPMENT.into(),
+                    references: vec![],
+                },
+            ],
+            0,
+        )
+        .unwrap();
+        let codec = SchemaCodec::open(&SchemaSettings {
+            registry: Some(RegistryConfig {
+                url: registry.url.clone(),
+                ..Default::default()
+            }),
+            dir: None,
+        })
+        .unwrap();
+        let cluster = MockCluster::new(1).unwrap();
+        for t in ["pay.dlq", "ord.dlq", "ship.dlq", "pay"] {
+            cluster.create_topic(t, 1, 1).unwrap();
+        }
+        let pay = |amount: &str, status: &str| {
+            let json = format!(
+                r#"{{"id":"5f0c6c1e-2d6e-4b8e-9a55-0d7e1c1f2a3b","amount":"{amount}","at":"2026-12-03T04:05:06.789Z","status":"{status}","note":null,"memo":"{SECRET}"}}"#
+            );
+            codec
+                .encode(&info(21, Format::Avro, vec![]), &json)
+                .unwrap()
+        };
+        let order = codec
+            .encode(&info(22, Format::Protobuf, vec![1]), &format!(r#"{{"id":"o-1","lines":[{{"sku":"SKU-18","qty":2}}],"wallet":"w-9","memo":"{SECRET}"}}"#))
+            .unwrap();
+        let mut ship = dlq_schema::frame_header(23);
+        ship.extend_from_slice(format!(r#"{{"id":"s-1","memo":"{SECRET}"}}"#).as_bytes());
+        produce_all(
+            &cluster.bootstrap_servers(),
+            &[
+                letter("pay.dlq", pay("1500.25", "FAILED"), "p-1"),
+                letter("pay.dlq", pay("7.00", "NEW"), "p-2"),
+                letter("ord.dlq", order, "o-1"),
+                letter("ship.dlq", ship, "s-1"),
+            ],
+        )
+        .unwrap();
+        let cli = Cli::new(env!("CARGO_BIN_EXE_dlq-triage")).with("DLQ_TRIAGE_ACTOR", "alice");
+        World {
+            cluster,
+            registry,
+            cli,
+        }
+    }
+
+    fn uri(&self, topic: &str) -> String {
+        format!("kafka://{}/{topic}", self.cluster.bootstrap_servers())
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--schema-registry", self.registry.url.as_str()]);
+        self.cli.run(&all)
+    }
+}
+
+fn no_secret(what: &str, text: &str) {
+    assert!(
+        !text.contains("Jane") && !text.contains("Elm Row"),
+        "{what} shows the PII-tagged field:\n{text}"
+    );
+}
+
+#[test]
+fn avro_protobuf_and_json_schema_letters_are_decoded_and_masked_in_every_output() {
+    let w = World::start();
+    let all = w.uri("pay.dlq,ord.dlq,ship.dlq");
+    // show (text and JSON): decoded, schema named, the tagged field masked.
+    let shown = exited(&w.run(&["show", &w.uri("pay.dlq"), "pay.dlq/0/0"]), 0);
+    no_secret("show", &shown);
+    assert!(
+        shown.contains("schema: avro com.acme.Payment v3 (id 21, subject pay-value, registry)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(r#""amount": "1500.25""#) && shown.contains(r#""status": "FAILED""#),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(r#""at": "2026-12-03T04:05:06.789Z""#),
+        "{shown}"
+    );
+    let doc = json(&w.run(&["show", &w.uri("ord.dlq"), "ord.dlq/0/0", "--json"]));
+    no_secret("show --json", &doc.to_string());
+    assert_eq!(doc["payload"]["schema"]["name"], "acme.Order");
+    assert!(
+        doc["payload"]["text"].as_str().unwrap().contains("SKU-18"),
+        "{doc}"
+    );
+    let doc = json(&w.run(&["show", &w.uri("ship.dlq"), "ship.dlq/0/0", "--json"]));
+    no_secret("show --json (JSON Schema)", &doc.to_string());
+    assert_eq!(doc["payload"]["schema"]["format"], "json-schema");
+    // list (previews), summary, export, diff.
+    let listed = exited(&w.run(&["list", &all, "--json"]), 0);
+    no_secret("list", &listed);
+    assert!(
+        listed.contains(r#""preview": "{\"id\":"#),
+        "previews are decoded: {listed}"
+    );
+    no_secret("summary", &exited(&w.run(&["summary", &all, "--json"]), 0));
+    let out = w.cli.path().join("export.ndjson");
+    exited(&w.run(&["export", &all, "--out", out.to_str().unwrap()]), 0);
+    let exported = std::fs::read_to_string(&out).unwrap();
+    no_secret("export", &exported);
+    assert!(
+        exported.contains("x-dlq-schema-id") && exported.contains("1500.25"),
+        "{exported}"
+    );
+    let diff = exited(
+        &w.run(&["diff", &w.uri("pay.dlq"), "pay.dlq/0/0", "pay.dlq/0/1"]),
+        0,
+    );
+    no_secret("diff", &diff);
+    assert!(
+        diff.contains("/amount") && diff.contains("/status"),
+        "field by field: {diff}"
+    );
+}
+
+#[test]
+fn a_schema_directory_reads_the_same_letters_without_a_registry() {
+    let w = World::start();
+    let dir = w.cli.path().join("schemas");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("21.avsc"), PAYMENT).unwrap();
+    std::fs::write(dir.join("orders.proto"), ORDERS).unwrap();
+    std::fs::write(dir.join("schemas.toml"), "[ids]\n22 = \"orders.proto\"\n").unwrap();
+    let dir = dir.to_str().unwrap();
+    let shown = exited(
+        &w.cli
+            .run(&["show", &w.uri("pay.dlq"), "pay.dlq/0/0", "--schemas", dir]),
+        0,
+    );
+    no_secret("show --schemas", &shown);
+    assert!(
+        shown.contains("schema: avro com.acme.Payment (id 21, 21.avsc)"),
+        "{shown}"
+    );
+    let doc = json(&w.cli.run(&[
+        "show",
+        &w.uri("ord.dlq"),
+        "ord.dlq/0/0",
+        "--json",
+        "--schemas",
+        dir,
+    ]));
+    no_secret("show --schemas (protobuf)", &doc.to_string());
+    assert_eq!(doc["payload"]["schema"]["name"], "acme.Order");
+    // An id the directory does not hold is a poison pill by cause (its own reason code
+    // header still names the group; the decoder's reason is on the letter).
+    let doc = json(&w.cli.run(&[
+        "show",
+        &w.uri("ship.dlq"),
+        "ship.dlq/0/0",
+        "--json",
+        "--schemas",
+        dir,
+    ]));
+    assert_eq!(doc["payload"]["schema"]["state"], "undecodable", "{doc}");
+    assert!(
+        doc["payload"]["schema"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("unknown schema id 23"),
+        "{doc}"
+    );
+}
+
+#[test]
+fn an_avro_edit_is_written_back_with_its_schema_refused_when_it_does_not_fit_and_replayed() {
+    let w = World::start();
+    let src = w.uri("pay.dlq");
+    let ledger = w.cli.path().join("ledger.db");
+    let edit = |sed: &str| {
+        let mut c = w.cli.command(&[
+            "edit",
+            &src,
+            "pay.dlq/0/0",
+            "--reason",
+            "fix",
+            "--schema-registry",
+            &w.registry.url,
+        ]);
+        c.env("DLQ_TRIAGE_LEDGER", &ledger)
+            .env("EDITOR", sed)
+            .env_remove("VISUAL");
+        c.output().unwrap()
+    };
+    // Breaks the schema: refused, the field named, nothing recorded.
+    let bad = edit(r#"sed -i 's/"FAILED"/"LOST"/'"#);
+    assert_ne!(bad.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        said.contains("status") && said.contains("LOST") && said.contains("nothing saved"),
+        "{said}"
+    );
+    assert!(!ledger.exists() || revision(&ledger).is_none());
+    // Fits: one revision, same id and framing, a standard Avro reader reads the edit.
+    exited(&edit(r#"sed -i 's/"1500.25"/"1500.00"/'"#), 0);
+    let bytes = revision(&ledger).expect("revision 1");
+    assert_eq!(&bytes[..5], &[0, 0, 0, 0, 21]);
+    let schema = apache_avro::Schema::parse_str(PAYMENT).unwrap();
+    let mut rest = &bytes[5..];
+    let v = apache_avro::reader::datum::GenericDatumReader::builder(&schema)
+        .build()
+        .unwrap()
+        .read_value(&mut rest)
+        .unwrap();
+    let shown = format!("{v:?}");
+    assert!(
+        shown.contains("Jane Roe"),
+        "the masked field keeps its real value: {shown}"
+    );
+    let mut dl = dlq_core::conventions::extract(letter("pay.dlq", bytes.clone(), "x"), &[]);
+    let codec = SchemaCodec::open(&SchemaSettings {
+        registry: Some(RegistryConfig {
+            url: w.registry.url.clone(),
+            ..Default::default()
+        }),
+        dir: None,
+    })
+    .unwrap();
+    dl.schema = codec.decode("pay.dlq", dlq_core::schema::Part::Value, &bytes);
+    assert!(
+        dl.decoded().unwrap().json.contains(r#""amount":"1500.00""#),
+        "{:?}",
+        dl.schema
+    );
+    // Replayed with the revision: the origin topic gets the re-encoded bytes.
+    let mut c = w.cli.command(&[
+        "replay",
+        &src,
+        "--filter",
+        "id=p-1",
+        "--use-revisions",
+        "--to",
+        "kafka:pay",
+        "--watch",
+        "1s",
+        "--yes",
+        "--schema-registry",
+        &w.registry.url,
+    ]);
+    c.env("DLQ_TRIAGE_LEDGER", &ledger);
+    let out = c.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut landed = Vec::new();
+    KafkaSource::new(
+        vec![w.cluster.bootstrap_servers()],
+        vec!["pay".into()],
+        Vec::new(),
+    )
+    .scan(&mut |ev| {
+        if let ScanEvent::Letters(b) = ev {
+            landed.extend(b);
+        }
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert_eq!(landed.len(), 1);
+    assert_eq!(
+        landed[0].payload, bytes,
+        "the revision's bytes, as recorded"
+    );
+}
+
+fn revision(ledger: &std::path::Path) -> Option<Vec<u8>> {
+    let conn = rusqlite::Connection::open(ledger).ok()?;
+    conn.query_row("SELECT payload FROM revisions WHERE number = 1", [], |r| {
+        r.get(0)
+    })
+    .ok()
+}
