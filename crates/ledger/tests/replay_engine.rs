@@ -451,7 +451,7 @@ fn one_keys_letters_are_never_in_flight_together() {
         }
         fn confirmations(&mut self, w: Duration) -> Vec<Outcome> {
             self.1 += 1;
-            if self.1 % 3 == 0 {
+            if self.1.is_multiple_of(3) {
                 self.0.confirmations(w)
             } else {
                 Vec::new()

@@ -71,6 +71,9 @@ struct Shared {
     answered: Condvar,
 }
 
+/// A topic mapping's compiled schema, or why it does not compile.
+type Mapped = Result<Arc<Entry>, String>;
+
 /// The codec: decodes what it can, says why not for the rest.
 #[derive(Debug)]
 pub struct SchemaCodec {
@@ -78,7 +81,7 @@ pub struct SchemaCodec {
     fetch: Option<Mutex<Sender<u32>>>,
     registry_shown: Option<String>,
     local: Option<LocalDir>,
-    mapped: Mutex<HashMap<(String, bool), Result<Arc<Entry>, String>>>,
+    mapped: Mutex<HashMap<(String, bool), Mapped>>,
 }
 
 impl SchemaCodec {
@@ -128,22 +131,19 @@ impl SchemaCodec {
     /// The schema for a framed id: ready, still pending, or why not.
     fn by_id(&self, id: u32) -> Result<Arc<Entry>, Decoding> {
         let mut ids = lock(&self.shared.ids);
-        if !ids.contains_key(&id) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = ids.entry(id) {
             if let Some(found) = self.local.as_ref().and_then(|l| l.by_id(id)) {
-                let slot = match found {
+                slot.insert(match found {
                     Ok(raw) => ready(raw, Some(id), None, &format!("schema id {id}")),
                     Err(why) => Slot::Failed(why),
-                };
-                ids.insert(id, slot);
+                });
             } else if self.fetch.is_none() {
-                let why = match &self.local {
-                    Some(l) => format!(
-                        "unknown schema id {id} ({} has no schema for it)",
-                        l.shown()
-                    ),
+                slot.insert(Slot::Failed(match &self.local {
+                    Some(l) => {
+                        format!("unknown schema id {id}\n{} has no schema for it", l.shown())
+                    }
                     None => format!("unknown schema id {id}"),
-                };
-                ids.insert(id, Slot::Failed(why));
+                }));
             }
         }
         loop {

@@ -85,7 +85,7 @@ pub fn extra(seed: u64, now: chrono::DateTime<chrono::Utc>) -> Result<Extra, Sou
             .encode(&info, &json.to_string())
             .map_err(|e| SourceError::failed(format!("demo: encoding a payout: {e}")))
     };
-    let mut rng = Rng::new(seed ^ 0x5eed_a7);
+    let mut rng = Rng::new(seed ^ 0x005e_eda7);
     let mut drafts: Vec<(i64, Vec<Header>, String, Vec<u8>)> = Vec::new();
     let names = ["Jane Roe", "Marco Rossi", "Aiko Tanaka", "Lena Berg"];
     let streets = ["12 Rue de Rivoli", "4 Unter den Linden", "9 Calle Mayor"];

@@ -372,7 +372,6 @@ pub fn extract_decoding(
     let undecodable = schema
         .as_ref()
         .and_then(|s| Some((s.reason()?, s.outranks_derived())));
-    drop(env);
     let mut dl = finish(raw, body, body_error, undecodable, c);
     dl.payload_span = payload_span;
     dl.schema = schema;

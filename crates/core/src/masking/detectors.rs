@@ -102,7 +102,7 @@ fn luhn(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn card(b: &[u8], r: Range<usize>) -> Option<Range<usize>> {
