@@ -712,7 +712,11 @@ fn demo_summary_matches_the_seeded_scenario() {
     let doc = json(&env.run(&["summary", "demo", "--json", "-g", "reason"]));
     let expected =
         dlq_kafka::demo::scenario::incident(42, now(), dlq_kafka::demo::scenario::Scale(1.0));
-    assert_eq!(doc["total"].as_u64(), Some(expected.len() as u64));
+    let avro = dlq_app::brokers::demo_schemas::extra(42, now()).expect("demo's Avro topic");
+    assert_eq!(
+        doc["total"].as_u64(),
+        Some((expected.len() + avro.letters.len()) as u64)
+    );
     assert!(
         doc["source"]
             .as_str()
@@ -731,6 +735,13 @@ fn demo_summary_matches_the_seeded_scenario() {
     assert_eq!(count("customer_tax_profile_missing"), Some(612));
     assert_eq!(count("amount_not_a_number"), Some(301));
     assert_eq!(count("attempt_budget_exhausted"), Some(280));
+    // payouts.dlq, decoded through the demo's registry: poison pills by cause.
+    assert_eq!(count("payout_amount_negative"), Some(30));
+    assert_eq!(count("undecodable: unknown schema id 4711"), Some(12));
+    assert_eq!(
+        count("undecodable: Avro for com.acme.payouts.Payout v1 leaves bytes unread (written with another schema?)"),
+        Some(26)
+    );
     let out = env.run(&["demo"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("Demo: an in-process Kafka mock cluster"));

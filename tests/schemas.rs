@@ -392,3 +392,85 @@ fn revision(ledger: &std::path::Path) -> Option<Vec<u8>> {
     })
     .ok()
 }
+
+/// The TUI's screens (groups, letters, each detail tab, 80×24 and 120×40) on decoded
+/// letters: the schema named, the decoded fields shown, the PII-tagged field never.
+#[test]
+fn the_tui_shows_decoded_letters_and_never_the_tagged_field() {
+    use dlq_tui::action::{Action, BrowseEvent, Nav, ViewKey};
+    use dlq_tui::state::Tab;
+    use dlq_tui::update::update;
+    let w = World::start();
+    let codec = SchemaCodec::open(&SchemaSettings {
+        registry: Some(RegistryConfig {
+            url: w.registry.url.clone(),
+            ..Default::default()
+        }),
+        dir: None,
+    })
+    .unwrap();
+    let masker = dlq_core::masking::Masker::with_key(b"k".to_vec());
+    let mut raws = Vec::new();
+    for t in ["pay.dlq", "ord.dlq", "ship.dlq"] {
+        KafkaSource::new(
+            vec![w.cluster.bootstrap_servers()],
+            vec![t.into()],
+            Vec::new(),
+        )
+        .scan(&mut |ev| {
+            if let ScanEvent::Letters(b) = ev {
+                raws.extend(b);
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    }
+    assert_eq!(raws.len(), 4);
+    let batch: Vec<_> = raws
+        .into_iter()
+        .map(|r| dlq_core::catalog::prepare_with(&masker, &[], Some(&codec), true, r).into())
+        .collect();
+    for size in [(80, 24), (120, 40)] {
+        let mut s = dlq_testkit::tui::empty_state(
+            "schemas",
+            masker.clone(),
+            chrono::Utc::now().timestamp_millis(),
+            64 << 20,
+        );
+        update(
+            &mut s,
+            Action::from(BrowseEvent::Letters(
+                batch.iter().map(clone_prepared).collect(),
+            )),
+            size,
+        );
+        update(&mut s, Action::from(BrowseEvent::ScanDone), size);
+        update(&mut s, Action::from(Nav::FocusNext), size);
+        let mut seen = String::new();
+        for _ in 0..4 {
+            for tab in [Tab::Failure, Tab::Headers, Tab::Payload] {
+                update(&mut s, Action::from(ViewKey::SetTab(tab)), size);
+                let screen = dlq_testkit::tui::screen(&s, size);
+                no_secret("the TUI", &screen);
+                seen.push_str(&screen);
+            }
+            update(&mut s, Action::from(Nav::Down), size);
+        }
+        assert!(seen.contains("schema: avro com.acme.Payment"), "{seen}");
+        assert!(seen.contains("SKU-18") || size.0 < 100, "{seen}");
+        assert!(
+            seen.contains("\"memo\": \"[redacted]\"") || seen.contains("\"memo\": \""),
+            "{seen}"
+        );
+    }
+}
+
+fn clone_prepared(p: &dlq_core::prepared::Prepared) -> dlq_core::prepared::Prepared {
+    dlq_core::prepared::Prepared {
+        letter: std::sync::Arc::clone(&p.letter),
+        preview: p.preview.clone(),
+        state: p.state,
+        fp: p.fp,
+        receipt: None,
+    }
+}

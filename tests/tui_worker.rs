@@ -66,7 +66,7 @@ fn demo_worker_scans_then_streams_live_letters_and_fetches() {
         }
     }
     assert!(done, "scan did not complete");
-    assert_eq!(scanned, 1332);
+    assert_eq!(scanned, 1332 + 116, "the incident and payouts.dlq");
     assert!(
         live > 0,
         "no live letter arrived within a minute (the demo trickles one every 4 s)"

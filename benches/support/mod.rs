@@ -157,7 +157,8 @@ pub fn replay_topic(
 /// `n` realistic letters (the incident's, cycled) in `topic`, 16 partitions; each with
 /// its own key, or spread over `keys` keys (hot keys: one letter per key in flight).
 pub fn seed(demo: &Demo, topic: &str, n: usize, keys: Option<usize>) {
-    demo.seed_bench(topic, 0, 16, Utc::now()).expect("topic");
+    demo.seed_bench(topic, 0, 16, Utc::now(), None)
+        .expect("topic");
     let templates = incident(7, Utc::now(), Scale(1.0));
     let letters: Vec<_> = (0..n)
         .map(|i| {

@@ -19,9 +19,12 @@ pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {
         };
         return super::summary::run(ctx, &args);
     }
-    let demo = Demo::start(a.seed, ctx.now, Scale(1.0))?;
+    let extra = dlq_app::brokers::demo_schemas::extra(a.seed, ctx.now)?;
+    let registry = dlq_app::brokers::demo_schemas::registry()?.url.clone();
+    let avro = a.bench_avro.then(|| extra.letters.clone());
+    let demo = Demo::start_with(a.seed, ctx.now, Scale(1.0), extra)?;
     if let Some(n) = a.bench {
-        demo.seed_bench("bench.dlq", n, 256, ctx.now)?;
+        demo.seed_bench("bench.dlq", n, 256, ctx.now, avro.as_deref())?;
         writeln!(
             std::io::stdout(),
             "bench:       bench.dlq seeded with {n} letters in 256 partitions"
@@ -41,12 +44,25 @@ pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {
         demo.topics.join(", "),
         demo.seeded
     )?;
-    writeln!(out, "try:         dlq-triage summary {}", demo.uri())?;
+    writeln!(
+        out,
+        "schema registry: {registry} (payouts.dlq is Avro, Confluent-framed)"
+    )?;
+    writeln!(
+        out,
+        "try:         dlq-triage summary {} --schema-registry {registry}",
+        demo.uri()
+    )?;
     writeln!(
         out,
         "             kcat -C -b {} -t {} -e -q",
         demo.bootstrap(),
         demo.topics[0]
+    )?;
+    writeln!(
+        out,
+        "             kcat -C -b {} -t payouts.dlq -s value=avro -r {registry} -e -q",
+        demo.bootstrap()
     )?;
     writeln!(
         out,

@@ -489,6 +489,9 @@ pub struct DemoArgs {
     /// Benchmarks: also seed `bench.dlq` (256 partitions) with this many letters.
     #[arg(long, hide = true, value_name = "N")]
     pub bench: Option<usize>,
+    /// Benchmarks: seed `bench.dlq` with the Avro letters of `payouts.dlq` instead.
+    #[arg(long, hide = true, requires = "bench")]
+    pub bench_avro: bool,
 }
 
 #[derive(Args, Debug)]

@@ -70,12 +70,8 @@ impl LetterFacts {
         if let Some(c) = &dl.raw.coords {
             identity.push(fact("coords", c.to_string(), None));
         }
-        if let Some(k) = &dl.raw.key {
-            identity.push(fact(
-                "key",
-                masker.mask_text(&String::from_utf8_lossy(k)),
-                None,
-            ));
+        if let Some(k) = dl.readable_key() {
+            identity.push(fact("key", masker.mask_text(&k), None));
         }
         if let Some(t) = &dl.dead_lettered_at {
             identity.push(fact(

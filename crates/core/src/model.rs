@@ -515,6 +515,15 @@ impl DeadLetter {
         }
     }
 
+    /// The key as views read it: its decoded JSON when a schema decoded it, else its
+    /// bytes as (lossy) text. Unmasked: mask before showing.
+    pub fn readable_key(&self) -> Option<Cow<'_, str>> {
+        match self.key_schema.as_ref().and_then(|s| s.decoded()) {
+            Some(d) => Some(Cow::Borrowed(d.json.as_str())),
+            None => self.raw.key.as_deref().map(String::from_utf8_lossy),
+        }
+    }
+
     /// The decoded payload, when a schema decoded it.
     pub fn decoded(&self) -> Option<&crate::schema::Decoded> {
         self.schema.as_ref().and_then(|s| s.decoded())

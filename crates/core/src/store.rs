@@ -212,12 +212,7 @@ impl LetterStore {
             None => (0, -1, -1),
         };
         let id = capped(&dl.id.value.0, MAX_TEXT);
-        let key_lossy = dl
-            .raw
-            .key
-            .as_deref()
-            .map(String::from_utf8_lossy)
-            .unwrap_or_default();
+        let key_lossy = dl.readable_key().unwrap_or_default();
         let key = capped(&key_lossy, MAX_TEXT);
         let preview = capped(masked_preview, u16::MAX as usize);
         let text_at = self.arena.len() as u64;

@@ -178,6 +178,9 @@ pub struct DetailPane {
     pub scroll: u16,
     /// A letter whose bytes were requested from the source.
     pub pending_fetch: Option<RowId>,
+    /// A letter read while its schema was pending, read again once when opened (the
+    /// registry may have answered since).
+    pub schema_retry: Option<RowId>,
     /// A letter whose bytes left memory and that its source cannot fetch again (a held
     /// RabbitMQ delivery past the payload budget): the pane shows what the index holds.
     pub not_kept: Option<RowId>,
@@ -262,6 +265,7 @@ impl AppState {
                 tab: Tab::Failure,
                 scroll: 0,
                 pending_fetch: None,
+                schema_retry: None,
                 not_kept: None,
                 rendered: None,
                 unmasked: std::collections::HashSet::new(),

@@ -103,20 +103,24 @@ impl Demo {
         })
     }
 
-    /// Seed `topic` with `n` realistic letters (the incident's letters, cycled) spread
-    /// over `partitions`, produced in chunks so memory stays flat. The mock keeps about
-    /// 5 MiB per partition, so large benchmarks need many partitions.
+    /// Seed `topic` with `n` realistic letters (the incident's letters, or `templates`,
+    /// cycled) spread over `partitions`, produced in chunks so memory stays flat. The
+    /// mock keeps about 5 MiB per partition, so large benchmarks need many partitions.
     pub fn seed_bench(
         &self,
         topic: &str,
         n: usize,
         partitions: i32,
         now: DateTime<Utc>,
+        templates: Option<&[RawLetter]>,
     ) -> Result<(), SourceError> {
         self.cluster
             .create_topic(topic, partitions, 1)
             .map_err(|e| SourceError::failed_by(format!("demo: creating {topic}"), e))?;
-        let templates = incident(7, now, Scale(1.0));
+        let templates = match templates {
+            Some(t) if !t.is_empty() => t.to_vec(),
+            _ => incident(7, now, Scale(1.0)),
+        };
         let bootstrap = self.bootstrap();
         let mut i = 0usize;
         while i < n {

@@ -35,6 +35,15 @@ pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
         request_fetch(state, row, cmds);
         return;
     };
+    // Scanned while the registry had not answered: read it again, once, so the pane
+    // decodes it if the schema has arrived since (Kafka letters are re-read by offset).
+    let pending = matches!(letter.schema, Some(dlq_core::schema::Decoding::Pending(_)));
+    let store = &state.catalog.store;
+    let refetchable = store.row(row).and_then(|r| store.kafka_coords(r)).is_some();
+    if pending && refetchable && state.detail.schema_retry != Some(row) {
+        state.detail.schema_retry = Some(row);
+        request_fetch(state, row, cmds);
+    }
     let diff = match mark.filter(|_| want_diff) {
         Some(m) => diff_against(state, m, &letter),
         None => None,
