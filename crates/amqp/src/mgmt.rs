@@ -189,16 +189,14 @@ impl Management {
 
     fn get(&self, path: &str) -> Result<String, SourceError> {
         let url = format!("{}{path}", self.base);
-        let call = || {
-            self.agent()
-                .map(|a| a.get(&url).set("Authorization", &self.auth).call())
-        };
+        let agent = self.agent()?;
+        let call = || agent.get(&url).set("Authorization", &self.auth).call();
         // The API answers 500 now and then while a queue is being deleted under it:
         // asked once more before it counts.
-        let mut answer = call()?;
+        let mut answer = call();
         if matches!(answer, Err(ureq::Error::Status(500..=599, _))) {
             std::thread::sleep(Duration::from_millis(250));
-            answer = call()?;
+            answer = call();
         }
         match answer {
             Ok(r) => r
