@@ -190,13 +190,12 @@ impl Management {
     fn get(&self, path: &str) -> Result<String, SourceError> {
         let url = format!("{}{path}", self.base);
         let agent = self.agent()?;
-        let call = || agent.get(&url).set("Authorization", &self.auth).call();
         // The API answers 500 now and then while a queue is being deleted under it:
         // asked once more before it counts.
-        let mut answer = call();
+        let mut answer = agent.get(&url).set("Authorization", &self.auth).call();
         if matches!(answer, Err(ureq::Error::Status(500..=599, _))) {
             std::thread::sleep(Duration::from_millis(250));
-            answer = call();
+            answer = agent.get(&url).set("Authorization", &self.auth).call();
         }
         match answer {
             Ok(r) => r
