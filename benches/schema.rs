@@ -105,10 +105,7 @@ fn bench(c: &mut Criterion) {
         .encode(&info(1, Format::Avro, vec![]), &json.to_string())
         .unwrap();
     let proto = codec
-        .encode(
-            &info(2, Format::Protobuf, vec![0]),
-            &json.to_string().replace("\"1500.25\"", "\"1500.25\""),
-        )
+        .encode(&info(2, Format::Protobuf, vec![0]), &json.to_string())
         .unwrap();
     let plain = serde_json::to_vec(&json).unwrap();
     let masker = Masker::with_key(b"bench".to_vec());
