@@ -341,6 +341,23 @@ fn an_avro_edit_is_written_back_with_its_schema_refused_when_it_does_not_fit_and
         "{:?}",
         dl.schema
     );
+    // The dry-run's sample shows the revision decoded and masked.
+    let mut c = w.cli.command(&[
+        "replay",
+        &src,
+        "--filter",
+        "id=p-1",
+        "--use-revisions",
+        "--to",
+        "kafka:pay",
+        "--dry-run",
+        "--schema-registry",
+        &w.registry.url,
+    ]);
+    c.env("DLQ_TRIAGE_LEDGER", &ledger);
+    let dry = stdout(&c.output().unwrap());
+    assert!(dry.contains(r#"(revision 1) {"id":"#), "{dry}");
+    no_secret("the dry-run", &dry);
     // Replayed with the revision: the origin topic gets the re-encoded bytes.
     let mut c = w.cli.command(&[
         "replay",
@@ -473,4 +490,44 @@ fn clone_prepared(p: &dlq_core::prepared::Prepared) -> dlq_core::prepared::Prepa
         fp: p.fp,
         receipt: None,
     }
+}
+
+/// Registry credentials from the environment are sent, and never shown: a wrong
+/// password is a named reason (the letters wait as pending), the right one decodes.
+#[test]
+fn registry_credentials_are_sent_and_never_shown() {
+    let w = World::start();
+    use base64::Engine as _;
+    let good = base64::engine::general_purpose::STANDARD.encode("svc-dlq:s3cret-pw");
+    w.registry.require_auth(&format!("Basic {good}"));
+    let show = |password: &str| {
+        let mut c = w.cli.command(&[
+            "show",
+            &w.uri("pay.dlq"),
+            "pay.dlq/0/0",
+            "--json",
+            "--schema-registry",
+            &w.registry.url,
+        ]);
+        c.env("DLQ_TRIAGE_SCHEMA_REGISTRY_USER", "svc-dlq")
+            .env("DLQ_TRIAGE_SCHEMA_REGISTRY_PASSWORD", password);
+        c.output().unwrap()
+    };
+    let out = show("wrong-pw");
+    let all = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(!all.contains("wrong-pw"), "{all}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["payload"]["schema"]["state"], "pending", "{doc}");
+    assert!(
+        doc["payload"]["schema"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("refused the credentials (401)"),
+        "{doc}"
+    );
+    let out = show("s3cret-pw");
+    let all = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(!all.contains("s3cret-pw"), "{all}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["payload"]["schema"]["state"], "decoded", "{doc}");
 }

@@ -61,7 +61,7 @@ pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {
     )?;
     writeln!(
         out,
-        "             kcat -C -b {} -t payouts.dlq -s value=avro -r {registry} -e -q",
+        "             kcat -C -b {} -t payouts.dlq -s value=avro -r {registry} -e -q   (a kcat built with Avro)",
         demo.bootstrap()
     )?;
     writeln!(

@@ -142,8 +142,15 @@ impl Masker {
         }
         let mut m = self.clone();
         m.extra.extend(pii.iter().map(|f| normalize_name(f)));
-        // Field-name rules change what text masks to: not this policy's memo.
-        m.id = next_masker_id();
+        // Field-name rules change what text masks to: not this policy's memo, but one
+        // shared by every letter of the same schema (an id derived from the policy and
+        // the fields, in a space the counter never reaches), so a scan of one schema's
+        // letters keeps its memo instead of starting over at each letter.
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = foldhash::fast::FixedState::with_seed(0x5c4e_3a11).build_hasher();
+        self.id.hash(&mut h);
+        pii.hash(&mut h);
+        m.id = h.finish() | (1 << 63);
         std::borrow::Cow::Owned(m)
     }
 

@@ -37,6 +37,8 @@ pub struct ServedRegistry {
     pub url: String,
     server: Arc<tiny_http::Server>,
     faults: Arc<Mutex<HashMap<u32, Fault>>>,
+    /// The `Authorization` header every request must carry, when set.
+    auth: Arc<Mutex<Option<String>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -51,12 +53,22 @@ impl ServedRegistry {
             .ok_or_else(|| "the schema registry has no IP address".to_string())?;
         let server = Arc::new(server);
         let faults: Arc<Mutex<HashMap<u32, Fault>>> = Arc::default();
-        let (srv, f) = (Arc::clone(&server), Arc::clone(&faults));
+        let auth: Arc<Mutex<Option<String>>> = Arc::default();
+        let (srv, f, a) = (Arc::clone(&server), Arc::clone(&faults), Arc::clone(&auth));
         let thread = std::thread::Builder::new()
             .name("demo-schema-registry".into())
             .spawn(move || {
                 for req in srv.incoming_requests() {
-                    let fault = fault_for(req.url(), &f);
+                    let wanted = a.lock().ok().and_then(|g| g.clone());
+                    let given = req
+                        .headers()
+                        .iter()
+                        .find(|h| h.field.equiv("Authorization"))
+                        .map(|h| h.value.as_str().to_string());
+                    let fault = match wanted {
+                        Some(w) if given.as_deref() != Some(w.as_str()) => Some(Fault::Status(401)),
+                        _ => fault_for(req.url(), &f),
+                    };
                     if fault == Some(Fault::Hang) {
                         // Held unanswered on its own thread until the server stops.
                         std::thread::spawn(move || {
@@ -92,8 +104,16 @@ impl ServedRegistry {
             url: format!("http://{addr}"),
             server,
             faults,
+            auth,
             thread: Some(thread),
         })
+    }
+
+    /// Refuse (401) every request without exactly this `Authorization` header.
+    pub fn require_auth(&self, header: &str) {
+        if let Ok(mut a) = self.auth.lock() {
+            *a = Some(header.to_string());
+        }
     }
 
     /// Answer requests for `id` with `fault` from now on.

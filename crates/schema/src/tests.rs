@@ -350,3 +350,95 @@ fn a_schema_directory_reads_ids_files_and_topic_mappings() {
     .unwrap_err();
     assert!(e.contains("nope.avsc"), "{e}");
 }
+
+/// An envelope inside a decoded record is read like one in a JSON body: message id and
+/// reason code come from it, with their provenance.
+#[test]
+fn conventions_read_an_envelope_inside_an_avro_record() {
+    const ENVELOPE: &str = r#"{"type":"record","name":"Envelope","namespace":"com.acme","fields":[
+      {"name":"message_id","type":"string"},
+      {"name":"failure","type":{"type":"record","name":"Failure","fields":[{"name":"reason_code","type":"string"}]}},
+      {"name":"payload","type":{"type":"record","name":"Body","fields":[{"name":"sku","type":"string"}]}}]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("9.avsc"), ENVELOPE).unwrap();
+    let codec = SchemaCodec::open(&SchemaSettings {
+        registry: None,
+        dir: Some(dir.path().into()),
+    })
+    .unwrap();
+    let bytes = codec
+        .encode(&info(9, Format::Avro, vec![]), r#"{"message_id":"m-77","failure":{"reason_code":"sku_unknown"},"payload":{"sku":"SKU-18"}}"#)
+        .unwrap();
+    let raw = dlq_core::model::RawLetter {
+        payload: bytes,
+        ..Default::default()
+    };
+    let dl = dlq_core::conventions::extract_decoding(raw, &[], Some(&codec));
+    assert_eq!(dl.reason_code(), "sku_unknown");
+    assert_eq!(dl.id.value.0, "m-77");
+    assert_eq!(dl.body, dlq_core::model::BodyKind::Json);
+    let (_, preview) = dlq_core::catalog::prepare_with(
+        &dlq_core::masking::Masker::with_key(b"k".to_vec()),
+        &[],
+        Some(&codec),
+        true,
+        dlq_core::model::RawLetter {
+            payload: dl.raw.payload.clone(),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        preview, r#"{"sku":"SKU-18"}"#,
+        "the preview shows the business payload"
+    );
+}
+
+/// A recursive schema with hostile depth: decoded on a big stack, or refused by size;
+/// never a stack overflow. A hostile length prefix is an error, not an allocation.
+#[test]
+fn hostile_avro_is_refused_by_cause_not_a_crash() {
+    // One byte per level: the deepest nesting a payload of a given size can hold.
+    const LIST: &str =
+        r#"{"type":"record","name":"Node","fields":[{"name":"next","type":["null","Node"]}]}"#;
+    const BLOB: &str = r#"{"type":"record","name":"Blob","fields":[{"name":"b","type":"bytes"}]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("5.avsc"), LIST).unwrap();
+    std::fs::write(dir.path().join("6.avsc"), BLOB).unwrap();
+    let codec = SchemaCodec::open(&SchemaSettings {
+        registry: None,
+        dir: Some(dir.path().into()),
+    })
+    .unwrap();
+    let nested = |levels: usize| {
+        let mut b = framing::header(5);
+        b.extend(std::iter::repeat_n(0x02u8, levels));
+        b.push(0x00);
+        b
+    };
+    // As deep as the size bound allows: decoded on the big stack, then refused for display.
+    let d = codec
+        .decode("t", Part::Value, &nested(avro::RECURSIVE_MAX_BYTES - 1))
+        .unwrap();
+    assert!(
+        matches!(&d, Decoding::Undecodable(w) if w.contains("deeper")),
+        "{d:?}"
+    );
+    // Shallow: decoded.
+    assert!(matches!(
+        codec.decode("t", Part::Value, &nested(3)),
+        Some(Decoding::Decoded(_))
+    ));
+    // Past the bound: refused by size, never decoded.
+    let d = codec
+        .decode("t", Part::Value, &nested(avro::RECURSIVE_MAX_BYTES + 10))
+        .unwrap();
+    assert!(
+        matches!(&d, Decoding::Undecodable(w) if w.contains("recursive")),
+        "{d:?}"
+    );
+    // A bytes field claiming 2^62 bytes.
+    let mut bomb = framing::header(6);
+    bomb.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
+    let d = codec.decode("t", Part::Value, &bomb).unwrap();
+    assert!(matches!(d, Decoding::Undecodable(_)), "{d:?}");
+}

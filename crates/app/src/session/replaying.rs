@@ -295,9 +295,14 @@ impl Session {
                     settle,
                     state,
                     ledger_replays: counts.get(&id).copied().unwrap_or(0),
-                    revision_preview: revisions
-                        .get(&id)
-                        .map(|(_, p)| dlq_core::catalog::preview(&self.settings.masker, p)),
+                    // Read as the letter is: a schema-encoded revision previews decoded.
+                    revision_preview: revisions.get(&id).map(|(_, p)| {
+                        let s = &self.settings;
+                        let mut raw = letter.raw.clone();
+                        raw.payload.clone_from(p);
+                        let codec = s.codec.as_deref();
+                        dlq_core::catalog::prepare_with(&s.masker, &s.mappings, codec, true, raw).1
+                    }),
                     revision: revisions.get(&id).cloned(),
                     held_by: claims.get(&(id.clone(), binding.clone())).cloned(),
                     binding,
