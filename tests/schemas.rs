@@ -145,6 +145,12 @@ impl World {
             &[
                 letter("pay.dlq", pay("1500.25", "FAILED"), "p-1"),
                 letter("pay.dlq", pay("7.00", "NEW"), "p-2"),
+                // Framed with an id nobody registered: its text must not show either.
+                letter(
+                    "pay.dlq",
+                    [&[0, 0, 0, 0, 77, 2][..], SECRET.as_bytes()].concat(),
+                    "p-3",
+                ),
                 letter("ord.dlq", order, "o-1"),
                 letter("ship.dlq", ship, "s-1"),
             ],
@@ -197,6 +203,12 @@ fn avro_protobuf_and_json_schema_letters_are_decoded_and_masked_in_every_output(
     );
     let doc = json(&w.run(&["show", &w.uri("ord.dlq"), "ord.dlq/0/0", "--json"]));
     no_secret("show --json", &doc.to_string());
+    let poison = exited(&w.run(&["show", &w.uri("pay.dlq"), "pay.dlq/0/2"]), 0);
+    no_secret("show (undecodable)", &poison);
+    assert!(
+        poison.contains("schema: undecodable: unknown schema id 77"),
+        "{poison}"
+    );
     assert_eq!(doc["payload"]["schema"]["name"], "acme.Order");
     assert!(
         doc["payload"]["text"].as_str().unwrap().contains("SKU-18"),
@@ -442,7 +454,7 @@ fn the_tui_shows_decoded_letters_and_never_the_tagged_field() {
         })
         .unwrap();
     }
-    assert_eq!(raws.len(), 4);
+    assert_eq!(raws.len(), 5);
     let batch: Vec<_> = raws
         .into_iter()
         .map(|r| dlq_core::catalog::prepare_with(&masker, &[], Some(&codec), true, r).into())
@@ -464,7 +476,7 @@ fn the_tui_shows_decoded_letters_and_never_the_tagged_field() {
         update(&mut s, Action::from(BrowseEvent::ScanDone), size);
         update(&mut s, Action::from(Nav::FocusNext), size);
         let mut seen = String::new();
-        for _ in 0..4 {
+        for _ in 0..5 {
             for tab in [Tab::Failure, Tab::Headers, Tab::Payload] {
                 update(&mut s, Action::from(ViewKey::SetTab(tab)), size);
                 let screen = dlq_testkit::tui::screen(&s, size);

@@ -16,7 +16,9 @@ pub(crate) fn masked_raw(masker: &Masker, dl: &DeadLetter) -> RawLetter {
     let raw = &dl.raw;
     let masker = &*masker.with_fields(dl.pii_fields());
     let readable = dl.readable_payload();
+    let undecoded = dl.schema.as_ref().is_some_and(|s| s.decoded().is_none());
     let payload = match dl.body {
+        _ if undecoded => masker.mask_opaque(readable),
         BodyKind::Json => masker
             .mask_json(readable, Layout::Compact, usize::MAX)
             .map(|(t, _)| t.into_bytes())

@@ -541,6 +541,8 @@ impl Cli {
                 Command::Replay(a) => &a.source,
                 Command::Edit(a) => &a.source,
                 Command::Watch(a) => &a.source,
+                // The demo TUI reads the demo source (and its schema registry).
+                Command::Demo(a) if !a.serve => return Some("demo"),
                 _ => return None,
             },
         };

@@ -99,6 +99,11 @@ pub fn prepare_with(
     if !previews {
         return (dl, String::new());
     }
+    if dl.schema.as_ref().is_some_and(|s| s.decoded().is_none()) {
+        // Not decoded: which bytes are a name cannot be told, so none are previewed.
+        let p = format!("[{} B, not decoded]", dl.raw.payload.len());
+        return (dl, p);
+    }
     let payload = dl.readable_payload();
     let focus = dl
         .payload_span

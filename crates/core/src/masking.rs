@@ -585,6 +585,36 @@ impl Masker {
             .collect()
     }
 
+    /// [`Masker::mask_binary`] for schema-encoded bytes that did not decode: their text
+    /// fields cannot be told apart, so none is shown — every printable run of three or
+    /// more bytes is starred too, leaving the structure (lengths, tags, ids) readable.
+    pub fn mask_opaque(&self, bytes: &[u8]) -> Vec<u8> {
+        let hidden = self.opaque_bytes(bytes);
+        bytes
+            .iter()
+            .zip(hidden)
+            .map(|(&b, h)| if h { b'*' } else { b })
+            .collect()
+    }
+
+    /// The bytes [`Masker::mask_opaque`] hides.
+    pub fn opaque_bytes(&self, bytes: &[u8]) -> Vec<bool> {
+        let mut hidden = self.sensitive_bytes(bytes);
+        let printable = |b: u8| b.is_ascii_graphic() || b == b' ';
+        let mut i = 0;
+        while i < bytes.len() {
+            let start = i;
+            while i < bytes.len() && printable(bytes[i]) {
+                i += 1;
+            }
+            if i - start >= 3 {
+                hidden[start..i].iter_mut().for_each(|h| *h = true);
+            }
+            i = i.max(start + 1);
+        }
+        hidden
+    }
+
     /// For each byte of a binary blob, whether it lies in a sensitive span, judged on its
     /// printable-ASCII projection (non-printables as `.`).
     pub fn sensitive_bytes(&self, bytes: &[u8]) -> Vec<bool> {

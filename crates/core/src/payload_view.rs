@@ -72,7 +72,21 @@ pub fn render(masker: &Masker, payload: &[u8], body: BodyKind, max_out: usize) -
 
 /// Render a letter's payload masked: the decoded JSON of a schema-encoded payload
 /// (masked by field name and by the fields its schema tags as PII), else its bytes.
+/// Schema-encoded bytes that did not decode (pending, undecodable) show as a hex dump
+/// with every text run starred: which field holds a name cannot be told without the
+/// schema, so no text is shown (`show --unmask` shows it, audited).
 pub fn render_letter(masker: &Masker, dl: &DeadLetter, max_out: usize) -> PayloadView {
+    if dl.schema.as_ref().is_some_and(|s| s.decoded().is_none()) {
+        let payload = &dl.raw.payload;
+        let shown = payload.len().min(HEX_LIMIT).min(max_out / 4);
+        let bytes = &payload[..shown];
+        return PayloadView {
+            kind: ViewKind::Hex,
+            text: dump(bytes, &masker.opaque_bytes(bytes)),
+            total_bytes: payload.len(),
+            truncated: shown < payload.len(),
+        };
+    }
     let masker = masker.with_fields(dl.pii_fields());
     let mut view = render(&masker, dl.readable_payload(), dl.body, max_out);
     view.total_bytes = dl.raw.payload.len();
@@ -135,8 +149,13 @@ pub fn render_unmasked(payload: &[u8], body: BodyKind, max_out: usize) -> Payloa
 /// byte inside a sensitive span is shown as `**` and `*`, in both columns, since hex of
 /// an email is as readable as the email.
 pub fn hex_dump(masker: Option<&Masker>, bytes: &[u8]) -> String {
-    let projection = crate::masking::printable_projection(bytes);
     let hidden = masker.map_or_else(|| vec![false; bytes.len()], |m| m.sensitive_bytes(bytes));
+    dump(bytes, &hidden)
+}
+
+/// The dump with the `hidden` bytes starred.
+fn dump(bytes: &[u8], hidden: &[bool]) -> String {
+    let projection = crate::masking::printable_projection(bytes);
     let mut out = String::new();
     for (line, chunk) in bytes.chunks(16).enumerate() {
         let base = line * 16;
