@@ -225,6 +225,29 @@ fn avro_protobuf_and_json_schema_letters_are_decoded_and_masked_in_every_output(
         "previews are decoded: {listed}"
     );
     no_secret("summary", &exited(&w.run(&["summary", &all, "--json"]), 0));
+    // Payload field filters read the decoded form, as masked.
+    let ids = |filter: &str| -> Vec<String> {
+        let doc = json(&w.run(&["list", &all, "--filter", filter, "--json"]));
+        doc["letters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids("payload.status=FAILED"), ["p-1"]);
+    assert_eq!(ids("payload.amount=7.*"), ["p-2"]);
+    assert_eq!(ids("payload.lines.0.sku=SKU-18"), ["o-1"]);
+    assert!(
+        ids("payload.memo=Jane*").is_empty(),
+        "a masked field is matched as masked"
+    );
+    let out = w.run(&["list", &all, "--filter", "x-error=boom"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown field is an error, not a fuzzy word"
+    );
     let out = w.cli.path().join("export.ndjson");
     exited(&w.run(&["export", &all, "--out", out.to_str().unwrap()]), 0);
     let exported = std::fs::read_to_string(&out).unwrap();

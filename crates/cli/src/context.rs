@@ -319,6 +319,25 @@ impl Context {
         self.load_with(arg, previews, |_, _, _| Ok(()))
     }
 
+    /// Scan for `filter`: its `payload.…` terms are judged on each whole letter as the
+    /// scan hands it over (only metadata is kept afterwards).
+    pub(crate) fn load_filtered(
+        &self,
+        arg: &str,
+        previews: bool,
+        filter: &mut dlq_core::filter::Filter,
+    ) -> anyhow::Result<Loaded> {
+        if !filter.needs_payloads() {
+            return self.load(arg, previews);
+        }
+        self.load_with(arg, previews, |cat, row, dl| {
+            if let Some(r) = cat.store.row(row) {
+                filter.note_payload(r, &dl, cat.masker());
+            }
+            Ok(())
+        })
+    }
+
     /// Scan with previews, visiting every full letter (see `load_with`).
     pub(crate) fn load_visit(
         &self,

@@ -24,7 +24,7 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
             "--filter must select letters, e.g. --filter 'reason=amount_not_a_number age>1d'",
         );
     }
-    let mut loaded = ctx.load(&a.source, filter.needs_previews())?;
+    let mut loaded = ctx.load_filtered(&a.source, filter.needs_previews(), &mut filter)?;
     let now = ctx.now_ms();
     let store = &loaded.catalog.store;
     let rows: Vec<u32> = store

@@ -95,7 +95,10 @@ pub fn run(ctx: &Context, a: &ExportArgs) -> anyhow::Result<()> {
     let mut written = 0u64;
     let loaded = ctx.load_visit(&a.source, |cat, row, dl| {
         let matches = match cat.store.row(row) {
-            Some(r) => filter.matches(&cat.store, r, now),
+            Some(r) => {
+                filter.note_payload(r, &dl, cat.masker());
+                filter.matches(&cat.store, r, now)
+            }
             None => false,
         };
         if matches {

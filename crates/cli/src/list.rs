@@ -12,7 +12,7 @@ use std::io::Write;
 
 pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
     let mut filter = ctx.parse_filter(a.filter.as_deref())?;
-    let loaded = ctx.load(&a.source, true)?;
+    let loaded = ctx.load_filtered(&a.source, true, &mut filter)?;
     let store = &loaded.catalog.store;
     let masker = loaded.catalog.masker();
     let now = ctx.now_ms();

@@ -114,6 +114,9 @@ fn select(
         let Some(r) = store.row(row) else {
             return Ok(());
         };
+        if let Some(f) = filter.as_mut() {
+            f.note_payload(r, &letter, catalog.masker());
+        }
         if filter.as_mut().is_none_or(|f| f.matches(store, r, now)) {
             picked.push((letter, store.preview(r).to_string()));
         }

@@ -22,7 +22,7 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         None => DEFAULT_DIMS.to_vec(),
     };
     let mut filter = ctx.parse_filter(a.filter.as_deref())?;
-    let loaded = ctx.load(&a.source, filter.needs_previews())?;
+    let loaded = ctx.load_filtered(&a.source, filter.needs_previews(), &mut filter)?;
     let store = &loaded.catalog.store;
     let now = ctx.now_ms();
     let idx = GroupIndex::build(store, &dims, now, Some(&mut filter));

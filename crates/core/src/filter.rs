@@ -107,6 +107,16 @@ enum Term {
         kinds: Vec<BodyKind>,
     },
     Fuzzy(String),
+    /// `payload.customer.email=*@acme.com`: a field of the payload (the decoded form of
+    /// a schema-encoded one), matched **as masked** — a filter never tests a value the
+    /// user could not see. Needs whole letters: the verdicts are noted per letter while
+    /// a scan hands them over (`Filter::note_payload`), keyed by the row's arena offset.
+    Payload {
+        path: Vec<String>,
+        negate: bool,
+        patterns: Vec<String>,
+        verdicts: std::collections::HashMap<u64, bool>,
+    },
 }
 
 /// A compiled filter. `matches` takes `&mut self` to fill its per-symbol caches.
@@ -119,7 +129,11 @@ pub struct Filter {
     all_states: bool,
 }
 
-pub const FIELDS: &str = "reason, version, event, schema, origin, consumer, exception, topic, key, id, age, attempt, replays, state, body";
+/// Where `payload.…` terms cannot be judged (the TUI's index and `watch` keep metadata
+/// only), what to say.
+pub const PAYLOAD_TERMS_NEED_LETTERS: &str = "payload.… terms read whole letters: use them with list, summary, export, discard or replay (the TUI and watch filter what they indexed)";
+
+pub const FIELDS: &str = "reason, version, event, schema, origin, consumer, exception, topic, key, id, age, attempt, replays, state, body, payload.PATH";
 
 impl Filter {
     /// The empty filter, which matches everything.
@@ -151,6 +165,62 @@ impl Filter {
 
     pub fn needs_previews(&self) -> bool {
         self.terms.iter().any(|t| matches!(t, Term::Fuzzy(_)))
+    }
+
+    /// Does any term read payload fields (`payload.…`)? Those need each whole letter
+    /// handed to [`Filter::note_payload`] as it is scanned.
+    pub fn needs_payloads(&self) -> bool {
+        self.terms.iter().any(|t| matches!(t, Term::Payload { .. }))
+    }
+
+    /// Judge the payload terms on one whole letter, indexed as `r`: its readable payload
+    /// (decoded when a schema decoded it), masked as any view masks it.
+    pub fn note_payload(
+        &mut self,
+        r: &Row,
+        dl: &crate::model::DeadLetter,
+        masker: &crate::masking::Masker,
+    ) {
+        if !self.needs_payloads() {
+            return;
+        }
+        let masker = masker.with_fields(dl.pii_fields());
+        let doc: Option<serde_json::Value> = (dl.body == BodyKind::Json
+            && dl.schema.as_ref().is_none_or(|s| s.decoded().is_some()))
+        .then(|| {
+            masker
+                .mask_json(
+                    dl.readable_payload(),
+                    crate::masking::Layout::Compact,
+                    usize::MAX,
+                )
+                .ok()
+                .and_then(|(t, _)| serde_json::from_str(&t).ok())
+        })
+        .flatten();
+        for t in &mut self.terms {
+            if let Term::Payload {
+                path,
+                negate,
+                patterns,
+                verdicts,
+            } = t
+            {
+                let value = doc.as_ref().and_then(|d| {
+                    path.iter().try_fold(d, |v, seg| match v {
+                        serde_json::Value::Array(items) => items.get(seg.parse::<usize>().ok()?),
+                        _ => v.get(seg.as_str()),
+                    })
+                });
+                let text = value.map(|v| match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+                // A letter without the field matches neither `=` nor `!=`.
+                let ok = text.is_some_and(|t| any_glob(patterns, &t) != *negate);
+                verdicts.insert(r.text_at, ok);
+            }
+        }
     }
 
     /// The text it was parsed from.
@@ -222,6 +292,9 @@ impl Filter {
                 Term::Replays { op, n } => compare(i64::from(r.replay_count), *op, i64::from(*n)),
                 Term::State { negate, states } => states.contains(&r.state) != *negate,
                 Term::Body { negate, kinds } => kinds.contains(&r.body) != *negate,
+                Term::Payload { verdicts, .. } => {
+                    verdicts.get(&r.text_at).copied().unwrap_or(false)
+                }
                 Term::Fuzzy(word) => {
                     fuzzy_match(word, store.id(r)).is_some()
                         || fuzzy_match(word, store.key(r)).is_some()
@@ -300,9 +373,11 @@ fn split_op(rest: &str) -> Option<(Op, &str)> {
 }
 
 fn parse_term(tok: &str) -> Result<Term, FilterError> {
-    // Find the operator after a field name made of letters/underscores.
+    // Find the operator after a field name made of letters, digits, `_`, `-` and `.`
+    // (`payload.customer.email`; `x-error` is then an unknown field, said so, not a
+    // fuzzy word that silently matches nothing).
     let name_end = tok
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
         .unwrap_or(tok.len());
     let Some((op, value)) = split_op(&tok[name_end..]) else {
         if tok.is_empty() {
@@ -335,6 +410,20 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
             cache: Vec::new(),
         })
     };
+    if let Some(path) = name.strip_prefix("payload.") {
+        let path: Vec<String> = path.split('.').map(str::to_string).collect();
+        if path.iter().any(String::is_empty) {
+            return fail(format!(
+                "`{tok}`: a payload path names fields: payload.customer.email"
+            ));
+        }
+        return Ok(Term::Payload {
+            path,
+            negate,
+            patterns: alts,
+            verdicts: std::collections::HashMap::new(),
+        });
+    }
     match name {
         "reason" => sym(SymField::Reason),
         "version" => sym(SymField::Version),

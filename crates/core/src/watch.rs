@@ -94,6 +94,13 @@ impl Rule {
             })?;
         let filter = Filter::parse(&words[..at].join(" "))
             .map_err(|e| format!("rule `{}`: {e}", crate::sanitize::clean(text)))?;
+        if filter.needs_payloads() {
+            return Err(format!(
+                "rule `{}`: {}",
+                crate::sanitize::clean(text),
+                crate::filter::PAYLOAD_TERMS_NEED_LETTERS
+            ));
+        }
         let rest = &words[at..];
         let bad = |why: &str| Err(format!("rule `{}`: {why}", crate::sanitize::clean(text)));
         let window = |tail: &[&str]| -> Result<Duration, String> {

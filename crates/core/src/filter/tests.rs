@@ -177,3 +177,41 @@ proptest! {
         prop_assert!(glob(&s.replace(['*', '?'], ""), &s.replace(['*', '?'], "")));
     }
 }
+
+#[test]
+fn payload_terms_match_fields_as_masked_and_unknown_dashed_fields_are_errors() {
+    use crate::masking::Masker;
+    let m = Masker::with_key(b"k".to_vec());
+    let raw = crate::model::RawLetter {
+        payload:
+            br#"{"customer":{"email":"jane@example.com","tier":"gold"},"lines":[{"sku":"SKU-18"}]}"#
+                .to_vec(),
+        ..Default::default()
+    };
+    let dl = crate::catalog::extract_masked(&m, &[], None, raw);
+    let mut store = crate::store::LetterStore::new();
+    let id = store.push(&dl, "");
+    let row = *store.row(id).unwrap();
+    let hit = |expr: &str| {
+        let mut f = Filter::parse(expr).unwrap();
+        assert!(f.needs_payloads());
+        f.note_payload(&row, &dl, &m);
+        f.matches(&store, &row, 0)
+    };
+    assert!(hit("payload.customer.tier=gold"));
+    assert!(hit("payload.customer.tier!=silver"));
+    assert!(hit("payload.lines.0.sku=SKU-*"));
+    assert!(!hit("payload.customer.email=jane*"), "matched as masked");
+    assert!(!hit("payload.nope=*"), "a missing field matches nothing");
+    assert!(!hit("payload.nope!=x"));
+    // Not judged (no letter seen): no match.
+    let mut f = Filter::parse("payload.customer.tier=gold").unwrap();
+    assert!(!f.matches(&store, &row, 0));
+    for bad in ["x-error=foo", "payload.=x", "payload.a..b=x"] {
+        assert!(Filter::parse(bad).is_err(), "{bad}");
+    }
+    assert!(
+        !Filter::parse("SKU-18").unwrap().needs_payloads(),
+        "a bare word stays fuzzy"
+    );
+}

@@ -15,16 +15,14 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
             let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
             format!("grouped by {}", names.join(" › "))
         }),
-        "filter" | "f" => Filter::parse(arg)
-            .map_err(|e| format!("bad filter: {e}"))
-            .map(|f| {
-                state.filter = f;
-                rebuild_index(state);
-                format!(
-                    "{} match",
-                    dlq_core::words::count(state.index.total(), "letter")
-                )
-            }),
+        "filter" | "f" => super::typing::parse_filter(arg).map(|f| {
+            state.filter = f;
+            rebuild_index(state);
+            format!(
+                "{} match",
+                dlq_core::words::count(state.index.total(), "letter")
+            )
+        }),
         "clear" => {
             state.filter = Filter::all();
             rebuild_index(state);

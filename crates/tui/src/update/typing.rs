@@ -84,8 +84,20 @@ pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
     }
 }
 
+/// A filter the TUI can judge on what it indexed (no `payload.…` terms).
+pub(crate) fn parse_filter(expr: &str) -> Result<Filter, String> {
+    let f = Filter::parse(expr).map_err(|e| format!("bad filter: {e}"))?;
+    if f.needs_payloads() {
+        return Err(format!(
+            "bad filter: {}",
+            dlq_core::filter::PAYLOAD_TERMS_NEED_LETTERS
+        ));
+    }
+    Ok(f)
+}
+
 pub(crate) fn apply_filter(state: &mut AppState, expr: &str) {
-    match Filter::parse(expr) {
+    match parse_filter(expr) {
         Ok(f) => {
             state.filter = f;
             rebuild_index(state);
@@ -99,7 +111,7 @@ pub(crate) fn apply_filter(state: &mut AppState, expr: &str) {
                 Level::Info,
             ));
         }
-        Err(e) => state.message = Some((format!("bad filter: {e}"), Level::Error)),
+        Err(e) => state.message = Some((e, Level::Error)),
     }
 }
 
