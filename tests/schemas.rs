@@ -566,3 +566,39 @@ fn registry_credentials_are_sent_and_never_shown() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["payload"]["schema"]["state"], "decoded", "{doc}");
 }
+
+/// A registry behind a private CA: refused without the CA (the letters wait as pending,
+/// with why), decoded with `--schema-registry-ca`.
+#[test]
+fn a_registry_behind_a_private_ca_is_read_with_its_ca_file() {
+    let w = World::start();
+    let port: u16 = w.registry.url.rsplit(':').next().unwrap().parse().unwrap();
+    let front = dlq_testkit::tls::tls_front(&["localhost"], &[port], false);
+    let ca = w.cli.path().join("registry-ca.pem");
+    std::fs::write(&ca, &front.ca_pem).unwrap();
+    let url = format!("https://localhost:{}", front.ports[0]);
+    let show = |extra: &[&str]| {
+        let mut args = vec![
+            "show",
+            "",
+            "pay.dlq/0/0",
+            "--json",
+            "--schema-registry",
+            url.as_str(),
+        ];
+        let uri = w.uri("pay.dlq");
+        args[1] = uri.as_str();
+        args.extend_from_slice(extra);
+        json(&w.cli.run(&args))
+    };
+    let doc = show(&[]);
+    assert_eq!(doc["payload"]["schema"]["state"], "pending", "{doc}");
+    let why = doc["payload"]["schema"]["why"].as_str().unwrap();
+    assert!(
+        why.contains("certificate") && why.contains("--schema-registry-ca"),
+        "{why}"
+    );
+    let doc = show(&["--schema-registry-ca", ca.to_str().unwrap()]);
+    assert_eq!(doc["payload"]["schema"]["state"], "decoded", "{doc}");
+    assert_eq!(doc["payload"]["schema"]["name"], "com.acme.Payment");
+}

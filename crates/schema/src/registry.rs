@@ -226,13 +226,23 @@ impl Registry {
                 self.shown
             ))),
             Err(ureq::Error::Transport(t)) => {
-                let why = match t.kind() {
-                    ureq::ErrorKind::Io if t.to_string().contains("timed out") => {
-                        "did not answer in time".to_string()
+                let mut text = t.to_string();
+                let mut source = std::error::Error::source(&t);
+                while let Some(e) = source {
+                    text.push_str(&format!(": {e}"));
+                    source = e.source();
+                }
+                let why = if text.contains("certificate") {
+                    "presented a certificate this host does not trust (a private CA? pass --schema-registry-ca PEM)".to_string()
+                } else {
+                    match t.kind() {
+                        ureq::ErrorKind::Io if text.contains("timed out") => {
+                            "did not answer in time".to_string()
+                        }
+                        ureq::ErrorKind::ConnectionFailed => "refused the connection".to_string(),
+                        ureq::ErrorKind::Dns => "has a name that does not resolve".to_string(),
+                        _ => t.kind().to_string(),
                     }
-                    ureq::ErrorKind::ConnectionFailed => "refused the connection".to_string(),
-                    ureq::ErrorKind::Dns => "has a name that does not resolve".to_string(),
-                    _ => t.kind().to_string(),
                 };
                 Err(Failure::Other(dlq_core::source::redact_uri_text(&format!(
                     "the schema registry at {} {why}",
