@@ -77,18 +77,7 @@ fn letter(topic: &str, payload: Vec<u8>) -> RawLetter {
 }
 
 fn info(id: u32, format: Format, indexes: Vec<i32>) -> SchemaInfo {
-    SchemaInfo {
-        format,
-        id: Some(id),
-        subject: None,
-        version: None,
-        name: String::new(),
-        framed: true,
-        message_indexes: indexes,
-        pii_fields: Vec::new(),
-        source: "bench".into(),
-        container: None,
-    }
+    SchemaInfo::framed(format, id, indexes)
 }
 
 fn bench(c: &mut Criterion) {

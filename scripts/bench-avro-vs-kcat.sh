@@ -12,22 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
-command -v kcat >/dev/null || { echo "kcat is needed: apt-get install kcat" >&2; exit 1; }
-cargo build --release --quiet
-BIN=target/release/dlq-triage
-LOG=$(mktemp)
-"$BIN" demo --serve --bench "$N" --bench-avro >"$LOG" 2>&1 &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; rm -f "$LOG"' EXIT
-echo "seeding $N Avro letters…"
-for _ in $(seq 1 600); do
-    grep -q '^bench:' "$LOG" && grep -q '^schema registry:' "$LOG" && break
-    kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
-    sleep 1
-done
-ADDR=$(awk '/^demo broker:/ {print $3}' "$LOG")
-REG=$(awk '/^schema registry:/ {print $3}' "$LOG")
-echo "broker $ADDR, registry $REG"
+. scripts/lib/serve-demo.sh
+serve_demo "$N" --bench-avro
 now() { date +%s.%N; }
 AVRO_KCAT=0
 if kcat -C -b "$ADDR" -t bench.dlq -o beginning -c 1 -e -q -s value=avro -r "$REG" >/dev/null 2>&1; then AVRO_KCAT=1; fi

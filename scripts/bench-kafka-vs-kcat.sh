@@ -10,21 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
-command -v kcat >/dev/null || { echo "kcat is needed: apt-get install kcat" >&2; exit 1; }
-cargo build --release --quiet
-BIN=target/release/dlq-triage
-LOG=$(mktemp)
-"$BIN" demo --serve --bench "$N" >"$LOG" 2>&1 &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; rm -f "$LOG"' EXIT
-echo "seeding $N letters…"
-for _ in $(seq 1 600); do
-    grep -q '^bench:' "$LOG" && grep -q '^demo broker:' "$LOG" && break
-    kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
-    sleep 1
-done
-ADDR=$(awk '/^demo broker:/ {print $3}' "$LOG")
-echo "broker $ADDR"
+. scripts/lib/serve-demo.sh
+serve_demo "$N"
 
 now() { date +%s.%N; }
 # The first read after seeding is slower for whoever goes first: warm up, then alternate.

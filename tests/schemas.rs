@@ -44,18 +44,7 @@ const SHIPMENT: &str = r#"{"title":"Shipment","type":"object","properties":{
 const SECRET: &str = "Jane Roe at 12 Elm Row";
 
 fn info(id: u32, format: Format, indexes: Vec<i32>) -> SchemaInfo {
-    SchemaInfo {
-        format,
-        id: Some(id),
-        subject: None,
-        version: None,
-        name: String::new(),
-        framed: true,
-        message_indexes: indexes,
-        pii_fields: Vec::new(),
-        source: "test".into(),
-        container: None,
-    }
+    SchemaInfo::framed(format, id, indexes)
 }
 
 fn letter(topic: &str, payload: Vec<u8>, id: &str) -> RawLetter {
@@ -173,6 +162,20 @@ impl World {
         all.extend(["--schema-registry", self.registry.url.as_str()]);
         self.cli.run(&all)
     }
+}
+
+/// Every letter of `topic`, as the broker holds it.
+fn scan_topic(bootstrap: String, topic: &str) -> Vec<RawLetter> {
+    let mut got = Vec::new();
+    KafkaSource::new(vec![bootstrap], vec![topic.into()], Vec::new())
+        .scan(&mut |ev| {
+            if let ScanEvent::Letters(b) = ev {
+                got.extend(b);
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    got
 }
 
 fn no_secret(what: &str, text: &str) {
@@ -417,19 +420,7 @@ fn an_avro_edit_is_written_back_with_its_schema_refused_when_it_does_not_fit_and
         stdout(&out),
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut landed = Vec::new();
-    KafkaSource::new(
-        vec![w.cluster.bootstrap_servers()],
-        vec!["pay".into()],
-        Vec::new(),
-    )
-    .scan(&mut |ev| {
-        if let ScanEvent::Letters(b) = ev {
-            landed.extend(b);
-        }
-        ControlFlow::Continue(())
-    })
-    .unwrap();
+    let landed = scan_topic(w.cluster.bootstrap_servers(), "pay");
     assert_eq!(landed.len(), 1);
     assert_eq!(
         landed[0].payload, bytes,
@@ -462,21 +453,10 @@ fn the_tui_shows_decoded_letters_and_never_the_tagged_field() {
     })
     .unwrap();
     let masker = dlq_core::masking::Masker::with_key(b"k".to_vec());
-    let mut raws = Vec::new();
-    for t in ["pay.dlq", "ord.dlq", "ship.dlq"] {
-        KafkaSource::new(
-            vec![w.cluster.bootstrap_servers()],
-            vec![t.into()],
-            Vec::new(),
-        )
-        .scan(&mut |ev| {
-            if let ScanEvent::Letters(b) = ev {
-                raws.extend(b);
-            }
-            ControlFlow::Continue(())
-        })
-        .unwrap();
-    }
+    let raws: Vec<RawLetter> = ["pay.dlq", "ord.dlq", "ship.dlq"]
+        .into_iter()
+        .flat_map(|t| scan_topic(w.cluster.bootstrap_servers(), t))
+        .collect();
     assert_eq!(raws.len(), 5);
     let batch: Vec<_> = raws
         .into_iter()

@@ -55,6 +55,23 @@ pub struct SchemaInfo {
 }
 
 impl SchemaInfo {
+    /// A Confluent-framed schema by its registry id (the rest is filled in by a decode):
+    /// what writing JSON with a known schema id needs.
+    pub fn framed(format: Format, id: u32, message_indexes: Vec<i32>) -> SchemaInfo {
+        SchemaInfo {
+            format,
+            id: Some(id),
+            subject: None,
+            version: None,
+            name: String::new(),
+            framed: true,
+            message_indexes,
+            pii_fields: Vec::new(),
+            source: String::new(),
+            container: None,
+        }
+    }
+
     /// One line for the detail pane and `show`: `avro com.acme.Payment v2 (id 12,
     /// subject payments-value, registry)`. Untrusted (the registry's names): sanitize.
     pub fn describe(&self) -> String {

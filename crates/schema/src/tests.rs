@@ -83,18 +83,7 @@ fn codec_for(url: &str) -> SchemaCodec {
 }
 
 fn info(id: u32, format: Format, indexes: Vec<i32>) -> SchemaInfo {
-    SchemaInfo {
-        format,
-        id: Some(id),
-        subject: None,
-        version: None,
-        name: String::new(),
-        framed: true,
-        message_indexes: indexes,
-        pii_fields: vec![],
-        source: "registry".into(),
-        container: None,
-    }
+    SchemaInfo::framed(format, id, indexes)
 }
 
 const PAYMENT: &str = r#"{"id":"5f0c6c1e-2d6e-4b8e-9a55-0d7e1c1f2a3b","amount":"1500.25","at":"2026-12-03T04:05:06.789Z","status":"FAILED","note":null,"holder":"Jane Roe","ref":"R-7"}"#;

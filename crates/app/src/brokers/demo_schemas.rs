@@ -69,20 +69,11 @@ pub fn extra(seed: u64, now: chrono::DateTime<chrono::Utc>) -> Result<Extra, Sou
     })
     .map_err(|e| SourceError::failed(format!("demo: {e}")))?;
     let encode = |id: u32, json: &serde_json::Value| {
-        let info = SchemaInfo {
-            format: Format::Avro,
-            id: Some(id),
-            subject: None,
-            version: None,
-            name: String::new(),
-            framed: true,
-            message_indexes: Vec::new(),
-            pii_fields: Vec::new(),
-            source: "demo".into(),
-            container: None,
-        };
         codec
-            .encode(&info, &json.to_string())
+            .encode(
+                &SchemaInfo::framed(Format::Avro, id, Vec::new()),
+                &json.to_string(),
+            )
             .map_err(|e| SourceError::failed(format!("demo: encoding a payout: {e}")))
     };
     let mut rng = Rng::new(seed ^ 0x005e_eda7);
