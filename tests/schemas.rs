@@ -11,7 +11,7 @@ use dlq_core::schema::{Format, PayloadCodec, SchemaInfo};
 use dlq_kafka::demo::produce_all;
 use dlq_kafka::KafkaSource;
 use dlq_schema::serve::{Registered, ServedRegistry};
-use dlq_schema::{RegistryConfig, SchemaCodec, SchemaSettings};
+use dlq_schema::SchemaCodec;
 use dlq_testkit::cli::{exited, json, stdout, Cli};
 use rdkafka::mocking::MockCluster;
 use std::ops::ControlFlow;
@@ -104,14 +104,7 @@ impl World {
             0,
         )
         .unwrap();
-        let codec = SchemaCodec::open(&SchemaSettings {
-            registry: Some(RegistryConfig {
-                url: registry.url.clone(),
-                ..Default::default()
-            }),
-            dir: None,
-        })
-        .unwrap();
+        let codec = SchemaCodec::for_registry(&registry.url).unwrap();
         let cluster = MockCluster::new(1).unwrap();
         for t in ["pay.dlq", "ord.dlq", "ship.dlq", "pay"] {
             cluster.create_topic(t, 1, 1).unwrap();
@@ -365,14 +358,7 @@ fn an_avro_edit_is_written_back_with_its_schema_refused_when_it_does_not_fit_and
         "the masked field keeps its real value: {shown}"
     );
     let mut dl = dlq_core::conventions::extract(letter("pay.dlq", bytes.clone(), "x"), &[]);
-    let codec = SchemaCodec::open(&SchemaSettings {
-        registry: Some(RegistryConfig {
-            url: w.registry.url.clone(),
-            ..Default::default()
-        }),
-        dir: None,
-    })
-    .unwrap();
+    let codec = SchemaCodec::for_registry(&w.registry.url).unwrap();
     dl.schema = codec.decode("pay.dlq", dlq_core::schema::Part::Value, &bytes);
     assert!(
         dl.decoded().unwrap().json.contains(r#""amount":"1500.00""#),
@@ -444,14 +430,7 @@ fn the_tui_shows_decoded_letters_and_never_the_tagged_field() {
     use dlq_tui::state::Tab;
     use dlq_tui::update::update;
     let w = World::start();
-    let codec = SchemaCodec::open(&SchemaSettings {
-        registry: Some(RegistryConfig {
-            url: w.registry.url.clone(),
-            ..Default::default()
-        }),
-        dir: None,
-    })
-    .unwrap();
+    let codec = SchemaCodec::for_registry(&w.registry.url).unwrap();
     let masker = dlq_core::masking::Masker::with_key(b"k".to_vec());
     let raws: Vec<RawLetter> = ["pay.dlq", "ord.dlq", "ship.dlq"]
         .into_iter()

@@ -128,6 +128,17 @@ impl SchemaCodec {
         })
     }
 
+    /// A codec over one registry without credentials (the demo's, a test's).
+    pub fn for_registry(url: &str) -> Result<SchemaCodec, String> {
+        SchemaCodec::open(&SchemaSettings {
+            registry: Some(RegistryConfig {
+                url: url.to_string(),
+                ..Default::default()
+            }),
+            dir: None,
+        })
+    }
+
     /// The schema for a framed id: ready, still pending, or why not.
     fn by_id(&self, id: u32) -> Result<Arc<Entry>, Decoding> {
         let mut ids = lock(&self.shared.ids);

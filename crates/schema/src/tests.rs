@@ -74,6 +74,7 @@ fn codec_for(url: &str) -> SchemaCodec {
     SchemaCodec::open(&SchemaSettings {
         registry: Some(RegistryConfig {
             url: url.into(),
+            // Short, so the hung-registry case stays quick.
             timeout: Some(Duration::from_millis(800)),
             ..Default::default()
         }),

@@ -10,7 +10,7 @@ use dlq_core::schema::{Format, PayloadCodec, SchemaInfo};
 use dlq_kafka::demo::scenario::Rng;
 use dlq_kafka::demo::Extra;
 use dlq_schema::serve::{Registered, ServedRegistry};
-use dlq_schema::{RegistryConfig, SchemaCodec, SchemaSettings};
+use dlq_schema::SchemaCodec;
 use std::sync::OnceLock;
 
 pub const PAYOUTS_DLQ: &str = "payouts.dlq";
@@ -60,14 +60,8 @@ pub fn registry() -> Result<&'static ServedRegistry, SourceError> {
 /// The topics and letters the demo adds to the mock cluster.
 pub fn extra(seed: u64, now: chrono::DateTime<chrono::Utc>) -> Result<Extra, SourceError> {
     let url = registry()?.url.clone();
-    let codec = SchemaCodec::open(&SchemaSettings {
-        registry: Some(RegistryConfig {
-            url,
-            ..Default::default()
-        }),
-        dir: None,
-    })
-    .map_err(|e| SourceError::failed(format!("demo: {e}")))?;
+    let codec =
+        SchemaCodec::for_registry(&url).map_err(|e| SourceError::failed(format!("demo: {e}")))?;
     let encode = |id: u32, json: &serde_json::Value| {
         codec
             .encode(
