@@ -61,14 +61,21 @@ const IO_CRATES: [&str; 10] = [
 fn every_layer_depends_only_downwards() {
     let g = graph();
     // Which of our crates each crate may use.
-    let allowed: [(&str, &[&str]); 9] = [
+    let allowed: [(&str, &[&str]); 10] = [
         ("dlq-core", &[]),
         ("dlq-ledger", &["dlq-core"]),
         ("dlq-kafka", &["dlq-core"]),
         ("dlq-amqp", &["dlq-core"]),
+        ("dlq-schema", &["dlq-core"]),
         (
             "dlq-app",
-            &["dlq-core", "dlq-ledger", "dlq-kafka", "dlq-amqp"],
+            &[
+                "dlq-core",
+                "dlq-ledger",
+                "dlq-kafka",
+                "dlq-amqp",
+                "dlq-schema",
+            ],
         ),
         ("dlq-tui", &["dlq-core", "dlq-app"]),
         ("dlq-cli", &["dlq-core", "dlq-app", "dlq-tui"]),
@@ -103,6 +110,23 @@ fn core_names_no_io_crate_and_front_ends_no_adapter_crate() {
         .filter(|d| IO_CRATES.contains(&d.as_str()))
         .collect();
     assert!(core_io.is_empty(), "dlq-core depends on {core_io:?}");
+    // Payloads are decoded behind core's PayloadCodec port, by dlq-schema alone: neither
+    // core nor a front end names a codec (or the demo registry's server).
+    const CODECS: [&str; 6] = [
+        "apache-avro",
+        "prost",
+        "prost-reflect",
+        "protox",
+        "jsonschema",
+        "tiny_http",
+    ];
+    for layer in ["dlq-core", "dlq-tui", "dlq-cli", "dlq-app", "dlq-kafka"] {
+        let named: Vec<&String> = g[layer]
+            .iter()
+            .filter(|d| CODECS.contains(&d.as_str()))
+            .collect();
+        assert!(named.is_empty(), "{layer} depends on {named:?}");
+    }
     // The front ends reach brokers and the ledger through the app, never directly.
     for front in ["dlq-tui", "dlq-cli"] {
         let bad: Vec<&String> = g[front]
