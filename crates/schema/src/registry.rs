@@ -93,6 +93,16 @@ pub struct Registry {
 impl Registry {
     pub fn new(cfg: &RegistryConfig) -> Result<Registry, String> {
         let shown = dlq_core::source::redact_uri_text(cfg.url.trim_end_matches('/'));
+        let scheme_ok = ["http://", "https://"].iter().any(|p| {
+            cfg.url
+                .get(..p.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(p))
+        });
+        if !scheme_ok {
+            return Err(format!(
+                "schema registry `{shown}`: an http:// or https:// URL, e.g. https://schema-registry:8081"
+            ));
+        }
         let timeout = cfg.timeout.unwrap_or(Duration::from_secs(5));
         let mut builder = ureq::AgentBuilder::new()
             .timeout_connect(timeout.min(Duration::from_secs(3)))
