@@ -59,7 +59,8 @@ impl AvroSchema {
         };
         let mut names = HashMap::new();
         {
-            let all: Vec<&Schema> = std::iter::once(&schema).chain(refs.iter()).collect();
+            // Referenced schemas first: each resolves against those before it.
+            let all: Vec<&Schema> = refs.iter().chain(std::iter::once(&schema)).collect();
             let resolved = apache_avro::schema::ResolvedSchema::new_with_schemata(all)
                 .map_err(|e| e.to_string())?;
             for (n, s) in resolved.get_names() {

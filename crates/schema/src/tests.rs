@@ -432,3 +432,66 @@ fn hostile_avro_is_refused_by_cause_not_a_crash() {
     let d = codec.decode("t", Part::Value, &bomb).unwrap();
     assert!(matches!(d, Decoding::Undecodable(_)), "{d:?}");
 }
+
+/// Schema references, as the registry serves them: a Protobuf schema importing another
+/// subject's file, and an Avro schema naming another subject's record.
+#[test]
+fn references_are_fetched_and_compiled_with_the_schema() {
+    const MONEY: &str = "syntax = \"proto3\";\npackage acme.common;\nmessage Money { string currency = 1; int64 cents = 2; }\n";
+    const INVOICE: &str = "syntax = \"proto3\";\npackage acme;\nimport \"acme/common/money.proto\";\nmessage Invoice { string id = 1; acme.common.Money total = 2; }\n";
+    const ADDRESS: &str = r#"{"type":"record","name":"Address","namespace":"com.acme","fields":[{"name":"city","type":"string"}]}"#;
+    const CUSTOMER: &str = r#"{"type":"record","name":"Customer","namespace":"com.acme","fields":[{"name":"home","type":"com.acme.Address"}]}"#;
+    let reg = |id, subject: &str, format, text: &str, references| Registered {
+        id,
+        subject: subject.into(),
+        version: 1,
+        format,
+        text: text.into(),
+        references,
+    };
+    let served = ServedRegistry::start(
+        vec![
+            reg(30, "money", Format::Protobuf, MONEY, vec![]),
+            reg(
+                31,
+                "invoices-value",
+                Format::Protobuf,
+                INVOICE,
+                vec![("acme/common/money.proto".into(), "money".into(), 1)],
+            ),
+            reg(40, "address", Format::Avro, ADDRESS, vec![]),
+            reg(
+                41,
+                "customers-value",
+                Format::Avro,
+                CUSTOMER,
+                vec![("com.acme.Address".into(), "address".into(), 1)],
+            ),
+        ],
+        0,
+    )
+    .unwrap();
+    let codec = codec_for(&served.url);
+    let json = r#"{"id":"inv-1","total":{"currency":"EUR","cents":"150025"}}"#;
+    let bytes = codec
+        .encode(&info(31, Format::Protobuf, vec![0]), json)
+        .unwrap();
+    let Decoding::Decoded(d) = codec.decode("invoices", Part::Value, &bytes).unwrap() else {
+        panic!()
+    };
+    assert_eq!(d.schema.name, "acme.Invoice");
+    assert!(d.json.contains(r#""cents":"150025""#), "{}", d.json);
+    let bytes = codec
+        .encode(
+            &info(41, Format::Avro, vec![]),
+            r#"{"home":{"city":"Lyon"}}"#,
+        )
+        .unwrap();
+    let Decoding::Decoded(d) = codec.decode("customers", Part::Value, &bytes).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (d.schema.name.as_str(), d.json.as_str()),
+        ("com.acme.Customer", r#"{"home":{"city":"Lyon"}}"#)
+    );
+}
