@@ -87,6 +87,7 @@ fn bench(c: &mut Criterion) {
     let codec = SchemaCodec::open(&SchemaSettings {
         registry: None,
         dir: Some(dir.path().into()),
+        ..Default::default()
     })
     .unwrap();
     let json = record();

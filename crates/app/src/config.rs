@@ -59,6 +59,12 @@ pub struct SchemasConfig {
     /// A directory of `.avsc`/`.proto`/`.json`/descriptor sets (see the README).
     #[serde(default)]
     pub dir: Option<PathBuf>,
+    /// Letters without framing, by topic or queue: the registry subject whose latest
+    /// version reads their values (`{ "orders.raw" = "orders-value" }`) or keys.
+    #[serde(default)]
+    pub value_subjects: BTreeMap<String, String>,
+    #[serde(default)]
+    pub key_subjects: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for SchemasConfig {

@@ -74,7 +74,21 @@ pub fn open(
             timeout: None,
         }
     });
-    let settings = SchemaSettings { registry, dir };
+    // A source's own mappings over the global ones, container by container.
+    let subjects = |f: fn(&SchemasConfig) -> &std::collections::BTreeMap<String, String>| {
+        let mut all: std::collections::HashMap<String, String> =
+            f(&config.schemas).clone().into_iter().collect();
+        if let Some(n) = named {
+            all.extend(f(n).clone());
+        }
+        all
+    };
+    let settings = SchemaSettings {
+        registry,
+        dir,
+        value_subjects: subjects(|c| &c.value_subjects),
+        key_subjects: subjects(|c| &c.key_subjects),
+    };
     open_settings(&settings)
 }
 

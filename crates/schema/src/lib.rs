@@ -33,11 +33,23 @@ pub struct SchemaSettings {
     pub registry: Option<RegistryConfig>,
     /// `--schemas DIR`.
     pub dir: Option<PathBuf>,
+    /// Registry subjects for letters without framing, by topic or queue: the latest
+    /// version is read with (`[schemas] value_subjects`, `key_subjects`).
+    pub value_subjects: HashMap<String, String>,
+    pub key_subjects: HashMap<String, String>,
 }
 
 impl SchemaSettings {
     pub fn is_empty(&self) -> bool {
         self.registry.is_none() && self.dir.is_none()
+    }
+
+    /// The registry subject a mapping names for a container's keys or values.
+    fn subject(&self, container: &str, part: Part) -> Option<&String> {
+        match part {
+            Part::Value => self.value_subjects.get(container),
+            Part::Key => self.key_subjects.get(container),
+        }
     }
 }
 
@@ -80,6 +92,9 @@ pub struct SchemaCodec {
     shared: Arc<Shared>,
     fetch: Option<Mutex<Sender<u32>>>,
     registry_shown: Option<String>,
+    /// For subject lookups (unframed letters), made on the asking thread, once each.
+    registry: Option<Arc<Registry>>,
+    settings: SchemaSettings,
     local: Option<LocalDir>,
     mapped: Mutex<HashMap<(String, bool), Mapped>>,
 }
@@ -90,10 +105,11 @@ impl SchemaCodec {
     pub fn open(settings: &SchemaSettings) -> Result<SchemaCodec, String> {
         let local = settings.dir.as_deref().map(LocalDir::open).transpose()?;
         let shared = Arc::new(Shared::default());
-        let (fetch, registry_shown) = match &settings.registry {
+        let (fetch, registry_shown, shared_registry) = match &settings.registry {
             Some(cfg) => {
-                let registry = Registry::new(cfg)?;
+                let registry = Arc::new(Registry::new(cfg)?);
                 let shown = registry.shown.clone();
+                let for_subjects = Arc::clone(&registry);
                 let (tx, rx) = mpsc::channel::<u32>();
                 let state = Arc::clone(&shared);
                 std::thread::Builder::new()
@@ -115,14 +131,16 @@ impl SchemaCodec {
                         }
                     })
                     .map_err(|e| format!("cannot start the schema registry thread: {e}"))?;
-                (Some(Mutex::new(tx)), Some(shown))
+                (Some(Mutex::new(tx)), Some(shown), Some(for_subjects))
             }
-            None => (None, None),
+            None => (None, None, None),
         };
         Ok(SchemaCodec {
             shared,
             fetch,
             registry_shown,
+            registry: shared_registry,
+            settings: settings.clone(),
             local,
             mapped: Mutex::new(HashMap::new()),
         })
@@ -135,7 +153,7 @@ impl SchemaCodec {
                 url: url.to_string(),
                 ..Default::default()
             }),
-            dir: None,
+            ..Default::default()
         })
     }
 
@@ -197,15 +215,30 @@ impl SchemaCodec {
         }
     }
 
-    /// The schema a directory mapping names for a container, compiled once.
-    fn mapped(&self, container: &str, part: Part) -> Option<Result<Arc<Entry>, String>> {
-        let local = self.local.as_ref()?;
+    /// The schema a mapping names for a container — a directory's `[topics]`, else a
+    /// registry subject's latest version — compiled once. A registry that does not
+    /// answer leaves the letter pending and is asked again by a later letter.
+    fn mapped(&self, container: &str, part: Part) -> Option<Result<Arc<Entry>, Decoding>> {
         let key = (container.to_string(), part == Part::Key);
-        let mut mapped = lock(&self.mapped);
-        if let Some(found) = mapped.get(&key) {
-            return Some(found.clone());
+        if let Some(found) = lock(&self.mapped).get(&key) {
+            return Some(found.clone().map_err(Decoding::Undecodable));
         }
-        let raw = local.for_container(container, part)?;
+        let raw = match self
+            .local
+            .as_ref()
+            .and_then(|l| l.for_container(container, part))
+        {
+            Some(raw) => raw,
+            None => {
+                let subject = self.settings.subject(container, part)?;
+                let registry = self.registry.as_ref()?;
+                match registry.latest(subject) {
+                    Lookup::Found(raw) => Ok(raw),
+                    Lookup::Unknown(why) => Err(why),
+                    Lookup::Transient(why) => return Some(Err(Decoding::Pending(why))),
+                }
+            }
+        };
         let entry = raw.and_then(|raw| {
             let label = raw.source.clone();
             match ready(raw, None, Some(container.to_string()), &label) {
@@ -214,8 +247,8 @@ impl SchemaCodec {
                 _ => Err(format!("{label}: not loaded")),
             }
         });
-        mapped.insert(key, entry.clone());
-        Some(entry)
+        lock(&self.mapped).insert(key, entry.clone());
+        Some(entry.map_err(Decoding::Undecodable))
     }
 
     fn decode_with(&self, entry: &Entry, framed: bool, bytes: &[u8]) -> Decoding {
@@ -232,7 +265,7 @@ impl SchemaCodec {
                 let part = Part::Value;
                 match self.mapped(container, part) {
                     Some(Ok(e)) => Ok(e),
-                    Some(Err(why)) => Err(EncodeError(why)),
+                    Some(Err(d)) => Err(EncodeError(d.describe())),
                     None => Err(EncodeError(format!(
                         "no schema is mapped for {container} any more"
                     ))),
@@ -259,7 +292,7 @@ impl PayloadCodec for SchemaCodec {
         }
         match self.mapped(container, part) {
             Some(Ok(entry)) => Some(self.decode_with(&entry, false, bytes)),
-            Some(Err(why)) => Some(Decoding::Undecodable(why)),
+            Some(Err(d)) => Some(d),
             // Unframed text stays what it is (a JSON letter on a mixed queue); unframed
             // binary where schemas are expected is the classic poison pill.
             None if part == Part::Value && looks_binary(bytes) => {

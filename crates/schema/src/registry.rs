@@ -170,6 +170,37 @@ impl Registry {
         Lookup::Found(raw)
     }
 
+    /// The latest version of `subject` (for unframed letters a mapping names by subject),
+    /// with its id.
+    pub fn latest(&self, subject: &str) -> Lookup {
+        #[derive(Deserialize)]
+        struct Latest {
+            id: u32,
+            version: i32,
+            #[serde(flatten)]
+            doc: SchemaDoc,
+        }
+        let found: Latest = match self
+            .get_json(&format!("/subjects/{}/versions/latest", percent(subject)))
+        {
+            Ok(d) => d,
+            Err(Failure::NotFound) => return Lookup::Unknown(format!("unknown subject {subject}")),
+            Err(Failure::Other(why)) => return Lookup::Transient(why),
+        };
+        match self.raw(found.doc, 0) {
+            Ok(mut raw) => {
+                raw.subject = Some(subject.to_string());
+                raw.version = Some(found.version);
+                raw.source = format!("registry, latest id {}", found.id);
+                Lookup::Found(raw)
+            }
+            Err(Failure::Other(why)) => Lookup::Transient(why),
+            Err(Failure::NotFound) => Lookup::Unknown(format!(
+                "subject {subject} references a subject the registry does not have"
+            )),
+        }
+    }
+
     fn raw(&self, doc: SchemaDoc, depth: usize) -> Result<RawSchema, Failure> {
         let format = match doc.schema_type.as_deref().unwrap_or("AVRO") {
             "AVRO" => Format::Avro,

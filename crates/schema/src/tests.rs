@@ -79,6 +79,7 @@ fn codec_for(url: &str) -> SchemaCodec {
             ..Default::default()
         }),
         dir: None,
+        ..Default::default()
     })
     .unwrap()
 }
@@ -288,6 +289,7 @@ fn a_schema_directory_reads_ids_files_and_topic_mappings() {
     let codec = SchemaCodec::open(&SchemaSettings {
         registry: None,
         dir: Some(dir.path().into()),
+        ..Default::default()
     })
     .unwrap();
     let bytes = codec
@@ -336,6 +338,7 @@ fn a_schema_directory_reads_ids_files_and_topic_mappings() {
     let e = SchemaCodec::open(&SchemaSettings {
         registry: None,
         dir: Some(dir.path().into()),
+        ..Default::default()
     })
     .unwrap_err();
     assert!(e.contains("nope.avsc"), "{e}");
@@ -354,6 +357,7 @@ fn conventions_read_an_envelope_inside_an_avro_record() {
     let codec = SchemaCodec::open(&SchemaSettings {
         registry: None,
         dir: Some(dir.path().into()),
+        ..Default::default()
     })
     .unwrap();
     let bytes = codec
@@ -397,6 +401,7 @@ fn hostile_avro_is_refused_by_cause_not_a_crash() {
     let codec = SchemaCodec::open(&SchemaSettings {
         registry: None,
         dir: Some(dir.path().into()),
+        ..Default::default()
     })
     .unwrap();
     let nested = |levels: usize| {
@@ -493,5 +498,60 @@ fn references_are_fetched_and_compiled_with_the_schema() {
     assert_eq!(
         (d.schema.name.as_str(), d.json.as_str()),
         ("com.acme.Customer", r#"{"home":{"city":"Lyon"}}"#)
+    );
+}
+
+/// Letters without framing, mapped to a registry subject: read with its latest version
+/// and written back unframed; an unknown subject is a named reason.
+#[test]
+fn unframed_letters_read_with_a_subjects_latest_version() {
+    let served = ServedRegistry::start(registered(), 0).unwrap();
+    let codec = SchemaCodec::open(&SchemaSettings {
+        registry: Some(RegistryConfig {
+            url: served.url.clone(),
+            ..Default::default()
+        }),
+        value_subjects: [
+            ("payments.raw".to_string(), "payments-value".to_string()),
+            ("gone.raw".into(), "nope-value".into()),
+        ]
+        .into_iter()
+        .collect(),
+        ..Default::default()
+    })
+    .unwrap();
+    let framed = codec
+        .encode(&info(1, Format::Avro, vec![]), PAYMENT)
+        .unwrap();
+    let Decoding::Decoded(d) = codec
+        .decode("payments.raw", Part::Value, &framed[5..])
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(d.json, PAYMENT);
+    assert_eq!(
+        (
+            d.schema.framed,
+            d.schema.subject.as_deref(),
+            d.schema.version
+        ),
+        (false, Some("payments-value"), Some(1))
+    );
+    let back = codec.encode(&d.schema, PAYMENT).unwrap();
+    assert_eq!(back, &framed[5..], "written back unframed, byte for byte");
+    let d = codec.decode("gone.raw", Part::Value, &framed[5..]).unwrap();
+    assert!(
+        d.reason().unwrap().contains("unknown subject nope-value"),
+        "{d:?}"
+    );
+    // Not mapped: unframed binary stays a poison pill by cause.
+    assert_eq!(
+        codec
+            .decode("other", Part::Value, &framed[5..])
+            .unwrap()
+            .reason()
+            .unwrap(),
+        "undecodable: not Confluent-framed"
     );
 }
