@@ -81,13 +81,22 @@ struct SubjectVersion {
     version: i32,
 }
 
-#[derive(Debug)]
 pub struct Registry {
     base: String,
     /// The URL without credentials, for messages.
     pub shown: String,
+    /// The `Authorization` header: never in `Debug`.
     auth: Option<String>,
     agent: ureq::Agent,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("url", &self.shown)
+            .field("auth", &self.auth.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 impl Registry {
