@@ -150,11 +150,24 @@ fn size_of_letter(l: &DeadLetter) -> usize {
     .into_iter()
     .map(text)
     .sum::<usize>();
+    // A decoded payload (and key) is held beside the bytes: often several times their
+    // size (Avro bytes fields become escaped text).
+    let decoded = [&l.schema, &l.key_schema]
+        .into_iter()
+        .flatten()
+        .map(|s| match s {
+            crate::schema::Decoding::Decoded(d) => heap(d.json.capacity()),
+            crate::schema::Decoding::Pending(w) | crate::schema::Decoding::Undecodable(w) => {
+                heap(w.capacity())
+            }
+        })
+        .sum::<usize>();
     size_of_raw(&l.raw) - size_of::<RawLetter>()
         + heap(size_of::<DeadLetter>() + 16)
         + heap(l.id.value.0.capacity())
         + l.body_error.as_ref().map_or(0, |s| heap(s.capacity()))
         + extracted
+        + decoded
 }
 
 /// The memory a raw letter takes: its heap blocks (payload, key, every header name and

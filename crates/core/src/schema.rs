@@ -153,7 +153,7 @@ impl Decoding {
     /// without framing, which on a topic of mixed formats may be anything (they take the
     /// reason only when nothing else gives one).
     pub fn outranks_derived(&self) -> bool {
-        matches!(self, Decoding::Undecodable(why) if why != NOT_FRAMED)
+        matches!(self, Decoding::Undecodable(why) if why != NOT_FRAMED && !why.starts_with(TOO_BIG))
     }
 
     /// One line for the detail pane and `show`.
@@ -182,6 +182,12 @@ impl Decoding {
 
 /// Why unframed binary on a source with schemas is undecodable.
 pub const NOT_FRAMED: &str = "not Confluent-framed";
+
+/// Decoded JSON larger than this is not kept (bytes fields grow several-fold as text):
+/// the letter is shown as bytes and says why.
+pub const MAX_DECODED: usize = 16 << 20;
+/// Why a letter that decodes is shown as bytes anyway.
+pub const TOO_BIG: &str = "decoded form over 16 MiB";
 
 /// The key or the value of a letter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -350,6 +350,14 @@ fn decode_entry(entry: &Entry, framed: bool, bytes: &[u8]) -> Result<Decoded, St
             (protobuf::ProtoSchema::decode(&desc, rest)?, indexes)
         }
     };
+    if json.len() > dlq_core::schema::MAX_DECODED {
+        return Err(format!(
+            "{} (shown as bytes)\n{} bytes decode to {} of JSON",
+            dlq_core::schema::TOO_BIG,
+            bytes.len(),
+            json.len()
+        ));
+    }
     let schema = {
         let mut infos = lock(&entry.infos);
         let info = infos.entry(indexes.clone()).or_insert_with(|| {

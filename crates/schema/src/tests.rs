@@ -431,6 +431,19 @@ fn hostile_avro_is_refused_by_cause_not_a_crash() {
         matches!(&d, Decoding::Undecodable(w) if w.contains("recursive")),
         "{d:?}"
     );
+    // 10 MiB of bytes: decodes to over 16 MiB of text, so it is shown as bytes, and
+    // that takes no reason code from the consumer's.
+    let mut big = framing::header(6);
+    let n: u64 = 10 << 20;
+    prost::encoding::encode_varint(n << 1, &mut big);
+    big.extend(std::iter::repeat_n(0x01u8, n as usize));
+    let d = codec.decode("t", Part::Value, &big).unwrap();
+    assert!(
+        matches!(&d, Decoding::Undecodable(w) if w.starts_with("decoded form over 16 MiB")),
+        "{:?}",
+        d.reason()
+    );
+    assert!(!d.outranks_derived());
     // A bytes field claiming 2^62 bytes.
     let mut bomb = framing::header(6);
     bomb.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
