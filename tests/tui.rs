@@ -118,6 +118,19 @@ fn navigate_to_a_letter_and_its_masked_payload() {
             && !text.contains("@mail.example.org"),
         "unmasked email on screen:\n{text}"
     );
+    // `y` copies the masked view and claims nothing until the copy says what it did.
+    let before = s.message.clone();
+    let cmds = press(&mut s, &["y"], size);
+    let copied = cmds.iter().find_map(|c| match c {
+        dlq_tui::action::Command::Copy(t) => Some(t.clone()),
+        _ => None,
+    });
+    let copied = copied.expect("y asks for a copy");
+    assert!(copied.contains("\"amount\": \"") && !copied.contains("@example.com"));
+    assert_eq!(s.message, before, "no claim before the copy reports");
+    let failed = Err("nothing copied: no clipboard here".to_string());
+    update(&mut s, Action::from(BrowseEvent::Copied(failed)), size);
+    assert!(screen(&s, size).contains("nothing copied: no clipboard here"));
 }
 
 #[test]

@@ -155,6 +155,8 @@ pub enum BrowseEvent {
     BrowseLost(String),
     /// A new browse starts; what the old one loaded goes.
     Rebrowsing,
+    /// What a copy did (the clipboard, the terminal's OSC 52, or nothing).
+    Copied(Result<String, String>),
 }
 
 /// What the ledger recorded or holds.

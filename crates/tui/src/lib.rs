@@ -241,24 +241,28 @@ impl Clipboard {
         }
     }
 
-    fn copy(&mut self, text: &str) {
+    /// Copy to the system clipboard, else through the terminal (OSC 52): what happened,
+    /// in words — OSC 52 cannot be confirmed, so it says where it went and what it needs.
+    fn copy(&mut self, text: &str) -> Result<String, String> {
         if let Some(cb) = self.system.as_mut() {
             if cb.set_text(text.to_string()).is_ok() {
-                return;
+                return Ok("masked payload copied to the clipboard".into());
             }
         }
-        copy_osc52(text);
+        copy_osc52(text).map(|()| {
+            "masked payload sent to the terminal's clipboard (OSC 52: the terminal must allow it; tmux needs `set-clipboard on`)".into()
+        }).map_err(|e| format!("nothing copied: no clipboard here, and writing OSC 52 to the terminal failed ({e})"))
     }
 }
 
 /// Copy text with OSC 52 (works over SSH; tmux needs `set-clipboard on`). The text is
 /// the masked rendering, never raw payload bytes.
-fn copy_osc52(text: &str) {
+fn copy_osc52(text: &str) -> std::io::Result<()> {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
     let mut out = std::io::stdout();
-    let _ = write!(out, "\x1b]52;c;{b64}\x07");
-    let _ = out.flush();
+    write!(out, "\x1b]52;c;{b64}\x07")?;
+    out.flush()
 }
 
 /// Everything the TUI starts from.
@@ -412,7 +416,12 @@ impl Outside {
             Err(c) => c,
         };
         match *c {
-            Command::Copy(text) => self.clipboard.copy(&text),
+            Command::Copy(text) => {
+                let said = self.clipboard.copy(&text);
+                let _ = self
+                    .events
+                    .send(AppEvent::Action(Action::from(BrowseEvent::Copied(said))));
+            }
             Command::RenderPayload {
                 row,
                 letter,

@@ -67,8 +67,8 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
         }
         Act::Copy => match &state.detail.current {
             Some(d) => {
+                // What happened is reported by the copy itself (`BrowseEvent::Copied`).
                 cmds.push(Command::Copy(d.payload.text.clone()));
-                state.message = Some(("masked payload copied".into(), Level::Info));
             }
             None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
         },

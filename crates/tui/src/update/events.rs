@@ -70,6 +70,12 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
             state.scan.error = Some(e.clone());
             state.message = Some((e, Level::Error));
         }
+        BrowseEvent::Copied(result) => {
+            state.message = Some(match result {
+                Ok(said) => (said, Level::Info),
+                Err(why) => (why, Level::Error),
+            })
+        }
         BrowseEvent::Fetched(row, result) => {
             if state.detail.pending_fetch == Some(row) {
                 state.detail.pending_fetch = None;
