@@ -161,7 +161,7 @@ fn filter_grouping_help_and_diff() {
     press(&mut s, &["Esc", "Tab", " ", "Down", "D"], size);
     let diff = screen(&s, size);
     assert!(
-        diff.contains("marked letter") && diff.contains("→ selected"),
+        diff.contains("marked pm_") && diff.contains("→ selected pm_") && !diff.contains("row "),
         "{diff}"
     );
     insta::assert_snapshot!("diff_tab", diff);

@@ -44,7 +44,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             Tab::Failure => failure(d, s, t),
             Tab::Headers => headers(d, s, t),
             Tab::Payload => payload(d, s.detail.unmasked.contains(&d.row), t),
-            Tab::Diff => diff(d, t),
+            Tab::Diff => diff(d, s, t),
             Tab::History => match &s.detail.history {
                 Some((row, lines)) if *row == d.row => lines
                     .iter()
@@ -315,15 +315,28 @@ fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
     Line::from(spans)
 }
 
-fn diff<'a>(d: &Detail, t: &Theme) -> Vec<Line<'a>> {
+fn diff<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
     let Some((other, result)) = &d.diff else {
         return vec![Line::from(Span::styled(
             "mark a letter with space, select another: the diff shows here (masked)",
             t.get(StyleName::UiDim),
         ))];
     };
+    // Letters by their ids (the row is an index of this session, not a place anyone
+    // knows the letter by).
+    let store = &s.catalog.store;
+    let name = |row: dlq_core::store::RowId| {
+        store
+            .row(row)
+            .map(|r| clean(&s.catalog.masker().mask_text(store.id(r))))
+            .unwrap_or_else(|| "(gone)".into())
+    };
     let mut out = vec![Line::from(Span::styled(
-        format!("marked letter (row {other}) → selected · masked"),
+        format!(
+            "marked {} → selected {} · masked",
+            name(*other),
+            name(d.row)
+        ),
         t.get(StyleName::UiDim),
     ))];
     match result {
