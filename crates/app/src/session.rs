@@ -10,10 +10,10 @@ use dlq_core::access::{self, Permission, Role};
 use dlq_core::catalog::Problem;
 use dlq_core::conventions::UserMapping;
 use dlq_core::decisions::{self, Discarded, Held, Target};
-use dlq_core::journal::{AuditEntry, Decision, Journal, JournalError};
+use dlq_core::journal::{AuditEntry, Decision, ItemState, Journal, JournalError};
 use dlq_core::ledger_location::Location;
 use dlq_core::masking::Masker;
-use dlq_core::model::{Coords, DeadLetter, RawLetter};
+use dlq_core::model::{Coords, DeadLetter, RawLetter, TriageState};
 use dlq_core::payload_cache::Kept;
 use dlq_core::ports::{DlqSource, ScanEvent, SourceError, SourceInfo};
 use dlq_ledger::Ledger;
@@ -292,6 +292,8 @@ pub struct Session {
     /// Ledger decisions for this source: ids (for a cheap first test) and bindings.
     decided_ids: HashSet<String>,
     decided: HashMap<String, Decision>,
+    /// How each replayed letter's replay ended, by binding (see `LetterState::after_replay`).
+    outcomes: HashMap<String, TriageState>,
     problems: Vec<Problem>,
     problem_count: u64,
     partial: Vec<Coverage>,
@@ -309,6 +311,7 @@ impl Session {
             held: Default::default(),
             decided_ids: HashSet::new(),
             decided: HashMap::new(),
+            outcomes: HashMap::new(),
             problems: Vec::new(),
             problem_count: 0,
             partial: Vec::new(),
@@ -322,10 +325,31 @@ impl Session {
         let Some(ledger) = self.settings.principal.existing_ledger()? else {
             return Ok(());
         };
+        let mut replays = HashSet::new();
         for d in ledger.decisions(&self.settings.source_key)? {
             self.decided_ids.insert(d.letter_id.clone());
+            if d.kind == dlq_core::journal::DecisionKind::Replay {
+                if let Some(id) = d.reason.strip_prefix("replay ") {
+                    replays.insert(id.to_string());
+                }
+            }
             let key = d.binding.clone().unwrap_or_default();
             self.decided.insert(key, d);
+        }
+        // A completed run resolved the letters it settled; one that came back failed again.
+        for id in replays {
+            let Some((row, items)) = ledger.replay(&id)? else {
+                continue;
+            };
+            let completed = row.state == dlq_core::journal::ReplayState::Completed;
+            for item in items {
+                let outcome = match item.state {
+                    ItemState::FailedAgain => TriageState::FailedAgain,
+                    ItemState::Settled | ItemState::Confirmed if completed => TriageState::Resolved,
+                    _ => continue,
+                };
+                self.outcomes.insert(item.binding, outcome);
+            }
         }
         Ok(())
     }
@@ -373,6 +397,7 @@ impl Session {
     pub fn letter_state(&self, letter: &DeadLetter) -> LetterState {
         let binding = decisions::binding(&letter.raw);
         LetterState::of(self.decision(&letter.id.value.0, &binding))
+            .after_replay(self.outcomes.get(&binding).copied())
     }
 
     /// Every decision on this source (few), for front ends that keep their own view.
@@ -409,6 +434,7 @@ impl Session {
             held,
             decided_ids,
             decided,
+            outcomes,
             problems,
             problem_count,
             partial,
@@ -423,6 +449,7 @@ impl Session {
             since: settings.since,
             decided_ids,
             decided,
+            outcomes,
         };
         // Prepared letters go to the front end, their held deliveries remembered first.
         let mut emit = |ev: SessionEvent| -> bool {

@@ -64,6 +64,16 @@ impl LetterState {
         }
     }
 
+    /// A replayed letter as its replay ended: `Resolved` when the run completed and the
+    /// letter did not come back, `FailedAgain` when it did (the ledger's replay journal,
+    /// so a restart shows what the session that ran it showed).
+    pub fn after_replay(mut self, outcome: Option<TriageState>) -> Self {
+        if let (TriageState::Replayed, Some(o)) = (self.state, outcome) {
+            self.state = o;
+        }
+        self
+    }
+
     /// One line: `discarded by alice at … (reason: …)`, or `open`.
     pub fn describe(&self) -> String {
         match &self.decision {

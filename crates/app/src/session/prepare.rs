@@ -26,6 +26,7 @@ pub(super) struct Prep<'a> {
     pub since: Option<chrono::DateTime<chrono::Utc>>,
     pub decided_ids: &'a HashSet<String>,
     pub decided: &'a HashMap<String, Decision>,
+    pub outcomes: &'a HashMap<String, TriageState>,
 }
 
 impl Prep<'_> {
@@ -44,7 +45,9 @@ impl Prep<'_> {
         let id = &letter.id.value.0;
         let state = if self.decided_ids.contains(id) {
             let b = fp.map_or_else(|| decisions::binding(&letter.raw), decisions::content_label);
-            LetterState::of(self.decided.get(&b).filter(|d| &d.letter_id == id)).state
+            LetterState::of(self.decided.get(&b).filter(|d| &d.letter_id == id))
+                .after_replay(self.outcomes.get(&b).copied())
+                .state
         } else {
             TriageState::Open
         };
@@ -193,7 +196,7 @@ mod tests {
     /// Run `test` with a preparation context that knows no decisions.
     fn with_prep(previews: bool, test: impl FnOnce(&Prep<'_>)) {
         let masker = Masker::with_key(b"k".to_vec());
-        let (ids, decided) = (HashSet::new(), HashMap::new());
+        let (ids, decided, outcomes) = (HashSet::new(), HashMap::new(), HashMap::new());
         test(&Prep {
             codec: None,
             masker: &masker,
@@ -202,6 +205,7 @@ mod tests {
             since: None,
             decided_ids: &ids,
             decided: &decided,
+            outcomes: &outcomes,
         });
     }
 
