@@ -101,7 +101,10 @@ impl Ledger {
     }
 
     fn verify_recent_snapshot(&self) -> Quick {
-        let Some(cp) = self.load_checkpoint().filter(|_| !self.walk_failed()) else {
+        if self.walk_failed()? {
+            return Ok(Err(Suspect));
+        }
+        let Some(cp) = self.load_checkpoint()? else {
             return Ok(Err(Suspect));
         };
         // The checkpoint's own entry (unchanged, MAC and all) and everything after it.
@@ -298,17 +301,24 @@ impl Ledger {
     }
 
     /// The stored checkpoint, if its MAC holds (one written without the key is ignored:
-    /// the full walk runs instead).
-    pub(crate) fn load_checkpoint(&self) -> Option<Checkpoint> {
-        let text: String = self
-            .db
-            .opt("SELECT value FROM meta WHERE key = ?1", p![META_KEY], |r| {
-                r.get(0)
-            })
-            .ok()??;
-        let c: Checkpoint = serde_json::from_str(&text).ok()?;
-        let mac = self.mac_of("verified checkpoint", &c.unsigned()).ok()?;
-        (mac == c.mac).then_some(c)
+    /// the full walk runs instead). A read that fails is an error, not "no checkpoint":
+    /// inside a PostgreSQL transaction a swallowed error left every later statement
+    /// failing with "current transaction is aborted", which named nothing.
+    pub(crate) fn load_checkpoint(&self) -> Result<Option<Checkpoint>, JournalError> {
+        self.checkpoint_row().map_err(|e| self.err(e))
+    }
+
+    fn checkpoint_row(&self) -> Result<Option<Checkpoint>, crate::db::DbError> {
+        let text: Option<String> =
+            self.db
+                .opt("SELECT value FROM meta WHERE key = ?1", p![META_KEY], |r| {
+                    r.get(0)
+                })?;
+        let Some(c) = text.and_then(|t| serde_json::from_str::<Checkpoint>(&t).ok()) else {
+            return Ok(None);
+        };
+        let mac = self.mac_of("verified checkpoint", &c.unsigned()).ok();
+        Ok((mac.as_deref() == Some(c.mac.as_str())).then_some(c))
     }
 
     /// A full walk failed: no write may trust the checkpoint any more (each walks the
@@ -323,20 +333,16 @@ impl Ledger {
         });
     }
 
-    fn walk_failed(&self) -> bool {
-        // Unreadable counts as failed: the full walk then says what is wrong.
-        !matches!(
-            self.db.opt(
-                "SELECT 1 FROM meta WHERE key = ?1",
-                p![WALK_FAILED],
-                |_| Ok(())
-            ),
-            Ok(None)
-        )
+    /// Whether the last full walk failed (its marker is set).
+    fn walk_failed(&self) -> Result<bool, JournalError> {
+        self.db
+            .opt("SELECT 1 FROM meta WHERE key = ?1", p![WALK_FAILED], |_| {
+                Ok(())
+            })
+            .map(|found| found.is_some())
+            .map_err(|e| self.err(e))
     }
 
-    /// A best-effort write to `meta`: a checkpoint only saves time, and a ledger busy with
-    /// another writer is not waited on for long.
     fn meta_write<T>(&self, f: impl FnOnce() -> Result<T, crate::db::DbError>) {
         if self.read_only {
             return;
@@ -365,7 +371,7 @@ impl Ledger {
         };
         self.meta_write(|| {
             // Read under the write lock: a newer one (another process) is kept.
-            if self.load_checkpoint().is_some_and(|have| have.seq > c.seq) {
+            if self.checkpoint_row()?.is_some_and(|have| have.seq > c.seq) {
                 return Ok(0);
             }
             self.db.execute(

@@ -43,7 +43,7 @@ impl Ledger {
         if let Some((seq, why)) = self.walk(&entries, 1, GENESIS)? {
             return Ok((bad(seq, why), None));
         }
-        let checkpoint = self.load_checkpoint();
+        let checkpoint = self.load_checkpoint()?;
         let anchors = expect_head
             .map(|h| (h.clone(), "the anchor"))
             .into_iter()
