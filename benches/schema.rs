@@ -10,7 +10,7 @@ use dlq_core::catalog::prepare_with;
 use dlq_core::masking::Masker;
 use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
 use dlq_core::schema::{Format, PayloadCodec, SchemaInfo};
-use dlq_schema::{SchemaCodec, SchemaSettings};
+use dlq_schema::SchemaCodec;
 
 const AVSC: &str = r#"{"type":"record","name":"Order","namespace":"com.acme","fields":[
  {"name":"order_id","type":"string"},{"name":"customer","type":{"type":"record","name":"Customer","fields":[
@@ -84,12 +84,7 @@ fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("1.avsc"), AVSC).unwrap();
     std::fs::write(dir.path().join("2.proto"), PROTO).unwrap();
-    let codec = SchemaCodec::open(&SchemaSettings {
-        registry: None,
-        dir: Some(dir.path().into()),
-        ..Default::default()
-    })
-    .unwrap();
+    let codec = SchemaCodec::for_dir(dir.path()).unwrap();
     let json = record();
     let avro = codec
         .encode(&info(1, Format::Avro, vec![]), &json.to_string())

@@ -366,39 +366,27 @@ fn an_avro_edit_is_written_back_with_its_schema_refused_when_it_does_not_fit_and
         dl.schema
     );
     // The dry-run's sample shows the revision decoded and masked.
-    let mut c = w.cli.command(&[
-        "replay",
-        &src,
-        "--filter",
-        "id=p-1",
-        "--use-revisions",
-        "--to",
-        "kafka:pay",
-        "--dry-run",
-        "--schema-registry",
-        &w.registry.url,
-    ]);
-    c.env("DLQ_TRIAGE_LEDGER", &ledger);
-    let dry = stdout(&c.output().unwrap());
+    let replay = |extra: &[&str]| {
+        let mut args = vec![
+            "replay",
+            &src,
+            "--filter",
+            "id=p-1",
+            "--use-revisions",
+            "--to",
+            "kafka:pay",
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["--schema-registry", w.registry.url.as_str()]);
+        let mut c = w.cli.command(&args);
+        c.env("DLQ_TRIAGE_LEDGER", &ledger);
+        c.output().unwrap()
+    };
+    let dry = stdout(&replay(&["--dry-run"]));
     assert!(dry.contains(r#"(revision 1) {"id":"#), "{dry}");
     no_secret("the dry-run", &dry);
     // Replayed with the revision: the origin topic gets the re-encoded bytes.
-    let mut c = w.cli.command(&[
-        "replay",
-        &src,
-        "--filter",
-        "id=p-1",
-        "--use-revisions",
-        "--to",
-        "kafka:pay",
-        "--watch",
-        "1s",
-        "--yes",
-        "--schema-registry",
-        &w.registry.url,
-    ]);
-    c.env("DLQ_TRIAGE_LEDGER", &ledger);
-    let out = c.output().unwrap();
+    let out = replay(&["--watch", "1s", "--yes"]);
     assert_eq!(
         out.status.code(),
         Some(0),

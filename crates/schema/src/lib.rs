@@ -157,6 +157,14 @@ impl SchemaCodec {
         })
     }
 
+    /// A codec over one schema directory (a bastion's, a test's, the bench's).
+    pub fn for_dir(dir: &std::path::Path) -> Result<SchemaCodec, String> {
+        SchemaCodec::open(&SchemaSettings {
+            dir: Some(dir.to_path_buf()),
+            ..Default::default()
+        })
+    }
+
     /// The schema for a framed id: ready, still pending, or why not.
     fn by_id(&self, id: u32) -> Result<Arc<Entry>, Decoding> {
         let mut ids = lock(&self.shared.ids);

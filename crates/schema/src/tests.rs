@@ -286,12 +286,7 @@ fn a_schema_directory_reads_ids_files_and_topic_mappings() {
         "[ids]\n2 = \"orders.proto\"\n[topics.\"orders.raw\"]\nvalue = \"orders.proto:acme.Order\"\n",
     )
     .unwrap();
-    let codec = SchemaCodec::open(&SchemaSettings {
-        registry: None,
-        dir: Some(dir.path().into()),
-        ..Default::default()
-    })
-    .unwrap();
+    let codec = SchemaCodec::for_dir(dir.path()).unwrap();
     let bytes = codec
         .encode(&info(1, Format::Avro, vec![]), PAYMENT)
         .unwrap();
@@ -335,12 +330,7 @@ fn a_schema_directory_reads_ids_files_and_topic_mappings() {
         "[topics.x]\nvalue = \"nope.avsc\"\n",
     )
     .unwrap();
-    let e = SchemaCodec::open(&SchemaSettings {
-        registry: None,
-        dir: Some(dir.path().into()),
-        ..Default::default()
-    })
-    .unwrap_err();
+    let e = SchemaCodec::for_dir(dir.path()).unwrap_err();
     assert!(e.contains("nope.avsc"), "{e}");
 }
 
@@ -354,12 +344,7 @@ fn conventions_read_an_envelope_inside_an_avro_record() {
       {"name":"payload","type":{"type":"record","name":"Body","fields":[{"name":"sku","type":"string"}]}}]}"#;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("9.avsc"), ENVELOPE).unwrap();
-    let codec = SchemaCodec::open(&SchemaSettings {
-        registry: None,
-        dir: Some(dir.path().into()),
-        ..Default::default()
-    })
-    .unwrap();
+    let codec = SchemaCodec::for_dir(dir.path()).unwrap();
     let bytes = codec
         .encode(&info(9, Format::Avro, vec![]), r#"{"message_id":"m-77","failure":{"reason_code":"sku_unknown"},"payload":{"sku":"SKU-18"}}"#)
         .unwrap();
@@ -398,12 +383,7 @@ fn hostile_avro_is_refused_by_cause_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("5.avsc"), LIST).unwrap();
     std::fs::write(dir.path().join("6.avsc"), BLOB).unwrap();
-    let codec = SchemaCodec::open(&SchemaSettings {
-        registry: None,
-        dir: Some(dir.path().into()),
-        ..Default::default()
-    })
-    .unwrap();
+    let codec = SchemaCodec::for_dir(dir.path()).unwrap();
     let nested = |levels: usize| {
         let mut b = framing::header(5);
         b.extend(std::iter::repeat_n(0x02u8, levels));
