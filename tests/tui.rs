@@ -149,7 +149,7 @@ fn filter_grouping_help_and_diff() {
         filtered.contains("26 match · filter: reason=attempt_budget"),
         "{filtered}"
     );
-    press(&mut s, &["Esc", "g"], size);
+    press(&mut s, &["Esc", "b"], size);
     let regrouped = screen(&s, size);
     assert!(regrouped.contains("Groups  reason › age"), "{regrouped}");
     press(&mut s, &["?"], size);

@@ -139,7 +139,8 @@ pub(crate) const BINDINGS: &[Binding] = &[
     b(&[Code(KeyCode::PageUp), Ctrl('u')], "page up", None, || {
         Action::from(Nav::PageUp)
     }),
-    b(&[Code(KeyCode::Home)], "first", None, || Action::from(Nav::Top)),
+    // `g`/`G` as vim, less and k9s have them; grouping moved to `b` ("group by").
+    b(&[Code(KeyCode::Home), C('g')], "first", None, || Action::from(Nav::Top)),
     b(&[Code(KeyCode::End), C('G')], "last", None, || {
         Action::from(Nav::Bottom)
     }),
@@ -185,7 +186,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         Some("command"),
         || Action::from(Typing::StartCommand),
     ),
-    b(&[C('g')], "change grouping", Some("group"), || {
+    b(&[C('b')], "change grouping (group by)", Some("group"), || {
         Action::from(ViewKey::CycleGrouping)
     }),
     b(

@@ -141,7 +141,7 @@ pub struct Detail {
     pub diff: Option<(RowId, Diff)>,
 }
 
-/// Grouping presets `g` cycles through.
+/// Grouping presets `b` (group by) cycles through.
 pub const GROUPINGS: [&[Dim]; 6] = [
     &[Dim::Reason, Dim::Version, Dim::Age],
     &[Dim::Reason, Dim::Age],
