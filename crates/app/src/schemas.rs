@@ -8,14 +8,21 @@ use dlq_schema::{Auth, RegistryConfig, SchemaCodec, SchemaSettings};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use dlq_schema::serve;
-
 /// What the command line said.
 #[derive(Debug, Clone, Default)]
 pub struct SchemaFlags {
     pub registry: Option<String>,
     pub registry_ca: Option<PathBuf>,
     pub dir: Option<PathBuf>,
+}
+
+/// The named source's value, else the global one.
+fn pick<T>(
+    named: Option<&SchemasConfig>,
+    global: &SchemasConfig,
+    f: impl Fn(&SchemasConfig) -> Option<T>,
+) -> Option<T> {
+    named.and_then(&f).or_else(|| f(global))
 }
 
 /// The codec for a run, or `None` when no schema source is configured.
@@ -27,12 +34,11 @@ pub fn open(
     let named = source
         .and_then(|s| config.sources.get(s))
         .and_then(|n| n.schemas.as_ref());
-    let pick =
-        |f: fn(&SchemasConfig) -> Option<String>| named.and_then(f).or_else(|| f(&config.schemas));
+    let global = &config.schemas;
     let mut registry = flags
         .registry
         .clone()
-        .or_else(|| pick(|c| c.registry.clone()));
+        .or_else(|| pick(named, global, |c| c.registry.clone()));
     // The demo reads its Avro topic through its own in-process registry.
     if registry.is_none() && source.map(str::trim) == Some("demo") {
         registry = Some(
@@ -45,16 +51,15 @@ pub fn open(
     let dir = flags
         .dir
         .clone()
-        .or_else(|| named.and_then(|n| n.dir.clone()))
-        .or_else(|| config.schemas.dir.clone());
+        .or_else(|| pick(named, global, |c| c.dir.clone()));
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let registry = registry.map(|url| {
-        let user =
-            env("DLQ_TRIAGE_SCHEMA_REGISTRY_USER").or_else(|| pick(|c| c.registry_user.clone()));
+        let user = env("DLQ_TRIAGE_SCHEMA_REGISTRY_USER")
+            .or_else(|| pick(named, global, |c| c.registry_user.clone()));
         let password = env("DLQ_TRIAGE_SCHEMA_REGISTRY_PASSWORD")
-            .or_else(|| pick(|c| c.registry_password.clone()));
-        let token =
-            env("DLQ_TRIAGE_SCHEMA_REGISTRY_TOKEN").or_else(|| pick(|c| c.registry_token.clone()));
+            .or_else(|| pick(named, global, |c| c.registry_password.clone()));
+        let token = env("DLQ_TRIAGE_SCHEMA_REGISTRY_TOKEN")
+            .or_else(|| pick(named, global, |c| c.registry_token.clone()));
         let auth = match (token, user) {
             (Some(t), _) => Auth::Bearer(t),
             (None, Some(user)) => Auth::Basic {
@@ -69,8 +74,7 @@ pub fn open(
             ca_file: flags
                 .registry_ca
                 .clone()
-                .or_else(|| named.and_then(|n| n.registry_ca.clone()))
-                .or_else(|| config.schemas.registry_ca.clone()),
+                .or_else(|| pick(named, global, |c| c.registry_ca.clone())),
             timeout: None,
         }
     });
@@ -89,16 +93,8 @@ pub fn open(
         value_subjects: subjects(|c| &c.value_subjects),
         key_subjects: subjects(|c| &c.key_subjects),
     };
-    open_settings(&settings)
-}
-
-/// The codec for explicit settings (the demo's registry).
-pub fn open_settings(settings: &SchemaSettings) -> Result<Option<Codec>, String> {
     if settings.is_empty() {
         return Ok(None);
     }
-    let codec = SchemaCodec::open(settings)?;
-    Ok(Some(Arc::new(codec)))
+    Ok(Some(Arc::new(SchemaCodec::open(&settings)?)))
 }
-
-pub use dlq_schema::SchemaSettings as Settings;

@@ -95,7 +95,7 @@ pub fn prepare_with(
     previews: bool,
     raw: crate::model::RawLetter,
 ) -> (DeadLetter, String) {
-    let dl = extract_masked(masker, mappings, codec, raw);
+    let (dl, masker) = extract_with(masker, mappings, codec, raw);
     if !previews {
         return (dl, String::new());
     }
@@ -110,7 +110,7 @@ pub fn prepare_with(
         .clone()
         .and_then(|r| payload.get(r))
         .unwrap_or(payload);
-    let preview = preview(&masker.with_fields(dl.pii_fields()), focus);
+    let preview = preview(&masker, focus);
     (dl, preview)
 }
 
@@ -122,10 +122,21 @@ pub fn extract_masked(
     codec: Option<&dyn PayloadCodec>,
     raw: crate::model::RawLetter,
 ) -> DeadLetter {
+    extract_with(masker, mappings, codec, raw).0
+}
+
+/// The letter extracted and masked, and the policy it was masked with (the base one
+/// plus the fields its schema tags PII), for the preview to use the same.
+fn extract_with<'m>(
+    masker: &'m Masker,
+    mappings: &[UserMapping],
+    codec: Option<&dyn PayloadCodec>,
+    raw: crate::model::RawLetter,
+) -> (DeadLetter, Cow<'m, Masker>) {
     let mut dl = extract_decoding(raw, mappings, codec);
     let masker = masker.with_fields(dl.pii_fields());
     mask_extracted(&masker, &mut dl);
-    dl
+    (dl, masker)
 }
 
 /// Pass every field the conventions took from the letter through the detectors, so

@@ -54,12 +54,8 @@ pub fn render(masker: &Masker, payload: &[u8], body: BodyKind, max_out: usize) -
             (ViewKind::Text, t, cut)
         }
         BodyKind::Binary => {
-            let shown = payload.len().min(HEX_LIMIT).min(max_out / 4);
-            (
-                ViewKind::Hex,
-                hex_dump(Some(masker), &payload[..shown]),
-                shown < payload.len(),
-            )
+            let (t, cut) = hex(payload, max_out, |b| masker.sensitive_bytes(b));
+            (ViewKind::Hex, t, cut)
         }
     };
     PayloadView {
@@ -77,14 +73,12 @@ pub fn render(masker: &Masker, payload: &[u8], body: BodyKind, max_out: usize) -
 /// schema, so no text is shown (`show --unmask` shows it, audited).
 pub fn render_letter(masker: &Masker, dl: &DeadLetter, max_out: usize) -> PayloadView {
     if dl.schema.as_ref().is_some_and(|s| s.decoded().is_none()) {
-        let payload = &dl.raw.payload;
-        let shown = payload.len().min(HEX_LIMIT).min(max_out / 4);
-        let bytes = &payload[..shown];
+        let (text, truncated) = hex(&dl.raw.payload, max_out, |b| masker.opaque_bytes(b));
         return PayloadView {
             kind: ViewKind::Hex,
-            text: dump(bytes, &masker.opaque_bytes(bytes)),
-            total_bytes: payload.len(),
-            truncated: shown < payload.len(),
+            text,
+            total_bytes: dl.raw.payload.len(),
+            truncated,
         };
     }
     let masker = masker.with_fields(dl.pii_fields());
@@ -129,13 +123,10 @@ pub fn render_unmasked(payload: &[u8], body: BodyKind, max_out: usize) -> Payloa
             ViewKind::Text,
             cap(String::from_utf8_lossy(payload).into_owned()),
         ),
-        BodyKind::Binary => {
-            let shown = payload.len().min(HEX_LIMIT).min(max_out / 4);
-            (
-                ViewKind::Hex,
-                (hex_dump(None, &payload[..shown]), shown < payload.len()),
-            )
-        }
+        BodyKind::Binary => (
+            ViewKind::Hex,
+            hex(payload, max_out, |b| vec![false; b.len()]),
+        ),
     };
     PayloadView {
         kind,
@@ -145,15 +136,15 @@ pub fn render_unmasked(payload: &[u8], body: BodyKind, max_out: usize) -> Payloa
     }
 }
 
-/// Classic 16-bytes-per-line hex dump. Printable runs are checked by the detectors; any
-/// byte inside a sensitive span is shown as `**` and `*`, in both columns, since hex of
-/// an email is as readable as the email.
-pub fn hex_dump(masker: Option<&Masker>, bytes: &[u8]) -> String {
-    let hidden = masker.map_or_else(|| vec![false; bytes.len()], |m| m.sensitive_bytes(bytes));
-    dump(bytes, &hidden)
+/// The first bytes of a payload (at most `HEX_LIMIT`, and a quarter of `max_out`) as a
+/// hex dump with the bytes `hidden` names starred, and whether bytes were left out.
+fn hex(payload: &[u8], max_out: usize, hidden: impl FnOnce(&[u8]) -> Vec<bool>) -> (String, bool) {
+    let shown = &payload[..payload.len().min(HEX_LIMIT).min(max_out / 4)];
+    (dump(shown, &hidden(shown)), shown.len() < payload.len())
 }
 
-/// The dump with the `hidden` bytes starred.
+/// Classic 16-bytes-per-line hex dump with the `hidden` bytes shown as `**` and `*`, in
+/// both columns, since hex of an email is as readable as the email.
 fn dump(bytes: &[u8], hidden: &[bool]) -> String {
     let projection = crate::masking::printable_projection(bytes);
     let mut out = String::new();
@@ -195,7 +186,7 @@ mod tests {
         let mut bytes = vec![0x00, 0x01];
         bytes.extend_from_slice(b" jane@example.com ");
         bytes.push(0xff);
-        let d = hex_dump(Some(&m), &bytes);
+        let d = hex(&bytes, usize::MAX, |b| m.sensitive_bytes(b)).0;
         assert!(!d.contains("jane"), "{d}");
         assert!(!d.contains("6a 61 6e 65"), "hex of 'jane' leaked: {d}");
         assert!(d.starts_with("00000000  00 01 20 ** **"), "{d}");

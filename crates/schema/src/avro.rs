@@ -3,7 +3,7 @@
 //! strings, timestamps as RFC 3339, uuids as text, unions without their branch tag,
 //! bytes as the Avro JSON encoding's code points 0–255) so an edit round-trips.
 
-use apache_avro::schema::{DecimalSchema, InnerDecimalSchema, Name, RecordSchema, UuidSchema};
+use apache_avro::schema::{DecimalSchema, InnerDecimalSchema, Name, RecordSchema};
 use apache_avro::types::Value;
 use apache_avro::Schema;
 use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, TimeZone, Utc};
@@ -390,13 +390,12 @@ impl AvroSchema {
             Schema::BigDecimal => {
                 return Err(format!("{}: big-decimal fields cannot be edited", at(path)))
             }
-            Schema::Uuid(kind) => {
+            Schema::Uuid(_) => {
                 let s = j.as_str().ok_or_else(|| wrong("a uuid"))?;
-                let u = uuid::Uuid::parse_str(s)
-                    .map_err(|e| format!("{}: not a uuid: {e}", at(path)))?;
-                match kind {
-                    UuidSchema::String | UuidSchema::Bytes | UuidSchema::Fixed(_) => Value::Uuid(u),
-                }
+                Value::Uuid(
+                    uuid::Uuid::parse_str(s)
+                        .map_err(|e| format!("{}: not a uuid: {e}", at(path)))?,
+                )
             }
             Schema::Date => match j {
                 Json::String(s) => {
@@ -409,30 +408,12 @@ impl AvroSchema {
                         .map_err(|_| wrong("a date"))?,
                 ),
             },
-            Schema::TimestampMillis | Schema::LocalTimestampMillis => {
-                let t = instant(j, path, |t| t.timestamp_millis())?;
-                if matches!(schema, Schema::TimestampMillis) {
-                    Value::TimestampMillis(t)
-                } else {
-                    Value::LocalTimestampMillis(t)
-                }
-            }
-            Schema::TimestampMicros | Schema::LocalTimestampMicros => {
-                let t = instant(j, path, |t| t.timestamp_micros())?;
-                if matches!(schema, Schema::TimestampMicros) {
-                    Value::TimestampMicros(t)
-                } else {
-                    Value::LocalTimestampMicros(t)
-                }
-            }
-            Schema::TimestampNanos | Schema::LocalTimestampNanos => {
-                let t = instant(j, path, |t| t.timestamp_nanos_opt().unwrap_or(i64::MAX))?;
-                if matches!(schema, Schema::TimestampNanos) {
-                    Value::TimestampNanos(t)
-                } else {
-                    Value::LocalTimestampNanos(t)
-                }
-            }
+            Schema::TimestampMillis => Value::TimestampMillis(instant(j, path, millis)?),
+            Schema::LocalTimestampMillis => Value::LocalTimestampMillis(instant(j, path, millis)?),
+            Schema::TimestampMicros => Value::TimestampMicros(instant(j, path, micros)?),
+            Schema::LocalTimestampMicros => Value::LocalTimestampMicros(instant(j, path, micros)?),
+            Schema::TimestampNanos => Value::TimestampNanos(instant(j, path, nanos)?),
+            Schema::LocalTimestampNanos => Value::LocalTimestampNanos(instant(j, path, nanos)?),
             Schema::TimeMillis => Value::TimeMillis(
                 i32::try_from(j.as_i64().ok_or_else(|| wrong("milliseconds"))?)
                     .map_err(|_| wrong("milliseconds"))?,
@@ -701,6 +682,19 @@ fn write_time(t: Option<DateTime<Utc>>, raw: i64, out: &mut String) {
             let _ = write!(out, "{raw}");
         }
     }
+}
+
+fn millis(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// Nanoseconds since the epoch; saturating outside the ±292 years an i64 holds.
+fn nanos(t: DateTime<Utc>) -> i64 {
+    t.timestamp_nanos_opt().unwrap_or(i64::MAX)
 }
 
 fn instant(j: &Json, path: &str, unit: impl Fn(DateTime<Utc>) -> i64) -> Result<i64, String> {

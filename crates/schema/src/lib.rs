@@ -91,8 +91,8 @@ type Mapped = Result<Arc<Entry>, String>;
 pub struct SchemaCodec {
     shared: Arc<Shared>,
     fetch: Option<Mutex<Sender<u32>>>,
-    registry_shown: Option<String>,
-    /// For subject lookups (unframed letters), made on the asking thread, once each.
+    /// For messages and for subject lookups (unframed letters, made on the asking
+    /// thread, once each); ids are looked up on the fetch thread.
     registry: Option<Arc<Registry>>,
     settings: SchemaSettings,
     local: Option<LocalDir>,
@@ -105,11 +105,10 @@ impl SchemaCodec {
     pub fn open(settings: &SchemaSettings) -> Result<SchemaCodec, String> {
         let local = settings.dir.as_deref().map(LocalDir::open).transpose()?;
         let shared = Arc::new(Shared::default());
-        let (fetch, registry_shown, shared_registry) = match &settings.registry {
+        let (fetch, shared_registry) = match &settings.registry {
             Some(cfg) => {
                 let registry = Arc::new(Registry::new(cfg)?);
-                let shown = registry.shown.clone();
-                let for_subjects = Arc::clone(&registry);
+                let for_codec = Arc::clone(&registry);
                 let (tx, rx) = mpsc::channel::<u32>();
                 let state = Arc::clone(&shared);
                 std::thread::Builder::new()
@@ -118,7 +117,7 @@ impl SchemaCodec {
                         for id in rx {
                             let slot = match registry.by_id(id) {
                                 Lookup::Found(raw) => {
-                                    ready(raw, Some(id), None, &format!("schema id {id}"))
+                                    ready(raw, Some(id), &format!("schema id {id}"))
                                 }
                                 Lookup::Unknown(why) => Slot::Failed(why),
                                 Lookup::Transient(why) => Slot::Retry {
@@ -131,14 +130,13 @@ impl SchemaCodec {
                         }
                     })
                     .map_err(|e| format!("cannot start the schema registry thread: {e}"))?;
-                (Some(Mutex::new(tx)), Some(shown), Some(for_subjects))
+                (Some(Mutex::new(tx)), Some(for_codec))
             }
-            None => (None, None, None),
+            None => (None, None),
         };
         Ok(SchemaCodec {
             shared,
             fetch,
-            registry_shown,
             registry: shared_registry,
             settings: settings.clone(),
             local,
@@ -171,7 +169,7 @@ impl SchemaCodec {
         if let std::collections::hash_map::Entry::Vacant(slot) = ids.entry(id) {
             if let Some(found) = self.local.as_ref().and_then(|l| l.by_id(id)) {
                 slot.insert(match found {
-                    Ok(raw) => ready(raw, Some(id), None, &format!("schema id {id}")),
+                    Ok(raw) => ready(raw, Some(id), &format!("schema id {id}")),
                     Err(why) => Slot::Failed(why),
                 });
             } else if self.fetch.is_none() {
@@ -195,7 +193,9 @@ impl SchemaCodec {
                     if left.is_zero() {
                         return Err(Decoding::Pending(format!(
                             "waiting for schema id {id} from {}",
-                            self.registry_shown.as_deref().unwrap_or("the registry")
+                            self.registry
+                                .as_ref()
+                                .map_or("the registry", |r| r.shown.as_str())
                         )));
                     }
                     ids = match self.shared.answered.wait_timeout(ids, left) {
@@ -249,11 +249,7 @@ impl SchemaCodec {
         };
         let entry = raw.and_then(|raw| {
             let label = raw.source.clone();
-            match ready(raw, None, Some(container.to_string()), &label) {
-                Slot::Ready(e) => Ok(e),
-                Slot::Failed(why) => Err(why),
-                _ => Err(format!("{label}: not loaded")),
-            }
+            entry(raw, None, Some(container.to_string()), &label)
         });
         lock(&self.mapped).insert(key, entry.clone());
         Some(entry.map_err(Decoding::Undecodable))
@@ -315,15 +311,14 @@ impl PayloadCodec for SchemaCodec {
         let body = match &entry.compiled.kind {
             Kind::Avro(a) => a.encode(json),
             Kind::Json(j) => j.encode(json),
-            Kind::Proto(p) => {
-                let desc = if info.framed && info.container.is_none() {
-                    p.by_indexes(&info.message_indexes)
-                } else {
-                    p.by_name(entry.compiled.raw.message.as_deref().unwrap_or(""))
-                }
-                .map_err(EncodeError)?;
-                protobuf::ProtoSchema::encode(&desc, json)
+            // The message the letter was decoded as; a caller naming none gives the
+            // framing's message indexes (`SchemaInfo::framed`).
+            Kind::Proto(p) => if info.name.is_empty() {
+                p.by_indexes(&info.message_indexes)
+            } else {
+                p.by_name(&info.name)
             }
+            .and_then(|desc| protobuf::ProtoSchema::encode(&desc, json)),
         }
         .map_err(EncodeError)?;
         if !info.framed {
@@ -343,9 +338,13 @@ impl PayloadCodec for SchemaCodec {
 
 fn decode_entry(entry: &Entry, framed: bool, bytes: &[u8]) -> Result<Decoded, String> {
     let raw = &entry.compiled.raw;
-    let (json, indexes) = match &entry.compiled.kind {
-        Kind::Avro(a) => (a.decode(bytes, &label(&a.name, raw.version))?, Vec::new()),
-        Kind::Json(j) => (j.decode(bytes)?, Vec::new()),
+    let (json, indexes, name) = match &entry.compiled.kind {
+        Kind::Avro(a) => (
+            a.decode(bytes, &label(&a.name, raw.version))?,
+            Vec::new(),
+            a.name.clone(),
+        ),
+        Kind::Json(j) => (j.decode(bytes)?, Vec::new(), j.name.clone()),
         Kind::Proto(p) => {
             let (desc, indexes, rest) = if framed {
                 let (indexes, rest) = framing::message_indexes(bytes)?;
@@ -355,7 +354,8 @@ fn decode_entry(entry: &Entry, framed: bool, bytes: &[u8]) -> Result<Decoded, St
                 let indexes = p.indexes_of(&desc);
                 (desc, indexes, bytes)
             };
-            (protobuf::ProtoSchema::decode(&desc, rest)?, indexes)
+            let json = protobuf::ProtoSchema::decode(&desc, rest)?;
+            (json, indexes, desc.full_name().to_string())
         }
     };
     if json.len() > dlq_core::schema::MAX_DECODED {
@@ -374,7 +374,7 @@ fn decode_entry(entry: &Entry, framed: bool, bytes: &[u8]) -> Result<Decoded, St
                 id: entry.id,
                 subject: raw.subject.clone(),
                 version: raw.version,
-                name: message_name(entry, &indexes, framed),
+                name,
                 framed,
                 message_indexes: indexes.clone(),
                 pii_fields: entry.compiled.pii().to_vec(),
@@ -387,21 +387,6 @@ fn decode_entry(entry: &Entry, framed: bool, bytes: &[u8]) -> Result<Decoded, St
     Ok(Decoded { json, schema })
 }
 
-fn message_name(entry: &Entry, indexes: &[i32], framed: bool) -> String {
-    match &entry.compiled.kind {
-        Kind::Avro(a) => a.name.clone(),
-        Kind::Json(j) => j.name.clone(),
-        Kind::Proto(p) => {
-            let desc = if framed {
-                p.by_indexes(indexes)
-            } else {
-                p.by_name(entry.compiled.raw.message.as_deref().unwrap_or(""))
-            };
-            desc.map_or_else(|e| e, |d| d.full_name().to_string())
-        }
-    }
-}
-
 fn label(name: &str, version: Option<i32>) -> String {
     match version {
         Some(v) => format!("{name} v{v}"),
@@ -409,15 +394,27 @@ fn label(name: &str, version: Option<i32>) -> String {
     }
 }
 
-fn ready(raw: RawSchema, id: Option<u32>, container: Option<String>, what: &str) -> Slot {
-    match Compiled::compile(raw) {
-        Ok(compiled) => Slot::Ready(Arc::new(Entry {
-            compiled,
-            id,
-            container,
-            infos: Mutex::new(HashMap::new()),
-        })),
-        Err(why) => Slot::Failed(format!("{what} {why}")),
+/// A schema compiled for use, or why not (`what` names it: `schema id 12`, a file).
+fn entry(
+    raw: RawSchema,
+    id: Option<u32>,
+    container: Option<String>,
+    what: &str,
+) -> Result<Arc<Entry>, String> {
+    let compiled = Compiled::compile(raw).map_err(|why| format!("{what} {why}"))?;
+    Ok(Arc::new(Entry {
+        compiled,
+        id,
+        container,
+        infos: Mutex::new(HashMap::new()),
+    }))
+}
+
+/// [`entry`] as an id's slot.
+fn ready(raw: RawSchema, id: Option<u32>, what: &str) -> Slot {
+    match entry(raw, id, None, what) {
+        Ok(e) => Slot::Ready(e),
+        Err(why) => Slot::Failed(why),
     }
 }
 
