@@ -41,6 +41,12 @@ fn main() -> ExitCode {
 }
 
 fn run() -> ExitCode {
+    // `transform` runs jq programs in a child process of this binary (dlq_transform).
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(dlq_transform::WORKER_ARG))
+    {
+        return ExitCode::from(u8::try_from(dlq_transform::worker::serve()).unwrap_or(1));
+    }
     // `dlq-triage sumary demo` would parse as the source `sumary` and the command `demo`:
     // a misspelt command is said, with what was meant, before clap reads the line.
     let args: Vec<String> = std::env::args().skip(1).collect();

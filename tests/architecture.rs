@@ -61,8 +61,10 @@ const IO_CRATES: [&str; 10] = [
 fn every_layer_depends_only_downwards() {
     let g = graph();
     // Which of our crates each crate may use.
-    let allowed: [(&str, &[&str]); 10] = [
+    let allowed: [(&str, &[&str]); 11] = [
         ("dlq-core", &[]),
+        // jq programs in a worker process: knows nothing of letters.
+        ("dlq-transform", &[]),
         ("dlq-ledger", &["dlq-core"]),
         ("dlq-kafka", &["dlq-core"]),
         ("dlq-amqp", &["dlq-core"]),
@@ -75,11 +77,13 @@ fn every_layer_depends_only_downwards() {
                 "dlq-kafka",
                 "dlq-amqp",
                 "dlq-schema",
+                "dlq-transform",
             ],
         ),
         ("dlq-tui", &["dlq-core", "dlq-app"]),
         ("dlq-cli", &["dlq-core", "dlq-app", "dlq-tui"]),
-        ("dlq-triage", &["dlq-core", "dlq-app", "dlq-cli"]),
+        // The binary also starts as the transform worker (`dlq_transform::worker`).
+        ("dlq-triage", &["dlq-core", "dlq-app", "dlq-cli", "dlq-transform"]),
         // Test fixtures: a dev-dependency only. Being one of ours and in no other
         // crate's list, it fails this test the day a production crate depends on it.
         (
@@ -126,6 +130,15 @@ fn core_names_no_io_crate_and_front_ends_no_adapter_crate() {
             .filter(|d| CODECS.contains(&d.as_str()))
             .collect();
         assert!(named.is_empty(), "{layer} depends on {named:?}");
+    }
+    // jq programs run in dlq-transform's worker alone: nobody else may run one in
+    // process, where a runaway program could not be stopped.
+    for (name, deps) in &g {
+        let jaq: Vec<&String> = deps.iter().filter(|d| d.starts_with("jaq")).collect();
+        assert!(
+            name == "dlq-transform" || jaq.is_empty(),
+            "{name} depends on {jaq:?}"
+        );
     }
     // The front ends reach brokers and the ledger through the app, never directly.
     for front in ["dlq-tui", "dlq-cli"] {

@@ -3,7 +3,7 @@
 //! chain naming what a superuser changed anyway.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may stop on a broken fixture
 
-use dlq_core::journal::{JournalError, ReplayState};
+use dlq_core::journal::{Journal, JournalError, ReplayState};
 use dlq_ledger::{Ledger, Location};
 use dlq_testkit::pg::TempDb;
 

@@ -976,8 +976,16 @@ fn ledger_migrate_moves_a_file_ledger_with_a_killed_replay_to_the_team_ledger() 
     {
         let mut l =
             dlq_ledger::Ledger::open(&env.path().join("ledger.db"), "alice").expect("file ledger");
-        l.record_revision(&env.uri, "m-1", "fix", &["/n".into()], b"{}", b"{\"n\":1}")
-            .expect("revision");
+        dlq_core::journal::Journal::record_revision(
+            &mut l,
+            &env.uri,
+            "m-1",
+            "fix",
+            &["/n".into()],
+            b"{}",
+            b"{\"n\":1}",
+        )
+        .expect("revision");
     }
     let child = env.spawn_replay(N, "20");
     let id = env.running_replay(5);

@@ -13,3 +13,4 @@ pub mod revise;
 pub mod schemas;
 pub mod session;
 pub mod team_ledger;
+pub mod transform;

@@ -21,6 +21,7 @@ mod show;
 mod summary;
 mod table;
 mod topics;
+mod transform;
 mod tui;
 mod watch;
 
@@ -186,6 +187,9 @@ pub enum Command {
     Topics(TopicsArgs),
     /// A payload revision, edited on the masked payload in $EDITOR (the original stays).
     Edit(EditArgs),
+    /// One jq program over the matching letters, each changed letter recorded as a
+    /// revision (dry-run first; replay them with `replay --use-revisions`).
+    Transform(TransformArgs),
     /// Alert on dead-letter rate, oldest age, counts, new failure modes and replays that
     /// fail again — per group, with owners (`--once` for cron and CI: exit 3 on breach).
     Watch(WatchArgs),
@@ -255,6 +259,37 @@ pub struct EditArgs {
     /// Edit the raw payload (privileged; audited as an edit).
     #[arg(long)]
     pub unmasked: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TransformArgs {
+    pub source: String,
+    /// Which letters (required, as for discard).
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: String,
+    /// The jq program, run on each letter's payload (its decoded form where a schema
+    /// decodes it), e.g. '.payload.amount |= (gsub(",";"") | tonumber)'.
+    #[arg(long, short = 'e', value_name = "JQ")]
+    pub expr: String,
+    /// Why (recorded with every revision and in the audit log).
+    #[arg(long)]
+    pub reason: String,
+    /// Count what would change and show a masked sample; record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long)]
+    pub json: bool,
+    /// Do not ask (scripts). Above 100 revisions (`[replay] confirm_above`), --expect N
+    /// is needed too.
+    #[arg(long)]
+    pub yes: bool,
+    /// Refuse if more than N letters would be revised.
+    #[arg(long, value_name = "N")]
+    pub expect: Option<usize>,
+    /// Wall time a program may take on one letter before it is stopped (that letter
+    /// fails, the rest go on).
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub time_limit: String,
 }
 
 #[derive(Args, Debug)]
@@ -540,6 +575,7 @@ impl Cli {
                 Command::Discard(a) => &a.source,
                 Command::Replay(a) => &a.source,
                 Command::Edit(a) => &a.source,
+                Command::Transform(a) => &a.source,
                 Command::Watch(a) => &a.source,
                 // The demo TUI reads the demo source (and its schema registry).
                 Command::Demo(a) if !a.serve => return Some("demo"),
@@ -681,6 +717,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Edit(a) => edit::run(&ctx, &a),
+        Command::Transform(a) => transform::run(&ctx, &a),
         Command::Watch(a) => watch::run(&ctx, &a),
     }
 }

@@ -496,7 +496,28 @@ pub trait Journal: Send {
         changed_paths: &[String],
         before: &[u8],
         after: &[u8],
-    ) -> Result<i64, JournalError>;
+    ) -> Result<i64, JournalError> {
+        let rev = NewRevision {
+            letter_id: letter_id.into(),
+            reason: reason.into(),
+            changed_paths: changed_paths.to_vec(),
+            sha256_before: crate::revision::sha256_hex(before),
+            after: after.to_vec(),
+            program: None,
+        };
+        let numbers = self.record_revisions(source, std::slice::from_ref(&rev))?;
+        numbers.first().copied().ok_or_else(|| JournalError::Other {
+            path: String::new(),
+            message: "no revision number came back".into(),
+        })
+    }
+    /// New revisions of many letters in one transaction (a transform's batch); their
+    /// numbers, in order. All or none are recorded.
+    fn record_revisions(
+        &mut self,
+        source: &str,
+        batch: &[NewRevision],
+    ) -> Result<Vec<i64>, JournalError>;
     /// The payload of revision `number`, if recorded.
     fn revision(
         &self,
@@ -613,11 +634,34 @@ pub trait Journal: Send {
     fn replay(&self, id: &str) -> Result<Option<(ReplayRow, Vec<ReplayItemRow>)>, JournalError>;
     /// How many times each letter of a source was replayed.
     fn replay_counts(&self, source: &str) -> Result<HashMap<String, u32>, JournalError>;
-    /// The latest revision of each letter of a source: number and payload.
+    /// The latest revision of each letter of a source, checked against its entry.
     fn latest_revisions(
         &self,
         source: &str,
-    ) -> Result<HashMap<String, (i64, Vec<u8>)>, JournalError>;
+    ) -> Result<HashMap<String, LatestRevision>, JournalError>;
+}
+
+/// A revision to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRevision {
+    pub letter_id: String,
+    pub reason: String,
+    /// JSON pointers the revision changed.
+    pub changed_paths: Vec<String>,
+    /// Of the payload it was made from (the original or the revision before it).
+    pub sha256_before: String,
+    pub after: Vec<u8>,
+    /// The jq program of a transform (recorded in full with its digest).
+    pub program: Option<String>,
+}
+
+/// A letter's newest revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LatestRevision {
+    pub number: i64,
+    pub payload: Vec<u8>,
+    /// `sha256_hex` of the transform program that made it, if a transform did.
+    pub program_sha256: Option<String>,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use sha2::Sha256;
 use std::collections::BTreeMap;
 
+pub mod copies;
 mod json;
 mod rules;
 

@@ -3,6 +3,15 @@
 //! them. The original is never overwritten.
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Lowercase hex SHA-256: how revisions name the payloads and programs they came from.
+pub fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
 
 /// Merge an edit of the masked rendering back onto the original.
 pub fn merge_masked_edit(original: &Value, masked: &Value, edited: &Value) -> Value {

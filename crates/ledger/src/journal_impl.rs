@@ -4,7 +4,7 @@
 use crate::Ledger;
 use dlq_core::journal::{
     Approval, AuditEntry, Claim, ConfirmedLetter, Decision, Head, ItemState, Journal, JournalError,
-    PlannedItem, ReplayItemRow, ReplayRow, ReplayState, Verification,
+    LatestRevision, NewRevision, PlannedItem, ReplayItemRow, ReplayRow, ReplayState, Verification,
 };
 use std::collections::HashMap;
 
@@ -30,24 +30,8 @@ impl Journal for Ledger {
     ) -> R<Decision> {
         Ledger::record_discard(self, source, letter_id, binding, coords, reason)
     }
-    fn record_revision(
-        &mut self,
-        source: &str,
-        letter_id: &str,
-        reason: &str,
-        changed_paths: &[String],
-        before: &[u8],
-        after: &[u8],
-    ) -> R<i64> {
-        Ledger::record_revision(
-            self,
-            source,
-            letter_id,
-            reason,
-            changed_paths,
-            before,
-            after,
-        )
+    fn record_revisions(&mut self, source: &str, batch: &[NewRevision]) -> R<Vec<i64>> {
+        Ledger::record_revisions(self, source, batch)
     }
     fn revision(&self, source: &str, letter_id: &str, number: i64) -> R<Option<Vec<u8>>> {
         Ledger::revision(self, source, letter_id, number)
@@ -165,7 +149,7 @@ impl Journal for Ledger {
     fn replay_counts(&self, source: &str) -> R<HashMap<String, u32>> {
         Ledger::replay_counts(self, source)
     }
-    fn latest_revisions(&self, source: &str) -> R<HashMap<String, (i64, Vec<u8>)>> {
+    fn latest_revisions(&self, source: &str) -> R<HashMap<String, LatestRevision>> {
         Ledger::latest_revisions(self, source)
     }
 }

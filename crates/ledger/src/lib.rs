@@ -12,7 +12,9 @@
 
 use chrono::{SecondsFormat, Utc};
 use db::{Db, DbError};
-use dlq_core::journal::{AuditEntry, Decision, DecisionKind, Head, JournalError, Verification};
+use dlq_core::journal::{
+    AuditEntry, Decision, DecisionKind, Head, JournalError, NewRevision, Verification,
+};
 use hmac::{Hmac, Mac};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -303,32 +305,38 @@ impl Ledger {
         })
     }
 
-    /// Record revision N+1 of a letter's payload (the original is never touched).
-    pub fn record_revision(
+    /// Record the next revision of each letter in `batch` (the original is never
+    /// touched), all in one transaction: every revision is an `edit` entry naming its
+    /// number, reason, changed paths, digests and (a transform's) program.
+    pub fn record_revisions(
         &mut self,
         source: &str,
-        letter_id: &str,
-        reason: &str,
-        changed_paths: &[String],
-        before: &[u8],
-        after: &[u8],
-    ) -> Result<i64, JournalError> {
+        batch: &[NewRevision],
+    ) -> Result<Vec<i64>, JournalError> {
         self.write(|l, tx| {
-            let number: i64 = tx
-                .one("SELECT COALESCE(MAX(number), 0) + 1 FROM revisions WHERE source = ?1 AND letter_id = ?2", p![source, letter_id], |r| r.get(0))
+            let mut numbers = Vec::with_capacity(batch.len());
+            for rev in batch {
+                let number: i64 = tx
+                    .one("SELECT COALESCE(MAX(number), 0) + 1 FROM revisions WHERE source = ?1 AND letter_id = ?2", p![source, rev.letter_id], |r| r.get(0))
+                    .map_err(|e| l.err(e))?;
+                let paths = serde_json::to_string(&rev.changed_paths).unwrap_or_default();
+                let sha_after = sha256_hex(&rev.after);
+                let mut detail = serde_json::json!({"source": source, "revision": number, "reason": rev.reason, "changed": rev.changed_paths, "sha256_before": rev.sha256_before, "sha256_after": sha_after});
+                if let Some(program) = &rev.program {
+                    detail["program"] = program.as_str().into();
+                    detail["program_sha256"] = sha256_hex(program.as_bytes()).into();
+                }
+                let entry = l
+                    .audit_in(tx, "edit", &rev.letter_id, &detail.to_string())
+                    .map_err(|e| l.err(e))?;
+                tx.execute(
+                    "INSERT INTO revisions (source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload, audit_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    p![source, rev.letter_id, number, l.actor, entry.at, rev.reason, paths, rev.sha256_before, sha_after, rev.after, entry.seq],
+                )
                 .map_err(|e| l.err(e))?;
-            let paths = serde_json::to_string(changed_paths).unwrap_or_default();
-            let (sha_before, sha_after) = (sha256_hex(before), sha256_hex(after));
-            let detail = serde_json::json!({"source": source, "revision": number, "reason": reason, "changed": changed_paths, "sha256_before": sha_before, "sha256_after": sha_after}).to_string();
-            let entry = l
-                .audit_in(tx, "edit", letter_id, &detail)
-                .map_err(|e| l.err(e))?;
-            tx.execute(
-                "INSERT INTO revisions (source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload, audit_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                p![source, letter_id, number, l.actor, entry.at, reason, paths, sha_before, sha_after, after, entry.seq],
-            )
-            .map_err(|e| l.err(e))?;
-            Ok(number)
+                numbers.push(number);
+            }
+            Ok(numbers)
         })
     }
 
@@ -365,7 +373,7 @@ impl Ledger {
         number: i64,
         payload: &[u8],
         seq: Option<i64>,
-    ) -> Result<(), JournalError> {
+    ) -> Result<serde_json::Value, JournalError> {
         let entry = match seq {
             Some(seq) => self
                 .db
@@ -384,18 +392,18 @@ impl Ledger {
                 .is_none(),
             None => false,
         };
-        let holds = mac_holds
-            && entry.is_some_and(|e| {
-                let d: serde_json::Value = serde_json::from_str(&e.detail).unwrap_or_default();
-                e.action == "edit"
-                    && e.target == letter_id
-                    && d.get("source").and_then(|v| v.as_str()) == Some(source)
-                    && d.get("revision").and_then(|v| v.as_i64()) == Some(number)
-                    && d.get("sha256_after").and_then(|v| v.as_str())
-                        == Some(sha256_hex(payload).as_str())
-            });
-        if holds {
-            return Ok(());
+        let detail = entry.as_ref().and_then(|e| {
+            let d: serde_json::Value = serde_json::from_str(&e.detail).unwrap_or_default();
+            let holds = e.action == "edit"
+                && e.target == letter_id
+                && d.get("source").and_then(|v| v.as_str()) == Some(source)
+                && d.get("revision").and_then(|v| v.as_i64()) == Some(number)
+                && d.get("sha256_after").and_then(|v| v.as_str())
+                    == Some(sha256_hex(payload).as_str());
+            holds.then_some(d)
+        });
+        if let (true, Some(d)) = (mac_holds, detail) {
+            return Ok(d);
         }
         Err(self.other(format!(
             "revision {number} of {letter_id} does not match the audit entry that recorded it (the revisions table was edited); nothing was sent — `dlq-triage audit verify` names the row"
@@ -519,6 +527,7 @@ fn entry_row(r: &db::Row) -> Result<AuditEntry, DbError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlq_core::journal::Journal;
     use rusqlite::{params, Connection};
 
     /// The SQLite connection behind a test ledger, to tamper with it.

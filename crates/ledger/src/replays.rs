@@ -9,8 +9,8 @@ use super::{Ledger, RowProblem};
 use crate::db::{DbError, Row};
 use crate::p;
 use dlq_core::journal::{
-    AuditEntry, ConfirmedLetter, Decision, DecisionKind, ItemState, JournalError, PlannedItem,
-    ReplayItemRow, ReplayRow, ReplayState,
+    AuditEntry, ConfirmedLetter, Decision, DecisionKind, ItemState, JournalError, LatestRevision,
+    PlannedItem, ReplayItemRow, ReplayRow, ReplayState,
 };
 use std::collections::HashMap;
 
@@ -366,19 +366,30 @@ impl Ledger {
         Ok(rows.into_iter().collect())
     }
 
-    /// The latest revision of each letter that has one: (number, payload).
+    /// The latest revision of each letter that has one.
     pub fn latest_revisions(
         &self,
         source: &str,
-    ) -> Result<HashMap<String, (i64, Vec<u8>)>, JournalError> {
+    ) -> Result<HashMap<String, LatestRevision>, JournalError> {
         let rows: Vec<(String, i64, Vec<u8>, Option<i64>)> = self
             .db
             .map("SELECT letter_id, number, payload, audit_seq FROM revisions r WHERE source = ?1 AND number = (SELECT MAX(number) FROM revisions WHERE source = r.source AND letter_id = r.letter_id)", p![source], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .map_err(|e| self.err(e))?;
         rows.into_iter()
             .map(|(id, n, payload, seq)| {
-                self.check_revision_read(source, &id, n, &payload, seq)?;
-                Ok((id, (n, payload)))
+                let detail = self.check_revision_read(source, &id, n, &payload, seq)?;
+                let program_sha256 = detail
+                    .get("program_sha256")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string);
+                Ok((
+                    id,
+                    LatestRevision {
+                        number: n,
+                        payload,
+                        program_sha256,
+                    },
+                ))
             })
             .collect()
     }

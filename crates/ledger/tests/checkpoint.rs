@@ -2,7 +2,7 @@
 //! checkpoint, and that anything it cannot vouch for goes to the full walk.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may stop on a broken fixture
 
-use dlq_core::journal::{ConfirmedLetter, ReplayState};
+use dlq_core::journal::{ConfirmedLetter, Journal, ReplayState};
 use dlq_ledger::Ledger;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

@@ -296,14 +296,14 @@ impl Session {
                     state,
                     ledger_replays: counts.get(&id).copied().unwrap_or(0),
                     // Read as the letter is: a schema-encoded revision previews decoded.
-                    revision_preview: revisions.get(&id).map(|(_, p)| {
+                    revision_preview: revisions.get(&id).map(|r| {
                         let s = &self.settings;
                         let mut raw = letter.raw.clone();
-                        raw.payload.clone_from(p);
+                        raw.payload.clone_from(&r.payload);
                         let codec = s.codec.as_deref();
                         dlq_core::catalog::prepare_with(&s.masker, &s.mappings, codec, true, raw).1
                     }),
-                    revision: revisions.get(&id).cloned(),
+                    revision: revisions.get(&id).map(|r| (r.number, r.payload.clone())),
                     held_by: claims.get(&(id.clone(), binding.clone())).cloned(),
                     binding,
                     preview,

@@ -1,0 +1,196 @@
+//! `dlq-triage transform SOURCE --filter EXPR --expr JQ --reason TEXT`: one jq program
+//! over the matching letters (`dlq_app::transform`), each changed letter a revision.
+//! Dry-run counts and shows a masked sample; otherwise the same count is confirmed like
+//! a discard (typed, or `--expect N` beside `--yes`) and recorded in batches.
+
+use super::context::{usage, Context};
+use super::TransformArgs;
+use dlq_app::transform::{Limits, Tally, Transform};
+use dlq_core::sanitize;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
+    if ctx.read_only {
+        return usage("--read-only: transform records revisions; run without --read-only");
+    }
+    let mut filter = ctx.parse_filter(Some(&a.filter))?;
+    if filter.is_empty() {
+        return usage("--filter must select letters, e.g. --filter 'reason=amount_not_a_number'");
+    }
+    let limit = a.time_limit.trim();
+    let time = match limit.strip_suffix("ms") {
+        Some(ms) => ms.parse::<i64>().ok(),
+        None => dlq_core::timefmt::parse_duration_ms(limit),
+    };
+    let time = time
+        .filter(|ms| *ms > 0)
+        .map(|ms| Duration::from_millis(ms as u64));
+    let Some(time) = time else {
+        return usage(format!(
+            "--time-limit {}: expected a duration such as 2s or 500ms",
+            sanitize::clean(&a.time_limit)
+        ));
+    };
+    let limits = Limits {
+        time,
+        ..Limits::default()
+    };
+    let (source_ref, _) = ctx.source_plan(&a.source)?;
+    let settings = ctx.session_settings(&source_ref.to_string())?;
+    let mut transform = match Transform::start(&settings, &a.expr, &a.reason, !a.dry_run, limits) {
+        Ok(t) => t,
+        Err(e @ dlq_app::session::SessionError::Invalid(_)) => return usage(e.to_string()),
+        Err(e) => return Err(e.into()),
+    };
+    let now = ctx.now_ms();
+    let needs_payloads = filter.needs_payloads();
+    let loaded = ctx.load_with(&a.source, filter.needs_previews(), |cat, row, dl| {
+        let Some(r) = cat.store.row(row) else {
+            return Ok(());
+        };
+        if needs_payloads {
+            filter.note_payload(r, &dl, cat.masker());
+        }
+        if r.state.unhandled() && filter.matches(&cat.store, r, now) {
+            transform.offer(&dl)?;
+        }
+        Ok(())
+    })?;
+    let label = sanitize::clean(&loaded.info.label);
+    let tally = transform.tally().clone();
+    if a.json && a.dry_run {
+        let mut v = tally.to_json();
+        v["dry_run"] = true.into();
+        v["recorded"] = 0.into();
+        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(());
+    }
+    if !a.json {
+        print_tally(a, &label, &tally)?;
+    }
+    let n = tally.changed as usize;
+    if a.dry_run {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "dry run: nothing was recorded. Letters that arrive later are not in this count."
+        )?;
+        if n > 0 {
+            writeln!(
+                out,
+                "to record {}: the same command without --dry-run{}",
+                revisions(n),
+                if n > ctx.config.replay.confirm_above {
+                    format!(" and --expect {n}")
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        return Ok(());
+    }
+    if n == 0 {
+        if a.json {
+            let mut v = tally.to_json();
+            v["dry_run"] = false.into();
+            v["recorded"] = 0.into();
+            writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&v)?)?;
+        } else {
+            writeln!(std::io::stdout(), "nothing to record")?;
+        }
+        return Ok(());
+    }
+    let guard = crate::confirm::Guard {
+        verb: "revise",
+        n,
+        above: ctx.config.replay.confirm_above,
+        yes: a.yes,
+        expect: a.expect,
+        nothing: "nothing was recorded",
+    };
+    if !guard.confirmed(&format!(
+        "Record {} in {label} (reason: {})? The originals stay; `replay --use-revisions` sends the revisions.",
+        revisions(n),
+        sanitize::clean(a.reason.trim())
+    ))? {
+        writeln!(std::io::stdout(), "nothing recorded")?;
+        return Ok(());
+    }
+    let show_progress = std::io::stderr().is_terminal() && n > dlq_app::transform::BATCH;
+    let recorded = transform.record(&mut |done, total| {
+        if show_progress {
+            eprint!("\rrecorded {done}/{total}");
+        }
+    })?;
+    if show_progress {
+        eprintln!();
+    }
+    if a.json {
+        let mut v = recorded.tally.to_json();
+        v["dry_run"] = false.into();
+        v["recorded"] = recorded.revisions.into();
+        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "recorded {} (the originals are unchanged)",
+        revisions(recorded.revisions)
+    )?;
+    writeln!(
+        out,
+        "replay them with: dlq-triage replay {} --filter '{}' --use-revisions --dry-run",
+        sanitize::clean(&a.source),
+        sanitize::clean(&a.filter)
+    )?;
+    if let Some(at) = &ctx.ledger {
+        writeln!(out, "ledger: {}", sanitize::clean(&at.to_string()))?;
+    }
+    Ok(())
+}
+
+fn revisions(n: usize) -> String {
+    if n == 1 {
+        "1 revision".into()
+    } else {
+        format!("{n} revisions")
+    }
+}
+
+fn print_tally(a: &TransformArgs, label: &str, t: &Tally) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "transform {}: {} match `{}`",
+        label,
+        dlq_core::words::letters(t.matched as usize),
+        sanitize::clean(&a.filter)
+    )?;
+    writeln!(out, "program: {}", sanitize::line(a.expr.trim(), 200))?;
+    writeln!(out, "  {}", t.line())?;
+    if !t.failed.is_empty() {
+        writeln!(out, "failed, by cause (these letters are not revised):")?;
+        for (why, n) in &t.failed {
+            writeln!(out, "  {n:>7}  {why}")?;
+        }
+    }
+    if !t.sample.is_empty() {
+        writeln!(out, "sample (masked):")?;
+        for s in &t.sample {
+            writeln!(out, "  {} at {}", s.letter_id, s.location)?;
+            for c in &s.changes {
+                writeln!(
+                    out,
+                    "    {:<8} {}  {} → {}",
+                    c.kind.as_str(),
+                    sanitize::clean(&c.path),
+                    sanitize::line(c.old.as_deref().unwrap_or("-"), 60),
+                    sanitize::line(c.new.as_deref().unwrap_or("-"), 60)
+                )?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,322 @@
+//! `dlq-triage transform` end to end on librdkafka's mock cluster, through the built
+//! binary: the demo's amount incident fixed by one program and replayed clean through
+//! the simulated consumer; failures grouped by cause; runaway programs stopped per
+//! letter; who may; and a transform killed (SIGKILL, the binary's own pid) at seeded
+//! random points that resumes without recording a revision twice.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
+
+use chrono::Utc;
+use dlq_kafka::demo::scenario::Scale;
+use dlq_kafka::demo::{Demo, Simulator};
+use dlq_testkit::cli::Cli;
+use std::collections::HashMap;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+const AMOUNTS: &str = "reason=amount_not_a_number";
+const FIX: &str = r#".payload.amount |= (gsub(",";"") | tonumber)"#;
+
+struct Env {
+    cli: Cli,
+    uri: String,
+}
+
+impl Env {
+    fn new(bootstrap: &str) -> Env {
+        let cli = Cli::new(env!("CARGO_BIN_EXE_dlq-triage"));
+        let ledger = cli.path().join("ledger.db");
+        Env {
+            cli: cli
+                .with("DLQ_TRIAGE_LEDGER", ledger)
+                .with("DLQ_TRIAGE_ACTOR", "alice"),
+            uri: format!("kafka://{bootstrap}/invoices.dlq,payments.dlq"),
+        }
+    }
+
+    fn transform(&self, filter: &str, program: &str, extra: &[&str]) -> Output {
+        let mut args = vec![
+            "transform",
+            self.uri.as_str(),
+            "--filter",
+            filter,
+            "--expr",
+            program,
+            "--reason",
+            "INC-42 amounts sent as strings",
+        ];
+        args.extend_from_slice(extra);
+        self.cli.run(&args)
+    }
+
+    fn json(&self, filter: &str, program: &str, extra: &[&str]) -> serde_json::Value {
+        let mut args = vec!["--json"];
+        args.extend_from_slice(extra);
+        let out = self.transform(filter, program, &args);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("json: {}", text(&out)))
+    }
+
+    /// Revisions in the ledger by letter id.
+    fn revisions(&self) -> HashMap<String, u32> {
+        let path = self.cli.path().join("ledger.db");
+        if !path.exists() {
+            return HashMap::new();
+        }
+        let db = rusqlite::Connection::open(path).expect("ledger");
+        let mut st = db
+            .prepare("SELECT letter_id, COUNT(*) FROM revisions GROUP BY letter_id")
+            .expect("query");
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("rows")
+            .map(|r| r.expect("row"))
+            .collect()
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn the_amount_group_is_fixed_by_one_program_and_replays_without_failing_again() {
+    let demo = Demo::start(7, Utc::now(), Scale(1.0)).expect("demo");
+    let _sim = Simulator::start(demo.bootstrap(), 7, None).expect("simulator");
+    let env = Env::new(&demo.bootstrap());
+    // Dry-run: the counts and a masked sample; nothing recorded.
+    let dry = env.json(AMOUNTS, FIX, &["--dry-run"]);
+    let n = dry["changed"].as_u64().expect("changed");
+    assert!(n >= 300, "{dry}");
+    assert_eq!(dry["matched"], n, "{dry}");
+    assert_eq!(dry["unchanged"], 0);
+    assert_eq!(dry["failed"], serde_json::json!({}));
+    assert_eq!(dry["recorded"], 0);
+    let change = &dry["sample"][0]["changes"][0];
+    assert_eq!(change["path"], "/payload/amount", "{dry}");
+    assert!(change["old"].as_str().expect("old").starts_with('"'));
+    assert!(change["new"].as_str().expect("new").parse::<f64>().is_ok());
+    assert!(env.revisions().is_empty());
+    // Over confirm_above: --yes alone is refused, nothing recorded.
+    let refused = env.transform(AMOUNTS, FIX, &["--yes"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(env.revisions().is_empty());
+    let ns = n.to_string();
+    let done = env.json(AMOUNTS, FIX, &["--yes", "--expect", &ns]);
+    assert_eq!(done["recorded"], n, "{done}");
+    let revs = env.revisions();
+    assert_eq!(revs.len() as u64, n);
+    assert!(revs.values().all(|c| *c == 1));
+    // Again: every letter already revised by this program, nothing recorded twice.
+    let again = env.json(AMOUNTS, FIX, &["--yes", "--expect", &ns]);
+    assert_eq!(
+        (again["already"].as_u64(), again["recorded"].as_u64()),
+        (Some(n), Some(0))
+    );
+    // One revision, as `diff --revision 1` shows it.
+    let id = revs.keys().next().expect("a letter").clone();
+    let diff = env
+        .cli
+        .run(&["diff", &env.uri, &id, "--revision", "1", "--json"]);
+    assert!(diff.status.success(), "{}", text(&diff));
+    assert!(String::from_utf8_lossy(&diff.stdout).contains("/payload/amount"));
+    // Replayed from the revisions: the simulated consumer accepts every one.
+    let out = env.cli.run(&[
+        "replay",
+        &env.uri,
+        "--filter",
+        AMOUNTS,
+        "--use-revisions",
+        "--canary",
+        "5",
+        "--canary-rate",
+        "100",
+        "--rate",
+        "500",
+        "--watch",
+        "3s",
+        "--yes",
+        "--expect",
+        &ns,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let replay = stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("r-2"))
+        .expect("replay id");
+    let shown = env.cli.run(&["replays", "show", replay, "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).expect("json");
+    assert_eq!(shown["state"], "completed", "{shown}");
+    let letters = shown["letters"].as_array().expect("letters");
+    assert_eq!(letters.len() as u64, n);
+    assert!(
+        letters.iter().all(|l| l["state"] != "failed-again"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn failures_group_by_cause_change_nothing_and_runaway_programs_stop_per_letter() {
+    let demo = Demo::start(8, Utc::now(), Scale(0.1)).expect("demo");
+    let env = Env::new(&demo.bootstrap());
+    // Amounts with a thousands separator fail (each quoting its own value); the rest change.
+    let picky = r#".payload.amount |= (if test(",") then error("cannot read \(.) as an amount") else tonumber end)"#;
+    let t = env.json(AMOUNTS, picky, &["--dry-run"]);
+    let failed = t["failed"].as_object().expect("failed");
+    assert_eq!(failed.len(), 1, "one cause, not one per value: {t}");
+    let (cause, count) = failed.iter().next().expect("a cause");
+    assert!(
+        !cause.chars().any(|c| c.is_ascii_digit()),
+        "the value is left out: {cause}"
+    );
+    let (changed, failed_n) = (t["changed"].as_u64().unwrap(), count.as_u64().unwrap());
+    assert!(changed > 0 && failed_n > 0, "{t}");
+    assert_eq!(changed + failed_n, t["matched"].as_u64().unwrap());
+    let done = env.json(AMOUNTS, picky, &["--yes", "--expect", "1000"]);
+    assert_eq!(done["recorded"], changed);
+    assert_eq!(
+        env.revisions().len() as u64,
+        changed,
+        "failed letters got no revision"
+    );
+    // An infinite loop on some letters and a 100 MB string on others: those letters
+    // fail, each stopped alone, and the run finishes with the rest.
+    let runaway = r#"(.payload.amount | tostring) as $a | if ($a | test("^1")) then (def f: f; f) elif ($a | test("^2")) then .x = ("x" * 100000000) else .payload.amount |= (tostring | gsub(",";"") | tonumber + 1) end"#;
+    let started = Instant::now();
+    let t = env.json(AMOUNTS, runaway, &["--dry-run", "--time-limit", "500ms"]);
+    let failed = t["failed"].as_object().expect("failed");
+    assert!(failed.keys().any(|k| k.contains("time limit")), "{t}");
+    assert!(failed.keys().any(|k| k.contains("over 16 MiB")), "{t}");
+    assert!(
+        t["changed"].as_u64().unwrap() > 0,
+        "the other letters still ran: {t}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(120));
+    // A program that does not compile is a usage error, before any scan.
+    let bad = env.transform(AMOUNTS, ".a +", &["--dry-run"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("does not compile"));
+}
+
+#[test]
+fn a_viewer_and_read_only_are_refused() {
+    let demo = Demo::start(9, Utc::now(), Scale(0.1)).expect("demo");
+    let env = Env::new(&demo.bootstrap());
+    let roles = env.cli.path().join("roles.toml");
+    std::fs::write(&roles, "operator = [\"bob\"]\nviewer = [\"*\"]\n").expect("roles");
+    let out = env
+        .cli
+        .command(&[
+            "transform",
+            &env.uri,
+            "-f",
+            AMOUNTS,
+            "-e",
+            FIX,
+            "--reason",
+            "x",
+            "--dry-run",
+        ])
+        .env("DLQ_TRIAGE_ROLES_FILE", &roles)
+        .output()
+        .expect("runs");
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("operator"),
+        "{}",
+        text(&out)
+    );
+    let ro = env.cli.run(&[
+        "--read-only",
+        "transform",
+        &env.uri,
+        "-f",
+        AMOUNTS,
+        "-e",
+        FIX,
+        "--reason",
+        "x",
+    ]);
+    assert_eq!(ro.status.code(), Some(2), "{}", text(&ro));
+    assert!(env.revisions().is_empty());
+}
+
+/// Seeded kill points while the program runs and while the batches are written (a
+/// test hook pauses 300 ms after each batch of 100): whatever was committed stays, the
+/// next run records only the rest, and no letter ever has two revisions.
+#[test]
+fn a_killed_transform_resumes_without_recording_a_revision_twice() {
+    let demo = Demo::start(10, Utc::now(), Scale(1.0)).expect("demo");
+    let env = Env::new(&demo.bootstrap());
+    let started = Instant::now();
+    let n = env.json(AMOUNTS, FIX, &["--dry-run"])["changed"]
+        .as_u64()
+        .expect("changed");
+    let scan = started.elapsed();
+    let ns = n.to_string();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut kills = Vec::new();
+    for round in 0..5 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let frac = (rng % 1000) as f64 / 1000.0;
+        // The first kill anywhere in the scan; the others while this run's batches
+        // (those still to record) are written.
+        let left = n - env.revisions().len() as u64;
+        let after = if round == 0 {
+            scan.mul_f64(frac)
+        } else {
+            scan + Duration::from_millis(300 * left.div_ceil(100)).mul_f64(frac)
+        };
+        let mut child = env
+            .cli
+            .command(&[
+                "transform",
+                &env.uri,
+                "-f",
+                AMOUNTS,
+                "-e",
+                FIX,
+                "--reason",
+                "INC-42",
+                "--yes",
+                "--expect",
+                &ns,
+            ])
+            .env("DLQ_TRIAGE_TEST_BATCH_PAUSE_MS", "300")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(after);
+        // SIGKILL to the binary itself (spawned directly, no shell between).
+        let running = child.try_wait().expect("wait").is_none();
+        let _ = child.kill();
+        let _ = child.wait();
+        let revs = env.revisions();
+        assert!(revs.values().all(|c| *c == 1), "a letter revised twice");
+        kills.push((after, running, revs.len()));
+    }
+    assert!(
+        kills
+            .iter()
+            .any(|(_, running, r)| *running && *r > 0 && (*r as u64) < n),
+        "no kill landed between two batches: {kills:?}"
+    );
+    let done = env.json(AMOUNTS, FIX, &["--yes", "--expect", &ns]);
+    let revs = env.revisions();
+    assert_eq!(revs.len() as u64, n, "kills: {kills:?}");
+    assert!(revs.values().all(|c| *c == 1), "kills: {kills:?}");
+    assert_eq!(
+        done["recorded"].as_u64().unwrap() + done["already"].as_u64().unwrap(),
+        n
+    );
+    let verify = env.cli.run(&["audit", "verify"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+    eprintln!("kills (after, still running, revisions then): {kills:?}");
+}
