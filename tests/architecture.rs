@@ -83,7 +83,10 @@ fn every_layer_depends_only_downwards() {
         ("dlq-tui", &["dlq-core", "dlq-app"]),
         ("dlq-cli", &["dlq-core", "dlq-app", "dlq-tui"]),
         // The binary also starts as the transform worker (`dlq_transform::worker`).
-        ("dlq-triage", &["dlq-core", "dlq-app", "dlq-cli", "dlq-transform"]),
+        (
+            "dlq-triage",
+            &["dlq-core", "dlq-app", "dlq-cli", "dlq-transform"],
+        ),
         // Test fixtures: a dev-dependency only. Being one of ours and in no other
         // crate's list, it fails this test the day a production crate depends on it.
         (

@@ -140,6 +140,39 @@ fn no_secret_survives_any_output_and_near_misses_stay_readable() {
         "export",
         std::fs::read_to_string(&export).expect("exported"),
     ));
+    // A transform copies the secrets into fields of their own and builds strings from
+    // them: its dry-run sample, its record and each revision's diff stay masked.
+    let program = r#".copy = .note | .built = ("for " + .note + "!") | .order = "order-8812""#;
+    let transform = |extra: &[&str]| {
+        let mut args = vec![
+            "transform",
+            &src,
+            "-f",
+            "age>0s",
+            "-e",
+            program,
+            "--reason",
+            "pii",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    outputs.push(("transform --dry-run", transform(&["--dry-run"])));
+    outputs.push((
+        "transform --dry-run --json",
+        transform(&["--dry-run", "--json"]),
+    ));
+    outputs.push(("transform", transform(&["--yes"])));
+    for id in &ids {
+        outputs.push((
+            "diff --revision",
+            run(&["diff", &src, id, "--revision", "1"]),
+        ));
+        outputs.push((
+            "diff --revision --json",
+            run(&["diff", &src, id, "--revision", "1", "--json"]),
+        ));
+    }
     for (what, text) in &outputs {
         for (_, secret) in SECRETS {
             assert!(
