@@ -484,3 +484,80 @@ fn a_viewer_cannot_replay() {
         "help shows r disabled:\n{screen}"
     );
 }
+
+/// `T` on the amount group: the program and a reason, the dry-run over the panes (at
+/// 80×24 too), the count typed, one revision per letter — then `r` with the revisions
+/// switch on replays them and the simulated consumer accepts every one.
+#[test]
+fn t_transforms_the_amount_group_and_the_replay_sends_the_revisions() {
+    dlq_app::transform::use_worker(dlq_app::transform::WorkerCommand {
+        program: env!("CARGO_BIN_EXE_dlq-triage").into(),
+        args: vec![dlq_transform::WORKER_ARG.into()],
+    });
+    let mut t = Tui::open(Role::Operator);
+    t.only("reason=amount_not_a_number");
+    t.key(KeyCode::Char('T'));
+    t.keys(r#".payload.amount |= (gsub(",";"") | tonumber)"#);
+    t.key(KeyCode::Enter);
+    t.keys("INC-42 amounts as strings");
+    t.key(KeyCode::Enter);
+    t.until("the transform's dry-run", Duration::from_secs(60), |t| {
+        matches!(
+            t.s.prompt.input,
+            dlq_tui::state::Input::TransformConfirm(..)
+        )
+    });
+    let dlq_tui::state::Input::TransformConfirm(_, n) = t.s.prompt.input else {
+        unreachable!()
+    };
+    assert!(n >= 300, "{}", t.screen());
+    for (size, wants) in [
+        (
+            SIZE,
+            vec![
+                "Transform — dry run".to_string(),
+                format!("{n} change · 0 unchanged"),
+                "/payload/amount".to_string(),
+                format!("type {n} to confirm"),
+            ],
+        ),
+        (
+            (80, 24),
+            vec!["Transform — dry run".to_string(), format!("{n} change")],
+        ),
+    ] {
+        let screen = dlq_testkit::tui::screen(&t.s, size);
+        for want in wants {
+            assert!(screen.contains(&want), "no `{want}` at {size:?}:\n{screen}");
+        }
+    }
+    t.keys(&n.to_string());
+    t.key(KeyCode::Enter);
+    t.until("the revisions are recorded", Duration::from_secs(60), |t| {
+        t.s.message
+            .as_ref()
+            .is_some_and(|(m, _)| m.starts_with("recorded"))
+    });
+    let db = rusqlite::Connection::open(&t.ledger).expect("ledger");
+    let (revisions, letters): (i64, i64) = db
+        .query_row(
+            "SELECT COUNT(*), COUNT(DISTINCT letter_id) FROM revisions",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("count");
+    assert_eq!((revisions, letters), (n as i64, n as i64));
+    // Replay with the revisions switch (field 5) on, at a test's pace.
+    t.key(KeyCode::Char('r'));
+    t.planned();
+    t.set(0, -1);
+    t.set(1, 2);
+    t.set(2, 6);
+    t.set(3, -2);
+    t.set(5, 1);
+    assert!(t.screen().contains("latest revisions"), "{}", t.screen());
+    t.start();
+    let (state, summary) = t.wait_end(Duration::from_secs(120));
+    assert_eq!(state, Some(ReplayState::Completed), "{summary}");
+    assert!(summary.contains("0 failed again"), "{summary}");
+}

@@ -95,6 +95,34 @@ impl Tally {
         })
     }
 
+    /// What the dry-run says, as both front ends show it: the counts, the failures by
+    /// cause and the masked sample (sanitized lines, paths and values cut to `width`).
+    pub fn lines(&self, width: usize) -> Vec<String> {
+        let mut out = vec![self.line()];
+        if !self.failed.is_empty() {
+            out.push("failed, by cause (these letters are not revised):".into());
+            for (why, n) in &self.failed {
+                out.push(format!("  {n:>6}  {}", sanitize::line(why, width)));
+            }
+        }
+        if !self.sample.is_empty() {
+            out.push("sample (masked):".into());
+            for s in &self.sample {
+                out.push(format!("  {} at {}", s.letter_id, s.location));
+                for c in &s.changes {
+                    out.push(format!(
+                        "    {:<8} {}  {} → {}",
+                        c.kind.as_str(),
+                        sanitize::line(&c.path, width / 2),
+                        sanitize::line(c.old.as_deref().unwrap_or("-"), width / 3),
+                        sanitize::line(c.new.as_deref().unwrap_or("-"), width / 3)
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     /// One line: `302 change · 0 unchanged · 0 already · 0 failed`.
     pub fn line(&self) -> String {
         format!(

@@ -169,28 +169,8 @@ fn print_tally(a: &TransformArgs, label: &str, t: &Tally) -> anyhow::Result<()> 
         sanitize::clean(&a.filter)
     )?;
     writeln!(out, "program: {}", sanitize::line(a.expr.trim(), 200))?;
-    writeln!(out, "  {}", t.line())?;
-    if !t.failed.is_empty() {
-        writeln!(out, "failed, by cause (these letters are not revised):")?;
-        for (why, n) in &t.failed {
-            writeln!(out, "  {n:>7}  {why}")?;
-        }
-    }
-    if !t.sample.is_empty() {
-        writeln!(out, "sample (masked):")?;
-        for s in &t.sample {
-            writeln!(out, "  {} at {}", s.letter_id, s.location)?;
-            for c in &s.changes {
-                writeln!(
-                    out,
-                    "    {:<8} {}  {} → {}",
-                    c.kind.as_str(),
-                    sanitize::clean(&c.path),
-                    sanitize::line(c.old.as_deref().unwrap_or("-"), 60),
-                    sanitize::line(c.new.as_deref().unwrap_or("-"), 60)
-                )?;
-            }
-        }
+    for line in t.lines(160) {
+        writeln!(out, "  {line}")?;
     }
     Ok(())
 }

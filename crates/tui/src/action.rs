@@ -76,6 +76,8 @@ pub enum Act {
     StartEdit,
     /// `d`: discard the marked letters, or the selected one.
     StartDiscard,
+    /// `T`: one jq program over the marked letters or the group, as revisions.
+    StartTransform,
     ToggleMark,
     /// `A`: mark every letter in view (again: unmark them).
     MarkAll,
@@ -181,6 +183,10 @@ pub enum LedgerEvent {
         message: String,
         ok: bool,
     },
+    /// A transform's dry-run: its lines and how many revisions confirming records.
+    TransformPlanned(Result<(Vec<String>, usize), String>),
+    /// A transform recorded (the line to show), or why not.
+    TransformRecorded(Result<String, String>),
 }
 
 /// A replay's plan and run, as the worker reports them.
@@ -317,6 +323,17 @@ pub enum Request {
     /// Drop this browse and browse the source again on a new connection (after the
     /// broker closed it, or to refresh).
     Rebrowse,
+    /// A transform's dry-run on these letters (the worker keeps it until recorded or
+    /// dropped).
+    PlanTransform {
+        picked: Vec<dlq_app::session::Picked>,
+        program: String,
+        reason: String,
+    },
+    /// Record the planned transform's revisions.
+    RecordTransform,
+    /// The transform's dry-run was closed: nothing recorded.
+    DropTransform,
 }
 
 /// `:resume ID [--resend-unconfirmed]`: which replay, and whether the letters that may

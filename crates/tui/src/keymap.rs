@@ -250,6 +250,14 @@ pub(crate) const BINDINGS: &[Binding] = &[
         action: || Action::from(Act::StartEdit),
     },
     Binding {
+        keys: &[C('T')],
+        help: "transform: one jq program over the marked letters, else the group — revisions (dry-run first)",
+        footer: None,
+        effect: Effect::Ledger,
+        needs: Some(Permission::Edit),
+        action: || Action::from(Act::StartTransform),
+    },
+    Binding {
         keys: &[C('u')],
         help: "see the selected letter unmasked (reason; audited)",
         footer: Some("unmask"),

@@ -5,7 +5,7 @@
 
 use crate::action::{Command, PlanView, ReplayEvent, ReplayKey, Request, Resuming};
 use crate::state::{AppState, Input, Level, Pane};
-use dlq_app::session::{Picked, Unfinished};
+use dlq_app::session::Unfinished;
 use dlq_core::access::{check, Permission};
 use dlq_core::journal::ReplayState;
 use dlq_core::model::TriageState;
@@ -324,33 +324,7 @@ fn open(
     what: String,
     resume: Option<Resuming>,
 ) {
-    let mut by_id: HashMap<String, Vec<RowId>> = HashMap::new();
-    let mut picked = Vec::with_capacity(rows.len());
-    let mut unreachable = 0usize;
-    for row in rows {
-        let Some(r) = state.catalog.store.row(row).copied() else {
-            continue;
-        };
-        // The scan's preparation, shared (no bytes copied, nothing prepared again).
-        let held = state.cache.peek(row).cloned();
-        match held {
-            Some(letter) => {
-                let preview = state.catalog.store.preview(&r).to_string();
-                picked.push(Picked::Held(letter, preview))
-            }
-            None => match state.catalog.store.kafka_coords(&r) {
-                Some(c) => picked.push(Picked::At(c)),
-                None => {
-                    unreachable += 1;
-                    continue;
-                }
-            },
-        }
-        by_id
-            .entry(state.catalog.store.id(&r).to_string())
-            .or_default()
-            .push(row);
-    }
+    let (picked, by_id, unreachable) = crate::selection::picked(state, &rows);
     let opts = state.replay.opts.clone().unwrap_or_default();
     state.replay.dry_run = Some(DryRun {
         what,

@@ -5,9 +5,10 @@
 //! them.
 
 use crate::state::{AppState, Pane};
+use dlq_app::session::Picked;
 use dlq_core::sanitize::clean;
 use dlq_core::store::RowId;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// What an action would apply to, and in words.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +88,42 @@ impl Targets {
             self.what, self.outside
         )
     }
+}
+
+/// The letters behind these rows for the worker (replay, transform): the scan's
+/// preparation where the cache still holds it (shared, never prepared again), else
+/// where to fetch it. Also the rows by letter id, and how many are neither held nor
+/// fetchable (left out).
+pub(crate) fn picked(
+    state: &AppState,
+    rows: &[RowId],
+) -> (Vec<Picked>, HashMap<String, Vec<RowId>>, usize) {
+    let mut by_id: HashMap<String, Vec<RowId>> = HashMap::new();
+    let mut picked = Vec::with_capacity(rows.len());
+    let mut unreachable = 0usize;
+    for &row in rows {
+        let Some(r) = state.catalog.store.row(row).copied() else {
+            continue;
+        };
+        match state.cache.peek(row).cloned() {
+            Some(letter) => {
+                let preview = state.catalog.store.preview(&r).to_string();
+                picked.push(Picked::Held(letter, preview))
+            }
+            None => match state.catalog.store.kafka_coords(&r) {
+                Some(c) => picked.push(Picked::At(c)),
+                None => {
+                    unreachable += 1;
+                    continue;
+                }
+            },
+        }
+        by_id
+            .entry(state.catalog.store.id(&r).to_string())
+            .or_default()
+            .push(row);
+    }
+    (picked, by_id, unreachable)
 }
 
 /// `A`: mark every letter in view (again: unmark them).

@@ -56,6 +56,14 @@ pub struct Discarding {
     pub reason: String,
 }
 
+/// A transform being asked for: its letters, in words, and (once typed) its program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transforming {
+    pub rows: Vec<RowId>,
+    pub what: String,
+    pub program: String,
+}
+
 /// A line being typed at the bottom of the screen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -76,6 +84,13 @@ pub enum Input {
     EditReason(String, RowId),
     /// Confirming a replay above the threshold: the count typed, and the plan's count.
     ReplayCount(String, usize),
+    /// `T`: the jq program for these letters.
+    TransformProgram(String, Transforming),
+    /// Then the reason recorded with each revision.
+    TransformReason(String, Transforming),
+    /// The dry-run is shown: `yes` (or the count, above the threshold) records this many
+    /// revisions.
+    TransformConfirm(String, usize),
 }
 
 impl Input {
@@ -89,7 +104,10 @@ impl Input {
             | Input::DiscardCount(s, _)
             | Input::UnmaskReason(s, _)
             | Input::EditReason(s, _)
-            | Input::ReplayCount(s, _) => Some(s),
+            | Input::ReplayCount(s, _)
+            | Input::TransformProgram(s, _)
+            | Input::TransformReason(s, _)
+            | Input::TransformConfirm(s, _) => Some(s),
             Input::None => None,
         }
     }
@@ -213,6 +231,8 @@ pub struct AppState {
     pub groups: GroupTree,
     pub letters: LettersPane,
     pub detail: DetailPane,
+    /// The last transform program typed (`T` offers it again).
+    pub transform_program: String,
     pub prompt: Prompt,
     pub focus: Pane,
     pub cache: PayloadCache,
@@ -271,6 +291,7 @@ impl AppState {
                 unmasked: std::collections::HashSet::new(),
                 history: None,
             },
+            transform_program: String::new(),
             prompt: Prompt {
                 input: Input::None,
                 show_help: false,

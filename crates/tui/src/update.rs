@@ -3,7 +3,9 @@
 use crate::action::{
     Act, Action, BrowseEvent, Command, Event, Intent, LedgerEvent, Nav, Request, Typing, ViewKey,
 };
-use crate::state::{AppState, Detail, Discarding, Input, Level, Pane, ScanStatus, Tab, GROUPINGS};
+use crate::state::{
+    AppState, Detail, Discarding, Input, Level, Pane, ScanStatus, Tab, Transforming, GROUPINGS,
+};
 use crate::views::layout::{layout_for, Areas};
 use dlq_app::session::{DiscardTarget, Prepared};
 use dlq_core::access::{check, Permission};

@@ -12,6 +12,7 @@ use dlq_app::session::{
     DiscardTarget, InFlight, Pace, Picked, Principal, ReplayDraft, Session, SessionEvent, Settings,
     Start,
 };
+use dlq_app::transform::{Limits, Transform};
 use dlq_core::model::Coords;
 use dlq_core::replay::{describe, Control, Options};
 use dlq_core::source::SourceRef;
@@ -266,6 +267,47 @@ fn handle(
             replays.pending = None;
             return;
         }
+        Request::PlanTransform {
+            picked,
+            program,
+            reason,
+        } => {
+            replays.transform = None;
+            let (letters, missing) = session.picked_letters(picked);
+            match plan_transform(session.settings(), &letters, &program, &reason) {
+                Ok(t) => {
+                    let mut lines = t.tally().lines(70);
+                    if !missing.is_empty() {
+                        lines.push(format!(
+                            "{} could not be read and are left out",
+                            dlq_core::words::letters(missing.len())
+                        ));
+                    }
+                    let n = t.tally().changed as usize;
+                    replays.transform = Some(t);
+                    Action::from(LedgerEvent::TransformPlanned(Ok((lines, n))))
+                }
+                Err(e) => Action::from(LedgerEvent::TransformPlanned(Err(e.to_string()))),
+            }
+        }
+        Request::RecordTransform => Action::from(LedgerEvent::TransformRecorded(
+            match replays.transform.take() {
+                Some(t) => t
+                    .record(&mut |_, _| {})
+                    .map(|r| {
+                        format!(
+                            "recorded {} (the originals stay): r, then the revisions switch, replays them",
+                            dlq_core::words::count(r.revisions as u64, "revision")
+                        )
+                    })
+                    .map_err(|e| format!("nothing recorded: {e}")),
+                None => Err("no transform to record (it was dropped)".into()),
+            },
+        )),
+        Request::DropTransform => {
+            replays.transform = None;
+            return;
+        }
         Request::RunReplay { id, control } => {
             let done = replays.run(session, &id, control, events, requests);
             let _ = events.send(AppEvent::Action(done));
@@ -403,7 +445,11 @@ fn ledger_only(principal: &Principal, source_key: &str, r: Request, events: &Sen
                 "the source is not open; nothing replayed".into(),
             ))
         }
+        Request::PlanTransform { .. } | Request::RecordTransform => Action::from(
+            LedgerEvent::TransformPlanned(Err("the source is not open; nothing run".into())),
+        ),
         Request::DropPlan
+        | Request::DropTransform
         | Request::AbandonReplay(_)
         | Request::ResumeLetters(_)
         | Request::Approve { .. }
@@ -496,6 +542,9 @@ fn approval_view(
 #[derive(Default)]
 struct Replays {
     pending: Option<ReplayDraft>,
+    /// A transform's dry-run, held until it is recorded or dropped (its worker process
+    /// and the revisions to record).
+    transform: Option<Transform>,
 }
 
 impl Replays {
@@ -700,7 +749,12 @@ impl dlq_app::session::ReplayWatcher for Watch<'_> {
                 | Request::Rebrowse => Action::from(LedgerEvent::Notes(vec![
                     "a replay is running: try again when it has ended".into(),
                 ])),
-                Request::DropPlan => continue,
+                Request::PlanTransform { .. } | Request::RecordTransform => {
+                    Action::from(LedgerEvent::TransformPlanned(Err(
+                        "a replay is running: transform when it has ended".into(),
+                    )))
+                }
+                Request::DropPlan | Request::DropTransform => continue,
                 other @ (Request::History(..) | Request::Audit { .. } | Request::Unmask { .. }) => {
                     // Ledger reads and audit entries do not touch the source.
                     ledger_only(&self.principal, &self.source_key, other, self.events);
@@ -710,4 +764,18 @@ impl dlq_app::session::ReplayWatcher for Watch<'_> {
             let _ = self.events.send(AppEvent::Action(action));
         }
     }
+}
+
+/// A transform's dry-run over the picked letters, kept for recording.
+fn plan_transform(
+    settings: &Settings,
+    letters: &[dlq_app::session::PlanLetter],
+    program: &str,
+    reason: &str,
+) -> Result<Transform, dlq_app::session::SessionError> {
+    let mut t = Transform::start(settings, program, reason, true, Limits::default())?;
+    for (letter, _) in letters {
+        t.offer(letter)?;
+    }
+    Ok(t)
 }

@@ -38,6 +38,34 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
                 );
             }
         }
+        Act::StartTransform => {
+            let t = crate::selection::targets(state);
+            if let (Err(denied), Some(row)) = (check(state.role, Permission::Edit), t.rows.first())
+            {
+                let row = *row;
+                refuse(state, cmds, denied, row);
+            } else if state.read_only {
+                state.message = Some((
+                    "--read-only: a transform records revisions".into(),
+                    Level::Warn,
+                ));
+            } else if t.rows.is_empty() {
+                state.message = Some((
+                    "select a group (or mark letters) to transform".into(),
+                    Level::Warn,
+                ));
+            } else {
+                let what = t.describe();
+                state.prompt.input = Input::TransformProgram(
+                    state.transform_program.clone(),
+                    Transforming {
+                        rows: t.rows,
+                        what,
+                        program: String::new(),
+                    },
+                );
+            }
+        }
         Act::MarkAll => {
             let said = crate::selection::mark_all_in_view(state);
             state.message = Some((said, Level::Info));

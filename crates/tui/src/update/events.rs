@@ -126,6 +126,29 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
             }
             state.notes.extend(lines);
         }
+        LedgerEvent::TransformPlanned(Ok((lines, n))) => {
+            let title = "Transform — dry run (nothing recorded yet)".to_string();
+            let mut lines = lines;
+            lines.push(String::new());
+            if n == 0 {
+                lines.push("nothing to record".into());
+                state.prompt.input = Input::None;
+            } else {
+                lines.push("Letters that arrive later are not in this count.".into());
+                lines.push("The originals stay; r with the revisions switch replays them.".into());
+                state.prompt.input = Input::TransformConfirm(String::new(), n);
+            }
+            state.prompt.overlay = Some((title, lines));
+            state.message = None;
+        }
+        LedgerEvent::TransformPlanned(Err(e)) | LedgerEvent::TransformRecorded(Err(e)) => {
+            state.prompt.input = Input::None;
+            state.message = Some((e, Level::Error));
+        }
+        LedgerEvent::TransformRecorded(Ok(line)) => {
+            state.detail.history = None;
+            state.message = Some((line, Level::Info));
+        }
         LedgerEvent::DiscardDone { rows, message, ok } => {
             state.detail.history = None;
             for r in &rows {

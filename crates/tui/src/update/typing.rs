@@ -33,7 +33,12 @@ pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command
         }
         Typing::InputSubmit => submit(state, cmds),
         Typing::Cancel => {
-            if state.prompt.input != Input::None {
+            if let Input::TransformConfirm(..) = state.prompt.input {
+                state.prompt.input = Input::None;
+                state.prompt.overlay = None;
+                state.message = Some(("transform dropped: nothing recorded".into(), Level::Info));
+                cmds.push(Command::Session(Request::DropTransform));
+            } else if state.prompt.input != Input::None {
                 state.prompt.input = Input::None;
             } else if state.prompt.show_help || state.prompt.overlay.is_some() {
                 state.prompt.show_help = false;
@@ -79,6 +84,46 @@ pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
         }
         Input::ReplayCount(typed, want) => {
             crate::replaying::submit_count(state, cmds, &typed, want)
+        }
+        Input::TransformProgram(program, t) => {
+            if program.trim().is_empty() {
+                state.message = Some((
+                    "a transform needs a jq program, e.g. .payload.amount |= tonumber".into(),
+                    Level::Warn,
+                ));
+            } else {
+                state.transform_program = program.trim().to_string();
+                state.prompt.input = Input::TransformReason(
+                    String::new(),
+                    Transforming {
+                        program: program.trim().to_string(),
+                        ..t
+                    },
+                );
+            }
+        }
+        Input::TransformReason(reason, t) => submit_transform(state, cmds, reason.trim(), t),
+        Input::TransformConfirm(typed, n) => {
+            state.prompt.overlay = None;
+            let want = if n > state.replay.confirm_above {
+                n.to_string()
+            } else {
+                "yes".to_string()
+            };
+            let typed = typed.trim();
+            if typed == want || (want == "yes" && typed == "y") {
+                state.message = Some((format!("recording {n} revisions…"), Level::Info));
+                cmds.push(Command::Session(Request::RecordTransform));
+            } else {
+                state.message = Some((
+                    format!(
+                        "typed `{}`, not {want}: nothing recorded",
+                        dlq_core::sanitize::line(typed, 40)
+                    ),
+                    Level::Warn,
+                ));
+                cmds.push(Command::Session(Request::DropTransform));
+            }
         }
         Input::None => apply_filter(state, ""),
     }
@@ -161,6 +206,28 @@ pub(crate) fn submit_unmask(
             reason: reason.to_string(),
         }));
     }
+}
+
+/// A program and a reason: ask the worker for the dry-run of these letters.
+fn submit_transform(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, t: Transforming) {
+    if reason.is_empty() {
+        state.message = Some((
+            "a transform needs a reason (recorded with every revision); nothing run".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    let (picked, _, unreachable) = crate::selection::picked(state, &t.rows);
+    let mut said = format!("running the program on {}…", t.what);
+    if unreachable > 0 {
+        said.push_str(&format!(" ({unreachable} no longer held are left out)"));
+    }
+    state.message = Some((said, Level::Info));
+    cmds.push(Command::Session(Request::PlanTransform {
+        picked,
+        program: t.program,
+        reason: reason.to_string(),
+    }));
 }
 
 /// A reason given: above `confirm_above` letters the count must be typed too (the rule

@@ -90,7 +90,15 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
 
 /// A titled list over the panes (`:problems`, `:notes`). Every line is untrusted (record
 /// locations, broker messages): sanitized and cut to the popup.
-pub(crate) fn render_list(f: &mut Frame, area: Rect, title: &str, lines: &[String], t: &Theme) {
+/// `footer` says how it closes (any key, or the prompt below it).
+pub(crate) fn render_list(
+    f: &mut Frame,
+    area: Rect,
+    title: &str,
+    lines: &[String],
+    footer: &str,
+    t: &Theme,
+) {
     let w = area.width.min(100);
     let h = (lines.len() as u16 + 3).min(area.height);
     let popup = Rect::new(
@@ -101,9 +109,16 @@ pub(crate) fn render_list(f: &mut Frame, area: Rect, title: &str, lines: &[Strin
     );
     f.render_widget(Clear, popup);
     let width = usize::from(w.saturating_sub(3));
+    let room = usize::from(h.saturating_sub(3));
+    // Lines that do not fit are counted, never silently dropped.
+    let shown = if lines.len() > room {
+        room.saturating_sub(1)
+    } else {
+        room
+    };
     let mut rows: Vec<Line> = lines
         .iter()
-        .take(usize::from(h.saturating_sub(3)))
+        .take(shown)
         .map(|l| {
             Line::from(Span::styled(
                 format!(" {}", dlq_core::sanitize::line(l, width)),
@@ -111,8 +126,17 @@ pub(crate) fn render_list(f: &mut Frame, area: Rect, title: &str, lines: &[Strin
             ))
         })
         .collect();
+    if lines.len() > shown {
+        rows.push(Line::from(Span::styled(
+            format!(
+                " … {} more lines (a taller terminal shows them)",
+                lines.len() - shown
+            ),
+            t.get(StyleName::UiDim),
+        )));
+    }
     rows.push(Line::from(Span::styled(
-        " any key closes this",
+        format!(" {footer}"),
         t.get(StyleName::UiDim),
     )));
     f.render_widget(

@@ -46,7 +46,12 @@ pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
     } else if s.prompt.show_help {
         help::render(f, area, s, t);
     } else if let Some((title, lines)) = &s.prompt.overlay {
-        help::render_list(f, area, title, lines, t);
+        let footer = if s.prompt.input == crate::state::Input::None {
+            "any key closes this"
+        } else {
+            "answer in the line below"
+        };
+        help::render_list(f, area, title, lines, footer, t);
     }
 }
 

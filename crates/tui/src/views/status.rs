@@ -227,6 +227,38 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             20,
             "  Enter · Esc cancels (nothing is sent)",
         ),
+        Input::TransformProgram(p, d) => prompt(
+            t,
+            &format!(" transform {} — jq: ", sanitize::line(&d.what, 80)),
+            warn,
+            p,
+            400,
+            "  e.g. .payload.amount |= (gsub(\",\";\"\") | tonumber) · Enter · Esc cancels",
+        ),
+        Input::TransformReason(r, _) => prompt(
+            t,
+            " transform — reason: ",
+            warn,
+            r,
+            200,
+            "  recorded with every revision · Enter runs the dry-run · Esc cancels",
+        ),
+        Input::TransformConfirm(typed, n) => prompt(
+            t,
+            &format!(
+                " record {n} revision{} — type {} to confirm: ",
+                if *n == 1 { "" } else { "s" },
+                if *n > s.replay.confirm_above {
+                    n.to_string()
+                } else {
+                    "yes".to_string()
+                }
+            ),
+            warn,
+            typed,
+            20,
+            "  Enter · Esc drops it (nothing recorded)",
+        ),
         Input::None => match &s.message {
             Some((m, level)) => {
                 let style = match level {
