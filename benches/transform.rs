@@ -61,6 +61,7 @@ fn bench(c: &mut Criterion) {
         since: None,
         approval_above: None,
         discard_approval_above: None,
+        allowed_targets: Vec::new(),
     };
     let letters: Vec<DeadLetter> = (0..LETTERS).map(|i| settings.extract(letter(i))).collect();
     let size = letters.iter().map(|l| l.raw.payload.len()).sum::<usize>() / LETTERS;

@@ -92,6 +92,7 @@ fn main() -> anyhow::Result<()> {
             since: None,
             approval_above: None,
             discard_approval_above: None,
+            allowed_targets: Vec::new(),
         },
     )?;
     let mut catalog = Catalog::new(masker, Vec::new());

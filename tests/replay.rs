@@ -1288,3 +1288,41 @@ fn an_edit_of_any_ledger_table_is_named_and_every_write_then_refuses() {
         );
     }
 }
+
+/// `--to` sends a replay elsewhere than the origins only where `[replay]
+/// allowed_targets` says it may: refused before anything is planned or sent otherwise,
+/// with the list (or its absence) in the message.
+#[test]
+fn replays_go_only_to_origins_unless_the_config_allows_the_target() {
+    let (_demo, _sim, env) = demo();
+    let filter = "reason=attempt_budget_exhausted";
+    let out = env.replay(filter, &["--to", "kafka:payments-retry", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("kafka:payments-retry") && err.contains("allowed_targets"),
+        "{err}"
+    );
+    env.config("[replay]\nallowed_targets = [\"invoices\", \"queue:orders.*\"]\n");
+    let out = env.replay(filter, &["--to", "kafka:payments-retry", "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invoices, queue:orders.*"), "{err}");
+    let replays = env.run(&["replays", "--json"]);
+    assert!(
+        !String::from_utf8_lossy(&replays.stdout).contains("payments-retry"),
+        "a refused replay left a journal entry: {}",
+        text(&replays)
+    );
+    env.config("[replay]\nallowed_targets = [\"payments-*\"]\n");
+    let out = env.replay(
+        filter,
+        &["--to", "kafka:payments-retry", "--dry-run", "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        plan["by_group"][0]["target"], "kafka topic payments-retry",
+        "{plan}"
+    );
+}

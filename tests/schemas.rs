@@ -366,6 +366,8 @@ fn an_avro_edit_is_written_back_with_its_schema_refused_when_it_does_not_fit_and
         dl.schema
     );
     // The dry-run's sample shows the revision decoded and masked.
+    w.cli
+        .config("[replay]\nallowed_targets = [\"kafka:pay\"]\n");
     let replay = |extra: &[&str]| {
         let mut args = vec![
             "replay",

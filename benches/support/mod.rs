@@ -125,6 +125,7 @@ pub fn replay_topic(
         since: None,
         approval_above: None,
         discard_approval_above: None,
+        allowed_targets: Vec::new(),
     };
     let src = KafkaSource::new(vec![demo.bootstrap()], vec![topic.into()], Vec::new());
     let mut session = Session::new(Box::new(src), settings).expect("session");

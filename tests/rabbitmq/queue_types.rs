@@ -135,6 +135,7 @@ fn streams_are_read_by_offset_without_consuming() {
     declare(&t, &target_q, vec![]);
     let dir = tempfile::tempdir().expect("tmp");
     let uri = format!("amqp://guest:guest@127.0.0.1:5672/%2f?queue={q}");
+    allow_targets(dir.path(), &["queue:*"]);
     let out = replay_cli(
         dir.path(),
         &[

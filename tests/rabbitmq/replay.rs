@@ -87,6 +87,7 @@ fn an_unroutable_replay_stops_and_leaves_every_dlq_copy() {
     let dir = tempfile::tempdir().expect("tmp");
     let uri = t.dlq_uri();
     let to = format!("amqp:{}/nowhere", t.n("orders"));
+    allow_targets(dir.path(), &[&to]);
     let out = replay_cli(
         dir.path(),
         &[

@@ -168,6 +168,18 @@ pub(crate) fn cli_command(dir: &std::path::Path, args: &[&str]) -> std::process:
     c
 }
 
+/// `[replay] allowed_targets` in the config `cli_command` reads.
+pub(crate) fn allow_targets(dir: &std::path::Path, allowed: &[&str]) {
+    let conf = dir.join("dlq-triage");
+    std::fs::create_dir_all(&conf).expect("config dir");
+    let list: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
+    std::fs::write(
+        conf.join("config.toml"),
+        format!("[replay]\nallowed_targets = [{}]\n", list.join(", ")),
+    )
+    .expect("config");
+}
+
 pub(crate) fn replay_cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     cli_command(dir, args).output().expect("binary runs")
 }

@@ -151,6 +151,10 @@ pub struct ReplayConfig {
     /// operator's `dlq-triage approve ID`.
     #[serde(default)]
     pub approval_above: Option<usize>,
+    /// Where `--to` may send a replay instead of each letter's origin
+    /// (`["invoices", "queue:orders.*"]`); none: origins only.
+    #[serde(default)]
+    pub allowed_targets: Vec<String>,
 }
 
 fn default_confirm_above() -> usize {
@@ -162,6 +166,7 @@ impl Default for ReplayConfig {
         ReplayConfig {
             confirm_above: default_confirm_above(),
             approval_above: None,
+            allowed_targets: Vec::new(),
         }
     }
 }

@@ -209,6 +209,8 @@ pub struct Settings {
     pub approval_above: Option<usize>,
     /// The same for discards (`[discard] approval_above`).
     pub discard_approval_above: Option<usize>,
+    /// Where a replay may go instead of each letter's origin (`[replay] allowed_targets`).
+    pub allowed_targets: Vec<String>,
 }
 
 /// What a scan or tail hands the front end, in order.

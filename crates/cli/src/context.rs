@@ -447,6 +447,7 @@ impl Context {
             since: self.since,
             approval_above: self.config.replay.approval_above,
             discard_approval_above: self.config.discard.approval_above,
+            allowed_targets: self.config.replay.allowed_targets.clone(),
         })
     }
 

@@ -25,5 +25,6 @@ pub fn operator(
         since: None,
         approval_above: None,
         discard_approval_above: None,
+        allowed_targets: Vec::new(),
     }
 }

@@ -102,6 +102,22 @@ impl ReplayDraft {
             if matches!(t, Target::Kafka { .. }) != ports.kafka {
                 return Err(SessionError::Invalid("--to must be on the source's broker (kafka:… for Kafka, amqp:…/queue:… for RabbitMQ)".into()));
             }
+            // Checked before any plan (a resume too: the list may have shrunk since).
+            let allowed = &session.settings().allowed_targets;
+            if !dlq_core::replay::options::target_allowed(t, allowed) {
+                return Err(SessionError::Invalid(format!(
+                    "refused: {} is not a place replays may go — {}; nothing was sent",
+                    dlq_core::sanitize::clean(&dlq_core::replay::options::target_spec(t)),
+                    if allowed.is_empty() {
+                        "replays go to each letter's origin unless `[replay] allowed_targets` in the config lists others".to_string()
+                    } else {
+                        format!(
+                            "`[replay] allowed_targets` lists {}",
+                            dlq_core::sanitize::clean(&allowed.join(", "))
+                        )
+                    }
+                )));
+            }
         }
         let mut d = ReplayDraft {
             letters,

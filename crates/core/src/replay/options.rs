@@ -81,6 +81,38 @@ impl Options {
     }
 }
 
+/// How `--to` spells a target: `kafka:TOPIC`, `queue:NAME`, `amqp:EXCHANGE/ROUTING_KEY`.
+pub fn target_spec(t: &Target) -> String {
+    match t {
+        Target::Kafka { topic } => format!("kafka:{topic}"),
+        Target::Amqp {
+            exchange,
+            routing_key,
+        } if exchange.is_empty() => format!("queue:{routing_key}"),
+        Target::Amqp {
+            exchange,
+            routing_key,
+        } => format!("amqp:{exchange}/{routing_key}"),
+    }
+}
+
+/// Whether `[replay] allowed_targets` lets a replay go to `t` instead of each letter's
+/// origin. An entry with a scheme (`queue:orders.*`) is a glob over the spelled target;
+/// one without (`invoices`) over its name (topic, queue, `EXCHANGE/ROUTING_KEY`). No
+/// entries: origins only.
+pub fn target_allowed(t: &Target, allowed: &[String]) -> bool {
+    let spec = target_spec(t);
+    let name = spec.split_once(':').map_or(spec.as_str(), |(_, n)| n);
+    allowed.iter().any(|a| {
+        let a = a.trim();
+        if a.contains(':') {
+            crate::filter::glob(a, &spec)
+        } else {
+            crate::filter::glob(a, name)
+        }
+    })
+}
+
 pub fn target_json(t: &Target) -> serde_json::Value {
     match t {
         Target::Kafka { topic } => serde_json::json!({"kafka": {"topic": topic}}),
@@ -102,4 +134,25 @@ fn target_from_json(v: &serde_json::Value) -> Option<Target> {
         exchange: a.get("exchange")?.as_str()?.to_string(),
         routing_key: a.get("routing_key")?.as_str()?.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_targets_match_by_name_or_by_spelled_glob_and_none_means_origins_only() {
+        let allowed = vec!["invoices".to_string(), "queue:orders.*".to_string()];
+        let kafka = |t: &str| Target::Kafka { topic: t.into() };
+        let queue = |q: &str| Target::Amqp {
+            exchange: String::new(),
+            routing_key: q.into(),
+        };
+        assert!(target_allowed(&kafka("invoices"), &allowed));
+        assert!(!target_allowed(&kafka("invoices-eu"), &allowed));
+        assert!(target_allowed(&queue("orders.retry"), &allowed));
+        assert!(!target_allowed(&kafka("orders.retry"), &allowed));
+        assert!(!target_allowed(&queue("payments"), &allowed));
+        assert!(!target_allowed(&kafka("invoices"), &[]));
+    }
 }
