@@ -639,7 +639,12 @@ fn viewers_read_only_and_files_cannot_replay() {
 /// `n` letters from `orders` in `orders.dlq` (four partitions each), Spring-style, with
 /// distinct keys and ids and the reason `boom`: what the exactly-once tests replay.
 fn orders_dlq(bootstrap: &str, n: usize) {
-    let letters: Vec<RawLetter> = (0..n)
+    orders_dlq_from(bootstrap, 0, n)
+}
+
+/// Letters `m-{from}` … `m-{from + n - 1}` into `orders.dlq`.
+fn orders_dlq_from(bootstrap: &str, from: usize, n: usize) {
+    let letters: Vec<RawLetter> = (from..from + n)
         .map(|i| RawLetter {
             coords: Some(Coords::Kafka {
                 topic: "orders.dlq".into(),
@@ -1324,5 +1329,40 @@ fn replays_go_only_to_origins_unless_the_config_allows_the_target() {
     assert_eq!(
         plan["by_group"][0]["target"], "kafka topic payments-retry",
         "{plan}"
+    );
+}
+
+/// A replay sends exactly the letters its plan counted: letters of the same group that
+/// arrive while it runs stay in the DLQ, open, for another decision.
+#[test]
+fn letters_arriving_after_the_plan_are_never_swept_into_the_replay() {
+    const N: usize = 40;
+    let (cluster, env) = orders_cluster(N);
+    let mut child = env.spawn_replay(N, "20");
+    std::thread::sleep(Duration::from_millis(700));
+    orders_dlq_from(&cluster.bootstrap_servers(), N, 10);
+    let out = child.wait_with_output().expect("replay ends");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = replay_id(&out);
+    let shown = env.show(&id);
+    let sent: Vec<&str> = shown["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .map(|l| l["letter_id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(sent.len(), N, "{shown}");
+    assert!(sent
+        .iter()
+        .all(|id| id[2..].parse::<usize>().expect("m-N") < N));
+    let dry =
+        String::from_utf8_lossy(&env.replay("reason=boom", &["--dry-run"]).stdout).to_string();
+    assert!(
+        dry.contains("10 to send"),
+        "the late letters are still open: {dry}"
+    );
+    assert!(
+        dry.contains("letters arriving after this plan are not added"),
+        "{dry}"
     );
 }

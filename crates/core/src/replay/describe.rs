@@ -30,6 +30,7 @@ pub fn plan_lines(plan: &Plan, label: &str, resuming: bool, kill: &str) -> Vec<S
             )
         }
     ));
+    out.push("  frozen:   only these; letters arriving after this plan are not added".into());
     out.push(format!(
         "  pace:     canary {} at {}/s, watch {}s, then {}/s — about {}s in all",
         o.canary.min(plan.items.len()),
