@@ -561,3 +561,41 @@ fn t_transforms_the_amount_group_and_the_replay_sends_the_revisions() {
     assert_eq!(state, Some(ReplayState::Completed), "{summary}");
     assert!(summary.contains("0 failed again"), "{summary}");
 }
+
+/// `p` holds a running replay: the pane says PAUSED, nothing more is sent while it
+/// holds, and `p` again lets it complete.
+#[test]
+fn p_pauses_the_running_replay_and_p_again_resumes_it() {
+    let mut t = Tui::open(Role::Operator);
+    t.only("reason=attempt_budget_exhausted");
+    t.key(KeyCode::Char('r'));
+    t.planned();
+    t.set(0, -1);
+    t.set(1, 2);
+    t.set(3, -2);
+    t.start();
+    let sent = |t: &Tui| {
+        t.s.replay
+            .run
+            .as_ref()
+            .and_then(|r| r.progress.as_ref())
+            .map_or(0, |p| p.sent)
+    };
+    t.until("the ramp starts", Duration::from_secs(60), |t| sent(t) > 5);
+    t.key(KeyCode::Char('p'));
+    assert!(t.screen().contains("PAUSED"), "{}", t.screen());
+    // Let the last step's sends land, then hold for two seconds.
+    let settle = Instant::now() + Duration::from_millis(500);
+    t.until("settled", Duration::from_secs(5), |_| {
+        Instant::now() >= settle
+    });
+    let at = sent(&t);
+    let hold = Instant::now() + Duration::from_secs(2);
+    t.until("two seconds paused", Duration::from_secs(10), |_| {
+        Instant::now() >= hold
+    });
+    assert_eq!(sent(&t), at, "sent while paused");
+    t.key(KeyCode::Char('p'));
+    let (state, summary) = t.wait_end(Duration::from_secs(120));
+    assert_eq!(state, Some(ReplayState::Completed), "{summary}");
+}

@@ -330,6 +330,10 @@ pub struct ReplayArgs {
     pub dry_run: bool,
     #[arg(long)]
     pub json: bool,
+    /// Pause while this file exists (create it to hold the replay where it is, remove it
+    /// to go on). On a terminal, `p` then Enter also pauses and resumes.
+    #[arg(long, value_name = "PATH")]
+    pub pause_file: Option<std::path::PathBuf>,
     /// Letters sent first, at --canary-rate, then watched [default: 5]. The pace flags
     /// also apply with --resume, over the replay's stored ones.
     #[arg(long, value_name = "N")]

@@ -66,6 +66,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     let id = plan.id.clone();
     let control = Control::default();
     arm_kill_switch(&control)?;
+    arm_pause(&control, a.pause_file.clone(), ctx.principal(), &id);
     let mut watch = BarWatch {
         bar: Bar::new(plan.items.len()),
         crash_after: crash_hook(),
@@ -350,6 +351,68 @@ fn arm_kill_switch(control: &Control) -> anyhow::Result<()> {
     .map_err(|e| anyhow::anyhow!("cannot arm the kill switch (Ctrl-C handler): {e}"))
 }
 
+/// The pause, without job control (SIGTSTP would stop the process with confirms in
+/// flight): `p` + Enter on a terminal toggles it, and `--pause-file` pauses while the
+/// file exists. Each acts on its own changes, so either can resume what the other paused.
+fn arm_pause(
+    control: &Control,
+    pause_file: Option<std::path::PathBuf>,
+    principal: dlq_app::session::Principal,
+    replay: &str,
+) {
+    let replay = replay.to_string();
+    let say = move |paused: bool| {
+        let action = if paused {
+            "replay-pause"
+        } else {
+            "replay-resume"
+        };
+        let detail = serde_json::json!({ "replay": replay }).to_string();
+        if let Err(e) = principal.audit(action, &replay, &detail) {
+            eprintln!("\nwarning: the {action} was not audited: {e}");
+        }
+        eprintln!(
+            "\n{}",
+            if paused {
+                "paused: nothing is sent; confirms in flight are still collected (p + Enter, or remove the pause file, resumes; Ctrl-C kills)"
+            } else {
+                "resumed at the set rate"
+            }
+        );
+    };
+    if std::io::stdin().is_terminal() {
+        let (control, say) = (control.clone(), say.clone());
+        let _ = std::thread::Builder::new()
+            .name("pause-key".into())
+            .spawn(move || {
+                for line in std::io::stdin().lines() {
+                    match line {
+                        Ok(l) if l.trim() == "p" => say(control.toggle_pause()),
+                        Ok(_) => {}
+                        Err(_) => return,
+                    }
+                }
+            });
+    }
+    if let Some(path) = pause_file {
+        let control = control.clone();
+        let _ = std::thread::Builder::new()
+            .name("pause-file".into())
+            .spawn(move || {
+                let mut was = false;
+                loop {
+                    let now = path.exists();
+                    if now != was {
+                        control.set_paused(now);
+                        say(now);
+                        was = now;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            });
+    }
+}
+
 /// Test hook: abort once this many letters are journaled as confirmed (a crash mid-replay).
 fn crash_hook() -> Option<usize> {
     if !cfg!(feature = "test-hooks") {
@@ -477,6 +540,7 @@ mod tests {
             end: Some(End::AutoStopped(
                 "the broker did not take \x1b]0;pwned\x07m-\x1b[31m1: unroutable".into(),
             )),
+            paused: false,
             first_send_start: None,
             last_send_start: None,
         };

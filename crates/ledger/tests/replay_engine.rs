@@ -591,6 +591,66 @@ fn the_kill_switch_stops_publishing_at_once() {
 }
 
 #[test]
+fn a_pause_holds_every_publish_keeps_collecting_and_resumes_without_a_burst() {
+    let opts = Options {
+        canary: 0,
+        rate: 100.0,
+        watch: Duration::ZERO,
+        ..Options::default()
+    };
+    let p = plan_of(200, opts);
+    let (_d, mut l) = ledger();
+    start(&mut l, &p);
+    let mut pb = Scripted::default();
+    let control = Control::default();
+    let mut e = Engine::new(&p, control.clone(), Instant::now());
+    let mut now = Instant::now();
+    while pb.sent.len() < 10 {
+        e.step(&mut pb, &mut l, now).expect("step");
+        now += Duration::from_millis(10);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(control.toggle_pause(), "now paused");
+    let at_pause = pb.sent.len();
+    // A second of real time paused: nothing starts, confirms in flight are collected.
+    let paused_until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < paused_until {
+        e.step(&mut pb, &mut l, now).expect("step");
+        now += Duration::from_millis(10);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pr = e.progress(now);
+    assert!(pr.paused && pr.line().contains("PAUSED"), "{}", pr.line());
+    assert_eq!(pb.sent.len(), at_pause, "nothing sent while paused");
+    assert_eq!(pr.in_flight, 0, "confirms were still collected");
+    assert_eq!(pr.confirmed, at_pause);
+    assert!(!control.toggle_pause(), "resumed");
+    let resumed = Instant::now();
+    while pb.sent.len() < at_pause + 20 {
+        e.step(&mut pb, &mut l, now).expect("step");
+        now += Duration::from_millis(10);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // At 100/s, 20 letters take ~0.2 s: a burst of a paused second's tokens would not.
+    assert!(
+        resumed.elapsed() >= Duration::from_millis(120),
+        "resumed at the set rate, not in a burst: {:?}",
+        resumed.elapsed()
+    );
+    let until = Instant::now() + Duration::from_secs(20);
+    while !e.done() && Instant::now() < until {
+        e.step(&mut pb, &mut l, now).expect("step");
+        now += Duration::from_millis(10);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(e.end(), Some(&End::Completed));
+    let mut tickets: Vec<u64> = pb.sent.iter().map(|(t, _, _)| *t).collect();
+    tickets.sort_unstable();
+    tickets.dedup();
+    assert_eq!(tickets.len(), 200, "each letter sent once");
+}
+
+#[test]
 fn a_refused_publish_stops_and_holds_back_its_key() {
     let opts = Options {
         canary: 0,

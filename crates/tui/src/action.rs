@@ -94,6 +94,8 @@ pub enum ReplayKey {
     StartReplay,
     /// `K`: the kill switch of the running replay.
     KillReplay,
+    /// `p`: hold the running replay where it is (again: go on at the set rate).
+    TogglePause,
     /// In the dry-run screen: move between options, change one, start.
     ReplayField(i8),
     ReplayValue(i8),

@@ -286,6 +286,14 @@ pub(crate) const BINDINGS: &[Binding] = &[
         || Action::from(ReplayKey::HidePane),
     ),
     Binding {
+        keys: &[C('p')],
+        help: "pause the running replay (nothing sent; confirms still collected) · p again resumes",
+        footer: None,
+        effect: Effect::View,
+        needs: None,
+        action: || Action::from(ReplayKey::TogglePause),
+    },
+    Binding {
         keys: &[C('K')],
         help: "kill switch: stop the running replay (no publish starts after it)",
         footer: None,

@@ -163,6 +163,7 @@ pub(crate) fn intent(state: &mut AppState, key: ReplayKey, cmds: &mut Vec<Comman
     match key {
         ReplayKey::StartReplay => start(state, cmds),
         ReplayKey::KillReplay => kill(state),
+        ReplayKey::TogglePause => toggle_pause(state, cmds),
         ReplayKey::HidePane => {
             match &state.replay.run {
                 Some(r) if r.ended.is_some() => {
@@ -442,6 +443,34 @@ fn kill(state: &mut AppState) {
             state.message = Some(("no replay is running".into(), Level::Info));
         }
     }
+}
+
+/// `p`: the pause, audited like the kill switch's use is seen in the journal.
+fn toggle_pause(state: &mut AppState, cmds: &mut Vec<Command>) {
+    let Some(r) = state.replay.run.as_ref().filter(|r| r.ended.is_none()) else {
+        state.message = Some(("no replay is running".into(), Level::Info));
+        return;
+    };
+    let paused = r.control.toggle_pause();
+    cmds.push(Command::Session(Request::Audit {
+        action: if paused {
+            "replay-pause"
+        } else {
+            "replay-resume"
+        }
+        .into(),
+        target: r.id.clone(),
+        detail: serde_json::json!({"replay": r.id}).to_string(),
+    }));
+    state.message = Some(if paused {
+        (
+            "paused: nothing is sent; confirms in flight are still collected · p resumes · K kills"
+                .into(),
+            Level::Warn,
+        )
+    } else {
+        ("resumed at the set rate".into(), Level::Info)
+    });
 }
 
 fn progress(state: &mut AppState, p: Progress) {

@@ -70,6 +70,8 @@ pub struct Engine<'p> {
     first_send: Option<Instant>,
     /// The bucket has not paced a publish yet.
     bucket_fresh: bool,
+    /// The pause held the last step: on resume the bucket starts afresh (no burst).
+    was_paused: bool,
     /// Outcomes read while waiting, journaled by the next step.
     stash: Vec<crate::ports::Outcome>,
     /// Letters whose state changed since the last [`Engine::take_changes`].
@@ -146,6 +148,7 @@ impl<'p> Engine<'p> {
             first_send: None,
             stash: Vec::new(),
             bucket_fresh: true,
+            was_paused: false,
             changed: Vec::new(),
         }
     }
@@ -543,6 +546,14 @@ impl<'p> Engine<'p> {
         ledger: &mut dyn Journal,
     ) -> Result<(), JournalError> {
         let canary = self.plan.options.canary.min(self.plan.items.len());
+        if self.control.paused() {
+            self.was_paused = true;
+            return Ok(());
+        }
+        if std::mem::take(&mut self.was_paused) {
+            // Tokens are not owed for the time paused: the set rate, from now.
+            self.bucket = TokenBucket::new(self.bucket.rate(), Instant::now());
+        }
         if self.first_send.is_none() && self.bucket_fresh {
             // Time spent getting here (the DLQ watch starting) is not owed as a burst.
             self.bucket = TokenBucket::new(self.bucket.rate(), Instant::now());
@@ -570,8 +581,10 @@ impl<'p> Engine<'p> {
         let mut unsent = Vec::new();
         for (n, &i) in batch.iter().enumerate() {
             let now = Instant::now();
-            if self.control.killed() {
-                self.kill_seen.get_or_insert(now);
+            if self.control.killed() || self.control.paused() {
+                if self.control.killed() {
+                    self.kill_seen.get_or_insert(now);
+                }
                 unsent.extend(batch[n..].iter().copied());
                 break;
             }
@@ -686,6 +699,7 @@ impl<'p> Engine<'p> {
             eta,
             watch_left,
             end: self.end.clone(),
+            paused: self.control.paused(),
             first_send_start: self.first_send,
             last_send_start: self.last_send_start,
         }
@@ -709,7 +723,11 @@ impl<'p> Engine<'p> {
     /// Sleep hint: how long until something is due (a token, a window's end).
     pub fn idle_for(&mut self, now: Instant) -> Duration {
         let mut d = Duration::from_millis(100);
-        if matches!(self.phase, Phase::Canary | Phase::Ramping) && self.remaining > 0 {
+        // Paused, tokens do not matter: nothing is due but confirms and the watch.
+        if matches!(self.phase, Phase::Canary | Phase::Ramping)
+            && self.remaining > 0
+            && !self.control.paused()
+        {
             d = d.min(self.bucket.wait(now));
         }
         if let Some(u) = self.until {

@@ -6,10 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The kill switch, shared with whatever watches for it (Ctrl-C, a TUI key).
+/// The kill switch and the pause, shared with whatever watches for them (Ctrl-C, `p`,
+/// a TUI key, a pause file).
 #[derive(Debug, Clone, Default)]
 pub struct Control {
     kill: Arc<AtomicBool>,
+    pause: Arc<AtomicBool>,
 }
 
 /// Two handles are equal when they are the same switch.
@@ -27,6 +29,21 @@ impl Control {
 
     pub fn killed(&self) -> bool {
         self.kill.load(Ordering::SeqCst)
+    }
+
+    /// Hold the replay where it is: no publish starts while paused; confirms in flight
+    /// are still collected and failures still counted. The kill switch still works.
+    pub fn set_paused(&self, paused: bool) {
+        self.pause.store(paused, Ordering::SeqCst);
+    }
+
+    /// Pause if running, resume if paused; whether it is now paused.
+    pub fn toggle_pause(&self) -> bool {
+        !self.pause.fetch_xor(true, Ordering::SeqCst)
+    }
+
+    pub fn paused(&self) -> bool {
+        self.pause.load(Ordering::SeqCst)
     }
 }
 
@@ -107,6 +124,8 @@ pub struct Progress {
     /// Time left in a watch window.
     pub watch_left: Option<Duration>,
     pub end: Option<End>,
+    /// Held by the pause: nothing is being sent.
+    pub paused: bool,
     /// When the first and the latest publish started (benchmarks: achieved rate, and
     /// kill latency against when the switch was thrown).
     pub first_send_start: Option<Instant>,
@@ -126,6 +145,9 @@ impl Progress {
             self.rate,
             self.target_rate
         );
+        if self.paused && self.end.is_none() {
+            s.push_str(" · PAUSED (nothing sent)");
+        }
         if let Some(w) = self.watch_left {
             s.push_str(&format!(" · watch {}s left", w.as_secs()));
         }

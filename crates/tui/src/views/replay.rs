@@ -117,6 +117,9 @@ pub(crate) fn progress(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
         (None, Some(p)) if r.killed_at.is_some() && p.phase != Phase::Done => {
             "stopping (killed)".into()
         }
+        (None, Some(p)) if r.control.paused() => {
+            format!("{} — PAUSED, nothing sent (p resumes)", p.phase.as_str())
+        }
         (None, Some(p)) => p.phase.as_str().to_string(),
         (None, None) => "starting".into(),
     };
@@ -236,7 +239,7 @@ fn last_line(r: &RunView, width: usize, t: &Theme) -> Line<'static> {
 pub(crate) fn progress_line(f: &mut Frame, area: Rect, r: &RunView, t: &Theme) {
     let text = match (&r.ended, &r.progress) {
         (Some((_, summary)), _) => summary.clone(),
-        (None, Some(p)) => format!("{} · K kills", p.line()),
+        (None, Some(p)) => format!("{} · p pauses · K kills", p.line()),
         (None, None) => format!("replay {} starting · K kills", r.id),
     };
     f.render_widget(Clear, area);
