@@ -524,3 +524,58 @@ fn watch_sees_letters_that_arrive_while_it_watches() {
     groups.sort();
     assert_eq!(groups, ["even", "odd"]);
 }
+
+/// librdkafka's mock cluster does not answer DescribeConfigs: the retention is said to
+/// be unknown (in bounded time), groups carry no clock, and nothing is guessed.
+#[test]
+fn a_broker_that_does_not_describe_configs_gives_retention_unknown() {
+    let cluster = MockCluster::new(1).expect("mock");
+    cluster.create_topic("kept.dlq", 1, 1).expect("topic");
+    produce_all(&cluster.bootstrap_servers(), &letters("kept.dlq", 5, 1)).expect("produce");
+    let mut src = KafkaSource::new(
+        vec![cluster.bootstrap_servers()],
+        vec!["kept.dlq".into()],
+        Vec::new(),
+    );
+    let started = std::time::Instant::now();
+    let rules = src.retention();
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert_eq!(rules.len(), 1);
+    let (topic, rule) = &rules[0];
+    assert_eq!(topic, "kept.dlq");
+    assert!(
+        matches!(rule, dlq_core::retention::Retention::Unknown(_)),
+        "{rule:?}"
+    );
+    assert!(
+        rule.describe().starts_with("retention unknown"),
+        "{}",
+        rule.describe()
+    );
+    let home = tempfile::tempdir().expect("tmp");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .args([
+            "summary",
+            &format!("kafka://{}/kept.dlq", cluster.bootstrap_servers()),
+            "--json",
+        ])
+        .env("XDG_STATE_HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(doc["retention"][0]["rule"]
+        .as_str()
+        .expect("rule")
+        .starts_with("retention unknown"));
+    assert!(doc["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .all(|g| g["expires_in_s"].is_null()));
+}

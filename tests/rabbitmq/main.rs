@@ -35,6 +35,7 @@ mod decisions;
 mod discovery;
 mod queue_types;
 mod replay;
+mod retention;
 mod support;
 mod tls;
 mod tui;

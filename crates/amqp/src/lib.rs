@@ -241,6 +241,27 @@ impl DlqSource for RabbitSource {
         }
     }
 
+    /// From the management API (queue arguments and the effective policy); without it,
+    /// unknown — AMQP itself does not tell a queue's arguments.
+    fn retention(&mut self) -> Vec<(String, dlq_core::retention::Retention)> {
+        use dlq_core::retention::Retention;
+        self.queues
+            .iter()
+            .map(|q| {
+                let rule = match &self.management {
+                    None => Retention::Unknown(
+                        "the management API is not reachable: queue arguments and policies cannot be read".into(),
+                    ),
+                    Some(m) => match m.queue(&self.target.vhost, q) {
+                        Ok(info) => info.retention(),
+                        Err(e) => Retention::Unknown(e.to_string()),
+                    },
+                };
+                (q.clone(), rule)
+            })
+            .collect()
+    }
+
     fn scan(
         &mut self,
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,

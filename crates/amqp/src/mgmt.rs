@@ -42,6 +42,52 @@ impl QueueInfo {
             .and_then(Value::as_i64)
     }
 
+    /// How long the queue keeps a message: its TTL (argument, else policy), with the
+    /// other limits that delete letters named beside it (max-length drops the oldest
+    /// by default; x-expires deletes the whole queue once unused).
+    pub fn retention(&self) -> dlq_core::retention::Retention {
+        use dlq_core::retention::Retention;
+        let named = |arg: &str, policy: &str| -> Option<String> {
+            let v = self.setting(arg, policy)?;
+            let from = if self.arguments.contains_key(arg) {
+                arg.to_string()
+            } else {
+                format!(
+                    "{policy} (policy {})",
+                    self.policy.as_deref().unwrap_or("?")
+                )
+            };
+            Some(format!("{from}={v}"))
+        };
+        let mut also: Vec<String> = [
+            ("x-max-length", "max-length"),
+            ("x-max-length-bytes", "max-length-bytes"),
+            ("x-expires", "expires"),
+        ]
+        .iter()
+        .filter_map(|(a, p)| named(a, p))
+        .collect();
+        let also = if also.is_empty() {
+            String::new()
+        } else {
+            also.insert(0, String::new());
+            also.join("; ")
+        };
+        match self
+            .setting("x-message-ttl", "message-ttl")
+            .and_then(Value::as_i64)
+        {
+            Some(ms) => Retention::After {
+                ms,
+                basis: format!(
+                    "{}{also}",
+                    named("x-message-ttl", "message-ttl").unwrap_or_default()
+                ),
+            },
+            None => Retention::Kept(format!("no message TTL{also}")),
+        }
+    }
+
     /// Expires messages into a dead-letter exchange: a delay or retry queue.
     fn is_retry(&self) -> bool {
         self.setting("x-message-ttl", "message-ttl").is_some()

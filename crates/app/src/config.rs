@@ -106,6 +106,8 @@ struct ConfigFile {
     replay: ReplayConfig,
     #[serde(default)]
     discard: DiscardConfig,
+    #[serde(default)]
+    retention: RetentionConfig,
     /// Memory, in MiB, for whole letters the TUI keeps (default 256 for RabbitMQ, whose
     /// deliveries cannot be re-read, 64 for Kafka and files, which are re-read by position).
     #[serde(default)]
@@ -171,6 +173,27 @@ impl Default for ReplayConfig {
     }
 }
 
+/// `[retention]`: the broker's deletion clock on groups.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Groups whose first letter the broker deletes sooner than this show in red.
+    #[serde(default = "default_warn_below")]
+    pub warn_below: String,
+}
+
+fn default_warn_below() -> String {
+    "6h".into()
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            warn_below: default_warn_below(),
+        }
+    }
+}
+
 /// `[discard]`: four eyes on big discards (team ledger only).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -197,6 +220,7 @@ pub struct Config {
     pub conventions: Vec<UserMapping>,
     pub replay: ReplayConfig,
     pub discard: DiscardConfig,
+    pub retention: RetentionConfig,
     pub payload_cache_mib: Option<usize>,
     pub owners: dlq_core::owners::Owners,
     pub watch: WatchConfig,
@@ -266,6 +290,12 @@ impl Config {
             dlq_core::watch::Rule::parse(&r.rule, r.name.as_deref(), r.severity.as_deref())
                 .map_err(|e| invalid(format!("watch.rules: {e}")))?;
         }
+        if dlq_core::timefmt::parse_duration_ms(&file.retention.warn_below).is_none() {
+            return Err(invalid(format!(
+                "retention.warn_below `{}`: use a duration such as 6h",
+                file.retention.warn_below
+            )));
+        }
         // Validate masking classes now rather than at first use.
         dlq_core::masking::Masker::new(&file.masking, Vec::new()).map_err(invalid)?;
         Ok(Config {
@@ -279,6 +309,7 @@ impl Config {
             masking: file.masking,
             replay: file.replay,
             discard: file.discard,
+            retention: file.retention,
             payload_cache_mib: file.payload_cache_mib,
             owners: dlq_core::owners::Owners(file.owners),
             watch: file.watch,

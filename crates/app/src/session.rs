@@ -300,6 +300,8 @@ pub struct Session {
     problem_count: u64,
     partial: Vec<Coverage>,
     notices: Vec<Problem>,
+    /// The broker's retention per container, read once (see [`Session::retention`]).
+    retention: Option<Vec<(String, dlq_core::retention::Retention)>>,
 }
 
 impl Session {
@@ -318,6 +320,7 @@ impl Session {
             problem_count: 0,
             partial: Vec::new(),
             notices: Vec::new(),
+            retention: None,
         };
         s.load_decisions()?;
         Ok(s)
@@ -400,6 +403,13 @@ impl Session {
         let binding = decisions::binding(&letter.raw);
         LetterState::of(self.decision(&letter.id.value.0, &binding))
             .after_replay(self.outcomes.get(&binding).copied())
+    }
+
+    /// How long the broker keeps each container's letters: read from it on first use
+    /// (describe configs, queue arguments and policies), then remembered.
+    pub fn retention(&mut self) -> &[(String, dlq_core::retention::Retention)] {
+        let src = &mut self.src;
+        self.retention.get_or_insert_with(|| src.retention())
     }
 
     /// Every decision on this source (few), for front ends that keep their own view.

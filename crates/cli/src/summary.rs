@@ -22,13 +22,16 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         None => DEFAULT_DIMS.to_vec(),
     };
     let mut filter = ctx.parse_filter(a.filter.as_deref())?;
-    let loaded = ctx.load_filtered(&a.source, filter.needs_previews(), &mut filter)?;
+    let mut loaded = ctx.load_filtered(&a.source, filter.needs_previews(), &mut filter)?;
+    let rules = loaded.session.retention().to_vec();
+    let by_container = dlq_core::retention::by_symbol(&mut loaded.catalog.store, &rules);
     let store = &loaded.catalog.store;
     let now = ctx.now_ms();
-    let idx = GroupIndex::build(store, &dims, now, Some(&mut filter));
+    let idx = GroupIndex::build_with(store, &dims, now, Some(&mut filter), by_container);
     let groups = idx.sorted(store);
     let s = Summary {
         ctx,
+        rules: &rules,
         loaded: &loaded,
         store,
         dims: &dims,
@@ -49,6 +52,8 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
 /// A scanned source grouped: what both outputs are made from.
 struct Summary<'a> {
     ctx: &'a Context,
+    /// The broker's retention per container (empty for sources without one).
+    rules: &'a [(String, dlq_core::retention::Retention)],
     loaded: &'a Loaded,
     store: &'a LetterStore,
     dims: &'a [Dim],
@@ -88,6 +93,11 @@ impl Summary<'_> {
             "unowned": owners.iter().map(|(_, n)| n).sum::<u64>(),
             "problems": problems_json(&self.loaded.catalog),
             "coverage": super::context::coverage_json(&self.loaded.session),
+            "retention": self.rules.iter().map(|(c, r)| json!({
+                "container": c,
+                "retention_ms": r.ms(),
+                "rule": r.describe(),
+            })).collect::<Vec<_>>(),
         });
         if !self.filter.is_empty() {
             doc["filter"] = json!(self.filter.source());
@@ -112,6 +122,12 @@ impl Summary<'_> {
         o.insert("oldest".into(), json!(timestamp(g.oldest_ms)));
         o.insert("newest".into(), json!(timestamp(g.newest_ms)));
         o.insert("inflow_per_min".into(), json!(round(g.inflow_per_min(), 2)));
+        // Seconds until the broker deletes the group's first letter (negative: due);
+        // null where no retention is known — never a guess.
+        o.insert(
+            "expires_in_s".into(),
+            json!((g.expires_ms != NO_TIME).then(|| (g.expires_ms - self.now).div_euclid(1000))),
+        );
         o.insert("owner".into(), json!(owner));
         o.insert(
             "event_types".into(),
@@ -129,6 +145,14 @@ impl Summary<'_> {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", self.title(groups))?;
         writeln!(out, "{}", self.loaded.info.browse_effect)?;
+        for (c, r) in self.rules {
+            writeln!(
+                out,
+                "retention of {}: {}",
+                dlq_core::sanitize::clean(c),
+                dlq_core::sanitize::line(&r.describe(), 200)
+            )?;
+        }
         writeln!(out)?;
         let labels: Vec<&str> = self.dims.iter().map(|d| d.name()).collect();
         writeln!(out, "grouped by {}", labels.join(" › "))?;
@@ -187,6 +211,7 @@ impl Summary<'_> {
     fn table(&self) -> Table {
         let (store, idx, now) = (self.store, self.idx, self.now);
         let owned = !self.ctx.config.owners.is_empty();
+        let clock = self.rules.iter().any(|(_, r)| r.ms().is_some());
         let mut cols = vec![
             ("COUNT", true, 10),
             ("SHARE", true, 6),
@@ -195,6 +220,9 @@ impl Summary<'_> {
             ("/MIN", true, 7),
             ("INFLOW 1h", false, 12),
         ];
+        if clock {
+            cols.push(("EXPIRES IN", true, 10));
+        }
         if owned {
             cols.push(("OWNER", false, 24));
         }
@@ -221,6 +249,13 @@ impl Summary<'_> {
                 format!("{:.1}", n.inflow_per_min()),
                 sparkline(&n.spark),
             ];
+            if clock {
+                row.push(match n.expires_ms {
+                    NO_TIME => "-".into(),
+                    at if at <= now => "due now".into(),
+                    at => format_age_ms(at - now),
+                });
+            }
             if owned {
                 row.push(self.owner_of(&idx.members_under(&n.path)).0);
             }

@@ -60,6 +60,8 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
         now_ms: ctx.now_ms(),
         theme,
         confirm_above: ctx.config.replay.confirm_above,
+        expiry_warn_ms: dlq_core::timefmt::parse_duration_ms(&ctx.config.retention.warn_below)
+            .unwrap_or(6 * 3_600_000),
         owners: ctx.config.owners.clone(),
         cache_budget,
     })

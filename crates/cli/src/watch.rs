@@ -65,12 +65,17 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     // The clock moves on from the context's (which `DLQ_TRIAGE_NOW` can pin).
     let now_ms = || ctx.now_ms() + i64::try_from(started.elapsed().as_millis()).unwrap_or(0);
-    let loaded = ctx.load(&a.source, false)?;
+    let mut loaded = ctx.load(&a.source, false)?;
     out.label = clean(&loaded.info.label);
     let principal: Principal = loaded.session.principal().clone();
     let source_key = loaded.source_key.clone();
     let masker = loaded.catalog.masker().clone();
     let mut watch = Watch::new(rules, dim, ctx.config.owners.clone(), baseline);
+    let rules = loaded.session.retention().to_vec();
+    watch.set_retention(dlq_core::retention::by_symbol(
+        &mut loaded.catalog.store,
+        &rules,
+    ));
     let replay = || {
         latest_replay_figures(&principal, &source_key)
             .ok()

@@ -263,6 +263,7 @@ mod tests {
             count,
             oldest_ms: 0,
             newest_ms: 0,
+            expires_ms: crate::store::NO_TIME,
             last_hour: 0,
             spark: Default::default(),
         }

@@ -182,6 +182,9 @@ pub struct GroupStats {
     pub event_types: Vec<Sym>,
     /// Rows in the group, in arrival order.
     pub members: Vec<RowId>,
+    /// When the broker deletes the group's first letter (its retention from its time),
+    /// or [`NO_TIME`] when none of its containers has a time limit known.
+    pub expires_ms: i64,
     /// Each member's dead_lettered_at ([`NO_TIME`] if unknown), beside it: putting a
     /// big group's letters in time order then reads one array in order instead of every
     /// member's row in the store at random (the first visit of a 459,476-letter group
@@ -195,6 +198,7 @@ impl GroupStats {
             count: 0,
             oldest_ms: NO_TIME,
             newest_ms: NO_TIME,
+            expires_ms: NO_TIME,
             last_hour: 0,
             spark: [0; SPARK_BUCKETS],
             event_types: Vec::new(),
@@ -218,6 +222,8 @@ pub struct GroupIndex {
     /// up once per letter; nothing here for SipHash's flood resistance to protect.
     groups: foldhash::HashMap<GroupKey, GroupStats>,
     total: u64,
+    /// Retention in ms by container symbol (see [`GroupIndex::with_retention`]).
+    retention: std::sync::Arc<foldhash::HashMap<Sym, i64>>,
 }
 
 impl GroupIndex {
@@ -227,7 +233,18 @@ impl GroupIndex {
             now_ms,
             groups: foldhash::HashMap::default(),
             total: 0,
+            retention: Default::default(),
         }
+    }
+
+    /// Containers' retention (ms, by container symbol): each group then knows when its
+    /// first letter is deleted by the broker. Set before letters are added.
+    pub fn with_retention(
+        mut self,
+        by_container: std::sync::Arc<foldhash::HashMap<Sym, i64>>,
+    ) -> Self {
+        self.retention = by_container;
+        self
     }
 
     /// Index every row of the store that passes the filter.
@@ -237,7 +254,18 @@ impl GroupIndex {
         now_ms: i64,
         mut filter: Option<&mut Filter>,
     ) -> Self {
-        let mut idx = GroupIndex::new(dims, now_ms);
+        Self::build_with(store, dims, now_ms, filter.take(), Default::default())
+    }
+
+    /// `build`, with the containers' retention (see [`GroupIndex::with_retention`]).
+    pub fn build_with(
+        store: &LetterStore,
+        dims: &[Dim],
+        now_ms: i64,
+        mut filter: Option<&mut Filter>,
+        retention: std::sync::Arc<foldhash::HashMap<Sym, i64>>,
+    ) -> Self {
+        let mut idx = GroupIndex::new(dims, now_ms).with_retention(retention);
         for (i, r) in store.rows().iter().enumerate() {
             if let Some(f) = filter.as_deref_mut() {
                 if !f.matches(store, r, now_ms) {
@@ -294,6 +322,9 @@ impl GroupIndex {
             }
             if g.newest_ms == NO_TIME || r.at_ms > g.newest_ms {
                 g.newest_ms = r.at_ms;
+            }
+            if let Some(keep) = self.retention.get(&r.container) {
+                g.expires_ms = min_time(g.expires_ms, r.at_ms.saturating_add(*keep));
             }
             let age = now - r.at_ms;
             if (0..HOUR_MS).contains(&age) {
@@ -410,6 +441,8 @@ pub struct TreeNode {
     pub count: u64,
     pub oldest_ms: i64,
     pub newest_ms: i64,
+    /// The earliest deletion by the broker under this node ([`NO_TIME`]: none known).
+    pub expires_ms: i64,
     pub last_hour: u64,
     pub spark: [u32; SPARK_BUCKETS],
 }
@@ -446,6 +479,7 @@ impl GroupIndex {
                         count: 0,
                         oldest_ms: NO_TIME,
                         newest_ms: NO_TIME,
+                        expires_ms: NO_TIME,
                         last_hour: 0,
                         spark: [0; SPARK_BUCKETS],
                     });
@@ -454,6 +488,7 @@ impl GroupIndex {
                 let n = &mut nodes[i];
                 n.count += g.count;
                 n.oldest_ms = min_time(n.oldest_ms, g.oldest_ms);
+                n.expires_ms = min_time(n.expires_ms, g.expires_ms);
                 n.newest_ms = n.newest_ms.max(g.newest_ms);
                 n.last_hour += g.last_hour;
                 for (a, b) in n.spark.iter_mut().zip(g.spark) {
@@ -503,6 +538,59 @@ mod tests {
             timestamp: DateTime::from_timestamp_millis(at_ms),
             ..RawLetter::default()
         }
+    }
+
+    /// A group's clock is its earliest letter's time plus its container's retention, per
+    /// container; a container with no known limit adds no clock; the tree takes the min.
+    #[test]
+    fn a_groups_clock_is_its_first_deletion_across_containers() {
+        let now = 1_790_000_000_000;
+        let h = 3_600_000;
+        let mut store = LetterStore::new();
+        for (topic, reason, age) in [
+            ("slow.dlq", "tax", 30 * h),
+            ("fast.dlq", "tax", h),
+            ("kept.dlq", "amount", 90 * h),
+        ] {
+            let mut l = letter(reason, "r1", now - age);
+            l.coords = Some(crate::model::Coords::Kafka {
+                topic: topic.into(),
+                partition: 0,
+                offset: 0,
+            });
+            store.push(&extract(l, &[]), "");
+        }
+        use crate::retention::{by_symbol, Retention};
+        let after = |ms| Retention::After {
+            ms,
+            basis: String::new(),
+        };
+        let rules = vec![
+            ("slow.dlq".to_string(), after(36 * h)),
+            ("fast.dlq".to_string(), after(2 * h)),
+            (
+                "kept.dlq".to_string(),
+                Retention::Kept("retention.ms=-1".into()),
+            ),
+        ];
+        let map = by_symbol(&mut store, &rules);
+        let idx = GroupIndex::build_with(&store, &[Dim::Reason], now, None, map);
+        let by_label: HashMap<String, i64> = idx
+            .sorted(&store)
+            .iter()
+            .map(|(k, g)| (idx.labels(&store, k).join(""), g.expires_ms))
+            .collect();
+        // fast.dlq's letter (1 h old, 2 h kept) goes before slow.dlq's (30 h of 36).
+        assert_eq!(by_label["tax"], now + h);
+        assert_eq!(by_label["amount"], NO_TIME);
+        let tree = idx.tree(&store);
+        assert_eq!(
+            tree.iter()
+                .map(|n| n.expires_ms)
+                .filter(|e| *e != NO_TIME)
+                .min(),
+            Some(now + h)
+        );
     }
 
     #[test]

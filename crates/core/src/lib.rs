@@ -28,6 +28,7 @@ pub mod pipeline;
 pub mod ports;
 pub mod prepared;
 pub mod replay;
+pub mod retention;
 pub mod revision;
 pub mod sanitize;
 pub mod schema;

@@ -140,6 +140,12 @@ pub trait DlqSource {
     }
 
     /// One letter's full bytes by its coordinates (payloads are not kept after a scan).
+    /// How long the broker keeps each container's letters (`retention.ms`, a message
+    /// TTL), read once per browse. Empty: the source has no such rule (a file).
+    fn retention(&mut self) -> Vec<(String, crate::retention::Retention)> {
+        Vec::new()
+    }
+
     fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SourceError> {
         Err(SourceError::Unsupported(format!(
             "{} cannot fetch {coords}",

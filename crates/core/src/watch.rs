@@ -26,6 +26,8 @@ pub enum Condition {
     Rate { per_min: f64, window: Duration },
     /// The oldest unhandled letter is older than this.
     Oldest(Duration),
+    /// The broker deletes the group's first letter within this (retention, TTL).
+    Expires(Duration),
     /// More than this many unhandled letters.
     Count(u64),
     /// A group whose first letter arrived within the last `window` (or that a baseline
@@ -81,14 +83,14 @@ impl Rule {
             .find(|&i| {
                 matches!(
                     (words[i], words.get(i + 1).copied()),
-                    ("rate" | "oldest" | "count", Some(">"))
+                    ("rate" | "oldest" | "count", Some(">")) | ("expires", Some("<"))
                         | ("new", Some("reason"))
                         | ("replay", Some("failed-again"))
                 )
             })
             .ok_or_else(|| {
                 format!(
-                    "rule `{}`: no condition — end it with `rate > N/min [for D]`, `oldest > AGE`, `count > N`, `new reason` or `replay failed-again > X`",
+                    "rule `{}`: no condition — end it with `rate > N/min [for D]`, `oldest > AGE`, `count > N`, `expires < D`, `new reason` or `replay failed-again > X`",
                     crate::sanitize::clean(text)
                 )
             })?;
@@ -131,6 +133,10 @@ impl Rule {
                 Some(d) => Condition::Oldest(d),
                 None => return bad("oldest takes an age, e.g. `oldest > 30m`"),
             },
+            ["expires", "<", d] => match duration(d) {
+                Some(d) => Condition::Expires(d),
+                None => return bad("expires takes a duration, e.g. `expires < 6h`"),
+            },
             ["count", ">", n] => match n.parse() {
                 Ok(n) => Condition::Count(n),
                 Err(_) => return bad("count takes a number, e.g. `count > 100`"),
@@ -165,6 +171,8 @@ pub struct GroupFigures {
     /// A row to name as an example (the newest).
     pub example: Option<RowId>,
     pub newest_ms: i64,
+    /// When the broker deletes the group's first letter ([`NO_TIME`]: no limit known).
+    pub expires_ms: i64,
     pub rows: Vec<RowId>,
 }
 
@@ -201,6 +209,8 @@ pub struct Watch {
     pub baseline: Option<HashSet<String>>,
     /// Breaches in force after the last evaluation, by (rule, group).
     active: BTreeMap<(String, String), Breach>,
+    /// Retention in ms by container symbol (`expires < D`).
+    retention: std::sync::Arc<foldhash::HashMap<crate::store::Sym, i64>>,
 }
 
 /// What one evaluation found: every breach in force, and what changed since the last.
@@ -228,7 +238,16 @@ impl Watch {
             owners,
             baseline,
             active: BTreeMap::new(),
+            retention: Default::default(),
         }
+    }
+
+    /// The containers' retention (see `retention::by_symbol`), for `expires < D`.
+    pub fn set_retention(
+        &mut self,
+        by_container: std::sync::Arc<foldhash::HashMap<crate::store::Sym, i64>>,
+    ) {
+        self.retention = by_container;
     }
 
     /// Figures per group of the letters `rule` selects, with `window` for arrivals.
@@ -250,6 +269,7 @@ impl Watch {
                 .or_insert(GroupFigures {
                     oldest_ms: NO_TIME,
                     newest_ms: NO_TIME,
+                    expires_ms: NO_TIME,
                     ..GroupFigures::default()
                 });
             g.count += 1;
@@ -257,6 +277,12 @@ impl Watch {
             if r.at_ms != NO_TIME {
                 if g.oldest_ms == NO_TIME || r.at_ms < g.oldest_ms {
                     g.oldest_ms = r.at_ms;
+                }
+                if let Some(keep) = self.retention.get(&r.container) {
+                    let at = r.at_ms.saturating_add(*keep);
+                    if g.expires_ms == NO_TIME || at < g.expires_ms {
+                        g.expires_ms = at;
+                    }
                 }
                 if r.at_ms > since {
                     g.recent += 1;
@@ -357,6 +383,17 @@ impl Watch {
             Condition::Count(n) => {
                 (g.count > *n).then(|| (format!("{} letters", g.count), format!("> {n}")))
             }
+            Condition::Expires(d) => (g.expires_ms != NO_TIME
+                && g.expires_ms - now_ms < i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            .then(|| {
+                (
+                    format!(
+                        "the broker deletes its first letter: {}",
+                        crate::retention::expires_label(g.expires_ms, now_ms)
+                    ),
+                    format!("< {}", short(*d)),
+                )
+            }),
             Condition::NewReason { window } => {
                 let new = match &self.baseline {
                     Some(b) => !b.contains(label),

@@ -11,6 +11,7 @@
 pub mod demo;
 mod origin;
 mod publisher;
+pub mod retention;
 
 pub use origin::KafkaOriginLog;
 pub use publisher::KafkaPublisher;
@@ -483,6 +484,10 @@ impl DlqSource for KafkaSource {
             label: self.label(),
             browse_effect: "Kafka: browsing is read-only — partitions are assigned, no group is joined, nothing is committed".into(),
         }
+    }
+
+    fn retention(&mut self) -> Vec<(String, dlq_core::retention::Retention)> {
+        retention::read(&self.config(), &self.topics)
     }
 
     fn scan(

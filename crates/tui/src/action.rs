@@ -161,6 +161,8 @@ pub enum BrowseEvent {
     Rebrowsing,
     /// What a copy did (the clipboard, the terminal's OSC 52, or nothing).
     Copied(Result<String, String>),
+    /// How long the broker keeps each container's letters (read after the scan).
+    Retention(Vec<(String, dlq_core::retention::Retention)>),
 }
 
 /// What the ledger recorded or holds.

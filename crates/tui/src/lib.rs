@@ -276,6 +276,8 @@ pub struct Setup {
     pub theme: Theme,
     /// Replays above this many letters ask for the count (config `replay.confirm_above`).
     pub confirm_above: usize,
+    /// `[retention] warn_below`, in ms: groups the broker empties sooner show in red.
+    pub expiry_warn_ms: i64,
     /// `[[owners]]`: shown on the top-level groups.
     pub owners: dlq_core::owners::Owners,
     /// Bytes of whole letters kept in memory (see `CACHE_BUDGET_HELD`).
@@ -292,6 +294,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
         now_ms,
         theme,
         confirm_above,
+        expiry_warn_ms,
         owners,
         cache_budget,
     } = setup;
@@ -307,6 +310,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     state.read_only = settings.principal.read_only;
     state.role = settings.principal.role;
     state.replay.confirm_above = confirm_above;
+    state.expiry_warn_ms = expiry_warn_ms;
     state.owners = owners;
     state.since_ms = settings.since.map(|s| s.timestamp_millis());
     let mut outside = Outside {

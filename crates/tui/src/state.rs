@@ -233,6 +233,11 @@ pub struct AppState {
     pub detail: DetailPane,
     /// The last transform program typed (`T` offers it again).
     pub transform_program: String,
+    /// The broker's retention per container, as read, and in ms by container symbol.
+    pub retention_rules: Vec<(String, dlq_core::retention::Retention)>,
+    pub retention: std::sync::Arc<foldhash::HashMap<dlq_core::store::Sym, i64>>,
+    /// A group the broker empties sooner than this shows in red (`[retention] warn_below`).
+    pub expiry_warn_ms: i64,
     pub prompt: Prompt,
     pub focus: Pane,
     pub cache: PayloadCache,
@@ -292,6 +297,9 @@ impl AppState {
                 history: None,
             },
             transform_program: String::new(),
+            retention_rules: Vec::new(),
+            retention: Default::default(),
+            expiry_warn_ms: 6 * 3_600_000,
             prompt: Prompt {
                 input: Input::None,
                 show_help: false,

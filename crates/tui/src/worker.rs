@@ -161,6 +161,7 @@ fn initial_scan(
             ControlFlow::Continue(())
         }
     });
+    let scanned = result.is_ok();
     let done = match result {
         Ok(()) => Action::from(BrowseEvent::ScanDone),
         Err(e) => {
@@ -169,6 +170,13 @@ fn initial_scan(
         }
     };
     let _ = events.send(AppEvent::Action(done));
+    if scanned {
+        // After the scan (a broker may take seconds to answer, or not at all).
+        let rules = session.retention().to_vec();
+        let _ = events.send(AppEvent::Action(Action::from(BrowseEvent::Retention(
+            rules,
+        ))));
+    }
     postponed
 }
 

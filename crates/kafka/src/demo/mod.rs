@@ -373,6 +373,21 @@ impl DlqSource for DemoSource {
         self.kafka.fetch(coords)
     }
 
+    /// The mock cluster keeps no topic configs (it does not answer DescribeConfigs): the
+    /// demo's topics are given the retention a real deployment of its story has, so
+    /// its clock shows — 36 hours on payments.dlq, whose oldest timeouts are ~30 h old.
+    fn retention(&mut self) -> Vec<(String, dlq_core::retention::Retention)> {
+        let rule = |h: i64| dlq_core::retention::Retention::After {
+            ms: h * 3_600_000,
+            basis: format!("retention.ms={} (the demo's setting)", h * 3_600_000),
+        };
+        vec![
+            ("invoices.dlq".into(), rule(7 * 24)),
+            ("payments.dlq".into(), rule(36)),
+            ("payouts.dlq".into(), rule(7 * 24)),
+        ]
+    }
+
     fn replay_ports(&self) -> Result<dlq_core::ports::ReplayPorts, SourceError> {
         self.kafka.replay_ports()
     }

@@ -40,6 +40,20 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
                 state.catalog.store.reserve(t);
             }
         }
+        BrowseEvent::Retention(rules) => {
+            state.retention = dlq_core::retention::by_symbol(&mut state.catalog.store, &rules);
+            for (c, r) in &rules {
+                if let dlq_core::retention::Retention::Unknown(why) = r {
+                    state.notes.push(format!(
+                        "{}: retention unknown — {}",
+                        dlq_core::sanitize::clean(c),
+                        dlq_core::sanitize::line(why, 200)
+                    ));
+                }
+            }
+            state.retention_rules = rules;
+            rebuild_index(state);
+        }
         BrowseEvent::ScanDone => {
             state.scan.complete = true;
             state.catalog.shrink_to_fit();

@@ -5,11 +5,12 @@ use super::*;
 /// Rebuild the group index for the current grouping, filter and clock.
 pub(crate) fn rebuild_index(state: &mut AppState) {
     let dims: Vec<Dim> = state.dims().to_vec();
-    state.index = GroupIndex::build(
+    state.index = GroupIndex::build_with(
         &state.catalog.store,
         &dims,
         state.now_ms,
         Some(&mut state.filter),
+        state.retention.clone(),
     );
     refresh_tree(state);
 }

@@ -42,7 +42,14 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     // Labels first: on narrow terminals the oldest age and the sparkline give way.
     let show_spark = w >= 56;
     let show_oldest = w >= 40;
-    let stats_w = 7 + if show_oldest { 7 } else { 0 } + if show_spark { 13 } else { 0 };
+    // The broker's deletion clock, where a retention is known and there is room; at
+    // narrower widths a group due soon shows its count in red (the letters pane's title
+    // says when).
+    let show_expiry = w >= 64 && !s.retention.is_empty();
+    let stats_w = 7
+        + if show_oldest { 7 } else { 0 }
+        + if show_spark { 13 } else { 0 }
+        + if show_expiry { 7 } else { 0 };
     let label_w = w.saturating_sub(stats_w);
     let offset = list_offset(s.groups.cursor, h);
     let mut lines = Vec::with_capacity(h);
@@ -50,6 +57,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         label_w,
         show_oldest,
         show_spark,
+        show_expiry,
     };
     for (pos, idx) in s.groups.visible.iter().enumerate().skip(offset).take(h) {
         let style = Selection {
@@ -66,6 +74,7 @@ struct Cols {
     label_w: usize,
     show_oldest: bool,
     show_spark: bool,
+    show_expiry: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -112,10 +121,34 @@ fn node_line<'a>(
         _ => t.get(StyleName::UiText),
     };
     let or_base = |st: StyleName| if sel.selected { base } else { t.get(st) };
+    let left = (n.expires_ms != NO_TIME).then(|| n.expires_ms - s.now_ms);
+    let soon = left.is_some_and(|l| l < s.expiry_warn_ms);
     let mut spans = vec![
         Span::styled(format!("{text:<label_w$}"), base),
-        Span::styled(format!("{:>7}", n.count), or_base(StyleName::UiCount)),
+        Span::styled(
+            format!("{:>7}", n.count),
+            or_base(if soon && !cols.show_expiry {
+                StyleName::UiError
+            } else {
+                StyleName::UiCount
+            }),
+        ),
     ];
+    if cols.show_expiry {
+        let text = match left {
+            None => "-".to_string(),
+            Some(l) if l <= 0 => "due".to_string(),
+            Some(l) => format_age_ms(l),
+        };
+        spans.push(Span::styled(
+            format!("{text:>7}"),
+            or_base(if soon {
+                StyleName::UiError
+            } else {
+                StyleName::UiDim
+            }),
+        ));
+    }
     if cols.show_oldest {
         spans.push(Span::styled(
             format!("{oldest:>7}"),

@@ -32,10 +32,39 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .and_then(|n| s.groups.owners.get(&n.path[..n.path.len().min(1)]))
         .map(|(_, o)| format!(" · owner {}", sanitize::line(o, 40)))
         .unwrap_or_default();
-    let title = Line::from(format!(
-        " Letters  {node} · {} · {order}{owner} ",
+    // The broker's deletion clock of the group, red under `[retention] warn_below`.
+    let expiry = s
+        .selected_node()
+        .filter(|n| n.expires_ms != dlq_core::store::NO_TIME)
+        .map(|n| {
+            let soon = n.expires_ms - s.now_ms < s.expiry_warn_ms;
+            // Narrow panes (80 columns) have room for the short form only.
+            let label = if area.width >= 70 {
+                dlq_core::retention::expires_label(n.expires_ms, s.now_ms)
+            } else if n.expires_ms <= s.now_ms {
+                "exp due".to_string()
+            } else {
+                format!("exp {}", format_age_ms(n.expires_ms - s.now_ms))
+            };
+            Span::styled(
+                label,
+                t.get(if soon {
+                    StyleName::UiError
+                } else {
+                    StyleName::UiTitle
+                }),
+            )
+        });
+    // Before the order and the owner: at 80 columns the end of the title is cut.
+    let mut title = Line::from(format!(
+        " Letters  {node} · {} · ",
         s.letters.order.rows.len()
     ));
+    if let Some(e) = expiry {
+        title.spans.push(e);
+        title.spans.push(Span::raw(" · "));
+    }
+    title.spans.push(Span::raw(format!("{order}{owner} ")));
     let block = pane(title, focused, t);
     let inner = block.inner(area);
     f.render_widget(block, area);
