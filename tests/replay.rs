@@ -694,8 +694,13 @@ impl Env {
     /// `replay … --filter reason=boom` of all `n` letters at `rate`/s, started. Stale keys
     /// included: runs on one cluster replay the same keys into `orders` again and again.
     fn spawn_replay(&self, n: usize, rate: &str) -> std::process::Child {
+        self.spawn_replay_with(n, rate, &[])
+    }
+
+    /// `spawn_replay` with `extra` arguments.
+    fn spawn_replay_with(&self, n: usize, rate: &str, extra: &[&str]) -> std::process::Child {
         let n = n.to_string();
-        self.command(&[
+        let mut args = vec![
             "replay",
             &self.uri,
             "--filter",
@@ -710,11 +715,13 @@ impl Env {
             "--expect",
             &n,
             "--include-stale",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("replay starts")
+        ];
+        args.extend_from_slice(extra);
+        self.command(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("replay starts")
     }
 
     /// `replay --resume ID --yes` at `rate`/s, at most `expect` letters.
@@ -1395,30 +1402,8 @@ fn a_paused_replay_sends_nothing_until_resumed_then_each_letter_once() {
     const N: usize = 1000;
     let (cluster, env) = orders_cluster(N);
     let pause = env.path().join("pause");
-    let n = N.to_string();
-    let child = env
-        .command(&[
-            "replay",
-            &env.uri,
-            "--filter",
-            "reason=boom",
-            "--canary",
-            "0",
-            "--rate",
-            "200",
-            "--watch",
-            "1s",
-            "--yes",
-            "--expect",
-            &n,
-            "--include-stale",
-            "--pause-file",
-            &pause.to_string_lossy(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("replay starts");
+    let pause_arg = pause.to_string_lossy().to_string();
+    let child = env.spawn_replay_with(N, "200", &["--pause-file", &pause_arg]);
     let bootstrap = cluster.bootstrap_servers();
     let started = Instant::now();
     while copies_in(&bootstrap, "orders").values().sum::<usize>() < 50 {

@@ -33,7 +33,8 @@ impl Env {
         }
     }
 
-    fn transform(&self, filter: &str, program: &str, extra: &[&str]) -> Output {
+    /// `transform URI --filter F --expr P --reason …` and `extra`, ready to run.
+    fn command(&self, filter: &str, program: &str, extra: &[&str]) -> std::process::Command {
         let mut args = vec![
             "transform",
             self.uri.as_str(),
@@ -45,7 +46,11 @@ impl Env {
             "INC-42 amounts sent as strings",
         ];
         args.extend_from_slice(extra);
-        self.cli.run(&args)
+        self.cli.command(&args)
+    }
+
+    fn transform(&self, filter: &str, program: &str, extra: &[&str]) -> Output {
+        self.command(filter, program, extra).output().expect("runs")
     }
 
     fn json(&self, filter: &str, program: &str, extra: &[&str]) -> serde_json::Value {
@@ -209,18 +214,7 @@ fn a_viewer_and_read_only_are_refused() {
     let roles = env.cli.path().join("roles.toml");
     std::fs::write(&roles, "operator = [\"bob\"]\nviewer = [\"*\"]\n").expect("roles");
     let out = env
-        .cli
-        .command(&[
-            "transform",
-            &env.uri,
-            "-f",
-            AMOUNTS,
-            "-e",
-            FIX,
-            "--reason",
-            "x",
-            "--dry-run",
-        ])
+        .command(AMOUNTS, FIX, &["--dry-run"])
         .env("DLQ_TRIAGE_ROLES_FILE", &roles)
         .output()
         .expect("runs");
@@ -274,20 +268,7 @@ fn a_killed_transform_resumes_without_recording_a_revision_twice() {
             scan + Duration::from_millis(300 * left.div_ceil(100)).mul_f64(frac)
         };
         let mut child = env
-            .cli
-            .command(&[
-                "transform",
-                &env.uri,
-                "-f",
-                AMOUNTS,
-                "-e",
-                FIX,
-                "--reason",
-                "INC-42",
-                "--yes",
-                "--expect",
-                &ns,
-            ])
+            .command(AMOUNTS, FIX, &["--yes", "--expect", &ns])
             .env("DLQ_TRIAGE_TEST_BATCH_PAUSE_MS", "300")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

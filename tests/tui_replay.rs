@@ -252,6 +252,12 @@ fn a_group_replays_from_the_dry_run_through_canary_watch_and_ramp() {
         summary.contains(&format!("{n} of {n} confirmed, 0 failed again")),
         "{summary}"
     );
+    // The title counts what this session handled.
+    let screen = t.screen();
+    assert!(
+        screen.contains(&format!("{n} handled this session")),
+        "{screen}"
+    );
     assert_eq!(
         t.phases,
         vec![

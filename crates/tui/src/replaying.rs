@@ -504,18 +504,22 @@ fn progress(state: &mut AppState, p: Progress) {
 /// Mark letters with their outcome (the store's state column): replaying, replayed,
 /// failed again. Refused and held-back letters stay open: they are still in the DLQ.
 fn letters(state: &mut AppState, changes: Vec<(String, LetterOutcome)>) {
-    let Some(r) = state.replay.run.as_ref() else {
+    if state.replay.run.is_none() {
         return;
-    };
+    }
     for (id, outcome) in changes {
+        let Some(r) = state.replay.run.as_ref() else {
+            return;
+        };
         let to = match outcome {
             LetterOutcome::Sending => TriageState::Replaying,
             LetterOutcome::Confirmed => TriageState::Replayed,
             LetterOutcome::FailedAgain => TriageState::FailedAgain,
             LetterOutcome::Refused | LetterOutcome::HeldBack => TriageState::Open,
         };
-        for row in r.rows.get(&id).into_iter().flatten() {
-            state.catalog.store.set_state(*row, to);
+        let rows: Vec<RowId> = r.rows.get(&id).into_iter().flatten().copied().collect();
+        for row in rows {
+            state.decided(row, to);
         }
     }
 }
@@ -536,6 +540,7 @@ fn ended(state: &mut AppState, id: &str, end: Option<ReplayState>, summary: Stri
         for row in r.rows.values().flatten() {
             if state.catalog.store.row(*row).map(|x| x.state) == Some(TriageState::Replayed) {
                 state.catalog.store.set_state(*row, TriageState::Resolved);
+                state.handled.insert(*row);
             }
         }
     }

@@ -231,6 +231,9 @@ pub struct AppState {
     pub groups: GroupTree,
     pub letters: LettersPane,
     pub detail: DetailPane,
+    /// Letters this session discarded or replayed (and that did not fail again): the
+    /// title counts them.
+    pub handled: std::collections::HashSet<RowId>,
     /// The last transform program typed (`T` offers it again).
     pub transform_program: String,
     /// The broker's retention per container, as read, and in ms by container symbol.
@@ -296,6 +299,7 @@ impl AppState {
                 unmasked: std::collections::HashSet::new(),
                 history: None,
             },
+            handled: Default::default(),
             transform_program: String::new(),
             retention_rules: Vec::new(),
             retention: Default::default(),
@@ -333,6 +337,17 @@ impl AppState {
     /// The tree node under the group cursor.
     pub fn selected_node(&self) -> Option<&TreeNode> {
         self.groups.selected()
+    }
+
+    /// A decision of this session changed a letter's state: the store and the title's
+    /// count of handled letters follow.
+    pub fn decided(&mut self, row: RowId, to: dlq_core::model::TriageState) {
+        self.catalog.store.set_state(row, to);
+        if to.unhandled() || to == dlq_core::model::TriageState::Replaying {
+            self.handled.remove(&row);
+        } else {
+            self.handled.insert(row);
+        }
     }
 
     pub fn selected_row(&self) -> Option<RowId> {

@@ -166,10 +166,7 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
         LedgerEvent::DiscardDone { rows, message, ok } => {
             state.detail.history = None;
             for r in &rows {
-                state
-                    .catalog
-                    .store
-                    .set_state(*r, dlq_core::model::TriageState::Discarded);
+                state.decided(*r, dlq_core::model::TriageState::Discarded);
                 state.letters.marks.remove(r);
             }
             rebuild_index(state);

@@ -30,54 +30,105 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .filter(|n| n.depth == 0 && n.oldest_ms != NO_TIME)
         .map(|n| n.oldest_ms)
         .min();
+    // Segments in display order with how long each is kept as the width shrinks: the
+    // role, read-only and the filter last (they change what every key does), the source
+    // label first (it is shortened before it goes).
+    let text = |s: String, st: StyleName, keep: u8| (s, t.get(st), keep);
     let mut parts = vec![
-        Span::styled(" dlq-triage", t.get(StyleName::UiTitle)),
-        Span::styled(
+        text(" dlq-triage".into(), StyleName::UiTitle, 1),
+        text(
             format!(" · {}", sanitize::line(&s.info.label, 80)),
-            t.get(StyleName::UiHeader),
+            StyleName::UiHeader,
+            2,
         ),
-        Span::styled(
+        text(
             format!(
                 " · {}",
                 dlq_core::words::letters_since(total, s.since_ms, s.now_ms)
             ),
-            t.get(StyleName::UiCount),
+            StyleName::UiCount,
+            7,
         ),
-        Span::styled(
-            if s.letters.marks.is_empty() {
-                String::new()
-            } else {
-                format!(" · {} marked", s.letters.marks.len())
-            },
-            t.get(StyleName::UiWarn),
-        ),
-        Span::styled(format!(" · +{inflow:.1}/min"), t.get(StyleName::UiText)),
-        Span::styled(
-            format!(
-                " · oldest {}",
-                oldest.map_or("-".into(), |o| format_age_ms(s.now_ms - o))
-            ),
-            t.get(StyleName::UiText),
-        ),
-        Span::styled(format!(" · {}", s.role), t.get(StyleName::UiDim)),
     ];
+    if !s.letters.marks.is_empty() {
+        parts.push(text(
+            format!(" · {} marked", s.letters.marks.len()),
+            StyleName::UiWarn,
+            8,
+        ));
+    }
+    if !s.handled.is_empty() {
+        parts.push(text(
+            format!(" · {} handled this session", s.handled.len()),
+            StyleName::UiText,
+            6,
+        ));
+    }
+    parts.push(text(format!(" · +{inflow:.1}/min"), StyleName::UiText, 5));
+    parts.push(text(
+        format!(
+            " · oldest {}",
+            oldest.map_or("-".into(), |o| format_age_ms(s.now_ms - o))
+        ),
+        StyleName::UiText,
+        4,
+    ));
+    parts.push(text(format!(" · {}", s.role), StyleName::UiDim, 10));
     if s.read_only {
-        parts.push(Span::styled(" · read-only", t.get(StyleName::UiWarn)));
+        parts.push(text(" · read-only".into(), StyleName::UiWarn, 10));
     }
     if !s.filter.is_empty() {
-        parts.push(Span::styled(
+        parts.push(text(
             format!(
                 " · {} match · filter: {}",
                 s.index.total(),
                 sanitize::line(s.filter.source(), 60)
             ),
-            t.get(StyleName::UiWarn),
+            StyleName::UiWarn,
+            9,
         ));
     }
+    let parts = fit_segments(parts, usize::from(area.width));
     f.render_widget(
         Paragraph::new(Line::from(parts)).style(t.get(StyleName::UiStatus)),
         area,
     );
+}
+
+/// Drop the segments kept least until the line fits `width`; the source label (kept 2)
+/// is first shortened, down to 24 characters, before it goes.
+fn fit_segments(
+    mut parts: Vec<(String, ratatui::style::Style, u8)>,
+    width: usize,
+) -> Vec<Span<'static>> {
+    let len = |p: &[(String, ratatui::style::Style, u8)]| {
+        p.iter().map(|(s, _, _)| s.chars().count()).sum::<usize>()
+    };
+    while len(&parts) > width {
+        let Some(i) = (0..parts.len()).min_by_key(|&i| parts[i].2) else {
+            break;
+        };
+        let over = len(&parts) - width;
+        let chars = parts[i].0.chars().count();
+        if parts[i].2 == 2 && chars > 24 {
+            let keep = chars.saturating_sub(over).max(24);
+            parts[i].0 = fit(&parts[i].0, keep);
+            // Shortened as far as it goes: it is dropped next if still too wide.
+            parts[i].2 = 3;
+        } else {
+            parts.remove(i);
+        }
+    }
+    // The name gone, the line starts at the next segment, not at its separator.
+    if let Some(first) = parts.first_mut() {
+        if let Some(rest) = first.0.strip_prefix(" · ") {
+            first.0 = format!(" {rest}");
+        }
+    }
+    parts
+        .into_iter()
+        .map(|(s, st, _)| Span::styled(s, st))
+        .collect()
 }
 
 pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
@@ -323,4 +374,54 @@ fn footer_keys<'a>(s: &AppState, width: usize, t: &Theme) -> Line<'a> {
         spans.push(Span::styled(shown, style));
     }
     Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::style::Style;
+
+    fn seg(s: &str, keep: u8) -> (String, Style, u8) {
+        (s.to_string(), Style::default(), keep)
+    }
+
+    fn text(spans: &[Span<'_>]) -> String {
+        spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn the_title_drops_what_matters_least_and_keeps_role_and_filter() {
+        let parts = || {
+            vec![
+                seg(" dlq-triage", 1),
+                seg(
+                    " · kafka://broker-1.internal:9092/invoices.dlq,payments.dlq",
+                    2,
+                ),
+                seg(" · 1448 letters", 7),
+                seg(" · 12 handled this session", 6),
+                seg(" · +7.2/min", 5),
+                seg(" · oldest 6d17h", 4),
+                seg(" · operator", 10),
+                seg(" · 301 match · filter: reason=amount_not_a_number", 9),
+            ]
+        };
+        let wide = text(&fit_segments(parts(), 300));
+        assert!(wide.starts_with(" dlq-triage · kafka://"), "{wide}");
+        let narrow = text(&fit_segments(parts(), 80));
+        assert!(narrow.chars().count() <= 80, "{narrow}");
+        assert!(narrow.contains("operator"), "{narrow}");
+        assert!(
+            narrow.contains("filter: reason=amount_not_a_number"),
+            "{narrow}"
+        );
+        assert!(narrow.contains("1448 letters"), "{narrow}");
+        assert!(!narrow.contains("dlq-triage"), "dropped first: {narrow}");
+        let tiny = text(&fit_segments(parts(), 40));
+        assert!(
+            tiny.contains("operator") || tiny.is_empty() || tiny.contains("filter"),
+            "{tiny}"
+        );
+        assert!(tiny.chars().count() <= 40, "{tiny}");
+    }
 }
