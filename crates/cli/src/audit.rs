@@ -86,6 +86,8 @@ pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
         ("TARGET", false, 36),
         ("DETAIL", false, 80),
     ]);
+    drop(out);
+    let mut out = super::pager::Pager::start();
     for e in &entries {
         t.row(vec![
             e.seq.to_string(),

@@ -13,6 +13,7 @@ mod edit;
 mod export;
 mod list;
 pub mod output;
+mod pager;
 mod progress;
 mod queues;
 mod replay;

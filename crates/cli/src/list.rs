@@ -54,7 +54,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
         }
         return super::output::print_json(&doc);
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = super::pager::Pager::start();
     let rows = ids.iter().filter_map(|i| store.row(*i));
     write!(
         out,

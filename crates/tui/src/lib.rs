@@ -99,7 +99,8 @@ pub fn run_loop<B: Backend>(
         // that streams (the demo's trickle, a replay's progress) kept the loop from ever
         // idling, and ages stood still from the moment the TUI opened.
         let now = clock();
-        if now / 60_000 != state.now_ms / 60_000 {
+        // Every second: ages on screen move; the groups follow by the minute (update).
+        if now / 1000 != state.now_ms / 1000 {
             events.push(AppEvent::Action(Action::from(ViewKey::Tick(now))));
         }
         match first {

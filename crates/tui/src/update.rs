@@ -110,10 +110,13 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
             }
         }
         ViewKey::Resize => {}
-        // Ages move on: regroup when a minute has passed (age buckets, inflow).
+        // Ages on screen move every second (a letter that just arrived never reads as
+        // from the future); age buckets, inflow and age filters are regrouped when the
+        // minute turns.
         ViewKey::Tick(now_ms) => {
-            if now_ms / 60_000 != state.now_ms / 60_000 {
-                state.now_ms = now_ms;
+            let minute = now_ms / 60_000 != state.index.now_ms() / 60_000;
+            state.now_ms = now_ms;
+            if minute {
                 rebuild_index(state);
             }
         }
@@ -438,8 +441,14 @@ mod tests {
         assert_ne!(s.dims(), &before[..]);
         view(&mut s, ViewKey::Tick(NOW + 120_000), SIZE);
         assert_eq!(s.now_ms, NOW + 120_000);
-        view(&mut s, ViewKey::Tick(NOW + 120_500), SIZE);
-        assert_eq!(s.now_ms, NOW + 120_000, "within the minute nothing moves");
+        assert_eq!(s.index.now_ms(), NOW + 120_000, "a new minute regroups");
+        view(&mut s, ViewKey::Tick(NOW + 121_000), SIZE);
+        assert_eq!(s.now_ms, NOW + 121_000, "ages on screen move by the second");
+        assert_eq!(
+            s.index.now_ms(),
+            NOW + 120_000,
+            "within the minute: no regroup"
+        );
         view(&mut s, ViewKey::Quit, SIZE);
         assert!(s.quit);
     }
