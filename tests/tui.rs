@@ -97,6 +97,36 @@ fn first_screen_at_80x24() {
     insta::assert_snapshot!("first_screen_80x24", screen(&s, size));
 }
 
+/// `z` at 80×24: the focused pane fills the body (the payload of a letter gets the
+/// whole screen instead of 44×10), the other panes are gone, `z` again restores them.
+#[test]
+fn z_zooms_the_focused_pane_at_80x24_and_restores_it() {
+    let size = (80, 24);
+    let mut s = state_from(&example(), size);
+    press(
+        &mut s,
+        &["j", "j", "j", "j", "j", "j", "Enter", "Tab", "Tab", "3"],
+        size,
+    );
+    let before = screen(&s, size);
+    press(&mut s, &["z"], size);
+    let zoomed = screen(&s, size);
+    assert!(!zoomed.contains("Groups"), "{zoomed}");
+    assert!(zoomed.contains("3 Payload"), "{zoomed}");
+    let payload_lines = |t: &str| t.lines().filter(|l| l.contains('"')).count();
+    assert!(
+        payload_lines(&zoomed) > payload_lines(&before) + 5,
+        "before:\n{before}\nzoomed:\n{zoomed}"
+    );
+    assert!(!zoomed.contains("@example.com"), "{zoomed}");
+    for pane in ["BackTab", "BackTab"] {
+        press(&mut s, &[pane], size);
+        screen(&s, size);
+    }
+    press(&mut s, &["z"], size);
+    assert!(screen(&s, size).contains("Groups"));
+}
+
 #[test]
 fn navigate_to_a_letter_and_its_masked_payload() {
     let size = (140, 44);

@@ -114,6 +114,8 @@ pub enum ReplayKey {
 pub enum ViewKey {
     Quit,
     ToggleHelp,
+    /// `z`: the focused pane takes the whole body of the screen (again: back).
+    Zoom,
     CycleGrouping,
     ToggleSort,
     SetTab(Tab),

@@ -301,6 +301,12 @@ pub(crate) const BINDINGS: &[Binding] = &[
         needs: None,
         action: || Action::from(ReplayKey::KillReplay),
     },
+    b(
+        &[C('z')],
+        "zoom: the focused pane fills the screen (z again restores)",
+        None,
+        || Action::from(ViewKey::Zoom),
+    ),
     b(&[C('?')], "this help", Some("help"), || Action::from(ViewKey::ToggleHelp)),
     b(
         &[C('q'), Ctrl('c')],

@@ -263,6 +263,8 @@ pub struct AppState {
     pub replay: crate::replaying::ReplayUi,
     /// Rows available to the lists (set by the view on resize), for paging.
     pub page: usize,
+    /// `z`: the focused pane fills the body of the screen.
+    pub zoom: bool,
     /// `--since` as epoch ms: the title says the count is of that window only.
     pub since_ms: Option<i64>,
     pub quit: bool,
@@ -322,6 +324,7 @@ impl AppState {
             replay: Default::default(),
             owners: Default::default(),
             page: 10,
+            zoom: false,
             since_ms: None,
             quit: false,
         }

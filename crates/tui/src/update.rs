@@ -68,6 +68,18 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
         }
         ViewKey::Quit => state.quit = true,
         ViewKey::ToggleHelp => state.prompt.show_help = !state.prompt.show_help,
+        ViewKey::Zoom => {
+            state.zoom = !state.zoom;
+            state.message = Some((
+                if state.zoom {
+                    "zoomed: the focused pane fills the screen · z restores"
+                } else {
+                    "zoom off"
+                }
+                .into(),
+                Level::Info,
+            ));
+        }
         ViewKey::CycleGrouping => {
             state.custom_dims = None;
             state.grouping = (state.grouping + 1) % GROUPINGS.len();

@@ -25,7 +25,22 @@ pub fn layout_for(s: &crate::state::AppState, width: u16, height: u16) -> Areas 
     } else {
         0
     };
-    layout_with(width, height, rows)
+    let mut a = layout_with(width, height, rows);
+    if s.zoom {
+        // The focused pane takes the body; the others get no room (nothing is drawn
+        // there and no click lands there).
+        let body = Rect::new(a.groups.x, a.groups.y, width, a.groups.height);
+        let none = Rect::new(0, body.y, 0, 0);
+        let (g, l, d) = match s.focus {
+            crate::state::Pane::Groups => (body, none, none),
+            crate::state::Pane::Letters => (none, body, none),
+            crate::state::Pane::Detail => (none, none, body),
+        };
+        a.groups = g;
+        a.letters = l;
+        a.detail = d;
+    }
+    a
 }
 
 pub fn layout(width: u16, height: u16) -> Areas {
