@@ -113,7 +113,7 @@ fn z_zooms_the_focused_pane_at_80x24_and_restores_it() {
     let zoomed = screen(&s, size);
     assert!(!zoomed.contains("Groups"), "{zoomed}");
     assert!(zoomed.contains("3 Payload"), "{zoomed}");
-    let payload_lines = |t: &str| t.lines().filter(|l| l.contains('"')).count();
+    let payload_lines = |t: &str| t.lines().filter(|l| l.contains("\": ")).count();
     assert!(
         payload_lines(&zoomed) > payload_lines(&before) + 5,
         "before:\n{before}\nzoomed:\n{zoomed}"

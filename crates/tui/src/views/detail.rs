@@ -17,15 +17,27 @@ use ratatui::Frame;
 
 pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let focused = s.focus == Pane::Detail;
+    // Every tab's key stays visible: the labels are cut to fit (`1 Fail 2 Head …`),
+    // the selected one kept whole.
+    let full: usize = Tab::ALL.iter().map(|t| t.title().len() + 5).sum::<usize>() + 3;
+    let short = usize::from(area.width) < full;
     let mut title = vec![Span::raw(" ")];
     for (i, tab) in Tab::ALL.iter().enumerate() {
-        let style = if *tab == s.detail.tab {
+        let selected = *tab == s.detail.tab;
+        let style = if selected {
             t.get(StyleName::UiSelection)
         } else {
             t.get(StyleName::UiDim)
         };
-        title.push(Span::styled(format!(" {} {} ", i + 1, tab.title()), style));
-        title.push(Span::raw(" "));
+        let label = if short && !selected {
+            &tab.title()[..tab.title().len().min(4)]
+        } else {
+            tab.title()
+        };
+        title.push(Span::styled(format!(" {} {label} ", i + 1), style));
+        if !short {
+            title.push(Span::raw(" "));
+        }
     }
     let block = pane(Line::from(title), focused, t);
     let inner = block.inner(area);

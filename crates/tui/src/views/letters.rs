@@ -71,23 +71,30 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let w = usize::from(inner.width);
     let h = usize::from(inner.height).saturating_sub(1);
     let store = &s.catalog.store;
+    // Columns by width: the key and the attempt give way first, so that STATE (is it
+    // still failing?) and some of the preview stay at 80 columns.
     let (id_w, age_w, key_w, att_w, state_w) = (
         if w >= 100 { 30 } else { 18 },
         6,
-        12,
-        3,
+        if w >= 72 { 12 } else { 0 },
+        if w >= 60 { 3 } else { 0 },
         if w >= 100 { 12 } else { 8 },
     );
-    let fixed = 2 + id_w + 1 + age_w + 1 + key_w + 1 + att_w + 1 + state_w + 1;
+    let col = |width: usize| if width == 0 { 0 } else { width + 1 };
+    let fixed = 2 + col(id_w) + col(age_w) + col(key_w) + col(att_w) + col(state_w);
     let prev_w = w.saturating_sub(fixed);
+    let header = Cols {
+        id_w,
+        age_w,
+        key_w,
+        att_w,
+        state_w,
+        prev_w,
+        w,
+    }
+    .line(["ID", "AGE", "KEY", "#", "STATE", "PREVIEW"]);
     let mut lines = vec![Line::from(Span::styled(
-        fit(
-            &format!(
-                "  {:<id_w$} {:>age_w$} {:<key_w$} {:>att_w$} {:<state_w$} {}",
-                "ID", "AGE", "KEY", "#", "STATE", "PREVIEW"
-            ),
-            w,
-        ),
+        fit(&format!("  {header}"), w),
         t.get(StyleName::UiDim),
     ))];
     let offset = list_offset(s.letters.cursor, h.max(1));
@@ -189,17 +196,51 @@ fn row_text(s: &AppState, r: &dlq_core::store::Row, c: &Cols) -> String {
     } else {
         "-".into()
     };
-    let (id_w, age_w, key_w, att_w, state_w) = (c.id_w, c.age_w, c.key_w, c.att_w, c.state_w);
-    let text = format!(
-        "{:<id_w$} {age:>age_w$} {:<key_w$} {attempt:>att_w$} {:<state_w$} {}",
-        fit(&sanitize::line(store.id(r), 200), id_w),
-        fit(&key, key_w),
-        fit(r.state.as_str(), state_w),
-        if s.role >= dlq_core::access::Role::Operator {
-            fit(&sanitize::line(store.preview(r), 200), c.prev_w)
-        } else {
-            "(hidden: viewer)".to_string()
-        },
-    );
+    let preview = if s.role >= dlq_core::access::Role::Operator {
+        sanitize::line(store.preview(r), 200)
+    } else {
+        "(hidden: viewer)".to_string()
+    };
+    let text = c.line([
+        &sanitize::line(store.id(r), 200),
+        &age,
+        &key,
+        &attempt,
+        r.state.as_str(),
+        &preview,
+    ]);
     fit(&text, c.w.saturating_sub(2))
+}
+
+impl Cols {
+    /// One row's cells, each cut to its column; a column of width 0 is left out. AGE
+    /// and `#` are right-aligned.
+    fn line(&self, cells: [&str; 6]) -> String {
+        let widths = [
+            self.id_w,
+            self.age_w,
+            self.key_w,
+            self.att_w,
+            self.state_w,
+            self.prev_w,
+        ];
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if w == 0 {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            let cell = fit(cell, w);
+            if i == 5 {
+                out.push_str(&cell);
+            } else if i == 1 || i == 3 {
+                out.push_str(&format!("{cell:>w$}"));
+            } else {
+                out.push_str(&format!("{cell:<w$}"));
+            }
+        }
+        out
+    }
 }
