@@ -59,12 +59,38 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         show_spark,
         show_expiry,
     };
-    for (pos, idx) in s.groups.visible.iter().enumerate().skip(offset).take(h) {
+    let drawn: Vec<(usize, usize)> = s
+        .groups
+        .visible
+        .iter()
+        .copied()
+        .enumerate()
+        .skip(offset)
+        .take(h)
+        .collect();
+    // What each drawn label shares with a drawn sibling (same parent): that part is
+    // what gets cut when the label does not fit, so siblings never read the same.
+    let shared: Vec<usize> = drawn
+        .iter()
+        .map(|&(_, i)| {
+            let n = &s.groups.nodes[i];
+            drawn
+                .iter()
+                .map(|&(_, j)| &s.groups.nodes[j])
+                .filter(|m| {
+                    m.depth == n.depth && m.path[..m.depth] == n.path[..n.depth] && m.path != n.path
+                })
+                .map(|m| common_prefix(&n.label, &m.label))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (&(pos, idx), shared) in drawn.iter().zip(shared) {
         let style = Selection {
             selected: pos == s.groups.cursor,
             focused,
         };
-        lines.push(node_line(s, &s.groups.nodes[*idx], style, &cols, t));
+        lines.push(node_line(s, &s.groups.nodes[idx], style, &cols, shared, t));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }
@@ -89,6 +115,7 @@ fn node_line<'a>(
     n: &dlq_core::grouping::TreeNode,
     sel: Selection,
     cols: &Cols,
+    shared: usize,
     t: &Theme,
 ) -> Line<'a> {
     let label_w = cols.label_w;
@@ -100,10 +127,11 @@ fn node_line<'a>(
     } else {
         "▸ "
     };
+    let indent = 2 * n.depth + 2;
     let mut label = if n.label.is_empty() {
         "(none)".to_string()
     } else {
-        sanitize::line(&n.label, 200)
+        shorten(&n.label, label_w.saturating_sub(indent), shared)
     };
     if let Some((_, owner)) = s.groups.owners.get(&n.path) {
         label = format!("{label} · {}", sanitize::line(owner, 60));
@@ -162,4 +190,53 @@ fn node_line<'a>(
         ));
     }
     Line::from(spans)
+}
+
+/// Characters `a` and `b` begin with alike.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
+/// A label cut to `width` characters (sanitized). When it shares its first `shared`
+/// characters with a sibling, the cut is made there — a few leading characters, `…`,
+/// then what tells it apart — instead of at its end, where siblings would all read
+/// `SyntaxError: Unexpect…`.
+fn shorten(label: &str, width: usize, shared: usize) -> String {
+    let clean = sanitize::line(label, 200);
+    let chars: Vec<char> = clean.chars().collect();
+    if chars.len() <= width || width < 12 || shared < 6 || shared >= chars.len() {
+        return clean;
+    }
+    // Back to the start of the word the labels part in (`token` in `… Unexpected token`).
+    let mut at = shared.min(chars.len());
+    while at > 0 && !chars[at - 1].is_whitespace() && chars[at - 1] != ':' {
+        at -= 1;
+    }
+    let head = (width / 3).clamp(4, 8);
+    if at <= head {
+        return clean;
+    }
+    let rest: String = chars[at..].iter().collect();
+    let head: String = chars[..head].iter().collect();
+    fit(&format!("{}…{}", head.trim_end(), rest.trim_start()), width)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn siblings_sharing_a_long_start_are_cut_where_they_differ() {
+        let a = "SyntaxError: Unexpected token , in JSON at position <n>";
+        let b = "SyntaxError: Unexpected end of JSON input";
+        let shared = common_prefix(a, b);
+        let (sa, sb) = (shorten(a, 22, shared), shorten(b, 22, shared));
+        assert_ne!(sa, sb);
+        assert!(sa.starts_with("Syntax") && sa.contains("token"), "{sa}");
+        assert!(sb.contains("end of"), "{sb}");
+        assert!(sa.chars().count() <= 22 && sb.chars().count() <= 22);
+        // Nothing shared, or room enough: the label as it is, cut at its end by the row.
+        assert_eq!(shorten("customer_tax_profile_missing", 22, 0), "customer_tax_profile_missing");
+        assert_eq!(shorten(b, 80, shared), b);
+    }
 }
