@@ -127,6 +127,34 @@ fn z_zooms_the_focused_pane_at_80x24_and_restores_it() {
     assert!(screen(&s, size).contains("Groups"));
 }
 
+/// `?` at 80×24: one column, each binding's text wrapped whole; the end of the list is
+/// reached by scrolling (j, PgDn), and any other key closes it.
+#[test]
+fn help_at_80x24_wraps_and_scrolls_to_its_end() {
+    let size = (80, 24);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["?"], size);
+    let first = screen(&s, size);
+    assert!(first.contains("j/k PgDn/PgUp scroll"), "{first}");
+    assert!(
+        !first.contains("quit (the broker is left as it was)"),
+        "{first}"
+    );
+    press(
+        &mut s,
+        &["PageDown", "PageDown", "PageDown", "PageDown", "PageDown"],
+        size,
+    );
+    let end = screen(&s, size);
+    assert!(end.contains("quit (the broker is left as it was)"), "{end}");
+    assert!(
+        end.contains("group DIMS"),
+        "the palette's line, last: {end}"
+    );
+    press(&mut s, &["x"], size);
+    assert!(!screen(&s, size).contains("j/k PgDn/PgUp scroll"));
+}
+
 #[test]
 fn navigate_to_a_letter_and_its_masked_payload() {
     let size = (140, 44);

@@ -27,7 +27,7 @@ pub fn key(c: KeyCode) -> Event {
     Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
 }
 
-/// Feed keys through the keymap: "Enter", "Tab", "BackTab", "Esc", "Down", one
+/// Feed keys through the keymap: "Enter", "Tab", "BackTab", "Esc", "Down", "PageDown", one
 /// character, or text typed character by character after a leading ':'. Returns what
 /// the updates asked the worker or the terminal to do.
 pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<Command> {
@@ -39,6 +39,7 @@ pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<Command> 
             "BackTab" => vec![key(KeyCode::BackTab)],
             "Esc" => vec![key(KeyCode::Esc)],
             "Down" => vec![key(KeyCode::Down)],
+            "PageDown" => vec![key(KeyCode::PageDown)],
             text if text.starts_with(':') => text
                 .chars()
                 .skip(1)

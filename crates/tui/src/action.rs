@@ -114,6 +114,8 @@ pub enum ReplayKey {
 pub enum ViewKey {
     Quit,
     ToggleHelp,
+    /// j/k, PgDn/PgUp in the help: scroll it by this many lines.
+    HelpScroll(i16),
     /// `z`: the focused pane takes the whole body of the screen (again: back).
     Zoom,
     CycleGrouping,

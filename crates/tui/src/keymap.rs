@@ -477,7 +477,17 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
             _ => None,
         };
     }
-    if state.prompt.show_help || state.prompt.overlay.is_some() {
+    if state.prompt.show_help {
+        return match e.code {
+            KeyCode::Char('j') | KeyCode::Down => Some(Action::from(ViewKey::HelpScroll(1))),
+            KeyCode::Char('k') | KeyCode::Up => Some(Action::from(ViewKey::HelpScroll(-1))),
+            KeyCode::PageDown | KeyCode::Char(' ') => Some(Action::from(ViewKey::HelpScroll(10))),
+            KeyCode::PageUp => Some(Action::from(ViewKey::HelpScroll(-10))),
+            KeyCode::Char('q') => Some(Action::from(ViewKey::Quit)),
+            _ => Some(Action::from(Typing::Cancel)),
+        };
+    }
+    if state.prompt.overlay.is_some() {
         return match e.code {
             KeyCode::Char('q') => Some(Action::from(ViewKey::Quit)),
             _ => Some(Action::from(Typing::Cancel)),

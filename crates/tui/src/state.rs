@@ -215,6 +215,8 @@ pub struct DetailPane {
 pub struct Prompt {
     pub input: Input,
     pub show_help: bool,
+    /// Lines the help is scrolled by (j/k, PgDn/PgUp in the help).
+    pub help_scroll: u16,
     /// A titled list over the panes (`:problems`, `:notes`); any key closes it.
     pub overlay: Option<(String, Vec<String>)>,
 }
@@ -309,6 +311,7 @@ impl AppState {
             prompt: Prompt {
                 input: Input::None,
                 show_help: false,
+                help_scroll: 0,
                 overlay: None,
             },
             focus: Pane::Groups,

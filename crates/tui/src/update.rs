@@ -67,7 +67,14 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
             ));
         }
         ViewKey::Quit => state.quit = true,
-        ViewKey::ToggleHelp => state.prompt.show_help = !state.prompt.show_help,
+        ViewKey::ToggleHelp => {
+            state.prompt.show_help = !state.prompt.show_help;
+            state.prompt.help_scroll = 0;
+        }
+        ViewKey::HelpScroll(by) => {
+            let to = i32::from(state.prompt.help_scroll) + i32::from(by);
+            state.prompt.help_scroll = u16::try_from(to.clamp(0, 500)).unwrap_or(0);
+        }
         ViewKey::Zoom => {
             state.zoom = !state.zoom;
             state.message = Some((

@@ -236,7 +236,10 @@ mod tests {
         assert!(sb.contains("end of"), "{sb}");
         assert!(sa.chars().count() <= 22 && sb.chars().count() <= 22);
         // Nothing shared, or room enough: the label as it is, cut at its end by the row.
-        assert_eq!(shorten("customer_tax_profile_missing", 22, 0), "customer_tax_profile_missing");
+        assert_eq!(
+            shorten("customer_tax_profile_missing", 22, 0),
+            "customer_tax_profile_missing"
+        );
         assert_eq!(shorten(b, 80, shared), b);
     }
 }

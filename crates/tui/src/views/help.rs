@@ -46,8 +46,34 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         ),
         Span::styled(palette_hint(), t.get(StyleName::UiText)),
     ]));
-    // Two columns when the terminal is wide enough for them.
-    let two = area.width >= 80 && rows.len() + 3 > usize::from(area.height);
+    // Two columns when the terminal is wide enough for every line whole; else one
+    // column, each line wrapped under itself, scrolled with j/k.
+    let two = area.width >= 160 && rows.len() + 3 > usize::from(area.height);
+    if !two {
+        let w = area.width.min(100);
+        let popup = Rect::new(area.x + (area.width - w) / 2, area.y, w, area.height);
+        f.render_widget(Clear, popup);
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .title(" Keys — j/k PgDn/PgUp scroll · any other key closes ")
+            .border_style(t.get(StyleName::UiBorderFocus));
+        // Scrolling stops at the last screenful (the wrapped height, counted per line).
+        let inner_w = usize::from(w.saturating_sub(2)).max(1);
+        let wrapped: usize = rows
+            .iter()
+            .map(|l| l.width().max(1).div_ceil(inner_w))
+            .sum();
+        let room = usize::from(area.height.saturating_sub(2));
+        let most = u16::try_from(wrapped.saturating_sub(room)).unwrap_or(u16::MAX);
+        f.render_widget(
+            Paragraph::new(rows)
+                .wrap(ratatui::widgets::Wrap { trim: false })
+                .scroll((s.prompt.help_scroll.min(most), 0))
+                .block(block),
+            popup,
+        );
+        return;
+    }
     let per_col = if two {
         rows.len().div_ceil(2)
     } else {
