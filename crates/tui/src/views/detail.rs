@@ -55,7 +55,12 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         (Some(d), _) => match s.detail.tab {
             Tab::Failure => failure(d, s, t),
             Tab::Headers => headers(d, s, t),
-            Tab::Payload => payload(d, s.detail.unmasked.contains(&d.row), t),
+            Tab::Payload => payload(
+                d,
+                s.detail.unmasked.contains(&d.row),
+                usize::from(inner.width),
+                t,
+            ),
             Tab::Diff => diff(d, s, t),
             Tab::History => match &s.detail.history {
                 Some((row, lines)) if *row == d.row => lines
@@ -200,7 +205,7 @@ fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
     out
 }
 
-fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
+fn payload<'a>(d: &Detail, unmasked: bool, width: usize, t: &Theme) -> Vec<Line<'a>> {
     let v = &d.payload;
     let (label, style) = if unmasked {
         (
@@ -242,11 +247,14 @@ fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
     }
     let body = sanitize::sanitize_str(&v.text, Mode::Block, usize::MAX);
     for line in body.lines() {
-        out.push(if v.kind == ViewKind::Json {
-            json_line(line, t)
+        if v.kind == ViewKind::Json {
+            out.extend(wrap_indented(json_line(line, t), width));
         } else {
-            Line::from(Span::styled(line.to_string(), t.get(StyleName::UiText)))
-        });
+            out.push(Line::from(Span::styled(
+                line.to_string(),
+                t.get(StyleName::UiText),
+            )));
+        }
     }
     if v.truncated {
         out.push(Line::from(Span::styled(
@@ -261,6 +269,42 @@ fn payload<'a>(d: &Detail, unmasked: bool, t: &Theme) -> Vec<Line<'a>> {
 }
 
 /// Colour one line of pretty-printed (masked, sanitized) JSON.
+/// A JSON line longer than `width`, wrapped so its continuation sits under its own
+/// indentation plus two (a long value reads as part of its key, not as a line of its
+/// own at the left edge). Styles are kept across the cut.
+fn wrap_indented(line: Line<'_>, width: usize) -> Vec<Line<'_>> {
+    if width < 8 || line.width() <= width {
+        return vec![line];
+    }
+    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    let indent = (text.chars().take_while(|c| *c == ' ').count() + 2).min(width / 2);
+    let mut out: Vec<Line> = Vec::new();
+    let mut cur: Vec<Span> = Vec::new();
+    let mut room = width;
+    for span in line.spans {
+        let mut rest: &str = &span.content;
+        while !rest.is_empty() {
+            if room == 0 {
+                out.push(Line::from(std::mem::take(&mut cur)));
+                cur.push(Span::raw(" ".repeat(indent)));
+                room = width - indent;
+            }
+            let take = rest
+                .char_indices()
+                .nth(room)
+                .map_or(rest.len(), |(at, _)| at);
+            let (head, tail) = rest.split_at(take);
+            room -= head.chars().count();
+            cur.push(Span::styled(head.to_string(), span.style));
+            rest = tail;
+        }
+    }
+    if !cur.is_empty() {
+        out.push(Line::from(cur));
+    }
+    out
+}
+
 fn json_line<'a>(line: &str, t: &Theme) -> Line<'a> {
     let mut spans = Vec::new();
     let chars: Vec<char> = line.chars().collect();
@@ -398,4 +442,37 @@ fn diff<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
         Diff::Opaque { note, .. } => out.push(Line::from(clean(note))),
     }
     out
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::*;
+
+    #[test]
+    fn a_long_json_value_wraps_under_its_key() {
+        let line = Line::from(vec![
+            Span::raw("    "),
+            Span::raw("\"first_failed_at\": "),
+            Span::raw("\"2026-11-29T17:53:54.206Z and a long tail\","),
+        ]);
+        let lines = wrap_indented(line, 30);
+        let texts: Vec<String> = lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert!(texts.len() > 1, "{texts:?}");
+        assert!(texts.iter().all(|t| t.chars().count() <= 30), "{texts:?}");
+        for cont in &texts[1..] {
+            assert!(cont.starts_with("      "), "{texts:?}");
+        }
+        let joined: String = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| if i == 0 { t.as_str() } else { &t[6..] })
+            .collect();
+        assert_eq!(
+            joined,
+            "    \"first_failed_at\": \"2026-11-29T17:53:54.206Z and a long tail\","
+        );
+    }
 }
