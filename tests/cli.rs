@@ -1105,3 +1105,66 @@ fn completions_and_the_man_page_are_generated() {
     assert!(page.contains("discard"));
     assert_eq!(env.run(&["completions", "tcsh"]).status.code(), Some(2));
 }
+
+/// Every group `summary --json` prints carries a `filter` that, pasted into `--filter`,
+/// selects exactly that group's letters — for every grouping dimension, over the sample
+/// incident, every conventions fixture and the demo's letters (labels with commas, quotes,
+/// controls, `|`, `*` and `?` among them).
+#[test]
+fn every_groups_filter_selects_exactly_its_letters() {
+    let env = env();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conventions");
+    let mut sources: Vec<String> = std::fs::read_dir(&fixtures)
+        .expect("fixtures")
+        .map(|e| e.expect("entry").path().to_string_lossy().to_string())
+        .filter(|p| p.ends_with(".ndjson"))
+        .collect();
+    sources.sort();
+    sources.push(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/incident.ndjson")
+            .to_string_lossy()
+            .to_string(),
+    );
+    // The demo, read once: its letters exported (masked) to a dump.
+    let demo = env.path().join("demo.ndjson");
+    exited(
+        &env.run(&["export", "demo", "--out", &demo.to_string_lossy()]),
+        0,
+    );
+    sources.push(demo.to_string_lossy().to_string());
+    let dims = [
+        "reason",
+        "version",
+        "age",
+        "event",
+        "schema",
+        "origin",
+        "consumer",
+        "exception",
+        "state",
+        "topic",
+    ];
+    let mut checked = 0;
+    for src in &sources {
+        for dim in dims {
+            let out = env.run(&["summary", src, "-g", dim, "--json"]);
+            let doc: Value = serde_json::from_str(&exited(&out, 0)).expect("summary json");
+            for g in doc["groups"].as_array().expect("groups") {
+                let Some(filter) = g["filter"].as_str() else {
+                    continue;
+                };
+                let out = env.run(&["list", src, "--filter", filter, "--json", "--limit", "1"]);
+                let list: Value = serde_json::from_str(&exited(&out, 0)).expect("list json");
+                assert_eq!(
+                    list["matched"], g["count"],
+                    "{src} -g {dim}: `{filter}` selects {} letters, the group has {}",
+                    list["matched"], g["count"]
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} groups checked");
+    eprintln!("{checked} group filters checked");
+}

@@ -114,6 +114,14 @@ impl Summary<'_> {
         for (d, label) in self.dims.iter().zip(idx.labels(store, k)) {
             o.insert(d.json_key().into(), Value::String(label));
         }
+        // Pasted into --filter, this selects exactly the group's letters.
+        let terms: Option<Vec<String>> = self
+            .dims
+            .iter()
+            .zip(k.values())
+            .map(|(d, v)| d.filter_term(store, *v))
+            .collect();
+        o.insert("filter".into(), json!(terms.map(|t| t.join(" "))));
         o.insert("count".into(), json!(g.count));
         o.insert(
             "share".into(),

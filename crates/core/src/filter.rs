@@ -321,14 +321,24 @@ fn compare(a: i64, op: Op, b: i64) -> bool {
     }
 }
 
-/// Split on whitespace outside quotes; quotes are removed. Filters and `watch --exec`
+/// Split on whitespace outside quotes; quotes are removed. A backslash keeps the
+/// character after it as it is (`\"` is a quote inside a value, not its end), and stays
+/// in the word for the value's own reading ([`glob`]). Filters and `watch --exec`
 /// commands are both split this way (never by a shell). `Err` names an unclosed quote.
 pub fn split_quoted(text: &str) -> Result<Vec<String>, char> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
     let mut has = false;
-    for c in text.chars() {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            cur.push(c);
+            if let Some(next) = chars.next() {
+                cur.push(next);
+            }
+            continue;
+        }
         match (quote, c) {
             (Some(q), c) if c == q => quote = None,
             (Some(_), c) => cur.push(c),
@@ -391,7 +401,7 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
             "`{tok}`: missing field name before the operator (fields: {FIELDS})"
         ));
     }
-    let alts: Vec<String> = value.split('|').map(str::to_string).collect();
+    let alts = alternatives(value);
     let negate = match op {
         Op::Eq => false,
         Op::Ne => true,
@@ -506,18 +516,80 @@ fn any_glob(patterns: &[String], value: &str) -> bool {
     patterns.iter().any(|p| glob(p, value))
 }
 
-/// Case-sensitive glob with `*` and `?`. Iterative with one backtrack point: linear-ish,
-/// no exponential blow-up on hostile patterns.
+/// Characters a value escapes with a backslash to mean themselves.
+const SPECIAL: [char; 6] = ['\\', '|', '*', '?', '"', '\''];
+
+/// A value's alternatives (`a|b`), split at `|` not escaped.
+fn alternatives(value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek().is_some_and(|n| SPECIAL.contains(n)) => {
+                cur.push(c);
+                cur.extend(chars.next());
+            }
+            '|' => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// `value` as a filter value that matches exactly it: quoted, its special characters
+/// escaped. `summary --json` gives each group's filter made this way.
+pub fn quote_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        if SPECIAL.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// One element of a glob pattern.
+#[derive(Clone, Copy, PartialEq)]
+enum G {
+    Lit(char),
+    One,
+    Any,
+}
+
+fn glob_tokens(pattern: &str) -> Vec<G> {
+    let mut out = Vec::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(match c {
+            '\\' if chars.peek().is_some_and(|n| SPECIAL.contains(n)) => {
+                G::Lit(chars.next().unwrap_or('\\'))
+            }
+            '*' => G::Any,
+            '?' => G::One,
+            c => G::Lit(c),
+        });
+    }
+    out
+}
+
+/// Case-sensitive glob with `*` and `?` (`\*`, `\?`, `\|`, `\\`, `\"` for themselves).
+/// Iterative with one backtrack point: linear-ish, no exponential blow-up on hostile
+/// patterns.
 pub fn glob(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
+    let p = glob_tokens(pattern);
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && p[pi] == '*' {
+        if pi < p.len() && p[pi] == G::Any {
             star = Some((pi, ti));
             pi += 1;
-        } else if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+        } else if pi < p.len() && (p[pi] == G::One || p[pi] == G::Lit(t[ti])) {
             pi += 1;
             ti += 1;
         } else if let Some((sp, st)) = star {
@@ -528,7 +600,7 @@ pub fn glob(pattern: &str, text: &str) -> bool {
             return false;
         }
     }
-    while pi < p.len() && p[pi] == '*' {
+    while pi < p.len() && p[pi] == G::Any {
         pi += 1;
     }
     pi == p.len()

@@ -135,6 +135,27 @@ impl Dim {
             _ => store.sym(v).to_string(),
         }
     }
+
+    /// The filter term that selects exactly this value: `reason="…"` with the label
+    /// quoted and escaped, `age>=5m age<1h` for an age bucket. `None` for letters with no
+    /// known time (no filter selects them by age).
+    pub fn filter_term(self, store: &LetterStore, v: u32) -> Option<String> {
+        if self == Dim::Age {
+            return match AgeBucket::from_index(v) {
+                AgeBucket::Under5m => Some("age<5m".into()),
+                AgeBucket::M5ToH1 => Some("age>=5m age<1h".into()),
+                AgeBucket::H1ToD1 => Some("age>=1h age<24h".into()),
+                AgeBucket::D1ToD7 => Some("age>=24h age<7d".into()),
+                AgeBucket::Over7d => Some("age>=7d".into()),
+                AgeBucket::Unknown => None,
+            };
+        }
+        Some(format!(
+            "{}={}",
+            self.name(),
+            crate::filter::quote_value(&self.label(store, v))
+        ))
+    }
 }
 
 pub const DEFAULT_DIMS: [Dim; 3] = [Dim::Reason, Dim::Version, Dim::Age];

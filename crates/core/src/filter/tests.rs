@@ -174,7 +174,19 @@ proptest! {
     #[test]
     fn glob_star_matches_everything(s in "\\PC{0,40}") {
         prop_assert!(glob("*", &s));
-        prop_assert!(glob(&s.replace(['*', '?'], ""), &s.replace(['*', '?'], "")));
+        prop_assert!(glob(&s.replace(['*', '?', '\\'], ""), &s.replace(['*', '?', '\\'], "")));
+    }
+
+    /// Whatever the text, its quoted form matches it (and the filter parses).
+    #[test]
+    fn any_text_quoted_matches_itself(s in "\\PC{0,40}") {
+        let words = split_quoted(&format!("reason={}", quote_value(&s))).expect("splits");
+        prop_assert_eq!(words.len(), 1);
+        let alts = alternatives(&words[0]["reason=".len()..]);
+        prop_assert_eq!(alts.len(), 1);
+        prop_assert!(glob(&alts[0], &s));
+        let expr = format!("reason={}", quote_value(&s));
+        prop_assert!(Filter::parse(&expr).is_ok(), "{}", expr);
     }
 }
 
@@ -214,4 +226,43 @@ fn payload_terms_match_fields_as_masked_and_unknown_dashed_fields_are_errors() {
         !Filter::parse("SKU-18").unwrap().needs_payloads(),
         "a bare word stays fuzzy"
     );
+}
+
+/// Any value quoted by `quote_value` matches exactly that value and nothing broader:
+/// glob characters, `|`, quotes, backslashes, spaces and controls included.
+#[test]
+fn a_quoted_value_matches_itself_exactly() {
+    for label in [
+        "SyntaxError: Unexpected token , in JSON at position <n>",
+        "a|b",
+        "* wildcard? no",
+        r#"say "hi" and 'bye'"#,
+        r"C:\temp\x1f",
+        "token \u{1f} here",
+        "",
+        "trailing backslash \\",
+    ] {
+        let q = quote_value(label);
+        let words = split_quoted(&format!("reason={q}")).expect("splits");
+        assert_eq!(words.len(), 1, "{label:?} → {words:?}");
+        let value = &words[0]["reason=".len()..];
+        let alts = alternatives(value);
+        assert_eq!(alts.len(), 1, "{label:?}: {alts:?}");
+        assert!(
+            glob(&alts[0], label),
+            "{label:?} does not match itself via {q}"
+        );
+        for other in [
+            "x",
+            "a",
+            "b",
+            "SyntaxError: Unexpected token",
+            "* wildcard! no",
+        ] {
+            if other != label {
+                assert!(!glob(&alts[0], other), "{q} also matches {other:?}");
+            }
+        }
+    }
+    assert!(glob("a*", "abc") && glob(r"a\*", "a*") && !glob(r"a\*", "abc"));
 }
