@@ -236,6 +236,15 @@ fn bad_filter_says_why_and_keeps_the_view() {
         "{text}"
     );
     assert!(text.contains("429 letters"));
+    // At 80 columns the message does not fit: it says where it is whole.
+    let size = (80, 24);
+    press(&mut s, &["f", ":colour=red", "Enter"], size);
+    let text = screen(&s, size);
+    let last = text.lines().last().expect("footer");
+    assert!(last.ends_with("(:notes)"), "{last}");
+    press(&mut s, &[":", ":notes", "Enter"], size);
+    let notes = screen(&s, (200, 40));
+    assert!(notes.contains("(fields: reason"), "{notes}");
 }
 
 #[test]

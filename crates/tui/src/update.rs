@@ -142,8 +142,14 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
     }
 }
 
-/// After any action: page size, the letter list, the detail pane.
+/// After any action: page size, the letter list, the detail pane; a status message too
+/// long for the footer is kept whole in `:notes`.
 fn finish(state: &mut AppState, mut cmds: Vec<Command>, size: (u16, u16)) -> Vec<Command> {
+    if let Some((m, _)) = &state.message {
+        if m.chars().count() + 1 > usize::from(size.0) && state.notes.last() != Some(m) {
+            state.notes.push(m.clone());
+        }
+    }
     state.page = usize::from(
         layout_for(state, size.0, size.1)
             .letters

@@ -317,10 +317,15 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                     Level::Warn => t.get(StyleName::UiWarn),
                     Level::Error => t.get(StyleName::UiError),
                 };
-                Line::from(Span::styled(
-                    fit(&format!(" {}", sanitize::line(m, 300)), width),
-                    style,
-                ))
+                // Cut to the line, it says where it is whole (update keeps long ones in
+                // :notes).
+                let text = format!(" {}", sanitize::line(m, 300));
+                let text = if text.chars().count() > width && width > 20 {
+                    format!("{} (:notes)", fit(&text, width - 9))
+                } else {
+                    text
+                };
+                Line::from(Span::styled(fit(&text, width), style))
             }
             None => footer_keys(s, width, t),
         },
