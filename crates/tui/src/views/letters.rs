@@ -83,22 +83,6 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let col = |width: usize| if width == 0 { 0 } else { width + 1 };
     let fixed = 2 + col(id_w) + col(age_w) + col(key_w) + col(att_w) + col(state_w);
     let prev_w = w.saturating_sub(fixed);
-    let header = Cols {
-        id_w,
-        age_w,
-        key_w,
-        att_w,
-        state_w,
-        prev_w,
-        w,
-    }
-    .line(["ID", "AGE", "KEY", "#", "STATE", "PREVIEW"]);
-    let mut lines = vec![Line::from(Span::styled(
-        fit(&format!("  {header}"), w),
-        t.get(StyleName::UiDim),
-    ))];
-    let offset = list_offset(s.letters.cursor, h.max(1));
-    let words = s.filter.fuzzy_words();
     let cols = Cols {
         id_w,
         age_w,
@@ -108,6 +92,13 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         prev_w,
         w,
     };
+    let header = cols.line(["ID", "AGE", "KEY", "#", "STATE", "PREVIEW"]);
+    let mut lines = vec![Line::from(Span::styled(
+        fit(&format!("  {header}"), w),
+        t.get(StyleName::UiDim),
+    ))];
+    let offset = list_offset(s.letters.cursor, h.max(1));
+    let words = s.filter.fuzzy_words();
     for (pos, row) in s.letters.order.rows.iter().enumerate().skip(offset).take(h) {
         let Some(r) = store.row(*row) else { continue };
         let selected = pos == s.letters.cursor;
