@@ -777,6 +777,38 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
     assert!(press(&mut s, &[":1", "Enter"], size).is_empty());
     assert!(screen(&s, size).contains("nothing discarded"));
     press(&mut s, &["d", ":dup", "Enter"], size);
+    // Two letters of the group arrive while the count is asked: typing the new count
+    // says what changed and asks again; the discard still covers what was asked about.
+    let reason = s.selected_node().expect("a group").label.clone();
+    let live: Vec<_> = (0..2)
+        .map(|i| {
+            let raw = RawLetter {
+                coords: Some(Coords::Kafka {
+                    topic: "invoices.dlq".into(),
+                    partition: 9,
+                    offset: 9_000 + i,
+                }),
+                headers: vec![
+                    Header::new("x-reason-code", HeaderValue::text(&reason)),
+                    Header::new("x-message-id", HeaderValue::text(&format!("late-{i}"))),
+                ],
+                payload: b"{}".to_vec(),
+                timestamp: DateTime::parse_from_rfc3339("2026-11-29T17:59:00Z")
+                    .ok()
+                    .map(|t| t.to_utc()),
+                ..RawLetter::default()
+            };
+            prepare_letter(s.catalog.masker(), &[], raw).into()
+        })
+        .collect();
+    update(&mut s, Action::from(BrowseEvent::Live(live)), size);
+    let now = group.len() + 2;
+    assert!(press(&mut s, &[&format!(":{now}"), "Enter"], size).is_empty());
+    let said = screen(&s, size);
+    assert!(
+        said.contains(&format!("{now} match now: 2 arrived since")),
+        "{said}"
+    );
     let cmds = press(&mut s, &[&format!(":{}", group.len()), "Enter"], size);
     let mut rows = discarded_rows(&cmds).expect("a discard");
     rows.sort_unstable();

@@ -367,6 +367,7 @@ fn confirm(state: &mut AppState, cmds: &mut Vec<Command>) {
         return;
     }
     if plan.planned > state.replay.confirm_above {
+        state.message = None;
         state.prompt.input = Input::ReplayCount(String::new(), plan.planned);
         return;
     }
@@ -383,13 +384,12 @@ pub(crate) fn submit_count(
     if typed.trim() == want.to_string() {
         run(state, cmds);
     } else {
-        state.message = Some((
-            format!(
-                "typed `{}`, the plan has {want} letters: nothing was sent",
-                dlq_core::sanitize::line(typed, 40)
-            ),
-            Level::Warn,
-        ));
+        let now = crate::selection::targets(state).rows.len();
+        let (said, again) = crate::selection::count_mismatch(typed, want, now, "was sent");
+        state.message = Some((said, Level::Warn));
+        if again {
+            state.prompt.input = Input::ReplayCount(String::new(), want);
+        }
     }
 }
 

@@ -126,6 +126,30 @@ pub(crate) fn picked(
     (picked, by_id, unreachable)
 }
 
+/// A typed count that is not the one asked for: what to say, and whether to ask again.
+/// Typing how many letters match *now* — letters arrived since the plan or the prompt —
+/// is answered with what changed (they are not in it) and the prompt stays; any other
+/// answer cancels. `what`: what did not happen (`was sent`, `discarded`).
+pub(crate) fn count_mismatch(typed: &str, want: usize, now: usize, what: &str) -> (String, bool) {
+    let typed = typed.trim();
+    match typed.parse::<usize>() {
+        Ok(n) if n == now && now > want => (
+            format!(
+                "{now} match now: {} arrived since and are not in it — type {want} for the {want} asked about, or Esc",
+                now - want
+            ),
+            true,
+        ),
+        _ => (
+            format!(
+                "typed `{}`, not {want}: nothing {what}",
+                dlq_core::sanitize::line(typed, 40)
+            ),
+            false,
+        ),
+    }
+}
+
 /// `A`: mark every letter in view (again: unmark them).
 pub(crate) fn mark_all_in_view(state: &mut AppState) -> String {
     let view: Vec<RowId> = state.letters.order.rows.clone();
@@ -137,4 +161,23 @@ pub(crate) fn mark_all_in_view(state: &mut AppState) -> String {
     }
     state.letters.marks.extend(view.iter().copied());
     format!("marked {} in view", dlq_core::words::letters(view.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typing_the_count_that_matches_now_says_what_arrived_and_asks_again() {
+        let (said, again) = count_mismatch("629", 612, 629, "was sent");
+        assert!(again);
+        assert!(
+            said.starts_with("629 match now: 17 arrived since"),
+            "{said}"
+        );
+        assert!(said.contains("type 612"), "{said}");
+        let (said, again) = count_mismatch("12", 612, 629, "was sent");
+        assert!(!again);
+        assert_eq!(said, "typed `12`, not 612: nothing was sent");
+    }
 }

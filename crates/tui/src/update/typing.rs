@@ -73,13 +73,13 @@ pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
             if typed.trim() == want.to_string() {
                 submit_discard(state, cmds, &d.reason, &d.rows);
             } else {
-                state.message = Some((
-                    format!(
-                        "typed `{}`, the discard has {want} letters: nothing discarded",
-                        dlq_core::sanitize::line(&typed, 40)
-                    ),
-                    Level::Warn,
-                ));
+                let now = crate::selection::targets(state).rows.len();
+                let (said, again) =
+                    crate::selection::count_mismatch(&typed, want, now, "discarded");
+                state.message = Some((said, Level::Warn));
+                if again {
+                    state.prompt.input = Input::DiscardCount(String::new(), d);
+                }
             }
         }
         Input::ReplayCount(typed, want) => {
@@ -234,6 +234,7 @@ fn submit_transform(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str,
 /// replay has, and the CLI's `--expect`).
 fn ask_discard(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, d: Discarding) {
     if !reason.is_empty() && d.rows.len() > state.replay.confirm_above {
+        state.message = None;
         state.prompt.input = Input::DiscardCount(
             String::new(),
             Discarding {

@@ -95,6 +95,15 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     );
 }
 
+/// The hint beside a typed count: what the last answer was told (letters arrived since),
+/// else how to answer.
+fn count_hint(s: &AppState, default: &str) -> String {
+    match &s.message {
+        Some((m, _)) => format!("  {}", sanitize::line(m, 200)),
+        None => default.to_string(),
+    }
+}
+
 /// Drop the segments kept least until the line fits `width`; the source label (kept 2)
 /// is first shortened, down to 24 characters, before it goes.
 fn fit_segments(
@@ -249,7 +258,7 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             warn,
             typed,
             20,
-            "  Enter · Esc cancels (nothing is discarded)",
+            &count_hint(s, "  Enter · Esc cancels (nothing is discarded)"),
         ),
         Input::EditReason(r, _) => prompt(
             t,
@@ -276,7 +285,7 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             warn,
             typed,
             20,
-            "  Enter · Esc cancels (nothing is sent)",
+            &count_hint(s, "  Enter · Esc cancels (nothing is sent)"),
         ),
         Input::TransformProgram(p, d) => prompt(
             t,
