@@ -192,7 +192,9 @@ fn failures_group_by_cause_change_nothing_and_runaway_programs_stop_per_letter()
     // fail, each stopped alone, and the run finishes with the rest.
     let runaway = r#"(.payload.amount | tostring) as $a | if ($a | test("^1")) then (def f: f; f) elif ($a | test("^2")) then .x = ("x" * 100000000) else .payload.amount |= (tostring | gsub(",";"") | tonumber + 1) end"#;
     let started = Instant::now();
-    let t = env.json(AMOUNTS, runaway, &["--dry-run", "--time-limit", "500ms"]);
+    // 3 s: a 100 MB string takes ~0.1 s to build in a debug build, ~0.5 s on a busy CI
+    // machine; the loops are the ones that must reach the limit.
+    let t = env.json(AMOUNTS, runaway, &["--dry-run", "--time-limit", "3s"]);
     let failed = t["failed"].as_object().expect("failed");
     assert!(failed.keys().any(|k| k.contains("time limit")), "{t}");
     assert!(failed.keys().any(|k| k.contains("over 16 MiB")), "{t}");
