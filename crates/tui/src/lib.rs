@@ -336,7 +336,8 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
             &rx,
             |c| outside.run(c),
             || chrono::Utc::now().timestamp_millis(),
-            Duration::from_secs(5),
+            // Idle, the loop still wakes each second: ages on screen move.
+            Duration::from_secs(1),
         )
     })();
     restore();
