@@ -216,10 +216,6 @@ impl Transform {
         })
     }
 
-    pub fn program(&self) -> &str {
-        &self.program
-    }
-
     pub fn tally(&self) -> &Tally {
         &self.tally
     }

@@ -60,11 +60,7 @@ pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
     let label = sanitize::clean(&loaded.info.label);
     let tally = transform.tally().clone();
     if a.json && a.dry_run {
-        let mut v = tally.to_json();
-        v["dry_run"] = true.into();
-        v["recorded"] = 0.into();
-        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&v)?)?;
-        return Ok(());
+        return print_json(&tally, true, 0);
     }
     if !a.json {
         print_tally(a, &label, &tally)?;
@@ -92,10 +88,7 @@ pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
     }
     if n == 0 {
         if a.json {
-            let mut v = tally.to_json();
-            v["dry_run"] = false.into();
-            v["recorded"] = 0.into();
-            writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&v)?)?;
+            print_json(&tally, false, 0)?;
         } else {
             writeln!(std::io::stdout(), "nothing to record")?;
         }
@@ -127,11 +120,7 @@ pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
         eprintln!();
     }
     if a.json {
-        let mut v = recorded.tally.to_json();
-        v["dry_run"] = false.into();
-        v["recorded"] = recorded.revisions.into();
-        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&v)?)?;
-        return Ok(());
+        return print_json(&recorded.tally, false, recorded.revisions);
     }
     let mut out = std::io::stdout().lock();
     writeln!(
@@ -149,6 +138,15 @@ pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
         writeln!(out, "ledger: {}", sanitize::clean(&at.to_string()))?;
     }
     Ok(())
+}
+
+/// The tally with whether it was a dry-run and how many revisions were recorded, through
+/// the project's JSON writer (it escapes what a terminal would act on).
+fn print_json(tally: &Tally, dry_run: bool, recorded: usize) -> anyhow::Result<()> {
+    let mut v = tally.to_json();
+    v["dry_run"] = dry_run.into();
+    v["recorded"] = recorded.into();
+    super::output::print_json(&v)
 }
 
 fn revisions(n: usize) -> String {
