@@ -120,6 +120,32 @@ fn bench(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    // The TUI's clock: one second, then one minute, on (reason, version, age) with an
+    // age filter — against `regroup_1m_…`, what a full regroup per tick would cost.
+    let (mut timed, _) = build_store(&templates, &previews, N);
+    timed.sort_by_time();
+    let age_filter = || Filter::parse("age<1h").expect("valid filter");
+    let live = GroupIndex::build(
+        &timed,
+        &DEFAULT_DIMS,
+        now().timestamp_millis(),
+        Some(&mut age_filter()),
+    );
+    for (name, step) in [("tick_1s_1m", 1_000), ("tick_1min_1m", 60_000)] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || (live.clone(), age_filter()),
+                |(mut idx, mut f)| {
+                    black_box(idx.advance(
+                        &mut timed,
+                        Some(&mut f),
+                        now().timestamp_millis() + step,
+                    ))
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
     g.finish();
 
     // Per-letter cost of the full ingest path: conventions + masked preview + index.

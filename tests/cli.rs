@@ -1168,3 +1168,80 @@ fn every_groups_filter_selects_exactly_its_letters() {
     assert!(checked > 100, "only {checked} groups checked");
     eprintln!("{checked} group filters checked");
 }
+
+/// Header values filter by name (`x-error=…`, `header.NAME=…`), as masked; a bare word
+/// that is only deep in payloads says so and names a term that finds it; a header no
+/// letter carries is said, not a silent 0.
+#[test]
+fn header_terms_and_bare_words_that_only_payloads_hold() {
+    let env = env();
+    let mut a = letter(1, "tax", "r1", 5);
+    a.headers.push(Header::new(
+        "X-Error",
+        HeaderValue::text("lookup timeout after 30s"),
+    ));
+    a.payload = br#"{"padding":"0123456789012345678901234567890123456789012345678901234567890123456789","lines":[{"sku":"SKU-18"}]}"#.to_vec();
+    let mut b = letter(2, "tax", "r1", 6);
+    b.headers.push(Header::new(
+        "x-error",
+        HeaderValue::text("boom for jane@example.com"),
+    ));
+    let p = dump(
+        &env,
+        "headers.ndjson",
+        &[a, b, letter(3, "amount", "r2", 7)],
+        &[],
+    );
+    let path = p.to_str().expect("utf8");
+    let matched = |filter: &str| -> (u64, String) {
+        let out = env.run(&["list", path, "--filter", filter, "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{filter}: {out:?}");
+        let doc = json(&out);
+        (
+            doc["matched"].as_u64().expect("matched"),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(matched("x-error=*timeout*").0, 1);
+    assert_eq!(matched("header.x-error=boom*").0, 1);
+    assert_eq!(
+        matched("x-error!=boom*").0,
+        1,
+        "a letter without it matches neither"
+    );
+    assert_eq!(matched("x-error=*").0, 2);
+    assert_eq!(
+        matched("x-error=*jane@example.com*").0,
+        0,
+        "a header is matched as masked"
+    );
+    let (n, said) = matched("x-nope=1");
+    assert_eq!(n, 0);
+    assert!(
+        said.contains("no letter has a header named `x-nope`"),
+        "{said}"
+    );
+    // The word is past the 48-byte preview: found nowhere a bare word looks.
+    let (n, said) = matched("sku-18");
+    assert_eq!(n, 0);
+    assert!(
+        said.contains("`sku-18`: not in any id, key, reason or preview")
+            && said.contains(
+                "in the payload of 1 letter: payload.lines.0.sku=\"*SKU-18*\" finds them"
+            ),
+        "{said}"
+    );
+    assert_eq!(matched("payload.lines.0.sku=\"*SKU-18*\"").0, 1);
+    let (_, said) = matched("nowhere-at-all");
+    assert!(
+        said.contains("in no letter's id, key, reason, preview or payload"),
+        "{said}"
+    );
+    // Still an error for a name that is neither a field nor a header's shape.
+    assert_eq!(
+        env.run(&["list", path, "--filter", "colour=red"])
+            .status
+            .code(),
+        Some(2)
+    );
+}

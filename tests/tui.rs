@@ -847,3 +847,164 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
     press(&mut s, &["A"], size);
     assert!(s.letters.marks.is_empty());
 }
+
+/// Ticking by the second over simulated minutes: letters move from `<5m` to `5m-1h`
+/// as they turn five minutes old, and leave an `age<1h` filter as they turn an hour —
+/// the groups pane, its counts and the title follow, with no regroup typed.
+#[test]
+fn buckets_and_age_filters_follow_a_clock_ticking_by_the_second() {
+    use dlq_tui::action::ViewKey;
+    let size = (120, 40);
+    let base = now_ms();
+    let raws = [290, 280, 55 * 60, 50 * 60]
+        .iter()
+        .enumerate()
+        .map(|(i, age_s)| RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "orders.dlq".into(),
+                partition: 0,
+                offset: i as i64,
+            }),
+            headers: vec![Header::new("x-reason-code", HeaderValue::text("tax"))],
+            payload: b"{}".to_vec(),
+            timestamp: DateTime::from_timestamp_millis(base - age_s * 1000),
+            ..RawLetter::default()
+        })
+        .collect();
+    let mut s = state_of("kafka://bench/orders.dlq", raws, 1 << 20, size);
+    press(&mut s, &["::", ":group age", "Enter"], size);
+    press(&mut s, &["::", ":filter age<1h", "Enter"], size);
+    // A bucket's count in the groups pane, if it has a row.
+    let row = |s: &AppState, label: &str| -> Option<u32> {
+        screen(s, size).lines().find_map(|l| {
+            let pane = l.split('┃').nth(1)?;
+            let mut words = pane.split_whitespace();
+            (words.next()? == label).then(|| words.next()?.parse().ok())?
+        })
+    };
+    let counts = |s: &AppState| (row(s, "<5m"), row(s, "5m-1h"));
+    assert_eq!(counts(&s), (Some(2), Some(2)), "{}", screen(&s, size));
+    let tick = |s: &mut AppState, seconds: i64, from: i64| {
+        for t in 1..=seconds {
+            update(
+                s,
+                Action::from(ViewKey::Tick(base + (from + t) * 1000)),
+                size,
+            );
+        }
+    };
+    tick(&mut s, 9, 0); // 4m59s and 4m49s old
+    assert_eq!(counts(&s), (Some(2), Some(2)));
+    tick(&mut s, 1, 9); // the first turns five minutes
+    assert_eq!(counts(&s), (Some(1), Some(3)));
+    tick(&mut s, 10, 10);
+    assert_eq!(counts(&s), (None, Some(4)));
+    // Five minutes on, the 55-minute letter turns an hour and leaves `age<1h`.
+    tick(&mut s, 300, 20);
+    assert_eq!(counts(&s), (None, Some(3)));
+    let title = screen(&s, size);
+    assert!(title.contains("3 match · filter: age<1h"), "{title}");
+}
+
+/// A bare word that is only deep in a payload finds nothing in the index, and the
+/// footer says the payloads held in memory have it, and how to search there.
+#[test]
+fn a_bare_word_only_in_payloads_says_so() {
+    let size = (200, 40);
+    let raws = vec![RawLetter {
+        coords: Some(Coords::Kafka {
+            topic: "orders.dlq".into(),
+            partition: 0,
+            offset: 0,
+        }),
+        headers: vec![Header::new("x-reason-code", HeaderValue::text("sku_unknown"))],
+        payload: br#"{"padding":"0123456789012345678901234567890123456789012345678901234567890123456789","lines":[{"sku":"SKU-18"}]}"#.to_vec(),
+        timestamp: DateTime::from_timestamp_millis(now_ms() - 60_000),
+        ..RawLetter::default()
+    }];
+    let mut s = state_of("kafka://bench/orders.dlq", raws, 1 << 20, size);
+    press(&mut s, &["f", ":SKU-18", "Enter"], size);
+    let (said, _) = s.message.clone().expect("a message");
+    assert!(
+        said.starts_with(
+            "0 letters match `SKU-18` — `sku-18`: not in any id, key, reason or preview"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("in the payload of 1 letter: payload.lines.0.sku=\"*SKU-18*\" finds them"),
+        "{said}"
+    );
+    assert!(said.contains("payload.… terms work in list"), "{said}");
+    // A word nothing holds says only the count.
+    press(&mut s, &["f", ":zzzz-nothing", "Enter"], size);
+    let (said, _) = s.message.clone().expect("a message");
+    assert!(
+        said.contains("in no letter's id, key, reason, preview or payload"),
+        "{said}"
+    );
+}
+
+/// The help and the replay's progress pane at 80×24, as snapshots: what an engineer on
+/// a small terminal sees of them (the progress from fixed figures, no broker).
+#[test]
+fn help_and_replay_progress_at_80x24() {
+    use dlq_core::replay::{Options, Phase, Progress};
+    use dlq_tui::action::{PlanView, ReplayEvent};
+    let size = (80, 24);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["?"], size);
+    insta::assert_snapshot!("help_80x24", screen(&s, size));
+    press(&mut s, &["Esc"], size);
+    // `r` on the top group, a plan as the worker would send it, Enter to start.
+    press(
+        &mut s,
+        &["::", ":filter reason=expired", "Enter", "r"],
+        size,
+    );
+    let planned = s.index.total() as usize;
+    assert!(planned > 0 && planned <= 100, "{planned}");
+    update(
+        &mut s,
+        Action::from(ReplayEvent::ReplayPlanned(PlanView {
+            id: "rp-20261129-0001".into(),
+            planned,
+            options: Options::default(),
+            lines: vec![format!("{planned} letters to send, in dead-letter order")],
+            resuming: false,
+        })),
+        size,
+    );
+    insta::assert_snapshot!("replay_dry_run_80x24", screen(&s, size));
+    press(&mut s, &["Enter"], size);
+    assert!(s.replay.running(), "{}", screen(&s, size));
+    for second in 1..=6u64 {
+        let sent = (second as usize * 2).min(planned);
+        update(
+            &mut s,
+            Action::from(ReplayEvent::ReplayProgress(Box::new(Progress {
+                replay_id: "rp-20261129-0001".into(),
+                phase: Phase::Ramping,
+                planned,
+                sent,
+                confirmed: sent.saturating_sub(1),
+                failed_again: usize::from(second > 4),
+                refused: 0,
+                held_back: 0,
+                in_flight: 1,
+                remaining: planned - sent,
+                rate: 2.0,
+                target_rate: 2.0,
+                elapsed: Duration::from_secs(second),
+                eta: Some(Duration::from_secs(((planned - sent) / 2) as u64)),
+                watch_left: None,
+                end: None,
+                paused: false,
+                first_send_start: None,
+                last_send_start: None,
+            }))),
+            size,
+        );
+    }
+    insta::assert_snapshot!("replay_progress_80x24", screen(&s, size));
+}

@@ -319,23 +319,32 @@ impl Context {
         self.load_with(arg, previews, |_, _, _| Ok(()))
     }
 
-    /// Scan for `filter`: its `payload.…` terms are judged on each whole letter as the
-    /// scan hands it over (only metadata is kept afterwards).
+    /// Scan for `filter`: its `payload.…` and header terms are judged on each whole
+    /// letter as the scan hands it over (only metadata is kept afterwards), and its bare
+    /// words are looked for in payloads too, to say so if they find nothing else.
     pub(crate) fn load_filtered(
         &self,
         arg: &str,
         previews: bool,
         filter: &mut dlq_core::filter::Filter,
     ) -> anyhow::Result<Loaded> {
-        if !filter.needs_payloads() {
+        if !filter.wants_letters() {
             return self.load(arg, previews);
         }
         self.load_with(arg, previews, |cat, row, dl| {
             if let Some(r) = cat.store.row(row) {
-                filter.note_payload(r, &dl, cat.masker());
+                filter.note_letter(r, &dl, cat.masker());
             }
             Ok(())
         })
+    }
+
+    /// A filter that matched nothing says why on stderr, when whole letters tell: bare
+    /// words that are only in payloads, header names no letter carries.
+    pub(crate) fn note_unmatched(filter: &dlq_core::filter::Filter, matched: usize) {
+        for note in filter.unmatched_notes(matched as u64) {
+            eprintln!("note: {note}");
+        }
     }
 
     /// Scan with previews, visiting every full letter (see `load_with`).

@@ -34,6 +34,7 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
         .filter(|(_, r)| r.state == TriageState::Open && filter.matches(store, r, now))
         .map(|(i, _)| i as u32)
         .collect();
+    super::context::Context::note_unmatched(&filter, rows.len());
     let targets: Vec<DiscardTarget> = rows
         .iter()
         .filter_map(|&i| store.row(i))

@@ -96,7 +96,7 @@ pub fn run(ctx: &Context, a: &ExportArgs) -> anyhow::Result<()> {
     let loaded = ctx.load_visit(&a.source, |cat, row, dl| {
         let matches = match cat.store.row(row) {
             Some(r) => {
-                filter.note_payload(r, &dl, cat.masker());
+                filter.note_letter(r, &dl, cat.masker());
                 filter.matches(&cat.store, r, now)
             }
             None => false,
@@ -110,6 +110,7 @@ pub fn run(ctx: &Context, a: &ExportArgs) -> anyhow::Result<()> {
     })?;
     sink.flush()?;
     drop(sink);
+    super::context::Context::note_unmatched(&filter, written as usize);
     if let Some((tmp, path)) = tmp {
         std::fs::rename(&tmp, &path)
             .with_context(|| format!("moving {} to {}", tmp.display(), path.display()))?;

@@ -24,6 +24,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
         .map(|(i, _)| i as RowId)
         .collect();
     let matched = ids.len();
+    Context::note_unmatched(&filter, matched);
     let at = |i: &RowId| store.row(*i).map_or(NO_TIME, |r| r.at_ms);
     match a.sort.as_str() {
         "newest" => ids.sort_by_key(|i| std::cmp::Reverse(at(i))),

@@ -116,13 +116,16 @@ fn select(
             return Ok(());
         };
         if let Some(f) = filter.as_mut() {
-            f.note_payload(r, &letter, catalog.masker());
+            f.note_letter(r, &letter, catalog.masker());
         }
         if filter.as_mut().is_none_or(|f| f.matches(store, r, now)) {
             picked.push((letter, store.preview(r).to_string()));
         }
         Ok(())
     })?;
+    if let Some(f) = &filter {
+        super::context::Context::note_unmatched(f, picked.len());
+    }
     Ok((picked, loaded))
 }
 

@@ -29,6 +29,7 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
     let now = ctx.now_ms();
     let idx = GroupIndex::build_with(store, &dims, now, Some(&mut filter), by_container);
     let groups = idx.sorted(store);
+    super::context::Context::note_unmatched(&filter, idx.total() as usize);
     let s = Summary {
         ctx,
         rules: &rules,

@@ -44,13 +44,13 @@ pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     };
     let now = ctx.now_ms();
-    let needs_payloads = filter.needs_payloads();
+    let needs_letters = filter.wants_letters();
     let loaded = ctx.load_with(&a.source, filter.needs_previews(), |cat, row, dl| {
         let Some(r) = cat.store.row(row) else {
             return Ok(());
         };
-        if needs_payloads {
-            filter.note_payload(r, &dl, cat.masker());
+        if needs_letters {
+            filter.note_letter(r, &dl, cat.masker());
         }
         if r.state.unhandled() && filter.matches(&cat.store, r, now) {
             transform.offer(&dl)?;

@@ -107,10 +107,20 @@ enum Term {
         kinds: Vec<BodyKind>,
     },
     Fuzzy(String),
+    /// `x-error=timeout*` or `header.x-error=…`: a header's value, matched **as
+    /// masked**, judged on whole letters like `payload.…` (the index keeps no headers).
+    /// The name is compared without case; a letter without the header matches neither
+    /// `=` nor `!=`.
+    Header {
+        name: String,
+        negate: bool,
+        patterns: Vec<String>,
+        verdicts: std::collections::HashMap<u64, bool>,
+    },
     /// `payload.customer.email=*@acme.com`: a field of the payload (the decoded form of
     /// a schema-encoded one), matched **as masked** — a filter never tests a value the
     /// user could not see. Needs whole letters: the verdicts are noted per letter while
-    /// a scan hands them over (`Filter::note_payload`), keyed by the row's arena offset.
+    /// a scan hands them over (`Filter::note_letter`), keyed by the row's arena offset.
     Payload {
         path: Vec<String>,
         negate: bool,
@@ -124,16 +134,21 @@ enum Term {
 pub struct Filter {
     terms: Vec<Term>,
     source: String,
+    /// Letters whose payload holds every bare word (noted on whole letters): what the
+    /// filter says when the bare words found nothing where they look.
+    in_payloads: letters::PayloadWords,
     /// Handled letters too, without a `state=` term (a replay's selection: its plan says
     /// why a replayed letter is left out, instead of a silent empty match).
     all_states: bool,
 }
 
-/// Where `payload.…` terms cannot be judged (the TUI's index and `watch` keep metadata
-/// only), what to say.
-pub const PAYLOAD_TERMS_NEED_LETTERS: &str = "payload.… terms read whole letters: use them with list, summary, export, discard or replay (the TUI and watch filter what they indexed)";
+mod letters;
 
-pub const FIELDS: &str = "reason, version, event, schema, origin, consumer, exception, topic, key, id, age, attempt, replays, state, body, payload.PATH";
+/// Where `payload.…` and header terms cannot be judged (the TUI's index and `watch`
+/// keep metadata only), what to say.
+pub const PAYLOAD_TERMS_NEED_LETTERS: &str = "payload.… and header terms read whole letters: use them with list, summary, export, discard or replay (the TUI and watch filter what they indexed)";
+
+pub const FIELDS: &str = "reason, version, event, schema, origin, consumer, exception, topic, key, id, age, attempt, replays, state, body, payload.PATH, header.NAME (or a header name with a `-`: x-error)";
 
 impl Filter {
     /// The empty filter, which matches everything.
@@ -167,60 +182,16 @@ impl Filter {
         self.terms.iter().any(|t| matches!(t, Term::Fuzzy(_)))
     }
 
-    /// Does any term read payload fields (`payload.…`)? Those need each whole letter
-    /// handed to [`Filter::note_payload`] as it is scanned.
-    pub fn needs_payloads(&self) -> bool {
-        self.terms.iter().any(|t| matches!(t, Term::Payload { .. }))
-    }
-
-    /// Judge the payload terms on one whole letter, indexed as `r`: its readable payload
-    /// (decoded when a schema decoded it), masked as any view masks it.
-    pub fn note_payload(
-        &mut self,
-        r: &Row,
-        dl: &crate::model::DeadLetter,
-        masker: &crate::masking::Masker,
-    ) {
-        if !self.needs_payloads() {
-            return;
-        }
-        let masker = masker.with_fields(dl.pii_fields());
-        let doc: Option<serde_json::Value> = (dl.body == BodyKind::Json
-            && dl.schema.as_ref().is_none_or(|s| s.decoded().is_some()))
-        .then(|| {
-            masker
-                .mask_json(
-                    dl.readable_payload(),
-                    crate::masking::Layout::Compact,
-                    usize::MAX,
-                )
-                .ok()
-                .and_then(|(t, _)| serde_json::from_str(&t).ok())
-        })
-        .flatten();
-        for t in &mut self.terms {
-            if let Term::Payload {
-                path,
-                negate,
-                patterns,
-                verdicts,
-            } = t
-            {
-                let value = doc.as_ref().and_then(|d| {
-                    path.iter().try_fold(d, |v, seg| match v {
-                        serde_json::Value::Array(items) => items.get(seg.parse::<usize>().ok()?),
-                        _ => v.get(seg.as_str()),
-                    })
-                });
-                let text = value.map(|v| match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
-                // A letter without the field matches neither `=` nor `!=`.
-                let ok = text.is_some_and(|t| any_glob(patterns, &t) != *negate);
-                verdicts.insert(r.text_at, ok);
-            }
-        }
+    /// The ages (ms) at which an `age` term changes its verdict: the only points in time
+    /// where a letter can enter or leave this filter without anything else changing.
+    pub fn age_thresholds(&self) -> Vec<i64> {
+        self.terms
+            .iter()
+            .filter_map(|t| match t {
+                Term::Age { ms, .. } => Some(*ms),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The text it was parsed from.
@@ -252,6 +223,7 @@ impl Filter {
             terms,
             source: expr.trim().to_string(),
             all_states: false,
+            in_payloads: Default::default(),
         })
     }
 
@@ -292,7 +264,7 @@ impl Filter {
                 Term::Replays { op, n } => compare(i64::from(r.replay_count), *op, i64::from(*n)),
                 Term::State { negate, states } => states.contains(&r.state) != *negate,
                 Term::Body { negate, kinds } => kinds.contains(&r.body) != *negate,
-                Term::Payload { verdicts, .. } => {
+                Term::Payload { verdicts, .. } | Term::Header { verdicts, .. } => {
                     verdicts.get(&r.text_at).copied().unwrap_or(false)
                 }
                 Term::Fuzzy(word) => {
@@ -434,6 +406,22 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
             verdicts: std::collections::HashMap::new(),
         });
     }
+    let header = |name: &str| {
+        Ok(Term::Header {
+            name: name.to_string(),
+            negate,
+            patterns: alts.clone(),
+            verdicts: std::collections::HashMap::new(),
+        })
+    };
+    if let Some(h) = name.strip_prefix("header.") {
+        if h.is_empty() {
+            return fail(format!(
+                "`{tok}`: header.NAME names a header: header.x-error"
+            ));
+        }
+        return header(h);
+    }
     match name {
         "reason" => sym(SymField::Reason),
         "version" => sym(SymField::Version),
@@ -460,6 +448,9 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
             negate,
             kinds: kinds_of(tok, &alts)?,
         }),
+        // Not a field of ours, and shaped like a header name (`x-error`,
+        // `kafka_dlt-exception-message`): that header.
+        _ if name.contains('-') => header(name),
         _ => fail(format!(
             "unknown filter field `{name}` in `{tok}` (fields: {FIELDS})"
         )),

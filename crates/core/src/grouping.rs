@@ -8,6 +8,9 @@ use crate::store::{LetterStore, Row, RowId, Sym, NO_TIME};
 use crate::timefmt::AgeBucket;
 use std::collections::HashMap;
 
+mod clock;
+pub use clock::Advanced;
+
 /// A grouping dimension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dim {
@@ -199,9 +202,10 @@ pub struct GroupStats {
     pub last_hour: u64,
     /// Arrivals per 5 minutes over the last hour, oldest first.
     pub spark: [u32; SPARK_BUCKETS],
-    /// Up to 8 distinct event types seen in the group.
+    /// Up to 8 distinct event types seen in the group (one whose letters have all aged
+    /// out into another bucket may stay until the next regroup).
     pub event_types: Vec<Sym>,
-    /// Rows in the group, in arrival order.
+    /// Rows in the group, in arrival (row id) order.
     pub members: Vec<RowId>,
     /// When the broker deletes the group's first letter (its retention from its time),
     /// or [`NO_TIME`] when none of its containers has a time limit known.
@@ -232,6 +236,54 @@ impl GroupStats {
     pub fn inflow_per_min(&self) -> f64 {
         self.last_hour as f64 / 60.0
     }
+
+    /// Count one more letter (appended to the members: callers add in row order).
+    fn absorb(
+        &mut self,
+        row_id: RowId,
+        r: &Row,
+        now: i64,
+        retention: &foldhash::HashMap<Sym, i64>,
+    ) {
+        self.count += 1;
+        self.members.push(row_id);
+        self.member_times.push(r.at_ms);
+        self.take_times(r, now, retention);
+        if r.event != 0
+            && self.event_types.len() < MAX_EVENT_TYPES
+            && !self.event_types.contains(&r.event)
+        {
+            self.event_types.push(r.event);
+        }
+    }
+
+    /// The time-derived stats of one member: oldest, newest, deletion, last hour.
+    fn take_times(&mut self, r: &Row, now: i64, retention: &foldhash::HashMap<Sym, i64>) {
+        if r.at_ms == NO_TIME {
+            return;
+        }
+        if self.oldest_ms == NO_TIME || r.at_ms < self.oldest_ms {
+            self.oldest_ms = r.at_ms;
+        }
+        if self.newest_ms == NO_TIME || r.at_ms > self.newest_ms {
+            self.newest_ms = r.at_ms;
+        }
+        if let Some(keep) = retention.get(&r.container) {
+            self.expires_ms = min_time(self.expires_ms, r.at_ms.saturating_add(*keep));
+        }
+        if let Some(slot) = spark_slot(now, r.at_ms) {
+            self.last_hour += 1;
+            self.spark[slot] += 1;
+        }
+    }
+}
+
+/// The sparkline bucket of a letter dead-lettered at `at_ms`, if within the last hour
+/// at `now` (which also counts it in `last_hour`).
+fn spark_slot(now: i64, at_ms: i64) -> Option<usize> {
+    let age = now.checked_sub(at_ms)?;
+    (at_ms != NO_TIME && (0..HOUR_MS).contains(&age))
+        .then(|| SPARK_BUCKETS - 1 - (age / SPARK_BUCKET_MS) as usize)
 }
 
 /// Groups for one choice of dimensions, at one clock reading.
@@ -319,12 +371,16 @@ impl GroupIndex {
     }
 
     pub fn key_of(&self, r: &Row) -> GroupKey {
+        self.key_at(r, self.now_ms)
+    }
+
+    fn key_at(&self, r: &Row, now_ms: i64) -> GroupKey {
         let mut k = GroupKey {
             vals: [0; MAX_DIMS],
             len: self.dims.len() as u8,
         };
         for (slot, d) in k.vals.iter_mut().zip(&self.dims) {
-            *slot = d.value(r, self.now_ms);
+            *slot = d.value(r, now_ms);
         }
         k
     }
@@ -332,34 +388,10 @@ impl GroupIndex {
     /// Add one letter. O(1) amortised.
     pub fn add(&mut self, row_id: RowId, r: &Row) {
         let key = self.key_of(r);
-        let now = self.now_ms;
-        let g = self.groups.entry(key).or_insert_with(GroupStats::new);
-        g.count += 1;
-        g.members.push(row_id);
-        g.member_times.push(r.at_ms);
-        if r.at_ms != NO_TIME {
-            if g.oldest_ms == NO_TIME || r.at_ms < g.oldest_ms {
-                g.oldest_ms = r.at_ms;
-            }
-            if g.newest_ms == NO_TIME || r.at_ms > g.newest_ms {
-                g.newest_ms = r.at_ms;
-            }
-            if let Some(keep) = self.retention.get(&r.container) {
-                g.expires_ms = min_time(g.expires_ms, r.at_ms.saturating_add(*keep));
-            }
-            let age = now - r.at_ms;
-            if (0..HOUR_MS).contains(&age) {
-                g.last_hour += 1;
-                let bucket = SPARK_BUCKETS - 1 - (age / SPARK_BUCKET_MS) as usize;
-                g.spark[bucket] += 1;
-            }
-        }
-        if r.event != 0
-            && g.event_types.len() < MAX_EVENT_TYPES
-            && !g.event_types.contains(&r.event)
-        {
-            g.event_types.push(r.event);
-        }
+        self.groups
+            .entry(key)
+            .or_insert_with(GroupStats::new)
+            .absorb(row_id, r, self.now_ms, &self.retention);
         self.total += 1;
     }
 

@@ -58,6 +58,11 @@ impl PayloadCache {
         self.map.get(&id).map(|(l, _, _)| l)
     }
 
+    /// The letters held, in no order (a look through what is in memory).
+    pub fn held(&self) -> impl Iterator<Item = (RowId, &Kept)> {
+        self.map.iter().map(|(id, (l, _, _))| (*id, l))
+    }
+
     /// Keep a letter, evicting the least recently used until it fits. A letter larger
     /// than the whole budget is not kept (it will be re-fetched when shown).
     pub fn put(&mut self, id: RowId, letter: Kept) {

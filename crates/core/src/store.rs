@@ -108,6 +108,12 @@ pub struct LetterStore {
     rows: Vec<Row>,
     arena: Vec<u8>,
     pub syms: Interner,
+    /// Rows with a known time, by (dead_lettered_at, row): what a moving clock reads to
+    /// find the letters that crossed an age since it last moved. Built on first use
+    /// (the TUI's clock; a one-shot `summary` never pays for it).
+    by_time: Vec<RowId>,
+    /// Rows `..timed_upto` are in `by_time` (if timed).
+    timed_upto: usize,
 }
 
 impl Default for LetterStore {
@@ -116,6 +122,8 @@ impl Default for LetterStore {
             rows: Vec::new(),
             arena: Vec::new(),
             syms: Interner::new(),
+            by_time: Vec::new(),
+            timed_upto: 0,
         }
     }
 }
@@ -341,6 +349,45 @@ impl LetterStore {
         }
     }
 
+    /// Bring the time order up to date with rows pushed since its last use. Letters
+    /// mostly arrive in time order, so the new rows usually sort after the old ones and
+    /// only they are sorted; otherwise the two sorted runs are merged (O(n)).
+    pub fn sort_by_time(&mut self) {
+        if self.timed_upto >= self.rows.len() {
+            return;
+        }
+        let before = self.by_time.len();
+        let rows = &self.rows;
+        self.by_time.extend(
+            (self.timed_upto..rows.len())
+                .filter(|&i| rows[i].at_ms != NO_TIME)
+                .map(|i| i as RowId),
+        );
+        let key = |id: &RowId| (rows[*id as usize].at_ms, *id);
+        if let Some(tail) = self.by_time.get_mut(before..) {
+            tail.sort_unstable_by_key(key);
+        }
+        if before > 0
+            && self
+                .by_time
+                .get(before)
+                .is_some_and(|first| key(first) < key(&self.by_time[before - 1]))
+        {
+            // Two sorted runs: the stable sort finds them and merges in one pass.
+            self.by_time.sort_by_key(key);
+        }
+        self.timed_upto = rows.len();
+    }
+
+    /// Rows dead-lettered in `[from_ms, to_ms]`, in time order, as of the last
+    /// [`LetterStore::sort_by_time`].
+    pub fn dead_lettered_between(&self, from_ms: i64, to_ms: i64) -> &[RowId] {
+        let at = |id: &RowId| self.rows[*id as usize].at_ms;
+        let lo = self.by_time.partition_point(|id| at(id) < from_ms);
+        let hi = self.by_time.partition_point(|id| at(id) <= to_ms);
+        self.by_time.get(lo..hi.max(lo)).unwrap_or_default()
+    }
+
     pub fn set_state(&mut self, id: RowId, state: TriageState) {
         if let Some(r) = self.rows.get_mut(id as usize) {
             r.state = state;
@@ -363,6 +410,7 @@ impl LetterStore {
     /// Heap bytes held for letter metadata (rows, arena, interner), for the memory budget.
     pub fn heap_bytes(&self) -> usize {
         self.rows.capacity() * std::mem::size_of::<Row>()
+            + self.by_time.capacity() * std::mem::size_of::<RowId>()
             + self.arena.capacity()
             + self.syms.heap_bytes()
     }

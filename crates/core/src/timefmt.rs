@@ -131,13 +131,16 @@ impl AgeBucket {
         AgeBucket::Unknown,
     ];
 
+    /// The ages (ms) at which a letter moves to the next bucket.
+    pub const BOUNDS_MS: [i64; 4] = [5 * 60_000, 3_600_000, 86_400_000, 7 * 86_400_000];
+
     pub fn of_age_ms(age_ms: i64) -> Self {
-        const M: i64 = 60_000;
+        let [m5, h1, d1, d7] = Self::BOUNDS_MS;
         match age_ms {
-            a if a < 5 * M => AgeBucket::Under5m,
-            a if a < 60 * M => AgeBucket::M5ToH1,
-            a if a < 24 * 60 * M => AgeBucket::H1ToD1,
-            a if a < 7 * 24 * 60 * M => AgeBucket::D1ToD7,
+            a if a < m5 => AgeBucket::Under5m,
+            a if a < h1 => AgeBucket::M5ToH1,
+            a if a < d1 => AgeBucket::H1ToD1,
+            a if a < d7 => AgeBucket::D1ToD7,
             _ => AgeBucket::Over7d,
         }
     }

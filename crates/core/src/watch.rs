@@ -96,7 +96,7 @@ impl Rule {
             })?;
         let filter = Filter::parse(&words[..at].join(" "))
             .map_err(|e| format!("rule `{}`: {e}", crate::sanitize::clean(text)))?;
-        if filter.needs_payloads() {
+        if filter.needs_letters() {
             return Err(format!(
                 "rule `{}`: {}",
                 crate::sanitize::clean(text),

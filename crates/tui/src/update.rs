@@ -130,13 +130,18 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
         }
         ViewKey::Resize => {}
         // Ages on screen move every second (a letter that just arrived never reads as
-        // from the future); age buckets, inflow and age filters are regrouped when the
-        // minute turns.
+        // from the future), and so do age buckets, inflow and age filters: the index
+        // moves only the letters whose age crossed one of their edges since the last tick.
         ViewKey::Tick(now_ms) => {
-            let minute = now_ms / 60_000 != state.index.now_ms() / 60_000;
             state.now_ms = now_ms;
-            if minute {
-                rebuild_index(state);
+            let moved =
+                state
+                    .index
+                    .advance(&mut state.catalog.store, Some(&mut state.filter), now_ms);
+            if moved.regrouped {
+                refresh_tree(state);
+            } else if moved.inflow {
+                refresh_inflow(state);
             }
         }
     }
@@ -466,14 +471,10 @@ mod tests {
         assert_ne!(s.dims(), &before[..]);
         view(&mut s, ViewKey::Tick(NOW + 120_000), SIZE);
         assert_eq!(s.now_ms, NOW + 120_000);
-        assert_eq!(s.index.now_ms(), NOW + 120_000, "a new minute regroups");
+        assert_eq!(s.index.now_ms(), NOW + 120_000);
         view(&mut s, ViewKey::Tick(NOW + 121_000), SIZE);
         assert_eq!(s.now_ms, NOW + 121_000, "ages on screen move by the second");
-        assert_eq!(
-            s.index.now_ms(),
-            NOW + 120_000,
-            "within the minute: no regroup"
-        );
+        assert_eq!(s.index.now_ms(), NOW + 121_000, "and so does the index");
         view(&mut s, ViewKey::Quit, SIZE);
         assert!(s.quit);
     }

@@ -206,8 +206,8 @@ fn payload_terms_match_fields_as_masked_and_unknown_dashed_fields_are_errors() {
     let row = *store.row(id).unwrap();
     let hit = |expr: &str| {
         let mut f = Filter::parse(expr).unwrap();
-        assert!(f.needs_payloads());
-        f.note_payload(&row, &dl, &m);
+        assert!(f.needs_letters());
+        f.note_letter(&row, &dl, &m);
         f.matches(&store, &row, 0)
     };
     assert!(hit("payload.customer.tier=gold"));
@@ -219,12 +219,16 @@ fn payload_terms_match_fields_as_masked_and_unknown_dashed_fields_are_errors() {
     // Not judged (no letter seen): no match.
     let mut f = Filter::parse("payload.customer.tier=gold").unwrap();
     assert!(!f.matches(&store, &row, 0));
-    for bad in ["x-error=foo", "payload.=x", "payload.a..b=x"] {
+    for bad in ["header.=x", "payload.=x", "payload.a..b=x"] {
         assert!(Filter::parse(bad).is_err(), "{bad}");
     }
     assert!(
-        !Filter::parse("SKU-18").unwrap().needs_payloads(),
+        !Filter::parse("SKU-18").unwrap().needs_letters(),
         "a bare word stays fuzzy"
+    );
+    assert!(
+        Filter::parse("x-error=foo").unwrap().needs_letters(),
+        "a header"
     );
 }
 

@@ -17,11 +17,17 @@ pub(crate) fn rebuild_index(state: &mut AppState) {
 
 /// Recompute the tree from the index, keeping the selected node if it still exists.
 pub(crate) fn refresh_tree(state: &mut AppState) {
+    refresh_inflow(state);
+    state.letters.dirty = true;
+}
+
+/// The tree's inflow and sparklines again, when only those moved with the clock: the
+/// selected group's letters are the same, so they are not gathered again.
+pub(crate) fn refresh_inflow(state: &mut AppState) {
     let nested = state.dims().len() > 1;
     state
         .groups
         .refresh(&state.index, &state.catalog.store, nested, &state.owners);
-    state.letters.dirty = true;
 }
 
 /// Which tree nodes are visible given the expanded set.

@@ -132,7 +132,7 @@ pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
 /// A filter the TUI can judge on what it indexed (no `payload.…` terms).
 pub(crate) fn parse_filter(expr: &str) -> Result<Filter, String> {
     let f = Filter::parse(expr).map_err(|e| format!("bad filter: {e}"))?;
-    if f.needs_payloads() {
+    if f.needs_letters() {
         return Err(format!(
             "bad filter: {}",
             dlq_core::filter::PAYLOAD_TERMS_NEED_LETTERS
@@ -147,17 +147,40 @@ pub(crate) fn apply_filter(state: &mut AppState, expr: &str) {
             state.filter = f;
             rebuild_index(state);
             let n = state.index.total();
-            state.message = Some((
-                if state.filter.is_empty() {
-                    "filter cleared".into()
-                } else {
-                    format!("{} match `{expr}`", dlq_core::words::count(n, "letter"))
-                },
-                Level::Info,
-            ));
+            let matched = format!("{} match `{expr}`", dlq_core::words::count(n, "letter"));
+            state.message = Some(if state.filter.is_empty() {
+                ("filter cleared".into(), Level::Info)
+            } else if let Some(why) = (n == 0).then(|| words_in_held_payloads(state)).flatten() {
+                (format!("{matched} — {why}"), Level::Warn)
+            } else {
+                (matched, Level::Info)
+            });
         }
         Err(e) => state.message = Some((e, Level::Error)),
     }
+}
+
+/// Letters looked through for a bare word the summary did not hold: the UI thread
+/// masks each payload, so a bounded sample of what is in memory.
+const HINT_SAMPLE: usize = 5_000;
+
+/// Bare words that matched nothing where they look (id, key, reason, preview) but are
+/// in the payloads of letters held in memory: said, with how to search there.
+fn words_in_held_payloads(state: &AppState) -> Option<String> {
+    if state.filter.fuzzy_words().is_empty() {
+        return None;
+    }
+    let mut probe = state.filter.clone();
+    let store = &state.catalog.store;
+    for (row, letter) in state.cache.held().take(HINT_SAMPLE) {
+        if let Some(r) = store.row(row) {
+            probe.note_letter(r, letter, state.catalog.masker());
+        }
+    }
+    let note = probe.unmatched_notes(0).into_iter().next()?;
+    Some(format!(
+        "{note} (of the letters held in memory; payload.… terms work in list, summary, export, discard and replay)"
+    ))
 }
 
 pub(crate) fn letter_id(state: &AppState, row: RowId) -> Option<String> {

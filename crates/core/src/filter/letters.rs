@@ -1,0 +1,237 @@
+//! Terms judged on whole letters — `payload.…` fields and header values — and where
+//! bare words would have found something. The index keeps metadata only, so verdicts
+//! are noted per letter while a scan hands letters over, keyed by the row's arena
+//! offset, and everything is judged **as masked**: a filter never tests a value the
+//! user could not see.
+
+use super::*;
+use crate::masking::{Layout, Masker};
+use crate::model::DeadLetter;
+use std::collections::BTreeSet;
+
+/// What whole letters showed beyond the verdicts: for a filter that found nothing, the
+/// reason in words.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PayloadWords {
+    /// Whole letters were noted (a scan of metadata only knows none of this).
+    noted: bool,
+    /// Letters whose masked payload holds every bare word.
+    letters: u64,
+    /// A term that selects one of them by its payload field (the first seen).
+    example: Option<String>,
+    /// Header terms' names that at least one letter carries (lowercase).
+    headers_seen: BTreeSet<String>,
+}
+
+/// Deepest payload field looked into for an example path.
+const MAX_PATH_DEPTH: usize = 32;
+
+impl Filter {
+    /// Does any term read whole letters (`payload.…`, header values)? Those need each
+    /// letter handed to [`Filter::note_letter`] as it is scanned.
+    pub fn needs_letters(&self) -> bool {
+        self.terms
+            .iter()
+            .any(|t| matches!(t, Term::Payload { .. } | Term::Header { .. }))
+    }
+
+    /// Would whole letters help: terms that need them, or bare words (which search the
+    /// summary only, but can say when the payloads hold what they did not find).
+    pub fn wants_letters(&self) -> bool {
+        self.needs_letters() || self.needs_previews()
+    }
+
+    /// Judge the whole-letter terms on one letter, indexed as `r`: its readable payload
+    /// (decoded when a schema decoded it) and its headers, masked as any view masks them.
+    pub fn note_letter(&mut self, r: &Row, dl: &DeadLetter, masker: &Masker) {
+        if !self.wants_letters() {
+            return;
+        }
+        self.in_payloads.noted = true;
+        let masker = masker.with_fields(dl.pii_fields());
+        let wants_doc =
+            self.needs_previews() || self.terms.iter().any(|t| matches!(t, Term::Payload { .. }));
+        let doc: Option<serde_json::Value> = (wants_doc
+            && dl.body == BodyKind::Json
+            && dl.schema.as_ref().is_none_or(|s| s.decoded().is_some()))
+        .then(|| {
+            masker
+                .mask_json(dl.readable_payload(), Layout::Compact, usize::MAX)
+                .ok()
+                .and_then(|(t, _)| serde_json::from_str(&t).ok())
+        })
+        .flatten();
+        for t in &mut self.terms {
+            match t {
+                Term::Payload {
+                    path,
+                    negate,
+                    patterns,
+                    verdicts,
+                } => {
+                    let value = doc.as_ref().and_then(|d| field(d, path));
+                    let text = value.map(leaf_text);
+                    // A letter without the field matches neither `=` nor `!=`.
+                    let ok = text.is_some_and(|t| any_glob(patterns, &t) != *negate);
+                    verdicts.insert(r.text_at, ok);
+                }
+                Term::Header {
+                    name,
+                    negate,
+                    patterns,
+                    verdicts,
+                } => {
+                    let values: Vec<String> = dl
+                        .raw
+                        .headers
+                        .iter()
+                        .filter(|h| h.name.eq_ignore_ascii_case(name))
+                        .map(|h| masker.mask_header(&h.name, &h.value))
+                        .collect();
+                    if !values.is_empty() {
+                        self.in_payloads
+                            .headers_seen
+                            .insert(name.to_ascii_lowercase());
+                    }
+                    let any = values.iter().any(|v| any_glob(patterns, v));
+                    verdicts.insert(r.text_at, !values.is_empty() && any != *negate);
+                }
+                _ => {}
+            }
+        }
+        let words: Vec<String> = self.fuzzy_words().iter().map(|w| w.to_string()).collect();
+        if words.is_empty() {
+            return;
+        }
+        let text = match &doc {
+            Some(d) => d.to_string(),
+            None => match std::str::from_utf8(dl.readable_payload()) {
+                Ok(t) => masker.mask_text(t),
+                Err(_) => return,
+            },
+        };
+        let lower = text.to_lowercase();
+        if words.iter().all(|w| lower.contains(w.as_str())) {
+            self.in_payloads.letters += 1;
+            if self.in_payloads.example.is_none() {
+                self.in_payloads.example = doc.as_ref().and_then(|d| example_term(d, &words[0]));
+            }
+        }
+    }
+
+    /// Why a filter that matched `matched` letters found what it found, when whole
+    /// letters say more: bare words that are in payloads but not where bare words look,
+    /// header names no letter carries. Sanitized; empty when there is nothing to add.
+    pub fn unmatched_notes(&self, matched: u64) -> Vec<String> {
+        let seen = &self.in_payloads;
+        if matched > 0 || !seen.noted {
+            return Vec::new();
+        }
+        let mut notes = Vec::new();
+        let words = self.fuzzy_words();
+        if !words.is_empty() {
+            let quoted: Vec<String> = words
+                .iter()
+                .map(|w| format!("`{}`", crate::sanitize::line(w, 60)))
+                .collect();
+            let quoted = quoted.join(" ");
+            notes.push(if seen.letters == 0 {
+                format!("{quoted}: in no letter's id, key, reason, preview or payload")
+            } else {
+                let how = match &seen.example {
+                    Some(term) => format!(": {} finds them", crate::sanitize::line(term, 120)),
+                    None => String::new(),
+                };
+                format!(
+                    "{quoted}: not in any id, key, reason or preview (bare words search those), but in the payload of {}{how}",
+                    crate::words::letters(seen.letters as usize)
+                )
+            });
+        }
+        for t in &self.terms {
+            if let Term::Header { name, .. } = t {
+                if !seen.headers_seen.contains(&name.to_ascii_lowercase()) {
+                    notes.push(format!(
+                        "no letter has a header named `{}` (a field name with a `-` is read as a header; fields: {FIELDS})",
+                        crate::sanitize::line(name, 60)
+                    ));
+                }
+            }
+        }
+        notes
+    }
+}
+
+/// The value at a payload path (array items by index).
+fn field<'a>(doc: &'a serde_json::Value, path: &[String]) -> Option<&'a serde_json::Value> {
+    path.iter().try_fold(doc, |v, seg| match v {
+        serde_json::Value::Array(items) => items.get(seg.parse::<usize>().ok()?),
+        _ => v.get(seg.as_str()),
+    })
+}
+
+fn leaf_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `payload.lines.0.sku="*SKU-18*"` for the first field whose (masked) value holds
+/// `word` (lowercase), when its path can be written as a term.
+fn example_term(doc: &serde_json::Value, word: &str) -> Option<String> {
+    let mut path = Vec::new();
+    let value = find_leaf(doc, word, &mut path, 0)?;
+    let writable = |s: &String| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+    };
+    if !path.iter().all(writable) {
+        return None;
+    }
+    // The word as the value spells it, when lowercasing kept its place.
+    let at = value.to_lowercase().find(word)?;
+    let spelled = value
+        .get(at..at + word.len())
+        .filter(|s| s.to_lowercase() == word)
+        .unwrap_or(word);
+    let escaped: String = spelled
+        .chars()
+        .flat_map(|c| {
+            let esc = SPECIAL.contains(&c).then_some('\\');
+            esc.into_iter().chain(std::iter::once(c))
+        })
+        .collect();
+    Some(format!("payload.{}=\"*{escaped}*\"", path.join(".")))
+}
+
+fn find_leaf(
+    v: &serde_json::Value,
+    word: &str,
+    path: &mut Vec<String>,
+    depth: usize,
+) -> Option<String> {
+    if depth > MAX_PATH_DEPTH {
+        return None;
+    }
+    let mut within = |seg: String, child: &serde_json::Value| {
+        path.push(seg);
+        let found = find_leaf(child, word, path, depth + 1);
+        if found.is_none() {
+            path.pop();
+        }
+        found
+    };
+    match v {
+        serde_json::Value::Object(m) => m.iter().find_map(|(k, c)| within(k.clone(), c)),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| within(i.to_string(), c)),
+        leaf => {
+            let text = leaf_text(leaf);
+            text.to_lowercase().contains(word).then_some(text)
+        }
+    }
+}
