@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Load rate of `dlq-triage summary` against `kcat -C -e` on the same topic of the same
-# broker, side by side in one run (DESIGN §14: ours ≥ 0.9 × kcat).
+# broker, side by side in one run. The headline is the ratio against kcat reading what a
+# DLQ tool must read — partition, offset, timestamp, key, headers and payload of every
+# letter (`-f '%p %o %T %k %h %s\n'`); target ≥ 1.0 (issue #34). Offsets-only and
+# headers-only kcat runs are printed beside it: the first is not the same job (it
+# parses no header), the second is what librdkafka's header parsing costs by itself.
 #
 #   scripts/bench-kafka-vs-kcat.sh [LETTERS]        (default 1000000; needs kcat: apt-get install kcat)
 #
@@ -34,11 +38,10 @@ awk -v r=$ROUNDS '
     END {
         asort(k); asort(o); asort(w); asort(h); m = int((r + 1) / 2); K = k[m]; O = o[m]; W = w[m]; H = h[m];
         printf "median of %d rounds\n", r;
-        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (offsets only)\n", n1, K, n1 / K;
-        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (key, headers, payload)\n", n1, W, n1 / W;
-        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (headers only)\n", n1, H, n1 / H;
-        printf "dlq-triage  %8d letters in %6.2f s  %9.0f letters/s  (conventions, masked previews, grouping)\n", n2, O, n2 / O;
-        printf "ratio (ours / kcat rate): %.2f   target >= 0.90\n", (n2 / O) / (n1 / K);
-        printf "ratio against kcat reading whole letters: %.2f\n", (n2 / O) / (n1 / W);
+        printf "ratio against kcat reading whole letters: %.2f   target >= 1.00\n", (n2 / O) / (n1 / W);
+        printf "dlq-triage  %8d letters in %6.2f s  %9.0f letters/s  (conventions, grouping)\n", n2, O, n2 / O;
+        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (whole letters: %%p %%o %%T %%k %%h %%s)\n", n1, W, n1 / W;
+        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (headers only: %%h; ratio %.2f)\n", n1, H, n1 / H, (n2 / O) / (n1 / H);
+        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (offsets only: %%o; ratio %.2f, not the same job)\n", n1, K, n1 / K, (n2 / O) / (n1 / K);
     }' "$LOG.times"
 rm -f "$LOG.times"

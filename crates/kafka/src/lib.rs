@@ -114,6 +114,10 @@ pub struct KafkaSource {
     stall_timeout: Duration,
     /// Next offset per (topic, partition) after the scan, where `tail` continues.
     positions: Vec<(String, i32, Offset)>,
+    /// The topics' retention, asked for when the scan starts and read after it: a broker
+    /// that does not answer DescribeConfigs costs its timeout beside the scan, not after
+    /// it (3 s added to every 1,000,000-letter `summary` on the mock cluster).
+    retention_asked: Option<std::thread::JoinHandle<Vec<(String, dlq_core::retention::Retention)>>>,
 }
 
 impl KafkaSource {
@@ -126,6 +130,7 @@ impl KafkaSource {
             from: None,
             stall_timeout: STALL_TIMEOUT,
             positions: Vec::new(),
+            retention_asked: None,
         }
     }
 
@@ -487,13 +492,24 @@ impl DlqSource for KafkaSource {
     }
 
     fn retention(&mut self) -> Vec<(String, dlq_core::retention::Retention)> {
-        retention::read(&self.config(), &self.topics)
+        match self
+            .retention_asked
+            .take()
+            .map(std::thread::JoinHandle::join)
+        {
+            Some(Ok(rules)) => rules,
+            _ => retention::read(&self.config(), &self.topics),
+        }
     }
 
     fn scan(
         &mut self,
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<(), SourceError> {
+        if self.retention_asked.is_none() {
+            let (cfg, topics) = (self.config(), self.topics.clone());
+            self.retention_asked = Some(std::thread::spawn(move || retention::read(&cfg, &topics)));
+        }
         let mut done = 0u64;
         let mut total = 0u64;
         self.positions.clear();
