@@ -40,12 +40,28 @@ pub fn use_worker(cmd: WorkerCommand) {
     let _ = WORKER.set(cmd);
 }
 
+/// The worker could not be started or talked to: an operational failure (exit 1), where a
+/// program that does not compile is the user's (exit 2).
+fn broken(why: String) -> SessionError {
+    SessionError::Source(dlq_core::ports::SourceError::failed(format!(
+        "the transform worker: {}",
+        sanitize::clean(&why)
+    )))
+}
+
+/// A program that does not compile is the user's to fix; a worker that cannot run is not.
+fn start_failed(e: SandboxError) -> SessionError {
+    match e {
+        SandboxError::Compile(c) => SessionError::Invalid(sanitize::clean(&c.to_string())),
+        other => broken(other.to_string()),
+    }
+}
+
 fn worker() -> Result<WorkerCommand, SessionError> {
     match WORKER.get() {
         Some(w) => Ok(w.clone()),
-        None => WorkerCommand::this_binary().map_err(|e| {
-            SessionError::Invalid(format!("cannot find this binary to run the program: {e}"))
-        }),
+        None => WorkerCommand::this_binary()
+            .map_err(|e| broken(format!("cannot find this binary to run the program: {e}"))),
     }
 }
 
@@ -194,10 +210,7 @@ impl Transform {
         settings
             .principal
             .require(Permission::Edit, &settings.source_key)?;
-        let sandbox = Sandbox::start(worker()?, program, limits).map_err(|e| match e {
-            SandboxError::Compile(c) => SessionError::Invalid(sanitize::clean(&c.to_string())),
-            other => SessionError::Invalid(other.to_string()),
-        })?;
+        let sandbox = Sandbox::start(worker()?, program, limits).map_err(start_failed)?;
         let latest = match settings.principal.existing_ledger()? {
             Some(l) => l.latest_revisions(&settings.source_key)?,
             None => HashMap::new(),
@@ -290,7 +303,7 @@ impl Transform {
             Ok(Applied::Output(o)) => o,
             Ok(Applied::Raised(why)) => return Ok(Outcome::Failed(cause(&why))),
             Ok(Applied::Stopped(why)) => return Ok(Outcome::Failed(why)),
-            Err(e) => return Err(SessionError::Invalid(e.to_string())),
+            Err(e) => return Err(broken(e.to_string())),
         };
         let (Ok(before), Ok(after)) = (
             serde_json::from_slice::<Value>(input),
@@ -415,6 +428,27 @@ fn sample(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A worker that cannot be started is an operational failure (exit 1), a program
+    /// that does not compile a usage error (exit 2).
+    #[test]
+    fn a_worker_that_cannot_start_is_not_a_usage_error() {
+        let missing = WorkerCommand {
+            program: "/nonexistent/dlq-triage".into(),
+            args: Vec::new(),
+        };
+        let e = Sandbox::start(missing.clone(), ".", Limits::default())
+            .err()
+            .expect("cannot start");
+        assert!(
+            matches!(start_failed(e), SessionError::Source(_)),
+            "a spawn failure"
+        );
+        let e = Sandbox::start(missing, ".[", Limits::default())
+            .err()
+            .expect("does not compile");
+        assert!(matches!(start_failed(e), SessionError::Invalid(_)));
+    }
 
     #[test]
     fn causes_leave_the_letters_values_out() {
