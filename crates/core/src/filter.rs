@@ -5,7 +5,8 @@
 //! (glob `*`/`?`), `schema=3`, `age>1h`, `age<15m`, `key=acc-42`, `origin=orders`,
 //! `state=open|discarded` (`|` = any of), `attempt>=3`, and bare words matched fuzzily
 //! against the letter's summary (id, key, reason, masked preview). Values with spaces are
-//! quoted: `reason="Order <n> not found"`.
+//! quoted: `reason="Order <n> not found"`. `payload.PATH=…` and header terms
+//! (`x-error=…`, `header.NAME=…`) read whole letters (see `letters`).
 
 use crate::model::{BodyKind, TriageState};
 use crate::store::{LetterStore, Row, Sym, NO_TIME};
