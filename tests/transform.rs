@@ -68,6 +68,18 @@ impl Env {
             return HashMap::new();
         }
         let db = rusqlite::Connection::open(path).expect("ledger");
+        // A kill can land after the file was created and before its schema was: the next
+        // run makes it; nothing is recorded yet.
+        let made: bool = db
+            .query_row(
+                "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'revisions'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("schema");
+        if !made {
+            return HashMap::new();
+        }
         let mut st = db
             .prepare("SELECT letter_id, COUNT(*) FROM revisions GROUP BY letter_id")
             .expect("query");
