@@ -123,7 +123,7 @@ fn bench(c: &mut Criterion) {
     // The TUI's clock: one second, then one minute, on (reason, version, age) with an
     // age filter — against `regroup_1m_…`, what a full regroup per tick would cost.
     let (mut timed, _) = build_store(&templates, &previews, N);
-    timed.sort_by_time();
+    timed.index_times(&[]);
     let age_filter = || Filter::parse("age<1h").expect("valid filter");
     let live = GroupIndex::build(
         &timed,

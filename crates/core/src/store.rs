@@ -108,11 +108,15 @@ pub struct LetterStore {
     rows: Vec<Row>,
     arena: Vec<u8>,
     pub syms: Interner,
-    /// Rows with a known time, by (dead_lettered_at, row): what a moving clock reads to
-    /// find the letters that crossed an age since it last moved. Built on first use
-    /// (the TUI's clock; a one-shot `summary` never pays for it).
-    by_time: Vec<RowId>,
-    /// Rows `..timed_upto` are in `by_time` (if timed).
+    /// Rows with a known time by the minute they were dead-lettered in: what a moving
+    /// clock reads to find the letters that crossed an age since it last moved. Built on
+    /// first use (the TUI's clock; a one-shot `summary` never pays for it). Buckets, not
+    /// one sorted array: Kafka's partitions hand letters over out of time order, and
+    /// keeping a million of them sorted cost ~100 ms a second on the UI thread during a
+    /// scan; a row goes into its bucket in O(log minutes), and only a big bucket that a
+    /// clock move reads is sorted (a burst of letters in one minute).
+    by_minute: std::collections::BTreeMap<i64, TimeBucket>,
+    /// Rows `..timed_upto` are in `by_minute` (if timed).
     timed_upto: usize,
 }
 
@@ -122,10 +126,23 @@ impl Default for LetterStore {
             rows: Vec::new(),
             arena: Vec::new(),
             syms: Interner::new(),
-            by_time: Vec::new(),
+            by_minute: Default::default(),
             timed_upto: 0,
         }
     }
+}
+
+/// The time buckets' width.
+const MINUTE_MS: i64 = 60_000;
+/// Above this many rows a bucket that is read is sorted, then binary-searched; below,
+/// reading all of it is as cheap.
+const SORT_ABOVE: usize = 2_048;
+
+/// One minute's rows; the first `sorted` are in (dead_lettered_at, row) order.
+#[derive(Debug, Default)]
+struct TimeBucket {
+    ids: Vec<RowId>,
+    sorted: usize,
 }
 
 /// Longest id/key kept in the arena; longer ones are cut (with `…`).
@@ -162,6 +179,12 @@ impl LetterStore {
     pub fn rows(&self) -> &[Row] {
         &self.rows
     }
+}
+
+/// The minute buckets `[from_ms, to_ms]` falls in.
+fn minutes(from_ms: i64, to_ms: i64) -> std::ops::RangeInclusive<i64> {
+    let first = from_ms.div_euclid(MINUTE_MS);
+    first..=to_ms.div_euclid(MINUTE_MS).max(first)
 }
 
 /// The value of an optional extracted text field, or "".
@@ -349,43 +372,49 @@ impl LetterStore {
         }
     }
 
-    /// Bring the time order up to date with rows pushed since its last use. Letters
-    /// mostly arrive in time order, so the new rows usually sort after the old ones and
-    /// only they are sorted; otherwise the two sorted runs are merged (O(n)).
-    pub fn sort_by_time(&mut self) {
-        if self.timed_upto >= self.rows.len() {
-            return;
+    /// Bring the time buckets up to date with rows pushed since their last use, and put
+    /// the big ones that `[from_ms, to_ms]` reads in order.
+    pub fn index_times(&mut self, spans: &[(i64, i64)]) {
+        for i in self.timed_upto..self.rows.len() {
+            let at = self.rows[i].at_ms;
+            if at != NO_TIME {
+                self.by_minute
+                    .entry(at.div_euclid(MINUTE_MS))
+                    .or_default()
+                    .ids
+                    .push(i as RowId);
+            }
         }
-        let before = self.by_time.len();
+        self.timed_upto = self.rows.len();
         let rows = &self.rows;
-        self.by_time.extend(
-            (self.timed_upto..rows.len())
-                .filter(|&i| rows[i].at_ms != NO_TIME)
-                .map(|i| i as RowId),
-        );
-        let key = |id: &RowId| (rows[*id as usize].at_ms, *id);
-        if let Some(tail) = self.by_time.get_mut(before..) {
-            tail.sort_unstable_by_key(key);
+        for &(from, to) in spans {
+            for (_, b) in self.by_minute.range_mut(minutes(from, to)) {
+                if b.ids.len() > SORT_ABOVE && b.sorted < b.ids.len() {
+                    // The new rows after a sorted run: the stable sort merges the two.
+                    b.ids.sort_by_key(|id| (rows[*id as usize].at_ms, *id));
+                    b.sorted = b.ids.len();
+                }
+            }
         }
-        if before > 0
-            && self
-                .by_time
-                .get(before)
-                .is_some_and(|first| key(first) < key(&self.by_time[before - 1]))
-        {
-            // Two sorted runs: the stable sort finds them and merges in one pass.
-            self.by_time.sort_by_key(key);
-        }
-        self.timed_upto = rows.len();
     }
 
-    /// Rows dead-lettered in `[from_ms, to_ms]`, in time order, as of the last
-    /// [`LetterStore::sort_by_time`].
-    pub fn dead_lettered_between(&self, from_ms: i64, to_ms: i64) -> &[RowId] {
-        let at = |id: &RowId| self.rows[*id as usize].at_ms;
-        let lo = self.by_time.partition_point(|id| at(id) < from_ms);
-        let hi = self.by_time.partition_point(|id| at(id) <= to_ms);
-        self.by_time.get(lo..hi.max(lo)).unwrap_or_default()
+    /// Rows dead-lettered in `[from_ms, to_ms]` (in no particular order) onto `out`, as
+    /// of the last [`LetterStore::index_times`].
+    pub fn dead_lettered_between(&self, from_ms: i64, to_ms: i64, out: &mut Vec<RowId>) {
+        let at = |id: &RowId| self.rows.get(*id as usize).map_or(NO_TIME, |r| r.at_ms);
+        for (_, b) in self.by_minute.range(minutes(from_ms, to_ms)) {
+            if b.sorted == b.ids.len() && b.ids.len() > SORT_ABOVE {
+                let lo = b.ids.partition_point(|id| at(id) < from_ms);
+                let hi = b.ids.partition_point(|id| at(id) <= to_ms);
+                out.extend_from_slice(b.ids.get(lo..hi.max(lo)).unwrap_or_default());
+            } else {
+                out.extend(
+                    b.ids
+                        .iter()
+                        .filter(|id| (from_ms..=to_ms).contains(&at(id))),
+                );
+            }
+        }
     }
 
     pub fn set_state(&mut self, id: RowId, state: TriageState) {
@@ -410,7 +439,11 @@ impl LetterStore {
     /// Heap bytes held for letter metadata (rows, arena, interner), for the memory budget.
     pub fn heap_bytes(&self) -> usize {
         self.rows.capacity() * std::mem::size_of::<Row>()
-            + self.by_time.capacity() * std::mem::size_of::<RowId>()
+            + self
+                .by_minute
+                .values()
+                .map(|b| b.ids.capacity() * std::mem::size_of::<RowId>() + 64)
+                .sum::<usize>()
             + self.arena.capacity()
             + self.syms.heap_bytes()
     }
@@ -426,6 +459,61 @@ mod tests {
             std::mem::size_of::<Row>() <= 80,
             "{}",
             std::mem::size_of::<Row>()
+        );
+    }
+
+    /// The time buckets give exactly the rows in a span, whether a bucket was read
+    /// whole or sorted and searched (a burst of 5,000 letters in one minute, more
+    /// arriving out of order after it was sorted), and none without a time.
+    #[test]
+    fn time_buckets_find_exactly_the_rows_in_a_span() {
+        use crate::model::RawLetter;
+        let base = 1_790_000_000_000i64;
+        let mut s = LetterStore::new();
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut push = |s: &mut LetterStore, n: usize| {
+            for _ in 0..n {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                // Most in one burst minute, some spread over an hour, some untimed.
+                let at = match rng % 10 {
+                    0 => None,
+                    1 | 2 => Some(base + (rng % 3_600_000) as i64),
+                    _ => Some(base + 120_000 + (rng % 60_000) as i64),
+                };
+                let l = RawLetter {
+                    timestamp: at.and_then(chrono::DateTime::from_timestamp_millis),
+                    ..RawLetter::default()
+                };
+                s.push(&crate::conventions::extract(l, &[]), "");
+            }
+        };
+        let spans = [
+            (base + 130_000, base + 131_000),
+            (base, base + 3_600_000),
+            (base + 119_999, base + 120_000),
+            (base + 500_000, base + 740_123),
+        ];
+        let check = |s: &mut LetterStore| {
+            s.index_times(&spans);
+            for (from, to) in spans {
+                let mut got = Vec::new();
+                s.dead_lettered_between(from, to, &mut got);
+                got.sort_unstable();
+                let want: Vec<RowId> = (0..s.len() as RowId)
+                    .filter(|i| (from..=to).contains(&s.rows[*i as usize].at_ms))
+                    .collect();
+                assert_eq!(got, want, "[{from}, {to}]");
+            }
+        };
+        push(&mut s, 6_000);
+        check(&mut s);
+        push(&mut s, 3_000);
+        check(&mut s);
+        assert!(
+            s.by_minute.values().any(|b| b.ids.len() > SORT_ABOVE && b.sorted == b.ids.len()),
+            "the burst minute was sorted"
         );
     }
 

@@ -50,12 +50,16 @@ impl GroupIndex {
                 inflow: true,
             };
         }
-        store.sort_by_time();
+        let windows = self.crossing_windows(filter.as_deref(), then, now_ms);
+        store.index_times(&windows);
         let store: &LetterStore = store;
         let mut out = Advanced::default();
         let mut moves: foldhash::HashMap<GroupKey, Moves> = Default::default();
-        for (from, to) in self.crossing_windows(filter.as_deref(), then, now_ms) {
-            for &id in store.dead_lettered_between(from, to) {
+        let mut crossed = Vec::new();
+        for (from, to) in windows {
+            crossed.clear();
+            store.dead_lettered_between(from, to, &mut crossed);
+            for &id in &crossed {
                 let Some(r) = store.row(id) else { continue };
                 let (was, is) = match filter.as_deref_mut() {
                     Some(f) => (f.matches(store, r, then), f.matches(store, r, now_ms)),
