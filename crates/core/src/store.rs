@@ -512,7 +512,9 @@ mod tests {
         push(&mut s, 3_000);
         check(&mut s);
         assert!(
-            s.by_minute.values().any(|b| b.ids.len() > SORT_ABOVE && b.sorted == b.ids.len()),
+            s.by_minute
+                .values()
+                .any(|b| b.ids.len() > SORT_ABOVE && b.sorted == b.ids.len()),
             "the burst minute was sorted"
         );
     }
