@@ -49,18 +49,18 @@ impl Filter {
         }
         self.in_payloads.noted = true;
         let masker = masker.with_fields(dl.pii_fields());
-        let wants_doc =
-            self.needs_previews() || self.terms.iter().any(|t| matches!(t, Term::Payload { .. }));
-        let doc: Option<serde_json::Value> = (wants_doc
-            && dl.body == BodyKind::Json
-            && dl.schema.as_ref().is_none_or(|s| s.decoded().is_some()))
-        .then(|| {
-            masker
-                .mask_json(dl.readable_payload(), Layout::Compact, usize::MAX)
-                .ok()
-                .and_then(|(t, _)| serde_json::from_str(&t).ok())
-        })
-        .flatten();
+        let masked_doc = || -> Option<serde_json::Value> {
+            (dl.body == BodyKind::Json && dl.schema.as_ref().is_none_or(|s| s.decoded().is_some()))
+                .then(|| {
+                    masker
+                        .mask_json(dl.readable_payload(), Layout::Compact, usize::MAX)
+                        .ok()
+                        .and_then(|(t, _)| serde_json::from_str(&t).ok())
+                })
+                .flatten()
+        };
+        let payload_terms = self.terms.iter().any(|t| matches!(t, Term::Payload { .. }));
+        let mut doc = if payload_terms { masked_doc() } else { None };
         for t in &mut self.terms {
             match t {
                 Term::Payload {
@@ -100,8 +100,19 @@ impl Filter {
             }
         }
         let words: Vec<String> = self.fuzzy_words().iter().map(|w| w.to_string()).collect();
-        if words.is_empty() {
+        // Masking only replaces text, so a word missing from the payload as it is is
+        // missing from the masked one too: most letters are passed over without masking
+        // their payload (a bare-word `summary` of 1,000,000 letters would otherwise mask
+        // every one).
+        if words.is_empty()
+            || !words
+                .iter()
+                .all(|w| contains_ignoring_case(dl.readable_payload(), w))
+        {
             return;
+        }
+        if !payload_terms {
+            doc = masked_doc();
         }
         let text = match &doc {
             Some(d) => d.to_string(),
@@ -160,6 +171,16 @@ impl Filter {
         }
         notes
     }
+}
+
+/// Does `hay` hold `word` (lowercase), ignoring case? ASCII words are compared byte by
+/// byte; others on the lowercased text.
+fn contains_ignoring_case(hay: &[u8], word: &str) -> bool {
+    let w = word.as_bytes();
+    if word.is_ascii() {
+        return w.is_empty() || hay.windows(w.len()).any(|h| h.eq_ignore_ascii_case(w));
+    }
+    String::from_utf8_lossy(hay).to_lowercase().contains(word)
 }
 
 /// The value at a payload path (array items by index).

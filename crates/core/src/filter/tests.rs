@@ -191,7 +191,7 @@ proptest! {
 }
 
 #[test]
-fn payload_terms_match_fields_as_masked_and_unknown_dashed_fields_are_errors() {
+fn payload_terms_match_fields_as_masked_and_dashed_fields_are_headers() {
     use crate::masking::Masker;
     let m = Masker::with_key(b"k".to_vec());
     let raw = crate::model::RawLetter {
@@ -269,4 +269,42 @@ fn a_quoted_value_matches_itself_exactly() {
         }
     }
     assert!(glob("a*", "abc") && glob(r"a\*", "a*") && !glob(r"a\*", "abc"));
+}
+
+/// Bare words are looked for in payloads as masked: a word that is only inside a masked
+/// value is "in no payload" (no oracle for what masking hides); one in plain text is
+/// found, with a term that selects it.
+#[test]
+fn bare_words_in_payloads_are_judged_as_masked() {
+    use crate::masking::Masker;
+    let m = Masker::with_key(b"k".to_vec());
+    let raw = crate::model::RawLetter {
+        payload: br#"{"customer":{"email":"jane.doe@example.com"},"note":"padding padding padding padding padding","sku":"SKU-18"}"#.to_vec(),
+        ..Default::default()
+    };
+    let dl = crate::catalog::extract_masked(&m, &[], None, raw);
+    let mut store = crate::store::LetterStore::new();
+    let id = store.push(&dl, "");
+    let row = *store.row(id).unwrap();
+    let notes = |expr: &str| {
+        let mut f = Filter::parse(expr).unwrap();
+        assert!(f.wants_letters() && !f.needs_letters(), "{expr}");
+        f.note_letter(&row, &dl, &m);
+        f.unmatched_notes(0).join("\n")
+    };
+    let hidden = notes("jane.doe");
+    assert!(
+        hidden.contains("in no letter's id, key, reason, preview or payload"),
+        "{hidden}"
+    );
+    let found = notes("sku-18");
+    assert!(
+        found.contains(r#"payload.sku="*SKU-18*" finds them"#),
+        "{found}"
+    );
+    assert!(notes("sku-18").contains("1 letter"));
+    // Matched something: nothing to add.
+    let mut f = Filter::parse("sku-18").unwrap();
+    f.note_letter(&row, &dl, &m);
+    assert!(f.unmatched_notes(3).is_empty());
 }
