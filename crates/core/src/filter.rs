@@ -407,9 +407,10 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
             verdicts: std::collections::HashMap::new(),
         });
     }
+    // Header names are compared without case: kept lowercase.
     let header = |name: &str| {
         Ok(Term::Header {
-            name: name.to_string(),
+            name: name.to_ascii_lowercase(),
             negate,
             patterns: alts.clone(),
             verdicts: std::collections::HashMap::new(),

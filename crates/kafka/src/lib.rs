@@ -114,10 +114,19 @@ pub struct KafkaSource {
     stall_timeout: Duration,
     /// Next offset per (topic, partition) after the scan, where `tail` continues.
     positions: Vec<(String, i32, Offset)>,
-    /// The topics' retention, asked for when the scan starts and read after it: a broker
-    /// that does not answer DescribeConfigs costs its timeout beside the scan, not after
-    /// it (3 s added to every 1,000,000-letter `summary` on the mock cluster).
-    retention_asked: Option<std::thread::JoinHandle<Vec<(String, dlq_core::retention::Retention)>>>,
+    /// The topics' retention, asked for when the first scan starts and read after it: a
+    /// broker that does not answer DescribeConfigs costs its timeout beside the scan,
+    /// not after it (3 s added to every 1,000,000-letter `summary` on the mock cluster).
+    /// Asked once: a second browse (`R`) does not ask again.
+    retention: Option<RetentionAsk>,
+}
+
+type Rules = Vec<(String, dlq_core::retention::Retention)>;
+
+/// The retention question: under way, or answered.
+enum RetentionAsk {
+    Asked(std::thread::JoinHandle<Rules>),
+    Known(Rules),
 }
 
 impl KafkaSource {
@@ -130,7 +139,7 @@ impl KafkaSource {
             from: None,
             stall_timeout: STALL_TIMEOUT,
             positions: Vec::new(),
-            retention_asked: None,
+            retention: None,
         }
     }
 
@@ -491,24 +500,26 @@ impl DlqSource for KafkaSource {
         }
     }
 
-    fn retention(&mut self) -> Vec<(String, dlq_core::retention::Retention)> {
-        match self
-            .retention_asked
-            .take()
-            .map(std::thread::JoinHandle::join)
-        {
-            Some(Ok(rules)) => rules,
-            _ => retention::read(&self.config(), &self.topics),
-        }
+    fn retention(&mut self) -> Rules {
+        let rules = match self.retention.take() {
+            Some(RetentionAsk::Known(rules)) => rules,
+            Some(RetentionAsk::Asked(ask)) => ask
+                .join()
+                .unwrap_or_else(|_| retention::read(&self.config(), &self.topics)),
+            None => retention::read(&self.config(), &self.topics),
+        };
+        self.retention = Some(RetentionAsk::Known(rules.clone()));
+        rules
     }
 
     fn scan(
         &mut self,
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<(), SourceError> {
-        if self.retention_asked.is_none() {
+        if self.retention.is_none() {
             let (cfg, topics) = (self.config(), self.topics.clone());
-            self.retention_asked = Some(std::thread::spawn(move || retention::read(&cfg, &topics)));
+            let ask = std::thread::spawn(move || retention::read(&cfg, &topics));
+            self.retention = Some(RetentionAsk::Asked(ask));
         }
         let mut done = 0u64;
         let mut total = 0u64;

@@ -19,7 +19,7 @@ pub(super) struct PayloadWords {
     letters: u64,
     /// A term that selects one of them by its payload field (the first seen).
     example: Option<String>,
-    /// Header terms' names that at least one letter carries (lowercase).
+    /// Header terms' names (lowercase, as parsed) that at least one letter carries.
     headers_seen: BTreeSet<String>,
 }
 
@@ -88,10 +88,9 @@ impl Filter {
                         .filter(|h| h.name.eq_ignore_ascii_case(name))
                         .map(|h| masker.mask_header(&h.name, &h.value))
                         .collect();
-                    if !values.is_empty() {
-                        self.in_payloads
-                            .headers_seen
-                            .insert(name.to_ascii_lowercase());
+                    let seen = &mut self.in_payloads.headers_seen;
+                    if !values.is_empty() && !seen.contains(name.as_str()) {
+                        seen.insert(name.clone());
                     }
                     let any = values.iter().any(|v| any_glob(patterns, v));
                     verdicts.insert(r.text_at, !values.is_empty() && any != *negate);
@@ -99,33 +98,40 @@ impl Filter {
                 _ => {}
             }
         }
-        let words: Vec<String> = self.fuzzy_words().iter().map(|w| w.to_string()).collect();
         // Masking only replaces text, so a word missing from the payload as it is is
         // missing from the masked one too: most letters are passed over without masking
         // their payload (a bare-word `summary` of 1,000,000 letters would otherwise mask
         // every one).
-        if words.is_empty()
-            || !words
-                .iter()
-                .all(|w| contains_ignoring_case(dl.readable_payload(), w))
-        {
-            return;
-        }
-        if !payload_terms {
-            doc = masked_doc();
-        }
-        let text = match &doc {
-            Some(d) => d.to_string(),
-            None => match std::str::from_utf8(dl.readable_payload()) {
-                Ok(t) => masker.mask_text(t),
-                Err(_) => return,
-            },
+        let (hit, example) = {
+            let words = self.fuzzy_words();
+            if words.is_empty()
+                || !words
+                    .iter()
+                    .all(|w| contains_ignoring_case(dl.readable_payload(), w))
+            {
+                return;
+            }
+            if !payload_terms {
+                doc = masked_doc();
+            }
+            let text = match &doc {
+                Some(d) => d.to_string(),
+                None => match std::str::from_utf8(dl.readable_payload()) {
+                    Ok(t) => masker.mask_text(t),
+                    Err(_) => return,
+                },
+            };
+            let lower = text.to_lowercase();
+            let hit = words.iter().all(|w| lower.contains(w));
+            let example = (hit && self.in_payloads.example.is_none())
+                .then(|| doc.as_ref().and_then(|d| example_term(d, words[0])))
+                .flatten();
+            (hit, example)
         };
-        let lower = text.to_lowercase();
-        if words.iter().all(|w| lower.contains(w.as_str())) {
+        if hit {
             self.in_payloads.letters += 1;
-            if self.in_payloads.example.is_none() {
-                self.in_payloads.example = doc.as_ref().and_then(|d| example_term(d, &words[0]));
+            if example.is_some() {
+                self.in_payloads.example = example;
             }
         }
     }
@@ -161,7 +167,7 @@ impl Filter {
         }
         for t in &self.terms {
             if let Term::Header { name, .. } = t {
-                if !seen.headers_seen.contains(&name.to_ascii_lowercase()) {
+                if !seen.headers_seen.contains(name) {
                     notes.push(format!(
                         "no letter has a header named `{}` (a field name with a `-` is read as a header; fields: {FIELDS})",
                         crate::sanitize::line(name, 60)

@@ -15,18 +15,10 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
             let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
             format!("grouped by {}", names.join(" › "))
         }),
-        "filter" | "f" => super::typing::parse_filter(arg).map(|f| {
-            state.filter = f;
-            rebuild_index(state);
-            format!(
-                "{} match",
-                dlq_core::words::count(state.index.total(), "letter")
-            )
-        }),
-        "clear" => {
-            state.filter = Filter::all();
-            rebuild_index(state);
-            Ok("filter cleared".into())
+        // The same as `f`: one place says how many match, and why when none do.
+        "filter" | "f" | "clear" => {
+            super::typing::apply_filter(state, if cmd == "clear" { "" } else { arg });
+            return;
         }
         "sort" => match arg {
             "newest" | "" => Ok(true),
