@@ -47,7 +47,8 @@ pub fn edit_payload(masker: &Masker, payload: &[u8], unmasked: bool) -> Result<E
         .or_else(|_| std::env::var("EDITOR"))
         .unwrap_or_else(|_| "vi".into());
     // Through the shell so EDITOR may carry arguments ("code -w", "vim -u NONE").
-    let status = std::process::Command::new("sh")
+    let mut sh = std::process::Command::new("sh");
+    let status = crate::credentials::scrub_env(&mut sh)
         .arg("-c")
         .arg(format!("{editor} \"$1\""))
         .arg("sh")

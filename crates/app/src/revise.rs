@@ -15,6 +15,8 @@ use dlq_core::schema::{Decoding, PayloadCodec};
 pub enum UnmaskFor {
     View,
     Edit,
+    /// A transform's sample, real values (`transform --dry-run --unmask`).
+    Transform,
 }
 
 /// What an edit did.
@@ -45,8 +47,10 @@ impl Principal {
         }
         self.require(Permission::Unmask, letter_id)?;
         let mut detail = serde_json::json!({"reason": reason, "source": source_key});
-        if purpose == UnmaskFor::Edit {
-            detail["for"] = "edit --unmasked".into();
+        match purpose {
+            UnmaskFor::View => {}
+            UnmaskFor::Edit => detail["for"] = "edit --unmasked".into(),
+            UnmaskFor::Transform => detail["for"] = "transform --unmask".into(),
         }
         self.audit("unmask", letter_id, &detail.to_string())?;
         Ok(())

@@ -14,6 +14,8 @@ pub struct SchemaFlags {
     pub registry: Option<String>,
     pub registry_ca: Option<PathBuf>,
     pub dir: Option<PathBuf>,
+    /// Credentials may go over plain `http://` to a remote registry (a trusted network).
+    pub registry_plain_http: bool,
 }
 
 /// The named source's value, else the global one.
@@ -76,6 +78,7 @@ pub fn open(
                 .clone()
                 .or_else(|| pick(named, global, |c| c.registry_ca.clone())),
             timeout: None,
+            allow_plain_http: flags.registry_plain_http,
         }
     });
     // A source's own mappings over the global ones, container by container.

@@ -4,8 +4,12 @@
 //!
 //! Each letter's base is its latest revision, else its payload (the decoded form where
 //! a schema decodes it). The program runs in a worker process (`dlq-transform`), bounded
-//! per letter; what it produces is never shown unmasked — the sample diff masks by
-//! field name, by detector, and follows values copied out of masked fields. Recording
+//! per letter. What it produces is shown through the mask it came from
+//! (`dlq_core::masking::derived`): the program runs a second time on the letter as the
+//! role sees it, and only what that run also produced is shown; the rest is a shape. The
+//! causes of failures likewise, word by word. Every dry-run is audited (program text and
+//! digest, selection, counts) before its figures are shown; `--unmask` (the Unmask
+//! right, audited) shows the real sample. Recording
 //! is batched and resumable: a letter whose latest revision came from the same program
 //! counts as `already` and is not recorded again, so running the command again after a
 //! kill records only what is missing.
@@ -14,7 +18,7 @@ use crate::session::{SessionError, Settings};
 use dlq_core::access::Permission;
 use dlq_core::diff::{self, Change, Diff};
 use dlq_core::journal::{LatestRevision, NewRevision};
-use dlq_core::masking::copies;
+use dlq_core::masking::{derived, Layout, Masker};
 use dlq_core::model::{BodyKind, DeadLetter};
 use dlq_core::revision::{changed_paths, sha256_hex};
 use dlq_core::schema::Decoding;
@@ -22,6 +26,7 @@ use dlq_core::{fingerprint, sanitize};
 use dlq_transform::{Applied, Sandbox, SandboxError};
 pub use dlq_transform::{Limits, WorkerCommand};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
@@ -164,6 +169,18 @@ pub struct Transform {
     tally: Tally,
     revisions: Vec<NewRevision>,
     held: usize,
+    /// The real sample is shown (the Unmask right, audited); causes and paths stay guarded.
+    unmasked: bool,
+    /// sha256 over the ids of the letters offered, for the dry-run's audit entry.
+    offered: Sha256,
+    /// The dry-run's figures were audited (shown at most after that).
+    audited: bool,
+}
+
+/// What one run of the program gave.
+enum Run {
+    Output(Value),
+    Failed(String),
 }
 
 enum Outcome {
@@ -173,6 +190,9 @@ enum Outcome {
     Changed {
         before: Value,
         after: Value,
+        /// The input as the role sees it, and the output guarded against it.
+        shown_before: Value,
+        shown_after: Value,
         /// The revision's payload (re-encoded in its schema where one decoded it).
         bytes: Vec<u8>,
         sha256_before: String,
@@ -226,11 +246,62 @@ impl Transform {
             tally: Tally::default(),
             revisions: Vec::new(),
             held: 0,
+            unmasked: false,
+            offered: Sha256::new(),
+            audited: false,
         })
     }
 
-    pub fn tally(&self) -> &Tally {
-        &self.tally
+    /// Show the real sample: needs the Unmask right and a reason, audited (a refusal
+    /// too) before any letter is offered. Causes and recorded paths stay guarded.
+    pub fn unmask(&mut self, reason: &str) -> Result<(), SessionError> {
+        let target = format!("transform:{}", &self.program_sha[..12]);
+        self.settings.principal.unmask(
+            &self.settings.source_key,
+            &target,
+            reason,
+            crate::revise::UnmaskFor::Transform,
+        )?;
+        self.unmasked = true;
+        Ok(())
+    }
+
+    /// The figures once [`Transform::dry_run_shown`] audited them; `None` before.
+    pub fn audited_tally(&self) -> Option<&Tally> {
+        self.audited.then_some(&self.tally)
+    }
+
+    /// The dry-run's figures, audited first: who ran which program (text and sha256)
+    /// over which letters (`selection`, their count and the digest of their ids), and
+    /// what it found. A failed audit write shows nothing. Audited once per transform.
+    pub fn dry_run_shown(&mut self, selection: &str) -> Result<&Tally, SessionError> {
+        if !self.audited {
+            let letters: String = self
+                .offered
+                .clone()
+                .finalize()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let detail = serde_json::json!({
+                "source": self.settings.source_key,
+                "selection": sanitize::clean(selection),
+                "program": self.program,
+                "program_sha256": self.program_sha,
+                "letters": self.tally.matched,
+                "letters_sha256": letters,
+                "changed": self.tally.changed,
+                "failed": self.tally.failed_total(),
+                "unmasked": self.unmasked,
+            });
+            self.settings.principal.audit(
+                "transform-dry-run",
+                &self.settings.source_key,
+                &detail.to_string(),
+            )?;
+            self.audited = true;
+        }
+        Ok(&self.tally)
     }
 
     /// Run the program on one letter and count what it did. Fails only when no worker
@@ -238,8 +309,11 @@ impl Transform {
     /// counted under its cause.
     pub fn offer(&mut self, letter: &DeadLetter) -> Result<(), SessionError> {
         self.tally.matched += 1;
-        let outcome = self.judge(letter)?;
-        let masker = self.settings.masker.with_fields(letter.pii_fields());
+        self.offered.update(letter.id.value.0.as_bytes());
+        self.offered.update([0]);
+        let settings = self.settings.clone();
+        let masker = settings.masker.with_fields(letter.pii_fields());
+        let outcome = self.judge(&masker, letter)?;
         match outcome {
             Outcome::Already => self.tally.already += 1,
             Outcome::Unchanged => self.tally.unchanged += 1,
@@ -250,13 +324,19 @@ impl Transform {
             Outcome::Changed {
                 before,
                 after,
+                shown_before,
+                shown_after,
                 bytes,
                 sha256_before,
             } => {
                 self.tally.changed += 1;
                 if self.tally.sample.len() < SAMPLE {
-                    let s = sample(&masker, letter, &before, &after);
-                    self.tally.sample.push(s);
+                    let changes = if self.unmasked {
+                        diff::unmasked_changes(&before, &after)
+                    } else {
+                        masked_changes(&masker, &shown_before, &shown_after)
+                    };
+                    self.tally.sample.push(sample(letter, changes));
                 }
                 if self.keep {
                     self.held += bytes.len();
@@ -269,7 +349,8 @@ impl Transform {
                     self.revisions.push(NewRevision {
                         letter_id: letter.id.value.0.clone(),
                         reason: self.reason.clone(),
-                        changed_paths: changed_paths(&before, &after),
+                        // Read by everyone in `audit list`: the guarded paths.
+                        changed_paths: changed_paths(&shown_before, &shown_after),
                         sha256_before,
                         after: bytes,
                         program: Some(self.program.clone()),
@@ -280,10 +361,12 @@ impl Transform {
         Ok(())
     }
 
-    /// What the program makes of one letter (failures unmasked: `offer` masks them).
-    fn judge(&mut self, letter: &DeadLetter) -> Result<Outcome, SessionError> {
+    /// What the program makes of one letter, guarded (failures still go through the
+    /// masker in `offer`, for what the detectors find in the words shown).
+    fn judge(&mut self, masker: &Masker, letter: &DeadLetter) -> Result<Outcome, SessionError> {
         let revised;
-        let (base, base_raw): (&DeadLetter, &[u8]) = match self.latest.get(&letter.id.value.0) {
+        let latest = self.latest.get(&letter.id.value.0);
+        let (base, base_raw): (&DeadLetter, &[u8]) = match latest {
             Some(r) if r.program_sha256.as_deref() == Some(self.program_sha.as_str()) => {
                 return Ok(Outcome::Already)
             }
@@ -299,33 +382,74 @@ impl Transform {
             return Ok(Outcome::Failed(why));
         }
         let input = base.readable_payload();
-        let output = match self.sandbox.apply(input) {
-            Ok(Applied::Output(o)) => o,
-            Ok(Applied::Raised(why)) => return Ok(Outcome::Failed(cause(&why))),
-            Ok(Applied::Stopped(why)) => return Ok(Outcome::Failed(why)),
-            Err(e) => return Err(broken(e.to_string())),
+        let Ok(before) = serde_json::from_slice::<Value>(input) else {
+            return Ok(Outcome::Failed("the payload is not JSON".into()));
         };
-        let (Ok(before), Ok(after)) = (
-            serde_json::from_slice::<Value>(input),
-            serde_json::from_slice::<Value>(&output),
-        ) else {
-            return Ok(Outcome::Failed(
-                "the output is not JSON (nan, an infinite number or a byte string)".into(),
-            ));
+        // What the role sees of the input: masked, and where an earlier program revised
+        // it, what that program changed only as shapes (its own guard is not kept).
+        let shown_before = match latest {
+            Some(r) if r.program_sha256.is_some() => {
+                let original = serde_json::from_slice::<Value>(letter.readable_payload()).ok();
+                let shown_original = original.as_ref().and_then(|o| masked_view(masker, o));
+                derived::guard(
+                    &before,
+                    original.as_ref(),
+                    shown_original.as_ref(),
+                    None,
+                    "",
+                )
+            }
+            _ => masked_view(masker, &before).unwrap_or_else(|| derived::shape(&before)),
+        };
+        let real = run(&mut self.sandbox, input)?;
+        // The same program on what the role sees; where that is the input itself, its run.
+        let on_shown = if shown_before == before {
+            None
+        } else {
+            Some(run(&mut self.sandbox, shown_before.to_string().as_bytes())?)
+        };
+        let after = match real {
+            Run::Failed(why) => {
+                let seen = match &on_shown {
+                    None => Some(why.as_str()),
+                    Some(Run::Failed(w)) => Some(w.as_str()),
+                    Some(Run::Output(_)) => None,
+                };
+                return Ok(Outcome::Failed(derived::guard_text(&why, seen)));
+            }
+            Run::Output(after) => after,
         };
         if before == after {
             return Ok(Outcome::Unchanged);
         }
+        let masked_run = match on_shown {
+            None => Some(after.clone()),
+            Some(Run::Output(v)) => Some(v),
+            Some(Run::Failed(_)) => None,
+        };
+        let shown_after = derived::guard(
+            &after,
+            Some(&before),
+            Some(&shown_before),
+            masked_run.as_ref(),
+            &self.program,
+        );
         let bytes = match (base.decoded(), self.settings.codec.as_deref()) {
             (None, _) => serde_json::to_vec(&after).unwrap_or_default(),
             (Some(d), Some(codec)) => match codec.encode(&d.schema, &after.to_string()) {
                 Ok(b) => b,
                 Err(e) => {
+                    // The encoder may quote the value it refused: guarded like a cause.
+                    let seen = masked_run
+                        .as_ref()
+                        .and_then(|m| codec.encode(&d.schema, &m.to_string()).err())
+                        .map(|e| fingerprint::normalize(&e.0));
+                    let why = fingerprint::normalize(&e.0);
                     return Ok(Outcome::Failed(format!(
                         "the output does not fit {}: {}",
                         d.schema.name,
-                        fingerprint::normalize(&e.0)
-                    )))
+                        derived::guard_text(&why, seen.as_deref())
+                    )));
                 }
             },
             (Some(d), None) => {
@@ -338,6 +462,8 @@ impl Transform {
         Ok(Outcome::Changed {
             before,
             after,
+            shown_before,
+            shown_after,
             bytes,
             sha256_before: sha256_hex(base_raw),
         })
@@ -373,6 +499,79 @@ impl Transform {
     }
 }
 
+/// One run of the program: its JSON output, or why not (a cause without the
+/// letter's quoted values).
+fn run(sandbox: &mut Sandbox, input: &[u8]) -> Result<Run, SessionError> {
+    let output = match sandbox.apply(input) {
+        Ok(Applied::Output(o)) => o,
+        Ok(Applied::Raised(why)) => return Ok(Run::Failed(cause(&why))),
+        Ok(Applied::Stopped(why)) => return Ok(Run::Failed(why)),
+        Err(e) => return Err(broken(e.to_string())),
+    };
+    Ok(match serde_json::from_slice::<Value>(&output) {
+        Ok(v) => Run::Output(v),
+        Err(_) => {
+            Run::Failed("the output is not JSON (nan, an infinite number or a byte string)".into())
+        }
+    })
+}
+
+/// What revision `number` of `letter` changed, as the role may see it, when a transform
+/// made it (`None` for an edit, which a person wrote from the masked view): the program,
+/// read from the revision's ledger entry, runs again on the masked original and only what
+/// that run also produced is shown (see [`derived`]). A revision made from an earlier
+/// revision shows what it changed as shapes. For `diff --revision`.
+pub fn revision_changes(
+    settings: &Settings,
+    letter: &DeadLetter,
+    number: i64,
+    revised: &DeadLetter,
+) -> Result<Option<Vec<Change>>, SessionError> {
+    let entry = settings
+        .principal
+        .history(&letter.id.value.0)?
+        .into_iter()
+        .filter(|e| e.action == "edit")
+        .filter_map(|e| serde_json::from_str::<Value>(&e.detail).ok())
+        .find(|d| {
+            d["source"].as_str() == Some(settings.source_key.as_str())
+                && d["revision"].as_i64() == Some(number)
+        });
+    let Some(program) = entry.as_ref().and_then(|d| d["program"].as_str()) else {
+        return Ok(None);
+    };
+    let masker = settings.masker.with_fields(letter.pii_fields());
+    let parse = |d: &DeadLetter| serde_json::from_slice::<Value>(d.readable_payload()).ok();
+    let (Some(before), Some(after)) = (parse(letter), parse(revised)) else {
+        return Ok(Some(Vec::new()));
+    };
+    let shown_before = masked_view(&masker, &before).unwrap_or_else(|| derived::shape(&before));
+    let from_original = entry
+        .as_ref()
+        .and_then(|d| d["sha256_before"].as_str())
+        .is_some_and(|s| s == sha256_hex(&letter.raw.payload));
+    let masked_run = if !from_original {
+        None
+    } else if shown_before == before {
+        Some(after.clone())
+    } else {
+        let mut sandbox =
+            Sandbox::start(worker()?, program, Limits::default()).map_err(start_failed)?;
+        match run(&mut sandbox, shown_before.to_string().as_bytes())? {
+            Run::Output(v) => Some(v),
+            Run::Failed(_) => None,
+        }
+    };
+    let shown_after = derived::guard(
+        &after,
+        Some(&before),
+        Some(&shown_before),
+        masked_run.as_ref(),
+        program,
+    );
+    Ok(Some(masked_changes(&masker, &shown_before, &shown_after)))
+}
+
 /// Why a letter's payload is no input for a program, if it is not.
 fn not_transformable(letter: &DeadLetter) -> Option<String> {
     match &letter.schema {
@@ -398,21 +597,28 @@ fn cause(why: &str) -> String {
     fingerprint::normalize(&text)
 }
 
-/// The masked field-level diff of one changed letter.
-fn sample(
-    masker: &dlq_core::masking::Masker,
-    letter: &DeadLetter,
-    before: &Value,
-    after: &Value,
-) -> Sample {
-    let hidden = copies::hidden_by_name(masker, before);
-    let b = copies::mask_copies(masker, before, &hidden);
-    let a = copies::mask_copies(masker, after, &hidden);
-    let changes =
-        match diff::diff_payloads(masker, b.to_string().as_bytes(), a.to_string().as_bytes()) {
-            Diff::Json(c) => c,
-            _ => Vec::new(),
-        };
+/// A letter's masked view as JSON (what `show` prints), if it has one.
+fn masked_view(masker: &Masker, v: &Value) -> Option<Value> {
+    let (text, _) = masker
+        .mask_json(v.to_string().as_bytes(), Layout::Compact, usize::MAX)
+        .ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The field-level diff between the input as the role sees it and the guarded output,
+/// masked once more on the way out (detectors over what a program wrote in the open).
+fn masked_changes(masker: &Masker, shown_before: &Value, shown_after: &Value) -> Vec<Change> {
+    match diff::diff_payloads(
+        masker,
+        shown_before.to_string().as_bytes(),
+        shown_after.to_string().as_bytes(),
+    ) {
+        Diff::Json(c) => c,
+        _ => Vec::new(),
+    }
+}
+
+fn sample(letter: &DeadLetter, changes: Vec<Change>) -> Sample {
     Sample {
         letter_id: sanitize::clean(&letter.id.value.0),
         location: letter

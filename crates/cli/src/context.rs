@@ -139,6 +139,7 @@ impl Context {
                 registry: cli.schema_registry.clone(),
                 registry_ca: cli.schema_registry_ca.clone(),
                 dir: cli.schemas.clone(),
+                registry_plain_http: cli.registry_plain_http,
             },
             &config,
             cli.source_arg(),

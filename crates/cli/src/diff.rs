@@ -121,7 +121,15 @@ pub fn run(ctx: &Context, a: &DiffArgs) -> anyhow::Result<()> {
         None => &found[1][0],
     };
     let masker: &Masker = loaded.catalog.masker();
-    let payload = diff_letters(masker, x, y);
+    // A transform's revision through the mask its program's input came from.
+    let guarded = match a.revision {
+        Some(n) => dlq_app::transform::revision_changes(loaded.session.settings(), x, n, y)?,
+        None => None,
+    };
+    let payload = match guarded {
+        Some(changes) => dlq_core::diff::Diff::Json(changes),
+        None => diff_letters(masker, x, y),
+    };
     let headers = diff_payloads(masker, &headers_doc(x), &headers_doc(y));
     let label = |d: &DeadLetter| {
         let c = d

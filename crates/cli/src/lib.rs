@@ -134,6 +134,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     pub schema_registry_ca: Option<PathBuf>,
 
+    /// Send the schema registry's credentials over plain http:// to a remote host
+    /// (refused by default: anyone on the path reads them).
+    #[arg(long, global = true)]
+    pub registry_plain_http: bool,
+
     /// A directory of schemas (.avsc, .proto, .json, descriptor sets; schemas.toml maps
     /// ids and topics), for hosts without registry access.
     #[arg(long, global = true, env = "DLQ_TRIAGE_SCHEMAS", value_name = "DIR")]
@@ -278,6 +283,10 @@ pub struct TransformArgs {
     /// Count what would change and show a masked sample; record nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Show the sample's real values (needs the unmask right; audited with --reason).
+    /// Failure causes and the paths recorded stay masked.
+    #[arg(long)]
+    pub unmask: bool,
     #[arg(long)]
     pub json: bool,
     /// Do not ask (scripts). Above 100 revisions (`[replay] confirm_above`), --expect N

@@ -30,7 +30,9 @@ impl Pager {
             return stdout();
         }
         let mut cmd = Command::new(program);
-        cmd.args(args).stdin(Stdio::piped());
+        dlq_app::credentials::scrub_env(&mut cmd)
+            .args(args)
+            .stdin(Stdio::piped());
         // less: keep sanitized text as it is, but do not need a LESS setting to do so.
         if std::env::var_os("LESS").is_none() {
             cmd.env("LESS", "FRX");

@@ -43,6 +43,9 @@ pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
         Err(e @ dlq_app::session::SessionError::Invalid(_)) => return usage(e.to_string()),
         Err(e) => return Err(e.into()),
     };
+    if a.unmask {
+        transform.unmask(&a.reason)?;
+    }
     let now = ctx.now_ms();
     let needs_letters = filter.wants_letters();
     let loaded = ctx.load_with(&a.source, filter.needs_previews(), |cat, row, dl| {
@@ -58,7 +61,8 @@ pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
         Ok(())
     })?;
     let label = sanitize::clean(&loaded.info.label);
-    let tally = transform.tally().clone();
+    // Audited before anything of it is shown.
+    let tally = transform.dry_run_shown(&a.filter)?.clone();
     if a.json && a.dry_run {
         return print_json(&tally, true, 0);
     }

@@ -274,12 +274,13 @@ impl Outputs {
 
 /// Run the breach hook: the operator's argv (never a shell), the breach as JSON on stdin
 /// — letter data reaches the command only there, never in its arguments or environment —
-/// killed after `timeout`.
+/// killed after `timeout`. The tool's secrets are not in its environment.
 fn run_hook(cmd: &[String], json: &str, timeout: Duration) {
     let Some((prog, args)) = cmd.split_first() else {
         return;
     };
-    let child = std::process::Command::new(prog)
+    let mut command = std::process::Command::new(prog);
+    let child = dlq_app::credentials::scrub_env(&mut command)
         .args(args)
         .stdin(std::process::Stdio::piped())
         // Its output goes to stderr: stdout stays ours (one line per event).

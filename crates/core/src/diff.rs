@@ -112,15 +112,47 @@ pub fn diff_payloads(masker: &Masker, a: &[u8], b: &[u8]) -> Diff {
     }
 }
 
+/// The changes between two JSON values as they are, nothing masked: only for a view the
+/// caller has checked the unmask right for and audited (`transform --dry-run --unmask`).
+pub fn unmasked_changes(a: &Value, b: &Value) -> Vec<Change> {
+    let text = |v: Option<&Value>| v.map(|v| v.to_string());
+    crate::revision::changed_paths(a, b)
+        .into_iter()
+        .map(|path| {
+            let at = if path == "/" { "" } else { path.as_str() };
+            let (old, new) = (a.pointer(at), b.pointer(at));
+            let kind = match (old, new) {
+                (None, _) => ChangeKind::Added,
+                (_, None) => ChangeKind::Removed,
+                _ => ChangeKind::Changed,
+            };
+            Change {
+                path,
+                kind,
+                old: text(old),
+                new: text(new),
+            }
+        })
+        .collect()
+}
+
 fn has_binary(s: &str) -> bool {
     s.chars().any(|c| c.is_control() && !c.is_whitespace())
 }
 
 fn pointer_segment(masker: &Masker, seg: &str) -> String {
+    if crate::masking::derived::is_shape(seg) {
+        return seg.to_string();
+    }
     masker.mask_text(seg).replace('~', "~0").replace('/', "~1")
 }
 
 fn masked_value(masker: &Masker, class: Option<Class>, v: &Value) -> String {
+    if let Value::String(s) = v {
+        if crate::masking::derived::is_shape(s) {
+            return v.to_string();
+        }
+    }
     let raw = serde_json::to_vec(v).unwrap_or_default();
     masker
         .mask_json_under(class, &raw, Layout::Compact)

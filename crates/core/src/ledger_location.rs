@@ -58,21 +58,17 @@ impl std::fmt::Display for Location {
     }
 }
 
-/// The connection string without its password (and without any query options).
+/// The connection string without its password (and without any query options). The
+/// userinfo ends at the last `@` (`crate::uri`), so a password with `#` or `?` goes whole.
 pub fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    let Some(p) = crate::uri::split(url) else {
         return "postgres://?".into();
     };
-    let rest = rest.split(['?', '#']).next().unwrap_or("");
-    let (auth, host) = match rest.rsplit_once('@') {
-        Some((auth, host)) => (Some(auth), host),
-        None => (None, rest),
-    };
-    let user = auth.map(|a| a.split(':').next().unwrap_or(""));
+    let host = p.rest.split(['?', '#']).next().unwrap_or("");
     let clean = crate::sanitize::clean;
-    match user {
-        Some(u) => format!("{scheme}://{}@{}", clean(u), clean(host)),
-        None => format!("{scheme}://{}", clean(host)),
+    match p.user {
+        Some(u) => format!("{}{}@{}", p.scheme, clean(u), clean(host)),
+        None => format!("{}{}", p.scheme, clean(host)),
     }
 }
 

@@ -35,5 +35,6 @@ pub mod schema;
 pub mod source;
 pub mod store;
 pub mod timefmt;
+pub mod uri;
 pub mod watch;
 pub mod words;

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use sha2::Sha256;
 use std::collections::BTreeMap;
 
-pub mod copies;
+pub mod derived;
 mod json;
 mod rules;
 

@@ -101,6 +101,10 @@ impl SourceRef {
 }
 
 fn parse_kafka(rest: &str) -> Result<SourceRef, BadSource> {
+    // Topic names cannot hold `@`: any `@` is userinfo, wherever a `/` put it.
+    if rest.contains('@') {
+        return Err("kafka:// takes no user or password in the URI: use -X sasl.username=… with the password in DLQ_TRIAGE_KAFKA_PASSWORD or a credentials file (see the README)".into());
+    }
     let (hosts, topics) = rest
         .split_once('/')
         .ok_or("kafka:// needs topics: kafka://host:9092/topic[,topic2]")?;
@@ -127,41 +131,23 @@ fn parse_kafka(rest: &str) -> Result<SourceRef, BadSource> {
 }
 
 /// Remove credentials from every `scheme://userinfo@` in a text — a URI that did not
-/// parse, an error message that echoes one, a management URL. The user name stays
-/// (it helps and is not a secret); the password becomes `***`. Userinfo without a `:`
-/// may be a token and is replaced whole.
+/// parse, an error message that echoes one, a management URL. A URI runs to the next
+/// white space or quote, and its userinfo to its last `@` (`crate::uri`): a password
+/// holding `/ ? #` is removed whole. The user name stays; the password becomes `***`.
 pub fn redact_uri_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(at) = rest.find("://") {
-        let (head, tail) = rest.split_at(at + 3);
-        out.push_str(head);
+        // Back to the start of the scheme, so `crate::uri` sees the whole URI.
+        let start = rest[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |i| i + 1);
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
         let end = tail
-            .find(|c: char| {
-                c == '/'
-                    || c == '?'
-                    || c == '#'
-                    || c.is_whitespace()
-                    || c == '`'
-                    || c == '\''
-                    || c == '"'
-            })
+            .find(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"'))
             .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match authority.rfind('@') {
-            Some(i) => {
-                let userinfo = &authority[..i];
-                match userinfo.split_once(':') {
-                    Some((user, _)) => {
-                        out.push_str(user);
-                        out.push_str(":***");
-                    }
-                    None => out.push_str("***"),
-                }
-                out.push_str(&authority[i..]);
-            }
-            None => out.push_str(authority),
-        }
+        out.push_str(&crate::uri::redact(&tail[..end]));
         rest = &tail[end..];
     }
     out.push_str(rest);
@@ -217,12 +203,13 @@ impl TlsFiles {
 
 fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, BadSource> {
     let usage = "amqp://user:pass@host:5672/vhost?queue=q1[,q2] (amqps:// also takes &cacertfile=PATH, &certfile=PATH&keyfile=PATH)";
-    let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let (authority, path) = before_query.split_once('/').unwrap_or((before_query, ""));
-    let (userinfo, hostport) = match authority.rsplit_once('@') {
-        Some((u, h)) => (Some(u), h),
-        None => (None, authority),
+    // The userinfo ends at the last `@` (a password may hold `/ ? #`): `crate::uri`.
+    let (userinfo, rest) = match rest.rsplit_once('@') {
+        Some((u, r)) => (Some(u), r),
+        None => (None, rest),
     };
+    let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (hostport, path) = before_query.split_once('/').unwrap_or((before_query, ""));
     let (user, password) = match userinfo {
         Some(u) => {
             let (user, pass) = u.split_once(':').unwrap_or((u, ""));

@@ -209,6 +209,18 @@ impl Ledger {
 fn client_config(
     url: &str,
 ) -> Result<(postgres::Config, postgres_native_tls::MakeTlsConnector), String> {
+    // The userinfo is ours to read (it ends at the last `@`, so a password may hold
+    // `/ ? #`), and the driver never sees it: nothing it echoes can carry the password.
+    let parts = dlq_core::uri::split(url).ok_or("not a PostgreSQL URL (postgres://…)")?;
+    let decode = |s: &str| {
+        dlq_core::uri::decode(s).ok_or_else(|| {
+            "%-escapes in the ledger URL's userinfo are not UTF-8 (not shown)".to_string()
+        })
+    };
+    let user = parts.user.map(decode).transpose()?;
+    let password = parts.password.map(decode).transpose()?;
+    let bare = format!("{}{}", parts.scheme, parts.rest);
+    let url = bare.as_str();
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut kept = Vec::new();
     let mut root: Option<String> = None;
@@ -235,6 +247,12 @@ fn client_config(
     let mut config: postgres::Config = url
         .parse()
         .map_err(|e| format!("not a PostgreSQL URL: {e}"))?;
+    if let Some(u) = &user {
+        config.user(u);
+    }
+    if let Some(pw) = &password {
+        config.password(pw.as_bytes());
+    }
     if config.get_password().is_none() {
         if let Some(pw) = std::env::var_os("PGPASSWORD") {
             config.password(pw.as_encoded_bytes());

@@ -18,6 +18,8 @@ pub struct RegistryConfig {
     pub ca_file: Option<PathBuf>,
     /// How long one request may take before the letters of that id are `schema pending`.
     pub timeout: Option<Duration>,
+    /// Send credentials over plain `http://` to a host that is not this machine.
+    pub allow_plain_http: bool,
 }
 
 /// Registry credentials. `Debug` never prints them.
@@ -141,6 +143,16 @@ impl Registry {
             Auth::Basic { user, password } => Some(basic(user, password)),
             Auth::Bearer(t) => Some(format!("Bearer {t}")),
         };
+        let plain = cfg
+            .url
+            .get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("http://"));
+        if auth.is_some() && plain && !cfg.allow_plain_http && !dlq_core::uri::is_loopback(&cfg.url)
+        {
+            return Err(format!(
+                "schema registry `{shown}`: credentials over plain http:// are refused (anyone on the path reads them); use https://, or --registry-plain-http where the network is trusted"
+            ));
+        }
         Ok(Registry {
             base,
             shown,
@@ -316,22 +328,18 @@ fn basic(user: &str, password: &str) -> String {
     )
 }
 
-/// `https://user:pw@host/path` → (`https://host/path`, basic auth).
+/// `https://user:pw@host/path` → (`https://host/path`, basic auth). The userinfo ends at
+/// the last `@` (`dlq_core::uri`), so a password may hold `/ ? #`.
 fn split_userinfo(url: &str) -> (String, Option<String>) {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return (url.to_string(), None);
-    };
-    let host_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..host_end].rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let (u, p) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-            let dec = |s: &str| percent_decode(s);
-            (
-                format!("{scheme}://{host}{}", &rest[host_end..]),
-                Some(basic(&dec(u), &dec(p))),
-            )
-        }
-        None => (url.to_string(), None),
+    match dlq_core::uri::split(url) {
+        Some(p) if p.user.is_some() => (
+            format!("{}{}", p.scheme, p.rest),
+            Some(basic(
+                &percent_decode(p.user.unwrap_or_default()),
+                &percent_decode(p.password.unwrap_or_default()),
+            )),
+        ),
+        _ => (url.to_string(), None),
     }
 }
 

@@ -284,14 +284,15 @@ fn handle(
             let (letters, missing) = session.picked_letters(picked);
             match plan_transform(session.settings(), &letters, &program, &reason) {
                 Ok(t) => {
-                    let mut lines = t.tally().lines(70);
+                    let tally = t.audited_tally().cloned().unwrap_or_default();
+                    let mut lines = tally.lines(70);
                     if !missing.is_empty() {
                         lines.push(format!(
                             "{} could not be read and are left out",
                             dlq_core::words::letters(missing.len())
                         ));
                     }
-                    let n = t.tally().changed as usize;
+                    let n = tally.changed as usize;
                     replays.transform = Some(t);
                     Action::from(LedgerEvent::TransformPlanned(Ok((lines, n))))
                 }
@@ -785,5 +786,10 @@ fn plan_transform(
     for (letter, _) in letters {
         t.offer(letter)?;
     }
+    // Audited here, before the overlay shows any of it.
+    t.dry_run_shown(&format!(
+        "{} picked in the TUI",
+        dlq_core::words::letters(letters.len())
+    ))?;
     Ok(t)
 }

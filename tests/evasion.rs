@@ -1,0 +1,388 @@
+//! Masked means masked, whatever a program does: an evasion corpus of jq programs that
+//! launder customer data (encodings, code points, slices, keys, `error`, captures…) run
+//! through `transform --dry-run` — text and JSON, then recorded and read back with `diff
+//! --revision` — as an operator: nothing of the secrets in any form. The privileged role
+//! with `--unmask` sees them, and the ledger says so; every dry-run is in `audit list`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
+
+use base64::Engine;
+use dlq_core::dump::to_line;
+use dlq_core::model::{Coords, RawLetter};
+use dlq_testkit::cli::{exited, json, stderr, Cli};
+use std::io::Write;
+
+/// Made-up names, so any fragment of them in an output is a leak.
+const NAMES: [&str; 2] = ["Zorblax Quimby", "Vintrelle Oxhaven"];
+const EMAILS: [&str; 2] = [
+    "zorblax.quimby@example.com",
+    "vintrelle.oxhaven@mail.example.org",
+];
+const TAX_IDS: [&str; 2] = ["QX9187364520", "QZ5647382910"];
+const PHONES: [u64; 2] = [15551234567, 15559876543];
+
+/// Programs that try to get a masked value out in another form.
+pub const EVASIONS: &[&str] = &[
+    "error(.customer.name)",
+    "error(.customer.email | @base64)",
+    r#"error("no luck for " + .customer.name)"#,
+    "error({who: .customer.email})",
+    ".customer.name | tonumber",
+    ".customer.tax_id | tonumber",
+    ".note = (.customer.email | @base64)",
+    ".note = (.customer.name | @base64)",
+    ".note = (.customer.name | @base32)",
+    ".note = (.customer.email | @uri)",
+    ".note = (.customer.name | @html)",
+    ".note = (.customer.name | @sh)",
+    ".note = (.customer.name | @json)",
+    ".note = ([.customer.name, .customer.email] | @csv)",
+    ".note = (.customer.name | explode)",
+    ".note = (.customer.name | explode | implode)",
+    r#".note = ([.customer.name | explode[] | tostring] | join(","))"#,
+    r#".note = (.customer.name | split("") | join("-"))"#,
+    ".note = (.customer.name | explode | reverse | implode)",
+    ".note = (.customer.tax_id | .[1:])",
+    ".note = (.customer.tax_id | .[2:8])",
+    ".customer.tax_id |= .[1:]",
+    ".note = (.customer.name * 2)",
+    ".note = (.customer.phone | tostring)",
+    ".note = (.customer.phone + 1)",
+    ".note = (.customer.name | ascii_downcase)",
+    ".customer.name |= ascii_upcase",
+    ".note = (.customer | tostring)",
+    ".note = (.customer | tojson)",
+    r#".note = (.customer | to_entries | map(.value | tostring) | join(" "))"#,
+    r#".note = (.customer.name | match("(\\w+) (\\w+)") | .captures | map(.string))"#,
+    r#".note = (.customer.name | capture("(?<a>\\w+)"))"#,
+    r#".note = (.customer.email | split("@")[0])"#,
+    r#".note = (.customer.name | ltrimstr("Z") | rtrimstr("y"))"#,
+    r#".note = (.customer.name | sub("(?<x>.)"; "\(.x)."))"#,
+    ".by = {(.customer.name): 1}",
+    ".keys = ({(.customer.email): 1} | keys)",
+    ".customer = (.customer | with_entries(.key = .value | .value = 1))",
+    r#".note = (.customer.name | test("^Z"))"#,
+    ".note = [.customer.name | length, utf8bytelength]",
+    "[paths(..)] as $p | .note = ($p | tostring)",
+    ".note = (.customer.name | ascii_downcase | explode | map(. + 1) | implode)",
+    ".amount |= (gsub(\",\"; \"\") | tonumber)",
+];
+
+fn fixture(dir: &std::path::Path) -> String {
+    let path = dir.join("evasion.ndjson");
+    let mut f = std::fs::File::create(&path).expect("dump");
+    for i in 0..2 {
+        let payload = serde_json::json!({
+            "customer": {
+                "name": NAMES[i],
+                "email": EMAILS[i],
+                "tax_id": TAX_IDS[i],
+                "phone": PHONES[i],
+            },
+            "amount": "1,500.00",
+            "note": "",
+        });
+        let letter = RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "fixture.dlq".into(),
+                partition: 0,
+                offset: i as i64,
+            }),
+            payload: payload.to_string().into_bytes(),
+            headers: vec![dlq_core::model::Header::named(
+                "x-reason-code",
+                dlq_core::model::HeaderValue::text("amount_not_a_number"),
+            )],
+            timestamp: chrono::DateTime::from_timestamp_millis(1_764_000_000_000 + i as i64),
+            ..RawLetter::default()
+        };
+        writeln!(f, "{}", to_line(&letter, false)).expect("write");
+    }
+    path.display().to_string()
+}
+
+/// Every form in which a secret of the fixture could come out.
+fn leaks(text: &str) -> Vec<String> {
+    let lower = without_digests(&text.to_lowercase());
+    let alnum: String = lower.chars().filter(|c| c.is_alphanumeric()).collect();
+    let mut forms: Vec<String> = Vec::new();
+    let windows = |s: &str, n: usize| -> Vec<String> {
+        let c: Vec<char> = s.chars().collect();
+        c.windows(n).map(|w| w.iter().collect()).collect()
+    };
+    for name in NAMES {
+        for word in name.to_lowercase().split(' ') {
+            // Any four letters of a name, forwards or backwards (the first shows in
+            // the mask's hint, so windows start after it).
+            for w in windows(&word[1..], 4) {
+                forms.push(w.clone());
+                forms.push(w.chars().rev().collect());
+            }
+            // Its code points, as explode or ascii codes would print them.
+            let codes: String = word
+                .bytes()
+                .skip(1)
+                .take(3)
+                .map(|b| b.to_string())
+                .collect();
+            forms.push(codes);
+        }
+    }
+    for digits in TAX_IDS
+        .iter()
+        .map(|t| t[2..].to_string())
+        .chain(PHONES.iter().map(|p| p.to_string()))
+    {
+        for w in windows(&digits, 5) {
+            forms.push(w.clone());
+            forms.push(w.chars().rev().collect());
+        }
+    }
+    let secrets: Vec<String> = NAMES
+        .iter()
+        .chain(EMAILS.iter())
+        .chain(TAX_IDS.iter())
+        .map(|s| s.to_string())
+        .collect();
+    for s in &secrets {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(s);
+        forms.push(b64[..12].to_lowercase());
+        forms.push(base32(s.as_bytes())[..12].to_lowercase());
+    }
+    forms.sort();
+    forms.dedup();
+    forms
+        .into_iter()
+        .filter(|f| alnum.contains(f.as_str()))
+        .collect()
+}
+
+/// Digests (16+ hex digits) out: their digits would match a window of the secrets by chance.
+fn without_digests(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut run = String::new();
+    for c in s.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+            continue;
+        }
+        if run.len() < 16 {
+            out.push_str(&run);
+        }
+        run.clear();
+        out.push(c);
+    }
+    out
+}
+
+/// RFC 4648 base32 (no crate here has it), for jq's `@base32`.
+fn base32(b: &[u8]) -> String {
+    const A: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut out = String::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for &x in b {
+        acc = (acc << 8) | u32::from(x);
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            out.push(A[((acc >> bits) & 31) as usize] as char);
+        }
+    }
+    if bits > 0 {
+        out.push(A[((acc << (5 - bits)) & 31) as usize] as char);
+    }
+    out
+}
+
+fn env() -> (Cli, String) {
+    let cli = Cli::new(env!("CARGO_BIN_EXE_dlq-triage"));
+    let roles = cli.path().join("roles.toml");
+    std::fs::write(&roles, "privileged = [\"alice\"]\noperator = [\"bob\"]\n").expect("roles");
+    let cli = cli
+        .with("DLQ_TRIAGE_ROLES_FILE", roles)
+        .with("DLQ_TRIAGE_NOW", "2026-11-29T18:00:00Z");
+    let src = fixture(cli.path());
+    (cli, src)
+}
+
+fn as_user(cli: &Cli, user: &str, args: &[&str]) -> std::process::Output {
+    cli.command(args)
+        .env("DLQ_TRIAGE_ACTOR", user)
+        .output()
+        .expect("runs")
+}
+
+fn transform(cli: &Cli, user: &str, src: &str, program: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "transform",
+        src,
+        "-f",
+        "age>0s",
+        "-e",
+        program,
+        "--reason",
+        "probe",
+    ];
+    args.extend_from_slice(extra);
+    let out = as_user(cli, user, &args);
+    let code = out.status.code();
+    assert!(
+        code == Some(0) || code == Some(2),
+        "{program}: exit {code:?}\n{}",
+        stderr(&out)
+    );
+    // The dump's path (a random temporary name) is not the letters' data.
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out)).replace(src, "SRC")
+}
+
+/// The oracle itself: it finds the secrets in every form the corpus would print them.
+#[test]
+fn the_oracle_sees_every_form_of_a_secret() {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(EMAILS[0]);
+    for shown in [
+        "Zorblax Quimby".to_string(),
+        "z-o-r-b-l-a-x".into(),
+        "ybmiuQ".into(),
+        "[90,111,114,98]".into(),
+        b64,
+        base32(NAMES[1].as_bytes()),
+        "X9187364520".into(),
+        "15551234567".into(),
+        "Zorblax%20Quimby".into(),
+    ] {
+        assert!(!leaks(&shown).is_empty(), "{shown} is not seen as a leak");
+    }
+    assert!(leaks("Z*** Q***** z***@e***.com [redacted] ‹masked string› 1500").is_empty());
+}
+
+#[test]
+fn no_program_gets_a_masked_value_out_of_a_dry_run() {
+    let (cli, src) = env();
+    let mut compiled = 0;
+    for program in EVASIONS {
+        for extra in [&["--dry-run"][..], &["--dry-run", "--json"][..]] {
+            let out = transform(&cli, "bob", &src, program, extra);
+            if out.contains("does not compile")
+                || out.contains("compile") && !out.contains("change")
+            {
+                continue;
+            }
+            compiled += 1;
+            let found = leaks(&out);
+            assert!(
+                found.is_empty(),
+                "{program} {extra:?} shows {found:?}:\n{out}"
+            );
+        }
+    }
+    assert!(
+        compiled >= EVASIONS.len() * 2 - 6,
+        "only {compiled} runs compiled"
+    );
+    // The repair itself stays readable: values made of unmasked fields are shown.
+    let fix = transform(
+        &cli,
+        "bob",
+        &src,
+        ".amount |= (gsub(\",\"; \"\") | tonumber)",
+        &["--dry-run"],
+    );
+    assert!(fix.contains("\"1,500.00\" → 1500"), "{fix}");
+    // Every dry-run is in the ledger with its program and digest.
+    let audit = json(&as_user(&cli, "bob", &["audit", "list", "--json"]));
+    let dry: Vec<&serde_json::Value> = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["action"] == "transform-dry-run")
+        .collect();
+    assert_eq!(dry.len(), compiled + 1, "one entry per dry-run");
+    let detail: serde_json::Value =
+        serde_json::from_str(dry[0]["detail"].as_str().expect("detail")).expect("json");
+    assert_eq!(detail["program"], EVASIONS[0]);
+    assert_eq!(detail["letters"], 2);
+    assert_eq!(detail["program_sha256"].as_str().map(str::len), Some(64));
+    assert_eq!(dry[0]["actor"], "bob");
+}
+
+#[test]
+fn recorded_revisions_read_back_masked_and_record_no_derived_path() {
+    let (cli, src) = env();
+    let program = ".note = (.customer.email | @base64) | .by = {(.customer.name): 1} | .amount |= (gsub(\",\"; \"\") | tonumber)";
+    let out = transform(&cli, "bob", &src, program, &["--yes"]);
+    assert!(out.contains("recorded 2 revisions"), "{out}");
+    let list = json(&as_user(&cli, "bob", &["list", &src, "--json"]));
+    for l in list["letters"].as_array().expect("letters") {
+        let id = l["id"].as_str().expect("id");
+        for extra in [&[][..], &["--json"][..]] {
+            let mut args = vec!["diff", src.as_str(), id, "--revision", "1"];
+            args.extend_from_slice(extra);
+            let shown = exited(&as_user(&cli, "bob", &args), 0);
+            assert!(leaks(&shown).is_empty(), "{:?}:\n{shown}", leaks(&shown));
+            assert!(shown.contains("1500"), "the repair is shown:\n{shown}");
+            assert!(shown.contains("‹masked"), "{shown}");
+        }
+    }
+    // The paths each revision records (read by everyone in `audit list`) name no value.
+    let audit = exited(&as_user(&cli, "bob", &["audit", "list", "--json"]), 0).replace(&src, "SRC");
+    assert!(leaks(&audit).is_empty(), "{:?}:\n{audit}", leaks(&audit));
+    assert!(
+        audit.contains(r#"[\"/amount\",\"/by\",\"/note\"]"#),
+        "{audit}"
+    );
+}
+
+#[test]
+fn the_privileged_role_sees_the_real_sample_with_an_audit_entry_and_an_operator_is_refused() {
+    let (cli, src) = env();
+    let program = ".note = (.customer.email | @base64)";
+    let refused = as_user(
+        &cli,
+        "bob",
+        &[
+            "transform",
+            &src,
+            "-f",
+            "age>0s",
+            "-e",
+            program,
+            "--reason",
+            "INC-7",
+            "--dry-run",
+            "--unmask",
+        ],
+    );
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(
+        stderr(&refused).contains("privileged"),
+        "{}",
+        stderr(&refused)
+    );
+    let shown = transform(&cli, "alice", &src, program, &["--dry-run", "--unmask"]);
+    let b64 = base64::engine::general_purpose::STANDARD.encode(EMAILS[0]);
+    let b64b = base64::engine::general_purpose::STANDARD.encode(EMAILS[1]);
+    assert!(shown.contains(&b64) || shown.contains(&b64b), "{shown}");
+    let audit = json(&as_user(&cli, "alice", &["audit", "list", "--json"]));
+    let actions: Vec<(String, String)> = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap_or_default().to_string(),
+                e["action"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        actions.contains(&("bob".into(), "denied".into())),
+        "{actions:?}"
+    );
+    assert!(
+        actions.contains(&("alice".into(), "unmask".into())),
+        "{actions:?}"
+    );
+    assert!(
+        actions.contains(&("alice".into(), "transform-dry-run".into())),
+        "{actions:?}"
+    );
+}
