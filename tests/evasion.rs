@@ -386,3 +386,144 @@ fn the_privileged_role_sees_the_real_sample_with_an_audit_entry_and_an_operator_
         "{actions:?}"
     );
 }
+
+/// Passwords as people paste them: every byte but the separators is a marker
+/// (`Pq7`, `Wz4`) that must never be printed or stored.
+const PASSWORDS: &[&str] = &[
+    "Pq7#Wz4",
+    "Pq7?Wz4#x",
+    "Pq7/Wz4",
+    "Pq7@Wz4",
+    "Pq7:Wz4",
+    "Pq7%Wz4",
+    "Pq7%41Wz4",
+    "Pq7äWz4✓",
+    "Pq7 Wz4",
+    "Pq7`Wz4",
+    "Pq7'Wz4\"",
+];
+
+/// Every URI kind with every hostile password, through the commands that print a source
+/// or a ledger — errors included (nothing listens at these ports): no byte of a password
+/// in stdout, stderr or the ledger.
+#[test]
+fn no_password_is_printed_or_stored_whatever_the_uri_looks_like() {
+    let (cli, src) = env();
+    let mut runs = 0;
+    for pw in PASSWORDS {
+        let uris = [
+            (
+                "source",
+                format!("amqp://guest:{pw}@127.0.0.1:1/%2F?queue=q"),
+            ),
+            (
+                "source",
+                format!("amqps://guest:{pw}@127.0.0.1:1/%2F?queue=q"),
+            ),
+            ("source", format!("kafka://u:{pw}@127.0.0.1:1/t")),
+            ("source", format!("zz://u:{pw}@h/x")),
+            ("ledger", format!("postgres://alice:{pw}@127.0.0.1:1/dlq")),
+            (
+                "ledger",
+                format!("postgresql://alice:{pw}@127.0.0.1:1/dlq?sslmode=require"),
+            ),
+            ("registry", format!("http://u:{pw}@registry.invalid:8081")),
+            ("registry", format!("https://u:{pw}@127.0.0.1:1")),
+            ("management", format!("http://u:{pw}@10.255.255.1:1")),
+        ];
+        for (kind, uri) in &uris {
+            let commands: Vec<Vec<&str>> = match *kind {
+                "source" => vec![
+                    vec!["summary", uri],
+                    vec!["list", uri, "--json"],
+                    vec!["discard", uri, "-f", "age>0s", "--reason", "x", "--yes"],
+                ],
+                "ledger" => vec![
+                    vec!["--ledger", uri, "audit", "verify"],
+                    vec![
+                        "--ledger", uri, "discard", &src, "-f", "age>0s", "--reason", "x", "--yes",
+                    ],
+                ],
+                "registry" => vec![vec!["--schema-registry", uri, "summary", &src]],
+                _ => vec![vec![
+                    "--management-url",
+                    uri,
+                    "queues",
+                    "amqps://guest:guest@127.0.0.1:1/%2F?queue=q",
+                ]],
+            };
+            for args in commands {
+                let out = as_user(&cli, "bob", &args);
+                runs += 1;
+                let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+                for marker in ["Pq7", "Wz4"] {
+                    assert!(!text.contains(marker), "{args:?} printed {marker}:\n{text}");
+                }
+                assert_ne!(out.status.code(), Some(101), "{args:?} panicked:\n{text}");
+            }
+        }
+    }
+    assert!(runs > 150, "{runs}");
+    // Refusals and failures were audited in the default ledger: nothing of a password there.
+    let state = cli.path().join("state");
+    for entry in walk(&state) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        for marker in [&b"Pq7"[..], b"Wz4"] {
+            assert!(
+                !bytes.windows(3).any(|w| w == marker),
+                "{} holds a password",
+                entry.display()
+            );
+        }
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A `watch --exec` hook that prints its environment sees none of the tool's secrets.
+#[test]
+fn an_exec_hook_gets_no_secret_in_its_environment() {
+    let (cli, src) = env();
+    let seen = cli.path().join("env.txt");
+    let hook = cli.path().join("hook.sh");
+    std::fs::write(&hook, format!("#!/bin/sh\nenv > {}\n", seen.display())).expect("hook");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = cli
+        .command(&[
+            "watch",
+            &src,
+            "--once",
+            "--rule",
+            "count > 0",
+            "--exec",
+            &hook.display().to_string(),
+        ])
+        .env("PGPASSWORD", "Pq7pg")
+        .env("DLQ_TRIAGE_AMQP_PASSWORD", "Pq7amqp")
+        .env("DLQ_TRIAGE_KAFKA_PASSWORD", "Pq7kafka")
+        .env("DLQ_TRIAGE_SCHEMA_REGISTRY_TOKEN", "Pq7tok")
+        .env(
+            "DLQ_TRIAGE_LEDGER",
+            format!("{}", cli.path().join("l.db").display()),
+        )
+        .env("INNOCENT_SETTING", "kept")
+        .output()
+        .expect("runs");
+    let env = std::fs::read_to_string(&seen)
+        .unwrap_or_else(|_| panic!("the hook did not run:\n{}", stderr(&out)));
+    assert!(env.contains("INNOCENT_SETTING=kept"), "{env}");
+    assert!(!env.contains("Pq7"), "{env}");
+    assert!(!env.contains("DLQ_TRIAGE_"), "{env}");
+}

@@ -144,13 +144,13 @@ pub fn plan_url(
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         return Err(format!(
             "--management-url must be http:// or https://, not `{}`",
-            dlq_core::sanitize::clean(&dlq_core::source::redact_uri_text(&url))
+            dlq_core::sanitize::clean(&dlq_core::uri::redact(&url))
         ));
     }
     if tls && lower.starts_with("http://") && !allow_plain_http && !is_loopback(&url) {
         return Err(format!(
             "the management API at {} would get the broker password over plain HTTP while AMQP uses TLS: use https://, or pass --management-plain-http to accept that",
-            dlq_core::sanitize::clean(&dlq_core::source::redact_uri_text(&url))
+            dlq_core::sanitize::clean(&dlq_core::uri::redact(&url))
         ));
     }
     Ok(url)
@@ -203,7 +203,7 @@ impl Management {
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         Management {
             base: base_url.trim_end_matches('/').to_string(),
-            shown: dlq_core::source::redact_uri_text(base_url.trim_end_matches('/')),
+            shown: dlq_core::uri::redact(base_url.trim_end_matches('/')),
             auth: format!("Basic {token}"),
             tls: tls.clone(),
             agent: std::sync::OnceLock::new(),
@@ -263,11 +263,12 @@ impl Management {
                 } else {
                     "enable it with `rabbitmq-plugins enable rabbitmq_management`, or pass --management-url".into()
                 };
-                Err(SourceError::unavailable(dlq_core::source::redact_uri_text(
+                Err(SourceError::unavailable(dlq_core::uri::scrub(
                     &format!(
                         "management API at {} not reachable: {text} ({hint})",
                         self.shown
                     ),
+                    &self.base,
                 )))
             }
         }

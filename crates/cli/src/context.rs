@@ -487,7 +487,7 @@ impl Context {
 fn redact_target(target: &str) -> String {
     match SourceRef::parse(target) {
         Ok(s) => s.to_string(),
-        Err(_) => dlq_core::source::redact_uri_text(target),
+        Err(_) => dlq_core::uri::redact(target),
     }
 }
 

@@ -80,7 +80,7 @@ impl SourceRef {
         if s.contains("://") {
             return Err(BadSource(format!(
                 "unknown source scheme in `{}`: use kafka://, amqp://, amqps://, file:// or demo (lower case)",
-                crate::sanitize::clean(&redact_uri_text(s))
+                crate::sanitize::clean(&crate::uri::redact(s))
             )));
         }
         if s.ends_with(".ndjson") || s.ends_with(".jsonl") {

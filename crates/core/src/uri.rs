@@ -66,6 +66,19 @@ pub fn redact(s: &str) -> String {
     }
 }
 
+/// `text` (an error that may echo `uri`) without `uri`'s password, raw or decoded,
+/// wherever it stands, then without any other URI's (`source::redact_uri_text`).
+pub fn scrub(text: &str, uri: &str) -> String {
+    let mut out = text.to_string();
+    if let Some(pw) = split(uri).and_then(|p| p.password).filter(|p| !p.is_empty()) {
+        out = out.replace(pw, "***");
+        if let Some(plain) = decode(pw).filter(|d| !d.is_empty()) {
+            out = out.replace(&plain, "***");
+        }
+    }
+    crate::source::redact_uri_text(&out)
+}
+
 /// Whether the URI's host is this machine (plain http is then no one else's to read).
 pub fn is_loopback(s: &str) -> bool {
     let Some(p) = split(s) else {

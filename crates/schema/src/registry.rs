@@ -37,7 +37,7 @@ pub enum Auth {
 impl std::fmt::Debug for RegistryConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RegistryConfig")
-            .field("url", &dlq_core::source::redact_uri_text(&self.url))
+            .field("url", &dlq_core::uri::redact(&self.url))
             .field(
                 "auth",
                 &match self.auth {
@@ -103,7 +103,7 @@ impl std::fmt::Debug for Registry {
 
 impl Registry {
     pub fn new(cfg: &RegistryConfig) -> Result<Registry, String> {
-        let shown = dlq_core::source::redact_uri_text(cfg.url.trim_end_matches('/'));
+        let shown = dlq_core::uri::redact(cfg.url.trim_end_matches('/'));
         let scheme_ok = ["http://", "https://"].iter().any(|p| {
             cfg.url
                 .get(..p.len())
