@@ -568,6 +568,76 @@ fn t_transforms_the_amount_group_and_the_replay_sends_the_revisions() {
     assert!(summary.contains("0 failed again"), "{summary}");
 }
 
+/// `T` as an operator with programs that launder the demo's customer data (an email as
+/// base64, a name spelt out, a name raised as the error): the dry-run overlay, at 80×24
+/// and wide, shows shapes and no customer's name in any form.
+#[test]
+fn t_shows_no_customer_data_whatever_the_program_does() {
+    dlq_app::transform::use_worker(dlq_app::transform::WorkerCommand {
+        program: env!("CARGO_BIN_EXE_dlq-triage").into(),
+        args: vec![dlq_transform::WORKER_ARG.into()],
+    });
+    let mut t = Tui::open(Role::Operator);
+    t.only("reason=amount_not_a_number");
+    let names: Vec<String> = dlq_kafka::demo::scenario::LAST
+        .iter()
+        .chain(dlq_kafka::demo::scenario::FIRST)
+        .filter(|n| n.chars().count() >= 4)
+        .map(|n| n.to_lowercase())
+        .collect();
+    for (program, wants) in [
+        (
+            ".payload.note = (.payload.customer.email | @base64)",
+            "‹masked string›",
+        ),
+        (
+            r#".payload.note = (.payload.customer.name | split("") | join("-"))"#,
+            "‹masked string›",
+        ),
+        ("error(.payload.customer.name)", "‹masked›"),
+    ] {
+        t.key(KeyCode::Char('T'));
+        // The prompt offers the last program: cleared first.
+        for _ in 0..80 {
+            t.key(KeyCode::Backspace);
+        }
+        t.keys(program);
+        t.key(KeyCode::Enter);
+        t.keys("probe");
+        t.key(KeyCode::Enter);
+        t.until("the transform's dry-run", Duration::from_secs(60), |t| {
+            t.s.prompt.overlay.is_some()
+        });
+        for size in [SIZE, (80, 24)] {
+            let screen = dlq_testkit::tui::screen(&t.s, size);
+            let flat: String = screen
+                .to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric())
+                .collect();
+            for n in &names {
+                assert!(
+                    !flat.contains(n.as_str()),
+                    "{program}: {n} shown at {size:?}:\n{screen}"
+                );
+            }
+            if size == SIZE {
+                assert!(screen.contains(wants), "{program}: no {wants}:\n{screen}");
+            }
+        }
+        t.key(KeyCode::Esc);
+        t.s.prompt.overlay = None;
+    }
+    let l = dlq_ledger::Ledger::open(&t.ledger, "tester").expect("ledger");
+    let dry = l
+        .audit_entries()
+        .expect("entries")
+        .into_iter()
+        .filter(|e| e.action == "transform-dry-run")
+        .count();
+    assert_eq!(dry, 3, "each dry-run is audited");
+}
+
 /// `p` holds a running replay: the pane says PAUSED, nothing more is sent while it
 /// holds, and `p` again lets it complete.
 #[test]

@@ -70,7 +70,10 @@ pub fn redact(s: &str) -> String {
 /// wherever it stands, then without any other URI's (`source::redact_uri_text`).
 pub fn scrub(text: &str, uri: &str) -> String {
     let mut out = text.to_string();
-    if let Some(pw) = split(uri).and_then(|p| p.password).filter(|p| !p.is_empty()) {
+    if let Some(pw) = split(uri)
+        .and_then(|p| p.password)
+        .filter(|p| !p.is_empty())
+    {
         out = out.replace(pw, "***");
         if let Some(plain) = decode(pw).filter(|d| !d.is_empty()) {
             out = out.replace(&plain, "***");

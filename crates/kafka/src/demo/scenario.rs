@@ -46,11 +46,12 @@ impl Rng {
     }
 }
 
-const FIRST: &[&str] = &[
+/// The demo's customers are these names (tests look for them in what must be masked).
+pub const FIRST: &[&str] = &[
     "Jane", "Marco", "Aiko", "Lena", "Tomás", "Priya", "Oliver", "Fatima", "Sven", "Chloé", "Noah",
     "Amara",
 ];
-const LAST: &[&str] = &[
+pub const LAST: &[&str] = &[
     "Doe", "Rossi", "Tanaka", "Müller", "García", "Patel", "Smith", "Haddad", "Berg", "Martin",
     "Okafor", "Kowalski",
 ];
