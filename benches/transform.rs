@@ -53,7 +53,10 @@ fn bench(c: &mut Criterion) {
             actor: "bench".into(),
             role: Role::Operator,
             read_only: false,
-            ledger: None,
+            // Each run's dry-run is audited, as a user's is.
+            ledger: Some(dlq_core::ledger_location::Location::File(
+                std::env::temp_dir().join(format!("dlq-bench-transform-{}.db", std::process::id())),
+            )),
         },
         masker: Masker::with_key(b"bench".to_vec()),
         mappings: Vec::new(),
@@ -76,7 +79,8 @@ fn bench(c: &mut Criterion) {
             for l in &letters {
                 t.offer(l).expect("offer");
             }
-            assert_eq!(t.tally().changed, LETTERS as u64);
+            let tally = t.dry_run_shown("bench").expect("audited");
+            assert_eq!(tally.changed, LETTERS as u64);
         })
     });
     g.finish();

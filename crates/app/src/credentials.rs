@@ -91,6 +91,25 @@ fn check_private(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether an environment variable may carry one of the tool's secrets: the PostgreSQL
+/// password and pgpass file, and every `DLQ_TRIAGE_*` variable (passwords, tokens, and
+/// URLs that may hold userinfo — the ledger, the schema registry).
+pub fn is_secret_env(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.starts_with("DLQ_TRIAGE_") || matches!(upper.as_str(), "PGPASSWORD" | "PGPASSFILE")
+}
+
+/// Remove the tool's secrets from a child's environment (`watch --exec`, the editor, the
+/// pager): a hook that prints its environment shows none of them.
+pub fn scrub_env(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_none_or(is_secret_env) {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,23 +133,20 @@ mod tests {
         let err = lookup(Kind::Amqp, "alice", "rabbit", Some(&p)).expect_err("bad toml");
         assert!(!err.contains("s3cret"), "{err}");
     }
-}
 
-/// Whether an environment variable may carry one of the tool's secrets: the PostgreSQL
-/// password and pgpass file, and every `DLQ_TRIAGE_*` variable (passwords, tokens, and
-/// URLs that may hold userinfo — the ledger, the schema registry).
-pub fn is_secret_env(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    upper.starts_with("DLQ_TRIAGE_") || matches!(upper.as_str(), "PGPASSWORD" | "PGPASSFILE")
-}
-
-/// Remove the tool's secrets from a child's environment (`watch --exec`, the editor, the
-/// pager): a hook that prints its environment shows none of them.
-pub fn scrub_env(cmd: &mut std::process::Command) -> &mut std::process::Command {
-    for (name, _) in std::env::vars_os() {
-        if name.to_str().is_none_or(is_secret_env) {
-            cmd.env_remove(&name);
+    #[test]
+    fn the_tools_secrets_are_told_from_other_settings() {
+        for secret in [
+            "PGPASSWORD",
+            "PGPASSFILE",
+            "DLQ_TRIAGE_AMQP_PASSWORD",
+            "DLQ_TRIAGE_LEDGER",
+            "dlq_triage_x",
+        ] {
+            assert!(is_secret_env(secret), "{secret}");
+        }
+        for other in ["PATH", "HOME", "PGHOST", "LESS"] {
+            assert!(!is_secret_env(other), "{other}");
         }
     }
-    cmd
 }
