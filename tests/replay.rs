@@ -863,6 +863,103 @@ fn sigkill_at_random_points_then_resume_lands_every_letter_exactly_once() {
     assert!(in_doubt_seen > 0, "no kill landed with letters in flight");
 }
 
+/// SIGKILL (by its own pid) at 20 seeded points of a 1,000-letter replay at 1,000/s,
+/// then a teammate starts a **new** replay of the same filter (not `--resume`): every
+/// letter reaches the origin exactly once across both replays. The dead replay's
+/// in-flight letters are nobody's to resend blindly: the new plan reads the target back
+/// for the dead replay's id and leaves out what it finds.
+#[test]
+fn sigkill_at_random_points_then_a_new_replay_lands_every_letter_once() {
+    const N: usize = 1000;
+    let (cluster, _) = orders_cluster(N);
+    let mut in_doubt_seen = 0;
+    let mut found_seen = 0;
+    for run in 0..20u64 {
+        let mut seed = 0x0dd5_0000 + run;
+        let env = Env::new(cluster.bootstrap_servers(), "orders.dlq");
+        let child = env.spawn_replay(N, "1000");
+        std::thread::sleep(Duration::from_millis(500 + lcg(&mut seed) % 1000));
+        let (_, out) = kill9(child);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let first = stdout
+            .split_whitespace()
+            .find(|w| w.starts_with("r-2"))
+            .map(str::to_string);
+        if let Some(id) = &first {
+            if let Ok(shown) = serde_json::from_slice::<serde_json::Value>(
+                &env.run(&["replays", "show", id, "--json"]).stdout,
+            ) {
+                in_doubt_seen += count(&shown, "sending");
+            }
+        }
+        // The teammate's new replay of the same filter, as many letters as are left.
+        let second = env.run(&[
+            "replay",
+            &env.uri,
+            "--filter",
+            "reason=boom",
+            "--canary",
+            "0",
+            "--rate",
+            "2000",
+            "--watch",
+            "1s",
+            "--yes",
+            "--expect",
+            &N.to_string(),
+            "--include-stale",
+            "--json",
+        ]);
+        let code = second.status.code();
+        let report: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap_or_default();
+        let what = format!("run {run} (seed {:#x})", 0x0dd5_0000 + run);
+        assert!(
+            code == Some(0) || code == Some(6),
+            "{what}: {}",
+            text(&second)
+        );
+        let second_id = report["replay_id"].as_str().map(str::to_string);
+        if let Some(id) = &second_id {
+            let shown = env.run(&["replays", "show", id, "--json"]);
+            let shown: serde_json::Value =
+                serde_json::from_slice(&shown.stdout).unwrap_or_default();
+            found_seen += shown["detail"]["excluded"]["found-in-target"]
+                .as_u64()
+                .unwrap_or(0) as usize;
+        }
+        // Counted on the broker: each DLQ letter in `orders` once, whichever replay sent it.
+        let mut landed: HashMap<String, usize> = HashMap::new();
+        for id in first.iter().chain(second_id.iter()) {
+            for (from, copies) in env.landed(id) {
+                *landed.entry(from).or_default() += copies.len();
+            }
+        }
+        let twice: Vec<_> = landed.iter().filter(|(_, n)| **n > 1).collect();
+        assert!(
+            twice.is_empty(),
+            "{what}: {} letters sent twice, e.g. {:?}\n{}",
+            twice.len(),
+            twice.first(),
+            text(&second)
+        );
+        let verify = env.run(&["audit", "verify"]);
+        assert_eq!(verify.status.code(), Some(0), "{what}: {}", text(&verify));
+        // None lost: what is not in `orders` is still offered (in doubt, or never sent).
+        let offered = env.run(&["list", &env.uri, "--filter", "reason=boom", "--json"]);
+        let left = serde_json::from_slice::<serde_json::Value>(&offered.stdout).unwrap_or_default()
+            ["letters"]
+            .as_array()
+            .map_or(0, |l| l.iter().filter(|l| l["state"] != "replayed").count());
+        assert!(
+            landed.len() + left >= N,
+            "{what}: {} landed, {left} left of {N}",
+            landed.len()
+        );
+    }
+    assert!(in_doubt_seen > 0, "no kill landed with letters in flight");
+    eprintln!("in doubt at the kills: {in_doubt_seen}; found in the target by the new replays: {found_seen}");
+}
+
 /// One sender per replay, one live replay per letter: a `--resume` of a replay another
 /// process is sending refuses (exit 6) and sends nothing; a second replay of the same
 /// letters started while the first runs leaves them all out, saying who holds them;

@@ -426,6 +426,38 @@ impl Claim {
     }
 }
 
+/// A letter a replay that is not running (killed, lost, abandoned) had `sending` when it
+/// stopped: it may have reached the broker. Nobody may send it again before reading its
+/// target back for that replay's id (or, where the target cannot be read, being told
+/// `--resend-unconfirmed`): see `Plan::read_back`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InDoubt {
+    pub letter_id: String,
+    pub binding: String,
+    pub replay_id: String,
+    pub seq: u32,
+    pub actor: String,
+    /// That replay's journaled detail (`origin_from`: where its targets ended when it
+    /// was planned, to read back from).
+    pub detail: serde_json::Value,
+}
+
+impl InDoubt {
+    /// The claim it makes on its letter, as a refused start says it.
+    pub fn as_claim(&self) -> Claim {
+        Claim {
+            letter_id: self.letter_id.clone(),
+            binding: self.binding.clone(),
+            replay_id: self.replay_id.clone(),
+            actor: self.actor.clone(),
+            since: String::new(),
+            holder: "nobody: it stopped with this letter in flight (in doubt)".into(),
+            confirmed: 0,
+            planned: 0,
+        }
+    }
+}
+
 /// One planned letter of a replay.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayItemRow {
@@ -628,6 +660,8 @@ pub trait Journal: Send {
     fn replay_heartbeat(&mut self, id: &str) -> Result<(), JournalError>;
     /// Letters of `source` held by live replays (see [`Claim`]).
     fn claims(&self, source: &str) -> Result<Vec<Claim>, JournalError>;
+    /// Letters of `source` in doubt in replays that are not live (see [`InDoubt`]).
+    fn in_doubt(&self, source: &str) -> Result<Vec<InDoubt>, JournalError>;
     /// Every replay, newest last.
     fn replays(&self) -> Result<Vec<ReplayRow>, JournalError>;
     /// One replay with its items.

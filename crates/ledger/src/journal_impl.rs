@@ -137,6 +137,9 @@ impl Journal for Ledger {
     fn replay_heartbeat(&mut self, id: &str) -> R<()> {
         Ledger::replay_heartbeat(self, id)
     }
+    fn in_doubt(&self, source: &str) -> R<Vec<dlq_core::journal::InDoubt>> {
+        Ledger::in_doubt(self, source)
+    }
     fn claims(&self, source: &str) -> R<Vec<Claim>> {
         Ledger::claims(self, source)
     }

@@ -7,7 +7,7 @@ use super::{now, Ledger};
 use crate::db::{Db, DbError, Row};
 use crate::p;
 use chrono::{DateTime, Utc};
-use dlq_core::journal::{Claim, JournalError, LEASE_HEARTBEAT};
+use dlq_core::journal::{Claim, InDoubt, JournalError, LEASE_HEARTBEAT};
 use std::collections::{HashMap, HashSet};
 
 /// This host's name, as leases record it.
@@ -194,6 +194,53 @@ impl Ledger {
         self.claims_in(&self.db, source, None)
     }
 
+    /// Letters of `source` in doubt in replays that are not live (see [`InDoubt`]).
+    pub fn in_doubt(&self, source: &str) -> Result<Vec<InDoubt>, JournalError> {
+        self.in_doubt_in(&self.db, source, None)
+    }
+
+    /// `in_doubt` inside a transaction, leaving out replay `except`.
+    pub(crate) fn in_doubt_in(
+        &self,
+        tx: &Db,
+        source: &str,
+        except: Option<&str>,
+    ) -> Result<Vec<InDoubt>, JournalError> {
+        type Row5 = (InDoubt, String, Lease);
+        let rows: Vec<Row5> = tx
+            .map(
+                "SELECT i.letter_id, i.binding, r.id, i.seq, r.actor, r.detail, r.state, r.lease_pid, r.lease_host, r.heartbeat_at \
+                 FROM replays r JOIN replay_items i ON i.replay_id = r.id \
+                 WHERE r.source = ?1 AND i.state = 'sending'",
+                p![source],
+                |r| {
+                    let detail: String = r.get(5)?;
+                    Ok((
+                        InDoubt {
+                            letter_id: r.get(0)?,
+                            binding: r.get(1)?,
+                            replay_id: r.get(2)?,
+                            seq: r.get(3)?,
+                            actor: r.get(4)?,
+                            detail: serde_json::from_str(&detail).unwrap_or_default(),
+                        },
+                        r.get(6)?,
+                        Lease::from_row(r, 7)?,
+                    ))
+                },
+            )
+            .map_err(|e| self.err(e))?;
+        let now = Utc::now();
+        Ok(rows
+            .into_iter()
+            // A live sender's letters are claims, not doubts.
+            .filter(|(d, state, lease)| {
+                Some(d.replay_id.as_str()) != except && !(state == "running" && lease.live(now))
+            })
+            .map(|(d, _, _)| d)
+            .collect())
+    }
+
     /// What a plan about to be journaled may not include of `letters` (id, binding):
     /// letters other live replays hold, and letters replayed since it was planned (its
     /// view of the ledger was read before another process confirmed them). `Claimed`,
@@ -204,13 +251,34 @@ impl Ledger {
         source: &str,
         except: &str,
         letters: impl Iterator<Item = (String, String)>,
+        detail: &serde_json::Value,
     ) -> Result<(), JournalError> {
         let wanted: HashSet<(String, String)> = letters.collect();
-        let claims: Vec<Claim> = self
+        let mut claims: Vec<Claim> = self
             .claims_in(tx, source, Some(except))?
             .into_iter()
             .filter(|c| wanted.contains(&(c.letter_id.clone(), c.binding.clone())))
             .collect();
+        // Letters in flight in a stopped replay: only those this plan read back (or was
+        // told to resend) may be sent.
+        let read_back: HashSet<(String, u32)> = detail["read_back"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| {
+                Some((
+                    x[0].as_str()?.to_string(),
+                    u32::try_from(x[1].as_u64()?).ok()?,
+                ))
+            })
+            .collect();
+        claims.extend(
+            self.in_doubt_in(tx, source, Some(except))?
+                .into_iter()
+                .filter(|d| wanted.contains(&(d.letter_id.clone(), d.binding.clone())))
+                .filter(|d| !read_back.contains(&(d.replay_id.clone(), d.seq)))
+                .map(|d| d.as_claim()),
+        );
         // A replay's decisions have the reason `replay ID` (see `replay_confirmed`).
         let replayed: Vec<(String, String)> = tx
             .map(

@@ -31,7 +31,7 @@ impl Ledger {
             let letters = items
                 .iter()
                 .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
-            l.refuse_taken(tx, source, id, letters)?;
+            l.refuse_taken(tx, source, id, letters, detail)?;
             for (seq, letter_id, binding, location) in items {
                 tx.execute(
                     "INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')",
@@ -76,7 +76,7 @@ impl Ledger {
             let added_letters = added
                 .iter()
                 .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
-            l.refuse_taken(tx, &source, id, open.into_iter().chain(added_letters))?;
+            l.refuse_taken(tx, &source, id, open.into_iter().chain(added_letters), detail)?;
             for (seq, letter_id, binding, location) in added {
                 tx.execute(
                     "INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned') ON CONFLICT DO NOTHING",

@@ -226,7 +226,151 @@ impl ReplayDraft {
             self.mark_origin_ends(&mut plan);
         }
         self.settle_in_doubt(&mut plan);
+        self.settle_others_in_doubt(session, &mut plan);
         plan
+    }
+
+    /// Letters another, stopped replay had in flight (killed, lost, abandoned): sent only
+    /// once their target is read back for that replay's id and they are not there — one
+    /// found there is left out (the broker has it; `--resume` of that replay records it).
+    /// Where the target cannot be read back (RabbitMQ, a failed read) they are left out
+    /// as `may have been sent`. Without this a new replay of the same filter would send
+    /// again whatever the dead one had in flight.
+    fn settle_others_in_doubt(&mut self, session: &Session, plan: &mut Plan) {
+        plan.read_back.clear();
+        let doubts = match session.in_doubt_elsewhere(&plan.id) {
+            Ok(d) => d,
+            Err(e) => {
+                // Unknown is not "none": leave out every letter rather than guess.
+                plan.warnings.push(Warning {
+                    kind: "in-doubt-unread",
+                    message: format!(
+                        "the ledger's letters in doubt could not be read ({e}): nothing is sent"
+                    ),
+                    count: plan.items.len(),
+                    examples: plan
+                        .items
+                        .iter()
+                        .take(3)
+                        .map(|i| i.letter_id.clone())
+                        .collect(),
+                });
+                plan.items.clear();
+                return;
+            }
+        };
+        if doubts.is_empty() {
+            return;
+        }
+        type Doubts<'a> = HashMap<(String, String), Vec<&'a dlq_core::journal::InDoubt>>;
+        let mut by_letter: Doubts<'_> = HashMap::new();
+        for d in &doubts {
+            by_letter
+                .entry((d.letter_id.clone(), d.binding.clone()))
+                .or_default()
+                .push(d);
+        }
+        fn of<'a>(m: &'a Doubts<'a>, i: &Item) -> Option<&'a Vec<&'a dlq_core::journal::InDoubt>> {
+            m.get(&(i.letter_id.clone(), i.binding.clone()))
+        }
+        let ours = |i: &Item| of(&by_letter, i);
+        if !plan.items.iter().any(|i| ours(i).is_some()) {
+            return;
+        }
+        // Each stopped replay's copies in the targets, read from where they ended when it
+        // was planned, for its id.
+        let mut landed: HashMap<String, String> = HashMap::new();
+        let mut unread: Option<String> = None;
+        let replays: BTreeSet<&str> = plan
+            .items
+            .iter()
+            .filter_map(ours)
+            .flatten()
+            .map(|d| d.replay_id.as_str())
+            .collect();
+        match self
+            .ports
+            .origin_log
+            .as_deref_mut()
+            .filter(|_| self.ports.kafka)
+        {
+            None => unread = Some("the target cannot be read back".into()),
+            Some(log) => {
+                for r in replays {
+                    let Some(d) = doubts.iter().find(|d| d.replay_id == r) else {
+                        continue;
+                    };
+                    let topics: BTreeSet<&str> = plan
+                        .items
+                        .iter()
+                        .filter(|i| ours(i).is_some_and(|ds| ds.iter().any(|d| d.replay_id == r)))
+                        .filter_map(|i| match &i.outgoing.target {
+                            Target::Kafka { topic } => Some(topic.as_str()),
+                            Target::Amqp { .. } => None,
+                        })
+                        .collect();
+                    for t in topics {
+                        match log.replayed(t, &origin_from(&d.detail, t), r) {
+                            Ok(found) => landed.extend(found),
+                            Err(e) => {
+                                unread = Some(format!(
+                                    "reading `{}` back failed: {e}",
+                                    dlq_core::sanitize::clean(t)
+                                ))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let (mut found, mut may) = (Vec::new(), Vec::new());
+        let mut read_back = Vec::new();
+        plan.items.retain(|i| {
+            let Some(ds) = ours(i) else {
+                return true;
+            };
+            if landed.contains_key(&i.location) {
+                found.push(i.letter_id.clone());
+                return false;
+            }
+            if unread.is_some() {
+                may.push(i.letter_id.clone());
+                return false;
+            }
+            read_back.extend(ds.iter().map(|d| (d.replay_id.clone(), d.seq)));
+            true
+        });
+        plan.read_back = read_back;
+        let named: Vec<&str> = doubts
+            .iter()
+            .map(|d| d.replay_id.as_str())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let note = |kind, message: String, ids: Vec<String>| Warning {
+            kind,
+            message,
+            count: ids.len(),
+            examples: ids.into_iter().take(3).collect(),
+        };
+        plan.excluded
+            .extend(found.iter().map(|id| (id.clone(), Why::FoundInTarget)));
+        plan.excluded
+            .extend(may.iter().map(|id| (id.clone(), Why::MayHaveBeenSent)));
+        if !found.is_empty() {
+            plan.warnings.push(note(
+                "found-in-target",
+                format!("in flight in stopped replay {} and found in the target: not sent again (its --resume records them)", named.join(", ")),
+                found,
+            ));
+        }
+        if let (Some(why), false) = (&unread, may.is_empty()) {
+            plan.warnings.push(note(
+                "may-have-been-sent",
+                format!("in flight in stopped replay {} and may have been sent ({why}): left out; `replay --resume ID --resend-unconfirmed` sends them under that replay", named.join(", ")),
+                may,
+            ));
+        }
     }
 
     /// Where each Kafka target's partitions end now, journaled with the plan: a resume
@@ -413,6 +557,20 @@ fn say_in_doubt(
 /// Replayed copies of the in-doubt items in their Kafka targets, by DLQ location, read
 /// from where the targets ended when the replay was planned; and why not, if a target
 /// could not be read.
+/// Where a journaled replay's target `topic` ended, partition by partition, when it was
+/// planned (its detail's `origin_from`).
+fn origin_from(detail: &serde_json::Value, topic: &str) -> HashMap<i32, i64> {
+    detail["origin_from"][topic]
+        .as_object()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|(p, o)| Some((p.parse().ok()?, o.as_i64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn read_back(
     log: &mut dyn OriginLog,
     plan: &Plan,
@@ -420,17 +578,7 @@ fn read_back(
     in_doubt: &dyn Fn(&Item) -> bool,
 ) -> (HashMap<String, String>, Option<String>) {
     // Where the target's partitions ended when the replay was planned.
-    let from = |topic: &str| -> HashMap<i32, i64> {
-        row.detail["origin_from"][topic]
-            .as_object()
-            .map(|parts| {
-                parts
-                    .iter()
-                    .filter_map(|(p, o)| Some((p.parse().ok()?, o.as_i64()?)))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let from = |topic: &str| origin_from(&row.detail, topic);
     let topics: BTreeSet<&str> = plan
         .items
         .iter()

@@ -313,6 +313,21 @@ impl Session {
             .collect())
     }
 
+    /// Letters of this source in doubt in stopped replays other than `except`.
+    pub fn in_doubt_elsewhere(
+        &self,
+        except: &str,
+    ) -> Result<Vec<dlq_core::journal::InDoubt>, SessionError> {
+        Ok(match self.settings.principal.existing_ledger()? {
+            Some(l) => l
+                .in_doubt(&self.settings.source_key)?
+                .into_iter()
+                .filter(|d| d.replay_id != except)
+                .collect(),
+            None => Vec::new(),
+        })
+    }
+
     /// A publisher (and origin reader) on this session's broker.
     pub fn replay_ports(&self) -> Result<dlq_core::ports::ReplayPorts, SessionError> {
         Ok(self.src.replay_ports()?)
@@ -558,6 +573,7 @@ fn journal_start(
         "excluded": plan.excluded_counts().iter().map(|(w, n)| (w.as_str().to_string(), *n)).collect::<HashMap<_, _>>(),
         "warnings": plan.warnings.iter().map(|w| serde_json::json!({"kind": w.kind, "count": w.count})).collect::<Vec<_>>(),
         "pid": std::process::id(),
+        "read_back": plan.read_back,
         "origin_from": plan.origin_from.iter().map(|(t, parts)| {
             let parts: HashMap<String, i64> = parts.iter().map(|(p, o)| (p.to_string(), *o)).collect();
             (t.clone(), parts)

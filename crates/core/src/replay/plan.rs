@@ -150,6 +150,11 @@ pub struct Plan {
     /// Kafka targets: where each partition ended when the plan was made, journaled with
     /// the replay so a resume reads back from there what a stopped run had in flight.
     pub origin_from: BTreeMap<String, Vec<(i32, i64)>>,
+    /// Letters in doubt in a stopped replay (its id, the letter's seq there) that this
+    /// plan sends: their target was read back for that replay's id and they were not
+    /// there, or `--resend-unconfirmed` was given. The journal refuses a start that
+    /// would send any other in-doubt letter.
+    pub read_back: Vec<(String, u32)>,
 }
 
 impl Plan {
@@ -457,6 +462,7 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
         stale,
         sample,
         origin_from: BTreeMap::new(),
+        read_back: Vec::new(),
     }
 }
 
