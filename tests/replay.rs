@@ -798,6 +798,14 @@ fn kill9(child: std::process::Child) -> (bool, Output) {
     (killed, child.wait_with_output().expect("killed replay"))
 }
 
+/// The replay id a (killed) run had printed with its plan, if it got that far.
+fn printed_replay_id(out: &Output) -> Option<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|w| w.starts_with("r-2"))
+        .map(str::to_string)
+}
+
 /// A tiny deterministic generator for the kill points (seeded: a failure names its seed).
 fn lcg(seed: &mut u64) -> u64 {
     *seed = seed
@@ -822,12 +830,7 @@ fn sigkill_at_random_points_then_resume_lands_every_letter_exactly_once() {
         let child = env.spawn_replay(N, "500");
         std::thread::sleep(Duration::from_millis(600 + lcg(&mut seed) % 1600));
         let (killed, out) = kill9(child);
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        let Some(id) = stdout
-            .split_whitespace()
-            .find(|w| w.starts_with("r-2"))
-            .map(str::to_string)
-        else {
+        let Some(id) = printed_replay_id(&out) else {
             // Killed before it planned: nothing was journaled, nothing sent.
             assert!(env.run(&["replays", "--json"]).stdout.starts_with(b"[]"));
             continue;
@@ -880,11 +883,7 @@ fn sigkill_at_random_points_then_a_new_replay_lands_every_letter_once() {
         let child = env.spawn_replay(N, "1000");
         std::thread::sleep(Duration::from_millis(500 + lcg(&mut seed) % 1000));
         let (_, out) = kill9(child);
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        let first = stdout
-            .split_whitespace()
-            .find(|w| w.starts_with("r-2"))
-            .map(str::to_string);
+        let first = printed_replay_id(&out);
         if let Some(id) = &first {
             if let Ok(shown) = serde_json::from_slice::<serde_json::Value>(
                 &env.run(&["replays", "show", id, "--json"]).stdout,
@@ -958,6 +957,114 @@ fn sigkill_at_random_points_then_a_new_replay_lands_every_letter_once() {
     }
     assert!(in_doubt_seen > 0, "no kill landed with letters in flight");
     eprintln!("in doubt at the kills: {in_doubt_seen}; found in the target by the new replays: {found_seen}");
+}
+
+/// `cmd` run on another host name: a UTS namespace of its own (`unshare --uts`, root),
+/// as a second bastion is. `None` where namespaces cannot be made here.
+fn on_host(cmd: &Command, host: &str) -> Option<Command> {
+    let ok = Command::new("unshare")
+        .args(["--uts", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return None;
+    }
+    let mut u = Command::new("unshare");
+    u.args([
+        "--uts",
+        "sh",
+        "-c",
+        &format!("hostname {host} && exec \"$0\" \"$@\""),
+    ])
+    .arg(cmd.get_program())
+    .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => u.env(k, v),
+            None => u.env_remove(k),
+        };
+    }
+    Some(u)
+}
+
+/// A holder frozen past its lease (SIGSTOP: a hung process, a paused VM) is taken over
+/// by `--resume` on another bastion (its own host name); when it is let go (SIGCONT) it
+/// stops at its next journal write instead of sending the rest again: the ledger fences
+/// it. What it had handed to its producer before it froze may still land — that window
+/// (at most its in-flight letters) is counted and listed, not hidden.
+#[test]
+fn a_frozen_holder_taken_over_from_another_host_stops_at_its_next_write() {
+    const N: usize = 300;
+    let (cluster, _) = orders_cluster(N);
+    let mut window = Vec::new();
+    for run in 0..2u64 {
+        let env = Env::new(cluster.bootstrap_servers(), "orders.dlq");
+        let mut seed = 0xf0f0_0000 + run;
+        let holder = env.spawn_replay(N, "50");
+        let id = env.running_replay(20 + (lcg(&mut seed) % 40) as usize);
+        let pid = holder.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .expect("stop")
+            .success());
+        // Past the lease (five heartbeats of 3 s), judged on the taker's side.
+        std::thread::sleep(dlq_core::journal::LEASE_HEARTBEAT * 5 + Duration::from_secs(2));
+        let resume = env.command(&[
+            "replay",
+            &env.uri,
+            "--resume",
+            &id,
+            "--yes",
+            "--rate",
+            "2000",
+            "--expect",
+            &N.to_string(),
+        ]);
+        let taken = match on_host(&resume, "bastion-b") {
+            Some(mut c) => c.output().expect("taker runs"),
+            None => {
+                eprintln!("no UTS namespace here: the taker runs on this host name");
+                env.resume(&id, "2000", N)
+            }
+        };
+        assert_eq!(taken.status.code(), Some(0), "run {run}: {}", text(&taken));
+        assert!(Command::new("kill")
+            .args(["-CONT", &pid])
+            .status()
+            .expect("cont")
+            .success());
+        let out = holder.wait_with_output().expect("the holder ends");
+        let said = text(&out);
+        assert_ne!(
+            out.status.code(),
+            Some(0),
+            "run {run}: the fenced holder went on:\n{said}"
+        );
+        assert!(said.contains("is being sent by"), "run {run}: {said}");
+        let landed = env.landed(&id);
+        assert_eq!(landed.len(), N, "run {run}: every letter landed");
+        let twice: Vec<String> = landed
+            .iter()
+            .filter(|(_, v)| v.len() > 1)
+            .map(|(k, _)| k.clone())
+            .collect();
+        // The window: letters it had in flight when it froze, at 50/s a handful.
+        assert!(
+            twice.len() <= 5,
+            "run {run}: {} sent twice: {twice:?}",
+            twice.len()
+        );
+        window.extend(twice);
+        let verify = env.run(&["audit", "verify"]);
+        assert_eq!(
+            verify.status.code(),
+            Some(0),
+            "run {run}: {}",
+            text(&verify)
+        );
+    }
+    eprintln!("sent twice across the runs (the in-flight window): {window:?}");
 }
 
 /// One sender per replay, one live replay per letter: a `--resume` of a replay another

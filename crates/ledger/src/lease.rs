@@ -38,7 +38,7 @@ impl Lease {
         })
     }
 
-    fn held_by_us(&self) -> bool {
+    pub(crate) fn held_by_us(&self) -> bool {
         self.pid == Some(i64::from(std::process::id()))
             && self.host.as_deref() == Some(this_host().as_str())
     }
@@ -97,6 +97,36 @@ impl Ledger {
         )
         .map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    /// Every journal write of a running replay (sending, confirmed, settled, an item's
+    /// state) checks, in its own transaction, that this process still holds the lease:
+    /// a holder that was frozen past its lease and taken over stops at its next write —
+    /// before its next publish — instead of writing into the taker's journal.
+    pub(crate) fn fence(&self, tx: &Db, id: &str) -> Result<(), JournalError> {
+        let row: Option<(Lease, String, String)> = tx
+            .opt(
+                "SELECT lease_pid, lease_host, heartbeat_at, actor, state FROM replays WHERE id = ?1",
+                p![id],
+                |r| Ok((Lease::from_row(r, 0)?, r.get(3)?, r.get(4)?)),
+            )
+            .map_err(|e| self.err(e))?;
+        let Some((lease, actor, state)) = row else {
+            return Err(self.other(format!("replay {id} is not in the ledger")));
+        };
+        if state == "running" && lease.held_by_us() {
+            return Ok(());
+        }
+        Err(JournalError::LeaseHeld {
+            replay_id: id.to_string(),
+            holder: if lease.pid.is_some() {
+                lease.holder()
+            } else {
+                format!("nobody (it is {state})")
+            },
+            actor,
+            heartbeat_at: lease.heartbeat_at.unwrap_or_default(),
+        })
     }
 
     /// Renew this process's lease; `LeaseHeld` when another process took it over.

@@ -113,6 +113,7 @@ impl Ledger {
             return Ok(());
         }
         self.write(|l, tx| {
+            l.fence(tx, id)?;
             let detail = serde_json::json!({"seqs": seqs}).to_string();
             let entry = l
                 .audit_in(tx, "replay-send", id, &detail)
@@ -141,6 +142,7 @@ impl Ledger {
             return Ok(Vec::new());
         }
         self.write(|l, tx| {
+            l.fence(tx, id)?;
             let reason = format!("replay {id}");
             let mut out = Vec::with_capacity(letters.len());
             for c in letters {
@@ -210,6 +212,7 @@ impl Ledger {
         how: &str,
     ) -> Result<(), JournalError> {
         self.write(|l, tx| {
+            l.fence(tx, id)?;
             let detail = serde_json::json!({"decision": decision.audit_seq, "source": decision.source, "binding": decision.binding, "how": how, "replay": id, "seq": seq}).to_string();
             let entry = l
                 .audit_in(tx, "replay-applied", &decision.letter_id, &detail)
@@ -239,6 +242,7 @@ impl Ledger {
         note: Option<&str>,
     ) -> Result<(), JournalError> {
         self.write(|l, tx| {
+            l.fence(tx, id)?;
             let detail = serde_json::json!({"replay": id, "seq": seq, "note": note}).to_string();
             let entry = l
                 .audit_in(tx, &format!("replay-{state}"), letter_id, &detail)
