@@ -959,6 +959,34 @@ fn sigkill_at_random_points_then_a_new_replay_lands_every_letter_once() {
     eprintln!("in doubt at the kills: {in_doubt_seen}; found in the target by the new replays: {found_seen}");
 }
 
+/// A publish whose confirm never comes (the broker down past `message.timeout.ms`) may
+/// have been written: its letter stays in doubt (`sending`), never `refused` — a refused
+/// letter is offered again and a second replay would send it twice. The run stops; once
+/// the broker is back, `--resume` reads the target back and lands every letter once.
+#[test]
+fn a_publish_that_times_out_leaves_its_letter_in_doubt_not_refused() {
+    const N: usize = 200;
+    let (cluster, env) = orders_cluster(N);
+    let child = env.spawn_replay_with(N, "40", &["-X", "message.timeout.ms=1500"]);
+    let id = env.running_replay(20);
+    cluster.broker_down(1).expect("down");
+    let out = child.wait_with_output().expect("the replay ends");
+    cluster.broker_up(1).expect("up");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(3), "auto-stopped: {said}");
+    assert!(said.contains("stays in doubt"), "{said}");
+    let shown = env.show(&id);
+    assert_eq!(
+        count(&shown, "refused"),
+        0,
+        "a timeout is no refusal: {shown}"
+    );
+    assert!(count(&shown, "sending") > 0, "in doubt: {shown}");
+    let resumed = env.resume(&id, "2000", N);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    env.exactly_once(&id, N, "after the timeout");
+}
+
 /// `cmd` run on another host name: a UTS namespace of its own (`unshare --uts`, root),
 /// as a second bastion is. `None` where namespaces cannot be made here.
 fn on_host(cmd: &Command, host: &str) -> Option<Command> {

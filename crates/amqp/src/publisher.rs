@@ -111,7 +111,9 @@ impl Publisher for RabbitPublisher {
                 ))),
                 Ok(Confirmation::Nack(_)) => Err(SourceError::failed(format!("the broker refused (nack) the publish to {where_}"))),
                 Ok(Confirmation::NotRequested) => Err(SourceError::failed("publisher confirms are not enabled")),
-                Err(e) => Err(SourceError::failed_by(format!("publishing to {where_}"), e)),
+                // The channel or connection went before the confirm: it may have been
+                // routed all the same.
+                Err(e) => Err(SourceError::InDoubt(format!("publishing to {where_}: no confirm came ({e})"))),
             };
             let _ = tx.send((ticket, outcome));
         });

@@ -28,6 +28,10 @@ pub enum SourceError {
         #[source]
         cause: Option<Cause>,
     },
+    /// A publish whose outcome is unknown: it may have been written (a delivery timeout,
+    /// a connection lost before the confirm). Never a refusal: the letter stays in doubt.
+    #[error("{0}")]
+    InDoubt(String),
 }
 
 impl SourceError {

@@ -5,7 +5,28 @@ use super::*;
 /// Delivery reports, by ticket, back to the publisher.
 struct Confirmations;
 
-type Report = (u64, Result<(i32, i64), String>);
+/// A delivery's partition and offset, or why not and whether it may still have been
+/// written (in doubt) rather than refused.
+type Report = (u64, Result<(i32, i64), (String, bool)>);
+
+/// Errors after which the record may be in the log all the same: a timeout, a lost
+/// connection, records purged while in flight, a write the replicas did not all take.
+fn in_doubt(e: &KafkaError) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            C::MessageTimedOut
+                | C::RequestTimedOut
+                | C::PurgeInflight
+                | C::BrokerTransportFailure
+                | C::AllBrokersDown
+                | C::NetworkException
+                | C::NotEnoughReplicasAfterAppend
+                | C::OperationTimedOut
+        )
+    )
+}
 
 impl ClientContext for Confirmations {}
 
@@ -15,7 +36,7 @@ impl ProducerContext for Confirmations {
     fn delivery(&self, result: &DeliveryResult<'_>, reply: Self::DeliveryOpaque) {
         let r = match result {
             Ok(m) => Ok((m.partition(), m.offset())),
-            Err((e, _)) => Err(e.to_string()),
+            Err((e, _)) => Err((e.to_string(), in_doubt(e))),
         };
         let (ticket, tx) = *reply;
         let _ = tx.send((ticket, r));
@@ -73,8 +94,11 @@ impl KafkaPublisher {
                     Ok((p, o)) => Ok(Confirmed {
                         location: Some(format!("{topic}/{p}/{o}")),
                     }),
-                    Err(e) => Err(SourceError::failed(format!(
+                    Err((e, true)) => Err(SourceError::InDoubt(format!(
                         "publishing to `{topic}` was not confirmed: {e}"
+                    ))),
+                    Err((e, false)) => Err(SourceError::failed(format!(
+                        "publishing to `{topic}` was refused: {e}"
                     ))),
                 },
             ));

@@ -9,7 +9,7 @@ pub use super::report::{Control, End, LetterOutcome, Phase, Progress};
 use crate::journal::ConfirmedLetter;
 use crate::journal::{Decision, ItemState, Journal, JournalError};
 use crate::model::{Coords, DeadLetter};
-use crate::ports::Publisher;
+use crate::ports::{Publisher, SourceError};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -433,6 +433,17 @@ impl<'p> Engine<'p> {
                 Ok(c) => {
                     self.release_key(i);
                     ok.push((i, c.location));
+                }
+                // It may be in the target: journaled `sending`, it stays so — in doubt,
+                // read back by a resume or a new plan, never offered as if refused.
+                Err(SourceError::InDoubt(why)) => {
+                    self.stop(
+                        End::AutoStopped(format!(
+                            "the broker did not confirm {} ({why}): it may have been written, so it stays in doubt — `--resume` reads its target back",
+                            item.letter_id
+                        )),
+                        now,
+                    );
                 }
                 Err(e) => {
                     let why = e.to_string();
