@@ -1153,6 +1153,48 @@ fn held_then_taken_over(env: &Env, n: usize) {
     assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
 }
 
+/// On the team ledger leases are written and judged by the server's clock: a taker on
+/// another bastion whose clock runs 30 s ahead cannot take a live holder's
+/// lease (exit 6, who holds it); once the holder is dead, the resume completes, each
+/// letter once.
+#[test]
+fn a_taker_whose_clock_runs_30s_ahead_cannot_take_a_live_lease_on_the_team_ledger() {
+    let Some(db) = TempDb::create() else { return };
+    const N: usize = 200;
+    let (_cluster, env) = orders_cluster_on(N, Some(&db.url));
+    let child = env.spawn_replay(N, "20");
+    let id = env.running_replay(5);
+    // It gets as far as the journal: its own look at the lease (its clock) says stale.
+    let resume = env.command(&[
+        "replay",
+        &env.uri,
+        "--resume",
+        &id,
+        "--yes",
+        "--expect",
+        &N.to_string(),
+    ]);
+    // 30 s ahead: libfaketime stalls librdkafka's threads, so the binary's test hook
+    // skews its clock (every lease time it would write or judge by).
+    let mut ahead = resume;
+    ahead.env("DLQ_TRIAGE_TEST_CLOCK_SKEW_MS", "30000");
+    let taken = match on_host(&ahead, "bastion-b") {
+        Some(mut c) => c.output(),
+        None => ahead.output(),
+    }
+    .expect("the taker runs");
+    assert_eq!(taken.status.code(), Some(6), "{}", text(&taken));
+    assert!(
+        text(&taken).contains("is being sent by pid"),
+        "{}",
+        text(&taken)
+    );
+    kill9(child);
+    let done = env.resume(&id, "1000", N);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    env.exactly_once(&id, N, "after the holder died");
+}
+
 /// Two replays of one group started at the same moment: whoever journals first holds
 /// the letters, the other is told who holds them and sends nothing (or only what the
 /// first did not take); between them each letter is sent once.

@@ -3,12 +3,17 @@
 //! A lease is live while its heartbeat is fresh and, on this host, its process exists;
 //! a dead one (kill -9, a lost host) is taken over by the next `--resume`.
 
-use super::{now, Ledger};
+use super::Ledger;
 use crate::db::{Db, DbError, Row};
 use crate::p;
 use chrono::{DateTime, Utc};
 use dlq_core::journal::{Claim, InDoubt, JournalError, LEASE_HEARTBEAT};
 use std::collections::{HashMap, HashSet};
+
+/// A lease time as stored (RFC 3339, milliseconds, UTC).
+fn stamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
 
 /// This host's name, as leases record it.
 pub(crate) fn this_host() -> String {
@@ -70,6 +75,28 @@ impl Lease {
 }
 
 impl Ledger {
+    /// The clock leases are written and judged by: on a team ledger the **server's**
+    /// (`clock_timestamp()`), so a bastion whose clock runs 30 s ahead neither takes a
+    /// live holder's lease nor keeps a dead one alive; on a file ledger this machine's,
+    /// the one every process that opens the file shares.
+    pub(crate) fn lease_clock(&self, tx: &Db) -> Result<DateTime<Utc>, JournalError> {
+        match tx {
+            Db::Sqlite(_) => Ok(super::client_now()),
+            Db::Pg(_) => {
+                let at: String = tx
+                    .one(
+                        "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
+                        p![],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| self.err(e))?;
+                DateTime::parse_from_rfc3339(&at)
+                    .map(|t| t.with_timezone(&Utc))
+                    .map_err(|e| self.other(format!("the server's clock read `{at}`: {e}")))
+            }
+        }
+    }
+
     pub(crate) fn lease_of(tx: &Db, id: &str) -> Result<Option<(Lease, String)>, DbError> {
         tx.opt(
             "SELECT lease_pid, lease_host, heartbeat_at, actor FROM replays WHERE id = ?1",
@@ -81,8 +108,9 @@ impl Ledger {
     /// Take the lease of replay `id` for this process (inside the start or resume
     /// transaction); `LeaseHeld` when a live process holds it.
     pub(crate) fn take_lease(&self, tx: &Db, id: &str) -> Result<(), JournalError> {
+        let now = self.lease_clock(tx)?;
         if let Some((lease, actor)) = Self::lease_of(tx, id).map_err(|e| self.err(e))? {
-            if lease.held_by_another(Utc::now()) {
+            if lease.held_by_another(now) {
                 return Err(JournalError::LeaseHeld {
                     replay_id: id.to_string(),
                     holder: lease.holder(),
@@ -93,7 +121,7 @@ impl Ledger {
         }
         tx.execute(
             "UPDATE replays SET lease_pid = ?2, lease_host = ?3, heartbeat_at = ?4 WHERE id = ?1",
-            p![id, std::process::id(), this_host(), now()],
+            p![id, std::process::id(), this_host(), stamp(now)],
         )
         .map_err(|e| self.err(e))?;
         Ok(())
@@ -131,11 +159,12 @@ impl Ledger {
 
     /// Renew this process's lease; `LeaseHeld` when another process took it over.
     pub fn replay_heartbeat(&mut self, id: &str) -> Result<(), JournalError> {
+        let now = self.lease_clock(&self.db)?;
         let renewed = self
             .db
             .execute(
                 "UPDATE replays SET heartbeat_at = ?4 WHERE id = ?1 AND lease_pid = ?2 AND lease_host = ?3 AND state = 'running'",
-                p![id, std::process::id(), this_host(), now()],
+                p![id, std::process::id(), this_host(), stamp(now)],
             )
             .map_err(|e| self.err(e))?;
         if renewed == 1 {
@@ -179,7 +208,7 @@ impl Ledger {
                 },
             )
             .map_err(|e| self.err(e))?;
-        let now = Utc::now();
+        let now = self.lease_clock(tx)?;
         let mut live: HashMap<String, bool> = HashMap::new();
         let held: Vec<Held> = rows
             .into_iter()
@@ -260,7 +289,7 @@ impl Ledger {
                 },
             )
             .map_err(|e| self.err(e))?;
-        let now = Utc::now();
+        let now = self.lease_clock(tx)?;
         Ok(rows
             .into_iter()
             // A live sender's letters are claims, not doubts.

@@ -37,7 +37,22 @@ pub struct Ledger {
 pub(crate) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn now() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+    client_now().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// This machine's clock. A `test-hooks` build may run it `DLQ_TRIAGE_TEST_CLOCK_SKEW_MS`
+/// ahead, as a bastion with a wrong clock would (libfaketime stalls librdkafka's
+/// threads, so the lease tests skew the clock here).
+pub(crate) fn client_now() -> chrono::DateTime<Utc> {
+    let now = Utc::now();
+    #[cfg(feature = "test-hooks")]
+    if let Some(ms) = std::env::var("DLQ_TRIAGE_TEST_CLOCK_SKEW_MS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+    {
+        return now + chrono::Duration::milliseconds(ms);
+    }
+    now
 }
 
 mod approvals;

@@ -269,7 +269,7 @@ impl Ledger {
             // Another live process's replay is not ended from here (`:abandon` of a
             // replay still being sent).
             if let Some((lease, actor)) = Self::lease_of(tx, id).map_err(|e| l.err(e))? {
-                if lease.held_by_another(chrono::Utc::now()) {
+                if lease.held_by_another(l.lease_clock(tx)?) {
                     return Err(JournalError::LeaseHeld {
                         replay_id: id.to_string(),
                         holder: lease.holder(),
@@ -303,7 +303,7 @@ impl Ledger {
     fn replay_row(r: &Row) -> Result<ReplayRow, DbError> {
         let detail: String = r.get(6)?;
         let lease = crate::lease::Lease::from_row(r, 7)?;
-        let held_by = lease.held_by_another(chrono::Utc::now()).then(|| {
+        let held_by = lease.held_by_another(super::client_now()).then(|| {
             format!(
                 "{}, heartbeat {}",
                 lease.holder(),
