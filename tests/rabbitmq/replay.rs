@@ -464,6 +464,29 @@ fn sigkill_mid_replay_on_rabbitmq_lists_what_may_have_been_sent_and_loses_nothin
             in_flight.len(),
             "run {run}: {plan}"
         );
+        // A teammate's new replay of the same filter (not --resume) leaves them out too:
+        // they are the stopped replay's, in doubt, whatever filter finds them.
+        let fresh = replay_cli(
+            dir.path(),
+            &[
+                "replay",
+                &uri,
+                "--filter",
+                "reason=rejected",
+                "--dry-run",
+                "--json",
+            ],
+        );
+        let fresh: serde_json::Value = serde_json::from_slice(&fresh.stdout).unwrap_or_else(|e| {
+            panic!("run {run}: {e}: {}", String::from_utf8_lossy(&fresh.stderr))
+        });
+        assert_eq!(
+            fresh["excluded"]["may-have-been-sent"]
+                .as_u64()
+                .unwrap_or(0) as usize,
+            in_flight.len(),
+            "run {run}: a new replay: {fresh}"
+        );
         let resumed = replay_cli(
             dir.path(),
             &["replay", &uri, "--resume", &id, "--yes", "--expect", &n],

@@ -384,9 +384,10 @@ pub struct ReplayArgs {
     /// it was sending when it stopped are looked up in their Kafka target first.
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
-    /// With --resume on RabbitMQ (whose target cannot be read back): send again the
-    /// letters that were in flight when the replay stopped and may have been sent.
-    #[arg(long, requires = "resume")]
+    /// On RabbitMQ (whose target cannot be read back): send again the letters that were
+    /// in flight when a replay stopped and may have been sent — that replay's with
+    /// --resume, any stopped replay's in a new one. A consumer may see them twice.
+    #[arg(long)]
     pub resend_unconfirmed: bool,
 }
 

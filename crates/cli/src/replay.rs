@@ -34,6 +34,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
             pace: pace(a)?,
             resend_unconfirmed: a.resend_unconfirmed,
         },
+        None if a.resend_unconfirmed => Start::NewResendingUnconfirmed(opts),
         None => Start::New(opts),
     };
     let draft = match ReplayDraft::new(session, picked, Vec::new(), start, ctx.now) {

@@ -55,6 +55,11 @@ impl Pace {
 #[derive(Debug, Clone)]
 pub enum Start {
     New(Options),
+    /// A new selection that also sends the letters stopped replays had in flight where
+    /// their target cannot be read back (`--resend-unconfirmed`; RabbitMQ): a consumer
+    /// may see those twice. The only way to send again what an abandoned replay had in
+    /// doubt there.
+    NewResendingUnconfirmed(Options),
     /// Continue replay `id` at `pace`. Letters it was sending when it stopped are looked
     /// up in their target (Kafka); where that cannot be done (RabbitMQ) they are left
     /// out as `may have been sent` unless `resend_unconfirmed`.
@@ -88,6 +93,7 @@ impl ReplayDraft {
         let ports = session.replay_ports()?;
         let (id, opts, resume, resend_unconfirmed) = match start {
             Start::New(opts) => (replay::new_id(now), opts, None, false),
+            Start::NewResendingUnconfirmed(opts) => (replay::new_id(now), opts, None, true),
             Start::Resume {
                 id,
                 pace,
@@ -323,7 +329,7 @@ impl ReplayDraft {
                 }
             }
         }
-        let (mut found, mut may) = (Vec::new(), Vec::new());
+        let (mut found, mut may, mut resent) = (Vec::new(), Vec::new(), Vec::new());
         let mut read_back = Vec::new();
         plan.items.retain(|i| {
             let Some(ds) = ours(i) else {
@@ -333,9 +339,12 @@ impl ReplayDraft {
                 found.push(i.letter_id.clone());
                 return false;
             }
-            if unread.is_some() {
+            if unread.is_some() && !self.resend_unconfirmed {
                 may.push(i.letter_id.clone());
                 return false;
+            }
+            if unread.is_some() {
+                resent.push(i.letter_id.clone());
             }
             read_back.extend(ds.iter().map(|d| (d.replay_id.clone(), d.seq)));
             true
@@ -367,8 +376,15 @@ impl ReplayDraft {
         if let (Some(why), false) = (&unread, may.is_empty()) {
             plan.warnings.push(note(
                 "may-have-been-sent",
-                format!("in flight in stopped replay {} and may have been sent ({why}): left out; `replay --resume ID --resend-unconfirmed` sends them under that replay", named.join(", ")),
+                format!("in flight in stopped replay {} and may have been sent ({why}): left out; --resend-unconfirmed sends them", named.join(", ")),
                 may,
+            ));
+        }
+        if let (Some(why), false) = (&unread, resent.is_empty()) {
+            plan.warnings.push(note(
+                "resend-unconfirmed",
+                format!("in flight in stopped replay {} and may have been sent ({why}): sent again as asked (--resend-unconfirmed): a consumer may see them twice", named.join(", ")),
+                resent,
             ));
         }
     }
