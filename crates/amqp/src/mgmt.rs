@@ -147,28 +147,14 @@ pub fn plan_url(
             dlq_core::sanitize::clean(&dlq_core::uri::redact(&url))
         ));
     }
-    if tls && lower.starts_with("http://") && !allow_plain_http && !is_loopback(&url) {
+    if tls && lower.starts_with("http://") && !allow_plain_http && !dlq_core::uri::is_loopback(&url)
+    {
         return Err(format!(
             "the management API at {} would get the broker password over plain HTTP while AMQP uses TLS: use https://, or pass --management-plain-http to accept that",
             dlq_core::sanitize::clean(&dlq_core::uri::redact(&url))
         ));
     }
     Ok(url)
-}
-
-fn is_loopback(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if let Some(v6) = hostport.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        hostport.rsplit_once(':').map_or(hostport, |(h, _)| h)
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The system's store, plus the source's CA and client certificate when it names them.
