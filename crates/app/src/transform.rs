@@ -311,9 +311,8 @@ impl Transform {
         self.tally.matched += 1;
         self.offered.update(letter.id.value.0.as_bytes());
         self.offered.update([0]);
-        let settings = self.settings.clone();
-        let masker = settings.masker.with_fields(letter.pii_fields());
-        let outcome = self.judge(&masker, letter)?;
+        let outcome = self.judge(letter)?;
+        let masker = self.settings.masker.with_fields(letter.pii_fields());
         match outcome {
             Outcome::Already => self.tally.already += 1,
             Outcome::Unchanged => self.tally.unchanged += 1,
@@ -363,7 +362,8 @@ impl Transform {
 
     /// What the program makes of one letter, guarded (failures still go through the
     /// masker in `offer`, for what the detectors find in the words shown).
-    fn judge(&mut self, masker: &Masker, letter: &DeadLetter) -> Result<Outcome, SessionError> {
+    fn judge(&mut self, letter: &DeadLetter) -> Result<Outcome, SessionError> {
+        let masker = self.settings.masker.with_fields(letter.pii_fields());
         let revised;
         let latest = self.latest.get(&letter.id.value.0);
         let (base, base_raw): (&DeadLetter, &[u8]) = match latest {
@@ -390,7 +390,7 @@ impl Transform {
         let shown_before = match latest {
             Some(r) if r.program_sha256.is_some() => {
                 let original = serde_json::from_slice::<Value>(letter.readable_payload()).ok();
-                let shown_original = original.as_ref().and_then(|o| masked_view(masker, o));
+                let shown_original = masked_view(&masker, letter.readable_payload());
                 derived::guard(
                     &before,
                     original.as_ref(),
@@ -399,7 +399,7 @@ impl Transform {
                     "",
                 )
             }
-            _ => masked_view(masker, &before).unwrap_or_else(|| derived::shape(&before)),
+            _ => masked_view(&masker, input).unwrap_or_else(|| derived::shape(&before)),
         };
         let real = run(&mut self.sandbox, input)?;
         // The same program on what the role sees; where that is the input itself, its run.
@@ -545,7 +545,8 @@ pub fn revision_changes(
     let (Some(before), Some(after)) = (parse(letter), parse(revised)) else {
         return Ok(Some(Vec::new()));
     };
-    let shown_before = masked_view(&masker, &before).unwrap_or_else(|| derived::shape(&before));
+    let shown_before =
+        masked_view(&masker, letter.readable_payload()).unwrap_or_else(|| derived::shape(&before));
     let from_original = entry
         .as_ref()
         .and_then(|d| d["sha256_before"].as_str())
@@ -597,10 +598,10 @@ fn cause(why: &str) -> String {
     fingerprint::normalize(&text)
 }
 
-/// A letter's masked view as JSON (what `show` prints), if it has one.
-fn masked_view(masker: &Masker, v: &Value) -> Option<Value> {
+/// A JSON payload's masked view (what `show` prints), if it is JSON.
+fn masked_view(masker: &Masker, payload: &[u8]) -> Option<Value> {
     let (text, _) = masker
-        .mask_json(v.to_string().as_bytes(), Layout::Compact, usize::MAX)
+        .mask_json(payload, Layout::Compact, usize::MAX)
         .ok()?;
     serde_json::from_str(&text).ok()
 }
