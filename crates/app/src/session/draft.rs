@@ -7,11 +7,11 @@
 use super::{
     Found, Picked, PlanLetter, ReplayReport, ReplayWatcher, Resume, Session, SessionError,
 };
-use dlq_core::journal::{Claim, ItemState, JournalError, ReplayRow};
+use dlq_core::journal::{Claim, ItemState, JournalError};
 use dlq_core::ports::{OriginLog, ReplayPorts, SourceError, Target};
 use dlq_core::replay::plan::{Item, Warning, Why};
 use dlq_core::replay::{self, Control, Options, Plan};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 /// The pace of a replay: what may change on a resume without planning other letters.
@@ -240,8 +240,9 @@ impl ReplayDraft {
     /// once their target is read back for that replay's id and they are not there — one
     /// found there is left out (the broker has it; `--resume` of that replay records it).
     /// Where the target cannot be read back (RabbitMQ, a failed read) they are left out
-    /// as `may have been sent`. Without this a new replay of the same filter would send
-    /// again whatever the dead one had in flight.
+    /// as `may have been sent` unless `--resend-unconfirmed`. Without this a new replay
+    /// of the same filter would send again whatever the dead one had in flight. What it
+    /// sends of them is `plan.read_back`, which the journal's start checks.
     fn settle_others_in_doubt(&mut self, session: &Session, plan: &mut Plan) {
         plan.read_back.clear();
         let doubts = match session.in_doubt_elsewhere(&plan.id) {
@@ -265,9 +266,6 @@ impl ReplayDraft {
                 return;
             }
         };
-        if doubts.is_empty() {
-            return;
-        }
         type Doubts<'a> = HashMap<(String, String), Vec<&'a dlq_core::journal::InDoubt>>;
         let mut by_letter: Doubts<'_> = HashMap::new();
         for d in &doubts {
@@ -280,52 +278,32 @@ impl ReplayDraft {
             m.get(&(i.letter_id.clone(), i.binding.clone()))
         }
         let ours = |i: &Item| of(&by_letter, i);
-        if !plan.items.iter().any(|i| ours(i).is_some()) {
-            return;
-        }
-        // Each stopped replay's copies in the targets, read from where they ended when it
-        // was planned, for its id.
-        let mut landed: HashMap<String, String> = HashMap::new();
-        let mut unread: Option<String> = None;
-        let replays: BTreeSet<&str> = plan
+        // The stopped replays this plan meets, each with its journaled detail.
+        let replays: BTreeMap<&str, &serde_json::Value> = plan
             .items
             .iter()
             .filter_map(ours)
             .flatten()
-            .map(|d| d.replay_id.as_str())
+            .map(|d| (d.replay_id.as_str(), &d.detail))
             .collect();
+        if replays.is_empty() {
+            return;
+        }
+        let (mut landed, mut unread) = (HashMap::new(), None);
         match self
             .ports
             .origin_log
             .as_deref_mut()
             .filter(|_| self.ports.kafka)
         {
-            None => unread = Some("the target cannot be read back".into()),
+            None => unread = Some("the target cannot be read back".to_string()),
             Some(log) => {
-                for r in replays {
-                    let Some(d) = doubts.iter().find(|d| d.replay_id == r) else {
-                        continue;
-                    };
-                    let topics: BTreeSet<&str> = plan
-                        .items
-                        .iter()
-                        .filter(|i| ours(i).is_some_and(|ds| ds.iter().any(|d| d.replay_id == r)))
-                        .filter_map(|i| match &i.outgoing.target {
-                            Target::Kafka { topic } => Some(topic.as_str()),
-                            Target::Amqp { .. } => None,
-                        })
-                        .collect();
-                    for t in topics {
-                        match log.replayed(t, &origin_from(&d.detail, t), r) {
-                            Ok(found) => landed.extend(found),
-                            Err(e) => {
-                                unread = Some(format!(
-                                    "reading `{}` back failed: {e}",
-                                    dlq_core::sanitize::clean(t)
-                                ))
-                            }
-                        }
-                    }
+                for (r, detail) in &replays {
+                    let in_doubt =
+                        |i: &Item| ours(i).is_some_and(|ds| ds.iter().any(|d| d.replay_id == *r));
+                    let (found, why) = read_back(log, plan, detail, r, &in_doubt);
+                    landed.extend(found);
+                    unread = why.or(unread);
                 }
             }
         }
@@ -350,43 +328,16 @@ impl ReplayDraft {
             true
         });
         plan.read_back = read_back;
-        let named: Vec<&str> = doubts
-            .iter()
-            .map(|d| d.replay_id.as_str())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let note = |kind, message: String, ids: Vec<String>| Warning {
-            kind,
-            message,
-            count: ids.len(),
-            examples: ids.into_iter().take(3).collect(),
-        };
-        plan.excluded
-            .extend(found.iter().map(|id| (id.clone(), Why::FoundInTarget)));
-        plan.excluded
-            .extend(may.iter().map(|id| (id.clone(), Why::MayHaveBeenSent)));
-        if !found.is_empty() {
-            plan.warnings.push(note(
-                "found-in-target",
-                format!("in flight in stopped replay {} and found in the target: not sent again (its --resume records them)", named.join(", ")),
-                found,
-            ));
-        }
-        if let (Some(why), false) = (&unread, may.is_empty()) {
-            plan.warnings.push(note(
-                "may-have-been-sent",
-                format!("in flight in stopped replay {} and may have been sent ({why}): left out; --resend-unconfirmed sends them", named.join(", ")),
-                may,
-            ));
-        }
-        if let (Some(why), false) = (&unread, resent.is_empty()) {
-            plan.warnings.push(note(
-                "resend-unconfirmed",
-                format!("in flight in stopped replay {} and may have been sent ({why}): sent again as asked (--resend-unconfirmed): a consumer may see them twice", named.join(", ")),
-                resent,
-            ));
-        }
+        let named: Vec<&str> = replays.keys().copied().collect();
+        say_in_doubt(
+            plan,
+            &format!("in stopped replay {}", named.join(", ")),
+            found,
+            "not sent again (its --resume records them)",
+            may,
+            unread,
+            self.resend_unconfirmed.then_some(resent),
+        );
     }
 
     /// Where each Kafka target's partitions end now, journaled with the plan: a resume
@@ -443,7 +394,9 @@ impl ReplayDraft {
             return;
         }
         let (landed, unread) = match self.ports.origin_log.as_deref_mut() {
-            Some(log) if self.ports.kafka => read_back(log, plan, &resume.row, &in_doubt),
+            Some(log) if self.ports.kafka => {
+                read_back(log, plan, &resume.row.detail, &plan.id, &in_doubt)
+            }
             _ => (
                 HashMap::new(),
                 Some("the target cannot be read back".to_string()),
@@ -477,8 +430,15 @@ impl ReplayDraft {
             .filter(|i| in_doubt(i))
             .map(|i| i.letter_id.clone())
             .collect();
-        let resend = self.resend_unconfirmed;
-        say_in_doubt(plan, &found, may, unread, resend.then_some(resent));
+        say_in_doubt(
+            plan,
+            "when the replay stopped",
+            found.iter().map(|f| f.letter_id.clone()).collect(),
+            "recorded as confirmed, not sent again",
+            may,
+            unread,
+            self.resend_unconfirmed.then_some(resent),
+        );
         resume.found = found;
     }
 }
@@ -525,12 +485,15 @@ pub fn unsupported(e: &SessionError) -> Option<&str> {
     }
 }
 
-/// What became of the letters a stopped run had in flight, in the plan: found in the
-/// target (recorded, not sent), left out as `may-have-been-sent`, or sent again as asked
-/// (`resent`, with `--resend-unconfirmed`, where the target could not be read: `unread`).
+/// What became of the letters a replay had in flight `whose` (`when the replay stopped`,
+/// `in stopped replay …`), in the plan: found in the target (`found_note` says what of
+/// them), left out as `may-have-been-sent`, or sent again as asked (`resent`, with
+/// `--resend-unconfirmed`, where the target could not be read: `unread`).
 fn say_in_doubt(
     plan: &mut Plan,
-    found: &[Found],
+    whose: &str,
+    found: Vec<String>,
+    found_note: &str,
     may: Vec<String>,
     unread: Option<String>,
     resent: Option<Vec<String>>,
@@ -541,38 +504,32 @@ fn say_in_doubt(
         count: ids.len(),
         examples: ids.into_iter().take(3).collect(),
     };
-    plan.excluded.extend(
-        found
-            .iter()
-            .map(|f| (f.letter_id.clone(), Why::FoundInTarget)),
-    );
+    plan.excluded
+        .extend(found.iter().map(|id| (id.clone(), Why::FoundInTarget)));
     plan.excluded
         .extend(may.iter().map(|id| (id.clone(), Why::MayHaveBeenSent)));
     if !found.is_empty() {
         plan.warnings.push(note(
             "found-in-target",
-            "in flight when the replay stopped and found in the target: recorded as confirmed, not sent again".into(),
-            found.iter().map(|f| f.letter_id.clone()).collect(),
+            format!("in flight {whose} and found in the target: {found_note}"),
+            found,
         ));
     }
     match (unread, resent) {
         (Some(why), _) if !may.is_empty() => plan.warnings.push(note(
             "may-have-been-sent",
-            format!("in flight when the replay stopped and may have been sent ({why}): left out; --resend-unconfirmed sends them again"),
+            format!("in flight {whose} and may have been sent ({why}): left out; --resend-unconfirmed sends them again"),
             may,
         )),
         (Some(why), Some(ids)) if !ids.is_empty() => plan.warnings.push(note(
             "resend-unconfirmed",
-            format!("in flight when the replay stopped, sent again as asked (--resend-unconfirmed; {why}): a consumer may see them twice"),
+            format!("in flight {whose}, sent again as asked (--resend-unconfirmed; {why}): a consumer may see them twice"),
             ids,
         )),
         _ => {}
     }
 }
 
-/// Replayed copies of the in-doubt items in their Kafka targets, by DLQ location, read
-/// from where the targets ended when the replay was planned; and why not, if a target
-/// could not be read.
 /// Where a journaled replay's target `topic` ended, partition by partition, when it was
 /// planned (its detail's `origin_from`).
 fn origin_from(detail: &serde_json::Value, topic: &str) -> HashMap<i32, i64> {
@@ -587,14 +544,16 @@ fn origin_from(detail: &serde_json::Value, topic: &str) -> HashMap<i32, i64> {
         .unwrap_or_default()
 }
 
+/// Replayed copies of the in-doubt items (of replay `replay_id`, journaled with
+/// `detail`) in their Kafka targets, by DLQ location, read from where the targets ended
+/// when that replay was planned; and why not, if a target could not be read.
 fn read_back(
     log: &mut dyn OriginLog,
     plan: &Plan,
-    row: &ReplayRow,
+    detail: &serde_json::Value,
+    replay_id: &str,
     in_doubt: &dyn Fn(&Item) -> bool,
 ) -> (HashMap<String, String>, Option<String>) {
-    // Where the target's partitions ended when the replay was planned.
-    let from = |topic: &str| origin_from(&row.detail, topic);
     let topics: BTreeSet<&str> = plan
         .items
         .iter()
@@ -607,7 +566,7 @@ fn read_back(
     let mut landed = HashMap::new();
     let mut unread = None;
     for t in topics {
-        match log.replayed(t, &from(t), &plan.id) {
+        match log.replayed(t, &origin_from(detail, t), replay_id) {
             Ok(found) => landed.extend(found),
             Err(e) => {
                 unread = Some(format!(
