@@ -66,11 +66,20 @@ impl Lease {
     }
 
     pub fn holder(&self) -> String {
-        format!(
-            "pid {} on {}",
-            self.pid.unwrap_or_default(),
-            self.host.as_deref().unwrap_or("?")
-        )
+        match self.pid {
+            Some(pid) => format!("pid {pid} on {}", self.host.as_deref().unwrap_or("?")),
+            None => "nobody: the replay is no longer running".into(),
+        }
+    }
+
+    /// Why replay `replay_id` (started by `actor`) is not this process's to write.
+    pub fn refusal(self, replay_id: &str, actor: String) -> JournalError {
+        JournalError::LeaseHeld {
+            replay_id: replay_id.to_string(),
+            holder: self.holder(),
+            actor,
+            heartbeat_at: self.heartbeat_at.unwrap_or_default(),
+        }
     }
 }
 
@@ -97,11 +106,12 @@ impl Ledger {
         }
     }
 
-    pub(crate) fn lease_of(tx: &Db, id: &str) -> Result<Option<(Lease, String)>, DbError> {
+    /// Replay `id`'s lease, the actor who started it and its state.
+    pub(crate) fn lease_of(tx: &Db, id: &str) -> Result<Option<(Lease, String, String)>, DbError> {
         tx.opt(
-            "SELECT lease_pid, lease_host, heartbeat_at, actor FROM replays WHERE id = ?1",
+            "SELECT lease_pid, lease_host, heartbeat_at, actor, state FROM replays WHERE id = ?1",
             p![id],
-            |r| Ok((Lease::from_row(r, 0)?, r.get(3)?)),
+            |r| Ok((Lease::from_row(r, 0)?, r.get(3)?, r.get(4)?)),
         )
     }
 
@@ -109,14 +119,9 @@ impl Ledger {
     /// transaction); `LeaseHeld` when a live process holds it.
     pub(crate) fn take_lease(&self, tx: &Db, id: &str) -> Result<(), JournalError> {
         let now = self.lease_clock(tx)?;
-        if let Some((lease, actor)) = Self::lease_of(tx, id).map_err(|e| self.err(e))? {
+        if let Some((lease, actor, _)) = Self::lease_of(tx, id).map_err(|e| self.err(e))? {
             if lease.held_by_another(now) {
-                return Err(JournalError::LeaseHeld {
-                    replay_id: id.to_string(),
-                    holder: lease.holder(),
-                    actor,
-                    heartbeat_at: lease.heartbeat_at.unwrap_or_default(),
-                });
+                return Err(lease.refusal(id, actor));
             }
         }
         tx.execute(
@@ -132,29 +137,13 @@ impl Ledger {
     /// a holder that was frozen past its lease and taken over stops at its next write —
     /// before its next publish — instead of writing into the taker's journal.
     pub(crate) fn fence(&self, tx: &Db, id: &str) -> Result<(), JournalError> {
-        let row: Option<(Lease, String, String)> = tx
-            .opt(
-                "SELECT lease_pid, lease_host, heartbeat_at, actor, state FROM replays WHERE id = ?1",
-                p![id],
-                |r| Ok((Lease::from_row(r, 0)?, r.get(3)?, r.get(4)?)),
-            )
-            .map_err(|e| self.err(e))?;
-        let Some((lease, actor, state)) = row else {
+        let Some((lease, actor, state)) = Self::lease_of(tx, id).map_err(|e| self.err(e))? else {
             return Err(self.other(format!("replay {id} is not in the ledger")));
         };
         if state == "running" && lease.held_by_us() {
             return Ok(());
         }
-        Err(JournalError::LeaseHeld {
-            replay_id: id.to_string(),
-            holder: if lease.pid.is_some() {
-                lease.holder()
-            } else {
-                format!("nobody (it is {state})")
-            },
-            actor,
-            heartbeat_at: lease.heartbeat_at.unwrap_or_default(),
-        })
+        Err(lease.refusal(id, actor))
     }
 
     /// Renew this process's lease; `LeaseHeld` when another process took it over.
@@ -170,15 +159,10 @@ impl Ledger {
         if renewed == 1 {
             return Ok(());
         }
-        let (lease, actor) = Self::lease_of(&self.db, id)
+        let (lease, actor, _) = Self::lease_of(&self.db, id)
             .map_err(|e| self.err(e))?
             .ok_or_else(|| self.other(format!("replay {id} is not in the ledger")))?;
-        Err(JournalError::LeaseHeld {
-            replay_id: id.to_string(),
-            holder: lease.holder(),
-            actor,
-            heartbeat_at: lease.heartbeat_at.unwrap_or_default(),
-        })
+        Err(lease.refusal(id, actor))
     }
 
     /// Letters of `source` held by live replays other than `except`.

@@ -268,14 +268,9 @@ impl Ledger {
         self.write(|l, tx| {
             // Another live process's replay is not ended from here (`:abandon` of a
             // replay still being sent).
-            if let Some((lease, actor)) = Self::lease_of(tx, id).map_err(|e| l.err(e))? {
+            if let Some((lease, actor, _)) = Self::lease_of(tx, id).map_err(|e| l.err(e))? {
                 if lease.held_by_another(l.lease_clock(tx)?) {
-                    return Err(JournalError::LeaseHeld {
-                        replay_id: id.to_string(),
-                        holder: lease.holder(),
-                        actor,
-                        heartbeat_at: lease.heartbeat_at.unwrap_or_default(),
-                    });
+                    return Err(lease.refusal(id, actor));
                 }
             }
             let detail = serde_json::json!({"state": state, "outcome": outcome}).to_string();
