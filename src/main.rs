@@ -1,4 +1,5 @@
-//! Entry point: parse, dispatch, map errors to exit codes (0 ok, 1 operational, 2 usage).
+//! Entry point: parse, dispatch, map errors to exit codes (0 ok, 1 operational, 2 usage,
+//! 8 the ledger busy; a command's own codes come as `cli::Exit`).
 
 use clap::Parser;
 use dlq_cli::{self as cli, Cli, UsageError};
@@ -98,9 +99,28 @@ fn run() -> ExitCode {
             eprintln!("error: {}", msg.join(": "));
             if e.chain().any(|c| c.downcast_ref::<UsageError>().is_some()) {
                 ExitCode::from(2)
+            } else if ledger_busy(e.chain()) {
+                // Another writer holds the ledger: nothing was recorded or sent, and a
+                // script can tell this from a failure.
+                ExitCode::from(8)
             } else {
                 ExitCode::from(1)
             }
         }
     }
+}
+
+/// Another writer held the ledger past the bounded wait, wherever in the chain it is said.
+fn ledger_busy<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> bool {
+    use dlq_app::session::SessionError;
+    use dlq_core::journal::JournalError;
+    chain.any(|c| {
+        matches!(
+            c.downcast_ref::<JournalError>(),
+            Some(JournalError::Busy { .. })
+        ) || matches!(
+            c.downcast_ref::<SessionError>(),
+            Some(SessionError::Ledger(JournalError::Busy { .. }))
+        )
+    })
 }

@@ -248,6 +248,7 @@ fn fetch_one_letter_by_offset_and_publish_with_confirmation() {
         std::time::Duration::from_secs(10),
     )
     .expect("publisher");
+    publisher.claim("rp-1").expect("the replay's producer");
     let msg = Outgoing {
         target: Target::Kafka {
             topic: "orders".into(),
@@ -289,6 +290,7 @@ fn publish_to_a_downed_broker_is_a_failure_not_a_success() {
         std::time::Duration::from_secs(3),
     )
     .expect("publisher");
+    publisher.claim("rp-2").expect("the replay's producer");
     let msg = Outgoing {
         target: Target::Kafka {
             topic: "orders".into(),
@@ -384,6 +386,7 @@ fn demo_consumer_dead_letters_failed_replays_again_with_the_same_id() {
     let mut publisher =
         KafkaPublisher::new(&[demo.bootstrap()], &[], std::time::Duration::from_secs(10))
             .expect("publisher");
+    publisher.claim("rp-3").expect("the replay's producer");
     for d in [&bad, &good] {
         publisher
             .publish(&Outgoing {
@@ -578,4 +581,79 @@ fn a_broker_that_does_not_describe_configs_gives_retention_unknown() {
         .expect("groups")
         .iter()
         .all(|g| g["expires_in_s"].is_null()));
+}
+
+/// What librdkafka's mock cluster (the tests' and the demo's broker) does when a second
+/// producer initialises a transactional id another producer has an open transaction
+/// under — a replay's takeover. A Kafka broker bumps the epoch, aborts the open
+/// transaction and answers the old producer's commit `ProducerFenced`. This pins what the
+/// mock does instead, so the README's statement of it stays checked: if a librdkafka
+/// upgrade makes the mock fence, this fails and the README (and the frozen-holder tests,
+/// which could then count the broker's fence) change with it.
+#[test]
+fn the_mock_cluster_lets_a_superseded_transactional_producer_commit() {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    use rdkafka::Message;
+    let cluster = MockCluster::new(1).expect("mock");
+    cluster.create_topic("fenced", 1, 1).expect("topic");
+    let bootstrap = cluster.bootstrap_servers();
+    let producer = || -> BaseProducer {
+        ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("transactional.id", "dlq-triage-replay-r-fence")
+            .create()
+            .expect("producer")
+    };
+    let wait = std::time::Duration::from_secs(10);
+    let old = producer();
+    old.init_transactions(wait).expect("old init");
+    old.begin_transaction().expect("old begin");
+    old.send(
+        BaseRecord::<str, str>::to("fenced")
+            .key("k")
+            .payload("from the old holder"),
+    )
+    .expect("old send");
+    old.flush(wait).expect("old flush");
+    let new = producer();
+    new.init_transactions(wait).expect("the taker's init");
+    let old_commit = old.commit_transaction(wait);
+    new.begin_transaction().expect("new begin");
+    new.send(
+        BaseRecord::<str, str>::to("fenced")
+            .key("k")
+            .payload("from the taker"),
+    )
+    .expect("new send");
+    new.commit_transaction(wait).expect("new commit");
+    let reader: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", "fence-check")
+        .set("isolation.level", "read_committed")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    reader.subscribe(&["fenced"]).expect("subscribe");
+    let mut read = Vec::new();
+    let started = std::time::Instant::now();
+    while read.len() < 2 && started.elapsed() < std::time::Duration::from_secs(20) {
+        if let Some(Ok(m)) = reader.poll(std::time::Duration::from_millis(200)) {
+            read.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).to_string());
+        }
+    }
+    // A broker: Err(ProducerFenced), and a read_committed reader sees only the taker's.
+    assert!(
+        old_commit.is_ok(),
+        "the mock now fences the old producer ({old_commit:?}): update the README"
+    );
+    assert_eq!(
+        read,
+        vec![
+            "from the old holder".to_string(),
+            "from the taker".to_string()
+        ],
+        "the mock's read_committed reader"
+    );
 }

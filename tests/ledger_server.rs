@@ -148,9 +148,11 @@ fn two_clients_starting_the_same_replay_claim_each_letter_once() {
         l.replay_start(id, SOURCE, "orders", &serde_json::json!({}), &planned)
     };
     let (ia, ib) = (items.clone(), items);
-    let ta = std::thread::spawn(move || start(&mut a, "r-a", &ia));
-    let tb = std::thread::spawn(move || start(&mut b, "r-b", &ib));
-    let (ra, rb) = (ta.join().expect("a"), tb.join().expect("b"));
+    // Each thread hands its ledger back: a replay is held while its sender's connection
+    // lives (the server drops the lock with it), as a sending process keeps it.
+    let ta = std::thread::spawn(move || (start(&mut a, "r-a", &ia), a));
+    let tb = std::thread::spawn(move || (start(&mut b, "r-b", &ib), b));
+    let ((ra, _a), (rb, _b)) = (ta.join().expect("a"), tb.join().expect("b"));
     // Exactly one holds them; the other is told who.
     let (won, lost) = match (ra, rb) {
         (Ok(_), Err(e)) | (Err(e), Ok(_)) => (1, e),
@@ -280,4 +282,54 @@ fn an_approval_edited_in_the_table_lets_nothing_start() {
     assert!(err.to_string().contains("does not match"), "{err}");
     let v = l.verify(None).expect("verify");
     assert!(!v.ok && v.problem.unwrap_or_default().contains("approval r-big"));
+}
+
+/// A write that waits for the team's write lock in vain (another session holds it past
+/// `lock_timeout`) says who holds it, and leaves the connection usable: the next write,
+/// once the lock is free, goes through — a failed transaction is rolled back, never left
+/// to refuse every later statement. A session ended by the server (a restart, a
+/// failover, `pg_terminate_backend`) costs nothing either: the next write makes a new
+/// connection.
+#[test]
+fn a_lock_wait_in_vain_names_the_holder_and_neither_it_nor_a_cut_poisons_the_connection() {
+    let Some(db) = TempDb::create() else { return };
+    let mut l = open(&db);
+    l.audit("unmask", "m-1", "{}").expect("a first write");
+    // Another client holds the write lock inside an open transaction (and has turned
+    // off the database's idle-in-transaction timeout, which would end it after 5 s).
+    let mut holder = db.client();
+    holder
+        .batch_execute(
+            "SET application_name = 'psql of bob'; SET idle_in_transaction_session_timeout = 0;              BEGIN; SELECT pg_advisory_xact_lock(7337002)",
+        )
+        .expect("hold the lock");
+    let refused = l
+        .audit("unmask", "m-2", "{}")
+        .expect_err("the lock is held");
+    let said = refused.to_string();
+    assert!(matches!(refused, JournalError::Busy { .. }), "{said}");
+    for words in [
+        "the team ledger is busy",
+        "`psql of bob`",
+        "has held its write lock",
+        "nothing was recorded",
+    ] {
+        assert!(said.contains(words), "`{words}` in {said}");
+    }
+    holder.batch_execute("COMMIT").expect("let go");
+    l.audit("unmask", "m-2", "{}")
+        .expect("the same connection writes again");
+    // The server ends every session of the database, as a restart would.
+    let name = db.url.rsplit('/').next().expect("db name").to_string();
+    holder
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&name],
+        )
+        .expect("terminate");
+    l.audit("unmask", "m-3", "{}")
+        .expect("a new connection writes");
+    let entries = l.audit_entries().expect("entries");
+    assert_eq!(entries.len(), 3, "each write once: {entries:?}");
+    assert!(l.verify(None).expect("verify").ok);
 }

@@ -11,6 +11,7 @@ use dlq_kafka::demo::{produce_all, Demo, Simulator};
 use dlq_kafka::KafkaSource;
 use dlq_testkit::cli::Cli;
 use dlq_testkit::pg::TempDb;
+use dlq_testkit::process::{signal, wait_stopped};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::process::{Command, Output, Stdio};
@@ -699,6 +700,15 @@ impl Env {
 
     /// `spawn_replay` with `extra` arguments.
     fn spawn_replay_with(&self, n: usize, rate: &str, extra: &[&str]) -> std::process::Child {
+        self.replay_command(n, rate, extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("replay starts")
+    }
+
+    /// The command `spawn_replay_with` runs.
+    fn replay_command(&self, n: usize, rate: &str, extra: &[&str]) -> Command {
         let n = n.to_string();
         let mut args = vec![
             "replay",
@@ -718,10 +728,6 @@ impl Env {
         ];
         args.extend_from_slice(extra);
         self.command(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("replay starts")
     }
 
     /// `replay --resume ID --yes` at `rate`/s, at most `expect` letters.
@@ -1015,84 +1021,237 @@ fn on_host(cmd: &Command, host: &str) -> Option<Command> {
     Some(u)
 }
 
-/// A holder frozen past its lease (SIGSTOP: a hung process, a paused VM) is taken over
-/// by `--resume` on another bastion (its own host name); when it is let go (SIGCONT) it
-/// stops at its next journal write instead of sending the rest again: the ledger fences
-/// it. What it had handed to its producer before it froze may still land — that window
-/// (at most its in-flight letters) is counted and listed, not hidden.
-#[test]
-fn a_frozen_holder_taken_over_from_another_host_stops_at_its_next_write() {
-    const N: usize = 300;
-    let (cluster, _) = orders_cluster(N);
-    let mut window = Vec::new();
-    for run in 0..2u64 {
-        let env = Env::new(cluster.bootstrap_servers(), "orders.dlq");
-        let mut seed = 0xf0f0_0000 + run;
-        let holder = env.spawn_replay(N, "50");
-        let id = env.running_replay(20 + (lcg(&mut seed) % 40) as usize);
-        let pid = holder.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-STOP", &pid])
-            .status()
-            .expect("stop")
-            .success());
-        // Past the lease (five heartbeats of 3 s), judged on the taker's side.
-        std::thread::sleep(dlq_core::journal::LEASE_HEARTBEAT * 5 + Duration::from_secs(2));
-        let resume = env.command(&[
-            "replay",
-            &env.uri,
-            "--resume",
-            &id,
-            "--yes",
-            "--rate",
-            "2000",
-            "--expect",
-            &N.to_string(),
-        ]);
-        let taken = match on_host(&resume, "bastion-b") {
-            Some(mut c) => c.output().expect("taker runs"),
-            None => {
-                eprintln!("no UTS namespace here: the taker runs on this host name");
-                env.resume(&id, "2000", N)
+/// `discard` of the `other` group (see [`other_group`]) by `run`.
+fn discard_other(run: impl Fn(&[&str]) -> Output, env: &Env) -> Output {
+    run(&[
+        "discard",
+        &env.uri,
+        "--filter",
+        "reason=other",
+        "--reason",
+        "obsolete",
+        "--yes",
+    ])
+}
+
+/// `n` letters with reason `other` after the `boom` ones: a group nobody replays.
+fn other_group(bootstrap: &str, from: usize, n: usize) {
+    let letters: Vec<RawLetter> = (from..from + n)
+        .map(|i| RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "orders.dlq".into(),
+                partition: 0,
+                offset: 0,
+            }),
+            key: Some(format!("o{i}").into_bytes()),
+            headers: vec![
+                Header::new("kafka_dlt-original-topic", HeaderValue::text("orders")),
+                Header::new("x-message-id", HeaderValue::text(&format!("o-{i}"))),
+                Header::new("x-reason-code", HeaderValue::text("other")),
+            ],
+            payload: format!("{{\"other\":{i}}}").into_bytes(),
+            ..Default::default()
+        })
+        .collect();
+    produce_all(bootstrap, &letters).expect("dlq");
+}
+
+/// Where the holder froze, and what the team meets while it is frozen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Freeze {
+    /// Between two ledger transactions: nothing of the ledger's is held but the replay.
+    Outside,
+    /// Inside one, its write lock taken (on the team ledger, the server's lock).
+    Inside,
+}
+
+/// A replay's holder stops itself (SIGSTOP, as Ctrl-Z or a paused VM) at a seeded
+/// ledger write, inside or outside its transaction; from a second host name the team
+/// then discards another group and tries to take the replay over; then the holder is let
+/// go (SIGCONT). Each outcome is asserted exactly, and each letter lands once.
+///
+/// - Outside, either ledger: the holder keeps its replay (its lock is the kernel's or the
+///   server's, whatever any clock says): the takeover exits 6 naming it, the discard
+///   goes through, and the holder finishes every letter when let go.
+/// - Inside, file ledger: nobody can end a stopped process's transaction for it: the
+///   discard exits 8 after the bounded wait, the takeover 6 (the holder lives), both
+///   naming the stopped pid and `kill -CONT`/`kill`; the holder finishes when let go.
+/// - Inside, team ledger: the server ends the stopped session
+///   (`idle_in_transaction_session_timeout`), which frees the write lock and the
+///   replay's holder lock: the discard and the takeover succeed, the takeover reads back
+///   what the holder had confirmed on the broker and completes; the holder, let go,
+///   stops at its next write.
+fn frozen_holder(ledger: Option<&str>, freeze: Freeze, seed: u64) {
+    const N: usize = 150;
+    let (cluster, env) = orders_cluster_on(N, ledger);
+    other_group(&cluster.bootstrap_servers(), 0, 3);
+    let mut seed = seed;
+    // After 10 to 99 of the 150 letters were confirmed.
+    let at = 10 + (lcg(&mut seed) % 90) as usize;
+    let point = match freeze {
+        Freeze::Outside => format!("outside:{at}"),
+        Freeze::Inside => format!("inside:{at}"),
+    };
+    let what = format!(
+        "{} ledger, {point}",
+        if ledger.is_some() { "team" } else { "file" }
+    );
+    let mut holder = env
+        .replay_command(N, "100", &[])
+        .env("DLQ_TRIAGE_TEST_FREEZE_AT", &point)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("replay starts");
+    wait_stopped(&mut holder);
+    let rows: serde_json::Value =
+        serde_json::from_slice(&env.run(&["replays", "--json"]).stdout).expect("json");
+    let id = rows[0]["id"].as_str().expect("the replay's id").to_string();
+    // A team ledger's teammates are on other bastions (a host name of their own); a
+    // file ledger's are on this machine.
+    let elsewhere = |args: &[&str]| -> Output {
+        let cmd = env.command(args);
+        match on_host(&cmd, "bastion-b").filter(|_| ledger.is_some()) {
+            Some(mut c) => c.output().expect("runs"),
+            None => env.run(args),
+        }
+    };
+    let discard = discard_other(elsewhere, &env);
+    let expect = N.to_string();
+    let taker = elsewhere(&[
+        "replay", &env.uri, "--resume", &id, "--yes", "--rate", "2000", "--expect", &expect,
+    ]);
+    let team_inside = ledger.is_some() && freeze == Freeze::Inside;
+    match (ledger.is_some(), freeze) {
+        (_, Freeze::Outside) => {
+            assert_eq!(discard.status.code(), Some(0), "{what}: {}", text(&discard));
+            assert_eq!(taker.status.code(), Some(6), "{what}: {}", text(&taker));
+            assert!(
+                text(&taker).contains("is being sent by pid"),
+                "{what}: {}",
+                text(&taker)
+            );
+            if ledger.is_none() {
+                assert!(
+                    text(&taker).contains("stopped (Ctrl-Z or SIGSTOP)"),
+                    "{what}: {}",
+                    text(&taker)
+                );
             }
-        };
-        assert_eq!(taken.status.code(), Some(0), "run {run}: {}", text(&taken));
-        assert!(Command::new("kill")
-            .args(["-CONT", &pid])
-            .status()
-            .expect("cont")
-            .success());
-        let out = holder.wait_with_output().expect("the holder ends");
-        let said = text(&out);
-        assert_ne!(
-            out.status.code(),
-            Some(0),
-            "run {run}: the fenced holder went on:\n{said}"
-        );
-        assert!(said.contains("is being sent by"), "run {run}: {said}");
-        let landed = env.landed(&id);
-        assert_eq!(landed.len(), N, "run {run}: every letter landed");
-        let twice: Vec<String> = landed
-            .iter()
-            .filter(|(_, v)| v.len() > 1)
-            .map(|(k, _)| k.clone())
-            .collect();
-        // The window: letters it had in flight when it froze, at 50/s a handful.
-        assert!(
-            twice.len() <= 5,
-            "run {run}: {} sent twice: {twice:?}",
-            twice.len()
-        );
-        window.extend(twice);
-        let verify = env.run(&["audit", "verify"]);
-        assert_eq!(
-            verify.status.code(),
-            Some(0),
-            "run {run}: {}",
-            text(&verify)
-        );
+        }
+        (false, Freeze::Inside) => {
+            // The takeover sees a live holder before it needs the write lock: exit 6;
+            // the discard waits for the lock in vain: exit 8. Both name the stopped pid.
+            for (out, code) in [(&discard, 8), (&taker, 6)] {
+                let said = text(out);
+                assert_eq!(out.status.code(), Some(code), "{what}: {said}");
+                for words in [
+                    format!("pid {}", holder.id()),
+                    "stopped (Ctrl-Z or SIGSTOP)".to_string(),
+                    format!("kill -CONT {}", holder.id()),
+                ] {
+                    assert!(said.contains(&words), "{what}: `{words}` in {said}");
+                }
+                if code == 8 {
+                    assert!(said.contains("nothing was recorded"), "{what}: {said}");
+                }
+            }
+        }
+        (true, Freeze::Inside) => {
+            assert_eq!(discard.status.code(), Some(0), "{what}: {}", text(&discard));
+            assert_eq!(taker.status.code(), Some(0), "{what}: {}", text(&taker));
+        }
     }
-    eprintln!("sent twice across the runs (the in-flight window): {window:?}");
+    signal("CONT", holder.id());
+    let out = holder.wait_with_output().expect("the holder ends");
+    if team_inside {
+        assert_ne!(out.status.code(), Some(0), "{what}: {}", text(&out));
+        assert!(text(&out).contains("ledger"), "{what}: {}", text(&out));
+    } else {
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", text(&out));
+        if freeze == Freeze::Inside {
+            // The discard waited in vain while the holder was stopped: now it goes.
+            let again = discard_other(|a| env.run(a), &env);
+            assert_eq!(again.status.code(), Some(0), "{what}: {}", text(&again));
+        }
+    }
+    env.exactly_once(&id, N, &what);
+}
+
+#[test]
+fn a_holder_frozen_between_writes_keeps_its_replay_and_the_team_goes_on() {
+    for run in 0..2 {
+        frozen_holder(None, Freeze::Outside, 0xf0f0_0000 + run);
+    }
+}
+
+#[test]
+fn a_holder_frozen_inside_a_file_ledger_write_is_named_stopped_with_what_frees_it() {
+    for run in 0..2 {
+        frozen_holder(None, Freeze::Inside, 0xf1f1_0000 + run);
+    }
+}
+
+#[test]
+fn on_the_team_ledger_a_holder_frozen_between_writes_keeps_its_replay() {
+    let Some(db) = TempDb::create() else { return };
+    frozen_holder(Some(&db.url), Freeze::Outside, 0xf2f2_0000);
+}
+
+#[test]
+fn on_the_team_ledger_a_holder_frozen_inside_a_write_is_ended_by_the_server_and_taken_over() {
+    for run in 0..2 {
+        let Some(db) = TempDb::create() else { return };
+        frozen_holder(Some(&db.url), Freeze::Inside, 0xf3f3_0000 + run);
+    }
+}
+
+/// Ctrl-Z (SIGTSTP) on a CLI replay is a pause, not a freeze: the run stops sending,
+/// waits for what is in flight, journals `replay-suspend` and only then stops itself —
+/// no letter `sending`, no ledger lock held (a discard of another group goes through
+/// while it is suspended) and its replay still its own (a takeover exits 6). `fg`
+/// (SIGCONT) continues it: every letter once.
+#[test]
+fn ctrl_z_suspends_a_replay_at_a_safe_point_and_fg_finishes_it() {
+    const N: usize = 150;
+    let (cluster, env) = orders_cluster(N);
+    other_group(&cluster.bootstrap_servers(), 0, 3);
+    let mut holder = env.spawn_replay(N, "100");
+    let id = env.running_replay(20);
+    signal("TSTP", holder.id());
+    wait_stopped(&mut holder);
+    let shown = env.show(&id);
+    assert_eq!(count(&shown, "sending"), 0, "nothing in flight: {shown}");
+    assert!(count(&shown, "settled") < N, "suspended mid-run: {shown}");
+    let audit: serde_json::Value =
+        serde_json::from_slice(&env.run(&["audit", "list", "--json"]).stdout).expect("json");
+    let suspended = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["action"] == "replay-suspend" && e["target"] == id.as_str())
+        .count();
+    assert_eq!(suspended, 1, "the suspension is journaled: {audit}");
+    let discard = discard_other(|a| env.run(a), &env);
+    assert_eq!(
+        discard.status.code(),
+        Some(0),
+        "no lock held: {}",
+        text(&discard)
+    );
+    let taker = env.resume(&id, "2000", N);
+    assert_eq!(
+        taker.status.code(),
+        Some(6),
+        "still its own: {}",
+        text(&taker)
+    );
+    signal("CONT", holder.id());
+    let out = holder.wait_with_output().expect("the replay ends");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("suspended at a safe point"), "{said}");
+    env.exactly_once(&id, N, "after Ctrl-Z and fg");
 }
 
 /// One sender per replay, one live replay per letter: a `--resume` of a replay another
@@ -1245,6 +1404,61 @@ fn the_team_ledger_lost_mid_replay_stops_it_and_the_resume_completes_exactly_onc
     let resumed = env.resume(&id, "1000", N);
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
     env.exactly_once(&id, N, "after the server came back");
+}
+
+/// The team ledger's sessions cut (`pg_terminate_backend` of every session of the
+/// ledger's database — what a server restart, a failover or a lost network does to them)
+/// at 5 seeded points of a 1,000-letter replay at 1,000/s, each point exactly inside or
+/// exactly between two journal writes (the holder stops itself there, the cut happens,
+/// it is let go): the replay stops at its next write — nothing more is sent without its
+/// ledger — and `--resume` lands every letter once; `audit verify` stays clean.
+#[test]
+fn a_team_ledger_cut_at_seeded_points_of_a_1000_letter_replay_loses_and_repeats_nothing() {
+    const N: usize = 1000;
+    let mut seed = 0x5eed_ca75_u64;
+    for run in 0..5 {
+        let Some(db) = TempDb::create() else { return };
+        let (_cluster, env) = orders_cluster_on(N, Some(&db.url));
+        let at = 50 + (lcg(&mut seed) % 900) as usize;
+        let point = if lcg(&mut seed).is_multiple_of(2) {
+            format!("inside:{at}")
+        } else {
+            format!("outside:{at}")
+        };
+        let what = format!("run {run}, {point}");
+        let mut holder = env
+            .replay_command(N, "1000", &[])
+            .env("DLQ_TRIAGE_TEST_FREEZE_AT", &point)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("replay starts");
+        wait_stopped(&mut holder);
+        let name = db.url.rsplit('/').next().expect("db name").to_string();
+        let cut = db
+            .client()
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                &[&name],
+            )
+            .expect("terminate");
+        assert!(!cut.is_empty(), "{what}: the replay's session was cut");
+        signal("CONT", holder.id());
+        let out = holder.wait_with_output().expect("the replay ends");
+        let said = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{what}: {said}");
+        assert!(
+            said.contains("ledger"),
+            "{what}: the reason names the ledger: {said}"
+        );
+        let rows: serde_json::Value =
+            serde_json::from_slice(&env.run(&["replays", "--json"]).stdout).expect("json");
+        let id = rows[0]["id"].as_str().expect("the replay").to_string();
+        assert!(env.landed(&id).len() < N, "{what}: it stopped early");
+        let resumed = env.resume(&id, "2000", N);
+        assert_eq!(resumed.status.code(), Some(0), "{what}: {}", text(&resumed));
+        env.exactly_once(&id, N, &what);
+    }
 }
 
 /// `ledger migrate --to postgres://…`: a file ledger with a discard, a revision and a

@@ -17,6 +17,7 @@ mod prelude {
     pub(crate) use dlq_core::model::{DeadLetter, Origin, RawLetter};
     pub(crate) use dlq_core::ports::{DlqSource, Outgoing, Publisher, ScanEvent, Settled, Target};
     pub(crate) use dlq_testkit::cli::exited;
+    pub(crate) use dlq_testkit::process::{signal, wait_stopped};
     pub(crate) use dlq_testkit::rabbit::*;
     pub(crate) use dlq_testkit::service::{
         management_available, rabbit_available, rabbitmqctl_available,

@@ -2,7 +2,8 @@
 //! confirmed, the canary, the watch window and the ramp, with a live progress line.
 //! Ctrl-C is the kill switch: no publish starts after it, confirms in flight are
 //! awaited and journaled; a second Ctrl-C exits at once (the journal is consistent
-//! after every write; `--resume ID` continues).
+//! after every write; `--resume ID` continues). Ctrl-Z pauses and suspends the process
+//! at a safe point (nothing in flight, no ledger lock); `fg` continues it.
 
 use super::context::{usage, Context, Exit};
 use super::ReplayArgs;
@@ -67,6 +68,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
     let id = plan.id.clone();
     let control = Control::default();
     arm_kill_switch(&control)?;
+    arm_suspend(&control)?;
     arm_pause(&control, a.pause_file.clone(), ctx.principal(), &id);
     let mut watch = BarWatch {
         bar: Bar::new(plan.items.len()),
@@ -355,8 +357,8 @@ fn arm_kill_switch(control: &Control) -> anyhow::Result<()> {
     .map_err(|e| anyhow::anyhow!("cannot arm the kill switch (Ctrl-C handler): {e}"))
 }
 
-/// The pause, without job control (SIGTSTP would stop the process with confirms in
-/// flight): `p` + Enter on a terminal toggles it, and `--pause-file` pauses while the
+/// The pause without suspending the process (Ctrl-Z suspends it at a safe point, see
+/// `arm_suspend`): `p` + Enter on a terminal toggles it, and `--pause-file` pauses while the
 /// file exists. Each acts on its own changes, so either can resume what the other paused.
 fn arm_pause(
     control: &Control,
@@ -459,6 +461,39 @@ impl dlq_app::session::ReplayWatcher for BarWatch {
             std::process::abort();
         }
     }
+
+    /// Job control's stop, at the safe point the session found: the replay keeps its
+    /// lease (nobody takes it over meanwhile) and holds no lock of the ledger's.
+    fn suspend(&mut self) {
+        eprintln!(
+            "\nsuspended at a safe point: nothing in flight, no ledger lock held; the replay stays yours (`fg` continues it)"
+        );
+        if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGSTOP) {
+            eprintln!("warning: could not suspend ({e}); going on");
+        }
+        eprintln!("continued");
+    }
+}
+
+/// Ctrl-Z (SIGTSTP) pauses the run and suspends it at the next safe point, instead of
+/// the default stop mid-flight (which could leave a ledger transaction open, holding the
+/// team's write lock, with confirms in flight).
+fn arm_suspend(control: &Control) -> anyhow::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTSTP])
+        .map_err(|e| anyhow::anyhow!("cannot take Ctrl-Z (SIGTSTP): {e}"))?;
+    let control = control.clone();
+    std::thread::Builder::new()
+        .name("suspend".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                if !control.suspend_requested() {
+                    eprintln!("\nCtrl-Z: pausing; suspending once the letters in flight are confirmed and journaled");
+                }
+                control.request_suspend();
+            }
+        })
+        .map_err(|e| anyhow::anyhow!("cannot take Ctrl-Z (SIGTSTP): {e}"))?;
+    Ok(())
 }
 
 /// The progress display: a redrawn bar on a terminal, a line a second otherwise.

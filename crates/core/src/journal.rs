@@ -22,6 +22,10 @@ pub enum JournalError {
     },
     #[error("ledger {path}: {message}")]
     Other { path: String, message: String },
+    /// Another writer held the ledger's write lock past the bounded wait: who, in what
+    /// state, and what frees it. Nothing was recorded (and so nothing sent).
+    #[error("ledger {path}: busy: {holder}")]
+    Busy { path: String, holder: String },
     /// Letters of a plan about to start that another process took since it was made:
     /// held by another live replay, or replayed meanwhile (letter id, binding).
     #[error("{} held by another running replay{}, {} replayed since the plan was made", crate::words::letters(claims.len()), claims.first().map(|c| format!(" ({})", c.describe())).unwrap_or_default(), replayed.len())]

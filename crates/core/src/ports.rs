@@ -235,7 +235,7 @@ pub struct Confirmed {
 pub type Outcome = (u64, Result<Confirmed, SourceError>);
 
 /// Publishes and reports the broker's confirmation: a message counts as published only
-/// once confirmed (Kafka `acks=all` with the idempotent producer, RabbitMQ publisher
+/// once confirmed (Kafka: its transaction committed, `acks=all`; RabbitMQ: publisher
 /// confirms + `mandatory`). Sends are pipelined — the replay engine keeps several in
 /// flight and sets the pace — so a confirmation round trip does not cap the rate.
 pub trait Publisher {
@@ -245,6 +245,22 @@ pub trait Publisher {
 
     /// Outcomes that have arrived; waits up to `wait` when none is ready yet.
     fn confirmations(&mut self, wait: Duration) -> Vec<Outcome>;
+
+    /// Take replay `replay_id`'s identity on the broker, after its lease and before
+    /// anything is read back or sent for it. On Kafka: the transactional producer
+    /// `dlq-triage-replay-<id>`, whose initialisation has the broker bump the epoch,
+    /// abort what an earlier holder (frozen, then taken over) had open and fence that
+    /// holder's next send or commit. Brokers without such a fence (RabbitMQ) do nothing.
+    fn claim(&mut self, _replay_id: &str) -> Result<(), SourceError> {
+        Ok(())
+    }
+
+    /// Fence replay `replay_id`'s producers without sending for it: done before a plan
+    /// reads back what a stopped replay had in doubt, so nothing it still had open can
+    /// be committed after the read.
+    fn fence(&mut self, _replay_id: &str) -> Result<(), SourceError> {
+        Ok(())
+    }
 
     /// Publish one message and wait for its outcome.
     fn publish(&mut self, msg: &Outgoing) -> Result<Confirmed, SourceError> {

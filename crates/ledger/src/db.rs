@@ -58,7 +58,23 @@ fn pg_message(e: &postgres::Error) -> String {
     }
 }
 
+/// The advisory lock (one bigint key) every write of a team ledger takes first.
+pub const WRITE_LOCK: i64 = 7_337_002;
+
 impl DbError {
+    /// Another writer holds the lock past the wait: SQLite's `SQLITE_BUSY`/`LOCKED`, a
+    /// server's `lock_timeout` (55P03).
+    pub fn is_busy(&self) -> bool {
+        match self {
+            DbError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            ),
+            DbError::Pg(e) => e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE),
+            _ => false,
+        }
+    }
+
     /// A unique or exclusion constraint refused the write (another writer was first).
     pub fn is_unique_violation(&self) -> bool {
         match self {
@@ -216,21 +232,51 @@ pub enum Db {
     Pg(Box<RefCell<PgConn>>),
 }
 
+/// How to make the connection again: the driver's config and its TLS connector.
+pub type Connector = (postgres::Config, postgres_native_tls::MakeTlsConnector);
+
 pub struct PgConn {
     pub client: postgres::Client,
     /// Statements prepared on this connection, by their `?N` text.
     prepared: HashMap<String, postgres::Statement>,
+    /// Where a lost connection is made again (between transactions only).
+    connector: Option<Connector>,
+    /// Inside `BEGIN … COMMIT`: a lost connection is an error then, never a new one (the
+    /// rest of the transaction would run outside it).
+    in_tx: bool,
+    /// Connections made so far: what this process held on an earlier one (its session
+    /// advisory locks) went with it.
+    pub generation: u64,
 }
 
 impl PgConn {
-    pub fn new(client: postgres::Client) -> Self {
+    pub fn new(client: postgres::Client, connector: Option<Connector>) -> Self {
         PgConn {
             client,
             prepared: HashMap::new(),
+            connector,
+            in_tx: false,
+            generation: 0,
         }
     }
 
+    /// A connection the server or the network closed is dropped and made anew, outside
+    /// a transaction: the next statement runs on a fresh session (`generation` + 1).
+    fn usable(&mut self) -> Result<(), DbError> {
+        if !self.client.is_closed() || self.in_tx {
+            return Ok(());
+        }
+        let Some((config, tls)) = &self.connector else {
+            return Ok(());
+        };
+        self.client = config.connect(tls.clone())?;
+        self.prepared.clear();
+        self.generation += 1;
+        Ok(())
+    }
+
     fn statement(&mut self, sql: &str) -> Result<postgres::Statement, DbError> {
+        self.usable()?;
         if let Some(s) = self.prepared.get(sql) {
             return Ok(s.clone());
         }
@@ -427,40 +473,102 @@ impl Db {
     pub fn batch(&self, sql: &str) -> Result<(), DbError> {
         match self {
             Db::Sqlite(c) => Ok(c.execute_batch(sql)?),
-            Db::Pg(c) => Ok(c.borrow_mut().client.batch_execute(sql)?),
+            Db::Pg(c) => {
+                let mut c = c.borrow_mut();
+                c.usable()?;
+                Ok(c.client.batch_execute(sql)?)
+            }
         }
+    }
+
+    /// Open a transaction with `sql`; on failure nothing is left open (a PostgreSQL
+    /// connection whose transaction failed refuses every later statement until it is
+    /// rolled back — one lock timeout must not poison the connection).
+    pub fn begin_with(&self, sql: &str) -> Result<(), DbError> {
+        let r = self.open_tx(sql);
+        // A connection the server or the network ended while it sat idle fails its
+        // first statement; nothing reached a live session, so it is tried once more on a
+        // new connection. (A replay's next write is then refused by its fence: its
+        // holder lock went with the old connection.)
+        if r.is_err() && self.connection_lost() {
+            return self.open_tx(sql);
+        }
+        r
+    }
+
+    fn open_tx(&self, sql: &str) -> Result<(), DbError> {
+        if let Db::Pg(c) = self {
+            let mut c = c.borrow_mut();
+            c.usable()?;
+            c.in_tx = true;
+        }
+        let r = self.batch(sql);
+        if r.is_err() {
+            self.rollback();
+        }
+        r
+    }
+
+    /// The server's connection is gone (its session ended, the network cut).
+    fn connection_lost(&self) -> bool {
+        matches!(self, Db::Pg(c) if c.borrow().client.is_closed())
     }
 
     /// One writer at a time: every write appends to the audit chain, so writes are
     /// serialised from before the head is read.
     pub fn begin_write(&self) -> Result<(), DbError> {
         match self {
-            Db::Sqlite(_) => self.batch("BEGIN IMMEDIATE"),
+            Db::Sqlite(_) => self.begin_with("BEGIN IMMEDIATE"),
             // An advisory lock (no table privilege needed: the team's role may not touch
-            // the audit table but through `dlq_append`).
-            Db::Pg(_) => self.batch("BEGIN; SELECT pg_advisory_xact_lock(7337002)"),
+            // the audit table but through `dlq_append`). Taken with `lock_timeout`; a
+            // holder that stops mid-transaction loses it to the server's
+            // `idle_in_transaction_session_timeout` (see `server::SESSION_SETTINGS`).
+            Db::Pg(_) => self.begin_with(&format!(
+                "BEGIN; SELECT pg_catalog.pg_advisory_xact_lock({WRITE_LOCK})"
+            )),
         }
     }
 
     /// SQLite's write lock without the audit table (which a new ledger does not have yet).
     pub fn begin_write_sqlite(&self) -> Result<(), DbError> {
-        self.batch("BEGIN IMMEDIATE")
+        self.begin_with("BEGIN IMMEDIATE")
     }
 
     /// A read snapshot: several reads see one state of every table.
     pub fn begin_read(&self) -> Result<(), DbError> {
         match self {
-            Db::Sqlite(_) => self.batch("BEGIN DEFERRED"),
-            Db::Pg(_) => self.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+            Db::Sqlite(_) => self.begin_with("BEGIN DEFERRED"),
+            Db::Pg(_) => self.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
         }
     }
 
+    /// Commit; a commit that fails is rolled back (SQLite keeps a busy transaction open).
     pub fn commit(&self) -> Result<(), DbError> {
-        self.batch("COMMIT")
+        let r = self.batch("COMMIT");
+        if r.is_err() {
+            self.rollback();
+        }
+        self.closed_tx();
+        r
     }
 
     pub fn rollback(&self) {
         let _ = self.batch("ROLLBACK");
+        self.closed_tx();
+    }
+
+    fn closed_tx(&self) {
+        if let Db::Pg(c) = self {
+            c.borrow_mut().in_tx = false;
+        }
+    }
+
+    /// Connections made so far (0 for a file): what was held on an earlier one is gone.
+    pub fn generation(&self) -> u64 {
+        match self {
+            Db::Sqlite(_) => 0,
+            Db::Pg(c) => c.borrow().generation,
+        }
     }
 
     /// How long a statement waits for another writer's lock.

@@ -1,13 +1,15 @@
-//! One sender per replay, one live replay per letter: a running replay's lease (the
-//! process on its host, renewed by a heartbeat) and the letters it claims while live.
-//! A lease is live while its heartbeat is fresh and, on this host, its process exists;
-//! a dead one (kill -9, a lost host) is taken over by the next `--resume`.
+//! One sender per replay, one live replay per letter: a running replay's lease and the
+//! letters it claims while live. A lease is live while its holder lock is held (see
+//! `holder`: the OS's or the server's, never a clock); each takeover bumps the lease's
+//! epoch, and every journal write of the replay checks the epoch this process took, so
+//! a holder that lost its lease stops at its next write. The pid, host and heartbeat
+//! are for the messages (who holds it, since when).
 
 use super::Ledger;
 use crate::db::{Db, DbError, Row};
 use crate::p;
 use chrono::{DateTime, Utc};
-use dlq_core::journal::{Claim, InDoubt, JournalError, LEASE_HEARTBEAT};
+use dlq_core::journal::{Claim, InDoubt, JournalError};
 use std::collections::{HashMap, HashSet};
 
 /// A lease time as stored (RFC 3339, milliseconds, UTC).
@@ -48,25 +50,17 @@ impl Lease {
             && self.host.as_deref() == Some(this_host().as_str())
     }
 
-    /// Held by a process that still runs (see the module doc).
-    pub fn live(&self, now: DateTime<Utc>) -> bool {
-        let (Some(pid), Some(host), Some(beat)) = (self.pid, &self.host, &self.heartbeat_at) else {
-            return false;
-        };
-        let fresh = DateTime::parse_from_rfc3339(beat)
-            .map(|b| now.signed_duration_since(b.with_timezone(&Utc)))
-            .is_ok_and(|age| age.to_std().unwrap_or_default() < LEASE_HEARTBEAT * 5);
-        let here = *host == this_host();
-        fresh && (!here || std::path::Path::new(&format!("/proc/{pid}")).exists())
-    }
-
-    /// Live and someone else's.
-    pub fn held_by_another(&self, now: DateTime<Utc>) -> bool {
-        self.live(now) && !self.held_by_us()
-    }
-
+    /// `pid N on HOST`, and on this host what the process is doing (a stopped holder
+    /// is named as such, with what lets it go on or ends it).
     pub fn holder(&self) -> String {
         match self.pid {
+            Some(pid) if self.host.as_deref() == Some(this_host().as_str()) => {
+                format!(
+                    "pid {pid} on {}, {}",
+                    self.host.as_deref().unwrap_or("?"),
+                    crate::busy::state_words(pid)
+                )
+            }
             Some(pid) => format!("pid {pid} on {}", self.host.as_deref().unwrap_or("?")),
             None => "nobody: the replay is no longer running".into(),
         }
@@ -106,29 +100,58 @@ impl Ledger {
         }
     }
 
-    /// Replay `id`'s lease, the actor who started it and its state.
-    pub(crate) fn lease_of(tx: &Db, id: &str) -> Result<Option<(Lease, String, String)>, DbError> {
+    /// Replay `id`'s lease, the actor who started it, its state and its lease epoch.
+    pub(crate) fn lease_of(
+        tx: &Db,
+        id: &str,
+    ) -> Result<Option<(Lease, String, String, i64)>, DbError> {
         tx.opt(
-            "SELECT lease_pid, lease_host, heartbeat_at, actor, state FROM replays WHERE id = ?1",
+            "SELECT lease_pid, lease_host, heartbeat_at, actor, state, lease_epoch FROM replays WHERE id = ?1",
             p![id],
-            |r| Ok((Lease::from_row(r, 0)?, r.get(3)?, r.get(4)?)),
+            |r| Ok((Lease::from_row(r, 0)?, r.get(3)?, r.get(4)?, r.get(5)?)),
         )
     }
 
+    /// Whether replay `id`'s lease is held by a live process: its holder lock is held.
+    pub(crate) fn alive(&self, tx: &Db, id: &str, lease: &Lease) -> Result<bool, JournalError> {
+        Ok(lease.pid.is_some() && self.held(tx, id)?)
+    }
+
+    /// Live and not this process's.
+    pub(crate) fn held_by_another(
+        &self,
+        tx: &Db,
+        id: &str,
+        lease: &Lease,
+    ) -> Result<bool, JournalError> {
+        // Ours is what this ledger handle holds (its lock), not whatever this pid wrote:
+        // two handles in one process are two holders, as two processes are.
+        let ours = self.held_epoch(id).is_some();
+        Ok(!ours && self.alive(tx, id, lease)?)
+    }
+
     /// Take the lease of replay `id` for this process (inside the start or resume
-    /// transaction); `LeaseHeld` when a live process holds it.
+    /// transaction): its holder lock, then a compare-and-swap of the row that bumps the
+    /// lease epoch. `LeaseHeld` when a live process holds it.
     pub(crate) fn take_lease(&self, tx: &Db, id: &str) -> Result<(), JournalError> {
         let now = self.lease_clock(tx)?;
-        if let Some((lease, actor, _)) = Self::lease_of(tx, id).map_err(|e| self.err(e))? {
-            if lease.held_by_another(now) {
-                return Err(lease.refusal(id, actor));
-            }
+        let Some((lease, actor, _, epoch)) = Self::lease_of(tx, id).map_err(|e| self.err(e))?
+        else {
+            return Err(self.other(format!("replay {id} is not in the ledger")));
+        };
+        if self.held_by_another(tx, id, &lease)? || !self.hold(tx, id, epoch + 1)? {
+            return Err(lease.refusal(id, actor));
         }
-        tx.execute(
-            "UPDATE replays SET lease_pid = ?2, lease_host = ?3, heartbeat_at = ?4 WHERE id = ?1",
-            p![id, std::process::id(), this_host(), stamp(now)],
-        )
-        .map_err(|e| self.err(e))?;
+        let taken = tx
+            .execute(
+                "UPDATE replays SET lease_pid = ?2, lease_host = ?3, heartbeat_at = ?4, lease_epoch = ?6 \
+                 WHERE id = ?1 AND lease_epoch = ?5",
+                p![id, std::process::id(), this_host(), stamp(now), epoch, epoch + 1],
+            )
+            .map_err(|e| self.err(e))?;
+        if taken != 1 {
+            return Err(lease.refusal(id, actor));
+        }
         Ok(())
     }
 
@@ -137,10 +160,18 @@ impl Ledger {
     /// a holder that was frozen past its lease and taken over stops at its next write —
     /// before its next publish — instead of writing into the taker's journal.
     pub(crate) fn fence(&self, tx: &Db, id: &str) -> Result<(), JournalError> {
-        let Some((lease, actor, state)) = Self::lease_of(tx, id).map_err(|e| self.err(e))? else {
+        let Some((lease, actor, state, epoch)) = Self::lease_of(tx, id).map_err(|e| self.err(e))?
+        else {
             return Err(self.other(format!("replay {id} is not in the ledger")));
         };
-        if state == "running" && lease.held_by_us() {
+        if self.lost_hold(id) {
+            return Err(self.other(format!(
+                "this process lost its connection to the ledger, and with it its hold of replay \
+                 {id}: it sends nothing more (`dlq-triage replay … --resume {id}` goes on, \
+                 reading back what was in flight)"
+            )));
+        }
+        if state == "running" && lease.held_by_us() && self.held_epoch(id) == Some(epoch) {
             return Ok(());
         }
         Err(lease.refusal(id, actor))
@@ -149,17 +180,20 @@ impl Ledger {
     /// Renew this process's lease; `LeaseHeld` when another process took it over.
     pub fn replay_heartbeat(&mut self, id: &str) -> Result<(), JournalError> {
         let now = self.lease_clock(&self.db)?;
-        let renewed = self
-            .db
-            .execute(
-                "UPDATE replays SET heartbeat_at = ?4 WHERE id = ?1 AND lease_pid = ?2 AND lease_host = ?3 AND state = 'running'",
-                p![id, std::process::id(), this_host(), stamp(now)],
-            )
-            .map_err(|e| self.err(e))?;
+        let renewed = match self.held_epoch(id) {
+            Some(epoch) => self
+                .db
+                .execute(
+                    "UPDATE replays SET heartbeat_at = ?4 WHERE id = ?1 AND lease_pid = ?2 AND lease_host = ?3 AND lease_epoch = ?5 AND state = 'running'",
+                    p![id, std::process::id(), this_host(), stamp(now), epoch],
+                )
+                .map_err(|e| self.err(e))?,
+            None => 0,
+        };
         if renewed == 1 {
             return Ok(());
         }
-        let (lease, actor, _) = Self::lease_of(&self.db, id)
+        let (lease, actor, _, _) = Self::lease_of(&self.db, id)
             .map_err(|e| self.err(e))?
             .ok_or_else(|| self.other(format!("replay {id} is not in the ledger")))?;
         Err(lease.refusal(id, actor))
@@ -192,15 +226,25 @@ impl Ledger {
                 },
             )
             .map_err(|e| self.err(e))?;
-        let now = self.lease_clock(tx)?;
         let mut live: HashMap<String, bool> = HashMap::new();
-        let held: Vec<Held> = rows
-            .into_iter()
-            .filter(|(_, _, id, _, _, lease)| {
-                Some(id.as_str()) != except
-                    && *live.entry(id.clone()).or_insert_with(|| lease.live(now))
-            })
-            .collect();
+        let mut held: Vec<Held> = Vec::new();
+        for row in rows {
+            let (id, lease) = (&row.2, &row.5);
+            if Some(id.as_str()) == except {
+                continue;
+            }
+            let alive = match live.get(id) {
+                Some(a) => *a,
+                None => {
+                    let a = self.alive(tx, id, lease)?;
+                    live.insert(id.clone(), a);
+                    a
+                }
+            };
+            if alive {
+                held.push(row);
+            }
+        }
         let ids: HashSet<&str> = held.iter().map(|r| r.2.as_str()).collect();
         let mut figures: HashMap<String, (usize, usize)> = HashMap::new();
         for id in ids {
@@ -273,15 +317,26 @@ impl Ledger {
                 },
             )
             .map_err(|e| self.err(e))?;
-        let now = self.lease_clock(tx)?;
-        Ok(rows
-            .into_iter()
+        let mut live: HashMap<String, bool> = HashMap::new();
+        let mut out = Vec::new();
+        for (d, state, lease) in rows {
+            if Some(d.replay_id.as_str()) == except {
+                continue;
+            }
+            let alive = match live.get(&d.replay_id) {
+                Some(a) => *a,
+                None => {
+                    let a = state == "running" && self.alive(tx, &d.replay_id, &lease)?;
+                    live.insert(d.replay_id.clone(), a);
+                    a
+                }
+            };
             // A live sender's letters are claims, not doubts.
-            .filter(|(d, state, lease)| {
-                Some(d.replay_id.as_str()) != except && !(state == "running" && lease.live(now))
-            })
-            .map(|(d, _, _)| d)
-            .collect())
+            if !alive {
+                out.push(d);
+            }
+        }
+        Ok(out)
     }
 
     /// What a plan about to be journaled may not include of `letters` (id, binding):

@@ -1,4 +1,5 @@
-//! The ledger: durable decisions and a tamper-evident audit log in SQLite (WAL).
+//! The ledger: durable decisions and a tamper-evident audit log, in a SQLite file (WAL)
+//! or on a PostgreSQL server (the team ledger, `server`).
 //!
 //! Ledger first, broker second: a decision is committed here before the broker is
 //! touched, and marked applied only after the broker confirmed. A crash in between leaves
@@ -31,6 +32,8 @@ pub struct Ledger {
     client: String,
     /// `--read-only`: verifications keep no checkpoint (nothing at all is written).
     read_only: bool,
+    /// The replays this process sends: their lease epochs and holder locks.
+    holding: std::cell::RefCell<std::collections::HashMap<String, holder::Holding>>,
 }
 
 /// How long a write waits for another writer (a replay journaling from another terminal).
@@ -56,9 +59,12 @@ pub(crate) fn client_now() -> chrono::DateTime<Utc> {
 }
 
 mod approvals;
+mod busy;
 mod chain;
 mod checkpoint;
 pub mod db;
+mod freeze;
+mod holder;
 mod journal_impl;
 mod lease;
 mod replays;
@@ -114,6 +120,7 @@ impl Ledger {
             server: None,
             client: String::new(),
             read_only: false,
+            holding: Default::default(),
         };
         // The busy timeout first: a reader opening the ledger while a replay journals
         // (`dlq-triage replays` from a second terminal) waits instead of failing.
@@ -222,17 +229,16 @@ impl Ledger {
         &mut self,
         f: impl FnOnce(&Self, &Db) -> Result<T, JournalError>,
     ) -> Result<T, JournalError> {
-        self.db.begin_write().map_err(|e| self.err(e))?;
-        match f(self, &self.db) {
-            Ok(out) => {
-                self.db.commit().map_err(|e| self.err(e))?;
-                Ok(out)
-            }
+        self.db.begin_write().map_err(|e| self.busy_or(e))?;
+        let out = match f(self, &self.db) {
+            Ok(out) => self.db.commit().map(|_| out).map_err(|e| self.busy_or(e)),
             Err(e) => {
                 self.db.rollback();
                 Err(e)
             }
-        }
+        };
+        self.settle_holdings(out.is_ok());
+        out
     }
 
     /// `n` audit entries from `entry(i)` = (action, target, detail), 10,000 to a

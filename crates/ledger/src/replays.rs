@@ -126,7 +126,9 @@ impl Ledger {
                 .map_err(|e| l.err(e))?;
             }
             Ok(())
-        })
+        })?;
+        crate::freeze::at(crate::freeze::Point::Sending, seqs.len());
+        Ok(())
     }
 
     /// Letters the broker confirmed: each gets its `replay` decision (binding the DLQ
@@ -141,7 +143,8 @@ impl Ledger {
         if letters.is_empty() {
             return Ok(Vec::new());
         }
-        self.write(|l, tx| {
+        let written = self.write(|l, tx| {
+            crate::freeze::at(crate::freeze::Point::Inside, letters.len());
             l.fence(tx, id)?;
             let reason = format!("replay {id}");
             let mut out = Vec::with_capacity(letters.len());
@@ -199,7 +202,11 @@ impl Ledger {
                 out.push(d);
             }
             Ok(out)
-        })
+        });
+        if written.is_ok() {
+            crate::freeze::at(crate::freeze::Point::Outside, letters.len());
+        }
+        written
     }
 
     /// The broker settled (acked) a confirmed letter's DLQ copy: the decision is applied
@@ -268,8 +275,13 @@ impl Ledger {
         self.write(|l, tx| {
             // Another live process's replay is not ended from here (`:abandon` of a
             // replay still being sent).
-            if let Some((lease, actor, _)) = Self::lease_of(tx, id).map_err(|e| l.err(e))? {
-                if lease.held_by_another(l.lease_clock(tx)?) {
+            // Our own run ends only while its lease is still ours.
+            if l.held_epoch(id).is_some() {
+                l.fence(tx, id)?;
+            } else if let Some((lease, actor, _, _)) =
+                Self::lease_of(tx, id).map_err(|e| l.err(e))?
+            {
+                if l.held_by_another(tx, id, &lease)? {
                     return Err(lease.refusal(id, actor));
                 }
             }
@@ -291,22 +303,17 @@ impl Ledger {
                 p![id, state.as_str(), d.to_string()],
             )
             .map_err(|e| l.err(e))?;
+            l.release(tx, id);
             Ok(())
         })
     }
 
-    fn replay_row(r: &Row) -> Result<ReplayRow, DbError> {
+    /// A replay row and its lease (`held_by` is filled in by [`Self::with_holder`]).
+    fn replay_row(r: &Row) -> Result<(ReplayRow, crate::lease::Lease), DbError> {
         let detail: String = r.get(6)?;
         let lease = crate::lease::Lease::from_row(r, 7)?;
-        let held_by = lease.held_by_another(super::client_now()).then(|| {
-            format!(
-                "{}, heartbeat {}",
-                lease.holder(),
-                lease.heartbeat_at.as_deref().unwrap_or("?")
-            )
-        });
-        Ok(ReplayRow {
-            held_by,
+        let row = ReplayRow {
+            held_by: None,
             id: r.get(0)?,
             source: r.get(1)?,
             target: r.get(2)?,
@@ -314,14 +321,33 @@ impl Ledger {
             started_at: r.get(4)?,
             state: parsed(r, 5, ReplayState::parse)?,
             detail: serde_json::from_str(&detail).unwrap_or_default(),
-        })
+        };
+        Ok((row, lease))
+    }
+
+    /// The row with who sends it, when another live process does.
+    fn with_holder(
+        &self,
+        (mut row, lease): (ReplayRow, crate::lease::Lease),
+    ) -> Result<ReplayRow, JournalError> {
+        if self.held_by_another(&self.db, &row.id, &lease)? {
+            row.held_by = Some(format!(
+                "{}, heartbeat {}",
+                lease.holder(),
+                lease.heartbeat_at.as_deref().unwrap_or("?")
+            ));
+        }
+        Ok(row)
     }
 
     /// Every replay, newest first.
     pub fn replays(&self) -> Result<Vec<ReplayRow>, JournalError> {
         self.db
             .map("SELECT id, source, target, actor, started_at, state, detail, lease_pid, lease_host, heartbeat_at FROM replays ORDER BY started_at DESC, id DESC", p![], Self::replay_row)
-            .map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))?
+            .into_iter()
+            .map(|r| self.with_holder(r))
+            .collect()
     }
 
     /// One replay and its letters in plan order.
@@ -338,6 +364,7 @@ impl Ledger {
             )
             .map_err(|e| self.err(e))?;
         let Some(row) = row else { return Ok(None) };
+        let row = self.with_holder(row)?;
         let items = self
             .db
             .map("SELECT seq, letter_id, binding, location, state, at, published, error FROM replay_items WHERE replay_id = ?1 ORDER BY seq", p![id], |r| {

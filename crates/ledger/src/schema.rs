@@ -3,9 +3,9 @@
 use super::*;
 
 /// The schema version this build writes; older ledgers are migrated forward.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
-pub(crate) const MIGRATIONS: [&str; 5] = [
+pub(crate) const MIGRATIONS: [&str; 6] = [
     r#"
 CREATE TABLE audit (
     seq INTEGER PRIMARY KEY,
@@ -111,6 +111,11 @@ CREATE INDEX decisions_by_entry ON decisions (audit_seq);
 CREATE INDEX revisions_by_entry ON revisions (audit_seq);
 CREATE INDEX audit_by_target ON audit (target);
 CREATE INDEX replay_items_open ON replay_items (replay_id) WHERE state IN ('planned', 'sending');
+"#,
+    r#"
+-- Each takeover of a replay bumps its lease epoch; every journal write of the replay
+-- checks the epoch its sender took (a sender whose lease was taken stops there).
+ALTER TABLE replays ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
 "#,
 ];
 

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 /// The server schema this build writes (its own numbering: the SQLite file's versions
 /// count a history the server never had).
-pub const SERVER_SCHEMA_VERSION: i64 = 5;
+pub const SERVER_SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA_V1: &str = r#"
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -178,29 +178,68 @@ impl Ledger {
             path: shown.clone(),
             message,
         };
-        let (config, tls) = client_config(url).map_err(&fail)?;
-        let client = config.connect(tls).map_err(|e| {
+        let (mut config, tls) = client_config(url).map_err(&fail)?;
+        // The tool's settings after any the URL gives (`options=`): the later `-c` wins.
+        let options = match config.get_options() {
+            Some(o) if !o.trim().is_empty() => format!("{o} {SESSION_SETTINGS}"),
+            _ => SESSION_SETTINGS.to_string(),
+        };
+        config
+            .application_name(&application_name())
+            .options(&options);
+        // A network cut must not hang a write for the kernel's 15 minutes of
+        // retransmissions: bounded unless the URL says otherwise.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(std::time::Duration::from_secs(10));
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(std::time::Duration::from_secs(30));
+        }
+        let client = config.connect(tls.clone()).map_err(|e| {
             fail(format!(
                 "cannot connect: {} (nothing is recorded or sent without the ledger)",
                 DbError::from(e)
             ))
         })?;
         let mut l = Ledger {
-            db: Db::Pg(Box::new(RefCell::new(PgConn::new(client)))),
+            db: Db::Pg(Box::new(RefCell::new(PgConn::new(
+                client,
+                Some((config, tls)),
+            )))),
             path: PathBuf::from(&shown),
             actor: String::new(),
             chain: Chain::Server,
             server: Some(url.to_string()),
             client: String::new(),
             read_only: false,
+            holding: Default::default(),
         };
         l.actor =
             l.db.one("SELECT session_user::text", p![], |r| r.get(0))
                 .map_err(|e| l.err(e))?;
-        l.db.set_lock_wait(LOCK_WAIT);
         l.migrate()?;
         Ok(l)
     }
+}
+
+/// Every session of the tool, set at connect (so also on a connection made again): a
+/// write waits at most `lock_timeout` for the team's write lock, and the **server** ends
+/// a session that sits inside a transaction for `idle_in_transaction_session_timeout` —
+/// a process stopped mid-write (Ctrl-Z, SIGSTOP, a paused VM) frees the lock, and its
+/// replay's holder lock, within that time; nobody's clock or good behaviour is needed.
+/// A stopped process's lock is freed before a waiter gives up (5 s < 10 s).
+pub const SESSION_SETTINGS: &str =
+    "-c lock_timeout=10000 -c idle_in_transaction_session_timeout=5000";
+
+/// `dlq-triage <pid>@<host>`: what another engineer's "the team ledger is busy"
+/// message names (the server shows `application_name` to every role).
+pub(crate) fn application_name() -> String {
+    let host: String = crate::lease::this_host()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        .take(40)
+        .collect();
+    format!("dlq-triage {}@{host}", std::process::id())
 }
 
 /// The driver's config from the URL, the password from the URL, `PGPASSWORD` or the
@@ -428,15 +467,31 @@ END
 $f$;
 "#;
 
+/// Each takeover of a replay bumps its lease epoch (see `lease`). And the database itself
+/// ends any session (a teammate's `psql` too, not only this tool's, which sets it at
+/// connect) that sits inside a transaction for 5 s: one stopped client cannot keep the
+/// team's write lock. Set where the migrating role may (the database's owner).
+const SCHEMA_V6: &str = r#"
+ALTER TABLE replays ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
+DO $d$ BEGIN
+  EXECUTE pg_catalog.format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = %L',
+                            pg_catalog.current_database(), '5s');
+EXCEPTION WHEN insufficient_privilege THEN
+  RAISE NOTICE 'idle_in_transaction_session_timeout not set on the database (not its owner); the tool sets it on its own sessions';
+END $d$;
+"#;
+
 /// The server schema's steps, version `i + 1` each.
-const SERVER_MIGRATIONS: [&str; 5] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+const SERVER_MIGRATIONS: [&str; 6] = [
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+];
 
 /// Create the schema on an empty database, or check the one there: a newer version (a
 /// newer build's) is refused, never written to. One client at a time (an advisory lock).
 pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
     let db = &l.db;
-    db.batch("BEGIN; SELECT pg_advisory_xact_lock(7337001);")
-        .map_err(|e| l.err(e))?;
+    db.begin_with("BEGIN; SELECT pg_catalog.pg_advisory_xact_lock(7337001);")
+        .map_err(|e| l.busy_or(e))?;
     let done = (|| {
         // Created by whoever opens an empty database first (its owner, in a team setup);
         // the team's roles only read it.

@@ -312,6 +312,29 @@ pub fn server_closes(connection_name: &str) {
     assert!(status.success());
 }
 
+/// Close, from the server side and at once, every client connection whose name holds
+/// `marker` (`(pid N)`: all of one process's, as a broker restart closes them). Listed
+/// once, then closed one after another; a connection already gone by its turn (its
+/// process closed it on the first close) is not an error. The number found.
+pub fn server_closes_every(marker: &str) -> usize {
+    let out = std::process::Command::new("rabbitmqctl")
+        .args(["list_connections", "pid", "client_properties"])
+        .output()
+        .expect("rabbitmqctl runs (it ships with the server)");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let pids: Vec<String> = listing
+        .lines()
+        .filter(|l| l.contains(marker))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    for pid in &pids {
+        let _ = std::process::Command::new("rabbitmqctl")
+            .args(["close_connection", pid, "closed by the dlq-triage test"])
+            .status();
+    }
+    pids.len()
+}
+
 pub const MGMT: &str = "http://127.0.0.1:15672";
 
 pub fn declare(t: &Topology, name: &str, args: Vec<(&str, AMQPValue)>) {

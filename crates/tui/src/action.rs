@@ -118,6 +118,8 @@ pub enum ViewKey {
     HelpScroll(i16),
     /// `z`: the focused pane takes the whole body of the screen (again: back).
     Zoom,
+    /// Ctrl-Z: a key in raw mode, not job control; says what to use instead.
+    Suspend,
     CycleGrouping,
     ToggleSort,
     SetTab(Tab),

@@ -307,6 +307,12 @@ pub(crate) const BINDINGS: &[Binding] = &[
         None,
         || Action::from(ViewKey::Zoom),
     ),
+    b(
+        &[Ctrl('z')],
+        "not job control: the TUI stays (p pauses a replay, q quits)",
+        None,
+        || Action::from(ViewKey::Suspend),
+    ),
     b(&[C('?')], "this help", Some("help"), || Action::from(ViewKey::ToggleHelp)),
     b(
         &[C('q'), Ctrl('c')],

@@ -87,6 +87,12 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
                 Level::Info,
             ));
         }
+        ViewKey::Suspend => {
+            state.message = Some((
+                "Ctrl-Z does not suspend the TUI (a replay would freeze with letters in flight): p pauses a replay, q quits; the CLI's replay suspends at a safe point on Ctrl-Z".into(),
+                Level::Info,
+            ));
+        }
         ViewKey::CycleGrouping => {
             state.custom_dims = None;
             state.grouping = (state.grouping + 1) % GROUPINGS.len();

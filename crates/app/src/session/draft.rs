@@ -299,6 +299,10 @@ impl ReplayDraft {
             None => unread = Some("the target cannot be read back".to_string()),
             Some(log) => {
                 for (r, detail) in &replays {
+                    if let Err(e) = self.ports.publisher.fence(r) {
+                        unread = Some(unfenced(r, &e));
+                        continue;
+                    }
                     let in_doubt =
                         |i: &Item| ours(i).is_some_and(|ds| ds.iter().any(|d| d.replay_id == *r));
                     let (found, why) = read_back(log, plan, detail, r, &in_doubt);
@@ -394,9 +398,12 @@ impl ReplayDraft {
             return;
         }
         let (landed, unread) = match self.ports.origin_log.as_deref_mut() {
-            Some(log) if self.ports.kafka => {
-                read_back(log, plan, &resume.row.detail, &plan.id, &in_doubt)
-            }
+            // Fenced first: what the stopped holder still had open is aborted, and it
+            // cannot commit after the read.
+            Some(log) if self.ports.kafka => match self.ports.publisher.fence(&plan.id) {
+                Ok(()) => read_back(log, plan, &resume.row.detail, &plan.id, &in_doubt),
+                Err(e) => (HashMap::new(), Some(unfenced(&plan.id, &e))),
+            },
             _ => (
                 HashMap::new(),
                 Some("the target cannot be read back".to_string()),
@@ -475,6 +482,15 @@ fn resumable(session: &Session, id: &str) -> Result<Resume, SessionError> {
         )));
     }
     Ok(r)
+}
+
+/// Why a stopped replay's target was not read back: its producer could not be fenced,
+/// so what it had open might still be committed after the read.
+fn unfenced(replay_id: &str, e: &dlq_core::ports::SourceError) -> String {
+    format!(
+        "replay {}'s producer could not be fenced before the read ({e})",
+        dlq_core::sanitize::clean(replay_id)
+    )
 }
 
 /// A broker that cannot replay says so as a usage problem, not a failure.

@@ -49,6 +49,10 @@ pub trait ReplayWatcher {
     }
     /// Its turn: it may fetch letters from the source (nothing else may run meanwhile).
     fn turn(&mut self, _fetch: &mut dyn FnMut(&Coords) -> Result<Kept, SessionError>) {}
+    /// The run asked to suspend ([`Control::request_suspend`]) is at a safe point:
+    /// nothing in flight, nothing to settle, no ledger transaction open, the suspension
+    /// journaled. A CLI stops the process here (job control) and returns when continued.
+    fn suspend(&mut self) {}
 }
 
 /// A closure that only wants the progress.
@@ -405,6 +409,17 @@ impl Session {
             self.approval_gate(&mut *ledger, plan)?;
         }
         journal_start(&mut *ledger, plan, resume)?;
+        // The lease is ours: now the broker's fence (Kafka's producer epoch). A holder
+        // frozen past its lease is fenced here if the plan's read-back did not already.
+        if let Err(e) = publisher.claim(&plan.id) {
+            let said = format!("the replay's producer could not be taken: {e}; nothing was sent");
+            let _ = ledger.replay_finish(
+                &plan.id,
+                dlq_core::journal::ReplayState::AutoStopped,
+                &serde_json::json!({"stopped": said}),
+            );
+            return Err(SessionError::Source(e));
+        }
         if let Some(r) = resume {
             record_found(&mut *ledger, plan, r)?;
         }
@@ -435,7 +450,11 @@ impl Session {
                     return ControlFlow::Break(());
                 }
                 report_step(&mut engine, watch);
-                if engine.done() || engine.wants_settle() || watch.wants_turn() {
+                if engine.done()
+                    || engine.wants_settle()
+                    || watch.wants_turn()
+                    || control.suspend_requested()
+                {
                     ControlFlow::Break(())
                 } else {
                     ControlFlow::Continue(())
@@ -447,6 +466,7 @@ impl Session {
                 break;
             }
             self.settle_replayed(&mut engine, &mut *ledger, &mut unsettled)?;
+            suspend_at_safe_point(&engine, control, &mut *ledger, watch)?;
             let (src, settings) = (&mut self.src, &self.settings);
             watch.turn(&mut |c| super::fetch_prepared(src.as_mut(), settings, c));
             if engine.done() {
@@ -527,6 +547,30 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// Ctrl-Z as a pause, not a freeze: once a suspend was asked for and the run is at a
+/// safe point (nothing in flight, nothing to settle, between ledger transactions), the
+/// suspension is journaled (`replay-suspend`), the front end stops the process, and on
+/// `fg` the run goes on (`replay-continue`). The replay stays this process's meanwhile:
+/// no lock of the ledger's is held, so the team's other writes go on.
+fn suspend_at_safe_point(
+    engine: &Engine<'_>,
+    control: &Control,
+    ledger: &mut dyn Journal,
+    watch: &mut dyn ReplayWatcher,
+) -> Result<(), SessionError> {
+    let now = Instant::now();
+    if !control.suspend_requested() || engine.wants_settle() || engine.progress(now).in_flight > 0 {
+        return Ok(());
+    }
+    let id = engine.plan_id();
+    let detail = |what: &str| serde_json::json!({ "replay": id, "by": what }).to_string();
+    ledger.audit("replay-suspend", id, &detail("SIGTSTP (Ctrl-Z)"))?;
+    watch.suspend();
+    control.continued();
+    ledger.audit("replay-continue", id, &detail("SIGCONT (fg)"))?;
+    Ok(())
 }
 
 /// Renews a running replay's lease every `LEASE_HEARTBEAT`.

@@ -12,6 +12,12 @@ use std::time::{Duration, Instant};
 pub struct Control {
     kill: Arc<AtomicBool>,
     pause: Arc<AtomicBool>,
+    /// Job control asked to suspend (Ctrl-Z): the run pauses, and once nothing is in
+    /// flight and no ledger transaction is open its front end stops the process.
+    suspend: Arc<AtomicBool>,
+    /// The suspend request paused the run (it was not paused before): continuing
+    /// un-pauses it.
+    suspend_paused: Arc<AtomicBool>,
 }
 
 /// Two handles are equal when they are the same switch.
@@ -44,6 +50,27 @@ impl Control {
 
     pub fn paused(&self) -> bool {
         self.pause.load(Ordering::SeqCst)
+    }
+
+    /// Ctrl-Z: pause now, suspend at the next safe point.
+    pub fn request_suspend(&self) {
+        if !self.suspend.swap(true, Ordering::SeqCst) {
+            let was = self.pause.swap(true, Ordering::SeqCst);
+            self.suspend_paused.store(!was, Ordering::SeqCst);
+        }
+    }
+
+    pub fn suspend_requested(&self) -> bool {
+        self.suspend.load(Ordering::SeqCst)
+    }
+
+    /// The process was continued (`fg`): the run goes on as it was before Ctrl-Z.
+    pub fn continued(&self) {
+        if self.suspend.swap(false, Ordering::SeqCst)
+            && self.suspend_paused.swap(false, Ordering::SeqCst)
+        {
+            self.pause.store(false, Ordering::SeqCst);
+        }
     }
 }
 

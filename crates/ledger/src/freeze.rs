@@ -1,0 +1,61 @@
+//! Test hook (`test-hooks` builds only): the process stops itself (SIGSTOP, as Ctrl-Z
+//! or a paused VM would stop it) at a seeded point of its replay journal, so a test can
+//! freeze a holder exactly inside or exactly outside a ledger transaction — never by
+//! timing. `DLQ_TRIAGE_TEST_FREEZE_AT=` …
+//!
+//! - `inside:N`: inside the `confirmed` write that brings the letters this process
+//!   journaled confirmed to N or more (its write lock taken; on a team ledger the
+//!   server's advisory lock held);
+//! - `outside:N`: right after that write committed. On Kafka, in both places every
+//!   letter sent so far is committed on the broker and nothing else is in flight (a
+//!   transaction per batch, committed before its confirms are journaled);
+//! - `sending:N`: right after the `sending` write that brings the letters journaled
+//!   `sending` to N or more committed — before they are handed to the broker.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Where in the journal.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Point {
+    /// Inside a `confirmed` write.
+    Inside,
+    /// After a `confirmed` write.
+    Outside,
+    /// After a `sending` write.
+    Sending,
+}
+
+static CONFIRMED: AtomicUsize = AtomicUsize::new(0);
+static SENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts `letters` (a confirmed write's at `Inside`, a sending write's at `Sending`)
+/// and stops the process where the hook asks.
+pub(crate) fn at(point: Point, letters: usize) {
+    if !cfg!(feature = "test-hooks") {
+        return;
+    }
+    let Ok(spec) = std::env::var("DLQ_TRIAGE_TEST_FREEZE_AT") else {
+        return;
+    };
+    let Some((want, n)) = spec.split_once(':') else {
+        return;
+    };
+    let Ok(n) = n.parse::<usize>() else { return };
+    let (here, after) = match point {
+        Point::Inside => (
+            "inside",
+            CONFIRMED.fetch_add(letters, Ordering::SeqCst) + letters,
+        ),
+        Point::Outside => ("outside", CONFIRMED.load(Ordering::SeqCst)),
+        Point::Sending => (
+            "sending",
+            SENDING.fetch_add(letters, Ordering::SeqCst) + letters,
+        ),
+    };
+    if want == here && after >= n && after - letters < n {
+        // `kill` returns after the signal is queued; this thread stops on its way back.
+        let _ = std::process::Command::new("kill")
+            .args(["-STOP", &std::process::id().to_string()])
+            .status();
+    }
+}

@@ -1,0 +1,183 @@
+//! The lock that says a replay's sender is alive, held by the engine that outlives the
+//! sender's good behaviour: on a file ledger an OS file lock (`flock`) on
+//! `<ledger>.locks/<replay>.lock`, which the kernel drops when the process dies; on a
+//! team ledger a session-level advisory lock held by the sender's own connection, which
+//! the server drops when that connection ends. Neither depends on anyone's clock: a
+//! frozen but connected holder is never taken for dead, a dead one is at once.
+
+use super::Ledger;
+use crate::db::Db;
+use crate::p;
+use dlq_core::journal::JournalError;
+use std::fs::File;
+use std::path::PathBuf;
+
+/// The advisory-lock namespace (first key) of replay holders on a team ledger.
+const PG_HOLDERS: i64 = 7_337_003;
+
+/// What this process holds of a replay it sends: the lease epoch it took (every
+/// journal write checks it) and, on a file ledger, the locked file.
+pub(crate) struct Holding {
+    pub epoch: i64,
+    _file: Option<File>,
+    /// The connection the advisory lock was taken on (a new one holds nothing).
+    generation: u64,
+    /// Taken by a transaction that has not committed yet: given up if it rolls back.
+    committed: bool,
+}
+
+/// The second advisory-lock key of replay `id` (31 bits of its SHA-256).
+fn pg_key(id: &str) -> i64 {
+    let h = crate::sha256_hex(id.as_bytes());
+    i64::from_str_radix(&h[..8], 16).unwrap_or_default() & 0x7fff_ffff
+}
+
+impl Ledger {
+    /// Where replay `id`'s lock file lives beside a file ledger.
+    fn lock_path(&self, id: &str) -> PathBuf {
+        let safe: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let mut dir = self.path.clone().into_os_string();
+        dir.push(".locks");
+        PathBuf::from(dir).join(format!("{safe}.lock"))
+    }
+
+    /// Take replay `id`'s holder lock for this process with lease `epoch`; `Ok(false)`
+    /// when a live process holds it.
+    pub(crate) fn hold(&self, tx: &Db, id: &str, epoch: i64) -> Result<bool, JournalError> {
+        if let Some(h) = self.holding.borrow_mut().get_mut(id) {
+            if h.generation == tx.generation() {
+                h.epoch = epoch;
+                return Ok(true);
+            }
+        }
+        let file = match tx {
+            Db::Pg(_) => {
+                let got: bool = tx
+                    .one(
+                        "SELECT pg_catalog.pg_try_advisory_lock(?1::int4, ?2::int4)",
+                        p![PG_HOLDERS, pg_key(id)],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| self.err(e))?;
+                if !got {
+                    return Ok(false);
+                }
+                None
+            }
+            Db::Sqlite(_) => {
+                let path = self.lock_path(id);
+                let io = |e: std::io::Error| self.other(format!("{}: {e}", path.display()));
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).map_err(io)?;
+                }
+                let f = File::options()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&path)
+                    .map_err(io)?;
+                match f.try_lock() {
+                    Ok(()) => Some(f),
+                    Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+                    Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+                }
+            }
+        };
+        self.holding.borrow_mut().insert(
+            id.to_string(),
+            Holding {
+                epoch,
+                _file: file,
+                generation: tx.generation(),
+                committed: false,
+            },
+        );
+        Ok(true)
+    }
+
+    /// Whether a live process (this one included) holds replay `id`'s lock.
+    pub(crate) fn held(&self, tx: &Db, id: &str) -> Result<bool, JournalError> {
+        if self.holding.borrow().contains_key(id) {
+            return Ok(true);
+        }
+        match tx {
+            Db::Pg(_) => tx
+                .one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' \
+                     AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()) \
+                     AND classid = (?1::int4)::oid AND objid = (?2::int4)::oid AND objsubid = 2 AND granted)",
+                    p![PG_HOLDERS, pg_key(id)],
+                    |r| r.get(0),
+                )
+                .map_err(|e| self.err(e)),
+            Db::Sqlite(_) => {
+                // Never created here: no file, no holder.
+                let Ok(f) = File::options().write(true).open(self.lock_path(id)) else {
+                    return Ok(false);
+                };
+                Ok(matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
+            }
+        }
+    }
+
+    /// The lease epoch this process holds of replay `id`, if it sends it.
+    pub(crate) fn held_epoch(&self, id: &str) -> Option<i64> {
+        self.holding.borrow().get(id).map(|h| h.epoch)
+    }
+
+    /// Whether this process took replay `id`'s lock on a connection it has since lost
+    /// (the server dropped the lock with it): it holds the replay no longer.
+    pub(crate) fn lost_hold(&self, id: &str) -> bool {
+        self.holding
+            .borrow()
+            .get(id)
+            .is_some_and(|h| h.generation != self.db.generation())
+    }
+
+    /// After a write transaction: locks it took are kept when it committed and given up
+    /// when it rolled back (a refused start or takeover holds nothing afterwards).
+    pub(crate) fn settle_holdings(&self, committed: bool) {
+        let dropped: Vec<String> = {
+            let mut holding = self.holding.borrow_mut();
+            holding
+                .iter_mut()
+                .filter(|(_, h)| !h.committed)
+                .filter_map(|(id, h)| {
+                    h.committed = committed;
+                    (!committed).then(|| id.clone())
+                })
+                .collect()
+        };
+        for id in dropped {
+            self.release(&self.db, &id);
+        }
+    }
+
+    /// Give replay `id`'s lock up (it ended); its letters are no longer claimed.
+    pub(crate) fn release(&self, tx: &Db, id: &str) {
+        if self.holding.borrow_mut().remove(id).is_none() {
+            return;
+        }
+        match tx {
+            Db::Pg(_) => {
+                let _ = tx.one(
+                    "SELECT pg_catalog.pg_advisory_unlock(?1::int4, ?2::int4)",
+                    p![PG_HOLDERS, pg_key(id)],
+                    |r| r.get::<bool>(0),
+                );
+            }
+            // Unlocked as the file closes. The file stays: removing it would let a
+            // process that opened it just before lock an inode nobody else can see.
+            Db::Sqlite(_) => {}
+        }
+    }
+}
