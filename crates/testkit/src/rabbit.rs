@@ -317,22 +317,40 @@ pub fn server_closes(connection_name: &str) {
 /// once, then closed one after another; a connection already gone by its turn (its
 /// process closed it on the first close) is not an error. The number found.
 pub fn server_closes_every(marker: &str) -> usize {
-    let out = std::process::Command::new("rabbitmqctl")
-        .args(["list_connections", "pid", "client_properties"])
-        .output()
-        .expect("rabbitmqctl runs (it ships with the server)");
-    let listing = String::from_utf8_lossy(&out.stdout);
-    let pids: Vec<String> = listing
-        .lines()
-        .filter(|l| l.contains(marker))
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .collect();
+    let pids = connections_named(marker);
     for pid in &pids {
         let _ = std::process::Command::new("rabbitmqctl")
             .args(["close_connection", pid, "closed by the dlq-triage test"])
             .status();
     }
     pids.len()
+}
+
+/// The server's ids of the client connections whose name holds `marker`.
+pub fn connections_named(marker: &str) -> Vec<String> {
+    let out = std::process::Command::new("rabbitmqctl")
+        .args(["list_connections", "pid", "client_properties"])
+        .output()
+        .expect("rabbitmqctl runs (it ships with the server)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(marker))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// Wait until the server lists no connection whose name holds `marker` (its process
+/// is gone and the broker has handed back what it held). A state, not a time: the bound
+/// only keeps a broken build from hanging the suite.
+pub fn wait_connections_gone(marker: &str) {
+    let started = Instant::now();
+    while !connections_named(marker).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{marker}: its connections never closed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 pub const MGMT: &str = "http://127.0.0.1:15672";
