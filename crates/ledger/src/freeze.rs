@@ -12,6 +12,7 @@
 //! - `sending:N`: right after the `sending` write that brings the letters journaled
 //!   `sending` to N or more committed — before they are handed to the broker.
 
+#[cfg(feature = "test-hooks")]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Where in the journal.
@@ -25,15 +26,20 @@ pub(crate) enum Point {
     Sending,
 }
 
+#[cfg(feature = "test-hooks")]
 static CONFIRMED: AtomicUsize = AtomicUsize::new(0);
+#[cfg(feature = "test-hooks")]
 static SENDING: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts `letters` (a confirmed write's at `Inside`, a sending write's at `Sending`)
 /// and stops the process where the hook asks.
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) fn at(_point: Point, _letters: usize) {}
+
+/// Counts `letters` (a confirmed write's at `Inside`, a sending write's at `Sending`)
+/// and stops the process where the hook asks.
+#[cfg(feature = "test-hooks")]
 pub(crate) fn at(point: Point, letters: usize) {
-    if !cfg!(feature = "test-hooks") {
-        return;
-    }
     let Ok(spec) = std::env::var("DLQ_TRIAGE_TEST_FREEZE_AT") else {
         return;
     };
@@ -53,9 +59,10 @@ pub(crate) fn at(point: Point, letters: usize) {
         ),
     };
     if want == here && after >= n && after - letters < n {
-        // `kill` returns after the signal is queued; this thread stops on its way back.
-        let _ = std::process::Command::new("kill")
-            .args(["-STOP", &std::process::id().to_string()])
-            .status();
+        // Raised on this thread (tgkill), which stops before it returns to the next
+        // line: the whole process stops exactly here. (`kill -STOP <pid>` from a child
+        // may be taken by another thread, and this one can run on — into the next
+        // transaction — before the stop reaches it.)
+        let _ = signal_hook::low_level::raise(signal_hook::consts::SIGSTOP);
     }
 }
