@@ -246,6 +246,15 @@ pub trait Publisher {
     /// Outcomes that have arrived; waits up to `wait` when none is ready yet.
     fn confirmations(&mut self, wait: Duration) -> Vec<Outcome>;
 
+    /// Whether letters handed over in order are written in that order or not at all
+    /// (Kafka: the letters between two `confirmations` are one transaction on one
+    /// partition per key). Then a key's next letter may go before the previous one is
+    /// confirmed — the engine otherwise waits for each confirm, one letter per key in
+    /// flight, so that a refused letter is never overtaken by a later one of its key.
+    fn keeps_key_order(&self) -> bool {
+        false
+    }
+
     /// Take replay `replay_id`'s identity on the broker, after its lease and before
     /// anything is read back or sent for it. On Kafka: the transactional producer
     /// `dlq-triage-replay-<id>`, whose initialisation has the broker bump the epoch,

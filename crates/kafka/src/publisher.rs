@@ -267,6 +267,12 @@ impl Publisher for KafkaPublisher {
         out
     }
 
+    /// A transaction is written whole or not at all, in send order per partition (the
+    /// idempotent producer), and a key always maps to one partition.
+    fn keeps_key_order(&self) -> bool {
+        true
+    }
+
     fn claim(&mut self, replay_id: &str) -> Result<(), SourceError> {
         if !self.open.is_empty() {
             return Err(SourceError::failed(

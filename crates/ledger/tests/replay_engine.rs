@@ -650,6 +650,105 @@ fn a_pause_holds_every_publish_keeps_collecting_and_resumes_without_a_burst() {
     assert_eq!(tickets.len(), 200, "each letter sent once");
 }
 
+/// A publisher that writes a batch (the letters between two polls) whole or not at
+/// all, in order, as a Kafka transaction does: a key's letters go together, in plan
+/// order; when a batch is refused, no later letter of its keys is confirmed.
+#[test]
+fn with_an_order_keeping_publisher_a_keys_letters_go_together_and_a_refusal_still_holds_back() {
+    let opts = Options {
+        canary: 0,
+        rate: 1e6,
+        watch: Duration::ZERO,
+        ..Options::default()
+    };
+    struct Transactional(Scripted);
+    impl Publisher for Transactional {
+        fn send(&mut self, t: u64, m: &Outgoing) -> Result<(), SourceError> {
+            self.0.send(t, m)
+        }
+        fn confirmations(&mut self, w: Duration) -> Vec<Outcome> {
+            let outcomes = self.0.confirmations(w);
+            // One refused letter aborts the whole batch.
+            if outcomes.iter().any(|(_, o)| o.is_err()) {
+                return outcomes
+                    .into_iter()
+                    .map(|(t, _)| (t, Err(SourceError::failed("its transaction was aborted"))))
+                    .collect();
+            }
+            outcomes
+        }
+        fn keeps_key_order(&self) -> bool {
+            true
+        }
+    }
+    for refuse in [None, Some("{\"n\":13}")] {
+        let p = plan_of(30, opts.clone());
+        let (_d, mut l) = ledger();
+        start(&mut l, &p);
+        let mut pb = Transactional(Scripted::default());
+        if let Some(r) = refuse {
+            pb.0.refuse.insert(r.into());
+        }
+        let mut e = Engine::new(&p, Control::default(), Instant::now());
+        let mut now = Instant::now();
+        let mut most_of_one_key = 0;
+        while !e.done() {
+            e.step(&mut pb, &mut l, now).expect("step");
+            let mut per_key: HashMap<Vec<u8>, usize> = HashMap::new();
+            for t in &pb.0.waiting {
+                if let Some(k) =
+                    pb.0.sent
+                        .iter()
+                        .find(|s| s.0 == *t)
+                        .and_then(|s| s.1.key.clone())
+                {
+                    *per_key.entry(k).or_default() += 1;
+                }
+            }
+            most_of_one_key = most_of_one_key.max(per_key.values().copied().max().unwrap_or(0));
+            now += Duration::from_millis(10);
+        }
+        assert!(
+            most_of_one_key > 1,
+            "a key's letters went together ({refuse:?})"
+        );
+        for k in ["k0", "k1", "k2"] {
+            let order: Vec<u64> =
+                pb.0.sent
+                    .iter()
+                    .filter(|s| s.1.key.as_deref() == Some(k.as_bytes()))
+                    .map(|s| s.0)
+                    .collect();
+            assert!(order.windows(2).all(|w| w[0] < w[1]), "{k}: {order:?}");
+        }
+        let (_, items) = l.replay("r-test").expect("read").expect("row");
+        match refuse {
+            None => assert!(
+                items.iter().all(|i| i.state == ItemState::Settled),
+                "{items:?}"
+            ),
+            Some(_) => {
+                // The refused letter's key: nothing confirmed after its first refusal.
+                let key_of =
+                    |i: &dlq_core::journal::ReplayItemRow| p.items[i.seq as usize].key.clone();
+                let first_refused = items
+                    .iter()
+                    .find(|i| i.state == ItemState::Refused)
+                    .expect("a refusal");
+                let k = key_of(first_refused);
+                assert!(
+                    items
+                        .iter()
+                        .filter(|i| key_of(i) == k && i.seq > first_refused.seq)
+                        .all(|i| i.state != ItemState::Settled && i.state != ItemState::Confirmed),
+                    "{items:?}"
+                );
+            }
+        }
+        assert!(l.verify(None).expect("verify").ok);
+    }
+}
+
 #[test]
 fn a_refused_publish_stops_and_holds_back_its_key() {
     let opts = Options {

@@ -43,8 +43,12 @@ pub struct Engine<'p> {
     /// Letters that may go now, in plan order: at most one per key (its earliest).
     ready: VecDeque<usize>,
     /// Each key's later letters, in order: the next moves to `ready` when the one
-    /// before it is confirmed — so a key never has two letters in flight.
+    /// before it is confirmed — so a key never has two letters in flight — or, with a
+    /// publisher that keeps a key's order ([`Publisher::keeps_key_order`]), as soon as
+    /// the one before it was handed over.
     behind: HashMap<&'p [u8], VecDeque<usize>>,
+    /// The publisher keeps a key's order: keys are released on send, not on confirm.
+    key_order_kept: bool,
     /// Letters not sent yet (`ready` + `behind`).
     remaining: usize,
     /// Keys whose letter the broker refused: their later letters are held back.
@@ -122,6 +126,7 @@ impl<'p> Engine<'p> {
             states: vec![ItemState::Planned; plan.items.len()],
             ready,
             behind,
+            key_order_kept: false,
             remaining: plan.items.len(),
             blocked: HashSet::new(),
             in_flight: HashSet::new(),
@@ -431,7 +436,9 @@ impl<'p> Engine<'p> {
             let item = &self.plan.items[i];
             match outcome {
                 Ok(c) => {
-                    self.release_key(i);
+                    if !self.key_order_kept {
+                        self.release_key(i);
+                    }
                     ok.push((i, c.location));
                 }
                 // It may be in the target: journaled `sending`, it stays so — in doubt,
@@ -502,7 +509,8 @@ impl<'p> Engine<'p> {
         Ok(())
     }
 
-    /// A key's letter was confirmed: its next letter may go.
+    /// A key's letter was confirmed (or, see `key_order_kept`, handed over): its next
+    /// letter may go.
     fn release_key(&mut self, i: usize) {
         let plan = self.plan;
         if let Some(next) = plan.items[i]
@@ -570,6 +578,7 @@ impl<'p> Engine<'p> {
             self.bucket = TokenBucket::new(self.bucket.rate(), Instant::now());
             self.bucket_fresh = false;
         }
+        self.key_order_kept = publisher.keeps_key_order();
         let mut batch = Vec::new();
         while self.end.is_none() && self.in_flight.len() + batch.len() < MAX_IN_FLIGHT {
             if self.phase == Phase::Canary && self.canary_sent + batch.len() >= canary {
@@ -583,6 +592,11 @@ impl<'p> Engine<'p> {
             };
             self.bucket.take(Instant::now());
             batch.push(i);
+            if self.key_order_kept {
+                // Sent after it, in this batch or a later one, and written after it or
+                // not at all: its key's next letter may be chosen now.
+                self.release_key(i);
+            }
         }
         if batch.is_empty() {
             return Ok(());
