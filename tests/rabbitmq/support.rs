@@ -221,3 +221,44 @@ pub(crate) fn accounted_for(
     );
     (times, accounted)
 }
+
+/// `n` orders rejected into a fresh topology's DLQ, and the fixed service consuming the
+/// work queue: the topology, what the service saw, its stop flag, and the DLQ's URI.
+pub(crate) fn rejected_dlq(
+    tag: &str,
+    n: usize,
+) -> (Topology, std::sync::mpsc::Receiver<Seen>, StopFlag, String) {
+    let t = Topology::new(tag);
+    rejected_orders(&t, n, |i| format!("{{\"order\":{i}}}"));
+    t.wait_for(&t.n("dlq"), n as u32);
+    let (seen, stop) = work_consumer(t.n("work"));
+    let uri = t.dlq_uri();
+    (t, seen, stop, uri)
+}
+
+/// After a replay that left `in_doubt` letters: each of the `n` orders `m-0`… reached
+/// the service exactly once, except the in-doubt ones, which reached it at most once or
+/// are still in the DLQ — none lost, none twice.
+pub(crate) fn each_once_unless_in_doubt(
+    t: &Topology,
+    seen: &std::sync::mpsc::Receiver<Seen>,
+    stop: &StopFlag,
+    n: usize,
+    in_doubt: &std::collections::BTreeSet<String>,
+    what: &str,
+) {
+    std::thread::sleep(Duration::from_millis(500));
+    let (times, accounted) = accounted_for(t, seen, stop, n, what);
+    for i in 0..n {
+        let m = format!("m-{i}");
+        if in_doubt.contains(&m) {
+            assert!(accounted.contains(&m), "{what}: {m} in doubt, then lost");
+        } else {
+            assert_eq!(
+                times.get(&m),
+                Some(&1),
+                "{what}: {m} not in doubt: delivered once"
+            );
+        }
+    }
+}
