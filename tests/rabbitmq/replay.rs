@@ -36,6 +36,29 @@ fn replay_under_way(dir: &tempfile::TempDir, uri: &str) -> std::process::Child {
     child
 }
 
+/// `replay URI --filter reason=rejected` of all `n` letters at `rate`/s: no canary, a 1 s
+/// watch, confirmed and bounded (`--expect n`) — the replay these tests start.
+fn replay_all(dir: &std::path::Path, uri: &str, rate: &str, n: &str) -> std::process::Command {
+    cli_command(
+        dir,
+        &[
+            "replay",
+            uri,
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "0",
+            "--rate",
+            rate,
+            "--watch",
+            "1s",
+            "--yes",
+            "--expect",
+            n,
+        ],
+    )
+}
+
 /// Letters replay `id` in `dir` journaled `sending` and never saw confirmed: in doubt.
 fn sending_letters(dir: &tempfile::TempDir, id: &str) -> std::collections::BTreeSet<String> {
     let shown = replay_cli(dir.path(), &["replays", "show", id, "--json"]);
@@ -417,29 +440,12 @@ fn a_replay_whose_connections_the_broker_closes_stops_lists_its_doubts_and_resum
         let (t, seen, stop, uri) = rejected_dlq(&format!("restart-{run}"), N);
         let dir = tempfile::tempdir().expect("tmp");
         let n = N.to_string();
-        let mut child = cli_command(
-            dir.path(),
-            &[
-                "replay",
-                &uri,
-                "--filter",
-                "reason=rejected",
-                "--canary",
-                "0",
-                "--rate",
-                "200",
-                "--watch",
-                "1s",
-                "--yes",
-                "--expect",
-                &n,
-            ],
-        )
-        .env("DLQ_TRIAGE_TEST_FREEZE_AT", format!("sending:{at}"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("replay starts");
+        let mut child = replay_all(dir.path(), &uri, "200", &n)
+            .env("DLQ_TRIAGE_TEST_FREEZE_AT", format!("sending:{at}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("replay starts");
         wait_stopped(&mut child);
         let closed = server_closes_every(&format!("(pid {})", child.id()));
         assert_eq!(closed, 2, "{what}: its browse and its publisher");
@@ -502,30 +508,13 @@ fn on_the_team_ledger_a_rabbitmq_holder_stopped_mid_write_is_taken_over_without_
         tempfile::tempdir().expect("tmp"),
         tempfile::tempdir().expect("tmp"),
     );
-    let mut holder = cli_command(
-        alice.path(),
-        &[
-            "replay",
-            &uri,
-            "--filter",
-            "reason=rejected",
-            "--canary",
-            "0",
-            "--rate",
-            "50",
-            "--watch",
-            "1s",
-            "--yes",
-            "--expect",
-            &n,
-        ],
-    )
-    .env("DLQ_TRIAGE_LEDGER", &db.url)
-    .env("DLQ_TRIAGE_TEST_FREEZE_AT", "inside:12")
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .expect("replay starts");
+    let mut holder = replay_all(alice.path(), &uri, "50", &n)
+        .env("DLQ_TRIAGE_LEDGER", &db.url)
+        .env("DLQ_TRIAGE_TEST_FREEZE_AT", "inside:12")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("replay starts");
     wait_stopped(&mut holder);
     // The server ends the stopped session: wait for that state (bounded only against a
     // broken build).
@@ -621,28 +610,11 @@ fn sigkill_mid_replay_on_rabbitmq_lists_what_may_have_been_sent_and_loses_nothin
         let dir = tempfile::tempdir().expect("tmp");
         let uri = t.dlq_uri();
         let n = N.to_string();
-        let child = cli_command(
-            dir.path(),
-            &[
-                "replay",
-                &uri,
-                "--filter",
-                "reason=rejected",
-                "--canary",
-                "0",
-                "--rate",
-                "500",
-                "--watch",
-                "1s",
-                "--yes",
-                "--expect",
-                &n,
-            ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("replay starts");
+        let child = replay_all(dir.path(), &uri, "500", &n)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("replay starts");
         std::thread::sleep(Duration::from_millis(pause_ms));
         let kill = std::process::Command::new("kill")
             .args(["-KILL", &child.id().to_string()])
@@ -742,29 +714,12 @@ fn two_engineers_replaying_one_rabbitmq_dlq_on_the_team_ledger_send_each_letter_
         tempfile::tempdir().expect("tmp"),
     );
     let spawn = |dir: &std::path::Path| {
-        cli_command(
-            dir,
-            &[
-                "replay",
-                &uri,
-                "--filter",
-                "reason=rejected",
-                "--canary",
-                "0",
-                "--rate",
-                "1000",
-                "--watch",
-                "1s",
-                "--yes",
-                "--expect",
-                &n,
-            ],
-        )
-        .env("DLQ_TRIAGE_LEDGER", &db.url)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("replay starts")
+        replay_all(dir, &uri, "1000", &n)
+            .env("DLQ_TRIAGE_LEDGER", &db.url)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("replay starts")
     };
     let (a, b) = (spawn(da.path()), spawn(dbob.path()));
     let (a, b) = (
