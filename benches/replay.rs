@@ -66,7 +66,7 @@ fn main() {
             5_000.0,
             5_001,
             Some(20),
-            "20 hot keys: one letter per key in flight",
+            "20 hot keys: each key in order, in transactions",
         ),
     ];
     for (i, (rate, n, keys, what)) in runs.into_iter().enumerate() {
