@@ -51,7 +51,7 @@ pub fn plan_lines(plan: &Plan, label: &str, resuming: bool, kill: &str) -> Vec<S
             "the originals (revisions not used)"
         }
     ));
-    out.push("  order:    each key's letters one at a time, in their original order".into());
+    out.push("  order:    each key's letters in their original order, none after a refusal".into());
     if !plan.breakdown.is_empty() {
         out.push("  by group and target:".into());
         for ((g, t), n) in &plan.breakdown {

@@ -58,7 +58,7 @@ pub struct Item {
     pub binding: String,
     pub location: String,
     pub settle: Option<Coords>,
-    /// Record key (Kafka): one key's letters are sent one at a time, in order.
+    /// Record key (Kafka): one key's letters are sent in order (see the engine).
     pub key: Option<Vec<u8>>,
     pub message_id: Option<String>,
     pub group: String,
@@ -558,7 +558,7 @@ fn with_target(
     keep
 }
 
-/// Keys with several letters (sent one at a time, in order), and revisions used or not.
+/// Keys with several letters (sent in order), and revisions used or not.
 fn warn_ordering_and_revisions(keep: &[Draft], opts: &Options, warnings: &mut Vec<Warning>) {
     let mut per_key: HashMap<&[u8], Vec<&str>> = HashMap::new();
     for d in keep {
@@ -578,7 +578,9 @@ fn warn_ordering_and_revisions(keep: &[Draft], opts: &Options, warnings: &mut Ve
         let keys = per_key.values().filter(|v| v.len() > 1).count();
         warnings.push(Warning {
             kind: "same-key",
-            message: format!("{keys} keys have several letters: each key's letters go one at a time, in their original order"),
+            message: format!(
+                "{keys} keys have several letters: each key's letters go in their original order"
+            ),
             count: multi.len(),
             examples: multi.iter().take(EXAMPLES).map(|s| s.to_string()).collect(),
         });
