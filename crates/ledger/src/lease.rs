@@ -258,14 +258,20 @@ impl Ledger {
             let n = |x: i64| usize::try_from(x).unwrap_or(0);
             figures.insert(id.to_string(), (n(f.1), n(f.0)));
         }
+        // Who holds each replay, said once per replay (it reads the holder's state).
+        let mut holders: HashMap<String, String> = HashMap::new();
         Ok(held
             .into_iter()
             .map(|(letter_id, binding, replay_id, actor, since, lease)| {
                 let (confirmed, planned) = figures.get(&replay_id).copied().unwrap_or_default();
+                let holder = holders
+                    .entry(replay_id.clone())
+                    .or_insert_with(|| lease.holder())
+                    .clone();
                 Claim {
                     letter_id,
                     binding,
-                    holder: lease.holder(),
+                    holder,
                     replay_id,
                     actor,
                     since,
