@@ -127,6 +127,22 @@ fn z_zooms_the_focused_pane_at_80x24_and_restores_it() {
     assert!(screen(&s, size).contains("Groups"));
 }
 
+/// Ctrl-Z in the TUI is a key (raw mode), not job control: suspending would freeze a
+/// replay with letters in flight. It says what to use instead, whole, at 80×24, and the
+/// TUI stays.
+#[test]
+fn ctrl_z_says_what_to_use_instead_and_the_tui_stays() {
+    let size = (80, 24);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["Ctrl-z"], size);
+    let shown = screen(&s, size);
+    assert!(
+        shown.contains("Ctrl-Z does not suspend the TUI: p pauses a replay, q quits"),
+        "{shown}"
+    );
+    assert!(shown.contains("Groups"), "{shown}");
+}
+
 /// `?` at 80×24: one column, each binding's text wrapped whole; the end of the list is
 /// reached by scrolling (j, PgDn), and any other key closes it.
 #[test]

@@ -27,7 +27,8 @@ pub fn key(c: KeyCode) -> Event {
     Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
 }
 
-/// Feed keys through the keymap: "Enter", "Tab", "BackTab", "Esc", "Down", "PageDown", one
+/// Feed keys through the keymap: "Enter", "Tab", "BackTab", "Esc", "Down", "PageDown",
+/// "Ctrl-z", one
 /// character, or text typed character by character after a leading ':'. Returns what
 /// the updates asked the worker or the terminal to do.
 pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<Command> {
@@ -40,6 +41,10 @@ pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<Command> 
             "Esc" => vec![key(KeyCode::Esc)],
             "Down" => vec![key(KeyCode::Down)],
             "PageDown" => vec![key(KeyCode::PageDown)],
+            "Ctrl-z" => vec![Event::Key(KeyEvent::new(
+                KeyCode::Char('z'),
+                KeyModifiers::CONTROL,
+            ))],
             text if text.starts_with(':') => text
                 .chars()
                 .skip(1)

@@ -89,7 +89,7 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
         }
         ViewKey::Suspend => {
             state.message = Some((
-                "Ctrl-Z does not suspend the TUI (a replay would freeze with letters in flight): p pauses a replay, q quits; the CLI's replay suspends at a safe point on Ctrl-Z".into(),
+                "Ctrl-Z does not suspend the TUI: p pauses a replay, q quits".into(),
                 Level::Info,
             ));
         }
