@@ -645,6 +645,12 @@ fn orders_dlq(bootstrap: &str, n: usize) {
 
 /// Letters `m-{from}` … `m-{from + n - 1}` into `orders.dlq`.
 fn orders_dlq_from(bootstrap: &str, from: usize, n: usize) {
+    group_into_dlq(bootstrap, from, n, ("m", "k"), "boom")
+}
+
+/// `n` letters `ID-i` keyed `KEYi` with reason `reason` into `orders.dlq`, as `orders`
+/// dead-lettered them.
+fn group_into_dlq(bootstrap: &str, from: usize, n: usize, (id, key): (&str, &str), reason: &str) {
     let letters: Vec<RawLetter> = (from..from + n)
         .map(|i| RawLetter {
             coords: Some(Coords::Kafka {
@@ -652,7 +658,7 @@ fn orders_dlq_from(bootstrap: &str, from: usize, n: usize) {
                 partition: (i % 4) as i32,
                 offset: 0,
             }),
-            key: Some(format!("k{i}").into_bytes()),
+            key: Some(format!("{key}{i}").into_bytes()),
             headers: vec![
                 Header::new("kafka_dlt-original-topic", HeaderValue::text("orders")),
                 Header::new(
@@ -663,8 +669,8 @@ fn orders_dlq_from(bootstrap: &str, from: usize, n: usize) {
                     "kafka_dlt-original-offset",
                     HeaderValue::Bytes((i as i64).to_be_bytes().to_vec()),
                 ),
-                Header::new("x-message-id", HeaderValue::text(&format!("m-{i}"))),
-                Header::new("x-reason-code", HeaderValue::text("boom")),
+                Header::new("x-message-id", HeaderValue::text(&format!("{id}-{i}"))),
+                Header::new("x-reason-code", HeaderValue::text(reason)),
             ],
             payload: format!("{{\"order\":{i}}}").into_bytes(),
             ..Default::default()
@@ -1034,26 +1040,10 @@ fn discard_other(run: impl Fn(&[&str]) -> Output, env: &Env) -> Output {
     ])
 }
 
-/// `n` letters with reason `other` after the `boom` ones: a group nobody replays.
+/// `n` letters with reason `other` after the `boom` ones (from an offset of their own): a
+/// group nobody replays.
 fn other_group(bootstrap: &str, from: usize, n: usize) {
-    let letters: Vec<RawLetter> = (from..from + n)
-        .map(|i| RawLetter {
-            coords: Some(Coords::Kafka {
-                topic: "orders.dlq".into(),
-                partition: 0,
-                offset: 0,
-            }),
-            key: Some(format!("o{i}").into_bytes()),
-            headers: vec![
-                Header::new("kafka_dlt-original-topic", HeaderValue::text("orders")),
-                Header::new("x-message-id", HeaderValue::text(&format!("o-{i}"))),
-                Header::new("x-reason-code", HeaderValue::text("other")),
-            ],
-            payload: format!("{{\"other\":{i}}}").into_bytes(),
-            ..Default::default()
-        })
-        .collect();
-    produce_all(bootstrap, &letters).expect("dlq");
+    group_into_dlq(bootstrap, from, n, ("o", "o"), "other")
 }
 
 /// Where the holder froze, and what the team meets while it is frozen.
@@ -1084,7 +1074,7 @@ enum Freeze {
 fn frozen_holder(ledger: Option<&str>, freeze: Freeze, seed: u64) {
     const N: usize = 150;
     let (cluster, env) = orders_cluster_on(N, ledger);
-    other_group(&cluster.bootstrap_servers(), 0, 3);
+    other_group(&cluster.bootstrap_servers(), 1_000_000, 3);
     let mut seed = seed;
     // After 10 to 99 of the 150 letters were confirmed.
     let at = 10 + (lcg(&mut seed) % 90) as usize;
@@ -1215,7 +1205,7 @@ fn on_the_team_ledger_a_holder_frozen_inside_a_write_is_ended_by_the_server_and_
 fn ctrl_z_suspends_a_replay_at_a_safe_point_and_fg_finishes_it() {
     const N: usize = 150;
     let (cluster, env) = orders_cluster(N);
-    other_group(&cluster.bootstrap_servers(), 0, 3);
+    other_group(&cluster.bootstrap_servers(), 1_000_000, 3);
     let mut holder = env.spawn_replay(N, "100");
     let id = env.running_replay(20);
     signal("TSTP", holder.id());

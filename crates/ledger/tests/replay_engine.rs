@@ -475,14 +475,18 @@ fn one_keys_letters_are_never_in_flight_together() {
         now += Duration::from_millis(10);
     }
     assert_eq!(max_keys_in_flight, 3, "different keys interleave");
-    // Per key, in plan order.
+    each_key_in_plan_order(&pb.0);
+}
+
+/// Each of `plan_of`'s keys was sent in plan order.
+fn each_key_in_plan_order(pb: &Scripted) {
     for k in ["k0", "k1", "k2"] {
-        let order: Vec<u64> =
-            pb.0.sent
-                .iter()
-                .filter(|s| s.1.key.as_deref() == Some(k.as_bytes()))
-                .map(|s| s.0)
-                .collect();
+        let order: Vec<u64> = pb
+            .sent
+            .iter()
+            .filter(|s| s.1.key.as_deref() == Some(k.as_bytes()))
+            .map(|s| s.0)
+            .collect();
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{k}: {order:?}");
     }
 }
@@ -712,15 +716,7 @@ fn with_an_order_keeping_publisher_a_keys_letters_go_together_and_a_refusal_stil
             most_of_one_key > 1,
             "a key's letters went together ({refuse:?})"
         );
-        for k in ["k0", "k1", "k2"] {
-            let order: Vec<u64> =
-                pb.0.sent
-                    .iter()
-                    .filter(|s| s.1.key.as_deref() == Some(k.as_bytes()))
-                    .map(|s| s.0)
-                    .collect();
-            assert!(order.windows(2).all(|w| w[0] < w[1]), "{k}: {order:?}");
-        }
+        each_key_in_plan_order(&pb.0);
         let (_, items) = l.replay("r-test").expect("read").expect("row");
         match refuse {
             None => assert!(
