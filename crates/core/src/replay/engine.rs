@@ -40,14 +40,15 @@ pub struct Engine<'p> {
     control: Control,
     /// Each letter's state, as journaled (every change is written there first).
     states: Vec<ItemState>,
-    /// Letters that may go now, in plan order: at most one per key (its earliest).
+    /// Letters that may go now, in plan order: a key's earliest letter not sent yet
+    /// (with an order-keeping publisher, also the ones after it that were released).
     ready: VecDeque<usize>,
     /// Each key's later letters, in order: the next moves to `ready` when the one
     /// before it is confirmed — so a key never has two letters in flight — or, with a
     /// publisher that keeps a key's order ([`Publisher::keeps_key_order`]), as soon as
-    /// the one before it was handed over.
+    /// the one before it is chosen for a batch.
     behind: HashMap<&'p [u8], VecDeque<usize>>,
-    /// The publisher keeps a key's order: keys are released on send, not on confirm.
+    /// The publisher keeps a key's order: keys are released when chosen, not on confirm.
     key_order_kept: bool,
     /// Letters not sent yet (`ready` + `behind`).
     remaining: usize,
