@@ -194,9 +194,10 @@ impl Ledger {
         format!(
             "the team ledger is busy: {who} has held its write lock{how_long}{state}; nothing was \
              recorded. The server ends a session stopped inside a transaction after \
-             idle_in_transaction_session_timeout (5 s for this tool's sessions); a session of \
+             idle_in_transaction_session_timeout ({} s for this tool's sessions); a session of \
              another client holds it until it commits — try again, or ask the server's admin \
-             (`SELECT pg_terminate_backend({server_pid})`)"
+             (`SELECT pg_terminate_backend({server_pid})`)",
+            crate::IDLE_IN_TRANSACTION.as_secs()
         )
     }
 }

@@ -522,7 +522,7 @@ impl Db {
             // An advisory lock (no table privilege needed: the team's role may not touch
             // the audit table but through `dlq_append`). Taken with `lock_timeout`; a
             // holder that stops mid-transaction loses it to the server's
-            // `idle_in_transaction_session_timeout` (see `server::SESSION_SETTINGS`).
+            // `idle_in_transaction_session_timeout` (see `server::session_settings`).
             Db::Pg(_) => self.begin_with(&format!(
                 "BEGIN; SELECT pg_catalog.pg_advisory_xact_lock({WRITE_LOCK})"
             )),

@@ -117,6 +117,22 @@ impl Ledger {
         Ok(lease.pid.is_some() && self.held(tx, id)?)
     }
 
+    /// `alive`, asked once per replay over many of its rows (it reads the lock).
+    fn alive_once(
+        &self,
+        tx: &Db,
+        seen: &mut HashMap<String, bool>,
+        id: &str,
+        lease: &Lease,
+    ) -> Result<bool, JournalError> {
+        if let Some(a) = seen.get(id) {
+            return Ok(*a);
+        }
+        let a = self.alive(tx, id, lease)?;
+        seen.insert(id.to_string(), a);
+        Ok(a)
+    }
+
     /// Live and not this process's.
     pub(crate) fn held_by_another(
         &self,
@@ -233,15 +249,7 @@ impl Ledger {
             if Some(id.as_str()) == except {
                 continue;
             }
-            let alive = match live.get(id) {
-                Some(a) => *a,
-                None => {
-                    let a = self.alive(tx, id, lease)?;
-                    live.insert(id.clone(), a);
-                    a
-                }
-            };
-            if alive {
+            if self.alive_once(tx, &mut live, id, lease)? {
                 held.push(row);
             }
         }
@@ -329,15 +337,9 @@ impl Ledger {
             if Some(d.replay_id.as_str()) == except {
                 continue;
             }
-            let alive = match live.get(&d.replay_id) {
-                Some(a) => *a,
-                None => {
-                    let a = state == "running" && self.alive(tx, &d.replay_id, &lease)?;
-                    live.insert(d.replay_id.clone(), a);
-                    a
-                }
-            };
             // A live sender's letters are claims, not doubts.
+            let alive =
+                state == "running" && self.alive_once(tx, &mut live, &d.replay_id, &lease)?;
             if !alive {
                 out.push(d);
             }

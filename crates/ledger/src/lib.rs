@@ -39,6 +39,11 @@ pub struct Ledger {
 /// How long a write waits for another writer (a replay journaling from another terminal).
 pub(crate) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long a team ledger's server lets a session sit inside a transaction before it
+/// ends it (and so frees what a stopped client held). Shorter than [`LOCK_WAIT`], so a
+/// writer waiting behind a stopped one gets the lock before it gives up.
+pub(crate) const IDLE_IN_TRANSACTION: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn now() -> String {
     client_now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }

@@ -325,12 +325,13 @@ impl Ledger {
         Ok((row, lease))
     }
 
-    /// The row with who sends it, when another live process does.
+    /// The row with who sends it, when another live process does. Only a running replay
+    /// is asked (a lock query or a lock file each): the list holds every replay ever run.
     fn with_holder(
         &self,
         (mut row, lease): (ReplayRow, crate::lease::Lease),
     ) -> Result<ReplayRow, JournalError> {
-        if self.held_by_another(&self.db, &row.id, &lease)? {
+        if row.state == ReplayState::Running && self.held_by_another(&self.db, &row.id, &lease)? {
             row.held_by = Some(format!(
                 "{}, heartbeat {}",
                 lease.holder(),

@@ -181,8 +181,8 @@ impl Ledger {
         let (mut config, tls) = client_config(url).map_err(&fail)?;
         // The tool's settings after any the URL gives (`options=`): the later `-c` wins.
         let options = match config.get_options() {
-            Some(o) if !o.trim().is_empty() => format!("{o} {SESSION_SETTINGS}"),
-            _ => SESSION_SETTINGS.to_string(),
+            Some(o) if !o.trim().is_empty() => format!("{o} {}", session_settings()),
+            _ => session_settings(),
         };
         config
             .application_name(&application_name())
@@ -227,9 +227,15 @@ impl Ledger {
 /// a session that sits inside a transaction for `idle_in_transaction_session_timeout` —
 /// a process stopped mid-write (Ctrl-Z, SIGSTOP, a paused VM) frees the lock, and its
 /// replay's holder lock, within that time; nobody's clock or good behaviour is needed.
-/// A stopped process's lock is freed before a waiter gives up (5 s < 10 s).
-pub const SESSION_SETTINGS: &str =
-    "-c lock_timeout=10000 -c idle_in_transaction_session_timeout=5000";
+/// A stopped process's lock is freed before a waiter gives up (`IDLE_IN_TRANSACTION` <
+/// `LOCK_WAIT`).
+pub(crate) fn session_settings() -> String {
+    format!(
+        "-c lock_timeout={} -c idle_in_transaction_session_timeout={}",
+        crate::LOCK_WAIT.as_millis(),
+        crate::IDLE_IN_TRANSACTION.as_millis()
+    )
+}
 
 /// `dlq-triage <pid>@<host>`: what another engineer's "the team ledger is busy"
 /// message names (the server shows `application_name` to every role).
