@@ -16,7 +16,7 @@ use dlq_kafka::demo::Demo;
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{replay_topic, seed};
+use support::{replay_topic, replay_topic_into, seed};
 
 type Thrown = std::sync::Arc<std::sync::Mutex<Option<Instant>>>;
 
@@ -79,6 +79,30 @@ fn main() {
             "{rate:>7}/s {:>9} {achieved:>9.2}/s {:>+9.2}%   {what}",
             r.sent,
             (achieved / rate - 1.0) * 100.0
+        );
+    }
+    // The same 5,000/s replay journaling into the team's ledger (PostgreSQL; skipped
+    // without a server): one server call per batch of confirms.
+    if let Some(db) = dlq_testkit::pg::TempDb::create() {
+        let topic = "pace-team.dlq";
+        seed(&demo, topic, 25_001, None);
+        let mut last = None;
+        replay_topic_into(
+            &demo,
+            topic,
+            5_000.0,
+            &Control::default(),
+            &mut |p: &Progress| last = Some(p.clone()),
+            dlq_core::ledger_location::Location::Server(db.url.clone()),
+        );
+        let p = last.expect("progress");
+        let span = p.last_send_start.expect("sent") - p.first_send_start.expect("sent");
+        let achieved = (p.sent - 1) as f64 / span.as_secs_f64();
+        println!(
+            "{:>7}/s {:>9} {achieved:>9.2}/s {:>+9.2}%   distinct keys, the team ledger (PostgreSQL)",
+            5_000.0,
+            p.sent,
+            (achieved / 5_000.0 - 1.0) * 100.0
         );
     }
     let topic = "kill.dlq";

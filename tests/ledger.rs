@@ -702,7 +702,7 @@ fn the_team_ledger_decides_roles() {
     let promote = env.run(&["--ledger", &bob, "roles", "set", &bob_role, "privileged"]);
     assert_ne!(promote.status.code(), Some(0));
     assert!(
-        dlq_testkit::cli::stderr(&promote).contains("only a privileged role"),
+        dlq_testkit::cli::stderr(&promote).contains("changing roles needs the privileged role"),
         "{}",
         dlq_testkit::cli::stderr(&promote)
     );
@@ -732,7 +732,31 @@ fn a_discard_over_approval_above_waits_for_a_second_operator() {
     let ex = example();
     exited(&env.run(&["--ledger", &db.url, "audit", "verify"]), 0);
     let (alice, bob) = (db.engineer("alice"), db.engineer("bob"));
-    env.config("[discard]\napproval_above = 100\n");
+    // The team's policy on the server (its owner, privileged); alice's own config is
+    // looser, and loses: a config tightens the team's policy, never loosens it.
+    exited(
+        &env.run(&[
+            "--ledger",
+            &db.url,
+            "policy",
+            "set",
+            "discard_approval_above",
+            "100",
+        ]),
+        0,
+    );
+    let refused = env.run(&["--ledger", &alice, "policy", "set", "approval_above", "1"]);
+    assert!(
+        dlq_testkit::cli::stderr(&refused).contains("needs the privileged role"),
+        "{}",
+        dlq_testkit::cli::stderr(&refused)
+    );
+    let policy = json(&env.run(&["--ledger", &alice, "policy", "--json"]));
+    assert_eq!(
+        policy,
+        serde_json::json!([{"key": "discard_approval_above", "value": "100"}])
+    );
+    env.config("[discard]\napproval_above = 100000\n");
     let discard = || {
         env.run(&[
             "--ledger",

@@ -56,8 +56,11 @@ fn the_journal_on_the_server_records_verifies_and_names_the_role() {
         .iter()
         .find(|e| e.action == "discard")
         .expect("discard");
+    let detail: serde_json::Value = serde_json::from_str(&discard.detail).expect("json");
     assert!(
-        discard.detail.contains("\"client\":\"os-user@"),
+        detail["client"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("os-user@")),
         "{}",
         discard.detail
     );
@@ -231,14 +234,20 @@ fn the_teams_role_writes_through_the_server_and_cannot_edit_the_log() {
         .iter()
         .all(|e| e.actor == role));
     drop(l);
-    let mut c = postgres::Client::connect(&as_role, postgres::NoTls).expect("connect");
+    let mut c = dlq_testkit::pg::connect_to_ledger(&as_role);
     for sql in [
         "UPDATE audit SET detail = '{}' WHERE seq = 1",
         "DELETE FROM audit WHERE seq = 1",
         "INSERT INTO audit VALUES (99, 'x', 'x', 'x', 'x', '{}', 'x', 'x')",
-        "SELECT key FROM dlq_chain_key",
-        "SELECT dlq_import(99, 'x', 'mallory', 'discard', 'm', '{}')",
-        "SELECT dlq_link('0', 'x')",
+        "SELECT key FROM dlq_private.dlq_chain_key",
+        "SELECT dlq_private.import(99, 'x', 'mallory', 'discard', 'm', '{}')",
+        "SELECT dlq_private.link('0', 'x')",
+        "SELECT dlq_private.mac('verified checkpoint', 'x')",
+        "UPDATE replays SET lease_pid = NULL",
+        "INSERT INTO decisions (source, letter_id, kind, reason, actor, at, audit_seq) VALUES ('s', 'm', 'discard', 'x', 'x', 'x', 1)",
+        "UPDATE approvals SET state = 'approved'",
+        "INSERT INTO meta VALUES ('verified', '{}')",
+        "DELETE FROM meta",
     ] {
         let err = c.batch_execute(sql).expect_err(sql);
         assert!(
@@ -332,4 +341,413 @@ fn a_lock_wait_in_vain_names_the_holder_and_neither_it_nor_a_cut_poisons_the_con
     let entries = l.audit_entries().expect("entries");
     assert_eq!(entries.len(), 3, "each write once: {entries:?}");
     assert!(l.verify(None).expect("verify").ok);
+}
+
+/// An engineer's login role with the README's grants (a name of its own per test: roles
+/// are the cluster's), and a ledger opened as it.
+fn engineer(db: &TempDb, name: &str) -> (String, Ledger) {
+    let url = db.engineer(name);
+    let l = Ledger::open_at(&Location::Server(url.clone()), "os-user").expect("open as engineer");
+    (url, l)
+}
+
+/// The SQLSTATE of a refused statement, and its message.
+fn refused(c: &mut postgres::Client, sql: &str) -> (String, String) {
+    let err = c.batch_execute(sql).expect_err(sql);
+    let db = err.as_db_error().unwrap_or_else(|| panic!("{sql}: {err}"));
+    (db.code().code().to_string(), db.message().to_string())
+}
+
+fn planned(n: u32) -> Vec<(String, String)> {
+    (0..n)
+        .map(|i| (format!("big-m{i}"), format!("at:orders.dlq/0/{i}")))
+        .collect()
+}
+
+fn items(named: &[(String, String)]) -> Vec<(u32, &str, &str, &str)> {
+    (0u32..)
+        .zip(named)
+        .map(|(seq, (l, b))| (seq, l.as_str(), b.as_str(), "orders.dlq/0/1"))
+        .collect()
+}
+
+/// #45, 1: a bare entry that binds a row (the lock-out: `audit verify` broken for good)
+/// is refused by the server; so is every table write. The chain stays clean and every
+/// write still works.
+#[test]
+fn an_engineer_with_psql_cannot_lock_the_team_out() {
+    let Some(db) = TempDb::create() else { return };
+    drop(open(&db));
+    let (url, mut l) = engineer(&db, "lockout");
+    fill(&mut l);
+    let mut c = dlq_testkit::pg::connect_to_ledger(&url);
+    for action in [
+        "discard",
+        "replay",
+        "edit",
+        "discard-applied",
+        "replay-start",
+        "approval-granted",
+        "role-set",
+    ] {
+        let (code, message) = refused(
+            &mut c,
+            &format!("SELECT dlq.audit('{action}', 'x', '{{}}')"),
+        );
+        assert_eq!(code, "42501", "{action}: {message}");
+        assert!(message.contains("written only with it"), "{message}");
+    }
+    // The old entry point is gone; the internal one is out of reach.
+    let (_, gone) = refused(&mut c, "SELECT dlq_append('discard', 'x', '{}')");
+    assert!(gone.contains("does not exist"), "{gone}");
+    let (code, _) = refused(&mut c, "SELECT dlq_private.append('discard', 'x', '{}')");
+    assert_eq!(code, "42501");
+    // A replay step without the lease: refused by the server, whatever the client.
+    let (code, message) = refused(&mut c, "SELECT dlq.replay_send('r-1', 1, ARRAY[0], '')");
+    assert_eq!(code, "42501", "{message}");
+    let (_, message) = refused(
+        &mut c,
+        "SELECT dlq.replay_item('r-1', 1, 0, 'refused', 'x', '')",
+    );
+    assert!(message.contains("does not hold its lease"), "{message}");
+    drop(c);
+    let v = l.verify(None).expect("verify");
+    assert!(v.ok, "{v:?}");
+    l.record_discard(SOURCE, "m-after", "at:orders.dlq/0/77", None, "dup")
+        .expect("a write after");
+    assert!(l.verify(None).expect("verify").ok);
+}
+
+/// #45, 2: four eyes with two hands — the author can neither approve her own plan (SQL
+/// or client) nor start a replay over the team's approval_above without a second
+/// operator's approval, whatever her config says.
+#[test]
+fn the_author_cannot_approve_her_own_replay_nor_skip_the_teams_threshold() {
+    use dlq_core::journal::{Approval, ApprovalState};
+    let Some(db) = TempDb::create() else { return };
+    let mut owner = open(&db);
+    owner
+        .set_team_policy("approval_above", Some("20"))
+        .expect("the team's policy");
+    let (alice_url, mut alice) = engineer(&db, "alice45");
+    let (_, mut bob) = engineer(&db, "bob45");
+    let named = planned(30);
+    let plan = items(&named);
+    // A config without approval_above (the client asks nothing): the server refuses.
+    let err = alice
+        .replay_start("r-big", SOURCE, "orders", &serde_json::json!({}), &plan)
+        .expect_err("over the team's threshold");
+    assert!(err.to_string().contains("approval_above (20)"), "{err}");
+    let request = Approval::request(
+        "r-big".into(),
+        SOURCE.into(),
+        "d45".into(),
+        30,
+        "plan".into(),
+    );
+    let a = alice.request_approval(&request).expect("request");
+    // Her own approval: refused by the client and, through psql, by the server; the
+    // table is not hers to write.
+    assert!(alice.decide_approval(&a.id, true, "mine").is_err());
+    let mut c = dlq_testkit::pg::connect_to_ledger(&alice_url);
+    let (code, message) = refused(
+        &mut c,
+        "SELECT dlq.approval_decide('r-big', true, 'mine', '')",
+    );
+    assert_eq!(code, "42501");
+    assert!(message.contains("cannot approve it"), "{message}");
+    let (code, _) = refused(
+        &mut c,
+        "UPDATE approvals SET state = 'approved', approver = current_user",
+    );
+    assert_eq!(code, "42501");
+    let (code, _) = refused(&mut c, "SELECT dlq.approval_use('r-big', '')");
+    assert_eq!(code, "42501");
+    drop(c);
+    assert!(alice
+        .replay_start("r-big", SOURCE, "orders", &serde_json::json!({}), &plan)
+        .is_err());
+    // A second operator approves; the author spends it; the replay starts, once.
+    let granted = bob
+        .decide_approval(&a.id, true, "looks right")
+        .expect("bob approves");
+    assert_eq!(granted.state, ApprovalState::Approved);
+    alice.use_approval(&a.id).expect("spent");
+    alice
+        .replay_start("r-big", SOURCE, "orders", &serde_json::json!({}), &plan)
+        .expect("approved start");
+    alice
+        .replay_finish("r-big", ReplayState::Killed, &serde_json::json!({}))
+        .expect("finish");
+    let again = planned(30);
+    let err = alice
+        .replay_start(
+            "r-big-2",
+            SOURCE,
+            "orders",
+            &serde_json::json!({}),
+            &items(&again),
+        )
+        .expect_err("the approval was spent");
+    assert!(err.to_string().contains("approval_above"), "{err}");
+    let v = owner.verify(None).expect("verify");
+    assert!(v.ok, "{v:?}");
+}
+
+/// #45, 3: a function planted in a writable `public` never runs with the owner's rights:
+/// every call inside the ledger's functions is qualified, their search path is
+/// pg_catalog's.
+#[test]
+fn a_function_planted_in_public_never_runs_as_the_owner() {
+    let Some(db) = TempDb::create() else { return };
+    drop(open(&db));
+    let mut admin = db.client();
+    let (mallory_url, _) = engineer(&db, "mallory45");
+    // The default before PostgreSQL 15, kept by upgraded clusters (and an admin who
+    // skipped the README's REVOKE).
+    admin
+        .batch_execute(
+            "GRANT CREATE ON SCHEMA public TO PUBLIC; \
+             CREATE TABLE public.loot (who TEXT, what TEXT); GRANT INSERT, SELECT ON public.loot TO PUBLIC;",
+        )
+        .expect("a writable public");
+    let mut m = dlq_testkit::pg::connect_to_ledger(&mallory_url);
+    for f in [
+        "public.to_json(TEXT) RETURNS json",
+        "public.encode(BYTEA, TEXT) RETURNS TEXT",
+        "public.convert_to(TEXT, TEXT) RETURNS BYTEA",
+        "public.jsonb_build_object(TEXT, TEXT) RETURNS jsonb",
+    ] {
+        m.batch_execute(&format!(
+            "CREATE FUNCTION {f} LANGUAGE plpgsql AS $$ BEGIN \
+               INSERT INTO public.loot VALUES (current_user, '{f}'); \
+               BEGIN INSERT INTO public.loot SELECT current_user, encode(k.key, 'hex') FROM dlq_private.dlq_chain_key k; \
+               EXCEPTION WHEN OTHERS THEN NULL; END; \
+               RETURN NULL; END $$"
+        ))
+        .expect("plant");
+    }
+    drop(m);
+    let (_, mut bob) = engineer(&db, "bob45p");
+    fill(&mut bob);
+    bob.audit("unmask", "m-1", "{\"reason\":\"x\"}")
+        .expect("audit");
+    let loot: i64 = admin
+        .query_one("SELECT count(*) FROM public.loot", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(
+        loot, 0,
+        "a planted function ran inside the ledger's functions"
+    );
+    assert!(bob.verify(None).expect("verify").ok);
+}
+
+/// #45, 4: the replays table and the checkpoint are the server's: an engineer cannot
+/// clear a live lease, end another's live replay, or store a checkpoint the chain does
+/// not hold up to; a viewer cannot write at all; roles fail closed.
+#[test]
+fn leases_checkpoints_and_roles_are_the_servers() {
+    let Some(db) = TempDb::create() else { return };
+    let mut owner = open(&db);
+    let (alice_url, mut alice) = engineer(&db, "alice45r");
+    let named = planned(3);
+    alice
+        .replay_start(
+            "r-live",
+            SOURCE,
+            "orders",
+            &serde_json::json!({}),
+            &items(&named),
+        )
+        .expect("start");
+    let (mallory_url, _) = engineer(&db, "mallory45r");
+    let mut m = dlq_testkit::pg::connect_to_ledger(&mallory_url);
+    let (code, _) = refused(
+        &mut m,
+        "UPDATE replays SET lease_pid = NULL, lease_epoch = 0",
+    );
+    assert_eq!(code, "42501");
+    let (_, message) = refused(
+        &mut m,
+        "SELECT dlq.replay_finish('r-live', NULL, 'killed', '{}', '')",
+    );
+    assert!(
+        message.contains("being sent by a live session"),
+        "{message}"
+    );
+    // Its lease is alice's session's lock: the server gives it to no one else.
+    let taken: Option<i64> = m
+        .query_one("SELECT dlq.take_lease('r-live', 1, 'x')", &[])
+        .expect("call")
+        .get(0);
+    assert_eq!(taken, None);
+    let (_, message) = refused(&mut m, "SELECT dlq.replay_send('r-live', 1, ARRAY[0], '')");
+    assert!(message.contains("does not hold its lease"), "{message}");
+    // A checkpoint past a hash the chain does not have is not kept; a forged one in
+    // the table cannot be written.
+    let head = owner.head().expect("head").expect("some");
+    let forged = format!(
+        "{{\"seq\":{},\"hash\":\"{}\",\"decisions\":0,\"revisions\":0,\"replay_items\":0,\"replays\":{{}},\"mac\":\"\"}}",
+        head.seq + 5,
+        "f".repeat(64)
+    );
+    let kept: bool = m
+        .query_one("SELECT dlq.store_checkpoint($1)", &[&forged])
+        .expect("call")
+        .get(0);
+    assert!(!kept);
+    let (code, _) = refused(
+        &mut m,
+        "INSERT INTO meta VALUES ('verified', '{}') ON CONFLICT (key) DO UPDATE SET value = '{}'",
+    );
+    assert_eq!(code, "42501");
+    // Roles on the server: a viewer writes nothing, even through the functions.
+    owner
+        .set_team_role(&mallory_url_role(&mallory_url), "viewer")
+        .expect("role");
+    owner
+        .set_team_role(&mallory_url_role(&alice_url), "operator")
+        .expect("role");
+    let (code, message) = refused(
+        &mut m,
+        "SELECT * FROM dlq.discard('s', 'm', 'b', NULL, 'x', '')",
+    );
+    assert_eq!(code, "42501");
+    assert!(message.contains("needs the operator role"), "{message}");
+    drop(m);
+    alice
+        .replay_finish("r-live", ReplayState::Completed, &serde_json::json!({}))
+        .expect("its holder ends it");
+    let v = owner.verify(None).expect("verify");
+    assert!(v.ok, "{v:?}");
+}
+
+/// The role name in an engineer's URL (`postgres://NAME@host/db`).
+fn mallory_url_role(url: &str) -> String {
+    url.split("://")
+        .nth(1)
+        .and_then(|r| r.split('@').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// #45: a ledger written by the version-6 schema (tables in `public`, the team granted
+/// INSERT and UPDATE on them, as that README said) is upgraded in place by its owner's
+/// next open: every entry kept and verified before and after, the tables moved into
+/// `dlq`, the team's old write grants revoked, and an older build refused where it looks.
+#[test]
+fn a_version_6_ledger_is_upgraded_in_place_and_verifies_before_and_after() {
+    let Some(db) = TempDb::create() else { return };
+    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).expect("connect");
+    admin
+        .batch_execute(&dlq_ledger::server_schema_v6_for_tests())
+        .expect("a version-6 ledger");
+    // What a version-6 client wrote: entries through dlq_append, rows beside them.
+    let mut tx = admin.transaction().expect("tx");
+    let seq: i64 = tx
+        .query_one(
+            "SELECT seq FROM dlq_append('discard', 'm-6', '{\"source\":\"kafka://k/orders.dlq\",\"binding\":\"at:orders.dlq/0/6\",\"coords\":\"orders.dlq/0/6\",\"reason\":\"dup\"}')",
+            &[],
+        )
+        .expect("append")
+        .get(0);
+    tx.execute(
+        "INSERT INTO decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq) \
+         SELECT 'kafka://k/orders.dlq', 'm-6', 'at:orders.dlq/0/6', 'orders.dlq/0/6', 'discard', 'dup', a.actor, a.at, a.seq FROM audit a WHERE a.seq = $1",
+        &[&seq],
+    )
+    .expect("row");
+    tx.query_one(
+        "SELECT seq FROM dlq_append('unmask', 'm-7', '{\"reason\":\"incident\"}')",
+        &[],
+    )
+    .expect("append");
+    tx.commit().expect("commit");
+    let role = format!("dlq_old_team_{}", std::process::id());
+    admin
+        .batch_execute(&format!(
+            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; \
+             GRANT SELECT, INSERT, UPDATE ON decisions, revisions, replays, replay_items, approvals TO {role}; \
+             GRANT SELECT, INSERT, UPDATE, DELETE ON meta TO {role}; \
+             GRANT SELECT ON audit, dlq_schema, dlq_roles TO {role}; \
+             GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}; \
+             GRANT EXECUTE ON FUNCTION dlq_append(TEXT, TEXT, TEXT), dlq_first_bad_mac(BIGINT, BIGINT), dlq_mac(TEXT, TEXT) TO {role};"
+        ))
+        .expect("the old README's grants");
+    let bad_before: Option<i64> = admin
+        .query_one("SELECT dlq_first_bad_mac(1, 2)", &[])
+        .expect("verify before")
+        .get(0);
+    assert_eq!(bad_before, None);
+    // A teammate's newer build does not upgrade it (not the owner): it says who must.
+    let team_url = db.url.replacen("postgres@", &format!("{role}@"), 1);
+    let err = Ledger::open_at(&Location::Server(team_url.clone()), "os-user")
+        .err()
+        .expect("not the owner");
+    assert!(err.to_string().contains("upgrades it in place"), "{err}");
+    // The owner's next open upgrades it.
+    let l = open(&db);
+    let entries = l.audit_entries().expect("entries");
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    assert_eq!(entries[2].action, "ledger-upgraded");
+    let v = l.verify(None).expect("verify after");
+    assert!(v.ok, "{v:?}");
+    assert_eq!(l.decisions(SOURCE).expect("decisions").len(), 1);
+    let version: i64 = admin
+        .query_one("SELECT max(version) FROM public.dlq_schema", &[])
+        .expect("what an older build reads")
+        .get(0);
+    assert_eq!(version, 7);
+    admin
+        .batch_execute(&format!("GRANT USAGE ON SCHEMA dlq TO {role};"))
+        .ok();
+    let mut team = dlq_testkit::pg::connect_to_ledger(&team_url);
+    let (code, _) = refused(&mut team, "INSERT INTO decisions (source, letter_id, kind, reason, actor, at, audit_seq) VALUES ('s', 'm', 'discard', 'x', 'x', 'x', 1)");
+    assert_eq!(code, "42501");
+    drop(team);
+    let _ = admin.batch_execute(&format!(
+        "DROP OWNED BY {role}; DROP ROLE IF EXISTS {role};"
+    ));
+}
+
+/// `sslmode=verify-full` against a server whose certificate a private CA signed: the
+/// ledger opens and writes; a certificate that names another host is refused (and
+/// accepted by `verify-ca`, which checks the chain only); without the CA, refused.
+#[test]
+fn verify_full_checks_the_servers_certificate_and_its_name() {
+    let Some(db) = TempDb::create() else { return };
+    drop(open(&db));
+    let Some((_, rest)) = db.url.split_once("127.0.0.1:5432") else {
+        return; // another server (DLQ_TRIAGE_TEST_PG): this test fronts the local one
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let url_for = |front: &dlq_testkit::tls::TlsFront, mode: &str, ca: bool| {
+        let ca_path = dir.path().join(format!("ca-{}.pem", front.ports[0]));
+        std::fs::write(&ca_path, &front.ca_pem).expect("ca");
+        let root = if ca {
+            format!("&sslrootcert={}", ca_path.display())
+        } else {
+            String::new()
+        };
+        format!(
+            "postgres://postgres@127.0.0.1:{}{rest}?sslmode={mode}{root}",
+            front.ports[0]
+        )
+    };
+    let open_url = |url: String| Ledger::open_at(&Location::Server(url), "os-user");
+    let right = dlq_testkit::tls::postgres_tls_front(&["127.0.0.1"], 5432);
+    let mut l = open_url(url_for(&right, "verify-full", true)).expect("verify-full");
+    l.audit("unmask", "m-tls", "{}").expect("a write over TLS");
+    assert!(l.verify(None).expect("verify").ok);
+    let err = open_url(url_for(&right, "verify-full", false))
+        .err()
+        .expect("an unknown CA");
+    assert!(err.to_string().contains("cannot connect"), "{err}");
+    let wrong = dlq_testkit::tls::postgres_tls_front(&["db.elsewhere.internal"], 5432);
+    let err = open_url(url_for(&wrong, "verify-full", true))
+        .err()
+        .expect("a certificate for another name");
+    assert!(err.to_string().contains("cannot connect"), "{err}");
+    open_url(url_for(&wrong, "verify-ca", true)).expect("verify-ca checks the chain only");
 }

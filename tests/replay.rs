@@ -1916,7 +1916,7 @@ fn a_paused_replay_sends_nothing_until_resumed_then_each_letter_once() {
     assert!(copies.values().all(|c| *c == 1), "a letter landed twice");
     let audit = String::from_utf8_lossy(&env.run(&["audit", "list", "--json"]).stdout).to_string();
     assert!(
-        audit.contains("replay-pause") && audit.contains("replay-resume"),
+        audit.contains("replay-pause") && audit.contains("replay-unpause"),
         "{audit}"
     );
     eprintln!("paused at {before} of {N} for 10 s; then all {N} once");

@@ -109,6 +109,19 @@ pub fn replay_topic(
     watch: &mut dyn ReplayWatcher,
 ) {
     let dir = tempfile::tempdir().expect("tmp");
+    let ledger = dlq_core::ledger_location::Location::File(dir.path().join("ledger.db"));
+    replay_topic_into(demo, topic, rate, control, watch, ledger);
+}
+
+/// `replay_topic`, journaling into the ledger at `ledger` (a file, or the team's server).
+pub fn replay_topic_into(
+    demo: &Demo,
+    topic: &str,
+    rate: f64,
+    control: &Control,
+    watch: &mut dyn ReplayWatcher,
+    ledger: dlq_core::ledger_location::Location,
+) {
     let settings = Settings {
         codec: None,
         source_key: format!("kafka://{}/{topic}", demo.bootstrap()),
@@ -116,9 +129,7 @@ pub fn replay_topic(
             actor: "bench".into(),
             role: Role::Operator,
             read_only: false,
-            ledger: Some(dlq_core::ledger_location::Location::File(
-                dir.path().join("ledger.db"),
-            )),
+            ledger: Some(ledger),
         },
         masker: Masker::with_key(vec![7; 32]),
         mappings: Vec::new(),

@@ -204,6 +204,48 @@ pub struct DiscardConfig {
     pub approval_above: Option<usize>,
 }
 
+impl Config {
+    /// The team's policy from its ledger (`key`, `value`) over this config: a threshold
+    /// is the lower of the two, targets those both allow. A config tightens the team's
+    /// policy, never loosens it. A value the server holds that does not parse is
+    /// reported and the config's kept (the server enforces its own anyway).
+    pub fn tighten_with(&mut self, policy: &[(String, String)]) -> Vec<String> {
+        let mut notes = Vec::new();
+        let lower =
+            |mine: Option<usize>, theirs: usize| Some(mine.map_or(theirs, |m| m.min(theirs)));
+        for (key, value) in policy {
+            let number = value.parse::<usize>().ok();
+            match (key.as_str(), number) {
+                ("approval_above", Some(n)) => {
+                    self.replay.approval_above = lower(self.replay.approval_above, n);
+                }
+                ("discard_approval_above", Some(n)) => {
+                    self.discard.approval_above = lower(self.discard.approval_above, n);
+                }
+                ("confirm_above", Some(n)) => {
+                    self.replay.confirm_above = self.replay.confirm_above.min(n);
+                }
+                ("allowed_targets", _) => match serde_json::from_str::<Vec<String>>(value) {
+                    Ok(team) if self.replay.allowed_targets.is_empty() => {
+                        self.replay.allowed_targets = team;
+                    }
+                    Ok(team) => self.replay.allowed_targets.retain(|t| team.contains(t)),
+                    Err(_) => notes.push(format!(
+                        "the team's allowed_targets is not a JSON list of names: {}",
+                        dlq_core::sanitize::line(value, 80)
+                    )),
+                },
+                (other, _) => notes.push(format!(
+                    "the team's policy `{}` = `{}` is not understood by this build: ignored",
+                    dlq_core::sanitize::clean(other),
+                    dlq_core::sanitize::line(value, 80)
+                )),
+            }
+        }
+        notes
+    }
+}
+
 /// The loaded configuration.
 #[derive(Debug, Default)]
 pub struct Config {
@@ -425,5 +467,42 @@ mod tests {
     #[test]
     fn missing_default_is_fine_missing_explicit_is_not() {
         assert!(Config::load(Some(Path::new("/nonexistent/dlq-triage.toml"))).is_err());
+    }
+
+    /// The team's policy is a floor: a config tightens it, never loosens it.
+    #[test]
+    fn the_teams_policy_tightens_and_is_never_loosened() {
+        let team = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        // No threshold in the config: the team's applies.
+        let mut c = Config::default();
+        c.tighten_with(&team(&[("approval_above", "20"), ("confirm_above", "50")]));
+        assert_eq!(c.replay.approval_above, Some(20));
+        assert_eq!(c.replay.confirm_above, 50);
+        // A looser config is tightened; a tighter one is kept.
+        let mut c = Config::default();
+        c.replay.approval_above = Some(500);
+        c.discard.approval_above = Some(5);
+        c.tighten_with(&team(&[
+            ("approval_above", "20"),
+            ("discard_approval_above", "40"),
+        ]));
+        assert_eq!(c.replay.approval_above, Some(20));
+        assert_eq!(c.discard.approval_above, Some(5));
+        // Targets: those both allow; the team's where the config names none.
+        let mut c = Config::default();
+        c.replay.allowed_targets = vec!["invoices".into(), "anything".into()];
+        c.tighten_with(&team(&[("allowed_targets", r#"["invoices","orders"]"#)]));
+        assert_eq!(c.replay.allowed_targets, vec!["invoices".to_string()]);
+        let mut c = Config::default();
+        c.tighten_with(&team(&[("allowed_targets", r#"["orders"]"#)]));
+        assert_eq!(c.replay.allowed_targets, vec!["orders".to_string()]);
+        // What this build does not understand is said, not guessed.
+        let notes = Config::default().tighten_with(&team(&[("max_rate", "9")]));
+        assert!(notes[0].contains("not understood"), "{notes:?}");
     }
 }

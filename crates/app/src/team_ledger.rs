@@ -63,39 +63,72 @@ pub fn approve(
     }
 }
 
+/// What a team ledger decides for this client: its role and the team's policy.
+#[derive(Debug, Default)]
+pub struct TeamView {
+    pub role: Option<Role>,
+    /// What to show: why the role is less than it would be (the server unreachable, its
+    /// roles unreadable), a setup that leaves the team open to a planted function.
+    pub notes: Vec<String>,
+    /// The team's policy (`approval_above`, …), set on the server by a privileged role.
+    pub policy: Vec<(String, String)>,
+}
+
 /// The role on a team ledger: the server's for the role this client authenticates as,
 /// once the team manages roles there (`dlq-triage roles set`); until then the local one
-/// (`local`, from the roles file). A server that cannot be reached leaves the viewer role
-/// (browsing works; nothing can be recorded without it anyway). With a note to show.
-pub fn role_on(at: &Location, local: Role, read_only: bool) -> (Role, Option<String>) {
+/// (`local`, from the roles file). **Fail closed**: a server that cannot be reached, or
+/// roles or policy that cannot be read, leave the viewer role, said (browsing works;
+/// nothing can be recorded without the ledger anyway). `None` role: not a team ledger.
+pub fn team_view(at: &Location, local: Role, read_only: bool) -> TeamView {
     if !matches!(at, Location::Server(_)) {
-        return (local, None);
+        return TeamView::default();
     }
+    let viewer = |why: String| TeamView {
+        role: Some(Role::Viewer),
+        notes: vec![why],
+        policy: Vec::new(),
+    };
     let ledger = match Ledger::open_at(at, "") {
         Ok(l) => l,
         Err(e) => {
-            return (
-                Role::Viewer,
-                Some(format!(
-                    "the team ledger cannot be reached ({e}): viewer until it can"
-                )),
-            )
+            return viewer(format!(
+                "the team ledger cannot be reached ({e}): viewer until it can"
+            ))
         }
     };
-    let roles = match ledger.team_roles() {
-        Ok(Some(r)) if !r.is_empty() => r,
-        _ => return (local, None),
+    let (roles, policy) = match (ledger.team_roles(), ledger.team_policy()) {
+        (Ok(r), Ok(p)) => (r.unwrap_or_default(), p.unwrap_or_default()),
+        (Err(e), _) | (_, Err(e)) => {
+            return viewer(format!(
+                "the team's roles or policy cannot be read from the team ledger ({e}): viewer until they can"
+            ))
+        }
     };
-    let me = ledger.actor().to_string();
-    let role = roles
-        .iter()
-        .find(|(a, _)| *a == me)
-        .map_or(Role::Viewer, |(_, r)| match r.as_str() {
-            "privileged" => Role::Privileged,
-            "operator" => Role::Operator,
-            _ => Role::Viewer,
-        });
-    (if read_only { Role::Viewer } else { role }, None)
+    let role = if roles.is_empty() {
+        local
+    } else {
+        let me = ledger.actor().to_string();
+        roles
+            .iter()
+            .find(|(a, _)| *a == me)
+            .map_or(Role::Viewer, |(_, r)| match r.as_str() {
+                "privileged" => Role::Privileged,
+                "operator" => Role::Operator,
+                _ => Role::Viewer,
+            })
+    };
+    let notes = match ledger.public_writable() {
+        Ok(true) => vec![format!(
+            "the schema `public` of the team ledger's database is writable by {}: a teammate can plant a function there that a session searching it would run (the ledger's own functions never do); its admin should `REVOKE CREATE ON SCHEMA public FROM PUBLIC`",
+            dlq_core::sanitize::clean(ledger.actor())
+        )],
+        _ => Vec::new(),
+    };
+    TeamView {
+        role: Some(if read_only { Role::Viewer } else { role }),
+        notes,
+        policy,
+    }
 }
 
 /// `dlq-triage roles`: the team's roles; with `set`, one changed (privileged only).
@@ -103,20 +136,49 @@ pub fn roles(
     principal: &Principal,
     set: Option<(&str, &str)>,
 ) -> Result<Vec<(String, String)>, SessionError> {
-    let at = principal.ledger.as_ref().ok_or(SessionError::NoLedger)?;
-    if !matches!(at, Location::Server(_)) {
-        return Err(SessionError::Invalid(
-            "roles are kept on the team's ledger (--ledger postgres://…); on one host they come from /etc/dlq-triage/roles.toml".into(),
-        ));
-    }
-    let mut ledger = match set {
-        Some(_) => principal.ledger_to_write()?,
-        None => principal.ledger()?,
-    };
+    let mut ledger = team_ledger(
+        principal,
+        set.is_some(),
+        "roles are kept on the team's ledger (--ledger postgres://…); on one host they come from /etc/dlq-triage/roles.toml",
+    )?;
     if let Some((actor, role)) = set {
         ledger.set_team_role(actor, role)?;
     }
     Ok(ledger.team_roles()?.unwrap_or_default())
+}
+
+/// `dlq-triage policy`: the team's policy; with `set`, one key set or (`None`) cleared
+/// (privileged; audited on the server). A client's config tightens it, never loosens it.
+pub fn policy(
+    principal: &Principal,
+    set: Option<(&str, Option<&str>)>,
+) -> Result<Vec<(String, String)>, SessionError> {
+    let mut ledger = team_ledger(
+        principal,
+        set.is_some(),
+        "the team's policy is kept on the team's ledger (--ledger postgres://…); on one host the config file decides",
+    )?;
+    if let Some((key, value)) = set {
+        ledger.set_team_policy(key, value)?;
+    }
+    Ok(ledger.team_policy()?.unwrap_or_default())
+}
+
+/// The team's ledger, to read or (`write`) to change; `not_team` where it is a file.
+fn team_ledger(
+    principal: &Principal,
+    write: bool,
+    not_team: &str,
+) -> Result<Box<dyn dlq_core::journal::Journal>, SessionError> {
+    let at = principal.ledger.as_ref().ok_or(SessionError::NoLedger)?;
+    if !matches!(at, Location::Server(_)) {
+        return Err(SessionError::Invalid(not_team.into()));
+    }
+    if write {
+        principal.ledger_to_write()
+    } else {
+        principal.ledger()
+    }
 }
 
 /// Replays of `source` being sent by other live processes, a line each (`r-… by alice ·

@@ -2,7 +2,7 @@
 //! replay over `approval_above` letters (a team ledger).
 
 use super::context::{usage, Context};
-use super::{ApproveArgs, RolesArgs};
+use super::{ApproveArgs, PolicyArgs, RolesArgs};
 use dlq_core::sanitize::clean;
 use std::io::Write;
 
@@ -55,19 +55,53 @@ pub fn roles(ctx: &Context, a: &RolesArgs) -> anyhow::Result<()> {
         return usage("--read-only: roles set writes the ledger");
     }
     let list = dlq_app::team_ledger::roles(&ctx.principal(), set)?;
-    if a.json {
+    pairs(
+        &list,
+        ("actor", "role"),
+        a.json,
+        "no roles on the team ledger yet: each engineer's roles file decides (`roles set ACTOR ROLE`, as its owner, starts)",
+    )
+}
+
+pub fn policy(ctx: &Context, a: &PolicyArgs) -> anyhow::Result<()> {
+    let set = match (a.what.as_str(), &a.key, &a.value) {
+        ("set", Some(key), Some(value)) => Some((key.as_str(), Some(value.as_str()))),
+        ("clear", Some(key), None) => Some((key.as_str(), None)),
+        ("set" | "clear", _, _) => return usage("policy set KEY VALUE, or policy clear KEY"),
+        _ => None,
+    };
+    if set.is_some() && ctx.read_only {
+        return usage("--read-only: policy set writes the ledger");
+    }
+    let list = dlq_app::team_ledger::policy(&ctx.principal(), set)?;
+    pairs(
+        &list,
+        ("key", "value"),
+        a.json,
+        "no policy on the team ledger: each engineer's config decides (`policy set KEY VALUE`, privileged)",
+    )
+}
+
+/// Name–value pairs from the team's ledger, as a table or JSON objects.
+fn pairs(
+    list: &[(String, String)],
+    (k, v): (&str, &str),
+    json: bool,
+    empty: &str,
+) -> anyhow::Result<()> {
+    if json {
         let doc: Vec<serde_json::Value> = list
             .iter()
-            .map(|(actor, role)| serde_json::json!({"actor": clean(actor), "role": role}))
+            .map(|(a, b)| serde_json::json!({k: clean(a), v: clean(b)}))
             .collect();
         return super::output::print_json(&serde_json::Value::Array(doc));
     }
     let mut out = std::io::stdout().lock();
     if list.is_empty() {
-        writeln!(out, "no roles on the team ledger yet: each engineer's roles file decides (`roles set ACTOR ROLE`, as its owner, starts)")?;
+        writeln!(out, "{empty}")?;
     }
-    for (actor, role) in list {
-        writeln!(out, "{:<24} {role}", clean(&actor))?;
+    for (a, b) in list {
+        writeln!(out, "{:<24} {}", clean(a), clean(b))?;
     }
     Ok(())
 }

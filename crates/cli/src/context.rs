@@ -69,7 +69,7 @@ pub struct Loaded {
 
 impl Context {
     pub fn new(cli: &Cli) -> anyhow::Result<Self> {
-        let config = Config::load(cli.config.as_deref())
+        let mut config = Config::load(cli.config.as_deref())
             .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
         let now = match &cli.now {
             Some(t) => DateTime::parse_from_rfc3339(t)
@@ -123,14 +123,15 @@ impl Context {
             cli.read_only,
         )
         .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
-        // On a team ledger the server's roles decide, once the team manages them there.
+        // On a team ledger the server's roles decide, once the team manages them there,
+        // and the team's policy is the floor of this config's.
         let role = match &ledger {
             Some(at) => {
-                let (role, note) = dlq_app::team_ledger::role_on(at, role, cli.read_only);
-                if let Some(n) = note {
-                    eprintln!("warning: {}", sanitize::clean(&n));
+                let team = dlq_app::team_ledger::team_view(at, role, cli.read_only);
+                for n in team.notes.iter().chain(&config.tighten_with(&team.policy)) {
+                    eprintln!("warning: {}", sanitize::clean(n));
                 }
-                role
+                team.role.unwrap_or(role)
             }
             None => role,
         };

@@ -208,6 +208,11 @@ pub enum Command {
     /// The team's roles on its ledger: `roles` lists them, `roles set ACTOR ROLE` changes
     /// one (privileged; audited on the server).
     Roles(RolesArgs),
+    /// The team's policy on its ledger (approval_above, discard_approval_above,
+    /// confirm_above, allowed_targets): `policy` lists it, `policy set KEY VALUE` or
+    /// `policy clear KEY` changes it (privileged; audited on the server). Each engineer's
+    /// config can tighten it, never loosen it.
+    Policy(PolicyArgs),
     /// Shell completions for bash, zsh, fish, elvish or powershell, on stdout
     /// (`dlq-triage completions bash > /etc/bash_completion.d/dlq-triage`).
     Completions(CompletionsArgs),
@@ -430,6 +435,21 @@ pub struct RolesArgs {
     /// With set: viewer, operator or privileged.
     #[arg(value_parser = ["viewer", "operator", "privileged"])]
     pub role: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PolicyArgs {
+    /// `set` or `clear` to change one key (else the list).
+    #[arg(value_parser = ["list", "set", "clear"], default_value = "list")]
+    pub what: String,
+    /// With set or clear: approval_above, discard_approval_above, confirm_above or
+    /// allowed_targets.
+    #[arg(value_parser = ["approval_above", "discard_approval_above", "confirm_above", "allowed_targets"])]
+    pub key: Option<String>,
+    /// With set: a number of letters, or (allowed_targets) a JSON list of names.
+    pub value: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -713,6 +733,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Audit(a) => audit::run(&ctx, &a),
         Command::Approve(a) => approve::run(&ctx, &a),
         Command::Roles(a) => approve::roles(&ctx, &a),
+        Command::Policy(a) => approve::policy(&ctx, &a),
         Command::Completions(_) | Command::Man => Ok(()), // before the context, above
         Command::Ledger(a) => {
             if ctx.read_only {

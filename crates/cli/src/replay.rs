@@ -371,7 +371,7 @@ fn arm_pause(
         let action = if paused {
             "replay-pause"
         } else {
-            "replay-resume"
+            "replay-unpause"
         };
         let detail = serde_json::json!({ "replay": replay }).to_string();
         if let Err(e) = principal.audit(action, &replay, &detail) {

@@ -607,6 +607,11 @@ pub trait Journal: Send {
     fn team_roles(&self) -> Result<Option<Vec<(String, String)>>, JournalError>;
     /// Change one actor's role on the team's ledger (privileged; audited there).
     fn set_team_role(&mut self, actor: &str, role: &str) -> Result<(), JournalError>;
+    /// The team's policy (key, value: `approval_above`, …) where the ledger keeps it (a
+    /// server); `None` where the config file decides.
+    fn team_policy(&self) -> Result<Option<Vec<(String, String)>>, JournalError>;
+    /// Set (or, `None`, clear) one key of the team's policy (privileged; audited there).
+    fn set_team_policy(&mut self, key: &str, value: Option<&str>) -> Result<(), JournalError>;
     /// Journal a replay's plan before anything is sent, and take its lease. `Claimed`
     /// (nothing written) when another live replay holds any of its letters.
     fn replay_start(

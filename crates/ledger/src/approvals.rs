@@ -39,28 +39,10 @@ impl Ledger {
         }
     }
 
+    /// A plan recorded for a second operator (on the server: `dlq.approval_request`).
     pub fn request_approval(&mut self, a: &Approval) -> Result<Approval, JournalError> {
         self.team_only()?;
-        self.write(|l, tx| {
-            let detail = serde_json::json!({"source": a.source, "digest": a.digest, "letters": a.letters}).to_string();
-            let entry = l
-                .audit_in(tx, "approval-requested", &a.id, &detail)
-                .map_err(|e| l.err(e))?;
-            tx.execute(
-                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'awaiting', NULL, NULL, NULL)"),
-                p![a.id, a.source, a.digest, a.letters as i64, a.plan, entry.actor, entry.at],
-            )
-            .map_err(|e| l.err(e))?;
-            Ok(Approval {
-                author: entry.actor,
-                requested_at: entry.at,
-                state: ApprovalState::Awaiting,
-                approver: None,
-                decided_at: None,
-                note: None,
-                ..a.clone()
-            })
-        })
+        self.pg_request_approval(a)
     }
 
     pub fn approval(&self, id: &str) -> Result<Option<Approval>, JournalError> {
@@ -120,7 +102,14 @@ impl Ledger {
             Some("approval-used") => Some((ApprovalState::Used, None)),
             _ => None,
         };
+        // Four eyes: whoever granted it is not who asked (an older ledger's team could
+        // write both entries itself).
+        let self_granted = entries
+            .iter()
+            .any(|e| e.action == "approval-granted" && e.actor == a.author)
+            || a.approver.as_deref() == Some(a.author.as_str());
         let holds = macs_hold
+            && !self_granted
             && requested.is_some_and(|e| {
                 e.actor == a.author && digest_of(e).as_deref() == Some(a.digest.as_str())
             })
@@ -191,51 +180,12 @@ impl Ledger {
                 a.approver.as_deref().unwrap_or("-")
             )));
         }
-        let action = if approve {
-            "approval-granted"
-        } else {
-            "approval-rejected"
-        };
-        self.write(|l, tx| {
-            let detail = serde_json::json!({"digest": a.digest, "note": note}).to_string();
-            let entry = l.audit_in(tx, action, id, &detail).map_err(|e| l.err(e))?;
-            // The server's actor is the role the client authenticated as: the author
-            // cannot approve under another name.
-            if entry.actor == a.author {
-                return Err(l.other(format!("{} planned this replay and cannot approve it: a second operator must", dlq_core::sanitize::clean(&a.author))));
-            }
-            let state = if approve { ApprovalState::Approved } else { ApprovalState::Rejected };
-            tx.execute(
-                "UPDATE approvals SET state = ?2, approver = ?3, decided_at = ?4, note = ?5 WHERE id = ?1 AND state = 'awaiting'",
-                p![id, state.as_str(), entry.actor, entry.at, note],
-            )
-            .map_err(|e| l.err(e))?;
-            Ok(Approval {
-                state,
-                approver: Some(entry.actor),
-                decided_at: Some(entry.at),
-                note: Some(note.to_string()),
-                ..a.clone()
-            })
-        })
+        self.pg_decide_approval(&a, approve, note)
     }
 
+    /// Its author spends an approval (on the server: `dlq.approval_use`).
     pub fn use_approval(&mut self, id: &str) -> Result<(), JournalError> {
         self.team_only()?;
-        self.write(|l, tx| {
-            let entry = l
-                .audit_in(tx, "approval-used", id, "{}")
-                .map_err(|e| l.err(e))?;
-            let n = tx
-                .execute(
-                    "UPDATE approvals SET state = 'used' WHERE id = ?1 AND state = 'approved' AND author = ?2",
-                    p![id, entry.actor],
-                )
-                .map_err(|e| l.err(e))?;
-            if n != 1 {
-                return Err(l.other(format!("approval {} is not approved for {}", dlq_core::sanitize::clean(id), dlq_core::sanitize::clean(&entry.actor))));
-            }
-            Ok(())
-        })
+        self.pg_use_approval(id)
     }
 }

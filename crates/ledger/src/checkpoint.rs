@@ -317,14 +317,29 @@ impl Ledger {
         let Some(c) = text.and_then(|t| serde_json::from_str::<Checkpoint>(&t).ok()) else {
             return Ok(None);
         };
-        let mac = self.mac_of("verified checkpoint", &c.unsigned()).ok();
-        Ok((mac.as_deref() == Some(c.mac.as_str())).then_some(c))
+        let holds = if self.db.is_pg() {
+            // The server says whether its MAC holds; it never hands one out.
+            self.db.one(
+                "SELECT dlq.checkpoint_holds(?1, ?2)",
+                p![c.unsigned(), c.mac],
+                |r| r.get(0),
+            )?
+        } else {
+            self.local_mac("verified checkpoint", &c.unsigned())
+                .as_deref()
+                == Some(c.mac.as_str())
+        };
+        Ok(holds.then_some(c))
     }
 
     /// A full walk failed: no write may trust the checkpoint any more (each walks the
     /// whole ledger, and refuses, until a walk passes again). The checkpoint itself stays:
     /// it is still an anchor against truncation.
     pub(crate) fn mark_walk_failed(&self, seq: i64) {
+        if self.db.is_pg() {
+            self.meta_write(|| self.db.execute("SELECT dlq.walk_failed(?1)", p![seq]));
+            return;
+        }
         self.meta_write(|| {
             self.db.execute(
                 "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -361,8 +376,19 @@ impl Ledger {
 
     /// Keep `c` (from a clean walk or check) unless a newer one is there already.
     pub(crate) fn store_checkpoint(&self, c: &Checkpoint) {
+        if self.db.is_pg() {
+            // The server checks the chain up to it itself before it MACs and keeps it: a
+            // teammate cannot store one that skips a break.
+            self.meta_write(|| {
+                self.db
+                    .one("SELECT dlq.store_checkpoint(?1)", p![c.unsigned()], |r| {
+                        r.get::<bool>(0)
+                    })
+            });
+            return;
+        }
         let mut signed = c.clone();
-        let Ok(mac) = self.mac_of("verified checkpoint", &c.unsigned()) else {
+        let Some(mac) = self.local_mac("verified checkpoint", &c.unsigned()) else {
             return;
         };
         signed.mac = mac;
@@ -383,6 +409,13 @@ impl Ledger {
 
     /// A full walk passed: writes may check incrementally again.
     pub(crate) fn clear_walk_failed(&self) {
+        if self.db.is_pg() {
+            self.meta_write(|| {
+                self.db
+                    .one("SELECT dlq.walk_passed()", p![], |r| r.get::<bool>(0))
+            });
+            return;
+        }
         self.meta_write(|| {
             self.db
                 .execute("DELETE FROM meta WHERE key = ?1", p![WALK_FAILED])

@@ -14,6 +14,15 @@ pub enum Value {
     Int(i64),
     Text(String),
     Blob(Vec<u8>),
+    /// A PostgreSQL array (the team ledger's functions take a batch in one call).
+    Array(Vec<Value>),
+}
+
+impl Value {
+    /// An array of `items`.
+    pub fn array<T: ToValue>(items: impl IntoIterator<Item = T>) -> Value {
+        Value::Array(items.into_iter().map(|i| i.to_value()).collect())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -321,6 +330,12 @@ impl ToSql for PgParam {
             },
             Value::Text(s) => s.as_str().to_sql(ty, out),
             Value::Blob(b) => b.as_slice().to_sql(ty, out),
+            Value::Array(items) => items
+                .iter()
+                .cloned()
+                .map(PgParam)
+                .collect::<Vec<_>>()
+                .to_sql(ty, out),
         }
     }
 
@@ -380,6 +395,11 @@ impl rusqlite::ToSql for Value {
             Value::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
             Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             Value::Blob(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+            Value::Array(_) => {
+                return Err(rusqlite::Error::ToSqlConversionFailure(
+                    "arrays are for the team ledger's functions only".into(),
+                ))
+            }
         })
     }
 }

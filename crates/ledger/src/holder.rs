@@ -104,6 +104,26 @@ impl Ledger {
         Ok(true)
     }
 
+    /// Keep what the server's `dlq.take_lease` took on this session: the lock of replay
+    /// `id` under lease `epoch`.
+    pub(crate) fn record_hold(&self, tx: &Db, id: &str, epoch: i64) {
+        let mut holding = self.holding.borrow_mut();
+        match holding.get_mut(id) {
+            Some(h) if h.generation == tx.generation() => h.epoch = epoch,
+            _ => {
+                holding.insert(
+                    id.to_string(),
+                    Holding {
+                        epoch,
+                        _file: None,
+                        generation: tx.generation(),
+                        committed: false,
+                    },
+                );
+            }
+        }
+    }
+
     /// Whether a live process (this one included) holds replay `id`'s lock.
     pub(crate) fn held(&self, tx: &Db, id: &str) -> Result<bool, JournalError> {
         if self.holding.borrow().contains_key(id) {

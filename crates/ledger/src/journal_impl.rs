@@ -81,6 +81,12 @@ impl Journal for Ledger {
     fn team_roles(&self) -> R<Option<Vec<(String, String)>>> {
         Ledger::team_roles(self)
     }
+    fn team_policy(&self) -> R<Option<Vec<(String, String)>>> {
+        Ledger::team_policy(self)
+    }
+    fn set_team_policy(&mut self, key: &str, value: Option<&str>) -> R<()> {
+        Ledger::set_team_policy(self, key, value)
+    }
     fn set_team_role(&mut self, actor: &str, role: &str) -> R<()> {
         Ledger::set_team_role(self, actor, role)
     }

@@ -150,6 +150,9 @@ impl Ledger {
     /// transaction): its holder lock, then a compare-and-swap of the row that bumps the
     /// lease epoch. `LeaseHeld` when a live process holds it.
     pub(crate) fn take_lease(&self, tx: &Db, id: &str) -> Result<(), JournalError> {
+        if tx.is_pg() {
+            return self.pg_take_lease(tx, id);
+        }
         let now = self.lease_clock(tx)?;
         let Some((lease, actor, _, epoch)) = Self::lease_of(tx, id).map_err(|e| self.err(e))?
         else {
@@ -195,16 +198,10 @@ impl Ledger {
 
     /// Renew this process's lease; `LeaseHeld` when another process took it over.
     pub fn replay_heartbeat(&mut self, id: &str) -> Result<(), JournalError> {
-        let now = self.lease_clock(&self.db)?;
-        let renewed = match self.held_epoch(id) {
-            Some(epoch) => self
-                .db
-                .execute(
-                    "UPDATE replays SET heartbeat_at = ?4 WHERE id = ?1 AND lease_pid = ?2 AND lease_host = ?3 AND lease_epoch = ?5 AND state = 'running'",
-                    p![id, std::process::id(), this_host(), stamp(now), epoch],
-                )
-                .map_err(|e| self.err(e))?,
-            None => 0,
+        let renewed = if self.db.is_pg() {
+            u64::from(self.pg_heartbeat(id)?)
+        } else {
+            self.sqlite_heartbeat(id)?
         };
         if renewed == 1 {
             return Ok(());
@@ -213,6 +210,20 @@ impl Ledger {
             .map_err(|e| self.err(e))?
             .ok_or_else(|| self.other(format!("replay {id} is not in the ledger")))?;
         Err(lease.refusal(id, actor))
+    }
+
+    fn sqlite_heartbeat(&self, id: &str) -> Result<u64, JournalError> {
+        let now = self.lease_clock(&self.db)?;
+        Ok(match self.held_epoch(id) {
+            Some(epoch) => self
+                .db
+                .execute(
+                    "UPDATE replays SET heartbeat_at = ?4 WHERE id = ?1 AND lease_pid = ?2 AND lease_host = ?3 AND lease_epoch = ?5 AND state = 'running'",
+                    p![id, std::process::id(), this_host(), stamp(now), epoch],
+                )
+                .map_err(|e| self.err(e))?,
+            None => 0,
+        })
     }
 
     /// Letters of `source` held by live replays other than `except`.

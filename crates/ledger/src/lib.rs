@@ -75,6 +75,8 @@ mod lease;
 mod replays;
 mod schema;
 mod server;
+mod team_schema;
+mod team_writes;
 mod verify;
 mod verify_replays;
 
@@ -82,7 +84,7 @@ use chain::*;
 pub use chain::{key_path, sha256_hex, GENESIS};
 pub use checkpoint::FULL_WALK_UP_TO;
 pub use schema::SCHEMA_VERSION;
-pub use server::{Location, Migrated};
+pub use server::{server_schema_v6_for_tests, Location, Migrated};
 use verify::*;
 
 impl Ledger {
@@ -185,7 +187,7 @@ impl Ledger {
             // The server computes the link inside the insert: a client never holds the key.
             // The actor is the server's (the role); who ran it where is said beside it.
             Chain::Server => {
-                return server::append(tx, action, target, &self.with_client(detail));
+                return Self::pg_audit(tx, action, target, &self.with_client(detail));
             }
         };
         let last: Option<(i64, String)> = tx.opt(
@@ -287,6 +289,9 @@ impl Ledger {
         coords: Option<&str>,
         reason: &str,
     ) -> Result<Decision, JournalError> {
+        if self.db.is_pg() {
+            return self.pg_record_discard(source, letter_id, binding, coords, reason);
+        }
         self.write(|l, tx| {
             let first: Option<(String, String, String)> = tx
                 .opt(
@@ -315,19 +320,13 @@ impl Ledger {
                     |r| r.get(0),
                 )
                 .map_err(|e| l.err(e))?;
-            Ok(Decision {
+            let recorded = Recorded {
                 id,
-                source: source.into(),
-                letter_id: letter_id.into(),
-                coords: coords.map(str::to_string),
-                binding: Some(binding.into()),
-                kind: DecisionKind::Discard,
-                reason: reason.into(),
                 actor: l.actor.clone(),
                 at: entry.at,
-                applied_at: None,
-                audit_seq: entry.seq,
-            })
+                seq: entry.seq,
+            };
+            Ok(recorded.discard(source, letter_id, binding, coords, reason))
         })
     }
 
@@ -339,6 +338,9 @@ impl Ledger {
         source: &str,
         batch: &[NewRevision],
     ) -> Result<Vec<i64>, JournalError> {
+        if self.db.is_pg() {
+            return self.pg_record_revisions(source, batch);
+        }
         self.write(|l, tx| {
             let mut numbers = Vec::with_capacity(batch.len());
             for rev in batch {
@@ -439,6 +441,9 @@ impl Ledger {
     /// The broker confirmed: the decision is applied. Audited (`discard-applied`), so a
     /// reconciliation after a crash is on the record like the decision itself.
     pub fn mark_applied(&mut self, decision: &Decision, how: &str) -> Result<(), JournalError> {
+        if self.db.is_pg() {
+            return self.pg_applied(decision, how, None);
+        }
         self.write(|l, tx| {
             let detail = serde_json::json!({"decision": decision.audit_seq, "source": decision.source, "binding": decision.binding, "how": how}).to_string();
             let entry = l
@@ -533,6 +538,40 @@ impl Ledger {
                 },
             )
             .map_err(|e| self.err(e))
+    }
+}
+
+/// A decision row as written: its id, and the actor, time and seq of its entry.
+pub(crate) struct Recorded {
+    pub id: i64,
+    pub actor: String,
+    pub at: String,
+    pub seq: i64,
+}
+
+impl Recorded {
+    /// The discard decision it recorded.
+    pub(crate) fn discard(
+        self,
+        source: &str,
+        letter_id: &str,
+        binding: &str,
+        coords: Option<&str>,
+        reason: &str,
+    ) -> Decision {
+        Decision {
+            id: self.id,
+            source: source.into(),
+            letter_id: letter_id.into(),
+            coords: coords.map(str::to_string),
+            binding: Some(binding.into()),
+            kind: DecisionKind::Discard,
+            reason: reason.into(),
+            actor: self.actor,
+            at: self.at,
+            applied_at: None,
+            audit_seq: self.seq,
+        }
     }
 }
 

@@ -27,6 +27,9 @@ impl Ledger {
         detail: &serde_json::Value,
         items: &[PlannedItem<'_>],
     ) -> Result<AuditEntry, JournalError> {
+        if self.db.is_pg() {
+            return self.pg_replay_start(id, source, target, detail, items);
+        }
         self.write(|l, tx| {
             let letters = items
                 .iter()
@@ -63,20 +66,11 @@ impl Ledger {
         detail: &serde_json::Value,
         added: &[PlannedItem<'_>],
     ) -> Result<(), JournalError> {
+        if self.db.is_pg() {
+            return self.pg_replay_resume(id, detail, added);
+        }
         self.write(|l, tx| {
-            l.take_lease(tx, id)?;
-            let source: String = tx
-                .one("SELECT source FROM replays WHERE id = ?1", p![id], |r| {
-                    r.get(0)
-                })
-                .map_err(|e| l.err(e))?;
-            let open: Vec<(String, String)> = tx
-                .map("SELECT letter_id, binding FROM replay_items WHERE replay_id = ?1 AND state IN ('planned', 'sending')", p![id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(|e| l.err(e))?;
-            let added_letters = added
-                .iter()
-                .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
-            l.refuse_taken(tx, &source, id, open.into_iter().chain(added_letters), detail)?;
+            l.take_for_resume(tx, id, detail, added)?;
             for (seq, letter_id, binding, location) in added {
                 tx.execute(
                     "INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned') ON CONFLICT DO NOTHING",
@@ -106,10 +100,59 @@ impl Ledger {
         })
     }
 
+    /// A resume's checks, in its transaction: the lease taken (`LeaseHeld` while a live
+    /// process sends it), and none of the letters it would send (those still open and
+    /// those `added`) held by another live replay (`Claimed`).
+    pub(crate) fn take_for_resume(
+        &self,
+        tx: &crate::db::Db,
+        id: &str,
+        detail: &serde_json::Value,
+        added: &[PlannedItem<'_>],
+    ) -> Result<(), JournalError> {
+        self.take_lease(tx, id)?;
+        let source: String = tx
+            .one("SELECT source FROM replays WHERE id = ?1", p![id], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.err(e))?;
+        let open: Vec<(String, String)> = tx
+            .map("SELECT letter_id, binding FROM replay_items WHERE replay_id = ?1 AND state IN ('planned', 'sending')", p![id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.err(e))?;
+        let added_letters = added
+            .iter()
+            .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
+        self.refuse_taken(
+            tx,
+            &source,
+            id,
+            open.into_iter().chain(added_letters),
+            detail,
+        )
+    }
+
+    /// The start of a confirmation's transaction: the seeded freeze point of the tests,
+    /// then the lease checked; the reason its decisions carry.
+    pub(crate) fn confirming(
+        &self,
+        tx: &crate::db::Db,
+        id: &str,
+        letters: usize,
+    ) -> Result<String, JournalError> {
+        crate::freeze::at(crate::freeze::Point::Inside, letters);
+        self.fence(tx, id)?;
+        Ok(format!("replay {id}"))
+    }
+
     /// Letters about to be published (written before the publish starts: one still
     /// `sending` after a crash is in doubt, and `--resume` sends it again).
     pub fn replay_sending(&mut self, id: &str, seqs: &[u32]) -> Result<(), JournalError> {
         if seqs.is_empty() {
+            return Ok(());
+        }
+        if self.db.is_pg() {
+            self.pg_replay_sending(id, seqs)?;
+            crate::freeze::at(crate::freeze::Point::Sending, seqs.len());
             return Ok(());
         }
         self.write(|l, tx| {
@@ -143,10 +186,25 @@ impl Ledger {
         if letters.is_empty() {
             return Ok(Vec::new());
         }
-        let written = self.write(|l, tx| {
-            crate::freeze::at(crate::freeze::Point::Inside, letters.len());
-            l.fence(tx, id)?;
-            let reason = format!("replay {id}");
+        let written = if self.db.is_pg() {
+            self.pg_replay_confirmed(id, source, letters)
+        } else {
+            self.sqlite_replay_confirmed(id, source, letters)
+        };
+        if written.is_ok() {
+            crate::freeze::at(crate::freeze::Point::Outside, letters.len());
+        }
+        written
+    }
+
+    fn sqlite_replay_confirmed(
+        &mut self,
+        id: &str,
+        source: &str,
+        letters: &[ConfirmedLetter<'_>],
+    ) -> Result<Vec<Decision>, JournalError> {
+        self.write(|l, tx| {
+            let reason = l.confirming(tx, id, letters.len())?;
             let mut out = Vec::with_capacity(letters.len());
             for c in letters {
                 let detail = serde_json::json!({
@@ -202,11 +260,7 @@ impl Ledger {
                 out.push(d);
             }
             Ok(out)
-        });
-        if written.is_ok() {
-            crate::freeze::at(crate::freeze::Point::Outside, letters.len());
-        }
-        written
+        })
     }
 
     /// The broker settled (acked) a confirmed letter's DLQ copy: the decision is applied
@@ -218,6 +272,9 @@ impl Ledger {
         decision: &Decision,
         how: &str,
     ) -> Result<(), JournalError> {
+        if self.db.is_pg() {
+            return self.pg_applied(decision, how, Some((id, seq)));
+        }
         self.write(|l, tx| {
             l.fence(tx, id)?;
             let detail = serde_json::json!({"decision": decision.audit_seq, "source": decision.source, "binding": decision.binding, "how": how, "replay": id, "seq": seq}).to_string();
@@ -248,6 +305,9 @@ impl Ledger {
         state: ItemState,
         note: Option<&str>,
     ) -> Result<(), JournalError> {
+        if self.db.is_pg() {
+            return self.pg_replay_item(id, seq, state, note);
+        }
         self.write(|l, tx| {
             l.fence(tx, id)?;
             let detail = serde_json::json!({"replay": id, "seq": seq, "note": note}).to_string();
@@ -272,6 +332,9 @@ impl Ledger {
         state: ReplayState,
         outcome: &serde_json::Value,
     ) -> Result<(), JournalError> {
+        if self.db.is_pg() {
+            return self.pg_replay_finish(id, state, outcome);
+        }
         self.write(|l, tx| {
             // Another live process's replay is not ended from here (`:abandon` of a
             // replay still being sent).

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 /// The server schema this build writes (its own numbering: the SQLite file's versions
 /// count a history the server never had).
-pub const SERVER_SCHEMA_VERSION: i64 = 6;
+pub const SERVER_SCHEMA_VERSION: i64 = 7;
 
 const SCHEMA_V1: &str = r#"
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -229,9 +229,12 @@ impl Ledger {
 /// replay's holder lock, within that time; nobody's clock or good behaviour is needed.
 /// A stopped process's lock is freed before a waiter gives up (`IDLE_IN_TRANSACTION` <
 /// `LOCK_WAIT`).
+///
+/// And `search_path=dlq`: the ledger's tables are named in the schema only its owner can
+/// create in (see `team_schema`), never in one a teammate could plant a table in.
 pub(crate) fn session_settings() -> String {
     format!(
-        "-c lock_timeout={} -c idle_in_transaction_session_timeout={}",
+        "-c search_path=dlq -c lock_timeout={} -c idle_in_transaction_session_timeout={}",
         crate::LOCK_WAIT.as_millis(),
         crate::IDLE_IN_TRANSACTION.as_millis()
     )
@@ -492,42 +495,137 @@ const SERVER_MIGRATIONS: [&str; 6] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
 ];
 
-/// Create the schema on an empty database, or check the one there: a newer version (a
-/// newer build's) is refused, never written to. One client at a time (an advisory lock).
+/// The schema an older build (version 6) created, as it created it: for the test that
+/// upgrades such a ledger in place.
+#[doc(hidden)]
+pub fn server_schema_v6_for_tests() -> String {
+    let mut sql = String::from("CREATE TABLE dlq_schema (version BIGINT NOT NULL);\n");
+    for (i, step) in SERVER_MIGRATIONS.iter().enumerate() {
+        sql.push_str(step);
+        sql.push_str(&format!("\nINSERT INTO dlq_schema VALUES ({});\n", i + 1));
+    }
+    sql
+}
+
+/// Create the schema on an empty database, or check the one there and bring it to this
+/// build's version in place (entries and rows kept; `team_schema` for version 7): a newer
+/// version (a newer build's) is refused, never written to. One client at a time (an
+/// advisory lock), in one transaction: an upgrade that fails leaves the old schema.
 pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
     let db = &l.db;
     db.begin_with("BEGIN; SELECT pg_catalog.pg_advisory_xact_lock(7337001);")
         .map_err(|e| l.busy_or(e))?;
     let done = (|| {
-        // Created by whoever opens an empty database first (its owner, in a team setup);
-        // the team's roles only read it.
-        let exists: bool = db
-            .one("SELECT to_regclass('dlq_schema') IS NOT NULL", p![], |r| {
-                r.get(0)
-            })
+        // Where the ledger's tables are: `dlq` (version 7 on), the schema an older build
+        // created them in (the database's default, usually `public`), or nowhere yet.
+        let homes: Vec<String> = db
+            .map(
+                "SELECT n.nspname::text FROM pg_catalog.pg_class c \
+                 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE c.relname = 'dlq_schema' AND c.relkind = 'r' ORDER BY 1",
+                p![],
+                |r| r.get(0),
+            )
             .map_err(|e| l.err(e))?;
-        if !exists {
-            db.batch("CREATE TABLE dlq_schema (version BIGINT NOT NULL)")
+        let home = match homes.as_slice() {
+            h if h.iter().any(|s| s == "dlq") => "dlq".to_string(),
+            [] => {
+                // Created by whoever opens an empty database first (its owner, in a team
+                // setup); pgcrypto where no team role can reach it.
+                db.batch(
+                    "CREATE SCHEMA IF NOT EXISTS dlq; CREATE SCHEMA IF NOT EXISTS dlq_private; \
+                     REVOKE ALL ON SCHEMA dlq, dlq_private FROM PUBLIC; \
+                     CREATE EXTENSION IF NOT EXISTS pgcrypto SCHEMA dlq_private; \
+                     CREATE TABLE dlq.dlq_schema (version BIGINT NOT NULL)",
+                )
                 .map_err(|e| l.err(e))?;
-        }
+                "dlq".to_string()
+            }
+            [one] => one.clone(),
+            many => {
+                return Err(l.other(format!(
+                    "a dlq-triage ledger in several schemas of this database ({}): name one database per ledger",
+                    many.join(", ")
+                )))
+            }
+        };
+        let h = crate::team_schema::ident(&home);
         let version: i64 = db
-            .opt("SELECT max(version) FROM dlq_schema", p![], |r| {
-                r.get::<Option<i64>>(0)
-            })
+            .opt(
+                &format!("SELECT max(version) FROM {h}.dlq_schema"),
+                p![],
+                |r| r.get::<Option<i64>>(0),
+            )
             .map_err(|e| l.err(e))?
             .flatten()
             .unwrap_or(0);
         if version > SERVER_SCHEMA_VERSION {
             return Err(l.other(format!("the server's ledger schema is version {version}, newer than this build understands ({SERVER_SCHEMA_VERSION}); upgrade dlq-triage before writing to it")));
         }
-        for (i, step) in SERVER_MIGRATIONS
-            .iter()
-            .enumerate()
-            .skip(usize::try_from(version).unwrap_or(0))
-        {
-            db.batch(step).map_err(|e| l.err(e))?;
-            db.execute("INSERT INTO dlq_schema VALUES (?1)", p![i + 1])
+        if version < SERVER_SCHEMA_VERSION && version > 0 {
+            // An upgrade moves and replaces what the owner owns: a teammate's client says
+            // who must open it first, and writes nothing.
+            let (owner, may): (String, bool) = db
+                .one(
+                    &format!(
+                        "SELECT pg_catalog.pg_get_userbyid(c.relowner)::text, \
+                         pg_catalog.pg_get_userbyid(c.relowner) = current_user \
+                         OR coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user), false) \
+                         FROM pg_catalog.pg_class c WHERE c.oid = '{}.dlq_schema'::pg_catalog.regclass",
+                        h.replace('\'', "''")
+                    ),
+                    p![],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
                 .map_err(|e| l.err(e))?;
+            if !may {
+                return Err(l.other(format!(
+                    "the team ledger's schema is version {version} and this build writes version {SERVER_SCHEMA_VERSION}: its owner ({}) upgrades it in place by opening it once (`PGUSER={} dlq-triage --ledger … audit verify`); nothing was written",
+                    dlq_core::sanitize::clean(&owner),
+                    dlq_core::sanitize::clean(&owner)
+                )));
+            }
+        }
+        if version < 6 {
+            // The old steps' functions name their tables by a search path of their time
+            // (not checked now: version 7 replaces them all).
+            db.batch(&format!(
+                "SET LOCAL search_path = {h}, dlq_private; SET LOCAL check_function_bodies = off"
+            ))
+            .map_err(|e| l.err(e))?;
+            for (i, step) in SERVER_MIGRATIONS
+                .iter()
+                .enumerate()
+                .skip(usize::try_from(version).unwrap_or(0))
+            {
+                db.batch(step).map_err(|e| l.err(e))?;
+                db.execute(
+                    &format!("INSERT INTO {h}.dlq_schema VALUES (?1)"),
+                    p![i + 1],
+                )
+                .map_err(|e| l.err(e))?;
+            }
+        }
+        if version < 7 {
+            let crypto: String = db
+                .one(
+                    "SELECT n.nspname::text FROM pg_catalog.pg_extension e \
+                     JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pgcrypto'",
+                    p![],
+                    |r| r.get(0),
+                )
+                .map_err(|e| l.err(e))?;
+            db.batch(&crate::team_schema::schema_v7(&home, &crypto))
+                .map_err(|e| l.err(e))?;
+            db.execute("INSERT INTO dlq.dlq_schema VALUES (7)", p![])
+                .map_err(|e| l.err(e))?;
+            if version > 0 {
+                db.execute(
+                    "SELECT dlq_private.append('ledger-upgraded', 'ledger', ?1)",
+                    p![serde_json::json!({"from": version, "to": 7, "schema": home}).to_string()],
+                )
+                .map_err(|e| l.err(e))?;
+            }
         }
         Ok(())
     })();
@@ -690,7 +788,7 @@ impl Ledger {
         for e in &entries {
             to.db
                 .one(
-                    "SELECT dlq_import(?1, ?2, ?3, ?4, ?5, ?6)",
+                    "SELECT dlq_private.import(?1, ?2, ?3, ?4, ?5, ?6)",
                     p![e.seq, e.at, e.actor, e.action, e.target, e.detail],
                     |r| r.get::<String>(0),
                 )
@@ -721,7 +819,12 @@ impl Ledger {
         let detail =
             serde_json::json!({"from_head": anchor, "entries": entries.len(), "rows": rows})
                 .to_string();
-        to.audit_in(&to.db, "ledger-migrated", "ledger", &detail)
+        // The owner's own append (a bare `ledger-migrated` is not the team's to write).
+        to.db
+            .execute(
+                "SELECT dlq_private.append('ledger-migrated', 'ledger', ?1)",
+                p![to.with_client(&detail)],
+            )
             .map_err(|e| to.err(e))?;
         Ok(Migrated::Copied {
             entries: entries.len(),
@@ -754,7 +857,7 @@ impl Ledger {
             return Err(self.other("roles are kept on the team's ledger (--ledger postgres://…); a file ledger takes them from the roles file".into()));
         }
         self.write(|l, tx| {
-            tx.one("SELECT dlq_set_role(?1, ?2)", p![actor, role], |r| {
+            tx.one("SELECT dlq.set_role(?1, ?2)", p![actor, role], |r| {
                 r.get::<String>(0)
             })
             .map(|_| ())
@@ -816,39 +919,10 @@ impl LedgerWatch for PgWatch {
     }
 }
 
-/// `Chain::Server`'s append (see `dlq_append`).
-pub(crate) fn append(
-    db: &Db,
-    action: &str,
-    target: &str,
-    detail: &str,
-) -> Result<AuditEntry, DbError> {
-    db.one(
-        "SELECT seq, at, actor, prev_hash, hash FROM dlq_append(?1, ?2, ?3)",
-        p![action, target, detail],
-        |r| {
-            Ok(AuditEntry {
-                seq: r.get(0)?,
-                at: r.get(1)?,
-                actor: r.get(2)?,
-                action: action.into(),
-                target: target.into(),
-                detail: detail.into(),
-                prev_hash: r.get(3)?,
-                hash: r.get(4)?,
-            })
-        },
-    )
-}
-
 pub(crate) fn first_bad_mac(db: &Db, from: i64, to: i64) -> Result<Option<i64>, DbError> {
-    db.one("SELECT dlq_first_bad_mac(?1, ?2)", p![from, to], |r| {
+    db.one("SELECT dlq.first_bad_mac(?1, ?2)", p![from, to], |r| {
         r.get(0)
     })
-}
-
-pub(crate) fn mac(db: &Db, label: &str, text: &str) -> Result<String, DbError> {
-    db.one("SELECT dlq_mac(?1, ?2)", p![label, text], |r| r.get(0))
 }
 
 #[cfg(test)]

@@ -60,9 +60,10 @@ impl TempDb {
         self.url.replacen("postgres@", &format!("{role}@"), 1)
     }
 
-    /// A plain connection to this database (to tamper with it, or count rows).
+    /// A plain connection to this database (to tamper with it, or count rows), its
+    /// search path on the ledger's schema.
     pub fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.url, postgres::NoTls).expect("connect")
+        connect_to_ledger(&self.url)
     }
 }
 
@@ -77,12 +78,21 @@ impl Drop for TempDb {
     }
 }
 
+/// A plain connection to `url` with the ledger's schema first on its search path (the
+/// tool's own sessions set it at connect).
+pub fn connect_to_ledger(url: &str) -> postgres::Client {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    c.batch_execute("SET search_path = dlq, public")
+        .expect("search path");
+    c
+}
+
 /// The README's grants for the team's role, as written there, for `role`.
 pub fn readme_grants(role: &str) -> String {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
         .expect("README");
     let start = readme
-        .find("GRANT SELECT, INSERT, UPDATE ON decisions")
+        .find("GRANT USAGE ON SCHEMA dlq TO dlq_team")
         .expect("the grants");
     let block = &readme[start..];
     let end = block.find("```").expect("end of the block");

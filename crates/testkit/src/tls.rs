@@ -34,6 +34,17 @@ impl TlsFront {
 
 /// With `mutual`, the front also requires a client certificate from its CA.
 pub fn tls_front(names: &[&str], upstreams: &[u16], mutual: bool) -> TlsFront {
+    front(names, upstreams, mutual, false)
+}
+
+/// A TLS front for a plain PostgreSQL server at `upstream`: it answers the client's
+/// SSLRequest with `S`, then speaks TLS as a server with `sslmode` on would (the server
+/// behind it sees the startup message in the clear).
+pub fn postgres_tls_front(names: &[&str], upstream: u16) -> TlsFront {
+    front(names, &[upstream], false, true)
+}
+
+fn front(names: &[&str], upstreams: &[u16], mutual: bool, postgres: bool) -> TlsFront {
     use tokio_rustls::rustls;
     let ca_key = rcgen::KeyPair::generate().expect("CA key");
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
@@ -97,6 +108,18 @@ pub fn tls_front(names: &[&str], upstreams: &[u16], mutual: bool) -> TlsFront {
             while let Ok((inbound, _)) = listener.accept().await {
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
+                    let mut inbound = inbound;
+                    if postgres {
+                        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                        // SSLRequest: length 8, code 80877103.
+                        let mut request = [0u8; 8];
+                        if inbound.read_exact(&mut request).await.is_err()
+                            || request != [0, 0, 0, 8, 4, 210, 22, 47]
+                            || inbound.write_all(b"S").await.is_err()
+                        {
+                            return;
+                        }
+                    }
                     // A client that refuses the certificate ends the handshake here.
                     let Ok(mut tls) = acceptor.accept(inbound).await else {
                         return;

@@ -456,7 +456,7 @@ fn toggle_pause(state: &mut AppState, cmds: &mut Vec<Command>) {
         action: if paused {
             "replay-pause"
         } else {
-            "replay-resume"
+            "replay-unpause"
         }
         .into(),
         target: r.id.clone(),

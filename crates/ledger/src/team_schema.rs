@@ -1,0 +1,761 @@
+//! Server schema version 7: the team ledger enforced by the server, not by the client.
+//!
+//! - Every table lives in the schema `dlq`; the chain's key and the functions that may
+//!   append, link or MAC live in `dlq_private`, which no team role can even name (no
+//!   `USAGE`). The team gets `SELECT` on `dlq`'s tables and `EXECUTE` on its functions:
+//!   it writes no table. Each function writes its rows **and** their audit entries
+//!   together, builds every entry field a row is checked against from its own arguments
+//!   (so no call can make the chain and the tables disagree — the lock-out of issue #45),
+//!   takes the actor from `session_user`, and checks what the caller may do: the role in
+//!   `dlq_roles`, an approver other than the author, a live lease (the session's own
+//!   advisory lock) for every replay step, the team's policy for a replay's size.
+//! - Nothing inside a function resolves through a search path anyone else can write:
+//!   each runs with `search_path = pg_catalog, pg_temp` (pg_temp is never searched for
+//!   functions or operators), names its tables and the tool's functions by schema, and
+//!   calls pgcrypto by the schema it is installed in. A `public.to_json(text)` planted by
+//!   an engineer is never called.
+//! - Checkpoints are MAC'd by the server after it checked the chain up to them itself;
+//!   the team can ask whether one holds, never for a MAC.
+//!
+//! Upgrading a ledger of version 6 moves its tables (rows, indexes, sequences) into
+//! `dlq`, replaces its functions, revokes every write privilege granted on them, and
+//! leaves in the old schema a `dlq_schema` table saying 7, so an older build refuses to
+//! write (and never creates a second ledger beside the moved one).
+
+/// The tables of the ledger, moved into `dlq` by the upgrade.
+const TABLES: [&str; 9] = [
+    "dlq_schema",
+    "audit",
+    "decisions",
+    "revisions",
+    "replays",
+    "replay_items",
+    "meta",
+    "approvals",
+    "dlq_roles",
+];
+
+/// The functions of versions 1–6, dropped by the upgrade (their successors are below).
+const OLD_FUNCTIONS: [&str; 9] = [
+    "dlq_set_role(TEXT, TEXT)",
+    "dlq_import(BIGINT, TEXT, TEXT, TEXT, TEXT, TEXT)",
+    "dlq_mac(TEXT, TEXT)",
+    "dlq_first_bad_mac(BIGINT, BIGINT)",
+    "dlq_append(TEXT, TEXT, TEXT)",
+    "dlq_link(TEXT, TEXT)",
+    "dlq_canonical(BIGINT, TEXT, TEXT, TEXT, TEXT, TEXT)",
+    "dlq_refuse_change()",
+    "dlq_notify()",
+];
+
+/// An SQL identifier, quoted.
+pub(crate) fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Version 7 for a ledger whose tables are in schema `home` (`dlq` for a new one), with
+/// pgcrypto installed in schema `crypto`.
+pub(crate) fn schema_v7(home: &str, crypto: &str) -> String {
+    let h = ident(home);
+    let mut sql = String::from(
+        "CREATE SCHEMA IF NOT EXISTS dlq;\nCREATE SCHEMA IF NOT EXISTS dlq_private;\n\
+         REVOKE ALL ON SCHEMA dlq, dlq_private FROM PUBLIC;\n",
+    );
+    // The triggers go first: they name functions about to be dropped.
+    sql.push_str(&format!(
+        "DROP TRIGGER IF EXISTS audit_append_only ON {h}.audit;\n\
+         DROP TRIGGER IF EXISTS audit_no_truncate ON {h}.audit;\n\
+         DROP TRIGGER IF EXISTS decisions_notify ON {h}.decisions;\n\
+         DROP TRIGGER IF EXISTS replays_notify ON {h}.replays;\n"
+    ));
+    if home != "dlq" {
+        for t in TABLES {
+            sql.push_str(&format!("ALTER TABLE {h}.{t} SET SCHEMA dlq;\n"));
+        }
+        // What an older build finds where it looks: version 7, so it refuses to write.
+        sql.push_str(&format!(
+            "CREATE TABLE {h}.dlq_schema (version BIGINT NOT NULL);\n\
+             INSERT INTO {h}.dlq_schema VALUES (7);\n\
+             GRANT SELECT ON {h}.dlq_schema TO PUBLIC;\n"
+        ));
+    }
+    sql.push_str(&format!(
+        "ALTER TABLE {h}.dlq_chain_key SET SCHEMA dlq_private;\n\
+         ALTER TABLE dlq.approvals ADD COLUMN spent_by TEXT;\n\
+         CREATE TABLE dlq.policy (key TEXT PRIMARY KEY, value TEXT NOT NULL, set_by TEXT NOT NULL, set_at TEXT NOT NULL);\n"
+    ));
+    for f in OLD_FUNCTIONS {
+        sql.push_str(&format!("DROP FUNCTION IF EXISTS {h}.{f};\n"));
+    }
+    sql.push_str(&FUNCTIONS.replace("{crypto}", &ident(crypto)));
+    sql.push_str(GRANTS_CLEANUP);
+    sql
+}
+
+/// Every function of the ledger. `{crypto}` is pgcrypto's schema.
+const FUNCTIONS: &str = r#"
+-- ---------------------------------------------------------------- internal (dlq_private)
+
+CREATE FUNCTION dlq_private.now_text() RETURNS TEXT
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT pg_catalog.to_char(pg_catalog.clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$f$;
+
+-- The entry's canonical form, byte for byte what the SQLite ledger hashes (serde_json's
+-- compact object of these six fields in this order; to_json escapes strings the same).
+CREATE FUNCTION dlq_private.canonical(seq BIGINT, at TEXT, actor TEXT, action TEXT, target TEXT, detail TEXT)
+RETURNS TEXT LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT '{"seq":' || seq::text || ',"at":' || pg_catalog.to_json(at)::text || ',"actor":' || pg_catalog.to_json(actor)::text
+      || ',"action":' || pg_catalog.to_json(action)::text || ',"target":' || pg_catalog.to_json(target)::text
+      || ',"detail":' || pg_catalog.to_json(detail)::text || '}'
+$f$;
+
+CREATE FUNCTION dlq_private.link(prev_hash TEXT, canonical TEXT) RETURNS TEXT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT pg_catalog.encode({crypto}.hmac(pg_catalog.convert_to(prev_hash || E'\n' || canonical, 'UTF8'),
+         (SELECT k.key FROM dlq_private.dlq_chain_key k LIMIT 1), 'sha256'::text), 'hex')
+$f$;
+
+-- A MAC for another purpose (a checkpoint); the label keeps it from ever being a link.
+CREATE FUNCTION dlq_private.mac(p_label TEXT, p_text TEXT) RETURNS TEXT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT pg_catalog.encode({crypto}.hmac(pg_catalog.convert_to('dlq-triage ' || p_label || E'\n' || p_text, 'UTF8'),
+         (SELECT k.key FROM dlq_private.dlq_chain_key k LIMIT 1), 'sha256'::text), 'hex')
+$f$;
+
+-- Append one entry: seq, time, actor (the role the client authenticated as) and link
+-- are the server's. Only the functions below call it.
+CREATE FUNCTION dlq_private.append(p_action TEXT, p_target TEXT, p_detail TEXT) RETURNS dlq.audit
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v dlq.audit;
+BEGIN
+  LOCK TABLE dlq.audit IN SHARE ROW EXCLUSIVE MODE;
+  SELECT a.seq + 1, a.hash INTO v.seq, v.prev_hash FROM dlq.audit a ORDER BY a.seq DESC LIMIT 1;
+  IF v.seq IS NULL THEN
+    v.seq := 1; v.prev_hash := pg_catalog.repeat('0', 64);
+  END IF;
+  v.at := dlq_private.now_text();
+  v.actor := session_user;
+  v.action := p_action; v.target := p_target; v.detail := p_detail;
+  v.hash := dlq_private.link(v.prev_hash, dlq_private.canonical(v.seq, v.at, v.actor, v.action, v.target, v.detail));
+  INSERT INTO dlq.audit (seq, at, actor, action, target, detail, prev_hash, hash)
+    VALUES (v.seq, v.at, v.actor, v.action, v.target, v.detail, v.prev_hash, v.hash);
+  RETURN v;
+END
+$f$;
+
+-- The ledger's owner (the role that owns its tables) or a superuser.
+CREATE FUNCTION dlq_private.is_owner(p_actor TEXT) RETURNS BOOLEAN
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT p_actor = (SELECT pg_catalog.pg_get_userbyid(c.relowner) FROM pg_catalog.pg_class c
+                     WHERE c.oid = 'dlq.audit'::pg_catalog.regclass)
+      OR coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = p_actor), false)
+$f$;
+
+-- The caller's role on the ledger: the owner is privileged; a listed role is its row;
+-- once the team manages roles here, anyone unlisted is a viewer; before that (no row
+-- at all), whoever was granted the functions operates (the roles file decides on the
+-- client, as on one host).
+CREATE FUNCTION dlq_private.role_of(p_actor TEXT) RETURNS TEXT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT CASE
+    WHEN dlq_private.is_owner(p_actor) THEN 'privileged'
+    WHEN EXISTS (SELECT 1 FROM dlq.dlq_roles r WHERE r.actor = p_actor)
+      THEN (SELECT r.role FROM dlq.dlq_roles r WHERE r.actor = p_actor)
+    WHEN EXISTS (SELECT 1 FROM dlq.dlq_roles) THEN 'viewer'
+    ELSE 'operator' END
+$f$;
+
+CREATE FUNCTION dlq_private.require(p_need TEXT, p_what TEXT) RETURNS VOID
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_role TEXT := dlq_private.role_of(session_user);
+BEGIN
+  IF (p_need = 'operator' AND v_role NOT IN ('operator', 'privileged'))
+     OR (p_need = 'privileged' AND v_role <> 'privileged') THEN
+    RAISE EXCEPTION USING ERRCODE = '42501',
+      MESSAGE = pg_catalog.format('%s needs the %s role on the team ledger; %s is %s there', p_what, p_need, session_user, v_role);
+  END IF;
+END
+$f$;
+
+-- The second advisory-lock key of a replay's holder lock (31 bits of SHA-256 of its
+-- id: the client's `holder::pg_key`).
+CREATE FUNCTION dlq_private.replay_key(p_id TEXT) RETURNS INT4
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT (('x' || pg_catalog.substr(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(p_id, 'UTF8')), 'hex'), 1, 8))::bit(32)::int4) & 2147483647
+$f$;
+
+-- Whether a session (this one: `mine`) holds replay p_id's holder lock.
+CREATE FUNCTION dlq_private.held(p_id TEXT, mine BOOLEAN) RETURNS BOOLEAN
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+      AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+      AND l.classid = (7337003)::oid AND l.objid = (dlq_private.replay_key(p_id))::oid
+      AND (NOT mine OR l.pid = pg_catalog.pg_backend_pid()))
+$f$;
+
+-- A replay step's lease token: this session holds the replay's lock, under the epoch
+-- it took, and the replay runs. Anything else is refused before a row is written.
+CREATE FUNCTION dlq_private.lease_check(p_id TEXT, p_epoch BIGINT) RETURNS VOID
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_state TEXT; v_epoch BIGINT;
+BEGIN
+  SELECT r.state, r.lease_epoch INTO v_state, v_epoch FROM dlq.replays r WHERE r.id = p_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
+  END IF;
+  IF v_state <> 'running' OR v_epoch IS DISTINCT FROM p_epoch OR NOT dlq_private.held(p_id, true) THEN
+    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
+      'replay %s: this session does not hold its lease (epoch %s, the ledger''s %s, state %s): nothing written',
+      p_id, p_epoch, v_epoch, v_state);
+  END IF;
+END
+$f$;
+
+-- The digest of a replay's planned letters (the client's `items_digest`).
+CREATE FUNCTION dlq_private.items_digest(p_id TEXT) RETURNS TEXT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT pg_catalog.encode(pg_catalog.sha256(coalesce(pg_catalog.string_agg(
+      pg_catalog.int8send(pg_catalog.octet_length(i.seq::text)::int8) || pg_catalog.convert_to(i.seq::text, 'UTF8')
+   || pg_catalog.int8send(pg_catalog.octet_length(i.letter_id)::int8) || pg_catalog.convert_to(i.letter_id, 'UTF8')
+   || pg_catalog.int8send(pg_catalog.octet_length(i.binding)::int8) || pg_catalog.convert_to(i.binding, 'UTF8')
+   || pg_catalog.int8send(pg_catalog.octet_length(i.location)::int8) || pg_catalog.convert_to(i.location, 'UTF8'),
+      ''::bytea ORDER BY i.seq), ''::bytea)), 'hex')
+  FROM dlq.replay_items i WHERE i.replay_id = p_id
+$f$;
+
+-- Actions whose entries bind a row: only their own functions write them.
+CREATE FUNCTION dlq_private.binds_rows(p_action TEXT) RETURNS BOOLEAN
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT p_action IN ('discard', 'replay', 'edit', 'role-set', 'policy-set', 'ledger-migrated')
+      OR p_action LIKE '%-applied' OR p_action LIKE 'approval-%'
+      OR (p_action LIKE 'replay-%' AND p_action NOT IN ('replay-suspend', 'replay-continue', 'replay-pause', 'replay-unpause'))
+$f$;
+
+-- A detail object with the client (the OS user and host, as the client says) beside it.
+CREATE FUNCTION dlq_private.detail(p_detail pg_catalog.jsonb, p_client TEXT) RETURNS TEXT
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT CASE WHEN coalesce(p_client, '') = '' THEN p_detail::text
+              ELSE (p_detail || pg_catalog.jsonb_build_object('client', p_client))::text END
+$f$;
+
+-- `ledger migrate`: a file ledger's entries appended with their own time and actor,
+-- linked under the server's key. Only the owner (it writes history in others' names).
+CREATE FUNCTION dlq_private.import(p_seq BIGINT, p_at TEXT, p_actor TEXT, p_action TEXT, p_target TEXT, p_detail TEXT)
+RETURNS TEXT LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_last BIGINT; v_prev TEXT; v_hash TEXT;
+BEGIN
+  IF NOT dlq_private.is_owner(session_user) THEN
+    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'only the ledger''s owner imports history';
+  END IF;
+  LOCK TABLE dlq.audit IN SHARE ROW EXCLUSIVE MODE;
+  SELECT a.seq, a.hash INTO v_last, v_prev FROM dlq.audit a ORDER BY a.seq DESC LIMIT 1;
+  IF coalesce(v_last, 0) + 1 <> p_seq THEN
+    RAISE EXCEPTION 'import out of order: entry % after %', p_seq, coalesce(v_last, 0);
+  END IF;
+  v_prev := coalesce(v_prev, pg_catalog.repeat('0', 64));
+  v_hash := dlq_private.link(v_prev, dlq_private.canonical(p_seq, p_at, p_actor, p_action, p_target, p_detail));
+  INSERT INTO dlq.audit (seq, at, actor, action, target, detail, prev_hash, hash)
+    VALUES (p_seq, p_at, p_actor, p_action, p_target, p_detail, v_prev, v_hash);
+  RETURN v_hash;
+END
+$f$;
+
+-- Append-only, even for the table's owner (a superuser can drop the trigger: the chain
+-- still names what was changed).
+CREATE FUNCTION dlq_private.refuse_change() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+  RAISE EXCEPTION 'the dlq-triage audit log is append-only: % refused', TG_OP;
+END
+$f$;
+CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON dlq.audit
+  FOR EACH ROW EXECUTE FUNCTION dlq_private.refuse_change();
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON dlq.audit
+  FOR EACH STATEMENT EXECUTE FUNCTION dlq_private.refuse_change();
+
+-- Every committed change to decisions or a replay's state is announced (the table's
+-- name only: nothing of a letter).
+CREATE FUNCTION dlq_private.notify() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+  PERFORM pg_catalog.pg_notify('dlq_triage_changes', TG_TABLE_NAME);
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER decisions_notify AFTER INSERT OR UPDATE ON dlq.decisions
+  FOR EACH STATEMENT EXECUTE FUNCTION dlq_private.notify();
+CREATE TRIGGER replays_notify AFTER INSERT OR UPDATE OF state, detail ON dlq.replays
+  FOR EACH STATEMENT EXECUTE FUNCTION dlq_private.notify();
+
+-- ---------------------------------------------------------------- the team's (dlq)
+
+-- An entry that binds no row (an unmask, an export, a refusal, a suspend).
+CREATE FUNCTION dlq.audit(p_action TEXT, p_target TEXT, p_detail TEXT) RETURNS dlq.audit
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+  IF dlq_private.binds_rows(p_action) THEN
+    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
+      '`%s` entries record a row and are written only with it (by the function that writes the row)', p_action);
+  END IF;
+  RETURN dlq_private.append(p_action, p_target, p_detail);
+END
+$f$;
+
+-- The first entry between two seqs whose stored hash is not its MAC.
+CREATE FUNCTION dlq.first_bad_mac(p_from BIGINT, p_to BIGINT) RETURNS BIGINT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT min(a.seq) FROM dlq.audit a
+  WHERE a.seq BETWEEN p_from AND p_to
+    AND a.hash <> dlq_private.link(a.prev_hash, dlq_private.canonical(a.seq, a.at, a.actor, a.action, a.target, a.detail))
+$f$;
+
+-- A discard decision and its entry; the first decider's row when the letter was
+-- discarded already (o_fresh false, nothing written).
+CREATE FUNCTION dlq.discard(p_source TEXT, p_letter TEXT, p_binding TEXT, p_coords TEXT, p_reason TEXT, p_client TEXT)
+RETURNS TABLE (o_id BIGINT, o_seq BIGINT, o_at TEXT, o_actor TEXT, o_reason TEXT, o_fresh BOOLEAN)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE e dlq.audit; v_id BIGINT;
+BEGIN
+  PERFORM dlq_private.require('operator', 'a discard');
+  RETURN QUERY SELECT d.id, d.audit_seq, d.at, d.actor, d.reason, false FROM dlq.decisions d
+    WHERE d.source = p_source AND d.letter_id = p_letter AND d.binding = p_binding AND d.kind = 'discard';
+  IF FOUND THEN RETURN; END IF;
+  e := dlq_private.append('discard', p_letter, dlq_private.detail(pg_catalog.jsonb_build_object(
+        'source', p_source, 'binding', p_binding, 'coords', p_coords, 'reason', p_reason), p_client));
+  INSERT INTO dlq.decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq)
+    VALUES (p_source, p_letter, p_binding, p_coords, 'discard', p_reason, e.actor, e.at, e.seq)
+    RETURNING id INTO v_id;
+  RETURN QUERY SELECT v_id, e.seq, e.at, e.actor, p_reason, true;
+END
+$f$;
+
+-- The next revision of a letter (the original is never touched); its digest is the
+-- server's.
+CREATE FUNCTION dlq.revise(p_source TEXT, p_letter TEXT, p_reason TEXT, p_changed TEXT, p_sha_before TEXT,
+                           p_payload BYTEA, p_program TEXT, p_client TEXT)
+RETURNS BIGINT LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE e dlq.audit; v_number BIGINT; v_after TEXT; v_detail pg_catalog.jsonb;
+BEGIN
+  PERFORM dlq_private.require('operator', 'a revision');
+  SELECT coalesce(max(r.number), 0) + 1 INTO v_number FROM dlq.revisions r
+    WHERE r.source = p_source AND r.letter_id = p_letter;
+  v_after := pg_catalog.encode(pg_catalog.sha256(p_payload), 'hex');
+  v_detail := pg_catalog.jsonb_build_object('source', p_source, 'revision', v_number, 'reason', p_reason,
+      'changed', p_changed::pg_catalog.jsonb, 'sha256_before', p_sha_before, 'sha256_after', v_after);
+  IF p_program IS NOT NULL THEN
+    v_detail := v_detail || pg_catalog.jsonb_build_object('program', p_program,
+      'program_sha256', pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(p_program, 'UTF8')), 'hex'));
+  END IF;
+  e := dlq_private.append('edit', p_letter, dlq_private.detail(v_detail, p_client));
+  INSERT INTO dlq.revisions (source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload, audit_seq)
+    VALUES (p_source, p_letter, v_number, e.actor, e.at, p_reason, p_changed, p_sha_before, v_after, p_payload, e.seq);
+  RETURN v_number;
+END
+$f$;
+
+-- The broker confirmed (or settled) a decision: it is applied. A replay's own step
+-- (p_epoch set) needs its lease; a reconciliation after a crash (p_epoch null) does not.
+CREATE FUNCTION dlq.applied(p_decision BIGINT, p_how TEXT, p_epoch BIGINT, p_seq INT4, p_client TEXT)
+RETURNS TEXT LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE d dlq.decisions; e dlq.audit; v_replay TEXT; v_detail pg_catalog.jsonb;
+BEGIN
+  PERFORM dlq_private.require('operator', 'applying a decision');
+  SELECT * INTO d FROM dlq.decisions x WHERE x.id = p_decision;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'decision % is not in the ledger', p_decision;
+  END IF;
+  IF d.kind = 'replay' THEN
+    v_replay := pg_catalog.substr(d.reason, 8);
+  END IF;
+  v_detail := pg_catalog.jsonb_build_object('decision', d.audit_seq, 'source', d.source, 'binding', d.binding, 'how', p_how);
+  IF p_epoch IS NOT NULL THEN
+    PERFORM dlq_private.lease_check(v_replay, p_epoch);
+    v_detail := v_detail || pg_catalog.jsonb_build_object('replay', v_replay, 'seq', p_seq);
+  END IF;
+  e := dlq_private.append(d.kind || '-applied', d.letter_id, dlq_private.detail(v_detail, p_client));
+  UPDATE dlq.decisions x SET applied_at = e.at WHERE x.id = p_decision AND x.applied_at IS NULL;
+  IF v_replay IS NOT NULL THEN
+    UPDATE dlq.replay_items i SET state = 'settled', at = e.at
+      WHERE i.replay_id = v_replay AND i.letter_id = d.letter_id AND i.binding = d.binding AND i.state = 'confirmed';
+  END IF;
+  RETURN e.at;
+END
+$f$;
+
+-- A number from the team's policy (null: not set).
+CREATE FUNCTION dlq_private.policy_number(p_key TEXT) RETURNS BIGINT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT p.value::int8 FROM dlq.policy p WHERE p.key = p_key
+$f$;
+
+-- A replay's start: its planned letters, row and entry (with the digest of its letters,
+-- the server's), in the caller's transaction — whose next call takes the lease. Over the
+-- team's approval_above it needs an approval granted by another operator and spent by
+-- this author for this many letters of this source; this start binds it.
+CREATE FUNCTION dlq.replay_start(p_id TEXT, p_source TEXT, p_target TEXT, p_detail TEXT,
+    p_seqs INT4[], p_letters TEXT[], p_bindings TEXT[], p_locations TEXT[], p_client TEXT)
+RETURNS dlq.audit LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE e dlq.audit; v_n BIGINT := coalesce(pg_catalog.cardinality(p_seqs), 0); v_above BIGINT; v_approval TEXT;
+        v_detail pg_catalog.jsonb := p_detail::pg_catalog.jsonb;
+BEGIN
+  PERFORM dlq_private.require('operator', 'a replay');
+  INSERT INTO dlq.replay_items (replay_id, seq, letter_id, binding, location, state)
+    SELECT p_id, u.s, u.l, u.b, u.loc, 'planned' FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_letters), pg_catalog.unnest(p_bindings), pg_catalog.unnest(p_locations)) AS u(s, l, b, loc);
+  v_above := dlq_private.policy_number('approval_above');
+  IF v_above IS NOT NULL AND v_n > v_above THEN
+    UPDATE dlq.approvals a SET spent_by = p_id WHERE a.id = (
+      SELECT x.id FROM dlq.approvals x
+       WHERE x.state = 'used' AND x.spent_by IS NULL AND x.author = session_user
+         AND x.approver IS NOT NULL AND x.approver <> session_user
+         AND x.source = p_source AND x.letters = v_n
+       ORDER BY x.requested_at DESC LIMIT 1)
+    RETURNING a.id INTO v_approval;
+    IF v_approval IS NULL THEN
+      RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
+        '%s letters is more than the team''s approval_above (%s): a replay this big needs a plan approved by a second operator (dlq-triage approve); nothing was sent',
+        v_n, v_above);
+    END IF;
+    v_detail := v_detail || pg_catalog.jsonb_build_object('approval', v_approval);
+  END IF;
+  v_detail := v_detail || pg_catalog.jsonb_build_object('items_sha256', dlq_private.items_digest(p_id));
+  e := dlq_private.append('replay-start', p_id, dlq_private.detail(v_detail, p_client));
+  INSERT INTO dlq.replays (id, source, target, actor, started_at, state, detail)
+    VALUES (p_id, p_source, p_target, e.actor, e.at, 'running', p_detail);
+  RETURN e;
+END
+$f$;
+
+-- Take replay p_id's lease for this session: its holder lock (a session advisory lock,
+-- which the server drops with the connection), then the epoch bumped. Null when another
+-- live session holds it.
+CREATE FUNCTION dlq.take_lease(p_id TEXT, p_pid BIGINT, p_host TEXT) RETURNS BIGINT
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_epoch BIGINT;
+BEGIN
+  PERFORM dlq_private.require('operator', 'sending a replay');
+  SELECT r.lease_epoch INTO v_epoch FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
+  END IF;
+  IF NOT dlq_private.held(p_id, true)
+     AND NOT pg_catalog.pg_try_advisory_lock(7337003, dlq_private.replay_key(p_id)) THEN
+    RETURN NULL;
+  END IF;
+  UPDATE dlq.replays r SET lease_pid = p_pid, lease_host = p_host, heartbeat_at = dlq_private.now_text(),
+         lease_epoch = v_epoch + 1 WHERE r.id = p_id;
+  RETURN v_epoch + 1;
+END
+$f$;
+
+-- `--resume`: letters new to it added, the entry (with the new digest), the row's
+-- options kept up to date. After `take_lease` in the same transaction.
+CREATE FUNCTION dlq.replay_resume(p_id TEXT, p_epoch BIGINT, p_detail TEXT,
+    p_seqs INT4[], p_letters TEXT[], p_bindings TEXT[], p_locations TEXT[], p_client TEXT)
+RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_detail pg_catalog.jsonb := p_detail::pg_catalog.jsonb;
+BEGIN
+  PERFORM dlq_private.require('operator', 'a replay');
+  UPDATE dlq.replays r SET state = 'running' WHERE r.id = p_id;
+  PERFORM dlq_private.lease_check(p_id, p_epoch);
+  INSERT INTO dlq.replay_items (replay_id, seq, letter_id, binding, location, state)
+    SELECT p_id, u.s, u.l, u.b, u.loc, 'planned' FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_letters), pg_catalog.unnest(p_bindings), pg_catalog.unnest(p_locations)) AS u(s, l, b, loc)
+    ON CONFLICT DO NOTHING;
+  PERFORM dlq_private.append('replay-resume', p_id, dlq_private.detail(
+    v_detail || pg_catalog.jsonb_build_object('items_sha256', dlq_private.items_digest(p_id)), p_client));
+  UPDATE dlq.replays r SET detail = (r.detail::pg_catalog.jsonb
+      || pg_catalog.jsonb_build_object('options', v_detail -> 'options', 'pid', v_detail -> 'pid'))::text
+    WHERE r.id = p_id;
+END
+$f$;
+
+-- Letters about to be published.
+CREATE FUNCTION dlq.replay_send(p_id TEXT, p_epoch BIGINT, p_seqs INT4[], p_client TEXT)
+RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE e dlq.audit;
+BEGIN
+  PERFORM dlq_private.lease_check(p_id, p_epoch);
+  e := dlq_private.append('replay-send', p_id, dlq_private.detail(
+         pg_catalog.jsonb_build_object('seqs', pg_catalog.to_jsonb(p_seqs)), p_client));
+  UPDATE dlq.replay_items i SET state = 'sending', at = e.at
+    WHERE i.replay_id = p_id AND i.seq = ANY (p_seqs);
+END
+$f$;
+
+-- Letters the broker confirmed, a batch in one call: each its `replay` decision and
+-- entry (ledger-only ones applied at once, with their own entry).
+CREATE FUNCTION dlq.replay_confirmed(p_id TEXT, p_epoch BIGINT, p_source TEXT, p_seqs INT4[],
+    p_published TEXT[], p_ledger_only BOOLEAN[], p_client TEXT)
+RETURNS TABLE (o_seq INT4, o_id BIGINT, o_entry BIGINT, o_at TEXT, o_applied TEXT, o_letter TEXT, o_binding TEXT, o_location TEXT)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE i INT; it dlq.replay_items; e dlq.audit; a dlq.audit; v_id BIGINT; v_applied TEXT;
+        v_reason TEXT := 'replay ' || p_id;
+BEGIN
+  PERFORM dlq_private.lease_check(p_id, p_epoch);
+  FOR i IN 1 .. coalesce(pg_catalog.cardinality(p_seqs), 0) LOOP
+    SELECT * INTO it FROM dlq.replay_items x WHERE x.replay_id = p_id AND x.seq = p_seqs[i];
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'replay % has no letter %', p_id, p_seqs[i];
+    END IF;
+    e := dlq_private.append('replay', it.letter_id, dlq_private.detail(pg_catalog.jsonb_build_object(
+          'source', p_source, 'binding', it.binding, 'coords', it.location, 'reason', v_reason,
+          'replay', p_id, 'seq', it.seq, 'published', p_published[i]), p_client));
+    v_applied := NULL;
+    IF p_ledger_only[i] THEN
+      a := dlq_private.append('replay-applied', it.letter_id, dlq_private.detail(pg_catalog.jsonb_build_object(
+            'decision', e.seq, 'source', p_source, 'binding', it.binding, 'how', 'ledger-only'), p_client));
+      v_applied := a.at;
+    END IF;
+    INSERT INTO dlq.decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq, applied_at)
+      VALUES (p_source, it.letter_id, it.binding, it.location, 'replay', v_reason, e.actor, e.at, e.seq, v_applied)
+      RETURNING id INTO v_id;
+    UPDATE dlq.replay_items x SET
+        state = CASE WHEN x.state = 'failed-again' THEN x.state WHEN v_applied IS NULL THEN 'confirmed' ELSE 'settled' END,
+        at = e.at, published = p_published[i]
+      WHERE x.replay_id = p_id AND x.seq = it.seq;
+    o_seq := it.seq; o_id := v_id; o_entry := e.seq; o_at := e.at; o_applied := v_applied;
+    o_letter := it.letter_id; o_binding := it.binding; o_location := it.location;
+    RETURN NEXT;
+  END LOOP;
+END
+$f$;
+
+-- One letter's later state (refused, held back, back in the DLQ, planned again).
+CREATE FUNCTION dlq.replay_item(p_id TEXT, p_epoch BIGINT, p_seq INT4, p_state TEXT, p_note TEXT, p_client TEXT)
+RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE e dlq.audit; v_letter TEXT;
+BEGIN
+  PERFORM dlq_private.lease_check(p_id, p_epoch);
+  IF p_state NOT IN ('refused', 'held-back', 'failed-again', 'planned') THEN
+    RAISE EXCEPTION 'a replay letter is not set to `%` by hand', p_state;
+  END IF;
+  SELECT x.letter_id INTO v_letter FROM dlq.replay_items x WHERE x.replay_id = p_id AND x.seq = p_seq;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'replay % has no letter %', p_id, p_seq;
+  END IF;
+  e := dlq_private.append('replay-' || p_state, v_letter, dlq_private.detail(pg_catalog.jsonb_build_object(
+        'replay', p_id, 'seq', p_seq, 'note', p_note), p_client));
+  UPDATE dlq.replay_items x SET state = p_state, at = e.at,
+      error = coalesce(CASE WHEN p_state IN ('refused', 'held-back', 'failed-again') THEN p_note END, x.error)
+    WHERE x.replay_id = p_id AND x.seq = p_seq;
+END
+$f$;
+
+-- The replay ended: by its holder (p_epoch: its lease), or — abandoned, interrupted — by
+-- anyone while no live session holds it.
+CREATE FUNCTION dlq.replay_finish(p_id TEXT, p_epoch BIGINT, p_state TEXT, p_outcome TEXT, p_client TEXT)
+RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_outcome pg_catalog.jsonb := p_outcome::pg_catalog.jsonb;
+BEGIN
+  PERFORM dlq_private.require('operator', 'ending a replay');
+  IF p_state NOT IN ('completed', 'auto-stopped', 'killed', 'failed', 'abandoned', 'interrupted') THEN
+    RAISE EXCEPTION 'a replay does not end `%`', p_state;
+  END IF;
+  PERFORM 1 FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
+  END IF;
+  IF p_epoch IS NOT NULL THEN
+    PERFORM dlq_private.lease_check(p_id, p_epoch);
+  ELSIF dlq_private.held(p_id, false) THEN
+    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
+      'replay %s is being sent by a live session: only its sender ends it', p_id);
+  END IF;
+  PERFORM dlq_private.append('replay-stop', p_id, dlq_private.detail(pg_catalog.jsonb_build_object(
+        'state', p_state, 'outcome', v_outcome), p_client));
+  UPDATE dlq.replays r SET state = p_state, lease_pid = NULL,
+      detail = (r.detail::pg_catalog.jsonb || pg_catalog.jsonb_build_object('outcome', v_outcome))::text
+    WHERE r.id = p_id;
+END
+$f$;
+
+-- The holder says it is alive (for the messages: who, since when). False when it no
+-- longer holds the lease.
+CREATE FUNCTION dlq.replay_heartbeat(p_id TEXT, p_epoch BIGINT) RETURNS BOOLEAN
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+  IF NOT dlq_private.held(p_id, true) THEN
+    RETURN false;
+  END IF;
+  UPDATE dlq.replays r SET heartbeat_at = dlq_private.now_text()
+    WHERE r.id = p_id AND r.lease_epoch = p_epoch AND r.state = 'running';
+  RETURN FOUND;
+END
+$f$;
+
+-- Four eyes: a plan recorded for a second operator.
+CREATE FUNCTION dlq.approval_request(p_id TEXT, p_source TEXT, p_digest TEXT, p_letters BIGINT, p_plan TEXT, p_client TEXT)
+RETURNS dlq.audit LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE e dlq.audit;
+BEGIN
+  PERFORM dlq_private.require('operator', 'asking for an approval');
+  e := dlq_private.append('approval-requested', p_id, dlq_private.detail(pg_catalog.jsonb_build_object(
+        'source', p_source, 'digest', p_digest, 'letters', p_letters), p_client));
+  INSERT INTO dlq.approvals (id, source, digest, letters, plan, author, requested_at, state)
+    VALUES (p_id, p_source, p_digest, p_letters, p_plan, e.actor, e.at, 'awaiting');
+  RETURN e;
+END
+$f$;
+
+-- Approved or rejected, by an operator who is not its author.
+CREATE FUNCTION dlq.approval_decide(p_id TEXT, p_approve BOOLEAN, p_note TEXT, p_client TEXT)
+RETURNS dlq.audit LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE a dlq.approvals; e dlq.audit;
+BEGIN
+  PERFORM dlq_private.require('operator', 'deciding an approval');
+  SELECT * INTO a FROM dlq.approvals x WHERE x.id = p_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'no approval % in the ledger', p_id;
+  END IF;
+  IF a.author = session_user THEN
+    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
+      '%s planned this replay and cannot approve it: a second operator must', a.author);
+  END IF;
+  IF a.state <> 'awaiting' THEN
+    RAISE EXCEPTION 'approval % is % already', p_id, a.state;
+  END IF;
+  e := dlq_private.append(CASE WHEN p_approve THEN 'approval-granted' ELSE 'approval-rejected' END, p_id,
+        dlq_private.detail(pg_catalog.jsonb_build_object('digest', a.digest, 'note', p_note), p_client));
+  UPDATE dlq.approvals x SET state = CASE WHEN p_approve THEN 'approved' ELSE 'rejected' END,
+      approver = e.actor, decided_at = e.at, note = p_note
+    WHERE x.id = p_id;
+  RETURN e;
+END
+$f$;
+
+-- Its author spends an approval (once).
+CREATE FUNCTION dlq.approval_use(p_id TEXT, p_client TEXT)
+RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+  PERFORM dlq_private.require('operator', 'a replay');
+  UPDATE dlq.approvals x SET state = 'used'
+    WHERE x.id = p_id AND x.state = 'approved' AND x.author = session_user
+      AND x.approver IS NOT NULL AND x.approver <> session_user;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format('approval %s is not approved for %s', p_id, session_user);
+  END IF;
+  PERFORM dlq_private.append('approval-used', p_id, dlq_private.detail('{}'::pg_catalog.jsonb, p_client));
+END
+$f$;
+
+-- The team's roles, changed by a privileged role (or the owner, to begin with).
+CREATE FUNCTION dlq.set_role(p_actor TEXT, p_role TEXT) RETURNS TEXT
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_at TEXT := dlq_private.now_text();
+BEGIN
+  IF p_role NOT IN ('viewer', 'operator', 'privileged') THEN
+    RAISE EXCEPTION 'unknown role % (viewer, operator, privileged)', p_role;
+  END IF;
+  PERFORM dlq_private.require('privileged', 'changing roles');
+  INSERT INTO dlq.dlq_roles (actor, role, granted_by, granted_at) VALUES (p_actor, p_role, session_user, v_at)
+    ON CONFLICT (actor) DO UPDATE SET role = EXCLUDED.role, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at;
+  PERFORM dlq_private.append('role-set', p_actor, pg_catalog.jsonb_build_object('role', p_role)::text);
+  RETURN p_role;
+END
+$f$;
+
+-- The team's policy (approval_above, discard_approval_above, confirm_above,
+-- allowed_targets), set by a privileged role; null clears a key. A client's config can
+-- tighten it, never loosen it.
+CREATE FUNCTION dlq.set_policy(p_key TEXT, p_value TEXT) RETURNS VOID
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+  IF p_key NOT IN ('approval_above', 'discard_approval_above', 'confirm_above', 'allowed_targets') THEN
+    RAISE EXCEPTION 'unknown policy % (approval_above, discard_approval_above, confirm_above, allowed_targets)', p_key;
+  END IF;
+  IF p_key <> 'allowed_targets' AND p_value IS NOT NULL AND p_value !~ '^[0-9]{1,12}$' THEN
+    RAISE EXCEPTION 'policy % is a number of letters, not %', p_key, p_value;
+  END IF;
+  PERFORM dlq_private.require('privileged', 'changing the team''s policy');
+  IF p_value IS NULL THEN
+    DELETE FROM dlq.policy p WHERE p.key = p_key;
+  ELSE
+    INSERT INTO dlq.policy (key, value, set_by, set_at) VALUES (p_key, p_value, session_user, dlq_private.now_text())
+      ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, set_by = EXCLUDED.set_by, set_at = EXCLUDED.set_at;
+  END IF;
+  PERFORM dlq_private.append('policy-set', p_key, pg_catalog.jsonb_build_object('value', p_value)::text);
+END
+$f$;
+
+-- Whether a checkpoint's MAC holds (the MAC itself is never handed out).
+CREATE FUNCTION dlq.checkpoint_holds(p_unsigned TEXT, p_mac TEXT) RETURNS BOOLEAN
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT dlq_private.mac('verified checkpoint', p_unsigned) = p_mac
+$f$;
+
+-- Keep a verified checkpoint — after the server has checked, itself, that the chain
+-- holds (every MAC and link) from the last one to it. False (nothing kept) when it does
+-- not, or a newer one is kept already.
+CREATE FUNCTION dlq.store_checkpoint(p_unsigned TEXT) RETURNS BOOLEAN
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_seq BIGINT := (p_unsigned::pg_catalog.json ->> 'seq')::int8; v_hash TEXT := p_unsigned::pg_catalog.json ->> 'hash';
+        v_prev BIGINT;
+BEGIN
+  SELECT ((m.value::pg_catalog.json) ->> 'seq')::int8 INTO v_prev FROM dlq.meta m WHERE m.key = 'verified';
+  v_prev := coalesce(v_prev, 0);
+  IF v_seq IS NULL OR v_prev >= v_seq OR (v_prev > 0 AND NOT EXISTS (SELECT 1 FROM dlq.audit a WHERE a.seq = v_prev)) THEN
+    RETURN false;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM dlq.audit a WHERE a.seq = v_seq AND a.hash = v_hash)
+     OR (SELECT count(*) FROM dlq.audit a WHERE a.seq BETWEEN v_prev AND v_seq) <> v_seq - v_prev + (CASE WHEN v_prev > 0 THEN 1 ELSE 0 END)
+     OR dlq.first_bad_mac(v_prev + 1, v_seq) IS NOT NULL
+     OR EXISTS (SELECT 1 FROM (SELECT a.seq, a.prev_hash,
+                   pg_catalog.lag(a.hash, 1, pg_catalog.repeat('0', 64)) OVER (ORDER BY a.seq) AS before
+                 FROM dlq.audit a WHERE a.seq BETWEEN GREATEST(v_prev, 1) AND v_seq) x
+                WHERE x.seq > v_prev AND x.prev_hash <> x.before) THEN
+    RETURN false;
+  END IF;
+  INSERT INTO dlq.meta (key, value) VALUES ('verified',
+      (p_unsigned::pg_catalog.jsonb || pg_catalog.jsonb_build_object('mac', dlq_private.mac('verified checkpoint', p_unsigned)))::text)
+    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
+  RETURN true;
+END
+$f$;
+
+-- A full walk failed at p_seq: no write trusts the checkpoint until one passes.
+CREATE FUNCTION dlq.walk_failed(p_seq BIGINT) RETURNS VOID
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  INSERT INTO dlq.meta (key, value) VALUES ('walk-failed', p_seq::text)
+    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+$f$;
+
+-- A full walk passed: cleared once the server finds every MAC holding.
+CREATE FUNCTION dlq.walk_passed() RETURNS BOOLEAN
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+  IF dlq.first_bad_mac(1, (SELECT coalesce(max(a.seq), 0) FROM dlq.audit a)) IS NOT NULL THEN
+    RETURN false;
+  END IF;
+  DELETE FROM dlq.meta m WHERE m.key = 'walk-failed';
+  RETURN true;
+END
+$f$;
+"#;
+
+/// No role but the owner writes a table or calls a function it was not granted: every
+/// privilege on the ledger's functions is taken from PUBLIC, and every write privilege an
+/// older setup granted on its tables (the README of version 6 granted the team INSERT and
+/// UPDATE) is revoked.
+const GRANTS_CLEANUP: &str = r#"
+DO $d$
+DECLARE r RECORD;
+BEGIN
+  FOR r IN SELECT p.oid::pg_catalog.regprocedure AS f FROM pg_catalog.pg_proc p
+           WHERE p.pronamespace IN ('dlq'::pg_catalog.regnamespace, 'dlq_private'::pg_catalog.regnamespace) LOOP
+    EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', r.f);
+  END LOOP;
+  FOR r IN SELECT DISTINCT g.grantee, g.table_schema, g.table_name FROM information_schema.role_table_grants g
+           WHERE g.table_schema IN ('dlq', 'dlq_private') AND g.grantee <> current_user
+             AND (g.table_schema = 'dlq_private'
+                  OR g.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER')) LOOP
+    EXECUTE pg_catalog.format('REVOKE %s ON %I.%I FROM %s',
+      CASE WHEN r.table_schema = 'dlq_private' THEN 'ALL' ELSE 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER' END,
+      r.table_schema, r.table_name,
+      CASE WHEN r.grantee = 'PUBLIC' THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.grantee) END);
+    EXECUTE pg_catalog.format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA dlq FROM %s',
+      CASE WHEN r.grantee = 'PUBLIC' THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.grantee) END);
+  END LOOP;
+END $d$;
+ALTER DEFAULT PRIVILEGES IN SCHEMA dlq, dlq_private REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+"#;
