@@ -51,11 +51,28 @@ fn run() -> ExitCode {
     // `dlq-triage sumary demo` would parse as the source `sumary` and the command `demo`:
     // a misspelt command is said, with what was meant, before clap reads the line.
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Every message from here on goes through the sanitizer, which redacts what the
+    // command line and the environment hold of secrets (whoever echoes them).
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    dlq_core::secrets::register(&args, &env);
     if let Some(why) = cli::misspelt_command(&args) {
         eprintln!("error: {}", sanitize::clean(&why));
         return ExitCode::from(2);
     }
-    let cli = Cli::parse();
+    // clap quotes the argument it refused (`-X SECRET`): its text is redacted too.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let text = e.render().to_string();
+            let shown = dlq_core::secrets::scrub(&text);
+            if e.use_stderr() {
+                eprint!("{shown}");
+            } else {
+                print!("{shown}");
+            }
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     if let Err(e) = dlq_app::logging::init(&cli.log_level) {
         eprintln!("error: {e}");
         return ExitCode::from(2);

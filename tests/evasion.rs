@@ -330,7 +330,8 @@ fn recorded_revisions_read_back_masked_and_record_no_derived_path() {
             let shown = scrub(&cli, exited(&as_user(&cli, "bob", &args), 0));
             assert!(leaks(&shown).is_empty(), "{:?}:\n{shown}", leaks(&shown));
             assert!(shown.contains("1500"), "the repair is shown:\n{shown}");
-            assert!(shown.contains("‹masked"), "{shown}");
+            // What the program computes on the masked view: the masked name as a key.
+            assert!(shown.contains("***"), "{shown}");
         }
     }
     // The paths each revision records (read by everyone in `audit list`) name no value.
@@ -540,4 +541,223 @@ fn an_exec_hook_gets_no_secret_in_its_environment() {
     assert!(env.contains("INNOCENT_SETTING=kept"), "{env}");
     assert!(!env.contains("Pq7"), "{env}");
     assert!(!env.contains("DLQ_TRIAGE_"), "{env}");
+}
+
+/// A program that recognises the masked run (its values hold `***` or `[redacted]`) and
+/// makes that run constant, then encodes the real letter through whatever a comparison
+/// with the real run would let through. `{real}` is the real branch.
+fn recognising(real: &str) -> String {
+    format!(
+        r#"def masked: ([.. | strings] | any(test("\\*\\*\\*|redacted"))); if masked then .k = "on the masked view" else ({real}) end"#
+    )
+}
+
+/// Real branches that each encode a customer's data in a channel of their own (#56):
+/// keys, arrays of booleans, object sizes, number formatting, sort order, string
+/// lengths, and the words of a failure.
+const REAL_BRANCHES: &[&str] = &[
+    r#".k = {} | reduce range(0; 20) as $i (.; .k["\($i)_\(.customer.email[$i:$i+1])"] = 0)"#,
+    r#".k = {} | reduce range(0; 20) as $i (.; .k[.customer.email[$i:$i+1]] = $i)"#,
+    ".k = [.customer.name | explode[] | range(0; 8) as $j | ((. / ([1,2,4,8,16,32,64,128][$j])) | floor) % 2 == 1]",
+    ".k = (.customer.name | explode | map({(tostring): 1}) | add)",
+    ".k = (.customer.phone / 1000)",
+    r#".k = ([.customer.name, "M"] | sort)"#,
+    r#".k = ("x" * (.customer.tax_id[2:3] | tonumber + 1))"#,
+    ".k = (.customer.name | length)",
+    r#"error(.customer.name | explode | map(if . > 100 then "i" else "o" end) | join(" "))"#,
+    r#".k = (.customer.email | @base64)"#,
+];
+
+/// What a run shows that depends on its program text only (the text itself is echoed in
+/// no dry-run output, but strip it in case), for comparing two programs' outputs.
+fn shown_part(out: &str) -> String {
+    out.lines()
+        .filter(|l| !l.contains("def masked"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// #56: what an operator sees of a program is what it computes on the masked view —
+/// nothing of the real run but whether each letter changed or failed. Each recognising
+/// program, whatever its real branch encodes, shows exactly what the same program with
+/// a harmless real branch shows: dry-run text and JSON, the recorded paths in `audit
+/// list` (as a viewer reads them), and `diff --revision`.
+#[test]
+fn a_program_that_recognises_the_masked_run_shows_only_what_the_masked_view_computes() {
+    let baseline_branch = r#".k = "anything else""#;
+    let failing_baseline = r#"error("anything else")"#;
+    let (cli, src) = env();
+    for real in REAL_BRANCHES {
+        let fails = real.starts_with("error(");
+        let baseline = recognising(if fails {
+            failing_baseline
+        } else {
+            baseline_branch
+        });
+        let program = recognising(real);
+        for extra in [&["--dry-run"][..], &["--dry-run", "--json"][..]] {
+            let out = transform(&cli, "bob", &src, &program, extra);
+            let found = leaks(&out);
+            assert!(found.is_empty(), "{real} {extra:?} shows {found:?}:\n{out}");
+            let base = transform(&cli, "bob", &src, &baseline, extra);
+            assert_eq!(
+                shown_part(&out),
+                shown_part(&base),
+                "{real} {extra:?}: the output depends on the real run"
+            );
+        }
+    }
+    // Recorded: the paths in the audit log and `diff --revision`, read by a viewer.
+    let recorded = |real: &str| {
+        let (cli, src) = env();
+        let out = transform(&cli, "bob", &src, &recognising(real), &["--yes"]);
+        assert!(out.contains("recorded 2 revisions"), "{out}");
+        let audit = json(&as_user(&cli, "carol", &["audit", "list", "--json"]));
+        let changed: Vec<serde_json::Value> = audit["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .filter(|e| e["action"] == "edit")
+            .map(|e| {
+                let d: serde_json::Value =
+                    serde_json::from_str(e["detail"].as_str().expect("detail")).expect("json");
+                d["changed"].clone()
+            })
+            .collect();
+        let list = json(&as_user(&cli, "bob", &["list", &src, "--json"]));
+        let mut diffs = Vec::new();
+        for l in list["letters"].as_array().expect("letters") {
+            let id = l["id"].as_str().expect("id");
+            let shown = scrub(
+                &cli,
+                exited(
+                    &as_user(
+                        &cli,
+                        "bob",
+                        &["diff", &src, id, "--revision", "1", "--json"],
+                    ),
+                    0,
+                ),
+            );
+            assert!(
+                leaks(&shown).is_empty(),
+                "{real}: {:?}\n{shown}",
+                leaks(&shown)
+            );
+            diffs.push(shown);
+        }
+        let audit_text = scrub(&cli, audit.to_string());
+        (changed, diffs, audit_text)
+    };
+    let (base_changed, base_diffs, _) = recorded(baseline_branch);
+    for real in REAL_BRANCHES.iter().filter(|r| !r.starts_with("error(")) {
+        let (changed, diffs, audit_text) = recorded(real);
+        assert_eq!(
+            changed, base_changed,
+            "{real}: recorded paths depend on the real run"
+        );
+        assert_eq!(
+            diffs, base_diffs,
+            "{real}: diff --revision depends on the real run"
+        );
+        let per_char: Vec<String> = leaks(&audit_text);
+        assert!(per_char.is_empty(), "{real}: {per_char:?}");
+    }
+}
+
+/// #56: a credential is never echoed, whatever the shape of the input — a typo'd or
+/// malformed `-X`, a credential in a URL's query, a libpq keyword DSN or a one-slash URL
+/// as the ledger, a scheme-less registry with userinfo, a management URL whose password
+/// an HTTP client re-encodes. Each through the command that takes it, its error path
+/// included (nothing listens at these ports).
+#[test]
+fn no_credential_is_echoed_whatever_the_shape_of_the_input() {
+    let (cli, src) = env();
+    let secret = "Pq7SeCrEtWz4";
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "-X".into(),
+            format!("sasl.passwrd={secret}"),
+            "summary".into(),
+            "kafka://127.0.0.1:1/t".into(),
+        ],
+        vec![
+            "-X".into(),
+            format!("sasl.password {secret}"),
+            "summary".into(),
+            "kafka://127.0.0.1:1/t".into(),
+        ],
+        vec![
+            "-X".into(),
+            secret.into(),
+            "summary".into(),
+            "kafka://127.0.0.1:1/t".into(),
+        ],
+        vec![
+            format!("-Xssl.key.pasword={secret}"),
+            "summary".into(),
+            "kafka://127.0.0.1:1/t".into(),
+        ],
+        vec![
+            "summary".into(),
+            format!("kafka://127.0.0.1:1/t?sasl.password={secret}"),
+        ],
+        vec![
+            "summary".into(),
+            format!("amqp://127.0.0.1:1/%2F?queue=q&password={secret}"),
+        ],
+        vec![
+            "--ledger".into(),
+            format!("host=127.0.0.1 port=1 password={secret} dbname=x"),
+            "audit".into(),
+            "verify".into(),
+        ],
+        vec![
+            "--ledger".into(),
+            format!("host=127.0.0.1 password='{secret} x' dbname=x"),
+            "discard".into(),
+            src.clone(),
+            "-f".into(),
+            "age>0s".into(),
+            "--reason".into(),
+            "x".into(),
+            "--yes".into(),
+        ],
+        vec![
+            "--ledger".into(),
+            format!("postgres:/alice:{secret}@127.0.0.1:1/dlq"),
+            "audit".into(),
+            "verify".into(),
+        ],
+        vec![
+            "--schema-registry".into(),
+            format!("u:{secret}@127.0.0.1:1"),
+            "summary".into(),
+            src.clone(),
+        ],
+        vec![
+            "--management-url".into(),
+            format!("http://u:Pq7'{secret} x@127.0.0.1:1"),
+            "queues".into(),
+            "amqp://guest:guest@127.0.0.1:1/%2F?queue=q".into(),
+        ],
+    ];
+    for args in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = as_user(&cli, "bob", &args);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        for marker in ["SeCrEt", "Wz4", "SeCr", "%20x"] {
+            assert!(!text.contains(marker), "{args:?} printed {marker}:\n{text}");
+        }
+        assert_ne!(out.status.code(), Some(101), "{args:?} panicked:\n{text}");
+        assert!(!text.trim().is_empty(), "{args:?} said nothing");
+    }
+    for entry in walk(&cli.path().join("state")) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !bytes.windows(6).any(|w| w == b"SeCrEt"),
+            "{} holds a credential",
+            entry.display()
+        );
+    }
 }

@@ -71,7 +71,16 @@ pub fn edit_payload(masker: &Masker, payload: &[u8], unmasked: bool) -> Result<E
     let merged = if unmasked {
         edited
     } else {
-        merge_masked_edit(&original, &shown_value, &edited)
+        let shown = |k: &str| masker.mask_text(k);
+        merge_masked_edit(&original, &shown_value, &edited, &shown).map_err(|at| {
+            format!(
+                "a key you see masked was edited, renamed or removed at {}: an edit changes only what you can see (with --unmasked, a privileged role may); nothing saved",
+                at.iter()
+                    .map(|p| dlq_core::sanitize::line(p, 120))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?
     };
     let paths = changed_paths(&original, &merged);
     if paths.is_empty() {

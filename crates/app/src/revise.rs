@@ -95,6 +95,12 @@ impl Principal {
         match edited {
             Edited::Unchanged => Ok(Revised::Unchanged),
             Edited::Changed { after, paths } => {
+                // Recorded, and read by every role, as the role that may see least sees
+                // them (an unmasked edit may change a key that is an email).
+                let paths: Vec<String> = paths
+                    .iter()
+                    .map(|p| dlq_core::revision::masked_path(p, &|k| masker.mask_text(k)))
+                    .collect();
                 let after = match (letter.decoded(), codec) {
                     (None, _) => after,
                     (Some(d), Some(codec)) => {

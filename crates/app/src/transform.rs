@@ -4,11 +4,15 @@
 //!
 //! Each letter's base is its latest revision, else its payload (the decoded form where
 //! a schema decodes it). The program runs in a worker process (`dlq-transform`), bounded
-//! per letter. What it produces is shown through the mask it came from
-//! (`dlq_core::masking::derived`): the program runs a second time on the letter as the
-//! role sees it, and only what that run also produced is shown; the rest is a shape. The
-//! causes of failures likewise, word by word. Every dry-run is audited (program text and
-//! digest, selection, counts) before its figures are shown; `--unmask` (the Unmask
+//! per letter, twice: on the real letter (what a recording keeps and a replay sends) and
+//! on the letter **as the role sees it** (the masked view). **What the role is shown is
+//! computed from the masked run only** — its output, its diff against the masked
+//! original, its failure causes, the changed paths a recording writes to the audit log —
+//! never compared with, filtered from or guarded out of the real run's (a program can
+//! recognise the masked run and encode the real letter into whatever a comparison lets
+//! through). Of the real run the role learns, per letter, whether it produced a result
+//! and whether that differs from the original: the counts (the residual oracle, see
+//! docs/masking.md; every dry-run is audited with its program). `--unmask` (the Unmask
 //! right, audited) shows the real sample. Recording
 //! is batched and resumable: a letter whose latest revision came from the same program
 //! counts as `already` and is not recorded again, so running the command again after a
@@ -70,13 +74,17 @@ fn worker() -> Result<WorkerCommand, SessionError> {
     }
 }
 
-/// A changed letter as the dry-run shows it: masked.
+/// A changed letter as the dry-run shows it: what the program made of its masked view
+/// (or, unmasked, of the letter itself).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// Sanitized.
     pub letter_id: String,
     pub location: String,
     pub changes: Vec<Change>,
+    /// Why there are no changes to show: the program fails on the masked view (its
+    /// cause there, masked).
+    pub note: Option<String>,
 }
 
 /// What a program does to a selection.
@@ -88,9 +96,13 @@ pub struct Tally {
     pub unchanged: u64,
     /// Their latest revision already came from this program (an earlier run).
     pub already: u64,
-    /// By cause (masked, values left out): how many.
+    /// By cause (masked, values left out): how many. Without the unmask right a cause
+    /// is the program's failure **on the masked view**, or that it failed on the real
+    /// letter only (no word of why).
     pub failed: BTreeMap<String, u64>,
     pub sample: Vec<Sample>,
+    /// The sample and causes are the real run's (`--unmask`, audited).
+    pub unmasked: bool,
 }
 
 impl Tally {
@@ -106,9 +118,11 @@ impl Tally {
             "unchanged": self.unchanged,
             "already": self.already,
             "failed": self.failed,
+            "sample_computed_on": if self.unmasked { "the letters (unmasked, audited)" } else { "the masked view" },
             "sample": self.sample.iter().map(|s| serde_json::json!({
                 "letter_id": s.letter_id,
                 "location": s.location,
+                "note": s.note,
                 "changes": s.changes.iter().map(|c| serde_json::json!({
                     "path": c.path, "kind": c.kind.as_str(), "old": c.old, "new": c.new,
                 })).collect::<Vec<_>>(),
@@ -127,9 +141,16 @@ impl Tally {
             }
         }
         if !self.sample.is_empty() {
-            out.push("sample (masked):".into());
+            out.push(if self.unmasked {
+                "sample (unmasked, audited):".into()
+            } else {
+                "sample, computed by the program on the masked view (what you may see):".into()
+            });
             for s in &self.sample {
                 out.push(format!("  {} at {}", s.letter_id, s.location));
+                if let Some(note) = &s.note {
+                    out.push(format!("    {}", sanitize::line(note, width)));
+                }
                 for c in &s.changes {
                     out.push(format!(
                         "    {:<8} {}  {} → {}",
@@ -175,6 +196,10 @@ pub struct Transform {
     offered: Sha256,
     /// The dry-run's figures were audited (shown at most after that).
     audited: bool,
+    /// Earlier programs (by sha256) whose revisions are the base of some letters, each
+    /// started to compute the masked view of what it made (`None`: its text is not in
+    /// the ledger).
+    earlier: HashMap<String, Option<Sandbox>>,
 }
 
 /// What one run of the program gave.
@@ -186,13 +211,19 @@ enum Run {
 enum Outcome {
     Already,
     Unchanged,
-    Failed(String),
+    /// The real run failed: its cause (shown only unmasked) and the masked run's
+    /// failure, if it failed there too.
+    Failed {
+        real: String,
+        on_masked: Option<String>,
+    },
     Changed {
         before: Value,
         after: Value,
-        /// The input as the role sees it, and the output guarded against it.
+        /// The input as the role sees it, and the program's run on it: its output, or
+        /// why it failed there.
         shown_before: Value,
-        shown_after: Value,
+        on_masked: Result<Value, String>,
         /// The revision's payload (re-encoded in its schema where one decoded it).
         bytes: Vec<u8>,
         sha256_before: String,
@@ -249,7 +280,35 @@ impl Transform {
             unmasked: false,
             offered: Sha256::new(),
             audited: false,
+            earlier: HashMap::new(),
         })
+    }
+
+    /// The sandbox of the earlier program `sha` (its text from `letter_id`'s history).
+    fn earlier(
+        &mut self,
+        sha: &str,
+        letter_id: &str,
+    ) -> Result<Option<&mut Sandbox>, SessionError> {
+        if !self.earlier.contains_key(sha) {
+            let text = self
+                .settings
+                .principal
+                .history(letter_id)?
+                .into_iter()
+                .filter(|e| e.action == "edit")
+                .filter_map(|e| serde_json::from_str::<Value>(&e.detail).ok())
+                .find(|d| d["program_sha256"].as_str() == Some(sha))
+                .and_then(|d| d["program"].as_str().map(str::to_string));
+            let sandbox = match text {
+                Some(t) => {
+                    Some(Sandbox::start(worker()?, &t, Limits::default()).map_err(start_failed)?)
+                }
+                None => None,
+            };
+            self.earlier.insert(sha.to_string(), sandbox);
+        }
+        Ok(self.earlier.get_mut(sha).and_then(Option::as_mut))
     }
 
     /// Show the real sample: needs the Unmask right and a reason, audited (a refusal
@@ -313,10 +372,16 @@ impl Transform {
         self.offered.update([0]);
         let outcome = self.judge(letter)?;
         let masker = self.settings.masker.with_fields(letter.pii_fields());
+        self.tally.unmasked = self.unmasked;
         match outcome {
             Outcome::Already => self.tally.already += 1,
             Outcome::Unchanged => self.tally.unchanged += 1,
-            Outcome::Failed(why) => {
+            Outcome::Failed { real, on_masked } => {
+                let why = match (self.unmasked, on_masked) {
+                    (true, _) => real,
+                    (false, Some(m)) => format!("on the masked view: {m}"),
+                    (false, None) => "on the real letter only — the cause is not shown (it depends on what you may not see)".into(),
+                };
                 let key = sanitize::line(&masker.mask_text(&why), 160);
                 *self.tally.failed.entry(key).or_insert(0) += 1;
             }
@@ -324,18 +389,24 @@ impl Transform {
                 before,
                 after,
                 shown_before,
-                shown_after,
+                on_masked,
                 bytes,
                 sha256_before,
             } => {
                 self.tally.changed += 1;
                 if self.tally.sample.len() < SAMPLE {
-                    let changes = if self.unmasked {
-                        diff::unmasked_changes(&before, &after)
-                    } else {
-                        masked_changes(&masker, &shown_before, &shown_after)
+                    let (changes, note) = match (self.unmasked, &on_masked) {
+                        (true, _) => (diff::unmasked_changes(&before, &after), None),
+                        (false, Ok(v)) => (masked_changes(&masker, &shown_before, v), None),
+                        (false, Err(why)) => (
+                            Vec::new(),
+                            Some(format!(
+                                "the program fails on the masked view: {}",
+                                masker.mask_text(why)
+                            )),
+                        ),
                     };
-                    self.tally.sample.push(sample(letter, changes));
+                    self.tally.sample.push(sample(letter, changes, note));
                 }
                 if self.keep {
                     self.held += bytes.len();
@@ -348,8 +419,12 @@ impl Transform {
                     self.revisions.push(NewRevision {
                         letter_id: letter.id.value.0.clone(),
                         reason: self.reason.clone(),
-                        // Read by everyone in `audit list`: the guarded paths.
-                        changed_paths: changed_paths(&shown_before, &shown_after),
+                        // Read by everyone in `audit list`: the paths the program
+                        // changes on the masked view (none where it fails there).
+                        changed_paths: on_masked
+                            .as_ref()
+                            .map(|v| changed_paths(&shown_before, v))
+                            .unwrap_or_default(),
                         sha256_before,
                         after: bytes,
                         program: Some(self.program.clone()),
@@ -365,8 +440,8 @@ impl Transform {
     fn judge(&mut self, letter: &DeadLetter) -> Result<Outcome, SessionError> {
         let masker = self.settings.masker.with_fields(letter.pii_fields());
         let revised;
-        let latest = self.latest.get(&letter.id.value.0);
-        let (base, base_raw): (&DeadLetter, &[u8]) = match latest {
+        let latest = self.latest.get(&letter.id.value.0).cloned();
+        let (base, base_raw): (&DeadLetter, &[u8]) = match &latest {
             Some(r) if r.program_sha256.as_deref() == Some(self.program_sha.as_str()) => {
                 return Ok(Outcome::Already)
             }
@@ -378,92 +453,102 @@ impl Transform {
             }
             None => (letter, &letter.raw.payload),
         };
+        // Causes the role may see as they are: they describe the letter's form only.
+        let plain = |why: String| Outcome::Failed {
+            real: why.clone(),
+            on_masked: Some(why),
+        };
         if let Some(why) = not_transformable(base) {
-            return Ok(Outcome::Failed(why));
+            return Ok(plain(why));
         }
         let input = base.readable_payload();
         let Ok(before) = serde_json::from_slice::<Value>(input) else {
-            return Ok(Outcome::Failed("the payload is not JSON".into()));
+            return Ok(plain("the payload is not JSON".into()));
         };
-        // What the role sees of the input: masked, and where an earlier program revised
-        // it, what that program changed only as shapes (its own guard is not kept).
-        let shown_before = match latest {
-            Some(r) if r.program_sha256.is_some() => {
-                let original = serde_json::from_slice::<Value>(letter.readable_payload()).ok();
+        // What the role sees of the input: masked; where an earlier program revised it,
+        // what that program computes on the masked original (never the stored revision).
+        let shown_before = match latest.as_ref().and_then(|r| r.program_sha256.clone()) {
+            Some(sha) => {
                 let shown_original = masked_view(&masker, letter.readable_payload());
-                derived::guard(
-                    &before,
-                    original.as_ref(),
-                    shown_original.as_ref(),
-                    None,
-                    "",
-                )
+                match shown_original {
+                    Some(o) => match self.earlier(&sha, &letter.id.value.0)? {
+                        Some(sandbox) => match run(sandbox, o.to_string().as_bytes())? {
+                            Run::Output(v) => v,
+                            Run::Failed(_) => derived::shape(&before),
+                        },
+                        None => derived::shape(&before),
+                    },
+                    None => derived::shape(&before),
+                }
             }
-            _ => masked_view(&masker, input).unwrap_or_else(|| derived::shape(&before)),
+            None => masked_view(&masker, input).unwrap_or_else(|| derived::shape(&before)),
         };
         let real = run(&mut self.sandbox, input)?;
         // The same program on what the role sees; where that is the input itself, its run.
-        let on_shown = if shown_before == before {
-            None
+        let on_masked = if shown_before == before {
+            match &real {
+                Run::Output(v) => Ok(v.clone()),
+                Run::Failed(w) => Err(w.clone()),
+            }
         } else {
-            Some(run(&mut self.sandbox, shown_before.to_string().as_bytes())?)
+            match run(&mut self.sandbox, shown_before.to_string().as_bytes())? {
+                Run::Output(v) => Ok(v),
+                Run::Failed(w) => Err(w),
+            }
         };
         let after = match real {
             Run::Failed(why) => {
-                let seen = match &on_shown {
-                    None => Some(why.as_str()),
-                    Some(Run::Failed(w)) => Some(w.as_str()),
-                    Some(Run::Output(_)) => None,
-                };
-                return Ok(Outcome::Failed(derived::guard_text(&why, seen)));
+                return Ok(Outcome::Failed {
+                    real: why,
+                    on_masked: on_masked.err(),
+                })
             }
             Run::Output(after) => after,
         };
         if before == after {
             return Ok(Outcome::Unchanged);
         }
-        let masked_run = match on_shown {
-            None => Some(after.clone()),
-            Some(Run::Output(v)) => Some(v),
-            Some(Run::Failed(_)) => None,
-        };
-        let shown_after = derived::guard(
-            &after,
-            Some(&before),
-            Some(&shown_before),
-            masked_run.as_ref(),
-            &self.program,
-        );
         let bytes = match (base.decoded(), self.settings.codec.as_deref()) {
             (None, _) => serde_json::to_vec(&after).unwrap_or_default(),
             (Some(d), Some(codec)) => match codec.encode(&d.schema, &after.to_string()) {
                 Ok(b) => b,
                 Err(e) => {
-                    // The encoder may quote the value it refused: guarded like a cause.
-                    let seen = masked_run
+                    // The encoder may quote the value it refused: the role sees the
+                    // masked run's refusal, if that run was refused too.
+                    let seen = on_masked
                         .as_ref()
+                        .ok()
                         .and_then(|m| codec.encode(&d.schema, &m.to_string()).err())
-                        .map(|e| fingerprint::normalize(&e.0));
-                    let why = fingerprint::normalize(&e.0);
-                    return Ok(Outcome::Failed(format!(
-                        "the output does not fit {}: {}",
-                        d.schema.name,
-                        derived::guard_text(&why, seen.as_deref())
-                    )));
+                        .map(|e| {
+                            format!(
+                                "the output does not fit {}: {}",
+                                d.schema.name,
+                                fingerprint::normalize(&e.0)
+                            )
+                        });
+                    return Ok(Outcome::Failed {
+                        real: format!(
+                            "the output does not fit {}: {}",
+                            d.schema.name,
+                            fingerprint::normalize(&e.0)
+                        ),
+                        on_masked: seen,
+                    });
                 }
             },
             (Some(d), None) => {
-                return Ok(Outcome::Failed(format!(
-                    "{} cannot be written back in this run",
-                    d.schema.name
-                )))
+                let why = format!("{} cannot be written back in this run", d.schema.name);
+                return Ok(Outcome::Failed {
+                    real: why.clone(),
+                    on_masked: Some(why),
+                });
             }
         };
         Ok(Outcome::Changed {
             before,
             after,
             shown_before,
-            shown_after,
+            on_masked,
             bytes,
             sha256_before: sha256_hex(base_raw),
         })
@@ -518,14 +603,14 @@ fn run(sandbox: &mut Sandbox, input: &[u8]) -> Result<Run, SessionError> {
 
 /// What revision `number` of `letter` changed, as the role may see it, when a transform
 /// made it (`None` for an edit, which a person wrote from the masked view): the program,
-/// read from the revision's ledger entry, runs again on the masked original and only what
-/// that run also produced is shown (see [`derived`]). A revision made from an earlier
-/// revision shows what it changed as shapes. For `diff --revision`.
+/// read from the revision's ledger entry, runs on the masked original, and what it
+/// computes there is what is shown — never the stored revision (`Some(empty)` where it
+/// fails there). For `diff --revision`; a role with the unmask right is shown the
+/// revision itself by its caller.
 pub fn revision_changes(
     settings: &Settings,
     letter: &DeadLetter,
     number: i64,
-    revised: &DeadLetter,
 ) -> Result<Option<Vec<Change>>, SessionError> {
     let entry = settings
         .principal
@@ -541,36 +626,17 @@ pub fn revision_changes(
         return Ok(None);
     };
     let masker = settings.masker.with_fields(letter.pii_fields());
-    let parse = |d: &DeadLetter| serde_json::from_slice::<Value>(d.readable_payload()).ok();
-    let (Some(before), Some(after)) = (parse(letter), parse(revised)) else {
+    let Some(shown_before) = masked_view(&masker, letter.readable_payload()) else {
         return Ok(Some(Vec::new()));
     };
-    let shown_before =
-        masked_view(&masker, letter.readable_payload()).unwrap_or_else(|| derived::shape(&before));
-    let from_original = entry
-        .as_ref()
-        .and_then(|d| d["sha256_before"].as_str())
-        .is_some_and(|s| s == sha256_hex(&letter.raw.payload));
-    let masked_run = if !from_original {
-        None
-    } else if shown_before == before {
-        Some(after.clone())
-    } else {
-        let mut sandbox =
-            Sandbox::start(worker()?, program, Limits::default()).map_err(start_failed)?;
+    let mut sandbox =
+        Sandbox::start(worker()?, program, Limits::default()).map_err(start_failed)?;
+    Ok(Some(
         match run(&mut sandbox, shown_before.to_string().as_bytes())? {
-            Run::Output(v) => Some(v),
-            Run::Failed(_) => None,
-        }
-    };
-    let shown_after = derived::guard(
-        &after,
-        Some(&before),
-        Some(&shown_before),
-        masked_run.as_ref(),
-        program,
-    );
-    Ok(Some(masked_changes(&masker, &shown_before, &shown_after)))
+            Run::Output(v) => masked_changes(&masker, &shown_before, &v),
+            Run::Failed(_) => Vec::new(),
+        },
+    ))
 }
 
 /// Why a letter's payload is no input for a program, if it is not.
@@ -619,8 +685,9 @@ fn masked_changes(masker: &Masker, shown_before: &Value, shown_after: &Value) ->
     }
 }
 
-fn sample(letter: &DeadLetter, changes: Vec<Change>) -> Sample {
+fn sample(letter: &DeadLetter, changes: Vec<Change>, note: Option<String>) -> Sample {
     Sample {
+        note,
         letter_id: sanitize::clean(&letter.id.value.0),
         location: letter
             .raw

@@ -121,11 +121,15 @@ pub fn run(ctx: &Context, a: &DiffArgs) -> anyhow::Result<()> {
         None => &found[1][0],
     };
     let masker: &Masker = loaded.catalog.masker();
-    // A transform's revision through the mask its program's input came from.
+    // A transform's revision, to a role without the unmask right: what its program
+    // computes on the masked original, never the stored revision through the masker.
     let guarded = match a.revision {
-        Some(n) => dlq_app::transform::revision_changes(loaded.session.settings(), x, n, y)?,
-        None => None,
+        Some(n) if !ctx.principal().may(dlq_core::access::Permission::Unmask) => {
+            dlq_app::transform::revision_changes(loaded.session.settings(), x, n)?
+        }
+        _ => None,
     };
+    let guarded_shown = guarded.is_some();
     let payload = match guarded {
         Some(changes) => dlq_core::diff::Diff::Json(changes),
         None => diff_letters(masker, x, y),
@@ -140,13 +144,21 @@ pub fn run(ctx: &Context, a: &DiffArgs) -> anyhow::Result<()> {
             .unwrap_or_default();
         (d.id.value.0.clone(), c)
     };
+    // A revision's own failure fields are its program's real output too: a role shown
+    // the masked-view computation is shown the letter's.
+    let y_reason = if guarded_shown {
+        x.reason_code()
+    } else {
+        y.reason_code()
+    };
     if a.json {
         let (ia, ca) = label(x);
         let (ib, cb) = label(y);
         return super::output::print_json(&json!({
             "source": loaded.info.label,
             "a": {"id": ia, "coords": ca, "reason_code": x.reason_code()},
-            "b": {"id": ib, "coords": cb, "reason_code": y.reason_code()},
+            "b": {"id": ib, "coords": cb, "reason_code": y_reason},
+            "computed_on": if guarded_shown { "the masked view (the revision itself is not shown to this role)" } else { "the letters, masked" },
             "payload": diff_json(&payload),
             "headers": diff_json(&headers),
         }));
@@ -166,9 +178,16 @@ pub fn run(ctx: &Context, a: &DiffArgs) -> anyhow::Result<()> {
         "b  {} {}  {}",
         sanitize::clean(&ib),
         sanitize::clean(&cb),
-        sanitize::line(y.reason_code(), 80)
+        sanitize::line(y_reason, 80)
     )?;
-    writeln!(out, "payload (masked)")?;
+    if guarded_shown {
+        writeln!(
+            out,
+            "payload, as its program computes it on the masked view (the revision itself is not shown to your role)"
+        )?;
+    } else {
+        writeln!(out, "payload (masked)")?;
+    }
     if print_diff(&mut out, &payload)? == 0 {
         writeln!(out, "  identical")?;
     }

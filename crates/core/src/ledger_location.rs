@@ -13,8 +13,32 @@ pub enum Location {
 
 impl Location {
     /// `postgres://…` or `postgresql://…` is a server; any other `scheme://` is an error
-    /// (never a directory named after it); anything else is a file path.
+    /// (never a directory named after it), and so are a libpq keyword DSN (`host=…
+    /// password=…`) and a server URL missing a slash (`postgres:/…`) — never a file named
+    /// after them, a password and all; anything else is a file path. Errors never quote
+    /// the value.
     pub fn parse(s: &str) -> Result<Location, String> {
+        let lower = s.to_ascii_lowercase();
+        if ["postgres:", "postgresql:"]
+            .iter()
+            .any(|p| lower.starts_with(p) && !lower[p.len()..].starts_with("//"))
+        {
+            return Err(
+                "a server ledger is a URL with two slashes after `postgres:` (the value is not shown)".into(),
+            );
+        }
+        let keywords = [
+            "host", "hostaddr", "port", "dbname", "user", "password", "sslmode", "passfile",
+        ];
+        let dsn = s.split_whitespace().any(|w| {
+            w.split_once('=')
+                .is_some_and(|(k, _)| keywords.contains(&k.to_ascii_lowercase().as_str()))
+        });
+        if dsn && !s.contains('/') {
+            return Err(
+                "a libpq keyword DSN (`host=… dbname=…`) is not taken as a ledger: write it as a postgres:// URL (user, host, port, database, ?sslmode=…) with the password in ~/.pgpass or PGPASSWORD (the value is not shown)".into(),
+            );
+        }
         if let Some((scheme, _)) = s.split_once("://") {
             let plain = !scheme.is_empty()
                 && scheme
@@ -94,5 +118,13 @@ mod tests {
         let err = Location::parse("mysql://root@db/x").expect_err("unknown");
         assert!(err.contains("unknown ledger scheme `mysql://`"), "{err}");
         assert!(Location::parse("postgresql://h/db").is_ok());
+        for refused in [
+            "host=db password=s3cret dbname=dlq",
+            "postgres:/alice:s3cret@db/dlq",
+            "PostgreSQL:alice:s3cret@db",
+        ] {
+            let err = Location::parse(refused).expect_err(refused);
+            assert!(!err.contains("s3cret"), "{err}");
+        }
     }
 }

@@ -32,6 +32,7 @@ pub mod retention;
 pub mod revision;
 pub mod sanitize;
 pub mod schema;
+pub mod secrets;
 pub mod source;
 pub mod store;
 pub mod timefmt;

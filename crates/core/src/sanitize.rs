@@ -84,7 +84,8 @@ pub fn sanitize_bytes(bytes: &[u8], mode: Mode, max_chars: usize) -> String {
 
 /// Sanitize text that is already valid UTF-8 (header names, error messages, ids).
 pub fn sanitize_str(s: &str, mode: Mode, max_chars: usize) -> String {
-    sanitize_bytes(s.as_bytes(), mode, max_chars)
+    // This invocation's secrets never reach a screen, whoever echoed them.
+    sanitize_bytes(crate::secrets::scrub(s).as_bytes(), mode, max_chars)
 }
 
 /// One line, capped. The common case for table cells and status lines.

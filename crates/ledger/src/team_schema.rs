@@ -95,25 +95,39 @@ pub(crate) fn schema_v7(home: &str, crypto: &str) -> String {
 /// Every function of the ledger. `{crypto}` is pgcrypto's schema.
 const FUNCTIONS: &str = r#"
 -- ---------------------------------------------------------------- internal (dlq_private)
+-- Only the owner's SECURITY DEFINER functions below call these (no other role may name
+-- the schema): the small ones carry no SET clause, so the planner inlines them into
+-- their callers, whose search path (pg_catalog, pg_temp) is the one they are read with.
 
 CREATE FUNCTION dlq_private.now_text() RETURNS TEXT
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $f$
+LANGUAGE sql VOLATILE AS $f$
   SELECT pg_catalog.to_char(pg_catalog.clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 $f$;
 
 -- The entry's canonical form, byte for byte what the SQLite ledger hashes (serde_json's
 -- compact object of these six fields in this order; to_json escapes strings the same).
 CREATE FUNCTION dlq_private.canonical(seq BIGINT, at TEXT, actor TEXT, action TEXT, target TEXT, detail TEXT)
-RETURNS TEXT LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
+RETURNS TEXT LANGUAGE sql IMMUTABLE AS $f$
   SELECT '{"seq":' || seq::text || ',"at":' || pg_catalog.to_json(at)::text || ',"actor":' || pg_catalog.to_json(actor)::text
       || ',"action":' || pg_catalog.to_json(action)::text || ',"target":' || pg_catalog.to_json(target)::text
       || ',"detail":' || pg_catalog.to_json(detail)::text || '}'
 $f$;
 
-CREATE FUNCTION dlq_private.link(prev_hash TEXT, canonical TEXT) RETURNS TEXT
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+CREATE FUNCTION dlq_private.chain_key() RETURNS BYTEA
+LANGUAGE sql STABLE AS $f$
+  SELECT k.key FROM dlq_private.dlq_chain_key k LIMIT 1
+$f$;
+
+-- A link under `key` (a batch reads the key once).
+CREATE FUNCTION dlq_private.link_with(key BYTEA, prev_hash TEXT, canonical TEXT) RETURNS TEXT
+LANGUAGE sql IMMUTABLE AS $f$
   SELECT pg_catalog.encode({crypto}.hmac(pg_catalog.convert_to(prev_hash || E'\n' || canonical, 'UTF8'),
-         (SELECT k.key FROM dlq_private.dlq_chain_key k LIMIT 1), 'sha256'::text), 'hex')
+         key, 'sha256'::text), 'hex')
+$f$;
+
+CREATE FUNCTION dlq_private.link(prev_hash TEXT, canonical TEXT) RETURNS TEXT
+LANGUAGE sql STABLE AS $f$
+  SELECT dlq_private.link_with(dlq_private.chain_key(), prev_hash, canonical)
 $f$;
 
 -- A MAC for another purpose (a checkpoint); the label keeps it from ever being a link.
@@ -123,17 +137,26 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f
          (SELECT k.key FROM dlq_private.dlq_chain_key k LIMIT 1), 'sha256'::text), 'hex')
 $f$;
 
--- Append one entry: seq, time, actor (the role the client authenticated as) and link
--- are the server's. Only the functions below call it.
-CREATE FUNCTION dlq_private.append(p_action TEXT, p_target TEXT, p_detail TEXT) RETURNS dlq.audit
+-- The chain's head under the audit lock (held to the end of the caller's transaction):
+-- the last entry's seq and hash (0 and the genesis before the first).
+CREATE FUNCTION dlq_private.head_locked(OUT o_seq BIGINT, OUT o_hash TEXT)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v dlq.audit;
 BEGIN
   LOCK TABLE dlq.audit IN SHARE ROW EXCLUSIVE MODE;
-  SELECT a.seq + 1, a.hash INTO v.seq, v.prev_hash FROM dlq.audit a ORDER BY a.seq DESC LIMIT 1;
-  IF v.seq IS NULL THEN
-    v.seq := 1; v.prev_hash := pg_catalog.repeat('0', 64);
+  SELECT a.seq, a.hash INTO o_seq, o_hash FROM dlq.audit a ORDER BY a.seq DESC LIMIT 1;
+  IF o_seq IS NULL THEN
+    o_seq := 0; o_hash := pg_catalog.repeat('0', 64);
   END IF;
+END
+$f$;
+
+-- The entry after (p_seq, p_prev) — the caller holds the audit lock and keeps the head
+-- (a batch appends many without reading it again): time, actor and link are the server's.
+CREATE FUNCTION dlq_private.append_after(p_seq BIGINT, p_prev TEXT, p_action TEXT, p_target TEXT, p_detail TEXT)
+RETURNS dlq.audit LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v dlq.audit;
+BEGIN
+  v.seq := p_seq + 1; v.prev_hash := p_prev;
   v.at := dlq_private.now_text();
   v.actor := session_user;
   v.action := p_action; v.target := p_target; v.detail := p_detail;
@@ -141,6 +164,16 @@ BEGIN
   INSERT INTO dlq.audit (seq, at, actor, action, target, detail, prev_hash, hash)
     VALUES (v.seq, v.at, v.actor, v.action, v.target, v.detail, v.prev_hash, v.hash);
   RETURN v;
+END
+$f$;
+
+-- Append one entry. Only the functions below call it.
+CREATE FUNCTION dlq_private.append(p_action TEXT, p_target TEXT, p_detail TEXT) RETURNS dlq.audit
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE h RECORD;
+BEGIN
+  h := dlq_private.head_locked();
+  RETURN dlq_private.append_after(h.o_seq, h.o_hash, p_action, p_target, p_detail);
 END
 $f$;
 
@@ -235,7 +268,7 @@ $f$;
 
 -- A detail object with the client (the OS user and host, as the client says) beside it.
 CREATE FUNCTION dlq_private.detail(p_detail pg_catalog.jsonb, p_client TEXT) RETURNS TEXT
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
+LANGUAGE sql IMMUTABLE AS $f$
   SELECT CASE WHEN coalesce(p_client, '') = '' THEN p_detail::text
               ELSE (p_detail || pg_catalog.jsonb_build_object('client', p_client))::text END
 $f$;
@@ -489,35 +522,69 @@ CREATE FUNCTION dlq.replay_confirmed(p_id TEXT, p_epoch BIGINT, p_source TEXT, p
     p_published TEXT[], p_ledger_only BOOLEAN[], p_client TEXT)
 RETURNS TABLE (o_seq INT4, o_id BIGINT, o_entry BIGINT, o_at TEXT, o_applied TEXT, o_letter TEXT, o_binding TEXT, o_location TEXT)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE i INT; it dlq.replay_items; e dlq.audit; a dlq.audit; v_id BIGINT; v_applied TEXT;
-        v_reason TEXT := 'replay ' || p_id;
+DECLARE
+  v_reason TEXT := 'replay ' || p_id; h RECORD; v_actor TEXT := session_user;
+  n INT := coalesce(pg_catalog.cardinality(p_seqs), 0); i INT; k INT := 0;
+  v_letters TEXT[]; v_bindings TEXT[]; v_locations TEXT[];
+  -- The entries, then the rows, written one statement each (a batch is one call).
+  a_seq BIGINT[]; a_at TEXT[]; a_action TEXT[]; a_target TEXT[]; a_detail TEXT[]; a_prev TEXT[]; a_hash TEXT[];
+  d_seq BIGINT[]; d_at TEXT[]; d_applied TEXT[];
+  v_at TEXT; v_detail TEXT; v_key BYTEA := dlq_private.chain_key();
 BEGIN
   PERFORM dlq_private.lease_check(p_id, p_epoch);
-  FOR i IN 1 .. coalesce(pg_catalog.cardinality(p_seqs), 0) LOOP
-    SELECT * INTO it FROM dlq.replay_items x WHERE x.replay_id = p_id AND x.seq = p_seqs[i];
-    IF NOT FOUND THEN
-      RAISE EXCEPTION 'replay % has no letter %', p_id, p_seqs[i];
-    END IF;
-    e := dlq_private.append('replay', it.letter_id, dlq_private.detail(pg_catalog.jsonb_build_object(
-          'source', p_source, 'binding', it.binding, 'coords', it.location, 'reason', v_reason,
-          'replay', p_id, 'seq', it.seq, 'published', p_published[i]), p_client));
-    v_applied := NULL;
+  SELECT pg_catalog.array_agg(x.letter_id ORDER BY u.o), pg_catalog.array_agg(x.binding ORDER BY u.o),
+         pg_catalog.array_agg(x.location ORDER BY u.o)
+    INTO v_letters, v_bindings, v_locations
+    FROM pg_catalog.unnest(p_seqs) WITH ORDINALITY AS u(s, o)
+    JOIN dlq.replay_items x ON x.replay_id = p_id AND x.seq = u.s;
+  IF coalesce(pg_catalog.cardinality(v_letters), 0) <> n THEN
+    RAISE EXCEPTION 'replay % has not every letter of this batch', p_id;
+  END IF;
+  -- One read of the head for the batch: the lock is held to the commit.
+  h := dlq_private.head_locked();
+  FOR i IN 1 .. n LOOP
+    v_at := dlq_private.now_text();
+    v_detail := dlq_private.detail(pg_catalog.jsonb_build_object(
+          'source', p_source, 'binding', v_bindings[i], 'coords', v_locations[i], 'reason', v_reason,
+          'replay', p_id, 'seq', p_seqs[i], 'published', p_published[i]), p_client);
+    k := k + 1;
+    a_seq[k] := h.o_seq + 1; a_at[k] := v_at; a_action[k] := 'replay'; a_target[k] := v_letters[i];
+    a_detail[k] := v_detail; a_prev[k] := h.o_hash;
+    a_hash[k] := dlq_private.link_with(v_key, h.o_hash, dlq_private.canonical(a_seq[k], v_at, v_actor, 'replay', v_letters[i], v_detail));
+    h.o_seq := a_seq[k]; h.o_hash := a_hash[k];
+    d_seq[i] := a_seq[k]; d_at[i] := v_at; d_applied[i] := NULL;
     IF p_ledger_only[i] THEN
-      a := dlq_private.append('replay-applied', it.letter_id, dlq_private.detail(pg_catalog.jsonb_build_object(
-            'decision', e.seq, 'source', p_source, 'binding', it.binding, 'how', 'ledger-only'), p_client));
-      v_applied := a.at;
+      v_detail := dlq_private.detail(pg_catalog.jsonb_build_object(
+            'decision', d_seq[i], 'source', p_source, 'binding', v_bindings[i], 'how', 'ledger-only'), p_client);
+      k := k + 1;
+      a_seq[k] := h.o_seq + 1; a_at[k] := v_at; a_action[k] := 'replay-applied'; a_target[k] := v_letters[i];
+      a_detail[k] := v_detail; a_prev[k] := h.o_hash;
+      a_hash[k] := dlq_private.link_with(v_key, h.o_hash, dlq_private.canonical(a_seq[k], v_at, v_actor, 'replay-applied', v_letters[i], v_detail));
+      h.o_seq := a_seq[k]; h.o_hash := a_hash[k];
+      d_applied[i] := v_at;
     END IF;
-    INSERT INTO dlq.decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq, applied_at)
-      VALUES (p_source, it.letter_id, it.binding, it.location, 'replay', v_reason, e.actor, e.at, e.seq, v_applied)
-      RETURNING id INTO v_id;
-    UPDATE dlq.replay_items x SET
-        state = CASE WHEN x.state = 'failed-again' THEN x.state WHEN v_applied IS NULL THEN 'confirmed' ELSE 'settled' END,
-        at = e.at, published = p_published[i]
-      WHERE x.replay_id = p_id AND x.seq = it.seq;
-    o_seq := it.seq; o_id := v_id; o_entry := e.seq; o_at := e.at; o_applied := v_applied;
-    o_letter := it.letter_id; o_binding := it.binding; o_location := it.location;
-    RETURN NEXT;
   END LOOP;
+  INSERT INTO dlq.audit (seq, at, actor, action, target, detail, prev_hash, hash)
+    SELECT u.seq, u.at, v_actor, u.action, u.target, u.detail, u.prev, u.hash
+    FROM ROWS FROM (pg_catalog.unnest(a_seq), pg_catalog.unnest(a_at), pg_catalog.unnest(a_action), pg_catalog.unnest(a_target), pg_catalog.unnest(a_detail), pg_catalog.unnest(a_prev), pg_catalog.unnest(a_hash)) AS u(seq, at, action, target, detail, prev, hash);
+  RETURN QUERY
+  WITH rows AS (
+    INSERT INTO dlq.decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq, applied_at)
+      SELECT p_source, u.l, u.b, u.loc, 'replay', v_reason, v_actor, u.at, u.seq, u.applied
+      FROM ROWS FROM (pg_catalog.unnest(v_letters), pg_catalog.unnest(v_bindings), pg_catalog.unnest(v_locations), pg_catalog.unnest(d_at), pg_catalog.unnest(d_seq), pg_catalog.unnest(d_applied)) AS u(l, b, loc, at, seq, applied)
+      RETURNING id, audit_seq
+  ), items AS (
+    UPDATE dlq.replay_items x SET
+        state = CASE WHEN x.state = 'failed-again' THEN x.state WHEN u.applied IS NULL THEN 'confirmed' ELSE 'settled' END,
+        at = u.at, published = u.pub
+      FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(d_at), pg_catalog.unnest(d_applied), pg_catalog.unnest(p_published)) AS u(s, at, applied, pub)
+      WHERE x.replay_id = p_id AND x.seq = u.s
+  )
+  SELECT u.s, r.id, u.seq, u.at, u.applied, u.l, u.b, u.loc
+    FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(d_seq), pg_catalog.unnest(d_at), pg_catalog.unnest(d_applied), pg_catalog.unnest(v_letters), pg_catalog.unnest(v_bindings), pg_catalog.unnest(v_locations))
+         WITH ORDINALITY AS u(s, seq, at, applied, l, b, loc, o)
+    JOIN rows r ON r.audit_seq = u.seq
+    ORDER BY u.o;
 END
 $f$;
 

@@ -25,7 +25,7 @@ pub enum RunError {
     /// jaq's own message (it quotes values from the letter: callers mask it).
     #[error("{0}")]
     Program(String),
-    #[error("the program gave no output (a transform gives exactly one)")]
+    #[error("the program produced no output (a transform gives exactly one)")]
     NoOutput,
     #[error("the program gave more than one output (a transform gives exactly one)")]
     ManyOutputs,

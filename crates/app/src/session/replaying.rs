@@ -300,8 +300,19 @@ impl Session {
                     state,
                     ledger_replays: counts.get(&id).copied().unwrap_or(0),
                     // Read as the letter is: a schema-encoded revision previews decoded.
+                    // A stored revision is a program's real output: only a role that may
+                    // unmask sees it (masked, as any payload); others are told where what
+                    // its program computes on the masked view is shown.
                     revision_preview: revisions.get(&id).map(|r| {
                         let s = &self.settings;
+                        if !s.principal.may(dlq_core::access::Permission::Unmask) {
+                            return format!(
+                                "revision {} — not shown to your role: `diff … {} --revision {}` shows what its program computes on the masked view",
+                                r.number,
+                                dlq_core::sanitize::clean(&id),
+                                r.number
+                            );
+                        }
                         let mut raw = letter.raw.clone();
                         raw.payload.clone_from(&r.payload);
                         let codec = s.codec.as_deref();
