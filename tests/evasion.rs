@@ -743,7 +743,11 @@ fn no_credential_is_echoed_whatever_the_shape_of_the_input() {
         ],
     ];
     for args in &cases {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // The log too (under the state directory walked below).
+        let args: Vec<&str> = ["--log-level", "debug"]
+            .into_iter()
+            .chain(args.iter().map(String::as_str))
+            .collect();
         let out = as_user(&cli, "bob", &args);
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
         for marker in ["SeCrEt", "Wz4", "SeCr", "%20x"] {
@@ -760,4 +764,75 @@ fn no_credential_is_echoed_whatever_the_shape_of_the_input() {
             entry.display()
         );
     }
+}
+
+/// #56: an edit of a payload keyed by PII (a map keyed by email): a change under the key
+/// the operator sees masked is refused without printing it, nothing recorded; a change
+/// of a visible value is recorded, and neither stdout nor the audit log an operator or
+/// viewer reads shows the key.
+#[test]
+fn an_edit_under_a_masked_key_is_refused_and_the_audit_names_no_key() {
+    let cli = Cli::new(env!("CARGO_BIN_EXE_dlq-triage"));
+    let roles = cli.path().join("roles.toml");
+    std::fs::write(&roles, "operator = [\"bob\"]\n").expect("roles");
+    let cli = cli.with("DLQ_TRIAGE_ROLES_FILE", roles);
+    let dump = cli.path().join("keyed.ndjson");
+    let payload = serde_json::json!({"by_email": {EMAILS[0]: {"amount": "1,500.00"}}, "n": 1});
+    let letter = RawLetter {
+        coords: Some(Coords::Kafka {
+            topic: "keyed.dlq".into(),
+            partition: 0,
+            offset: 0,
+        }),
+        payload: payload.to_string().into_bytes(),
+        ..RawLetter::default()
+    };
+    std::fs::write(&dump, format!("{}\n", to_line(&letter, false))).expect("dump");
+    let src = dump.display().to_string();
+    let id = json(&as_user(&cli, "bob", &["list", &src, "--json"]))["letters"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    // An "editor" that applies one sed expression to the file it is given.
+    let editor = |expr: &str| {
+        let path = cli.path().join(format!("ed-{}.sh", expr.len()));
+        std::fs::write(&path, format!("#!/bin/sh\nsed -i -e '{expr}' \"$1\"\n")).expect("editor");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        path
+    };
+    let edit = |ed: &std::path::Path| {
+        let out = cli
+            .command(&["edit", &src, &id, "--reason", "probe"])
+            .env("DLQ_TRIAGE_ACTOR", "bob")
+            .env("EDITOR", ed)
+            .env_remove("VISUAL")
+            .output()
+            .expect("edit");
+        (
+            out.status.code(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out)),
+        )
+    };
+    let (code, said) = edit(&editor(r#"s/"amount": "[^"]*"/"amount": 1500/"#));
+    assert_ne!(code, Some(0), "{said}");
+    assert!(said.contains("a key you see masked"), "{said}");
+    assert!(
+        leaks(&said).is_empty() && !said.contains("quimby"),
+        "{said}"
+    );
+    let (code, said) = edit(&editor(r#"s/"n": 1/"n": 2/"#));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("/n"), "{said}");
+    let audit =
+        String::from_utf8_lossy(&as_user(&cli, "carol", &["audit", "list", "--json"]).stdout)
+            .to_string();
+    assert!(audit.contains(r#"[\"/n\"]"#), "{audit}");
+    assert!(
+        leaks(&audit).is_empty() && !audit.contains("quimby"),
+        "{audit}"
+    );
 }

@@ -503,6 +503,9 @@ fn a_function_planted_in_public_never_runs_as_the_owner() {
     drop(open(&db));
     let mut admin = db.client();
     let (mallory_url, _) = engineer(&db, "mallory45");
+    // (Each engineer's grants, as the README writes them, revoke CREATE on public: both
+    // are made before the test opens it again.)
+    let (_, mut bob) = engineer(&db, "bob45p");
     // The default before PostgreSQL 15, kept by upgraded clusters (and an admin who
     // skipped the README's REVOKE).
     admin
@@ -528,7 +531,11 @@ fn a_function_planted_in_public_never_runs_as_the_owner() {
         .expect("plant");
     }
     drop(m);
-    let (_, mut bob) = engineer(&db, "bob45p");
+    // The tool says so (a warning at start, `team_ledger::team_view`).
+    assert!(
+        bob.public_writable().expect("asked"),
+        "a writable public is found"
+    );
     fill(&mut bob);
     bob.audit("unmask", "m-1", "{\"reason\":\"x\"}")
         .expect("audit");
@@ -541,6 +548,10 @@ fn a_function_planted_in_public_never_runs_as_the_owner() {
         "a planted function ran inside the ledger's functions"
     );
     assert!(bob.verify(None).expect("verify").ok);
+    admin
+        .batch_execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        .expect("as the README says");
+    assert!(!bob.public_writable().expect("asked"));
 }
 
 /// #45, 4: the replays table and the checkpoint are the server's: an engineer cannot

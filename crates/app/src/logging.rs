@@ -5,6 +5,23 @@
 
 use std::path::PathBuf;
 
+/// The log file, with this invocation's secrets redacted from every line written
+/// (`dlq_core::secrets`: a library's error quoted into an event is caught here too).
+struct Scrubbed(std::fs::File);
+
+impl std::io::Write for Scrubbed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0
+            .write_all(dlq_core::secrets::scrub(&text).as_bytes())
+            .map(|()| buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Where the log goes: `$XDG_STATE_HOME/dlq-triage/dlq-triage.log`.
 pub fn log_path() -> Option<PathBuf> {
     crate::config::state_dir().map(|d| d.join("dlq-triage.log"))
@@ -45,7 +62,7 @@ pub fn init(level: &str) -> Result<(), String> {
     match file {
         Ok(f) => {
             let _ = tracing_subscriber::fmt()
-                .with_writer(std::sync::Mutex::new(f))
+                .with_writer(std::sync::Mutex::new(Scrubbed(f)))
                 .with_ansi(false)
                 .with_max_level(filter)
                 .try_init();
