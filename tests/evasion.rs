@@ -313,6 +313,28 @@ fn no_program_gets_a_masked_value_out_of_a_dry_run() {
     assert_eq!(detail["letters"], 2);
     assert_eq!(detail["program_sha256"].as_str().map(str::len), Some(64));
     assert_eq!(dry[0]["actor"], "bob");
+    // Each dry-run tells a bit per letter: `watch` names a user who runs many.
+    let quiet = as_user(
+        &cli,
+        "bob",
+        &["watch", &src, "--once", "--rule", "dry-runs > 100000"],
+    );
+    assert_eq!(quiet.status.code(), Some(0), "{}", stderr(&quiet));
+    let loud = as_user(
+        &cli,
+        "bob",
+        &[
+            "watch",
+            &src,
+            "--once",
+            "--json",
+            "--rule",
+            "dry-runs > 20 for 1h",
+        ],
+    );
+    assert_eq!(loud.status.code(), Some(3), "{}", stderr(&loud));
+    let said = String::from_utf8_lossy(&loud.stdout);
+    assert!(said.contains("dry-runs by bob"), "{said}");
 }
 
 #[test]

@@ -31,8 +31,8 @@ use dlq_core::pipeline::Broken;
 pub use draft::{unsupported, Pace, ReplayDraft, Start};
 use prepare::{preparing, Prep, Pump, TAIL_BATCH};
 pub use replaying::{
-    latest_replay_figures, Found, Picked, PlanLetter, ReplayReport, ReplayWatcher, Resume,
-    Unfinished,
+    dry_runs, latest_replay_figures, Found, Picked, PlanLetter, ReplayReport, ReplayWatcher,
+    Resume, Unfinished,
 };
 
 /// Letters per prepared batch, and the longest a partial batch waits (a slow source

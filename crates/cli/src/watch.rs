@@ -6,7 +6,7 @@
 
 use super::context::{usage, Context, Exit};
 use super::WatchArgs;
-use dlq_app::session::{latest_replay_figures, Principal, SessionEvent};
+use dlq_app::session::{dry_runs, latest_replay_figures, Principal, SessionEvent};
 use dlq_core::catalog::Catalog;
 use dlq_core::grouping::Dim;
 use dlq_core::masking::Masker;
@@ -81,6 +81,19 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
             .ok()
             .flatten()
     };
+    // Dry-runs are read from the ledger only when a rule asks about them.
+    let watches_dry_runs = watch
+        .rules
+        .iter()
+        .any(|r| matches!(r.condition, dlq_core::watch::Condition::DryRuns { .. }));
+    let runs = || {
+        if watches_dry_runs {
+            dry_runs(&principal, &source_key).unwrap_or_default()
+        } else {
+            Vec::new()
+        }
+    };
+    watch.set_dry_runs(runs());
     let at = now_ms();
     let first = evaluate(
         &mut watch,
@@ -133,6 +146,7 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
         if let Some(l) = &ledger {
             follow_ledger(&**l, &source_key, catalog, &mut seen);
         }
+        watch.set_dry_runs(runs());
         let at = now_ms();
         let e = evaluate(&mut watch, catalog, &masker, at, replay().as_ref(), &out);
         out.changes(at, &e);

@@ -36,7 +36,14 @@ pub enum Condition {
     /// The latest replay of this source: more than this share of its sent letters
     /// failed again.
     ReplayFailedAgain(f64),
+    /// One user ran more than `max` transform dry-runs over this source within `window`:
+    /// each dry-run tells one bit per letter of what its program saw (see
+    /// docs/masking.md), so many in a row are worth a look.
+    DryRuns { max: u64, window: Duration },
 }
+
+/// The window of `dry-runs > N` when the rule names none.
+pub const DRY_RUN_WINDOW: Duration = Duration::from_secs(3600);
 
 /// One rule: what it watches, and what it is called.
 #[derive(Debug, Clone)]
@@ -86,11 +93,12 @@ impl Rule {
                     ("rate" | "oldest" | "count", Some(">")) | ("expires", Some("<"))
                         | ("new", Some("reason"))
                         | ("replay", Some("failed-again"))
+                        | ("dry-runs", Some(">"))
                 )
             })
             .ok_or_else(|| {
                 format!(
-                    "rule `{}`: no condition — end it with `rate > N/min [for D]`, `oldest > AGE`, `count > N`, `expires < D`, `new reason` or `replay failed-again > X`",
+                    "rule `{}`: no condition — end it with `rate > N/min [for D]`, `oldest > AGE`, `count > N`, `expires < D`, `new reason`, `replay failed-again > X` or `dry-runs > N [for D]`",
                     crate::sanitize::clean(text)
                 )
             })?;
@@ -143,6 +151,16 @@ impl Rule {
             },
             ["new", "reason", tail @ ..] => Condition::NewReason {
                 window: window(tail)?,
+            },
+            ["dry-runs", ">", n, tail @ ..] => match n.parse() {
+                Ok(max) => Condition::DryRuns {
+                    max,
+                    window: match tail {
+                        [] => DRY_RUN_WINDOW,
+                        t => window(t)?,
+                    },
+                },
+                Err(_) => return bad("dry-runs takes a number, e.g. `dry-runs > 20 for 1h`"),
             },
             ["replay", "failed-again", ">", x] => match share(x) {
                 Some(x) => Condition::ReplayFailedAgain(x),
@@ -211,6 +229,8 @@ pub struct Watch {
     active: BTreeMap<(String, String), Breach>,
     /// Retention in ms by container symbol (`expires < D`).
     retention: std::sync::Arc<foldhash::HashMap<crate::store::Sym, i64>>,
+    /// Transform dry-runs over this source: who, when (ms) — `dry-runs > N`.
+    dry_runs: Vec<(String, i64)>,
 }
 
 /// What one evaluation found: every breach in force, and what changed since the last.
@@ -239,7 +259,14 @@ impl Watch {
             baseline,
             active: BTreeMap::new(),
             retention: Default::default(),
+            dry_runs: Vec::new(),
         }
+    }
+
+    /// The transform dry-runs over this source as the ledger lists them (actor, time
+    /// in ms), for `dry-runs > N`.
+    pub fn set_dry_runs(&mut self, runs: Vec<(String, i64)>) {
+        self.dry_runs = runs;
     }
 
     /// The containers' retention (see `retention::by_symbol`), for `expires < D`.
@@ -311,6 +338,10 @@ impl Watch {
         for rule in rules.iter_mut() {
             if let Condition::ReplayFailedAgain(x) = rule.condition {
                 breaches.extend(replay_breach(rule, x, replay));
+                continue;
+            }
+            if let Condition::DryRuns { max, window } = rule.condition {
+                breaches.extend(dry_run_breaches(rule, max, window, &self.dry_runs, now_ms));
                 continue;
             }
             let window = match rule.condition {
@@ -417,7 +448,8 @@ impl Watch {
                     )
                 })
             }
-            Condition::ReplayFailedAgain(_) => None,
+            // Judged on the ledger's figures, not per group (see `evaluate`).
+            Condition::ReplayFailedAgain(_) | Condition::DryRuns { .. } => None,
         }
     }
 
@@ -467,6 +499,38 @@ fn replay_breach(rule: &Rule, x: f64, replay: Option<&ReplayFigures>) -> Option<
         owner: String::new(),
         example: None,
     })
+}
+
+/// Users with more than `max` dry-runs within `window` before `now_ms`, one breach each.
+fn dry_run_breaches(
+    rule: &Rule,
+    max: u64,
+    window: Duration,
+    runs: &[(String, i64)],
+    now_ms: i64,
+) -> Vec<Breach> {
+    let since = now_ms.saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
+    let mut by_user: BTreeMap<&str, (u64, i64)> = BTreeMap::new();
+    for (actor, at) in runs.iter().filter(|(_, at)| *at > since) {
+        let e = by_user.entry(actor.as_str()).or_insert((0, *at));
+        e.0 += 1;
+        e.1 = e.1.min(*at);
+    }
+    by_user
+        .into_iter()
+        .filter(|(_, (n, _))| *n > max)
+        .map(|(actor, (n, first))| Breach {
+            rule: rule.name.clone(),
+            severity: rule.severity.clone(),
+            group: format!("dry-runs by {}", crate::sanitize::clean(actor)),
+            value: format!("{n} dry-runs in {}", short(window)),
+            threshold: format!("> {max}"),
+            count: n,
+            oldest_s: Some((now_ms - first) / 1000),
+            owner: String::new(),
+            example: None,
+        })
+        .collect()
 }
 
 /// `5m`, `1h`, `90s`.
@@ -651,5 +715,36 @@ mod tests {
         let groups: Vec<&str> = e.breaches.iter().map(|b| b.group.as_str()).collect();
         assert_eq!(groups, ["brand_new", "replay r-1"]);
         assert_eq!(e.breaches[1].value, "30% failed again (3 of 10)");
+    }
+
+    /// #56: many dry-runs by one user over a source (each tells a bit per letter).
+    #[test]
+    fn many_dry_runs_by_one_user_breach() {
+        let r = rule("dry-runs > 2 for 10m");
+        assert_eq!(
+            r.condition,
+            Condition::DryRuns {
+                max: 2,
+                window: Duration::from_secs(600)
+            }
+        );
+        assert!(matches!(
+            rule("dry-runs > 5").condition,
+            Condition::DryRuns { window, .. } if window == DRY_RUN_WINDOW
+        ));
+        let mut w = Watch::new(vec![r], Dim::Reason, Owners::default(), None);
+        let min = 60_000;
+        w.set_dry_runs(vec![
+            ("mallory".into(), NOW - min),
+            ("mallory".into(), NOW - 2 * min),
+            ("mallory".into(), NOW - 3 * min),
+            ("mallory".into(), NOW - 30 * min),
+            ("bob".into(), NOW - min),
+            ("bob".into(), NOW - 2 * min),
+        ]);
+        let e = w.evaluate(&store(&[]), NOW, None, &|s: &str| s.to_string());
+        assert_eq!(e.breaches.len(), 1, "{:?}", e.breaches);
+        assert_eq!(e.breaches[0].group, "dry-runs by mallory");
+        assert_eq!(e.breaches[0].count, 3);
     }
 }

@@ -687,6 +687,26 @@ fn targets(plan: &Plan) -> String {
 /// The latest replay of `source` in `principal`'s ledger: letters sent and how many came
 /// back (`watch`'s `replay failed-again` rule). None without a ledger or a replay. A free
 /// function: `watch` reads it while its session is busy tailing.
+/// The transform dry-runs over `source` the ledger holds: who ran each, and when (ms),
+/// for `watch`'s `dry-runs > N` (read by the source's index of entries).
+pub fn dry_runs(
+    principal: &super::Principal,
+    source: &str,
+) -> Result<Vec<(String, i64)>, SessionError> {
+    let Some(ledger) = principal.existing_ledger()? else {
+        return Ok(Vec::new());
+    };
+    Ok(ledger
+        .history(source)?
+        .into_iter()
+        .filter(|e| e.action == "transform-dry-run")
+        .filter_map(|e| {
+            let at = chrono::DateTime::parse_from_rfc3339(&e.at).ok()?;
+            Some((e.actor, at.timestamp_millis()))
+        })
+        .collect())
+}
+
 pub fn latest_replay_figures(
     principal: &super::Principal,
     source: &str,
