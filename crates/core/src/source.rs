@@ -103,7 +103,7 @@ impl SourceRef {
 fn parse_kafka(rest: &str) -> Result<SourceRef, BadSource> {
     // Topic names cannot hold `@`: any `@` is userinfo, wherever a `/` put it.
     if rest.contains('@') {
-        return Err("kafka:// takes no user or password in the URI: use -X sasl.username=… with the password in DLQ_TRIAGE_KAFKA_PASSWORD or a credentials file (see the README)".into());
+        return Err("kafka:// takes no user or password in the URI: use -X sasl.username=… with the password in DLQ_TRIAGE_KAFKA_PASSWORD or a credentials file (see docs/commands.md)".into());
     }
     let (hosts, topics) = rest
         .split_once('/')
@@ -122,7 +122,7 @@ fn parse_kafka(rest: &str) -> Result<SourceRef, BadSource> {
         return Err("kafka:// needs at least one host:port".into());
     }
     if brokers.iter().any(|b| b.contains('@')) {
-        return Err("kafka:// takes no user or password in the URI: use -X sasl.username=… with the password in DLQ_TRIAGE_KAFKA_PASSWORD or a credentials file (see the README)".into());
+        return Err("kafka:// takes no user or password in the URI: use -X sasl.username=… with the password in DLQ_TRIAGE_KAFKA_PASSWORD or a credentials file (see docs/commands.md)".into());
     }
     if topics.is_empty() {
         return Err("kafka:// needs at least one topic after the `/`".into());

@@ -87,10 +87,11 @@ pub fn connect_to_ledger(url: &str) -> postgres::Client {
     c
 }
 
-/// The README's grants for the team's role, as written there, for `role`.
+/// The manual's grants for the team's role, as written there (docs/ledger.md), for `role`.
 pub fn readme_grants(role: &str) -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ledger.md"))
+            .expect("docs/ledger.md");
     let start = readme
         .find("GRANT USAGE ON SCHEMA dlq TO dlq_team")
         .expect("the grants");
