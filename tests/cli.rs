@@ -93,6 +93,7 @@ fn group_counts(doc: &Value) -> Vec<(Vec<String>, u64)> {
             "version" => "consumer_version",
             "age" => "age_bucket",
             "event" => "event_type",
+            "consumer" => "consumer",
             other => panic!("unexpected dim {other}"),
         }
         .to_string()
@@ -165,6 +166,56 @@ fn summary_json_has_the_documented_shape_and_counts() {
     assert_eq!(
         tax_recent["event_types"],
         serde_json::json!(["invoice.issue.requested"])
+    );
+}
+
+/// The 2026 brokers' and libraries' dead letters, header for header as they write them,
+/// group by their own reason and consumer (docs/conventions.md).
+#[test]
+fn letters_of_share_groups_streams_karafka_and_watermill_group_by_their_reason() {
+    let env = env();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conventions");
+    let mut all = String::new();
+    for name in [
+        "kafka-share-group",
+        "kafka-share-group-rejected",
+        "kafka-streams",
+        "karafka",
+        "watermill",
+    ] {
+        let text =
+            std::fs::read_to_string(fixtures.join(format!("{name}.ndjson"))).expect("fixture");
+        all.push_str(text.trim_end());
+        all.push('\n');
+    }
+    let p = env.path().join("2026.ndjson");
+    std::fs::write(&p, all).expect("write");
+    let doc = json(&env.run(&[
+        "summary",
+        p.to_str().expect("utf8"),
+        "-g",
+        "reason,consumer",
+        "--json",
+    ]));
+    let mut c = group_counts(&doc);
+    c.sort();
+    let g = |r: &str, c: &str| (vec![r.to_string(), c.to_string()], 1);
+    assert_eq!(
+        c,
+        vec![
+            g(
+                "SerializationException: Size of data received by IntegerDeserializer is not <n>",
+                // Kafka Streams does not write its application id.
+                ""
+            ),
+            g(
+                "could not handle message: invalid character <str> looking for beginning of value",
+                "orders-projector"
+            ),
+            g("delivery-limit-reached", "payments-share"),
+            g("rejected-by-consumer", "payments-share"),
+            g("unknown", "example_app_group"),
+        ]
     );
 }
 

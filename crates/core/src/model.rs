@@ -240,6 +240,14 @@ pub enum Convention {
     MassTransit,
     NServiceBus,
     AzureServiceBus,
+    /// A Kafka share group's broker-written DLQ (KIP-1191): `__dlq.errors.*`.
+    KafkaShareGroup,
+    /// Kafka Streams' DLQ (KIP-1034): `__streams.errors.*`.
+    KafkaStreams,
+    /// Karafka's DLQ: `source_*`.
+    Karafka,
+    /// Watermill's poison queue: `*_poisoned`.
+    Watermill,
     RabbitMqDeath,
     XHeaders,
     AmqpProperties,
@@ -260,6 +268,10 @@ impl fmt::Display for Convention {
             Convention::MassTransit => "masstransit",
             Convention::NServiceBus => "nservicebus",
             Convention::AzureServiceBus => "azure",
+            Convention::KafkaShareGroup => "kafka share group",
+            Convention::KafkaStreams => "kafka-streams",
+            Convention::Karafka => "karafka",
+            Convention::Watermill => "watermill",
             Convention::RabbitMqDeath => "rabbitmq x-death",
             Convention::XHeaders => "x-headers",
             Convention::AmqpProperties => "amqp properties",

@@ -18,6 +18,9 @@ pub(super) enum Read {
     EpochMillis,
     /// `Ns.Type, Assembly, Version=…;Other` → `Ns.Type`.
     TypeList,
+    /// A share group's DLQ message: one of the broker's two sentences → a reason code
+    /// (`rejected-by-consumer`, `delivery-limit-reached`), the sentence as the detail.
+    ShareGroupReason,
 }
 
 pub(super) struct Rule {
@@ -284,6 +287,76 @@ pub(super) static AZURE: HeaderConvention = HeaderConvention {
     slots: OnceLock::new(),
 };
 
+/// A Kafka share group's DLQ, written by the broker (KIP-1191, Kafka 4.4): the origin
+/// record's coordinates, the group, the delivery count and why. By default the record
+/// has no key and no value: the payload is the source record at the origin.
+pub(super) static SHARE_GROUP: HeaderConvention = HeaderConvention {
+    convention: Convention::KafkaShareGroup,
+    rules: &[
+        r!("__dlq.errors.message", Field::ReasonCode, ShareGroupReason),
+        r!("__dlq.errors.group", Field::Consumer),
+        r!("__dlq.errors.delivery.count", Field::Attempt),
+    ],
+    origin: Some(origin!(
+        "__dlq.errors.topic",
+        "__dlq.errors.partition",
+        "__dlq.errors.offset"
+    )),
+    case_insensitive: false,
+    prefixes: &["__dlq.errors."],
+    slots: OnceLock::new(),
+};
+
+/// Kafka Streams' dead-letter queue (KIP-1034, Kafka 4.2).
+pub(super) static STREAMS: HeaderConvention = HeaderConvention {
+    convention: Convention::KafkaStreams,
+    rules: &[
+        r!("__streams.errors.exception", Field::ExceptionType),
+        r!("__streams.errors.message", Field::ReasonDetail),
+    ],
+    origin: Some(origin!(
+        "__streams.errors.topic",
+        "__streams.errors.partition",
+        "__streams.errors.offset"
+    )),
+    case_insensitive: false,
+    prefixes: &["__streams.errors."],
+    slots: OnceLock::new(),
+};
+
+/// Karafka (Ruby) dispatching to its DLQ topic.
+pub(super) static KARAFKA: HeaderConvention = HeaderConvention {
+    convention: Convention::Karafka,
+    rules: &[
+        r!("source_consumer_group", Field::Consumer),
+        r!("source_attempts", Field::Attempt),
+        r!("source_trace_id", Field::CorrelationId),
+    ],
+    origin: Some(origin!("source_topic", "source_partition", "source_offset")),
+    case_insensitive: false,
+    prefixes: &["source_"],
+    slots: OnceLock::new(),
+};
+
+/// Watermill's poison-queue middleware (Go): the handler's error and where it came from.
+pub(super) static WATERMILL: HeaderConvention = HeaderConvention {
+    convention: Convention::Watermill,
+    rules: &[
+        r!("reason_poisoned", Field::ReasonDetail, ErrorText),
+        r!("handler_poisoned", Field::Consumer),
+        r!("topic_poisoned", Field::Origin),
+    ],
+    origin: None,
+    case_insensitive: false,
+    prefixes: &[
+        "reason_poisoned",
+        "handler_poisoned",
+        "topic_poisoned",
+        "subscriber_poisoned",
+    ],
+    slots: OnceLock::new(),
+};
+
 /// Hand-rolled retry/DLQ pipelines. Generic, so they rank below the frameworks.
 pub(super) static X_HEADERS: HeaderConvention = HeaderConvention {
     convention: Convention::XHeaders,
@@ -313,10 +386,14 @@ pub(super) static X_HEADERS: HeaderConvention = HeaderConvention {
 };
 
 /// Framework conventions in priority order (x-headers run later, after x-death).
-pub(super) static CONVENTIONS: [&HeaderConvention; 6] = [
+pub(super) static CONVENTIONS: [&HeaderConvention; 10] = [
     &SPRING,
     &SPRING_STREAM,
     &CONNECT,
+    &SHARE_GROUP,
+    &STREAMS,
+    &KARAFKA,
+    &WATERMILL,
     &MASSTRANSIT,
     &NSERVICEBUS,
     &AZURE,
@@ -362,6 +439,22 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
             Read::EpochMillis => {
                 if let Some(t) = value.as_i64_lenient().and_then(timefmt::from_epoch_guess) {
                     c.offer_time(rule.field, t, cv, rule.location);
+                }
+            }
+            Read::ShareGroupReason => {
+                if let Some(t) = value.nonempty_text() {
+                    let lower = t.to_ascii_lowercase();
+                    let code = if lower.contains("rejected") {
+                        Some("rejected-by-consumer")
+                    } else if lower.contains("delivery count") {
+                        Some("delivery-limit-reached")
+                    } else {
+                        None
+                    };
+                    if let Some(code) = code {
+                        c.offer_text(Field::ReasonCode, code, cv, loc);
+                    }
+                    c.offer_text(Field::ReasonDetail, &t, cv, loc);
                 }
             }
             Read::TypeList => {

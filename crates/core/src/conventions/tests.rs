@@ -578,3 +578,115 @@ fn spring_cloud_stream_and_spring_amqp_headers() {
         "java.lang.IllegalStateException"
     );
 }
+
+/// KIP-1191: the broker writes the DLQ record itself; by default it has no key and no
+/// value (the payload is the source record at the origin).
+#[test]
+fn kafka_share_group_delivery_limit() {
+    let d = dl("kafka-share-group");
+    let f = &d.failure;
+    assert_eq!(v(&f.reason_code), "delivery-limit-reached");
+    assert_eq!(
+        loc(&f.reason_code),
+        (
+            Convention::KafkaShareGroup,
+            "header __dlq.errors.message".into()
+        )
+    );
+    assert_eq!(
+        v(&f.reason_detail),
+        "Offset delivery count exceeded the threshold."
+    );
+    assert_eq!(v(&f.consumer), "payments-share");
+    assert_eq!(v(&f.attempt), 5);
+    assert_eq!(
+        v(&f.origin),
+        Origin::Kafka {
+            topic: "payments.requests".into(),
+            partition: Some(3),
+            offset: Some(918204)
+        }
+    );
+    assert!(d.raw.payload.is_empty());
+}
+
+#[test]
+fn kafka_share_group_rejected_by_consumer() {
+    let d = dl("kafka-share-group-rejected");
+    let f = &d.failure;
+    assert_eq!(v(&f.reason_code), "rejected-by-consumer");
+    assert_eq!(v(&f.reason_detail), "Offset rejected by client.");
+    assert_eq!(v(&f.attempt), 1);
+    assert_eq!(v(&f.consumer), "payments-share");
+    assert_eq!(d.body, BodyKind::Json);
+}
+
+/// KIP-1034: every header is a UTF-8 string, the exception's class and message apart.
+#[test]
+fn kafka_streams_every_field() {
+    let d = dl("kafka-streams");
+    let f = &d.failure;
+    assert_eq!(
+        v(&f.exception_type),
+        "org.apache.kafka.common.errors.SerializationException"
+    );
+    assert_eq!(
+        v(&f.reason_detail),
+        "Size of data received by IntegerDeserializer is not 4"
+    );
+    assert_eq!(
+        v(&f.reason_code),
+        "SerializationException: Size of data received by IntegerDeserializer is not <n>"
+    );
+    assert_eq!(loc(&f.exception_type).0, Convention::KafkaStreams);
+    assert_eq!(
+        v(&f.origin),
+        Origin::Kafka {
+            topic: "orders".into(),
+            partition: Some(4),
+            offset: Some(120077)
+        }
+    );
+}
+
+/// Karafka's DLQ says where the message came from and how often it was tried, not why.
+#[test]
+fn karafka_every_field() {
+    let d = dl("karafka");
+    let f = &d.failure;
+    assert_eq!(v(&f.consumer), "example_app_group");
+    assert_eq!(loc(&f.consumer).0, Convention::Karafka);
+    assert_eq!(v(&f.reason_code), "unknown");
+    assert_eq!(v(&f.attempt), 3);
+    assert_eq!(
+        v(&d.event.correlation_id),
+        "5f0a8d4c-6e3b-4f52-9d7a-3c2b1a0f9e88"
+    );
+    assert_eq!(
+        v(&f.origin),
+        Origin::Kafka {
+            topic: "orders_states".into(),
+            partition: Some(2),
+            offset: Some(3141)
+        }
+    );
+}
+
+/// Watermill's poison queue: the handler's error text, the handler and the topic.
+#[test]
+fn watermill_every_field() {
+    let d = dl("watermill");
+    let f = &d.failure;
+    assert_eq!(
+        v(&f.reason_detail),
+        "could not handle message: invalid character 'x' looking for beginning of value"
+    );
+    assert_eq!(loc(&f.reason_detail).0, Convention::Watermill);
+    assert_eq!(v(&f.consumer), "orders-projector");
+    // Watermill runs on any pub/sub: the topic is an endpoint, not a Kafka coordinate.
+    assert_eq!(v(&f.origin), Origin::Endpoint("orders.created".into()));
+    assert_eq!(
+        v(&f.reason_code),
+        "could not handle message: invalid character <str> looking for beginning of value"
+    );
+}
