@@ -1,8 +1,11 @@
-//! Entry point: parse, dispatch, map errors to exit codes (0 ok, 1 operational, 2 usage,
-//! 8 the ledger busy; a command's own codes come as `cli::Exit`).
+//! Entry point: parse, assemble the program (`dlq_app::launch`), start the TUI or a
+//! command, map errors to exit codes (0 ok, 1 operational, 2 usage, 8 the ledger busy;
+//! a command's own codes come as `cli::Exit`). The CLI and the TUI are siblings: only
+//! this binary knows both.
 
 use clap::Parser;
-use dlq_cli::{self as cli, Cli, UsageError};
+use dlq_app::launch::Launch;
+use dlq_cli::{self as cli, Cli, Route, UsageError};
 use dlq_core::sanitize;
 use std::process::ExitCode;
 
@@ -84,7 +87,29 @@ fn run() -> ExitCode {
         .filter_map(|kv| kv.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    match cli::run(cli) {
+    exit_code(start(cli), &props)
+}
+
+/// The program: the launch the application layer assembles, then the TUI or a command.
+fn start(cli: Cli) -> anyhow::Result<()> {
+    if let Some(done) = cli::generated(&cli) {
+        return done;
+    }
+    let launch = Launch::new(&cli.flags())?;
+    for w in &launch.warnings {
+        eprintln!("warning: {w}");
+    }
+    let theme = cli.theme.clone();
+    match cli::route(cli, &launch)? {
+        Route::Tui(source) => dlq_tui::launch::run(&launch, &source, theme.as_deref()),
+        Route::PickNamed => dlq_tui::launch::pick_named(&launch, theme.as_deref()),
+        Route::Command(command) => cli::run(*command, &launch),
+    }
+}
+
+/// How the run ended, said on stderr (sanitized, secrets scrubbed) and as an exit code.
+fn exit_code(result: anyhow::Result<()>, props: &[(String, String)]) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // `| head` closing the pipe is not a failure.
@@ -106,7 +131,7 @@ fn run() -> ExitCode {
             for c in e.chain() {
                 let text = dlq_app::brokers::scrub_secrets(
                     &dlq_core::source::redact_uri_text(&c.to_string()),
-                    &props,
+                    props,
                 );
                 let text = sanitize::clean(&text);
                 if !msg.last().is_some_and(|m| m.ends_with(&text)) {

@@ -57,56 +57,118 @@ const IO_CRATES: [&str; 10] = [
     "tokio",
 ];
 
-#[test]
-fn every_layer_depends_only_downwards() {
-    let g = graph();
-    // Which of our crates each crate may use.
-    let allowed: [(&str, &[&str]); 11] = [
-        ("dlq-core", &[]),
-        // jq programs in a worker process: knows nothing of letters.
-        ("dlq-transform", &[]),
-        ("dlq-ledger", &["dlq-core"]),
-        ("dlq-kafka", &["dlq-core"]),
-        ("dlq-amqp", &["dlq-core"]),
-        ("dlq-schema", &["dlq-core"]),
-        (
-            "dlq-app",
-            &[
-                "dlq-core",
-                "dlq-ledger",
-                "dlq-kafka",
-                "dlq-amqp",
-                "dlq-schema",
-                "dlq-transform",
-            ],
-        ),
-        ("dlq-tui", &["dlq-core", "dlq-app"]),
-        ("dlq-cli", &["dlq-core", "dlq-app", "dlq-tui"]),
-        // The binary also starts as the transform worker (`dlq_transform::worker`).
-        (
-            "dlq-triage",
-            &["dlq-core", "dlq-app", "dlq-cli", "dlq-transform"],
-        ),
-        // Test fixtures: a dev-dependency only. Being one of ours and in no other
-        // crate's list, it fails this test the day a production crate depends on it.
-        (
-            "dlq-testkit",
-            &["dlq-core", "dlq-app", "dlq-amqp", "dlq-tui"],
-        ),
-    ];
-    let ours: BTreeSet<&str> = allowed.iter().map(|(n, _)| *n).collect();
-    for name in &ours {
-        assert!(g.contains_key(*name), "{name} is not a workspace member");
-    }
+/// Which of our crates each crate may use.
+const ALLOWED: [(&str, &[&str]); 11] = [
+    ("dlq-core", &[]),
+    // jq programs in a worker process: knows nothing of letters.
+    ("dlq-transform", &[]),
+    ("dlq-ledger", &["dlq-core"]),
+    ("dlq-kafka", &["dlq-core"]),
+    ("dlq-amqp", &["dlq-core"]),
+    ("dlq-schema", &["dlq-core"]),
+    (
+        "dlq-app",
+        &[
+            "dlq-core",
+            "dlq-ledger",
+            "dlq-kafka",
+            "dlq-amqp",
+            "dlq-schema",
+            "dlq-transform",
+        ],
+    ),
+    // The two front ends are siblings on the application layer: neither knows the
+    // other; the binary picks one.
+    ("dlq-tui", &["dlq-core", "dlq-app"]),
+    ("dlq-cli", &["dlq-core", "dlq-app"]),
+    // The binary also starts as the transform worker (`dlq_transform::worker`).
+    (
+        "dlq-triage",
+        &["dlq-core", "dlq-app", "dlq-cli", "dlq-tui", "dlq-transform"],
+    ),
+    // Test fixtures: a dev-dependency only. Being one of ours and in no other
+    // crate's list, it fails this test the day a production crate depends on it.
+    (
+        "dlq-testkit",
+        &["dlq-core", "dlq-app", "dlq-amqp", "dlq-tui"],
+    ),
+];
+
+/// The edges between our crates that `ALLOWED` does not list.
+fn wrong_edges(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let ours: BTreeSet<&str> = ALLOWED.iter().map(|(n, _)| *n).collect();
     let mut wrong = Vec::new();
-    for (name, may) in allowed {
-        for dep in &g[name] {
+    for (name, may) in ALLOWED {
+        for dep in g.get(name).into_iter().flatten() {
             if ours.contains(dep.as_str()) && !may.contains(&dep.as_str()) {
                 wrong.push(format!("{name} → {dep}"));
             }
         }
     }
+    wrong
+}
+
+#[test]
+fn every_layer_depends_only_downwards() {
+    let g = graph();
+    for (name, _) in ALLOWED {
+        assert!(g.contains_key(name), "{name} is not a workspace member");
+    }
+    let wrong = wrong_edges(&g);
     assert!(wrong.is_empty(), "wrong-way crate edges: {wrong:?}");
+}
+
+/// The CLI and the TUI are siblings on the application layer: an edge either way (the
+/// CLI launching the TUI, the TUI borrowing a command) is caught.
+#[test]
+fn the_front_ends_are_siblings() {
+    for (from, to) in [("dlq-cli", "dlq-tui"), ("dlq-tui", "dlq-cli")] {
+        let mut g = graph();
+        assert!(!g[from].contains(to), "{from} → {to}");
+        g.get_mut(from).expect("member").insert(to.to_string());
+        assert_eq!(wrong_edges(&g), vec![format!("{from} → {to}")]);
+    }
+}
+
+/// The graph in ARCHITECTURE.md is drawn from `cargo metadata`: a manifest's new edge
+/// that the page does not show fails here. `DLQ_TRIAGE_BLESS=1` redraws it.
+#[test]
+fn architecture_md_shows_the_graph_cargo_sees() {
+    const START: &str = "<!-- crate graph: drawn by tests/architecture.rs from cargo metadata -->";
+    const END: &str = "<!-- /crate graph -->";
+    let g = graph();
+    let ours: BTreeSet<&str> = ALLOWED.iter().map(|(n, _)| *n).collect();
+    let mut drawn = String::from("```\n");
+    for (name, _) in ALLOWED {
+        let deps: Vec<&str> = g[name]
+            .iter()
+            .map(String::as_str)
+            .filter(|d| ours.contains(d))
+            .collect();
+        let deps = if deps.is_empty() {
+            "(none of ours)".to_string()
+        } else {
+            deps.join(", ")
+        };
+        drawn.push_str(&format!("{name:<14} → {deps}\n"));
+    }
+    drawn.push_str("```\n");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md");
+    let page = std::fs::read_to_string(&path).expect("ARCHITECTURE.md");
+    let (Some(a), Some(b)) = (page.find(START), page.find(END)) else {
+        panic!("ARCHITECTURE.md lacks the generated graph block ({START} … {END})");
+    };
+    let shown = &page[a + START.len() + 1..b];
+    if shown != drawn {
+        if std::env::var_os("DLQ_TRIAGE_BLESS").is_some() {
+            let new = format!("{}{START}\n{drawn}{}", &page[..a], &page[b..]);
+            std::fs::write(&path, new).expect("write ARCHITECTURE.md");
+        } else {
+            panic!(
+                "ARCHITECTURE.md's crate graph is stale (DLQ_TRIAGE_BLESS=1 redraws it):\n{drawn}"
+            );
+        }
+    }
 }
 
 #[test]

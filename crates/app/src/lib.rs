@@ -8,6 +8,7 @@ pub mod config;
 pub mod credentials;
 pub mod editor;
 pub mod identity;
+pub mod launch;
 pub mod logging;
 pub mod revise;
 pub mod schemas;

@@ -1,12 +1,12 @@
 //! `dlq-triage approve ID [--yes] [--reject] [--note TEXT]`: the second pair of eyes on a
 //! replay over `approval_above` letters (a team ledger).
 
-use super::context::{usage, Context};
+use super::context::{usage, Launch};
 use super::{ApproveArgs, PolicyArgs, RolesArgs};
 use dlq_core::sanitize::clean;
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &ApproveArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &ApproveArgs) -> anyhow::Result<()> {
     if ctx.read_only {
         return usage("--read-only: approve writes the ledger");
     }
@@ -45,7 +45,7 @@ pub fn run(ctx: &Context, a: &ApproveArgs) -> anyhow::Result<()> {
 }
 
 /// `dlq-triage roles [set ACTOR ROLE]` (the team's ledger).
-pub fn roles(ctx: &Context, a: &RolesArgs) -> anyhow::Result<()> {
+pub fn roles(ctx: &Launch, a: &RolesArgs) -> anyhow::Result<()> {
     let set = match (a.what.as_str(), &a.actor, &a.role) {
         ("set", Some(actor), Some(role)) => Some((actor.as_str(), role.as_str())),
         ("set", _, _) => return usage("roles set ACTOR ROLE (viewer, operator, privileged)"),
@@ -63,7 +63,7 @@ pub fn roles(ctx: &Context, a: &RolesArgs) -> anyhow::Result<()> {
     )
 }
 
-pub fn policy(ctx: &Context, a: &PolicyArgs) -> anyhow::Result<()> {
+pub fn policy(ctx: &Launch, a: &PolicyArgs) -> anyhow::Result<()> {
     let set = match (a.what.as_str(), &a.key, &a.value) {
         ("set", Some(key), Some(value)) => Some((key.as_str(), Some(value.as_str()))),
         ("clear", Some(key), None) => Some((key.as_str(), None)),

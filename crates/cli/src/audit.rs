@@ -1,12 +1,12 @@
 //! `dlq-triage audit list|verify`: the hash-chained audit log.
 
-use super::context::Context;
+use super::context::Launch;
 use super::table::Table;
 use super::AuditArgs;
 use serde_json::json;
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &AuditArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &AuditArgs) -> anyhow::Result<()> {
     let path = ctx
         .ledger
         .clone()

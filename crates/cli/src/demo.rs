@@ -1,12 +1,12 @@
 //! `dlq-triage demo`: the incident on an in-process Kafka cluster. Until the TUI lands it
 //! prints the demo's summary; `--serve` keeps the cluster up for kcat or a second terminal.
 
-use super::context::Context;
+use super::context::Launch;
 use super::{DemoArgs, SummaryArgs};
 use dlq_app::brokers::{Demo, Scale, Simulator};
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &DemoArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &DemoArgs) -> anyhow::Result<()> {
     if !a.serve {
         eprintln!(
             "(stdout is not a terminal: printing the demo's summary instead of opening the TUI)"

@@ -1,6 +1,6 @@
 //! `dlq-triage diff`: letter against letter, structurally for JSON, by line for text.
 
-use super::context::Context;
+use super::context::Launch;
 use super::show::find_letters;
 use super::DiffArgs;
 use dlq_core::diff::{diff_letters, diff_payloads, Diff, LineTag};
@@ -90,7 +90,7 @@ fn print_diff(out: &mut dyn Write, d: &Diff) -> std::io::Result<usize> {
     })
 }
 
-pub fn run(ctx: &Context, a: &DiffArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &DiffArgs) -> anyhow::Result<()> {
     ctx.require(dlq_core::access::Permission::ViewPayload, &a.source)?;
     let other_id = a.other_id.clone().unwrap_or_default();
     let ids: Vec<&str> = if a.revision.is_some() {

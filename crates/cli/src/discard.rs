@@ -2,14 +2,14 @@
 //! broker. Each letter's decision is committed before its ack; a crash in between leaves
 //! a pending decision that the next browse applies, once.
 
-use super::context::{usage, Context};
+use super::context::{usage, Launch, Scan};
 use super::DiscardArgs;
 use dlq_app::session::DiscardTarget;
 use dlq_core::model::TriageState;
 use dlq_core::sanitize;
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &DiscardArgs) -> anyhow::Result<()> {
     if ctx.read_only {
         return usage("--read-only: discard is a write; run without --read-only");
     }
@@ -24,7 +24,7 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
             "--filter must select letters, e.g. --filter 'reason=amount_not_a_number age>1d'",
         );
     }
-    let mut loaded = ctx.load_filtered(&a.source, filter.needs_previews(), &mut filter)?;
+    let mut loaded = ctx.scan_filtered(&a.source, filter.needs_previews(), &mut filter)?;
     let now = ctx.now_ms();
     let store = &loaded.catalog.store;
     let rows: Vec<u32> = store
@@ -34,7 +34,7 @@ pub fn run(ctx: &Context, a: &DiscardArgs) -> anyhow::Result<()> {
         .filter(|(_, r)| r.state == TriageState::Open && filter.matches(store, r, now))
         .map(|(i, _)| i as u32)
         .collect();
-    super::context::Context::note_unmatched(&filter, rows.len());
+    super::context::note_unmatched(&filter, rows.len());
     let targets: Vec<DiscardTarget> = rows
         .iter()
         .filter_map(|&i| store.row(i))

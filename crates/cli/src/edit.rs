@@ -1,7 +1,7 @@
 //! `dlq-triage edit SOURCE ID --reason TEXT`: a payload revision, edited on the masked
 //! payload in `$EDITOR` (privileged users may edit unmasked with `--unmasked`).
 
-use super::context::{usage, Context};
+use super::context::{usage, Launch};
 use super::show::find_letters;
 use super::EditArgs;
 use dlq_app::revise::Revised;
@@ -10,7 +10,7 @@ use dlq_core::model::BodyKind;
 use dlq_core::sanitize;
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &EditArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &EditArgs) -> anyhow::Result<()> {
     let reason = a.reason.trim();
     if reason.is_empty() {
         return usage("--reason must say why (it is recorded with the revision)");

@@ -1,7 +1,7 @@
 //! `dlq-triage export`: masked NDJSON in the dump format, readable back as a file source.
 //! Streams: letters are masked and written as they are scanned, never all held.
 
-use super::context::Context;
+use super::context::{Launch, Scan};
 use super::ExportArgs;
 use anyhow::Context as _;
 use dlq_core::dump::to_line;
@@ -74,7 +74,7 @@ pub(crate) fn masked_raw(masker: &Masker, dl: &DeadLetter) -> RawLetter {
     }
 }
 
-pub fn run(ctx: &Context, a: &ExportArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &ExportArgs) -> anyhow::Result<()> {
     ctx.require(dlq_core::access::Permission::ViewPayload, &a.source)?;
     let mut filter = ctx.parse_filter(a.filter.as_deref())?;
     let now = ctx.now_ms();
@@ -93,7 +93,7 @@ pub fn run(ctx: &Context, a: &ExportArgs) -> anyhow::Result<()> {
         None => (Box::new(BufWriter::new(std::io::stdout().lock())), None),
     };
     let mut written = 0u64;
-    let loaded = ctx.load_visit(&a.source, |cat, row, dl| {
+    let loaded = ctx.scan_visit(&a.source, |cat, row, dl| {
         let matches = match cat.store.row(row) {
             Some(r) => {
                 filter.note_letter(r, &dl, cat.masker());
@@ -110,7 +110,7 @@ pub fn run(ctx: &Context, a: &ExportArgs) -> anyhow::Result<()> {
     })?;
     sink.flush()?;
     drop(sink);
-    super::context::Context::note_unmatched(&filter, written as usize);
+    super::context::note_unmatched(&filter, written as usize);
     if let Some((tmp, path)) = tmp {
         std::fs::rename(&tmp, &path)
             .with_context(|| format!("moving {} to {}", tmp.display(), path.display()))?;

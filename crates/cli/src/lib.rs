@@ -23,13 +23,14 @@ mod summary;
 mod table;
 mod topics;
 mod transform;
-mod tui;
 mod watch;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-pub use context::{Context, Exit, UsageError};
+use context::usage;
+pub use context::{Exit, Launch, UsageError};
+use dlq_app::launch::Flags;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -619,6 +620,40 @@ impl Cli {
         };
         Some(s)
     }
+
+    /// The global options as the application layer takes them.
+    pub fn flags(&self) -> Flags {
+        Flags {
+            config: self.config.clone(),
+            read_only: self.read_only,
+            kafka_props: self.kafka_props.clone(),
+            roles_file: self.roles_file.clone(),
+            ledger: self.ledger.clone(),
+            management_url: self.management_url.clone(),
+            management_plain_http: self.management_plain_http,
+            max_letters: self.max_letters,
+            queue_type: self.queue_type.clone(),
+            allow_redelivery: self.allow_redelivery,
+            since: self.since.clone(),
+            schema_registry: self.schema_registry.clone(),
+            schema_registry_ca: self.schema_registry_ca.clone(),
+            registry_plain_http: self.registry_plain_http,
+            schemas: self.schemas.clone(),
+            now: self.now.clone(),
+            source: self.source_arg().map(str::to_string),
+        }
+    }
+}
+
+/// What a command line asks for. The binary starts the TUI itself: this crate and the
+/// TUI's are siblings on the application layer, neither knowing the other.
+pub enum Route {
+    /// The TUI on this source (a named source, a URI, `demo`, or a broker to pick from).
+    Tui(String),
+    /// The TUI's picker over the config's named sources.
+    PickNamed,
+    /// A command of this crate.
+    Command(Box<Command>),
 }
 
 fn command_names() -> Vec<String> {
@@ -661,24 +696,30 @@ pub fn misspelt_command(args: &[String]) -> Option<String> {
 }
 
 /// Run a parsed command line.
-pub fn run(cli: Cli) -> anyhow::Result<()> {
-    // Generated from the same definitions, and needing nothing else (no config, no
-    // ledger): a packager runs them on a build host.
+/// Completions and the man page: generated from the definitions alone (no config, no
+/// ledger), so a packager runs them on a build host. `None` for every other command.
+pub fn generated(cli: &Cli) -> Option<anyhow::Result<()>> {
     match &cli.command {
         Some(Command::Completions(a)) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(a.shell, &mut cmd, "dlq-triage", &mut std::io::stdout());
-            return Ok(());
+            Some(Ok(()))
         }
         Some(Command::Man) => {
             let cmd = <Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
-            return Ok(());
+            Some(
+                clap_mangen::Man::new(cmd)
+                    .render(&mut std::io::stdout())
+                    .map_err(anyhow::Error::from),
+            )
         }
-        _ => {}
+        _ => None,
     }
-    let ctx = Context::new(&cli)?;
-    let theme = cli.theme.as_deref();
+}
+
+/// Where a command line goes: the TUI (a source, `demo` on a terminal, the picker) or a
+/// command; a bare word that is neither a command nor a source is a usage error.
+pub fn route(cli: Cli, ctx: &Launch) -> anyhow::Result<Route> {
     let command = match (cli.command, cli.source) {
         (Some(c), _) => c,
         (None, Some(source)) => {
@@ -698,13 +739,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 ))
                 .into());
             }
-            return tui::run(&ctx, &source, theme);
+            return Ok(Route::Tui(source));
         }
         (None, None)
             if !ctx.config.sources.is_empty()
                 && std::io::IsTerminal::is_terminal(&std::io::stdout()) =>
         {
-            return tui::pick_named(&ctx, theme);
+            return Ok(Route::PickNamed);
         }
         (None, None) => {
             return Err(UsageError(
@@ -714,30 +755,39 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             .into())
         }
     };
-    match command {
-        Command::Tui(a) => tui::run(&ctx, &a.source, theme),
+    Ok(match command {
+        Command::Tui(a) => Route::Tui(a.source),
         Command::Demo(a) if !a.serve && std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
-            tui::run(&ctx, "demo", theme)
+            Route::Tui("demo".into())
         }
-        Command::Demo(a) => demo::run(&ctx, &a),
-        Command::Summary(a) => summary::run(&ctx, &a),
-        Command::List(a) => list::run(&ctx, &a),
-        Command::Show(a) => show::run(&ctx, &a),
-        Command::Diff(a) => diff::run(&ctx, &a),
-        Command::Export(a) => export::run(&ctx, &a),
-        Command::Queues(a) => queues::run(&ctx, &a),
-        Command::Topics(a) => topics::run(&ctx, &a),
-        Command::Discard(a) => discard::run(&ctx, &a),
-        Command::Replay(a) => replay::run(&ctx, &a),
-        Command::Replays(a) => replays::run(&ctx, &a),
-        Command::Audit(a) => audit::run(&ctx, &a),
-        Command::Approve(a) => approve::run(&ctx, &a),
-        Command::Roles(a) => approve::roles(&ctx, &a),
-        Command::Policy(a) => approve::policy(&ctx, &a),
-        Command::Completions(_) | Command::Man => Ok(()), // before the context, above
+        other => Route::Command(Box::new(other)),
+    })
+}
+
+/// Run a command (not the TUI: see [`route`]).
+pub fn run(command: Command, ctx: &Launch) -> anyhow::Result<()> {
+    match command {
+        // Routed to the TUI by the binary; here only if a caller skipped `route`.
+        Command::Tui(_) => usage("the TUI is started by the dlq-triage binary"),
+        Command::Demo(a) => demo::run(ctx, &a),
+        Command::Summary(a) => summary::run(ctx, &a),
+        Command::List(a) => list::run(ctx, &a),
+        Command::Show(a) => show::run(ctx, &a),
+        Command::Diff(a) => diff::run(ctx, &a),
+        Command::Export(a) => export::run(ctx, &a),
+        Command::Queues(a) => queues::run(ctx, &a),
+        Command::Topics(a) => topics::run(ctx, &a),
+        Command::Discard(a) => discard::run(ctx, &a),
+        Command::Replay(a) => replay::run(ctx, &a),
+        Command::Replays(a) => replays::run(ctx, &a),
+        Command::Audit(a) => audit::run(ctx, &a),
+        Command::Approve(a) => approve::run(ctx, &a),
+        Command::Roles(a) => approve::roles(ctx, &a),
+        Command::Policy(a) => approve::policy(ctx, &a),
+        Command::Completions(_) | Command::Man => Ok(()), // `generated`, before the launch
         Command::Ledger(a) => {
             if ctx.read_only {
-                return context::usage("--read-only: ledger migrate writes the team's ledger");
+                return usage("--read-only: ledger migrate writes the team's ledger");
             }
             let to = dlq_core::ledger_location::Location::parse(&a.to).map_err(UsageError)?;
             let from = ctx
@@ -752,8 +802,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             )?;
             Ok(())
         }
-        Command::Edit(a) => edit::run(&ctx, &a),
-        Command::Transform(a) => transform::run(&ctx, &a),
-        Command::Watch(a) => watch::run(&ctx, &a),
+        Command::Edit(a) => edit::run(ctx, &a),
+        Command::Transform(a) => transform::run(ctx, &a),
+        Command::Watch(a) => watch::run(ctx, &a),
     }
 }

@@ -1,6 +1,6 @@
 //! `dlq-triage list`: the letters, newest first, with masked previews.
 
-use super::context::{problems_json, report_problems, Context};
+use super::context::{problems_json, report_problems, Launch, Scan};
 use super::table::Table;
 use super::ListArgs;
 use chrono::{DateTime, SecondsFormat};
@@ -10,9 +10,9 @@ use dlq_core::timefmt::format_age_ms;
 use serde_json::{json, Value};
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &ListArgs) -> anyhow::Result<()> {
     let mut filter = ctx.parse_filter(a.filter.as_deref())?;
-    let loaded = ctx.load_filtered(&a.source, true, &mut filter)?;
+    let loaded = ctx.scan_filtered(&a.source, true, &mut filter)?;
     let store = &loaded.catalog.store;
     let masker = loaded.catalog.masker();
     let now = ctx.now_ms();
@@ -24,7 +24,7 @@ pub fn run(ctx: &Context, a: &ListArgs) -> anyhow::Result<()> {
         .map(|(i, _)| i as RowId)
         .collect();
     let matched = ids.len();
-    Context::note_unmatched(&filter, matched);
+    super::context::note_unmatched(&filter, matched);
     let at = |i: &RowId| store.row(*i).map_or(NO_TIME, |r| r.at_ms);
     match a.sort.as_str() {
         "newest" => ids.sort_by_key(|i| std::cmp::Reverse(at(i))),

@@ -6,6 +6,18 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+impl dlq_app::launch::ScanProgress for ScanBar {
+    fn add(&mut self, n: u64) {
+        ScanBar::add(self, n);
+    }
+    fn total(&mut self, total: Option<u64>) {
+        ScanBar::total(self, total);
+    }
+    fn finish(&mut self) {
+        ScanBar::finish(self);
+    }
+}
+
 /// A scan must run this long before the line appears (quick scans stay quiet).
 const QUIET_FOR: Duration = Duration::from_secs(1);
 const EVERY: Duration = Duration::from_millis(100);

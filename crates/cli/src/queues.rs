@@ -2,7 +2,7 @@
 //! counts and whether each looks like a DLQ, judged as the source picker judges
 //! (`discovery::rabbit_queues`).
 
-use super::context::{Context, UsageError};
+use super::context::{Launch, UsageError};
 use super::table::Table;
 use super::QueuesArgs;
 use dlq_app::brokers::discovery::rabbit_queues;
@@ -10,7 +10,7 @@ use dlq_core::source::SourceRef;
 use serde_json::json;
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &QueuesArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &QueuesArgs) -> anyhow::Result<()> {
     // The queue list is the point: accept the URI without `?queue=`.
     let source = match ctx.broker_only(&a.source)? {
         Some(s) => s,

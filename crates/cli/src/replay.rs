@@ -5,7 +5,7 @@
 //! after every write; `--resume ID` continues). Ctrl-Z pauses and suspends the process
 //! at a safe point (nothing in flight, no ledger lock); `fg` continues it.
 
-use super::context::{usage, Context, Exit};
+use super::context::{usage, Exit, Launch, Scan};
 use super::ReplayArgs;
 use dlq_app::session::{
     unsupported, Pace, PlanLetter, ReplayDraft, ReplayReport, Resume, SessionError, Start,
@@ -19,7 +19,7 @@ use dlq_core::sanitize::clean;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &ReplayArgs) -> anyhow::Result<()> {
     if ctx.read_only {
         return refused("--read-only: replay publishes to the broker; run without --read-only");
     }
@@ -96,7 +96,7 @@ pub fn run(ctx: &Context, a: &ReplayArgs) -> anyhow::Result<()> {
 
 /// The letters `--filter` selects (all of them with `--resume` alone), read once.
 fn select(
-    ctx: &Context,
+    ctx: &Launch,
     a: &ReplayArgs,
 ) -> anyhow::Result<(Vec<PlanLetter>, super::context::Loaded)> {
     let mut filter = match &a.filter {
@@ -113,7 +113,7 @@ fn select(
     };
     let now = ctx.now_ms();
     let mut picked: Vec<PlanLetter> = Vec::new();
-    let loaded = ctx.load_visit(&a.source, |catalog, row, letter| {
+    let loaded = ctx.scan_visit(&a.source, |catalog, row, letter| {
         let store = &catalog.store;
         let Some(r) = store.row(row) else {
             return Ok(());
@@ -127,7 +127,7 @@ fn select(
         Ok(())
     })?;
     if let Some(f) = &filter {
-        super::context::Context::note_unmatched(f, picked.len());
+        super::context::note_unmatched(f, picked.len());
     }
     Ok((picked, loaded))
 }

@@ -1,13 +1,13 @@
 //! `dlq-triage replays [show ID] [--json]`: the replay journal, read from the ledger.
 
-use super::context::{usage, Context};
+use super::context::{usage, Launch};
 use super::ReplaysArgs;
 use dlq_core::journal::{Journal, ReplayRow, ReplayState};
 use dlq_core::sanitize::clean;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &ReplaysArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &ReplaysArgs) -> anyhow::Result<()> {
     let ledger = match &ctx.ledger {
         Some(p) if p.exists() => ctx.ledger()?,
         _ if a.what.is_some() => {

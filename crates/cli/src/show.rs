@@ -1,7 +1,7 @@
 //! `dlq-triage show`: one letter's failure metadata with provenance, masked headers and
 //! the masked payload.
 
-use super::context::{Context, UsageError};
+use super::context::{Launch, Scan, UsageError};
 use super::ShowArgs;
 use chrono::{DateTime, SecondsFormat, Utc};
 use dlq_core::letter_view::{Fact, LetterFacts};
@@ -18,7 +18,7 @@ const MAX_PAYLOAD_OUT: usize = 64 * 1024;
 
 /// Find letters by id or coordinates, keeping full letters only for matches.
 pub(crate) fn find_letters(
-    ctx: &Context,
+    ctx: &Launch,
     source: &str,
     ids: &[&str],
 ) -> anyhow::Result<(Vec<Vec<DeadLetter>>, super::context::Loaded)> {
@@ -43,6 +43,7 @@ pub(crate) fn find_letters(
                         session,
                         info,
                         source_key,
+                        notes: Vec::new(),
                     };
                     return Ok((vec![vec![dl]], loaded));
                 }
@@ -57,7 +58,7 @@ pub(crate) fn find_letters(
     // An id with control characters is listed escaped (`id\x1b[31m…`); the escaped form
     // as the user copies it finds the letter too. Only such ids pay for the escaping.
     let escaped_ids = ids.iter().any(|id| id.contains('\\'));
-    let loaded = ctx.load_visit(source, |_, _, dl| {
+    let loaded = ctx.scan_visit(source, |_, _, dl| {
         let coords = dl
             .raw
             .coords
@@ -99,7 +100,7 @@ fn kafka_coords(id: &str) -> Option<dlq_core::model::Coords> {
     })
 }
 
-pub fn run(ctx: &Context, a: &ShowArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &ShowArgs) -> anyhow::Result<()> {
     let reason = a.reason.as_deref().map(str::trim).unwrap_or("");
     if a.unmask {
         if reason.is_empty() {

@@ -1,6 +1,6 @@
 //! `dlq-triage summary`: what is failing, grouped.
 
-use super::context::{problems_json, report_problems, usage, Context, Loaded};
+use super::context::{problems_json, report_problems, usage, Launch, Loaded, Scan};
 use super::table::Table;
 use super::SummaryArgs;
 use chrono::{DateTime, SecondsFormat};
@@ -13,7 +13,7 @@ use dlq_core::timefmt::format_age_ms;
 use serde_json::{json, Map, Value};
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &SummaryArgs) -> anyhow::Result<()> {
     let dims = match a.group_by.as_deref().or(ctx.config.group_by.as_deref()) {
         Some(g) => match Dim::parse_list(g) {
             Ok(d) => d,
@@ -22,14 +22,14 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
         None => DEFAULT_DIMS.to_vec(),
     };
     let mut filter = ctx.parse_filter(a.filter.as_deref())?;
-    let mut loaded = ctx.load_filtered(&a.source, filter.needs_previews(), &mut filter)?;
+    let mut loaded = ctx.scan_filtered(&a.source, filter.needs_previews(), &mut filter)?;
     let rules = loaded.session.retention().to_vec();
     let by_container = dlq_core::retention::by_symbol(&mut loaded.catalog.store, &rules);
     let store = &loaded.catalog.store;
     let now = ctx.now_ms();
     let idx = GroupIndex::build_with(store, &dims, now, Some(&mut filter), by_container);
     let groups = idx.sorted(store);
-    super::context::Context::note_unmatched(&filter, idx.total() as usize);
+    super::context::note_unmatched(&filter, idx.total() as usize);
     let s = Summary {
         ctx,
         rules: &rules,
@@ -52,7 +52,7 @@ pub fn run(ctx: &Context, a: &SummaryArgs) -> anyhow::Result<()> {
 
 /// A scanned source grouped: what both outputs are made from.
 struct Summary<'a> {
-    ctx: &'a Context,
+    ctx: &'a Launch,
     /// The broker's retention per container (empty for sources without one).
     rules: &'a [(String, dlq_core::retention::Retention)],
     loaded: &'a Loaded,

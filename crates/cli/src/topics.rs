@@ -1,7 +1,7 @@
 //! `dlq-triage topics kafka://host:9092`: the cluster's DLQ topics (names matching the
 //! DLQ patterns) with their estimated counts — what the picker offers.
 
-use super::context::{Context, UsageError};
+use super::context::{Launch, UsageError};
 use super::table::Table;
 use super::TopicsArgs;
 use dlq_app::brokers::discovery::{discover, DEFAULT_PATTERNS};
@@ -9,7 +9,7 @@ use dlq_core::sanitize;
 use serde_json::json;
 use std::io::Write;
 
-pub fn run(ctx: &Context, a: &TopicsArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &TopicsArgs) -> anyhow::Result<()> {
     let Some(base) = ctx.broker_only(&a.source)?.filter(|s| s.kind() == "kafka") else {
         return Err(UsageError(
             "topics lists a Kafka cluster's topics: give kafka://host:9092".into(),

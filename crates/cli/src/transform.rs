@@ -3,14 +3,14 @@
 //! Dry-run counts and shows a masked sample; otherwise the same count is confirmed like
 //! a discard (typed, or `--expect N` beside `--yes`) and recorded in batches.
 
-use super::context::{usage, Context};
+use super::context::{usage, Launch, Scan};
 use super::TransformArgs;
 use dlq_app::transform::{Limits, Tally, Transform};
 use dlq_core::sanitize;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &TransformArgs) -> anyhow::Result<()> {
     if ctx.read_only {
         return usage("--read-only: transform records revisions; run without --read-only");
     }
@@ -48,7 +48,7 @@ pub fn run(ctx: &Context, a: &TransformArgs) -> anyhow::Result<()> {
     }
     let now = ctx.now_ms();
     let needs_letters = filter.wants_letters();
-    let loaded = ctx.load_with(&a.source, filter.needs_previews(), |cat, row, dl| {
+    let loaded = ctx.scan_with(&a.source, filter.needs_previews(), |cat, row, dl| {
         let Some(r) = cat.store.row(row) else {
             return Ok(());
         };

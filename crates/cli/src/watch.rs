@@ -4,7 +4,7 @@
 //! stdin), Prometheus metrics (`--metrics`). `--once` evaluates once: exit 0 quiet,
 //! 3 breach, 1 error — for cron and CI.
 
-use super::context::{usage, Context, Exit};
+use super::context::{usage, Exit, Launch, Scan};
 use super::WatchArgs;
 use dlq_app::session::{dry_runs, latest_replay_figures, Principal, SessionEvent};
 use dlq_core::catalog::Catalog;
@@ -49,7 +49,7 @@ impl Outputs {
     }
 }
 
-pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, a: &WatchArgs) -> anyhow::Result<()> {
     let rules = rules(ctx, a)?;
     let dim = match Dim::parse_list(&a.group_by) {
         Ok(d) if d.len() == 1 && d[0] != Dim::Age => d[0],
@@ -65,7 +65,7 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     // The clock moves on from the context's (which `DLQ_TRIAGE_NOW` can pin).
     let now_ms = || ctx.now_ms() + i64::try_from(started.elapsed().as_millis()).unwrap_or(0);
-    let mut loaded = ctx.load(&a.source, false)?;
+    let mut loaded = ctx.scan(&a.source, false)?;
     out.label = clean(&loaded.info.label);
     let principal: Principal = loaded.session.principal().clone();
     let source_key = loaded.source_key.clone();
@@ -180,7 +180,7 @@ pub fn run(ctx: &Context, a: &WatchArgs) -> anyhow::Result<()> {
 }
 
 /// The config's rules, then `--rule`s; at least one.
-fn rules(ctx: &Context, a: &WatchArgs) -> anyhow::Result<Vec<Rule>> {
+fn rules(ctx: &Launch, a: &WatchArgs) -> anyhow::Result<Vec<Rule>> {
     let mut rules = Vec::new();
     for r in &ctx.config.watch.rules {
         rules.push(

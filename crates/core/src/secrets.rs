@@ -54,13 +54,21 @@ pub fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// Whether a property or parameter name resembles a secret's (typos included).
+/// Whether a property or parameter name resembles a secret's (typos included). A name
+/// that says where a file is (`keyfile`, `ssl.key.location`, `ssl.keystore.path`) holds a
+/// path, not the secret: it stays readable, so "no such file: keyfile=…" names the file.
 pub fn secret_like(name: &str) -> bool {
     let n: String = name
         .to_ascii_lowercase()
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .collect();
+    if ["file", "location", "path", "dir"]
+        .iter()
+        .any(|w| n.ends_with(w))
+    {
+        return false;
+    }
     [
         "pas", "pwd", "psw", "secr", "token", "tok", "key", "sasl", "cred", "auth", "jaas",
     ]
@@ -243,6 +251,26 @@ impl LowerHex for String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_of_file_locations_are_not_secrets_but_inline_keys_are() {
+        for path in [
+            "keyfile",
+            "certfile",
+            "ssl.key.location",
+            "ssl.keystore.path",
+        ] {
+            assert!(!secret_like(path), "{path}");
+        }
+        for secret in [
+            "ssl.key.password",
+            "ssl.key.pem",
+            "sasl.password",
+            "api_key",
+        ] {
+            assert!(secret_like(secret), "{secret}");
+        }
+    }
 
     fn found(args: &[&str]) -> Vec<String> {
         in_args(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())

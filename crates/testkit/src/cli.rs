@@ -60,7 +60,10 @@ impl Cli {
     /// The command, not yet run.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bin);
+        // In the scratch directory: a relative path the tool writes (a ledger named by a
+        // mistaken argument) lands there, never in the checkout.
         c.args(args)
+            .current_dir(self.path())
             .env("XDG_CONFIG_HOME", self.path().join("config"))
             .env("XDG_STATE_HOME", self.path().join("state"))
             .stdin(Stdio::null());

@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod keymap;
+pub mod launch;
 pub mod picker;
 pub mod replaying;
 mod selection;

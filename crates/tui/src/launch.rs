@@ -3,14 +3,14 @@
 //! `kafka://host:9092`) opens the picker first, as does `dlq-triage` alone when the
 //! config names sources.
 
-use super::context::{Context, UsageError};
+use crate::picker::{self, Choice, Picker};
+use crate::theme::Theme;
 use dlq_app::brokers::discovery::discover;
+use dlq_app::launch::{Launch, UsageError};
 use dlq_core::catalog::Catalog;
 use dlq_core::source::SourceRef;
-use dlq_tui::picker::{self, Choice, Picker};
-use dlq_tui::theme::Theme;
 
-pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<()> {
+pub fn run(ctx: &Launch, source: &str, theme: Option<&str>) -> anyhow::Result<()> {
     let theme = load_theme(ctx, theme)?;
     let plan = match ctx.broker_only(source)? {
         Some(base) => {
@@ -49,10 +49,10 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
     let settings = ctx.session_settings(&plan.0.to_string())?;
     let cache_budget = match (ctx.config.payload_cache_mib, &plan.0) {
         (Some(mib), _) => mib.saturating_mul(1024 * 1024),
-        (None, SourceRef::Amqp { .. }) => dlq_tui::CACHE_BUDGET_HELD,
-        (None, _) => dlq_tui::CACHE_BUDGET_REFETCHABLE,
+        (None, SourceRef::Amqp { .. }) => crate::CACHE_BUDGET_HELD,
+        (None, _) => crate::CACHE_BUDGET_REFETCHABLE,
     };
-    dlq_tui::run(dlq_tui::Setup {
+    crate::run(crate::Setup {
         plan,
         settings,
         catalog,
@@ -68,7 +68,7 @@ pub fn run(ctx: &Context, source: &str, theme: Option<&str>) -> anyhow::Result<(
 }
 
 /// `dlq-triage` with no source: pick one of the config's named sources.
-pub fn pick_named(ctx: &Context, theme: Option<&str>) -> anyhow::Result<()> {
+pub fn pick_named(ctx: &Launch, theme: Option<&str>) -> anyhow::Result<()> {
     let names: Vec<String> = ctx.config.sources.keys().cloned().collect();
     let choices = names
         .iter()
@@ -92,7 +92,7 @@ pub fn pick_named(ctx: &Context, theme: Option<&str>) -> anyhow::Result<()> {
     }
 }
 
-fn load_theme(ctx: &Context, theme: Option<&str>) -> anyhow::Result<Theme> {
+fn load_theme(ctx: &Launch, theme: Option<&str>) -> anyhow::Result<Theme> {
     Theme::load(theme.or(ctx.config.theme.as_deref()))
         .map_err(|e| UsageError(dlq_core::sanitize::clean(&e)).into())
 }
