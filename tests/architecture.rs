@@ -302,3 +302,34 @@ fn front_ends_drive_the_session_not_the_pipeline() {
         found.join("\n")
     );
 }
+
+/// Core decides; it reads no file and asks the OS nothing itself: who runs the tool and
+/// the roles file come through its `access::Os` port, read by the application layer.
+#[test]
+fn core_reads_no_file_and_asks_the_os_nothing() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("tests.rs")) {
+        let text = std::fs::read_to_string(f).expect("readable source");
+        // Unit tests (at the end of a file) may read their fixtures.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            let line = line.split("//").next().unwrap_or("");
+            if [
+                "std::fs",
+                "File::open",
+                "/proc/",
+                "/etc/passwd",
+                "/etc/group",
+            ]
+            .iter()
+            .any(|w| line.contains(w))
+            {
+                found.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "core does I/O:\n{}", found.join("\n"));
+}

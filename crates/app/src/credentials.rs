@@ -79,7 +79,7 @@ fn check_private(path: &Path) -> Result<(), String> {
     {
         use std::os::unix::fs::MetadataExt;
         let m = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mine = dlq_core::access::real_uid() == Some(m.uid());
+        let mine = dlq_core::access::Os::real_uid(&crate::identity::System) == Some(m.uid());
         if !mine || m.mode() & 0o077 != 0 {
             return Err(format!(
                 "credentials file {} must be yours and private (chmod 600); it is mode {:o}",

@@ -121,66 +121,11 @@ impl Launch {
                 .with_timezone(&Utc),
             None => Utc::now(),
         };
-        let kafka_props = cli
-            .kafka_props
-            .iter()
-            .map(|kv| match kv.split_once('=') {
-                Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-                _ => Err(UsageError(format!(
-                    "-X takes key=value, got `{}`",
-                    sanitize::clean(kv)
-                ))),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let since = match &cli.since {
-            None => None,
-            Some(d) => {
-                let ms = dlq_core::timefmt::parse_duration_ms(d).ok_or_else(|| {
-                    UsageError(format!(
-                        "--since takes a duration like 90s, 15m, 2h, 1d; got `{}`",
-                        sanitize::clean(d)
-                    ))
-                })?;
-                Some(now - chrono::Duration::milliseconds(ms))
-            }
-        };
-        // --ledger, else the named source's own, else the config's, else the default.
-        let named = cli
-            .source
-            .as_deref()
-            .and_then(|s| config.sources.get(s))
-            .and_then(|n| n.ledger.as_deref());
-        let ledger = match cli.ledger.as_deref().or(named).or(config.ledger.as_deref()) {
-            Some(given) => Some(Location::parse(given).map_err(UsageError)?),
-            None => crate::config::state_dir().map(|d| Location::File(d.join("ledger.db"))),
-        };
-        let actor = crate::identity::current_actor();
-        let roles_file = dlq_core::access::roles_file_for(
-            cli.roles_file.as_deref().or(config.roles_file.as_deref()),
-            dlq_core::access::real_uid(),
-            cfg!(feature = "test-hooks"),
-        )
-        .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
-        let role = dlq_core::access::resolve(
-            roles_file.as_deref(),
-            &actor,
-            &dlq_core::access::os_groups(&actor),
-            cli.read_only,
-        )
-        .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
-        // On a team ledger the server's roles decide, once the team manages them there,
-        // and the team's policy is the floor of this config's.
+        let kafka_props = kafka_props(&cli.kafka_props)?;
+        let since = since(cli.since.as_deref(), now)?;
+        let ledger = ledger_location(cli, &config)?;
         let mut warnings = Vec::new();
-        let role = match &ledger {
-            Some(at) => {
-                let team = crate::team_ledger::team_view(at, role, cli.read_only);
-                for n in team.notes.iter().chain(&config.tighten_with(&team.policy)) {
-                    warnings.push(sanitize::clean(n));
-                }
-                team.role.unwrap_or(role)
-            }
-            None => role,
-        };
+        let role = role(cli, &mut config, ledger.as_ref(), &mut warnings)?;
         let codec = crate::schemas::open(
             &crate::schemas::SchemaFlags {
                 registry: cli.schema_registry.clone(),
@@ -512,6 +457,79 @@ impl Launch {
     pub fn ledger(&self) -> anyhow::Result<Box<dyn dlq_core::journal::Journal>> {
         Ok(self.principal().ledger()?)
     }
+}
+
+/// `-X key=value` pairs, in order.
+fn kafka_props(given: &[String]) -> Result<Vec<(String, String)>, UsageError> {
+    given
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(UsageError(format!(
+                "-X takes key=value, got `{}`",
+                sanitize::clean(kv)
+            ))),
+        })
+        .collect()
+}
+
+/// `--since DURATION` as the time it reaches back to.
+fn since(given: Option<&str>, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, UsageError> {
+    let Some(d) = given else {
+        return Ok(None);
+    };
+    let ms = dlq_core::timefmt::parse_duration_ms(d).ok_or_else(|| {
+        UsageError(format!(
+            "--since takes a duration like 90s, 15m, 2h, 1d; got `{}`",
+            sanitize::clean(d)
+        ))
+    })?;
+    Ok(Some(now - chrono::Duration::milliseconds(ms)))
+}
+
+/// The ledger: `--ledger`, else the named source's own, else the config's, else the
+/// state dir's file.
+fn ledger_location(cli: &Flags, config: &Config) -> Result<Option<Location>, UsageError> {
+    let named = cli
+        .source
+        .as_deref()
+        .and_then(|s| config.sources.get(s))
+        .and_then(|n| n.ledger.as_deref());
+    Ok(
+        match cli.ledger.as_deref().or(named).or(config.ledger.as_deref()) {
+            Some(given) => Some(Location::parse(given).map_err(UsageError)?),
+            None => crate::config::state_dir().map(|d| Location::File(d.join("ledger.db"))),
+        },
+    )
+}
+
+/// The user's role: the roles file's (capped by `--read-only`), then — on a team ledger
+/// whose team manages roles there — the server's; the team's policy becomes the floor of
+/// this config's (what that tightened is said in `warnings`).
+fn role(
+    cli: &Flags,
+    config: &mut Config,
+    ledger: Option<&Location>,
+    warnings: &mut Vec<String>,
+) -> Result<dlq_core::access::Role, UsageError> {
+    let os = crate::identity::System;
+    let actor = crate::identity::current_actor();
+    let roles_file = dlq_core::access::roles_file_for(
+        &os,
+        cli.roles_file.as_deref().or(config.roles_file.as_deref()),
+        cfg!(feature = "test-hooks"),
+    )
+    .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
+    let role = dlq_core::access::resolve(&os, roles_file.as_deref(), &actor, cli.read_only)
+        .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
+    let Some(at) = ledger else {
+        return Ok(role);
+    };
+    let team = crate::team_ledger::team_view(at, role, cli.read_only);
+    for n in team.notes.iter().chain(&config.tighten_with(&team.policy)) {
+        warnings.push(sanitize::clean(n));
+    }
+    Ok(team.role.unwrap_or(role))
 }
 
 /// A source argument as it may be recorded: credentials removed.

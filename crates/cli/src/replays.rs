@@ -33,7 +33,7 @@ pub fn run(ctx: &Launch, a: &ReplaysArgs) -> anyhow::Result<()> {
 }
 
 fn state(r: &ReplayRow) -> &'static str {
-    r.shown_state().as_str()
+    dlq_app::identity::replay_state(r).as_str()
 }
 
 fn list(ledger: &dyn Journal, json: bool) -> anyhow::Result<()> {
@@ -129,7 +129,7 @@ fn show(ledger: &dyn Journal, id: &str, json: bool) -> anyhow::Result<()> {
     let counts: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
     writeln!(out, "  letters:  {}", counts.join(", "))?;
     if matches!(
-        row.shown_state(),
+        dlq_app::identity::replay_state(&row),
         ReplayState::Interrupted | ReplayState::Killed | ReplayState::AutoStopped
     ) {
         writeln!(

@@ -123,15 +123,19 @@ pub enum RolesError {
     Invalid { path: PathBuf, message: String },
 }
 
-/// The process's real uid (not the effective one: a setuid wrapper must not change who
-/// acts), from /proc.
-pub fn real_uid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|u| u.parse().ok())
+/// What the OS says about the person running the tool, and the files that bind them to a
+/// role. Core decides (who may choose a roles file, which role a listing gives); the
+/// application layer reads the OS (`dlq_app::identity::System`): core reads no file.
+pub trait Os {
+    /// The process's real uid (not the effective one: a setuid wrapper must not change
+    /// who acts).
+    fn real_uid(&self) -> Option<u32>;
+    /// The user's groups (supplementary and primary).
+    fn groups_of(&self, user: &str) -> Vec<String>;
+    /// A file's owner uid and permission bits; `None` when it does not exist.
+    fn owner_and_mode(&self, path: &Path) -> Option<(u32, u32)>;
+    /// A file's text.
+    fn read(&self, path: &Path) -> std::io::Result<String>;
 }
 
 /// Which roles file decides. Roles bind people to what they may see and do, so a user
@@ -139,52 +143,43 @@ pub fn real_uid() -> Option<u32> {
 /// (flag, environment or config); everyone else gets the system file, which must be owned
 /// by root and writable by nobody else.
 pub fn roles_file_for(
+    os: &dyn Os,
     explicit: Option<&Path>,
-    uid: Option<u32>,
     overrides_allowed: bool,
 ) -> Result<Option<PathBuf>, RolesError> {
     if let Some(p) = explicit {
-        if uid == Some(0) || overrides_allowed {
+        if os.real_uid() == Some(0) || overrides_allowed {
             return Ok(Some(p.to_path_buf()));
         }
         return Err(RolesError::NotRoot);
     }
     let system = Path::new(DEFAULT_ROLES_FILE);
-    match std::fs::metadata(system) {
-        Err(_) => Ok(None),
-        Ok(m) => {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::MetadataExt;
-                if m.uid() != 0 || m.mode() & 0o022 != 0 {
-                    return Err(RolesError::Unsafe {
-                        uid: m.uid(),
-                        mode: m.mode() & 0o777,
-                    });
-                }
-            }
-            #[cfg(not(unix))]
-            let _ = m;
-            Ok(Some(system.to_path_buf()))
-        }
+    match os.owner_and_mode(system) {
+        None => Ok(None),
+        Some((uid, mode)) if uid != 0 || mode & 0o022 != 0 => Err(RolesError::Unsafe {
+            uid,
+            mode: mode & 0o777,
+        }),
+        Some(_) => Ok(Some(system.to_path_buf())),
     }
 }
 
 /// Resolve the user's role. `explicit` (flag/env/config) must exist; the default path
 /// may be absent (then: operator).
 pub fn resolve(
+    os: &dyn Os,
     explicit: Option<&Path>,
     user: &str,
-    groups: &[String],
     read_only: bool,
 ) -> Result<Role, RolesError> {
     let path = explicit.unwrap_or(Path::new(DEFAULT_ROLES_FILE));
-    let role = match std::fs::read_to_string(path) {
+    let role = match os.read(path) {
         Ok(text) => {
             let f: RolesFile = toml::from_str(&text).map_err(|e| RolesError::Invalid {
                 path: path.to_path_buf(),
                 message: crate::sanitize::toml_error(&text, &e),
             })?;
+            let groups = os.groups_of(user);
             let listed = |list: &[String]| {
                 list.iter().any(|e| {
                     e == "*"
@@ -216,61 +211,68 @@ pub fn resolve(
     })
 }
 
-/// The user's groups from /etc/group (and the primary group from /etc/passwd).
-pub fn os_groups(user: &str) -> Vec<String> {
-    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-    let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
-    let primary_gid = passwd.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() > 3 && f[0] == user).then(|| f[3].to_string())
-    });
-    group
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            let member = f.get(3).is_some_and(|m| m.split(',').any(|u| u == user));
-            let primary = f
-                .get(2)
-                .is_some_and(|gid| Some(gid.to_string()) == primary_gid);
-            (f.len() > 2 && (member || primary)).then(|| f[0].to_string())
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
-    fn file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-        let d = tempfile::tempdir().expect("tmp");
-        let p = d.path().join("roles.toml");
-        std::fs::write(&p, text).expect("write");
-        (d, p)
+    /// An OS of the test's making: a uid, groups per user, files by path.
+    #[derive(Default)]
+    struct FakeOs {
+        uid: Option<u32>,
+        groups: HashMap<String, Vec<String>>,
+        files: HashMap<PathBuf, (u32, u32, String)>,
+    }
+
+    impl Os for FakeOs {
+        fn real_uid(&self) -> Option<u32> {
+            self.uid
+        }
+        fn groups_of(&self, user: &str) -> Vec<String> {
+            self.groups.get(user).cloned().unwrap_or_default()
+        }
+        fn owner_and_mode(&self, path: &Path) -> Option<(u32, u32)> {
+            self.files.get(path).map(|(u, m, _)| (*u, *m))
+        }
+        fn read(&self, path: &Path) -> std::io::Result<String> {
+            self.files
+                .get(path)
+                .map(|(_, _, t)| t.clone())
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+        }
+    }
+
+    fn os_with(path: &str, text: &str) -> FakeOs {
+        let mut os = FakeOs {
+            uid: Some(1000),
+            ..Default::default()
+        };
+        os.files
+            .insert(PathBuf::from(path), (0, 0o644, text.to_string()));
+        os.groups.insert("bob".into(), vec!["oncall".into()]);
+        os.groups.insert("carol".into(), vec!["sales".into()]);
+        os
     }
 
     #[test]
     fn roles_from_the_file_and_caps() {
-        let (_d, p) =
-            file("privileged = [\"alice\"]\noperator = [\"group:oncall\"]\nviewer = [\"*\"]\n");
-        let r = |u: &str, g: &[&str], ro| {
-            resolve(
-                Some(&p),
-                u,
-                &g.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-                ro,
-            )
-        };
-        assert_eq!(r("alice", &[], false).ok(), Some(Role::Privileged));
-        assert_eq!(r("bob", &["oncall"], false).ok(), Some(Role::Operator));
-        assert_eq!(r("carol", &["sales"], false).ok(), Some(Role::Viewer));
+        let p = Path::new("/r/roles.toml");
+        let os = os_with(
+            "/r/roles.toml",
+            "privileged = [\"alice\"]\noperator = [\"group:oncall\"]\nviewer = [\"*\"]\n",
+        );
+        let r = |u: &str, ro| resolve(&os, Some(p), u, ro);
+        assert_eq!(r("alice", false).ok(), Some(Role::Privileged));
+        assert_eq!(r("bob", false).ok(), Some(Role::Operator));
+        assert_eq!(r("carol", false).ok(), Some(Role::Viewer));
         assert_eq!(
-            r("alice", &[], true).ok(),
+            r("alice", true).ok(),
             Some(Role::Viewer),
             "--read-only caps at viewer"
         );
-        let (_d2, p2) = file("operator = [\"bob\"]\n");
+        let os2 = os_with("/r/roles.toml", "operator = [\"bob\"]\n");
         assert_eq!(
-            resolve(Some(&p2), "mallory", &[], false).ok(),
+            resolve(&os2, Some(p), "mallory", false).ok(),
             Some(Role::Viewer),
             "unlisted users are viewers"
         );
@@ -279,28 +281,55 @@ mod tests {
     #[test]
     fn only_root_chooses_the_roles_file() {
         let mine = Path::new("/home/alice/mine.toml");
-        let err = roles_file_for(Some(mine), Some(1000), false).expect_err("user override");
+        let user = FakeOs {
+            uid: Some(1000),
+            ..Default::default()
+        };
+        let err = roles_file_for(&user, Some(mine), false).expect_err("user override");
         assert!(matches!(err, RolesError::NotRoot));
         assert!(err.to_string().contains("only be chosen by root"), "{err}");
+        let root = FakeOs {
+            uid: Some(0),
+            ..Default::default()
+        };
         assert_eq!(
-            roles_file_for(Some(mine), Some(0), false).ok(),
+            roles_file_for(&root, Some(mine), false).ok(),
             Some(Some(mine.to_path_buf()))
         );
         assert_eq!(
-            roles_file_for(Some(mine), Some(1000), true).ok(),
+            roles_file_for(&user, Some(mine), true).ok(),
             Some(Some(mine.to_path_buf())),
             "test builds may"
         );
-        assert!(real_uid().is_some());
+        // The system file decides when it is root's and writable by root alone.
+        assert_eq!(roles_file_for(&user, None, false).ok(), Some(None));
+        let mut os = os_with(DEFAULT_ROLES_FILE, "");
+        assert_eq!(
+            roles_file_for(&os, None, false).ok(),
+            Some(Some(PathBuf::from(DEFAULT_ROLES_FILE)))
+        );
+        os.files
+            .insert(PathBuf::from(DEFAULT_ROLES_FILE), (0, 0o666, String::new()));
+        assert!(matches!(
+            roles_file_for(&os, None, false),
+            Err(RolesError::Unsafe {
+                uid: 0,
+                mode: 0o666
+            })
+        ));
     }
 
     #[test]
     fn missing_files_and_checks() {
-        assert!(resolve(Some(Path::new("/nonexistent/roles.toml")), "a", &[], false).is_err());
-        let (_d, bad) = file("admins = [\"x\"]\n");
-        assert!(
-            resolve(Some(&bad), "a", &[], false).is_err_and(|e| e.to_string().contains("admins"))
+        let os = os_with("/r/bad.toml", "admins = [\"x\"]\n");
+        assert!(resolve(&os, Some(Path::new("/nonexistent/roles.toml")), "a", false).is_err());
+        assert_eq!(
+            resolve(&os, None, "a", false).ok(),
+            Some(Role::Operator),
+            "no system file: operator"
         );
+        assert!(resolve(&os, Some(Path::new("/r/bad.toml")), "a", false)
+            .is_err_and(|e| e.to_string().contains("admins")));
         assert_eq!(check(Role::Operator, Permission::Discard), Ok(()));
         let denied =
             check(Role::Operator, Permission::Unmask).expect_err("operators cannot unmask");

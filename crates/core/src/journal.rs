@@ -391,13 +391,13 @@ pub struct ReplayRow {
 
 impl ReplayRow {
     /// Its state as an operator needs it: `running` with no live process behind it
-    /// (the pid journaled at start or resume) is `interrupted`.
-    pub fn shown_state(&self) -> ReplayState {
+    /// (the pid journaled at start or resume; `alive` asks the OS) is `interrupted`.
+    pub fn shown_state(&self, alive: &dyn Fn(u64) -> bool) -> ReplayState {
         if self.state != ReplayState::Running {
             return self.state;
         }
         match self.detail.get("pid").and_then(|p| p.as_u64()) {
-            Some(p) if std::path::Path::new(&format!("/proc/{p}")).exists() => ReplayState::Running,
+            Some(p) if alive(p) => ReplayState::Running,
             _ => ReplayState::Interrupted,
         }
     }

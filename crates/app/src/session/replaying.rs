@@ -184,7 +184,7 @@ impl Session {
         };
         let mut out = Vec::new();
         for row in ledger.replays()? {
-            let state = row.shown_state();
+            let state = crate::identity::replay_state(&row);
             if row.source != self.settings.source_key
                 || !matches!(
                     state,
