@@ -8,7 +8,7 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use dlq_core::catalog::prepare_with;
 use dlq_core::masking::Masker;
-use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::model::{Coords, HeaderValue, RawLetter};
 use dlq_core::schema::{Format, PayloadCodec, SchemaInfo};
 use dlq_schema::SchemaCodec;
 
@@ -60,15 +60,15 @@ fn letter(topic: &str, payload: Vec<u8>) -> RawLetter {
         }),
         key: Some(b"ord_01K5T7Z0EJN3FKFTTQ23AVGRYY".to_vec()),
         headers: vec![
-            Header::named(
+            dlq_core::conventions::header(
                 "kafka_dlt-exception-fqcn",
                 HeaderValue::text("com.acme.ValidationException"),
             ),
-            Header::named(
+            dlq_core::conventions::header(
                 "kafka_dlt-exception-message",
                 HeaderValue::text("amount must be positive"),
             ),
-            Header::named("kafka_dlt-original-topic", HeaderValue::text("orders")),
+            dlq_core::conventions::header("kafka_dlt-original-topic", HeaderValue::text("orders")),
         ],
         properties: Vec::new(),
         payload,

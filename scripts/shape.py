@@ -125,6 +125,9 @@ def crate_modules(crate_src):
     return mods
 
 
+WHY = {}
+
+
 def circles(crate_src):
     mods = crate_modules(crate_src)
     edges = defaultdict(set)
@@ -155,6 +158,7 @@ def circles(crate_src):
             related = t == name or name.startswith(t + "::") or t.startswith(name + "::") or not t or not name
             if not related:
                 edges[name].add(t)
+                WHY.setdefault((name, t), m.group(0))
     # strongly connected components (Tarjan)
     index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
     sys.setrecursionlimit(10000)
@@ -222,6 +226,11 @@ def main():
         total += len(cs)
         if cs:
             print(f"import circles in {c}: {len(cs)}" + ("".join(f"\n  {' ↔ '.join(x)}" for x in cs) if listing else ""))
+            if "--edges" in sys.argv:
+                for x in cs:
+                    for (a, b), why in sorted(WHY.items()):
+                        if a in x and b in x:
+                            print(f"    {a} → {b}  ({why})")
     print(f"import circles, all crates: {total}")
     state = os.path.join(ROOT, "crates/tui/src/state.rs")
     if os.path.exists(state):

@@ -88,7 +88,7 @@ fn fixture(dir: &std::path::Path) -> String {
                 offset: i as i64,
             }),
             payload: payload.to_string().into_bytes(),
-            headers: vec![dlq_core::model::Header::named(
+            headers: vec![dlq_core::conventions::header(
                 "x-reason-code",
                 dlq_core::model::HeaderValue::text("amount_not_a_number"),
             )],

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use dlq_core::dump::to_line;
-use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::model::{Coords, HeaderValue, RawLetter};
 use dlq_tui::action::{BrowseEvent, Nav, ViewKey};
 use std::io::Write;
 use std::process::Command;
@@ -42,7 +42,7 @@ const NEAR_MISSES: &[&str] = &[
 ];
 
 fn letter(i: usize, secret: &str) -> RawLetter {
-    let h = |n: &str, v: &str| Header::named(n, HeaderValue::text(v));
+    let h = |n: &str, v: &str| dlq_core::conventions::header(n, HeaderValue::text(v));
     RawLetter {
         coords: Some(Coords::Kafka {
             topic: "pii.dlq".into(),

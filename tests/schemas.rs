@@ -5,7 +5,7 @@
 //! edit written back with its writer schema and replayed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may stop on a broken fixture
 
-use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::model::{Coords, HeaderValue, RawLetter};
 use dlq_core::ports::{DlqSource, ScanEvent};
 use dlq_core::schema::{Format, PayloadCodec, SchemaInfo};
 use dlq_kafka::demo::produce_all;
@@ -56,9 +56,9 @@ fn letter(topic: &str, payload: Vec<u8>, id: &str) -> RawLetter {
         }),
         key: Some(id.as_bytes().to_vec()),
         headers: vec![
-            Header::named("x-message-id", HeaderValue::text(id)),
-            Header::named("x-reason-code", HeaderValue::text("validation_failed")),
-            Header::named("x-original-topic", HeaderValue::text("pay")),
+            dlq_core::conventions::header("x-message-id", HeaderValue::text(id)),
+            dlq_core::conventions::header("x-reason-code", HeaderValue::text("validation_failed")),
+            dlq_core::conventions::header("x-original-topic", HeaderValue::text("pay")),
         ],
         properties: Vec::new(),
         payload,

@@ -25,7 +25,7 @@ use stream::*;
 use values::*;
 pub use values::{from_amqp, to_amqp};
 
-use dlq_core::model::{Coords, Header, HeaderValue, RawLetter};
+use dlq_core::model::{Coords, HeaderValue, RawLetter};
 use dlq_core::ports::{
     Confirmed, DlqSource, Outgoing, Publisher, ScanEvent, Settled, SourceError, SourceInfo, Target,
 };

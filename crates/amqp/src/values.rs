@@ -95,7 +95,7 @@ pub(crate) fn to_raw(d: Delivery, vhost: &str, queue: &str, position: u64) -> Ra
         .map(|h| {
             h.inner()
                 .iter()
-                .map(|(k, v)| Header::named(k.as_str(), from_amqp(v)))
+                .map(|(k, v)| dlq_core::conventions::header(k.as_str(), from_amqp(v)))
                 .collect()
         })
         .unwrap_or_default();

@@ -4,7 +4,7 @@
 //! stored as a JSON string (readable, greppable); anything else as base64 (`*_b64`, or
 //! `{"b64": …}` for header values). AMQP typed header values keep their types.
 
-use crate::model::{Coords, Header, HeaderValue, RawLetter};
+use crate::model::{Coords, HeaderValue, RawLetter};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -196,7 +196,7 @@ pub fn from_line(line: &[u8]) -> Result<RawLetter, String> {
         .iter()
         .map(|(name, v)| {
             header_from_json(v)
-                .map(|value| Header::named(name, value))
+                .map(|value| crate::conventions::header(name, value))
                 .map_err(|e| format!("header `{name}`: {e}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -313,6 +313,7 @@ fn trim_ascii(b: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Header;
     use chrono::TimeZone;
 
     fn sample() -> RawLetter {

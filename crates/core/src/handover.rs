@@ -2,7 +2,6 @@
 //! whose frames can wait on a slow terminal over SSH): letters handed over count as in
 //! flight until the consumer drops them, and the producer waits while too many are.
 
-use crate::prepared::Prepared;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,19 +32,17 @@ impl InFlight {
         self.0.load(Ordering::Relaxed)
     }
 
-    /// Count `batch` in until every one of its letters has been dropped.
-    pub fn issue(&self, batch: &mut [Prepared]) {
-        if batch.is_empty() {
-            return;
+    /// Count `letters` in until the receipt and every clone of it (one per letter) has
+    /// been dropped; `None` for none.
+    pub fn issue(&self, letters: usize) -> Option<Receipt> {
+        if letters == 0 {
+            return None;
         }
-        self.0.fetch_add(batch.len(), Ordering::Relaxed);
-        let share = Receipt(Arc::new(BatchShare {
+        self.0.fetch_add(letters, Ordering::Relaxed);
+        Some(Receipt(Arc::new(BatchShare {
             counter: self.0.clone(),
-            letters: batch.len(),
-        }));
-        for p in batch {
-            p.receipt = Some(share.clone());
-        }
+            letters,
+        })))
     }
 
     /// Wait until fewer than `limit` letters are in flight. A consumer that has gone
@@ -60,24 +57,19 @@ impl InFlight {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RawLetter;
 
-    fn batch(n: usize) -> Vec<Prepared> {
-        let masker = crate::masking::Masker::with_key(b"k".to_vec());
-        (0..n)
-            .map(|_| crate::catalog::prepare_letter(&masker, &[], RawLetter::default()).into())
-            .collect()
-    }
-
-    /// A batch counts until its last letter is dropped, whether taken apart letter by
-    /// letter (as the TUI indexes) or dropped whole (a consumer that went away).
+    /// A batch counts until its last letter's receipt is dropped, whether taken apart
+    /// letter by letter (as the TUI indexes) or dropped whole (a consumer that went away).
     #[test]
     fn a_batch_counts_until_its_last_letter_is_dropped() {
         let f = InFlight::default();
-        let mut a = batch(3);
-        let mut b = batch(2);
-        f.issue(&mut a);
-        f.issue(&mut b);
+        let held = |n: usize| -> Vec<Receipt> {
+            let r = f.issue(n).expect("a batch");
+            vec![r; n]
+        };
+        let a = held(3);
+        let b = held(2);
+        assert!(f.issue(0).is_none());
         assert_eq!(f.count(), 5);
         let mut letters = a.into_iter();
         let first = letters.next();

@@ -172,15 +172,6 @@ impl Header {
             value,
         }
     }
-
-    /// A header as a broker names it: a well-known name is not copied.
-    pub fn named(name: &str, value: HeaderValue) -> Self {
-        let name = match crate::conventions::known_header(name) {
-            Some(known) => Cow::Borrowed(known),
-            None => Cow::Owned(name.to_string()),
-        };
-        Header { name, value }
-    }
 }
 
 /// One DLQ record exactly as the broker handed it over.

@@ -1,8 +1,7 @@
 //! A letter ready to index, and its ledger state: what preparation (at scan, on the
 //! session's workers) hands every front end, once per letter.
 
-use crate::decisions;
-use crate::handover::Receipt;
+use crate::handover::{InFlight, Receipt};
 use crate::journal::{Decision, DecisionKind};
 use crate::model::{DeadLetter, TriageState};
 use std::sync::Arc;
@@ -18,7 +17,7 @@ pub struct Prepared {
     pub preview: String,
     pub state: TriageState,
     /// Content digest of a letter without a stable position (RabbitMQ queues), computed
-    /// once here on the preparing threads (see `decisions::content_fp`).
+    /// once here on the preparing threads (see `binding::content_fp`).
     pub fp: Option<u64>,
     /// Set when the batch was handed to a consumer that may fall behind (`InFlight`).
     pub receipt: Option<Receipt>,
@@ -27,7 +26,7 @@ pub struct Prepared {
 impl From<(DeadLetter, String)> for Prepared {
     /// A letter prepared outside a session (benches, tests): no ledger state.
     fn from((letter, preview): (DeadLetter, String)) -> Self {
-        let fp = decisions::content_fp(&letter.raw);
+        let fp = crate::binding::content_fp(&letter.raw);
         Prepared {
             letter: Arc::new(letter),
             preview,
@@ -101,5 +100,15 @@ impl LetterState {
                 "applied_at": d.applied_at, "audit_seq": d.audit_seq,
             })),
         })
+    }
+}
+
+/// Hand `batch` over to a consumer that may fall behind: it counts in `in_flight` until
+/// every one of its letters has been dropped.
+pub fn hand_over(batch: &mut [Prepared], in_flight: &InFlight) {
+    if let Some(share) = in_flight.issue(batch.len()) {
+        for p in batch {
+            p.receipt = Some(share.clone());
+        }
     }
 }

@@ -130,29 +130,8 @@ fn parse_kafka(rest: &str) -> Result<SourceRef, BadSource> {
     Ok(SourceRef::Kafka { brokers, topics })
 }
 
-/// Remove credentials from every `scheme://userinfo@` in a text — a URI that did not
-/// parse, an error message that echoes one, a management URL. A URI runs to the next
-/// white space or quote, and its userinfo to its last `@` (`crate::uri`): a password
-/// holding `/ ? #` is removed whole. The user name stays; the password becomes `***`.
-pub fn redact_uri_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(at) = rest.find("://") {
-        // Back to the start of the scheme, so `crate::uri` sees the whole URI.
-        let start = rest[..at]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-            .map_or(0, |i| i + 1);
-        out.push_str(&rest[..start]);
-        let tail = &rest[start..];
-        let end = tail
-            .find(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"'))
-            .unwrap_or(tail.len());
-        out.push_str(&crate::uri::redact(&tail[..end]));
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
-}
+/// Credentials removed from every URI in a text (see `crate::uri::redact_uri_text`).
+pub use crate::uri::redact_uri_text;
 
 /// Everything but RFC 3986's unreserved characters is encoded.
 const NOT_UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC

@@ -195,7 +195,7 @@ fn text(o: &Option<crate::model::Sourced<String>>) -> &str {
 impl LetterStore {
     /// Add a letter with its already-masked preview; returns its row id.
     pub fn push(&mut self, dl: &DeadLetter, masked_preview: &str) -> RowId {
-        let fp = crate::decisions::content_fp(&dl.raw);
+        let fp = crate::binding::content_fp(&dl.raw);
         self.push_with_fp(dl, masked_preview, fp)
     }
 
@@ -333,11 +333,11 @@ impl LetterStore {
         })
     }
 
-    /// The exact-letter binding of a row, as `core::decisions::binding` renders it.
+    /// The exact-letter binding of a row, as `core::binding::binding` renders it.
     pub fn binding(&self, r: &Row) -> String {
         let c = self.sym(r.container);
         if r.fp != 0 {
-            crate::decisions::content_label(r.fp)
+            crate::binding::content_label(r.fp)
         } else if r.partition >= 0 {
             format!("at:{c}/{}/{}", r.partition, r.offset)
         } else {

@@ -66,8 +66,32 @@ pub fn redact(s: &str) -> String {
     }
 }
 
+/// Remove credentials from every `scheme://userinfo@` in a text — a URI that did not
+/// parse, an error message that echoes one, a management URL. A URI runs to the next
+/// white space or quote, and its userinfo to its last `@` (this module): a password
+/// holding `/ ? #` is removed whole. The user name stays; the password becomes `***`.
+pub fn redact_uri_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("://") {
+        // Back to the start of the scheme, so `crate::uri` sees the whole URI.
+        let start = rest[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |i| i + 1);
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"'))
+            .unwrap_or(tail.len());
+        out.push_str(&redact(&tail[..end]));
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `text` (an error that may echo `uri`) without `uri`'s password, raw or decoded,
-/// wherever it stands, then without any other URI's (`source::redact_uri_text`).
+/// wherever it stands, then without any other URI's (`redact_uri_text`).
 pub fn scrub(text: &str, uri: &str) -> String {
     let mut out = text.to_string();
     if let Some(pw) = split(uri)
@@ -79,7 +103,7 @@ pub fn scrub(text: &str, uri: &str) -> String {
             out = out.replace(&plain, "***");
         }
     }
-    crate::source::redact_uri_text(&out)
+    redact_uri_text(&out)
 }
 
 /// Whether the URI's host is this machine (plain http is then no one else's to read).

@@ -464,7 +464,7 @@ pub fn to_raw<M: Message>(msg: &M) -> RawLetter {
         .map(|hs| {
             hs.iter()
                 .map(|h| {
-                    Header::named(
+                    dlq_core::conventions::header(
                         h.key,
                         match h.value {
                             Some(v) => HeaderValue::Bytes(v.to_vec()),

@@ -13,52 +13,13 @@
 
 use super::Ledger;
 use crate::db::{Db, DbError, WRITE_LOCK};
+use crate::host::state_words;
 use crate::p;
 use dlq_core::journal::JournalError;
 use dlq_core::sanitize::clean;
 
 /// The byte of `<db>-shm` SQLite locks for writing (WALINDEX_LOCK_OFFSET + WAL_WRITE_LOCK).
 const WAL_WRITE_LOCK_BYTE: u64 = 120;
-
-/// A process as `/proc/<pid>/stat` says it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ProcState {
-    /// Stopped by a signal (Ctrl-Z, SIGSTOP) or a debugger.
-    Stopped,
-    /// In an uninterruptible wait (a disk, a hung network file system).
-    DiskWait,
-    Running,
-    Gone,
-}
-
-/// The state of process `pid` on this host.
-pub(crate) fn proc_state(pid: i64) -> ProcState {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return ProcState::Gone;
-    };
-    // `pid (comm) S …`: comm may hold spaces and parentheses, the state follows the last `)`.
-    match stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next())
-    {
-        Some('T' | 't') => ProcState::Stopped,
-        Some('D') => ProcState::DiskWait,
-        Some('Z' | 'X') | None => ProcState::Gone,
-        Some(_) => ProcState::Running,
-    }
-}
-
-/// How a holder's state reads in a message, and what frees what it holds.
-pub(crate) fn state_words(pid: i64) -> String {
-    match proc_state(pid) {
-        ProcState::Stopped => format!(
-            "stopped (Ctrl-Z or SIGSTOP): `kill -CONT {pid}` lets it go on, `kill {pid}` ends it"
-        ),
-        ProcState::DiskWait => "waiting on a disk or a network file system".into(),
-        ProcState::Running => "running".into(),
-        ProcState::Gone => "no longer running".into(),
-    }
-}
 
 /// The pid whose POSIX write lock covers `byte` of the file with (`dev`, `ino`), from
 /// `/proc/locks` (lines `N: POSIX ADVISORY WRITE <pid> <maj>:<min>:<ino> <start> <end>`;
@@ -130,7 +91,7 @@ impl Ledger {
             .db
             .opt(
                 "SELECT id, actor FROM replays WHERE state = 'running' AND lease_pid = ?1 AND lease_host = ?2",
-                p![pid, crate::lease::this_host()],
+                p![pid, crate::host::this_host()],
                 |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)),
             )
             .ok()
@@ -205,6 +166,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::{proc_state, ProcState};
 
     #[test]
     fn the_write_lock_holder_is_found_in_proc_locks_and_waiters_are_not() {

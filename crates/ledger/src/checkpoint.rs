@@ -12,7 +12,6 @@
 //! `verify` (`audit verify`, the TUI at open) walks everything.
 
 use super::*;
-use crate::verify::Scope;
 use crate::LOCK_WAIT;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
@@ -23,6 +22,21 @@ const WALK_FAILED: &str = "walk-failed";
 
 /// Up to this many entries a write walks the whole ledger (about 0.1 s).
 pub const FULL_WALK_UP_TO: i64 = 50_000;
+
+/// What the row checks cover: every row (a full verification), or the rows written after
+/// a checkpoint's entry and the replays named since (an incremental one).
+#[derive(Clone, Copy)]
+pub(crate) struct Scope<'a> {
+    pub(crate) since: i64,
+    pub(crate) replays: Option<&'a HashSet<String>>,
+}
+
+impl Scope<'_> {
+    pub(crate) const ALL: Scope<'static> = Scope {
+        since: 0,
+        replays: None,
+    };
+}
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub(crate) struct Checkpoint {

@@ -7,6 +7,7 @@
 
 use super::Ledger;
 use crate::db::{Db, DbError, Row};
+use crate::host::this_host;
 use crate::p;
 use chrono::{DateTime, Utc};
 use dlq_core::journal::{Claim, InDoubt, JournalError};
@@ -15,16 +16,6 @@ use std::collections::{HashMap, HashSet};
 /// A lease time as stored (RFC 3339, milliseconds, UTC).
 fn stamp(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-/// This host's name, as leases record it.
-pub(crate) fn this_host() -> String {
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown-host".into())
 }
 
 /// The lease columns of a replay row.
@@ -58,7 +49,7 @@ impl Lease {
                 format!(
                     "pid {pid} on {}, {}",
                     self.host.as_deref().unwrap_or("?"),
-                    crate::busy::state_words(pid)
+                    crate::host::state_words(pid)
                 )
             }
             Some(pid) => format!("pid {pid} on {}", self.host.as_deref().unwrap_or("?")),

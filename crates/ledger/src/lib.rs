@@ -70,6 +70,7 @@ mod checkpoint;
 pub mod db;
 mod freeze;
 mod holder;
+mod host;
 mod journal_impl;
 mod lease;
 mod replays;

@@ -166,7 +166,7 @@ impl Ledger {
             Location::File(p) => Ledger::open(p, actor),
             Location::Server(url) => {
                 let mut l = Ledger::connect(url)?;
-                l.client = format!("{actor}@{}", crate::lease::this_host());
+                l.client = format!("{actor}@{}", crate::host::this_host());
                 Ok(l)
             }
         }
@@ -243,7 +243,7 @@ pub(crate) fn session_settings() -> String {
 /// `dlq-triage <pid>@<host>`: what another engineer's "the team ledger is busy"
 /// message names (the server shows `application_name` to every role).
 pub(crate) fn application_name() -> String {
-    let host: String = crate::lease::this_host()
+    let host: String = crate::host::this_host()
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
         .take(40)

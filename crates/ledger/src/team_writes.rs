@@ -204,7 +204,7 @@ impl Ledger {
         let epoch: Option<i64> = tx
             .one(
                 "SELECT dlq.take_lease(?1, ?2, ?3)",
-                p![id, std::process::id(), crate::lease::this_host()],
+                p![id, std::process::id(), crate::host::this_host()],
                 |r| r.get(0),
             )
             .map_err(|e| self.err(e))?;

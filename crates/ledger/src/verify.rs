@@ -1,7 +1,7 @@
 //! Verification: the chain walked entry by entry, every bound row checked against its entry.
 
 use super::*;
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, Scope};
 use crate::p;
 use std::collections::{HashMap, HashSet};
 
@@ -318,21 +318,6 @@ impl Ledger {
                 )
             }))
     }
-}
-
-/// What the row checks cover: every row (a full verification), or the rows written after
-/// a checkpoint's entry and the replays named since (an incremental one).
-#[derive(Clone, Copy)]
-pub(crate) struct Scope<'a> {
-    pub(crate) since: i64,
-    pub(crate) replays: Option<&'a HashSet<String>>,
-}
-
-impl Scope<'_> {
-    pub(crate) const ALL: Scope<'static> = Scope {
-        since: 0,
-        replays: None,
-    };
 }
 
 /// Actions whose entries record a row (a decision, a revision, the replay journal).

@@ -149,7 +149,7 @@ fn initial_scan(
     let result = session.scan(true, &mut |mut ev| {
         if let SessionEvent::Letters(batch) = &mut ev {
             in_flight.wait_below(UI_BACKLOG);
-            in_flight.issue(batch);
+            dlq_core::prepared::hand_over(batch, &in_flight);
         }
         gone |= !forward(events, ev, false);
         while let Ok(r) = requests.try_recv() {

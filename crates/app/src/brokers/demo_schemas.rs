@@ -123,7 +123,7 @@ pub fn extra(seed: u64, now: chrono::DateTime<chrono::Utc>) -> Result<Extra, Sou
                     "amount": cents_text(-cents), "requested_at": at, "memo": v2["memo"],
                 });
                 let mut h = spring("com.acme.payouts.ValidationException", "amount must be positive", "payout-worker 1.8.2");
-                h.push(Header::named("x-reason-code", HeaderValue::text("payout_amount_negative")));
+                h.push(dlq_core::conventions::header("x-reason-code", HeaderValue::text("payout_amount_negative")));
                 (h, encode(V1, &v1)?)
             }
         };
@@ -149,8 +149,11 @@ pub fn extra(seed: u64, now: chrono::DateTime<chrono::Utc>) -> Result<Extra, Sou
                 headers: headers
                     .into_iter()
                     .chain([
-                        Header::named("kafka_dlt-original-topic", HeaderValue::text(PAYOUTS)),
-                        Header::named(
+                        dlq_core::conventions::header(
+                            "kafka_dlt-original-topic",
+                            HeaderValue::text(PAYOUTS),
+                        ),
+                        dlq_core::conventions::header(
                             "kafka_dlt-original-partition",
                             HeaderValue::Bytes(partition.to_be_bytes().to_vec()),
                         ),
@@ -174,9 +177,9 @@ pub fn extra(seed: u64, now: chrono::DateTime<chrono::Utc>) -> Result<Extra, Sou
 
 fn spring(fqcn: &str, message: &str, version: &str) -> Vec<Header> {
     vec![
-        Header::named("kafka_dlt-exception-fqcn", HeaderValue::text(fqcn)),
-        Header::named("kafka_dlt-exception-message", HeaderValue::text(message)),
-        Header::named("x-consumer-version", HeaderValue::text(version)),
+        dlq_core::conventions::header("kafka_dlt-exception-fqcn", HeaderValue::text(fqcn)),
+        dlq_core::conventions::header("kafka_dlt-exception-message", HeaderValue::text(message)),
+        dlq_core::conventions::header("x-consumer-version", HeaderValue::text(version)),
     ]
 }
 

@@ -320,6 +320,16 @@ pub fn known_header(name: &str) -> Option<&'static str> {
         .copied()
 }
 
+/// A header as a broker names it: a well-known name (one the conventions read, or most
+/// letters carry) is borrowed, not copied, for each of a million letters.
+pub fn header(name: &str, value: crate::model::HeaderValue) -> crate::model::Header {
+    let name = match known_header(name) {
+        Some(known) => std::borrow::Cow::Borrowed(known),
+        None => std::borrow::Cow::Owned(name.to_string()),
+    };
+    crate::model::Header { name, value }
+}
+
 /// Run every convention on one raw letter.
 pub fn extract(raw: RawLetter, mappings: &[UserMapping]) -> DeadLetter {
     extract_decoding(raw, mappings, None)

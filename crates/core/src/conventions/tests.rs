@@ -449,12 +449,12 @@ fn well_known_header_names_are_borrowed_and_others_kept_exactly() {
         "kafka_dlt-exception-fqcn",
         "MT-Fault-Message",
     ] {
-        let h = Header::named(name, HeaderValue::Null);
+        let h = header(name, HeaderValue::Null);
         assert!(matches!(h.name, Cow::Borrowed(_)), "{name}");
         assert_eq!(h.name, name);
     }
     for name in ["X-Error", "x-error ", "tenant\u{1b}[2J", ""] {
-        let h = Header::named(name, HeaderValue::Null);
+        let h = header(name, HeaderValue::Null);
         assert!(matches!(h.name, Cow::Owned(_)), "{name:?}");
         assert_eq!(h.name, name);
     }

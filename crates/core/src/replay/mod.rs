@@ -8,6 +8,7 @@ pub mod describe;
 pub mod engine;
 pub mod options;
 pub mod plan;
+mod planned;
 pub mod rate;
 pub mod report;
 mod stale;

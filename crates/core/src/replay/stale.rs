@@ -2,7 +2,7 @@
 //! holds a newer record with the same key would put old data after new, so it is left
 //! out unless `--include-stale`.
 
-use super::plan::{refs, warn, Draft, StaleCheck, Warning, Why};
+use super::planned::{refs, warn, Draft, StaleCheck, Warning, Why};
 use super::Options;
 use crate::model::Origin;
 use crate::ports::{KeyScan, OriginLog};

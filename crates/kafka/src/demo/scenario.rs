@@ -139,7 +139,7 @@ struct Draft {
 }
 
 fn h(name: &str, v: &str) -> Header {
-    Header::named(name, HeaderValue::text(v))
+    dlq_core::conventions::header(name, HeaderValue::text(v))
 }
 
 /// Age in ms, skewed towards recent (incidents ramp up).
