@@ -1,7 +1,7 @@
 //! Everything that can happen to the TUI: keys (through the keymap), mouse, resize, and
 //! the worker's reports. `update` is the only consumer.
 
-use crate::state::Tab;
+use crate::tab::Tab;
 use dlq_app::session::{DiscardTarget, Prepared};
 use dlq_core::store::RowId;
 

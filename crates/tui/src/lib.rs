@@ -4,10 +4,13 @@
 pub mod action;
 pub mod keymap;
 pub mod launch;
+mod lists;
 pub mod picker;
+mod replay_pane;
 pub mod replaying;
 mod selection;
 pub mod state;
+mod tab;
 pub mod theme;
 pub mod update;
 pub mod views;

@@ -18,34 +18,7 @@ pub enum Pane {
     Detail,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tab {
-    Failure,
-    Headers,
-    Payload,
-    Diff,
-    History,
-}
-
-impl Tab {
-    pub(crate) const ALL: [Tab; 5] = [
-        Tab::Failure,
-        Tab::Headers,
-        Tab::Payload,
-        Tab::Diff,
-        Tab::History,
-    ];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Tab::Failure => "Failure",
-            Tab::Headers => "Headers",
-            Tab::Payload => "Payload",
-            Tab::Diff => "Diff",
-            Tab::History => "History",
-        }
-    }
-}
+pub use crate::tab::Tab;
 
 /// A discard being asked for: its letters, in words, and (once given) its reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,7 +235,7 @@ pub struct AppState {
     /// Who must act on which letters (`[[owners]]` in the config).
     pub owners: dlq_core::owners::Owners,
     /// The dry-run screen, the progress pane, unfinished replays.
-    pub replay: crate::replaying::ReplayUi,
+    pub replay: crate::replay_pane::ReplayUi,
     /// Rows available to the lists (set by the view on resize), for paging.
     pub page: usize,
     /// `z`: the focused pane fills the body of the screen.

@@ -11,22 +11,21 @@ use dlq_app::session::{DiscardTarget, Prepared};
 use dlq_core::access::{check, Permission};
 use dlq_core::diff::diff_letters;
 use dlq_core::filter::Filter;
-use dlq_core::grouping::{Dim, GroupIndex};
+use dlq_core::grouping::Dim;
 use dlq_core::payload_view;
 use dlq_core::store::RowId;
 
 mod act;
 mod detail;
 mod events;
-mod lists;
 mod nav;
 mod palette;
 mod typing;
 
+pub(crate) use crate::lists::*;
 use act::*;
 use detail::*;
 use events::*;
-pub(crate) use lists::*;
 use nav::*;
 use palette::*;
 use typing::*;
@@ -37,8 +36,6 @@ pub use detail::render_payload;
 const DETAIL_PAYLOAD_MAX: usize = 256 * 1024;
 /// Payloads up to this size are rendered on the UI thread; bigger ones are not.
 const INLINE_RENDER_MAX: usize = 16 * 1024;
-/// Re-sorting a huge group on every batch would stall the UI; wait for the scan.
-const LIVE_LETTERS_LIMIT: usize = 200_000;
 
 /// Dispatch by cause and area: each handler owns one enum and matches all of it.
 pub fn update(state: &mut AppState, action: impl Into<Action>, size: (u16, u16)) -> Vec<Command> {

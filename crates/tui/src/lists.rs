@@ -1,6 +1,10 @@
 //! The group index, the tree and the selected group's letters, kept in step.
 
-use super::*;
+use crate::state::AppState;
+use dlq_core::grouping::{Dim, GroupIndex};
+
+/// Re-sorting a huge group on every batch would stall the UI; wait for the scan.
+const LIVE_LETTERS_LIMIT: usize = 200_000;
 
 /// Rebuild the group index for the current grouping, filter and clock.
 pub(crate) fn rebuild_index(state: &mut AppState) {
