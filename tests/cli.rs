@@ -1296,3 +1296,22 @@ fn header_terms_and_bare_words_that_only_payloads_hold() {
         Some(2)
     );
 }
+
+/// A mistake in `[keys]` is said before the TUI takes the terminal, naming it (exit 2).
+#[test]
+fn a_keymap_mistake_is_said_before_the_tui_starts() {
+    let env = env();
+    let config = env.path().join("keys.toml");
+    std::fs::write(&config, "[keys]\ndiscard = \"r\"\n").expect("config");
+    let out = env.run(&["--config", config.to_str().expect("utf8"), "tui", "demo"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`r` is bound to both `discard` and `replay`"),
+        "{err}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("\u{1b}[?1049h"),
+        "the terminal was not taken"
+    );
+}

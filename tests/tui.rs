@@ -627,7 +627,7 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
     let cmds = update(&mut s, Action::from(Act::StartDiscard), size);
     assert!(
         cmds.iter().any(
-            |c| matches!(c, Cmd::Session(Request::Audit { action, .. }) if action == "denied")
+            |c| matches!(c, Cmd::Session(Request::Refused { permission, .. }) if *permission == dlq_core::access::Permission::Discard)
         ),
         "{cmds:?}"
     );
@@ -640,7 +640,7 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
     let cmds = update(&mut s, Action::from(Act::StartUnmask), size);
     assert!(cmds
         .iter()
-        .any(|c| matches!(c, Cmd::Session(Request::Audit { action, .. }) if action == "denied")));
+        .any(|c| matches!(c, Cmd::Session(Request::Refused { permission, .. }) if *permission == dlq_core::access::Permission::Unmask)));
     s.role = Role::Privileged;
     update(&mut s, Action::from(Act::StartUnmask), size);
     let mut cmds = Vec::new();
@@ -1023,4 +1023,35 @@ fn help_and_replay_progress_at_80x24() {
         );
     }
     insta::assert_snapshot!("replay_progress_80x24", screen(&s, size));
+}
+
+/// `[keys]` in the config rebinds an action: the new key does it, the old one no longer
+/// does, and help and the footer say the new key.
+#[test]
+fn keys_from_the_config_rebind_actions_in_help_and_footer() {
+    let size = (120, 40);
+    let config = dlq_app::config::Config::parse(
+        "[keys]\ndiscard = \"X\"\nnext-pane = [\"Tab\", \"w\"]\n",
+        Path::new("config.toml"),
+    )
+    .expect("config");
+    let keymap = dlq_tui::keymap::Keymap::with(&config.keys).expect("keys");
+    let mut s = state_from(&example(), size);
+    s.set_keymap(keymap);
+    press(&mut s, &["d"], size);
+    let after_d = screen(&s, size);
+    assert!(
+        !after_d.contains("— reason:"),
+        "d no longer discards:\n{after_d}"
+    );
+    assert!(after_d.contains("X discard"), "{after_d}");
+    press(&mut s, &["X"], size);
+    let asked = screen(&s, size);
+    assert!(
+        asked.contains(" discard group ") && asked.contains("— reason:"),
+        "{asked}"
+    );
+    press(&mut s, &["Esc", "?"], size);
+    let help = screen(&s, size);
+    assert!(help.contains("Tab w"), "{help}");
 }

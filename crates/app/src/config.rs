@@ -119,6 +119,27 @@ struct ConfigFile {
     watch: WatchConfig,
     #[serde(default)]
     schemas: SchemasConfig,
+    /// `[keys]`: the TUI's keys rebound (checked by the TUI at start).
+    #[serde(default)]
+    keys: BTreeMap<String, KeyList>,
+}
+
+/// The keys an action is bound to in `[keys]`: one (`discard = "X"`) or several
+/// (`down = ["j", "Down"]`), written as the help overlay writes them.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum KeyList {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl KeyList {
+    pub fn keys(&self) -> Vec<&str> {
+        match self {
+            KeyList::One(k) => vec![k.as_str()],
+            KeyList::Many(ks) => ks.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 /// `[watch]`: the rules `dlq-triage watch` evaluates besides `--rule`.
@@ -267,6 +288,8 @@ pub struct Config {
     pub owners: dlq_core::owners::Owners,
     pub watch: WatchConfig,
     pub schemas: SchemasConfig,
+    /// `[keys]`: action name → its keys, replacing the defaults for that action.
+    pub keys: BTreeMap<String, KeyList>,
 }
 
 /// `$XDG_CONFIG_HOME/dlq-triage`, else `~/.config/dlq-triage`.
@@ -356,6 +379,7 @@ impl Config {
             owners: dlq_core::owners::Owners(file.owners),
             watch: file.watch,
             schemas: file.schemas,
+            keys: file.keys,
             conventions,
         })
     }

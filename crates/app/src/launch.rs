@@ -447,6 +447,17 @@ impl Launch {
         Ok(self.principal().require(p, &redact_target(target))?)
     }
 
+    /// Check a write before it is made (see `Principal::require_write`); a `--read-only`
+    /// refusal is a usage error (exit 2), a role's is audited.
+    pub fn require_write(&self, w: dlq_core::access::WriteOp, target: &str) -> anyhow::Result<()> {
+        self.principal()
+            .require_write(w, &redact_target(target))
+            .map_err(|e| match e {
+                crate::session::SessionError::ReadOnly(r) => UsageError(r.to_string()).into(),
+                other => anyhow::Error::new(other),
+            })
+    }
+
     /// Whether payloads (masked) may be shown at all.
     pub fn may_view_payloads(&self) -> bool {
         self.principal()

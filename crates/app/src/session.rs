@@ -73,6 +73,9 @@ pub enum SessionError {
         denied: access::Denied,
         read_only: bool,
     },
+    /// A write under `--read-only`: nothing was written, not even an audit entry.
+    #[error("{0}")]
+    ReadOnly(access::Refusal),
 }
 
 /// Who acts, with which role, and where their decisions are recorded.
@@ -167,6 +170,17 @@ impl Principal {
         })
     }
 
+    /// Check a write (`access::may_write`): under `--read-only` it is refused and nothing
+    /// is written; a role that does not allow it is refused and audited (`require`).
+    /// `target` must already be redacted.
+    pub fn require_write(&self, w: access::WriteOp, target: &str) -> Result<(), SessionError> {
+        match access::may_write(self.role, self.read_only, w) {
+            Ok(()) => Ok(()),
+            Err(r @ access::Refusal::ReadOnly(_)) => Err(SessionError::ReadOnly(r)),
+            Err(access::Refusal::Role(d)) => self.require(d.permission, target),
+        }
+    }
+
     pub fn may(&self, p: Permission) -> bool {
         access::check(self.role, p).is_ok()
     }
@@ -179,6 +193,18 @@ impl Principal {
         detail: &str,
     ) -> Result<AuditEntry, SessionError> {
         Ok(self.ledger_to_write()?.audit(action, target, detail)?)
+    }
+
+    /// A running replay paused (or let go on) from a UI: an entry, so the journal's gap
+    /// in sending is explained.
+    pub fn audit_pause(&self, replay_id: &str, paused: bool) -> Result<AuditEntry, SessionError> {
+        let action = if paused {
+            "replay-pause"
+        } else {
+            "replay-unpause"
+        };
+        let detail = serde_json::json!({ "replay": replay_id }).to_string();
+        self.audit(action, replay_id, &detail)
     }
 
     /// A letter's entries in the ledger (decisions, revisions, unmasks, refusals).

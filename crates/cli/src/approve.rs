@@ -3,13 +3,12 @@
 
 use super::context::{usage, Launch};
 use super::{ApproveArgs, PolicyArgs, RolesArgs};
+use dlq_core::access::WriteOp;
 use dlq_core::sanitize::clean;
 use std::io::Write;
 
 pub fn run(ctx: &Launch, a: &ApproveArgs) -> anyhow::Result<()> {
-    if ctx.read_only {
-        return usage("--read-only: approve writes the ledger");
-    }
+    ctx.require_write(WriteOp::Approve, &a.id)?;
     let decide = a.yes.then_some((!a.reject, a.note.as_str()));
     let approval = dlq_app::team_ledger::approve(&ctx.principal(), &a.id, decide)?;
     if a.json {
@@ -51,8 +50,8 @@ pub fn roles(ctx: &Launch, a: &RolesArgs) -> anyhow::Result<()> {
         ("set", _, _) => return usage("roles set ACTOR ROLE (viewer, operator, privileged)"),
         _ => None,
     };
-    if set.is_some() && ctx.read_only {
-        return usage("--read-only: roles set writes the ledger");
+    if set.is_some() {
+        ctx.require_write(WriteOp::SetRoles, "roles")?;
     }
     let list = dlq_app::team_ledger::roles(&ctx.principal(), set)?;
     pairs(
@@ -70,8 +69,8 @@ pub fn policy(ctx: &Launch, a: &PolicyArgs) -> anyhow::Result<()> {
         ("set" | "clear", _, _) => return usage("policy set KEY VALUE, or policy clear KEY"),
         _ => None,
     };
-    if set.is_some() && ctx.read_only {
-        return usage("--read-only: policy set writes the ledger");
+    if set.is_some() {
+        ctx.require_write(WriteOp::SetPolicy, "policy")?;
     }
     let list = dlq_app::team_ledger::policy(&ctx.principal(), set)?;
     pairs(

@@ -5,15 +5,13 @@
 use super::context::{usage, Launch, Scan};
 use super::DiscardArgs;
 use dlq_app::session::DiscardTarget;
+use dlq_core::access::WriteOp;
 use dlq_core::model::TriageState;
 use dlq_core::sanitize;
 use std::io::Write;
 
 pub fn run(ctx: &Launch, a: &DiscardArgs) -> anyhow::Result<()> {
-    if ctx.read_only {
-        return usage("--read-only: discard is a write; run without --read-only");
-    }
-    ctx.require(dlq_core::access::Permission::Discard, &a.source)?;
+    ctx.require_write(WriteOp::Discard, &a.source)?;
     let reason = a.reason.trim();
     if reason.is_empty() {
         return usage("--reason must say why (it is recorded in the ledger)");

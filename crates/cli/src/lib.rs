@@ -786,9 +786,7 @@ pub fn run(command: Command, ctx: &Launch) -> anyhow::Result<()> {
         Command::Policy(a) => approve::policy(ctx, &a),
         Command::Completions(_) | Command::Man => Ok(()), // `generated`, before the launch
         Command::Ledger(a) => {
-            if ctx.read_only {
-                return usage("--read-only: ledger migrate writes the team's ledger");
-            }
+            ctx.require_write(dlq_core::access::WriteOp::MigrateLedger, &a.to)?;
             let to = dlq_core::ledger_location::Location::parse(&a.to).map_err(UsageError)?;
             let from = ctx
                 .ledger

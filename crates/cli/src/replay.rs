@@ -10,6 +10,7 @@ use super::ReplayArgs;
 use dlq_app::session::{
     unsupported, Pace, PlanLetter, ReplayDraft, ReplayReport, Resume, SessionError, Start,
 };
+use dlq_core::access::WriteOp;
 use dlq_core::journal::JournalError;
 use dlq_core::ports::Target;
 
@@ -20,10 +21,12 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 pub fn run(ctx: &Launch, a: &ReplayArgs) -> anyhow::Result<()> {
-    if ctx.read_only {
-        return refused("--read-only: replay publishes to the broker; run without --read-only");
-    }
-    if let Err(e) = ctx.require(dlq_core::access::Permission::Replay, &a.source) {
+    let write = if a.resume.is_some() {
+        WriteOp::Resume
+    } else {
+        WriteOp::Replay
+    };
+    if let Err(e) = ctx.require_write(write, &a.source) {
         return refused(&e.to_string());
     }
     let opts = options(a)?;
@@ -368,14 +371,8 @@ fn arm_pause(
 ) {
     let replay = replay.to_string();
     let say = move |paused: bool| {
-        let action = if paused {
-            "replay-pause"
-        } else {
-            "replay-unpause"
-        };
-        let detail = serde_json::json!({ "replay": replay }).to_string();
-        if let Err(e) = principal.audit(action, &replay, &detail) {
-            eprintln!("\nwarning: the {action} was not audited: {e}");
+        if let Err(e) = principal.audit_pause(&replay, paused) {
+            eprintln!("\nwarning: the pause was not audited: {e}");
         }
         eprintln!(
             "\n{}",

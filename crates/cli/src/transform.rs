@@ -6,14 +6,13 @@
 use super::context::{usage, Launch, Scan};
 use super::TransformArgs;
 use dlq_app::transform::{Limits, Tally, Transform};
+use dlq_core::access::WriteOp;
 use dlq_core::sanitize;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 pub fn run(ctx: &Launch, a: &TransformArgs) -> anyhow::Result<()> {
-    if ctx.read_only {
-        return usage("--read-only: transform records revisions; run without --read-only");
-    }
+    ctx.require_write(WriteOp::Transform, &a.source)?;
     let mut filter = ctx.parse_filter(Some(&a.filter))?;
     if filter.is_empty() {
         return usage("--filter must select letters, e.g. --filter 'reason=amount_not_a_number'");

@@ -56,6 +56,85 @@ impl Permission {
     }
 }
 
+/// A write the tool makes, to the ledger or a broker. Whether one may be made is decided
+/// here, once, for both front ends (`may_write`); the application layer enforces it
+/// with its audit (`Principal::require_write`), the front ends only say the refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOp {
+    Discard,
+    Replay,
+    /// Resuming or abandoning a stopped replay.
+    Resume,
+    /// Recording revisions with a program.
+    Transform,
+    /// Approving or rejecting a request over the team's thresholds.
+    Approve,
+    SetRoles,
+    SetPolicy,
+    MigrateLedger,
+}
+
+impl WriteOp {
+    /// The permission a role needs for it; `None` where the ledger's owner or server
+    /// decides (roles, policy, migration).
+    pub fn permission(self) -> Option<Permission> {
+        match self {
+            WriteOp::Discard => Some(Permission::Discard),
+            WriteOp::Replay | WriteOp::Resume | WriteOp::Approve => Some(Permission::Replay),
+            WriteOp::Transform => Some(Permission::Edit),
+            WriteOp::SetRoles | WriteOp::SetPolicy | WriteOp::MigrateLedger => None,
+        }
+    }
+
+    /// What it writes, for the `--read-only` refusal.
+    fn writes(self) -> &'static str {
+        match self {
+            WriteOp::Discard => "discard is a write",
+            WriteOp::Replay => "replay publishes to the broker",
+            WriteOp::Resume => "resuming a replay publishes to the broker",
+            WriteOp::Transform => "a transform records revisions",
+            WriteOp::Approve => "approve writes the ledger",
+            WriteOp::SetRoles => "roles set writes the ledger",
+            WriteOp::SetPolicy => "policy set writes the ledger",
+            WriteOp::MigrateLedger => "ledger migrate writes the team's ledger",
+        }
+    }
+}
+
+/// Why a write may not be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// `--read-only` (whatever the role): nothing is written, not even an audit entry.
+    ReadOnly(WriteOp),
+    /// The role does not allow it (the application layer audits it).
+    Role(Denied),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::ReadOnly(w) => {
+                write!(f, "--read-only: {}; run without --read-only", w.writes())
+            }
+            Refusal::Role(d) => d.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Whether `role` may make `write`: `--read-only` first (the clearer reason), then the
+/// role.
+pub fn may_write(role: Role, read_only: bool, write: WriteOp) -> Result<(), Refusal> {
+    if read_only {
+        return Err(Refusal::ReadOnly(write));
+    }
+    match write.permission() {
+        Some(p) => check(role, p).map_err(Refusal::Role),
+        None => Ok(()),
+    }
+}
+
 /// A refused action: what was asked, what it needs, what the user has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denied {
@@ -317,6 +396,29 @@ mod tests {
                 mode: 0o666
             })
         ));
+    }
+
+    #[test]
+    fn read_only_refuses_every_write_before_the_role_is_asked() {
+        for w in [
+            WriteOp::Discard,
+            WriteOp::Replay,
+            WriteOp::Transform,
+            WriteOp::SetPolicy,
+        ] {
+            let r = may_write(Role::Privileged, true, w).expect_err("read-only");
+            assert!(matches!(r, Refusal::ReadOnly(_)));
+            assert!(r.to_string().starts_with("--read-only: "), "{r}");
+        }
+        assert!(matches!(
+            may_write(Role::Viewer, false, WriteOp::Discard),
+            Err(Refusal::Role(Denied {
+                permission: Permission::Discard,
+                ..
+            }))
+        ));
+        assert_eq!(may_write(Role::Viewer, false, WriteOp::SetPolicy), Ok(()));
+        assert_eq!(may_write(Role::Operator, false, WriteOp::Replay), Ok(()));
     }
 
     #[test]

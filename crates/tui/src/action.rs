@@ -303,12 +303,13 @@ pub enum Request {
         letter_id: String,
         reason: String,
     },
-    /// Write an audit entry (a refusal the UI saw first, a replay control).
-    Audit {
-        action: String,
+    /// A refusal the UI saw first: the application layer checks it again and audits it.
+    Refused {
+        permission: dlq_core::access::Permission,
         target: String,
-        detail: String,
     },
+    /// A running replay was paused (`true`) or let go on: audited by the application layer.
+    Paused { replay: String, paused: bool },
     /// The dry-run of a replay of these letters (or of what `resume` has left).
     PlanReplay {
         picked: Vec<dlq_app::session::Picked>,

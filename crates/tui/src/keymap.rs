@@ -7,7 +7,9 @@ use crate::action::Action;
 use crate::action::{Act, Nav, ReplayKey, Typing, ViewKey};
 use crate::state::{AppState, Input, Tab};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use dlq_app::config::KeyList;
 use dlq_core::access::{check, Permission, Role};
+use std::collections::BTreeMap;
 
 /// A key as the table holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +51,55 @@ impl Key {
         }
     }
 
+    /// A key as the help overlay writes it (`x`, `space`, `Ctrl-D`, `Enter`, `PgDn`, `↑`
+    /// or `Up`, `F5`): what `[keys]` in the config takes.
+    pub fn parse(text: &str) -> Result<Key, String> {
+        let named = |name: &str| -> Option<KeyCode> {
+            Some(match name.to_ascii_lowercase().as_str() {
+                "up" | "↑" => KeyCode::Up,
+                "down" | "↓" => KeyCode::Down,
+                "left" | "←" => KeyCode::Left,
+                "right" | "→" => KeyCode::Right,
+                "enter" | "return" => KeyCode::Enter,
+                "esc" | "escape" => KeyCode::Esc,
+                "tab" => KeyCode::Tab,
+                "s-tab" | "backtab" => KeyCode::BackTab,
+                "pgup" | "pageup" => KeyCode::PageUp,
+                "pgdn" | "pagedown" => KeyCode::PageDown,
+                "home" => KeyCode::Home,
+                "end" => KeyCode::End,
+                "backspace" => KeyCode::Backspace,
+                "delete" | "del" => KeyCode::Delete,
+                f if f.len() > 1 && f.starts_with('f') => KeyCode::F(f[1..].parse().ok()?),
+                _ => return None,
+            })
+        };
+        if let Some(code) = named(text) {
+            return Ok(Key::Code(code));
+        }
+        let mut chars = text.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) if !c.is_control() => return Ok(Key::Char(c)),
+            _ if text == "space" => return Ok(Key::Char(' ')),
+            _ => {}
+        }
+        let ctrl = ["Ctrl-", "ctrl-", "C-"]
+            .iter()
+            .find_map(|p| text.strip_prefix(p));
+        if let Some(rest) = ctrl {
+            let mut cs = rest.chars();
+            if let (Some(c), None) = (cs.next(), cs.next()) {
+                if c.is_ascii_alphabetic() {
+                    return Ok(Key::Ctrl(c.to_ascii_lowercase()));
+                }
+            }
+        }
+        Err(format!(
+                "`{}` is not a key (a character, space, Ctrl-X, Enter, Esc, Tab, S-Tab, Up, Down, Left, Right, PgUp, PgDn, Home, End, Backspace, Delete, F1…F12)",
+                dlq_core::sanitize::line(text, 40)
+        ))
+    }
+
     /// A key event that this key matches (tests drive the table with it).
     pub fn event(self) -> KeyEvent {
         match self {
@@ -72,6 +123,9 @@ pub(crate) enum Effect {
 
 /// One binding.
 pub(crate) struct Binding {
+    /// The action's name in `[keys]` (stable: configs name it).
+    pub name: &'static str,
+    /// The default keys (`[keys]` may replace them: see [`Keymap`]).
     pub keys: &'static [Key],
     pub help: &'static str,
     /// The short label in the footer, if it has a place there.
@@ -83,19 +137,6 @@ pub(crate) struct Binding {
 }
 
 impl Binding {
-    pub fn matches(&self, e: &KeyEvent) -> bool {
-        self.keys.iter().any(|k| k.matches(e))
-    }
-
-    /// The keys as help writes them.
-    pub(crate) fn keys_label(&self) -> String {
-        self.keys
-            .iter()
-            .map(|k| k.label())
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
     /// Why this user cannot use it here, if they cannot.
     pub(crate) fn disabled(&self, role: Role, read_only: bool) -> Option<String> {
         if read_only && self.effect != Effect::View {
@@ -107,12 +148,14 @@ impl Binding {
 }
 
 const fn b(
+    name: &'static str,
     keys: &'static [Key],
     help: &'static str,
     footer: Option<&'static str>,
     action: fn() -> Action,
 ) -> Binding {
     Binding {
+        name,
         keys,
         help,
         footer,
@@ -126,114 +169,191 @@ use Key::{Char as C, Code, Ctrl};
 
 /// The bindings in normal mode, in help order.
 pub(crate) const BINDINGS: &[Binding] = &[
-    b(&[C('j'), Code(KeyCode::Down)], "move down", None, || {
-        Action::from(Nav::Down)
-    }),
-    b(&[C('k'), Code(KeyCode::Up)], "move up", None, || Action::from(Nav::Up)),
     b(
+        "down",
+        &[C('j'), Code(KeyCode::Down)],
+        "move down",
+        None,
+        || Action::from(Nav::Down),
+    ),
+    b(
+        "up",
+        &[C('k'), Code(KeyCode::Up)],
+        "move up",
+        None,
+        || Action::from(Nav::Up),
+    ),
+    b(
+        "page-down",
         &[Code(KeyCode::PageDown), Ctrl('d')],
         "page down",
         None,
         || Action::from(Nav::PageDown),
     ),
-    b(&[Code(KeyCode::PageUp), Ctrl('u')], "page up", None, || {
-        Action::from(Nav::PageUp)
-    }),
-    // `g`/`G` as vim, less and k9s have them; grouping moved to `b` ("group by").
-    b(&[Code(KeyCode::Home), C('g')], "first", None, || Action::from(Nav::Top)),
-    b(&[Code(KeyCode::End), C('G')], "last", None, || {
-        Action::from(Nav::Bottom)
-    }),
     b(
+        "page-up",
+        &[Code(KeyCode::PageUp), Ctrl('u')],
+        "page up",
+        None,
+        || Action::from(Nav::PageUp),
+    ),
+    // `g`/`G` as vim, less and k9s have them; grouping moved to `b` ("group by").
+    b(
+        "first",
+        &[Code(KeyCode::Home), C('g')],
+        "first",
+        None,
+        || Action::from(Nav::Top),
+    ),
+    b(
+        "last",
+        &[Code(KeyCode::End), C('G')],
+        "last",
+        None,
+        || Action::from(Nav::Bottom),
+    ),
+    b(
+        "open",
         &[Code(KeyCode::Enter), C('l'), Code(KeyCode::Right)],
         "expand group / open letter",
         None,
         || Action::from(Nav::Open),
     ),
     b(
+        "close",
         &[C('h'), Code(KeyCode::Left)],
         "collapse group / back",
         None,
         || Action::from(Nav::Close),
     ),
-    b(&[Code(KeyCode::Tab)], "next pane", Some("pane"), || {
-        Action::from(Nav::FocusNext)
-    }),
-    b(&[Code(KeyCode::BackTab)], "previous pane", None, || {
-        Action::from(Nav::FocusPrev)
-    }),
     b(
+        "next-pane",
+        &[Code(KeyCode::Tab)],
+        "next pane",
+        Some("pane"),
+        || Action::from(Nav::FocusNext),
+    ),
+    b(
+        "previous-pane",
+        &[Code(KeyCode::BackTab)],
+        "previous pane",
+        None,
+        || Action::from(Nav::FocusPrev),
+    ),
+    b(
+        "fuzzy",
         &[C('/')],
         "fuzzy filter (id, key, reason, masked preview)",
         Some("fuzzy"),
         || Action::from(Typing::StartFuzzy),
     ),
     b(
+        "filter",
         &[C('f')],
         "filter expression (reason=… age>1h …)",
         Some("filter"),
         || Action::from(Typing::StartExpr),
     ),
     b(
+        "cancel",
         &[Code(KeyCode::Esc)],
         "cancel input / clear filter / close help",
         None,
         || Action::from(Typing::Cancel),
     ),
     b(
+        "command",
         &[C(':')],
         "command palette (see below)",
         Some("command"),
         || Action::from(Typing::StartCommand),
     ),
-    b(&[C('b')], "change grouping (group by)", Some("group"), || {
-        Action::from(ViewKey::CycleGrouping)
-    }),
     b(
+        "group-by",
+        &[C('b')],
+        "change grouping (group by)",
+        Some("group"),
+        || Action::from(ViewKey::CycleGrouping),
+    ),
+    b(
+        "sort",
         &[C('s')],
         "sort letters newest / oldest first",
         Some("sort"),
         || Action::from(ViewKey::ToggleSort),
     ),
     b(
+        "mark",
         &[C(' ')],
         "mark letter (diff compares with the mark)",
         Some("mark"),
         || Action::from(Act::ToggleMark),
     ),
     b(
+        "mark-all",
         &[C('A')],
         "mark every letter in view (again: unmark); Esc clears marks",
         None,
         || Action::from(Act::MarkAll),
     ),
-    b(&[C(']')], "next detail tab", None, || Action::from(ViewKey::NextTab)),
-    b(&[C('1')], "failure tab", None, || {
-        Action::from(ViewKey::SetTab(Tab::Failure))
-    }),
-    b(&[C('2')], "headers tab", None, || {
-        Action::from(ViewKey::SetTab(Tab::Headers))
-    }),
-    b(&[C('3')], "payload tab", None, || {
-        Action::from(ViewKey::SetTab(Tab::Payload))
-    }),
-    b(&[C('4')], "diff tab", None, || Action::from(ViewKey::SetTab(Tab::Diff))),
-    b(&[C('5')], "history tab (the ledger)", None, || {
-        Action::from(ViewKey::SetTab(Tab::History))
-    }),
     b(
+        "next-tab",
+        &[C(']')],
+        "next detail tab",
+        None,
+        || Action::from(ViewKey::NextTab),
+    ),
+    b(
+        "tab-failure",
+        &[C('1')],
+        "failure tab",
+        None,
+        || Action::from(ViewKey::SetTab(Tab::Failure)),
+    ),
+    b(
+        "tab-headers",
+        &[C('2')],
+        "headers tab",
+        None,
+        || Action::from(ViewKey::SetTab(Tab::Headers)),
+    ),
+    b(
+        "tab-payload",
+        &[C('3')],
+        "payload tab",
+        None,
+        || Action::from(ViewKey::SetTab(Tab::Payload)),
+    ),
+    b(
+        "tab-diff",
+        &[C('4')],
+        "diff tab",
+        None,
+        || Action::from(ViewKey::SetTab(Tab::Diff)),
+    ),
+    b(
+        "tab-history",
+        &[C('5')],
+        "history tab (the ledger)",
+        None,
+        || Action::from(ViewKey::SetTab(Tab::History)),
+    ),
+    b(
+        "diff",
         &[C('D')],
         "diff selected letter against the marked one",
         Some("diff"),
         || Action::from(Act::Diff),
     ),
     b(
+        "copy",
         &[C('y')],
         "copy the masked payload (OSC 52: works over SSH/tmux)",
         Some("copy"),
         || Action::from(Act::Copy),
     ),
     Binding {
+        name: "discard",
         keys: &[C('d')],
         help: "discard the marked letters in view, else the group or letter under the cursor",
         footer: Some("discard"),
@@ -242,6 +362,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         action: || Action::from(Act::StartDiscard),
     },
     Binding {
+        name: "edit",
         keys: &[C('e')],
         help: "edit a masked-payload revision in $EDITOR (reason; ledgered)",
         footer: Some("edit"),
@@ -250,6 +371,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         action: || Action::from(Act::StartEdit),
     },
     Binding {
+        name: "transform",
         keys: &[C('T')],
         help: "transform: one jq program over the marked letters, else the group — revisions (dry-run first)",
         footer: None,
@@ -258,6 +380,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         action: || Action::from(Act::StartTransform),
     },
     Binding {
+        name: "unmask",
         keys: &[C('u')],
         help: "see the selected letter unmasked (reason; audited)",
         footer: Some("unmask"),
@@ -266,6 +389,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         action: || Action::from(Act::StartUnmask),
     },
     Binding {
+        name: "replay",
         keys: &[C('r')],
         help: "replay the marked letters (or the selected group): dry-run first, then canary",
         footer: Some("replay"),
@@ -274,18 +398,21 @@ pub(crate) const BINDINGS: &[Binding] = &[
         action: || Action::from(ReplayKey::StartReplay),
     },
     b(
+        "rebrowse",
         &[C('R')],
         "browse again on a new connection (after the broker closed the browse, or a failed open); what this browse holds goes back to the queue first",
         None,
         || Action::from(Act::Rebrowse),
     ),
     b(
+        "hide-replay",
         &[C('x')],
         "close the progress pane of an ended replay (:replays reopens it)",
         None,
         || Action::from(ReplayKey::HidePane),
     ),
     Binding {
+        name: "pause",
         keys: &[C('p')],
         help: "pause the running replay (nothing sent; confirms still collected) · p again resumes",
         footer: None,
@@ -294,6 +421,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         action: || Action::from(ReplayKey::TogglePause),
     },
     Binding {
+        name: "kill",
         keys: &[C('K')],
         help: "kill switch: stop the running replay (no publish starts after it)",
         footer: None,
@@ -302,25 +430,135 @@ pub(crate) const BINDINGS: &[Binding] = &[
         action: || Action::from(ReplayKey::KillReplay),
     },
     b(
+        "zoom",
         &[C('z')],
         "zoom: the focused pane fills the screen (z again restores)",
         None,
         || Action::from(ViewKey::Zoom),
     ),
     b(
+        "suspend",
         &[Ctrl('z')],
         "not job control: the TUI stays (p pauses a replay, q quits)",
         None,
         || Action::from(ViewKey::Suspend),
     ),
-    b(&[C('?')], "this help", Some("help"), || Action::from(ViewKey::ToggleHelp)),
     b(
+        "help",
+        &[C('?')],
+        "this help",
+        Some("help"),
+        || Action::from(ViewKey::ToggleHelp),
+    ),
+    b(
+        "quit",
         &[C('q'), Ctrl('c')],
         "quit (the broker is left as it was)",
         Some("quit"),
         || Action::from(ViewKey::Quit),
     ),
 ];
+
+/// The keys of normal mode: each binding's defaults, or what `[keys]` in the config
+/// gives its action instead. Help, the footer and the key dispatch all read it, so they
+/// never disagree with what a key does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keymap {
+    /// Per binding (as `BINDINGS` orders them).
+    keys: Vec<Vec<Key>>,
+}
+
+impl Default for Keymap {
+    fn default() -> Self {
+        Keymap {
+            keys: BINDINGS.iter().map(|b| b.keys.to_vec()).collect(),
+        }
+    }
+}
+
+impl Keymap {
+    /// The defaults with `user` over them (action → keys). An unknown action, a key that
+    /// does not parse, a key left bound to two actions, or Ctrl-C (which always quits)
+    /// given to another action is an error that names it, said before the TUI starts.
+    pub fn with(user: &BTreeMap<String, KeyList>) -> Result<Keymap, String> {
+        let mut map = Keymap::default();
+        for (action, list) in user {
+            let Some(i) = BINDINGS.iter().position(|b| b.name == action.as_str()) else {
+                return Err(format!(
+                    "[keys]: no action `{}`; the actions are {}",
+                    dlq_core::sanitize::line(action, 40),
+                    BINDINGS
+                        .iter()
+                        .map(|b| b.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            };
+            let keys = list
+                .keys()
+                .into_iter()
+                .map(Key::parse)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("[keys] {action}: {e}"))?;
+            if keys.is_empty() {
+                return Err(format!("[keys] {action}: give at least one key"));
+            }
+            map.keys[i] = keys;
+        }
+        let mut owner: BTreeMap<String, &str> = BTreeMap::new();
+        for (b, keys) in BINDINGS.iter().zip(&map.keys) {
+            for k in keys {
+                if *k == Key::Ctrl('c') && b.name != "quit" {
+                    return Err(format!(
+                        "[keys] {}: Ctrl-C always quits and cannot be bound to another action",
+                        b.name
+                    ));
+                }
+                if let Some(other) = owner.insert(k.label(), b.name) {
+                    if other != b.name {
+                        return Err(format!(
+                            "[keys]: `{}` is bound to both `{other}` and `{}`; give one of them another key",
+                            k.label(),
+                            b.name
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(map)
+    }
+
+    /// A binding's keys.
+    pub(crate) fn keys(&self, binding: usize) -> &[Key] {
+        self.keys.get(binding).map_or(&[], Vec::as_slice)
+    }
+
+    /// The keys as help writes them.
+    pub(crate) fn keys_label(&self, binding: usize) -> String {
+        self.keys(binding)
+            .iter()
+            .map(|k| k.label())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The keys of the action `name` (the kill switch's, which works over every screen).
+    fn named(&self, name: &str) -> &[Key] {
+        BINDINGS
+            .iter()
+            .position(|b| b.name == name)
+            .map_or(&[], |i| self.keys(i))
+    }
+
+    /// The normal-mode action of a key.
+    fn action(&self, e: &KeyEvent) -> Option<Action> {
+        self.keys
+            .iter()
+            .position(|keys| keys.iter().any(|k| k.matches(e)))
+            .and_then(|i| BINDINGS.get(i))
+            .map(|b| (b.action)())
+    }
+}
 
 /// A command of the `:` palette: its name, its argument, and what it does.
 pub struct PaletteCommand {
@@ -415,7 +653,11 @@ pub(crate) fn palette_hint() -> String {
 
 /// The footer: `(key, label, disabled?)` for every binding that has a footer label,
 /// help first and quit last (a narrow footer drops from the middle).
-pub(crate) fn footer_items(role: Role, read_only: bool) -> Vec<(String, &'static str, bool)> {
+pub(crate) fn footer_items(
+    keymap: &Keymap,
+    role: Role,
+    read_only: bool,
+) -> Vec<(String, &'static str, bool)> {
     // Help first, then the decisions (a narrow terminal keeps them), quit always last.
     let rank = |label: &str| match label {
         "help" => 0,
@@ -425,9 +667,14 @@ pub(crate) fn footer_items(role: Role, read_only: bool) -> Vec<(String, &'static
     };
     let mut items: Vec<_> = BINDINGS
         .iter()
-        .filter_map(|b| {
+        .enumerate()
+        .filter_map(|(i, b)| {
             b.footer.map(|label| {
-                let key = b.keys.first().map(|k| k.label()).unwrap_or_default();
+                let key = keymap
+                    .keys(i)
+                    .first()
+                    .map(|k| k.label())
+                    .unwrap_or_default();
                 (key, label, b.disabled(role, read_only).is_some())
             })
         })
@@ -459,7 +706,7 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
         };
     }
     // The kill switch works over every screen but a line being typed.
-    if e.code == KeyCode::Char('K') && !e.modifiers.contains(KeyModifiers::CONTROL) {
+    if state.keymap.named("kill").iter().any(|k| k.matches(e)) {
         return Some(Action::from(ReplayKey::KillReplay));
     }
     if state.replay.dry_run.is_some() {
@@ -499,7 +746,7 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
             _ => Some(Action::from(Typing::Cancel)),
         };
     }
-    BINDINGS.iter().find(|b| b.matches(e)).map(|b| (b.action)())
+    state.keymap.action(e)
 }
 
 #[cfg(test)]
@@ -536,11 +783,17 @@ mod tests {
             .collect()
     }
 
+    /// The binding a key event fires in normal mode (the first whose keys match).
+    fn fired(map: &Keymap, e: &KeyEvent) -> Option<usize> {
+        (0..BINDINGS.len()).find(|i| map.keys(*i).iter().any(|k| k.matches(e)))
+    }
+
     #[test]
     fn no_binding_is_shadowed_by_an_earlier_one() {
+        let map = Keymap::default();
         for (i, b) in BINDINGS.iter().enumerate() {
             for k in b.keys {
-                let first = BINDINGS.iter().position(|x| x.matches(&k.event()));
+                let first = fired(&map, &k.event());
                 assert_eq!(
                     first,
                     Some(i),
@@ -551,14 +804,15 @@ mod tests {
             }
         }
         let probes = probes();
-        assert!(BINDINGS.iter().all(|b| probes.iter().any(|e| b.matches(e))));
+        assert!((0..BINDINGS.len()).all(|i| probes.iter().any(|e| fired(&map, e) == Some(i))));
     }
 
     /// Help, footer and palette are generated from the table: every key they name is
     /// bound to the binding they describe, and every bound key is in help.
     #[test]
     fn help_footer_and_palette_name_only_bound_keys() {
-        let help: Vec<String> = BINDINGS.iter().map(|b| b.keys_label()).collect();
+        let map = Keymap::default();
+        let help: Vec<String> = (0..BINDINGS.len()).map(|i| map.keys_label(i)).collect();
         for b in BINDINGS {
             for k in b.keys {
                 assert!(
@@ -568,7 +822,7 @@ mod tests {
                 );
             }
         }
-        for (key, label, _) in footer_items(Role::Operator, false) {
+        for (key, label, _) in footer_items(&Keymap::default(), Role::Operator, false) {
             let b = BINDINGS
                 .iter()
                 .find(|b| b.footer == Some(label))
@@ -578,10 +832,7 @@ mod tests {
                 .iter()
                 .find(|k| k.label() == key)
                 .expect("footer key is the binding's");
-            let fired = BINDINGS
-                .iter()
-                .find(|x| x.matches(&k.event()))
-                .map(|x| x.help);
+            let fired = fired(&map, &k.event()).map(|i| BINDINGS[i].help);
             assert_eq!(
                 fired,
                 Some(b.help),
@@ -597,7 +848,7 @@ mod tests {
     #[test]
     fn keys_a_user_cannot_use_are_shown_disabled() {
         let off = |role, ro| {
-            footer_items(role, ro)
+            footer_items(&Keymap::default(), role, ro)
                 .into_iter()
                 .filter(|x| x.2)
                 .map(|x| x.1)
@@ -623,14 +874,108 @@ mod tests {
         );
     }
 
+    fn user(pairs: &[(&str, &[&str])]) -> BTreeMap<String, KeyList> {
+        pairs
+            .iter()
+            .map(|(a, ks)| {
+                (
+                    a.to_string(),
+                    KeyList::Many(ks.iter().map(|k| k.to_string()).collect()),
+                )
+            })
+            .collect()
+    }
+
+    /// `[keys]` rebinds an action: its new keys fire it, its old ones no longer do, and
+    /// help and the footer say the new keys.
+    #[test]
+    fn a_rebound_action_fires_on_its_new_keys_and_help_says_so() {
+        let map =
+            Keymap::with(&user(&[("discard", &["X"]), ("down", &["n", "Down"])])).expect("valid");
+        let press = |c| map.action(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        assert!(matches!(
+            press('X'),
+            Some(Action::Intent(Intent::Act(Act::StartDiscard)))
+        ));
+        assert!(press('d').is_none(), "d is free now");
+        assert!(matches!(
+            press('n'),
+            Some(Action::Intent(Intent::Nav(Nav::Down)))
+        ));
+        let d = BINDINGS
+            .iter()
+            .position(|b| b.name == "discard")
+            .expect("d");
+        assert_eq!(map.keys_label(d), "X");
+        let footer = footer_items(&map, Role::Operator, false);
+        assert!(
+            footer.iter().any(|(k, l, _)| k == "X" && *l == "discard"),
+            "{footer:?}"
+        );
+    }
+
+    #[test]
+    fn a_mistake_in_the_keys_is_said_naming_it() {
+        let err = |pairs: &[(&str, &[&str])]| Keymap::with(&user(pairs)).expect_err("refused");
+        let e = err(&[("dicsard", &["x"])]);
+        assert!(
+            e.contains("no action `dicsard`") && e.contains("discard"),
+            "{e}"
+        );
+        let e = err(&[("discard", &["r"])]);
+        assert!(
+            e.contains("`r` is bound to both `discard` and `replay`"),
+            "{e}"
+        );
+        let e = err(&[("discard", &["Ctrl-C"])]);
+        assert!(e.contains("Ctrl-C always quits"), "{e}");
+        let e = err(&[("discard", &["Hyper-Q"])]);
+        assert!(e.contains("`Hyper-Q` is not a key"), "{e}");
+        let e = err(&[("discard", &[])]);
+        assert!(e.contains("at least one key"), "{e}");
+        // Swapping two actions' keys is fine.
+        assert!(Keymap::with(&user(&[("discard", &["r"]), ("replay", &["d"])])).is_ok());
+    }
+
+    /// docs/configuration.md lists exactly the actions `[keys]` takes.
+    #[test]
+    fn the_manual_lists_every_action() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/configuration.md"
+        ))
+        .expect("docs/configuration.md");
+        let list = doc
+            .split("The actions: ")
+            .nth(1)
+            .and_then(|rest| rest.split(".\n").next())
+            .expect("the list of actions");
+        let listed: Vec<&str> = list.split('`').skip(1).step_by(2).collect();
+        let names: Vec<&str> = BINDINGS.iter().map(|b| b.name).collect();
+        assert_eq!(listed, names);
+    }
+
+    #[test]
+    fn keys_parse_as_help_writes_them() {
+        for k in [
+            Key::Char('x'),
+            Key::Char(' '),
+            Key::Ctrl('d'),
+            Key::Code(KeyCode::Enter),
+            Key::Code(KeyCode::PageDown),
+            Key::Code(KeyCode::BackTab),
+            Key::Code(KeyCode::Up),
+        ] {
+            assert_eq!(Key::parse(&k.label()), Ok(k), "{}", k.label());
+        }
+        assert_eq!(Key::parse("Down"), Ok(Key::Code(KeyCode::Down)));
+        assert_eq!(Key::parse("F5"), Ok(Key::Code(KeyCode::F(5))));
+    }
+
     #[test]
     fn working_actions_are_not_described_as_missing() {
-        let fire = |c| {
-            BINDINGS
-                .iter()
-                .find(|b| b.matches(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)))
-                .map(|b| (b.action)())
-        };
+        let fire =
+            |c| Keymap::default().action(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
         assert!(matches!(
             fire('e'),
             Some(Action::Intent(Intent::Act(Act::StartEdit)))

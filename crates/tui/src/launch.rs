@@ -12,6 +12,9 @@ use dlq_core::source::SourceRef;
 
 pub fn run(ctx: &Launch, source: &str, theme: Option<&str>) -> anyhow::Result<()> {
     let theme = load_theme(ctx, theme)?;
+    // A mistake in `[keys]` is said before the terminal is taken.
+    let keymap = crate::keymap::Keymap::with(&ctx.config.keys)
+        .map_err(|e| UsageError(dlq_core::sanitize::clean(&e)))?;
     let plan = match ctx.broker_only(source)? {
         Some(base) => {
             let (base, opts) = ctx.plan_for(base, source)?;
@@ -64,6 +67,7 @@ pub fn run(ctx: &Launch, source: &str, theme: Option<&str>) -> anyhow::Result<()
             .unwrap_or(6 * 3_600_000),
         owners: ctx.config.owners.clone(),
         cache_budget,
+        keymap,
     })
 }
 

@@ -6,6 +6,7 @@ pub mod keymap;
 pub mod launch;
 mod lists;
 pub mod picker;
+mod refusal;
 mod replay_pane;
 pub mod replaying;
 mod selection;
@@ -287,6 +288,15 @@ pub struct Setup {
     pub owners: dlq_core::owners::Owners,
     /// Bytes of whole letters kept in memory (see `CACHE_BUDGET_HELD`).
     pub cache_budget: usize,
+    /// Normal mode's keys (`[keys]` over the defaults), checked before the TUI starts.
+    pub keymap: keymap::Keymap,
+}
+
+impl AppState {
+    /// Keys other than the defaults (tests and embedders; the TUI takes `Setup::keymap`).
+    pub fn set_keymap(&mut self, keymap: keymap::Keymap) {
+        self.keymap = std::sync::Arc::new(keymap);
+    }
 }
 
 /// Run the TUI on a source until the user quits.
@@ -302,6 +312,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
         expiry_warn_ms,
         owners,
         cache_budget,
+        keymap,
     } = setup;
     let (source, opts) = plan;
     // The adapter states what browsing does once the source is open (SourceOpened).
@@ -317,6 +328,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     state.replay.confirm_above = confirm_above;
     state.expiry_warn_ms = expiry_warn_ms;
     state.owners = owners;
+    state.set_keymap(keymap);
     state.since_ms = settings.since.map(|s| s.timestamp_millis());
     let mut outside = Outside {
         requests: req_tx,

@@ -7,7 +7,7 @@ use crate::action::{Command, ReplayEvent, ReplayKey, Request, Resuming};
 use crate::replay_pane::{change, SPARK_SAMPLES};
 pub use crate::replay_pane::{field_value, DryRun, ReplayUi, RunView, FIELDS};
 use crate::state::{AppState, Input, Level, Pane};
-use dlq_core::access::{check, Permission};
+use dlq_core::access::{may_write, WriteOp};
 use dlq_core::journal::ReplayState;
 use dlq_core::model::TriageState;
 use dlq_core::replay::{Control, LetterOutcome, Progress};
@@ -134,23 +134,8 @@ pub(crate) fn event(state: &mut AppState, event: ReplayEvent, cmds: &mut Vec<Com
 /// `r`: the marked letters, else the selected group's; refused for viewers and under
 /// --read-only; one replay at a time.
 fn start(state: &mut AppState, cmds: &mut Vec<Command>) {
-    if let Err(denied) = check(state.role, Permission::Replay) {
-        state.message = Some((
-            format!("replay needs the operator role ({denied})"),
-            Level::Warn,
-        ));
-        cmds.push(Command::Session(Request::Audit {
-            action: "refused".into(),
-            target: state.info.label.clone(),
-            detail: "replay".into(),
-        }));
-        return;
-    }
-    if state.read_only {
-        state.message = Some((
-            "--read-only: replay publishes to the broker".into(),
-            Level::Warn,
-        ));
+    let source = |s: &AppState| s.info.label.clone();
+    if !crate::refusal::may_write(state, cmds, WriteOp::Replay, source) {
         return;
     }
     if state.replay.running() {
@@ -308,15 +293,9 @@ fn toggle_pause(state: &mut AppState, cmds: &mut Vec<Command>) {
         return;
     };
     let paused = r.control.toggle_pause();
-    cmds.push(Command::Session(Request::Audit {
-        action: if paused {
-            "replay-pause"
-        } else {
-            "replay-unpause"
-        }
-        .into(),
-        target: r.id.clone(),
-        detail: serde_json::json!({"replay": r.id}).to_string(),
+    cmds.push(Command::Session(Request::Paused {
+        replay: r.id.clone(),
+        paused,
     }));
     state.message = Some(if paused {
         (
@@ -423,12 +402,7 @@ pub(crate) fn command(
     if let Some(extra) = ids.next().or_else(|| id.starts_with("--").then_some(id)) {
         return Err(format!("{cmd}: unexpected `{}`", clean(extra)));
     }
-    if check(state.role, Permission::Replay).is_err() {
-        return Err(format!("{cmd} needs the operator role"));
-    }
-    if state.read_only {
-        return Err(format!("--read-only: {cmd} writes the ledger"));
-    }
+    may_write(state.role, state.read_only, WriteOp::Resume).map_err(|r| format!("{cmd}: {r}"))?;
     let id = if id.is_empty() {
         match state.replay.unfinished.first() {
             Some(u) => u.id.clone(),
@@ -547,12 +521,7 @@ pub(crate) fn approve_command(
     cmds: &mut Vec<Command>,
     args: &str,
 ) -> Result<String, String> {
-    if check(state.role, Permission::Replay).is_err() {
-        return Err("approving needs the operator role".into());
-    }
-    if state.read_only {
-        return Err("--read-only: approve writes the ledger".into());
-    }
+    may_write(state.role, state.read_only, WriteOp::Approve).map_err(|r| r.to_string())?;
     let words: Vec<&str> = args.split_whitespace().collect();
     let id = words
         .iter()

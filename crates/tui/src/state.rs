@@ -229,6 +229,8 @@ pub struct AppState {
     /// The screen was used by another program (the editor): repaint everything.
     pub force_redraw: bool,
     pub read_only: bool,
+    /// Normal mode's keys (`[keys]` over the defaults).
+    pub(crate) keymap: std::sync::Arc<crate::keymap::Keymap>,
     /// The ledger fails verification (why): every write is refused; said on the second
     /// line for as long as the session lasts.
     pub ledger_alert: Option<String>,
@@ -296,6 +298,7 @@ impl AppState {
             role: dlq_core::access::Role::Operator,
             force_redraw: false,
             read_only: false,
+            keymap: Default::default(),
             ledger_alert: None,
             replay: Default::default(),
             owners: Default::default(),

@@ -1,17 +1,17 @@
-//! Themes: TOML files (`crates/tui/themes/*.toml`, embedded; user themes in
+//! Themes: TOML files (`themes/*.toml`, embedded; user themes in
 //! `$XDG_CONFIG_HOME/dlq-triage/themes/NAME.toml`) mapping semantic keys to styles.
 
 use ratatui::style::{Color, Modifier, Style};
 use std::collections::BTreeMap;
 
 const EMBEDDED: [(&str, &str); 4] = [
-    ("default", include_str!("../themes/default.toml")),
-    ("light", include_str!("../themes/light.toml")),
+    ("default", include_str!("../../../themes/default.toml")),
+    ("light", include_str!("../../../themes/light.toml")),
     (
         "high-contrast",
-        include_str!("../themes/high-contrast.toml"),
+        include_str!("../../../themes/high-contrast.toml"),
     ),
-    ("mono", include_str!("../themes/mono.toml")),
+    ("mono", include_str!("../../../themes/mono.toml")),
 ];
 
 /// Every style a theme defines. A misspelled name is a compile error; a theme file's

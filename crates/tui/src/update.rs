@@ -420,7 +420,7 @@ mod tests {
         let mut cmds = Vec::new();
         act(&mut s, Act::StartDiscard, &mut cmds);
         assert!(
-            matches!(&cmds[..], [Command::Session(Request::Audit { action, .. })] if action == "denied")
+            matches!(&cmds[..], [Command::Session(Request::Refused { permission, .. })] if *permission == Permission::Discard)
         );
         assert!(s
             .message

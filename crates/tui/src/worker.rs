@@ -430,13 +430,16 @@ fn ledger_only(principal: &Principal, source_key: &str, r: Request, events: &Sen
                 .unmask(source_key, &letter_id, &reason, UnmaskFor::View)
                 .map_err(|e| e.to_string()),
         )),
-        Request::Audit {
-            action,
-            target,
-            detail,
-        } => {
-            if let Err(e) = principal.audit(&action, &target, &detail) {
-                tracing::warn!(error = %e, action = %action, "audit entry not written");
+        Request::Refused { permission, target } => {
+            // Refused again, and audited, by the application layer.
+            if principal.require(permission, &target).is_ok() {
+                tracing::warn!(?permission, "the UI refused what the principal allows");
+            }
+            return;
+        }
+        Request::Paused { replay, paused } => {
+            if let Err(e) = principal.audit_pause(&replay, paused) {
+                tracing::warn!(error = %e, "the pause was not audited");
             }
             return;
         }
@@ -764,7 +767,10 @@ impl dlq_app::session::ReplayWatcher for Watch<'_> {
                     )))
                 }
                 Request::DropPlan | Request::DropTransform => continue,
-                other @ (Request::History(..) | Request::Audit { .. } | Request::Unmask { .. }) => {
+                other @ (Request::History(..)
+                | Request::Refused { .. }
+                | Request::Paused { .. }
+                | Request::Unmask { .. }) => {
                     // Ledger reads and audit entries do not touch the source.
                     ledger_only(&self.principal, &self.source_key, other, self.events);
                     continue;

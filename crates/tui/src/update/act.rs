@@ -17,13 +17,9 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
         },
         Act::StartDiscard => {
             let t = crate::selection::targets(state);
-            if let (Err(denied), Some(row)) =
-                (check(state.role, Permission::Discard), t.rows.first())
-            {
-                let row = *row;
-                refuse(state, cmds, denied, row);
-            } else if state.read_only {
-                state.message = Some(("--read-only: discard is a write".into(), Level::Warn));
+            let first = t.rows.first().copied();
+            let target = |s: &AppState| first.and_then(|r| letter_id(s, r)).unwrap_or_default();
+            if !crate::refusal::may_write(state, cmds, dlq_core::access::WriteOp::Discard, target) {
             } else if t.rows.is_empty() {
                 state.message = Some(("select or mark letters to discard".into(), Level::Warn));
             } else {
@@ -40,15 +36,10 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
         }
         Act::StartTransform => {
             let t = crate::selection::targets(state);
-            if let (Err(denied), Some(row)) = (check(state.role, Permission::Edit), t.rows.first())
+            let first = t.rows.first().copied();
+            let target = |s: &AppState| first.and_then(|r| letter_id(s, r)).unwrap_or_default();
+            if !crate::refusal::may_write(state, cmds, dlq_core::access::WriteOp::Transform, target)
             {
-                let row = *row;
-                refuse(state, cmds, denied, row);
-            } else if state.read_only {
-                state.message = Some((
-                    "--read-only: a transform records revisions".into(),
-                    Level::Warn,
-                ));
             } else if t.rows.is_empty() {
                 state.message = Some((
                     "select a group (or mark letters) to transform".into(),
@@ -124,11 +115,5 @@ pub(crate) fn refuse(
     row: RowId,
 ) {
     let target = letter_id(state, row).unwrap_or_default();
-    let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
-    cmds.push(Command::Session(Request::Audit {
-        action: "denied".into(),
-        target,
-        detail,
-    }));
-    state.message = Some((format!("refused: {denied}"), Level::Error));
+    crate::refusal::refuse_target(state, cmds, denied, target);
 }

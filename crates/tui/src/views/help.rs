@@ -12,9 +12,10 @@ use ratatui::Frame;
 pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let mut rows: Vec<Line> = BINDINGS
         .iter()
-        .map(|b| {
+        .enumerate()
+        .map(|(i, b)| {
             let mut spans = vec![Span::styled(
-                format!(" {:<12}", b.keys_label()),
+                format!(" {:<12}", s.keymap.keys_label(i)),
                 t.get(StyleName::UiTitle),
             )];
             let effect = match b.effect {

@@ -364,7 +364,7 @@ fn prompt<'a>(
 
 /// The footer's key hints, from the keymap; keys this user cannot use are dimmed.
 fn footer_keys<'a>(s: &AppState, width: usize, t: &Theme) -> Line<'a> {
-    let items = crate::keymap::footer_items(s.role, s.read_only);
+    let items = crate::keymap::footer_items(&s.keymap, s.role, s.read_only);
     let text = |(key, label, _): &(String, &str, bool)| format!(" {key} {label} ");
     // The last item (quit) always shows; the middle ones while they fit.
     let last = items.last().map(|i| text(i).chars().count()).unwrap_or(0);
