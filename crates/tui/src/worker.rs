@@ -335,12 +335,6 @@ fn handle(
             announce_unfinished(session, events);
             return;
         }
-        Request::Approve { id, decide } => {
-            let principal = session.principal().clone();
-            Action::from(ReplayEvent::Approval(approval_view(
-                &principal, &id, decide,
-            )))
-        }
         Request::ResumeLetters(r) => Action::from(ReplayEvent::ResumeLetters(
             r.clone(),
             match session.resume_of(&r.id) {
@@ -404,7 +398,70 @@ fn discard(session: &mut Session, rows: Vec<(RowId, DiscardTarget)>, reason: &st
     }
 }
 
-/// History and audit entries need the ledger, not the source.
+/// What a request needs of the worker: decided here, once, for every place it is gated
+/// (the source never opened, a replay running).
+enum Needs {
+    /// The ledger only: served whatever the source's state.
+    Ledger,
+    /// The open source (a fetch may run beside a replay: it reads one letter).
+    Source,
+    /// The DLQ itself: the open source and no replay running.
+    Dlq,
+}
+
+fn needs(r: &Request) -> Needs {
+    match r {
+        Request::History(..)
+        | Request::Unmask { .. }
+        | Request::Refused { .. }
+        | Request::Paused { .. }
+        | Request::Approve { .. } => Needs::Ledger,
+        Request::Fetch(..) => Needs::Source,
+        Request::Discard { .. }
+        | Request::PlanReplay { .. }
+        | Request::Replan(_)
+        | Request::RunReplay { .. }
+        | Request::DropPlan
+        | Request::AbandonReplay(_)
+        | Request::ResumeLetters(_)
+        | Request::Rebrowse
+        | Request::PlanTransform { .. }
+        | Request::RecordTransform
+        | Request::DropTransform => Needs::Dlq,
+    }
+}
+
+/// The answer to a request that cannot be served now, `why` saying why (`the source is
+/// not open`, `a replay is running (K stops it)`); `None` where no answer is wanted.
+fn unavailable(r: &Request, why: &str) -> Option<Action> {
+    Some(match r {
+        Request::Fetch(row, _) => Action::from(BrowseEvent::Fetched(*row, Err(why.to_string()))),
+        Request::Discard { .. } => Action::from(LedgerEvent::DiscardDone {
+            rows: Vec::new(),
+            message: format!("{why}: nothing discarded"),
+            ok: false,
+        }),
+        Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
+            Action::from(ReplayEvent::ReplayPlanFailed(format!(
+                "{why}: nothing replayed"
+            )))
+        }
+        Request::PlanTransform { .. } | Request::RecordTransform => Action::from(
+            LedgerEvent::TransformPlanned(Err(format!("{why}: nothing run"))),
+        ),
+        Request::AbandonReplay(_) | Request::ResumeLetters(_) | Request::Rebrowse => Action::from(
+            LedgerEvent::Notes(vec![format!("{why}: try again when it has ended")]),
+        ),
+        Request::DropPlan | Request::DropTransform => return None,
+        Request::History(..)
+        | Request::Unmask { .. }
+        | Request::Refused { .. }
+        | Request::Paused { .. }
+        | Request::Approve { .. } => return None,
+    })
+}
+
+/// A request that needs the ledger only (`Needs::Ledger`).
 fn ledger_only(principal: &Principal, source_key: &str, r: Request, events: &Sender<AppEvent>) {
     let action = match r {
         Request::History(row, id) => {
@@ -443,29 +500,13 @@ fn ledger_only(principal: &Principal, source_key: &str, r: Request, events: &Sen
             }
             return;
         }
-        Request::Fetch(row, _) => Action::from(BrowseEvent::Fetched(
-            row,
-            Err("the source is not open".into()),
-        )),
-        Request::Discard { .. } => Action::from(LedgerEvent::DiscardDone {
-            rows: Vec::new(),
-            message: "the source is not open; nothing discarded".into(),
-            ok: false,
-        }),
-        Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
-            Action::from(ReplayEvent::ReplayPlanFailed(
-                "the source is not open; nothing replayed".into(),
-            ))
+        Request::Approve { id, decide } => {
+            Action::from(ReplayEvent::Approval(approval_view(principal, &id, decide)))
         }
-        Request::PlanTransform { .. } | Request::RecordTransform => Action::from(
-            LedgerEvent::TransformPlanned(Err("the source is not open; nothing run".into())),
-        ),
-        Request::DropPlan
-        | Request::DropTransform
-        | Request::AbandonReplay(_)
-        | Request::ResumeLetters(_)
-        | Request::Approve { .. }
-        | Request::Rebrowse => return,
+        other => match unavailable(&other, "not a ledger request") {
+            Some(a) => a,
+            None => return,
+        },
     };
     let _ = events.send(AppEvent::Action(action));
 }
@@ -479,9 +520,14 @@ fn serve_closed(
     events: &Sender<AppEvent>,
 ) -> bool {
     for r in requests.iter() {
-        match r {
-            Request::Rebrowse => return true,
-            r => ledger_only(principal, source_key, r, events),
+        match (needs(&r), r) {
+            (_, Request::Rebrowse) => return true,
+            (Needs::Ledger, r) => ledger_only(principal, source_key, r, events),
+            (_, r) => {
+                if let Some(a) = unavailable(&r, "the source is not open") {
+                    let _ = events.send(AppEvent::Action(a));
+                }
+            }
         }
     }
     false
@@ -738,43 +784,19 @@ impl dlq_app::session::ReplayWatcher for Watch<'_> {
         >,
     ) {
         for r in std::mem::take(&mut self.stash) {
-            let action = match r {
-                Request::Fetch(row, coords) => Action::from(BrowseEvent::Fetched(
+            let action = match (needs(&r), r) {
+                (Needs::Ledger, r) => {
+                    ledger_only(&self.principal, &self.source_key, r, self.events);
+                    continue;
+                }
+                (Needs::Source, Request::Fetch(row, coords)) => Action::from(BrowseEvent::Fetched(
                     row,
                     fetch(&coords).map_err(|e| e.to_string()),
                 )),
-                Request::Discard { .. } => Action::from(LedgerEvent::DiscardDone {
-                    rows: Vec::new(),
-                    message:
-                        "a replay is running: nothing discarded (K stops it; discard after it ends)"
-                            .into(),
-                    ok: false,
-                }),
-                Request::PlanReplay { .. } | Request::Replan(_) | Request::RunReplay { .. } => {
-                    Action::from(ReplayEvent::ReplayPlanFailed(
-                        "a replay is running: one at a time (K stops it)".into(),
-                    ))
-                }
-                Request::AbandonReplay(_)
-                | Request::ResumeLetters(_)
-                | Request::Approve { .. }
-                | Request::Rebrowse => Action::from(LedgerEvent::Notes(vec![
-                    "a replay is running: try again when it has ended".into(),
-                ])),
-                Request::PlanTransform { .. } | Request::RecordTransform => {
-                    Action::from(LedgerEvent::TransformPlanned(Err(
-                        "a replay is running: transform when it has ended".into(),
-                    )))
-                }
-                Request::DropPlan | Request::DropTransform => continue,
-                other @ (Request::History(..)
-                | Request::Refused { .. }
-                | Request::Paused { .. }
-                | Request::Unmask { .. }) => {
-                    // Ledger reads and audit entries do not touch the source.
-                    ledger_only(&self.principal, &self.source_key, other, self.events);
-                    continue;
-                }
+                (_, r) => match unavailable(&r, "a replay is running (K stops it)") {
+                    Some(a) => a,
+                    None => continue,
+                },
             };
             let _ = self.events.send(AppEvent::Action(action));
         }
@@ -798,4 +820,44 @@ fn plan_transform(
         dlq_core::words::letters(letters.len())
     ))?;
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One gate: a request that needs the DLQ gets one answer saying why, wherever it
+    /// is turned away; ledger requests are never turned away.
+    #[test]
+    fn requests_are_gated_by_what_they_need() {
+        let why = "a replay is running (K stops it)";
+        let discard = Request::Discard {
+            rows: Vec::new(),
+            reason: "x".into(),
+        };
+        assert!(matches!(needs(&discard), Needs::Dlq));
+        match unavailable(&discard, why) {
+            Some(Action::Event(crate::action::Event::Ledger(LedgerEvent::DiscardDone {
+                message,
+                ok: false,
+                ..
+            }))) => assert_eq!(message, format!("{why}: nothing discarded")),
+            other => panic!("{other:?}"),
+        }
+        let history = Request::History(0, "m-1".into());
+        assert!(matches!(needs(&history), Needs::Ledger));
+        assert!(unavailable(&history, why).is_none());
+        let approve = Request::Approve {
+            id: "a-1".into(),
+            decide: None,
+        };
+        assert!(matches!(needs(&approve), Needs::Ledger));
+        assert!(unavailable(&Request::DropPlan, why).is_none());
+        assert!(matches!(
+            unavailable(&Request::Rebrowse, "the source is not open"),
+            Some(Action::Event(crate::action::Event::Ledger(
+                LedgerEvent::Notes(_)
+            )))
+        ));
+    }
 }
