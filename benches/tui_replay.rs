@@ -145,6 +145,7 @@ fn main() {
             options: opts,
             lines: vec!["Replay plan r-bench".into()],
             resuming: false,
+            refusal: None,
         })),
         SIZE,
     );

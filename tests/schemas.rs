@@ -369,10 +369,13 @@ fn an_avro_edit_is_written_back_with_its_schema_refused_when_it_does_not_fit_and
         "{:?}",
         dl.schema
     );
-    // The dry-run's sample shows the revision decoded and masked.
+    // The dry-run's sample shows the revision decoded and masked — to a role that may
+    // unmask; an operator sees that there is one, not what it holds (#56).
     w.cli
         .config("[replay]\nallowed_targets = [\"kafka:pay\"]\n");
-    let replay = |extra: &[&str]| {
+    let roles = w.cli.path().join("roles.toml");
+    std::fs::write(&roles, "privileged = [\"pat\"]\noperator = [\"*\"]\n").expect("roles");
+    let replay_as = |actor: &str, extra: &[&str]| {
         let mut args = vec![
             "replay",
             &src,
@@ -385,12 +388,20 @@ fn an_avro_edit_is_written_back_with_its_schema_refused_when_it_does_not_fit_and
         args.extend_from_slice(extra);
         args.extend(["--schema-registry", w.registry.url.as_str()]);
         let mut c = w.cli.command(&args);
-        c.env("DLQ_TRIAGE_LEDGER", &ledger);
+        c.env("DLQ_TRIAGE_LEDGER", &ledger)
+            .env("DLQ_TRIAGE_ROLES_FILE", &roles)
+            .env("DLQ_TRIAGE_ACTOR", actor);
         c.output().unwrap()
     };
-    let dry = stdout(&replay(&["--dry-run"]));
+    let replay = |extra: &[&str]| replay_as("ops", extra);
+    let dry = stdout(&replay_as("pat", &["--dry-run"]));
     assert!(dry.contains(r#"(revision 1) {"id":"#), "{dry}");
     no_secret("the dry-run", &dry);
+    let dry = stdout(&replay(&["--dry-run"]));
+    assert!(
+        dry.contains("(revision 1) revision 1 — not shown to your role"),
+        "{dry}"
+    );
     // Replayed with the revision: the origin topic gets the re-encoded bytes.
     let out = replay(&["--watch", "1s", "--yes"]);
     assert_eq!(

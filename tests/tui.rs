@@ -988,6 +988,7 @@ fn help_and_replay_progress_at_80x24() {
             options: Options::default(),
             lines: vec![format!("{planned} letters to send, in dead-letter order")],
             resuming: false,
+            refusal: None,
         })),
         size,
     );

@@ -480,7 +480,7 @@ fn a_viewer_cannot_replay() {
     assert!(t.s.replay.dry_run.is_none());
     let screen = t.screen();
     assert!(
-        screen.contains("replay needs the operator role"),
+        screen.contains("refused: replaying needs the operator role; you are viewer"),
         "{screen}"
     );
     t.key(KeyCode::Char('?'));

@@ -360,9 +360,6 @@ impl Launch {
                         bar.add(batch.len() as u64);
                         for p in batch {
                             let row = catalog.push_prepared(&p);
-                            if p.state != dlq_core::model::TriageState::Open {
-                                catalog.store.set_state(row, p.state);
-                            }
                             if let Err(e) = visit(&catalog, row, p.letter) {
                                 failed = Some(e);
                                 return ControlFlow::Break(());

@@ -274,6 +274,17 @@ pub struct DiscardTarget {
     pub location: String,
 }
 
+impl DiscardTarget {
+    /// A row of the store as a discard names it.
+    pub fn of(store: &dlq_core::store::LetterStore, row: dlq_core::store::RowId) -> Option<Self> {
+        store.row(row).map(|r| DiscardTarget {
+            letter_id: store.id(r).to_string(),
+            binding: store.binding(r),
+            location: store.coords_label(r),
+        })
+    }
+}
+
 /// What a discard did, letter by letter.
 #[derive(Debug, Default)]
 pub struct DiscardReport {

@@ -35,12 +35,7 @@ pub fn run(ctx: &Launch, a: &DiscardArgs) -> anyhow::Result<()> {
     super::context::note_unmatched(&filter, rows.len());
     let targets: Vec<DiscardTarget> = rows
         .iter()
-        .filter_map(|&i| store.row(i))
-        .map(|r| DiscardTarget {
-            letter_id: store.id(r).to_string(),
-            binding: store.binding(r),
-            location: store.coords_label(r),
-        })
+        .filter_map(|&i| DiscardTarget::of(store, i))
         .collect();
     let label = sanitize::clean(&loaded.info.label);
     if targets.is_empty() {

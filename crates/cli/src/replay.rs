@@ -59,11 +59,8 @@ pub fn run(ctx: &Launch, a: &ReplayArgs) -> anyhow::Result<()> {
     if a.dry_run {
         return Ok(());
     }
-    if plan.items.is_empty() {
-        return refused(&format!(
-            "nothing to replay: {} excluded (see the plan above)",
-            dlq_core::words::letters(plan.excluded.len())
-        ));
+    if let Some(why) = draft.refusal() {
+        return refused(&why);
     }
     if !confirmed(plan, a, &label, ctx.config.replay.confirm_above)? {
         return refused("not confirmed: nothing was sent");

@@ -154,10 +154,7 @@ pub fn run(ctx: &Launch, a: &WatchArgs) -> anyhow::Result<()> {
     let result = session.tail(&mut |ev| {
         if let SessionEvent::Letters(batch) = ev {
             for p in batch {
-                let row = catalog.push_prepared(&p);
-                if p.state != dlq_core::model::TriageState::Open {
-                    catalog.store.set_state(row, p.state);
-                }
+                catalog.push_prepared(&p);
             }
         }
         if last.elapsed() >= every {

@@ -71,8 +71,14 @@ impl Catalog {
     }
 
     /// Index a letter prepared elsewhere (a worker thread) with [`prepare_letter`].
+    /// Index a prepared letter with its ledger state: the one way both front ends fill
+    /// a catalog from a session's letters.
     pub fn push_prepared(&mut self, p: &crate::prepared::Prepared) -> RowId {
-        self.store.push_with_fp(&p.letter, &p.preview, p.fp)
+        let row = self.store.push_with_fp(&p.letter, &p.preview, p.fp);
+        if p.state != crate::model::TriageState::Open {
+            self.store.set_state(row, p.state);
+        }
+        row
     }
 }
 

@@ -259,6 +259,8 @@ pub struct PlanView {
     /// Sanitized lines (`core::replay::describe`), the same the CLI prints.
     pub lines: Vec<String>,
     pub resuming: bool,
+    /// Why it cannot run (`ReplayDraft::refusal`), if it cannot.
+    pub refusal: Option<String>,
 }
 
 /// What `update` asks the outside world to do.

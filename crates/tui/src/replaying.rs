@@ -200,11 +200,8 @@ fn confirm(state: &mut AppState, cmds: &mut Vec<Command>) {
         state.message = Some(("still planning…".into(), Level::Info));
         return;
     };
-    if plan.planned == 0 {
-        state.message = Some((
-            "nothing to replay: every letter is excluded (see the plan)".into(),
-            Level::Warn,
-        ));
+    if let Some(why) = &plan.refusal {
+        state.message = Some((why.clone(), Level::Warn));
         return;
     }
     if plan.planned > state.replay.confirm_above {

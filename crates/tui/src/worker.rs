@@ -660,11 +660,11 @@ impl Replays {
                 summary: "that plan is gone (planned again?): nothing was sent".into(),
             });
         };
-        if d.plan().items.is_empty() {
+        if let Some(why) = d.refusal() {
             return Action::from(ReplayEvent::ReplayEnded {
                 id: id.to_string(),
                 state: None,
-                summary: "nothing to replay: every letter was excluded (see the plan)".into(),
+                summary: why,
             });
         }
         let mut watch = Watch {
@@ -720,6 +720,7 @@ fn view(session: &Session, d: &ReplayDraft) -> crate::action::PlanView {
         options: plan.options.clone(),
         lines,
         resuming: d.resume().is_some(),
+        refusal: d.refusal(),
     }
 }
 

@@ -174,10 +174,22 @@ impl ReplayDraft {
         }
     }
 
+    /// Why this plan cannot run, as every front end says it: every letter is excluded.
+    pub fn refusal(&self) -> Option<String> {
+        self.plan.items.is_empty().then(|| {
+            format!(
+                "nothing to replay: {} excluded (see the plan)",
+                dlq_core::words::letters(self.plan.excluded.len())
+            )
+        })
+    }
+
     /// Run the plan (journal first; see `Session::replay`). An empty plan is refused.
     /// Letters another replay claimed since the plan was made (two replays of one group
     /// started at once) are left out, said in the plan's warnings, and the rest is sent;
     /// nothing left is `Held`.
+    ///
+    /// Refused, with `refusal`'s words, when the plan has nothing to send.
     pub fn run(
         mut self,
         session: &mut Session,
@@ -185,11 +197,8 @@ impl ReplayDraft {
         watch: &mut dyn ReplayWatcher,
     ) -> Result<ReplayReport, SessionError> {
         loop {
-            if self.plan.items.is_empty() {
-                return Err(SessionError::Invalid(format!(
-                    "nothing to replay: {} excluded (see the plan)",
-                    dlq_core::words::letters(self.plan.excluded.len())
-                )));
+            if let Some(why) = self.refusal() {
+                return Err(SessionError::Invalid(why));
             }
             let run = session.replay(
                 &self.plan,

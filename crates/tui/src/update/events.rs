@@ -213,9 +213,6 @@ pub(crate) fn reset_browse(state: &mut AppState) {
 pub(crate) fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
     for p in batch {
         let row = state.catalog.push_prepared(&p);
-        if p.state != dlq_core::model::TriageState::Open {
-            state.catalog.store.set_state(row, p.state);
-        }
         state.cache.put(row, p.letter);
         if let Some(r) = state.catalog.store.row(row).copied() {
             if state.filter.matches(&state.catalog.store, &r, state.now_ms) {

@@ -286,18 +286,7 @@ pub(crate) fn submit_discard(
     let store = &state.catalog.store;
     let rows: Vec<(RowId, DiscardTarget)> = rows
         .iter()
-        .filter_map(|r| {
-            store.row(*r).map(|x| {
-                (
-                    *r,
-                    DiscardTarget {
-                        letter_id: store.id(x).to_string(),
-                        binding: store.binding(x),
-                        location: store.coords_label(x),
-                    },
-                )
-            })
-        })
+        .filter_map(|r| DiscardTarget::of(store, *r).map(|t| (*r, t)))
         .collect();
     state.message = Some((format!("discarding {} letter(s)…", rows.len()), Level::Info));
     cmds.push(Command::Session(Request::Discard {
