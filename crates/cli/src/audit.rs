@@ -3,6 +3,7 @@
 use super::context::Launch;
 use super::table::Table;
 use super::AuditArgs;
+use dlq_core::journal::Journal;
 use serde_json::json;
 use std::io::Write;
 
@@ -18,65 +19,70 @@ pub fn run(ctx: &Launch, a: &AuditArgs) -> anyhow::Result<()> {
         );
     }
     let ledger = ctx.ledger()?;
+    let at = dlq_core::sanitize::clean(&path.to_string());
+    match a.what.as_str() {
+        "head" => head(&*ledger, a, &at),
+        "verify" => verify(&*ledger, a, &at),
+        _ => list(&*ledger, a, &at),
+    }
+}
+
+/// `audit head`: the chain's head, to keep as an anchor.
+fn head(ledger: &dyn Journal, a: &AuditArgs, at: &str) -> anyhow::Result<()> {
+    match ledger.head()? {
+        Some(h) if a.json => super::output::print_json(&json!({"ledger": at, "head": h})),
+        Some(h) => Ok(writeln!(std::io::stdout(), "{h}")?),
+        None => anyhow::bail!("the audit log is empty"),
+    }
+}
+
+/// `audit verify [--expect-head H]`: the whole chain, and the anchor if given.
+fn verify(ledger: &dyn Journal, a: &AuditArgs, at: &str) -> anyhow::Result<()> {
+    let expect = match a.expect_head.as_deref() {
+        Some(h) => Some(
+            h.parse::<dlq_core::journal::Head>()
+                .map_err(|e| super::context::UsageError(format!("--expect-head: {e}")))?,
+        ),
+        None => None,
+    };
+    let v = ledger.verify(expect.as_ref())?;
     let mut out = std::io::stdout().lock();
-    if a.what == "head" {
-        match ledger.head()? {
-            Some(h) if a.json => super::output::print_json(
-                &json!({"ledger": dlq_core::sanitize::clean(&path.to_string()), "head": h}),
-            )?,
-            Some(h) => writeln!(out, "{h}")?,
-            None => anyhow::bail!("the audit log is empty"),
-        }
-        return Ok(());
+    if a.json {
+        super::output::print_json(&json!({"ledger": at, "verification": v}))?;
+    } else if v.ok {
+        writeln!(
+            out,
+            "ok: {} audit entries, chain intact{} ({at})",
+            v.entries,
+            if expect.is_some() {
+                ", anchor matches"
+            } else {
+                ""
+            },
+        )?;
+    } else {
+        writeln!(
+            out,
+            "TAMPERED: entry {} — {} ({} entries, {at})",
+            v.first_bad_seq.unwrap_or(0),
+            dlq_core::sanitize::clean(&v.problem.clone().unwrap_or_default()),
+            v.entries,
+        )?;
     }
-    if a.what == "verify" {
-        let expect = match a.expect_head.as_deref() {
-            Some(h) => Some(
-                h.parse::<dlq_core::journal::Head>()
-                    .map_err(|e| super::context::UsageError(format!("--expect-head: {e}")))?,
-            ),
-            None => None,
-        };
-        let v = ledger.verify(expect.as_ref())?;
-        if a.json {
-            super::output::print_json(
-                &json!({"ledger": dlq_core::sanitize::clean(&path.to_string()), "verification": v}),
-            )?;
-        } else if v.ok {
-            writeln!(
-                out,
-                "ok: {} audit entries, chain intact{} ({})",
-                v.entries,
-                if expect.is_some() {
-                    ", anchor matches"
-                } else {
-                    ""
-                },
-                dlq_core::sanitize::clean(&path.to_string())
-            )?;
-        } else {
-            writeln!(
-                out,
-                "TAMPERED: entry {} — {} ({} entries, {})",
-                v.first_bad_seq.unwrap_or(0),
-                dlq_core::sanitize::clean(&v.problem.clone().unwrap_or_default()),
-                v.entries,
-                dlq_core::sanitize::clean(&path.to_string())
-            )?;
-        }
-        if !v.ok {
-            anyhow::bail!(
-                "the audit chain is broken at entry {}",
-                v.first_bad_seq.unwrap_or(0)
-            );
-        }
-        return Ok(());
+    if !v.ok {
+        anyhow::bail!(
+            "the audit chain is broken at entry {}",
+            v.first_bad_seq.unwrap_or(0)
+        );
     }
+    Ok(())
+}
+
+/// `audit list`: every entry, through the pager.
+fn list(ledger: &dyn Journal, a: &AuditArgs, at: &str) -> anyhow::Result<()> {
     let entries = ledger.audit_entries()?;
     if a.json {
-        return super::output::print_json(
-            &json!({"ledger": dlq_core::sanitize::clean(&path.to_string()), "entries": entries}),
-        );
+        return super::output::print_json(&json!({"ledger": at, "entries": entries}));
     }
     let mut t = Table::new(&[
         ("SEQ", true, 8),
@@ -86,7 +92,6 @@ pub fn run(ctx: &Launch, a: &AuditArgs) -> anyhow::Result<()> {
         ("TARGET", false, 36),
         ("DETAIL", false, 80),
     ]);
-    drop(out);
     let mut out = super::pager::Pager::start();
     for e in &entries {
         t.row(vec![
@@ -99,11 +104,6 @@ pub fn run(ctx: &Launch, a: &AuditArgs) -> anyhow::Result<()> {
         ]);
     }
     write!(out, "{}", t.render())?;
-    writeln!(
-        out,
-        "{} entries in {}",
-        entries.len(),
-        dlq_core::sanitize::clean(&path.to_string())
-    )?;
+    writeln!(out, "{} entries in {at}", entries.len())?;
     Ok(())
 }

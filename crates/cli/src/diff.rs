@@ -90,6 +90,28 @@ fn print_diff(out: &mut dyn Write, d: &Diff) -> std::io::Result<usize> {
     })
 }
 
+/// Revision `n` of letter `x`, read as the letter is (a schema-encoded revision decoded
+/// with it).
+fn revision(
+    ctx: &Launch,
+    loaded: &crate::context::Loaded,
+    x: &DeadLetter,
+    n: i64,
+) -> anyhow::Result<DeadLetter> {
+    let payload = ctx
+        .ledger()?
+        .revision(&loaded.source_key, &x.id.value.0, n)?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} has no revision {n}",
+                dlq_core::sanitize::clean(&x.id.value.0)
+            )
+        })?;
+    let mut raw = x.raw.clone();
+    raw.payload = payload;
+    Ok(loaded.session.settings().extract(raw))
+}
+
 pub fn run(ctx: &Launch, a: &DiffArgs) -> anyhow::Result<()> {
     ctx.require(dlq_core::access::Permission::ViewPayload, &a.source)?;
     let other_id = a.other_id.clone().unwrap_or_default();
@@ -103,19 +125,7 @@ pub fn run(ctx: &Launch, a: &DiffArgs) -> anyhow::Result<()> {
     let revised;
     let y = match a.revision {
         Some(n) => {
-            let payload = ctx
-                .ledger()?
-                .revision(&loaded.source_key, &x.id.value.0, n)?
-                .ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "{} has no revision {n}",
-                        dlq_core::sanitize::clean(&x.id.value.0)
-                    )
-                })?;
-            // Read as the letter is (a schema-encoded revision decoded with it).
-            let mut raw = x.raw.clone();
-            raw.payload = payload;
-            revised = loaded.session.settings().extract(raw);
+            revised = revision(ctx, &loaded, x, n)?;
             &revised
         }
         None => &found[1][0],
@@ -164,22 +174,16 @@ pub fn run(ctx: &Launch, a: &DiffArgs) -> anyhow::Result<()> {
         }));
     }
     let mut out = std::io::stdout().lock();
-    let (ia, ca) = label(x);
-    let (ib, cb) = label(y);
-    writeln!(
-        out,
-        "a  {} {}  {}",
-        sanitize::clean(&ia),
-        sanitize::clean(&ca),
-        sanitize::line(x.reason_code(), 80)
-    )?;
-    writeln!(
-        out,
-        "b  {} {}  {}",
-        sanitize::clean(&ib),
-        sanitize::clean(&cb),
-        sanitize::line(y_reason, 80)
-    )?;
+    for (side, d, reason) in [("a", x, x.reason_code()), ("b", y, y_reason)] {
+        let (id, coords) = label(d);
+        writeln!(
+            out,
+            "{side}  {} {}  {}",
+            sanitize::clean(&id),
+            sanitize::clean(&coords),
+            sanitize::line(reason, 80)
+        )?;
+    }
     if guarded_shown {
         writeln!(
             out,

@@ -81,6 +81,16 @@ pub fn run(ctx: &Launch, a: &DiscardArgs) -> anyhow::Result<()> {
             .store
             .set_state(rows[i], TriageState::Discarded);
     }
+    say_report(ctx, &report, &label)
+}
+
+/// What the discard did: letters pending on the broker and already decided on stderr,
+/// the summary and the ledger on stdout; pending letters make it a failure.
+fn say_report(
+    ctx: &Launch,
+    report: &dlq_app::session::DiscardReport,
+    label: &str,
+) -> anyhow::Result<()> {
     for (id, e) in &report.pending {
         eprintln!(
             "warning: {}: recorded, not yet applied to the broker: {}",
@@ -92,7 +102,7 @@ pub fn run(ctx: &Launch, a: &DiscardArgs) -> anyhow::Result<()> {
         eprintln!("note: {}", sanitize::clean(line));
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", report.summary(Some(&label)))?;
+    writeln!(out, "{}", report.summary(Some(label)))?;
     if let Some(at) = &ctx.ledger {
         writeln!(out, "ledger: {}", sanitize::clean(&at.to_string()))?;
     }

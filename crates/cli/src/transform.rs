@@ -17,22 +17,8 @@ pub fn run(ctx: &Launch, a: &TransformArgs) -> anyhow::Result<()> {
     if filter.is_empty() {
         return usage("--filter must select letters, e.g. --filter 'reason=amount_not_a_number'");
     }
-    let limit = a.time_limit.trim();
-    let time = match limit.strip_suffix("ms") {
-        Some(ms) => ms.parse::<i64>().ok(),
-        None => dlq_core::timefmt::parse_duration_ms(limit),
-    };
-    let time = time
-        .filter(|ms| *ms > 0)
-        .map(|ms| Duration::from_millis(ms as u64));
-    let Some(time) = time else {
-        return usage(format!(
-            "--time-limit {}: expected a duration such as 2s or 500ms",
-            sanitize::clean(&a.time_limit)
-        ));
-    };
     let limits = Limits {
-        time,
+        time: time_limit(&a.time_limit)?,
         ..Limits::default()
     };
     let (source_ref, _) = ctx.source_plan(&a.source)?;
@@ -70,24 +56,7 @@ pub fn run(ctx: &Launch, a: &TransformArgs) -> anyhow::Result<()> {
     }
     let n = tally.changed as usize;
     if a.dry_run {
-        let mut out = std::io::stdout().lock();
-        writeln!(
-            out,
-            "dry run: nothing was recorded. Letters that arrive later are not in this count."
-        )?;
-        if n > 0 {
-            writeln!(
-                out,
-                "to record {}: the same command without --dry-run{}",
-                revisions(n),
-                if n > ctx.config.replay.confirm_above {
-                    format!(" and --expect {n}")
-                } else {
-                    String::new()
-                }
-            )?;
-        }
-        return Ok(());
+        return say_dry_run(n, ctx.config.replay.confirm_above);
     }
     if n == 0 {
         if a.json {
@@ -113,6 +82,11 @@ pub fn run(ctx: &Launch, a: &TransformArgs) -> anyhow::Result<()> {
         writeln!(std::io::stdout(), "nothing recorded")?;
         return Ok(());
     }
+    record(ctx, a, transform, n)
+}
+
+/// Record the revisions (progress on a terminal), then say how to replay them.
+fn record(ctx: &Launch, a: &TransformArgs, transform: Transform, n: usize) -> anyhow::Result<()> {
     let show_progress = std::io::stderr().is_terminal() && n > dlq_app::transform::BATCH;
     let recorded = transform.record(&mut |done, total| {
         if show_progress {
@@ -139,6 +113,44 @@ pub fn run(ctx: &Launch, a: &TransformArgs) -> anyhow::Result<()> {
     )?;
     if let Some(at) = &ctx.ledger {
         writeln!(out, "ledger: {}", sanitize::clean(&at.to_string()))?;
+    }
+    Ok(())
+}
+
+/// `--time-limit`: a duration (`2s`) or milliseconds (`500ms`), above zero.
+fn time_limit(given: &str) -> anyhow::Result<Duration> {
+    let limit = given.trim();
+    let ms = match limit.strip_suffix("ms") {
+        Some(ms) => ms.parse::<i64>().ok(),
+        None => dlq_core::timefmt::parse_duration_ms(limit),
+    };
+    match ms.filter(|ms| *ms > 0) {
+        Some(ms) => Ok(Duration::from_millis(ms.unsigned_abs())),
+        None => usage(format!(
+            "--time-limit {}: expected a duration such as 2s or 500ms",
+            sanitize::clean(given)
+        )),
+    }
+}
+
+/// A dry-run's last words: nothing recorded, and how to record.
+fn say_dry_run(n: usize, confirm_above: usize) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "dry run: nothing was recorded. Letters that arrive later are not in this count."
+    )?;
+    if n > 0 {
+        writeln!(
+            out,
+            "to record {}: the same command without --dry-run{}",
+            revisions(n),
+            if n > confirm_above {
+                format!(" and --expect {n}")
+            } else {
+                String::new()
+            }
+        )?;
     }
     Ok(())
 }

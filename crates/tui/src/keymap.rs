@@ -5,7 +5,7 @@
 
 use crate::action::Action;
 use crate::action::{Act, Nav, ReplayKey, Typing, ViewKey};
-use crate::state::{AppState, Input, Tab};
+use crate::tab::Tab;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use dlq_app::config::KeyList;
 use dlq_core::access::{check, Permission, Role};
@@ -543,7 +543,7 @@ impl Keymap {
     }
 
     /// The keys of the action `name` (the kill switch's, which works over every screen).
-    fn named(&self, name: &str) -> &[Key] {
+    pub(crate) fn named(&self, name: &str) -> &[Key] {
         BINDINGS
             .iter()
             .position(|b| b.name == name)
@@ -551,7 +551,7 @@ impl Keymap {
     }
 
     /// The normal-mode action of a key.
-    fn action(&self, e: &KeyEvent) -> Option<Action> {
+    pub(crate) fn action(&self, e: &KeyEvent) -> Option<Action> {
         self.keys
             .iter()
             .position(|keys| keys.iter().any(|k| k.matches(e)))
@@ -681,72 +681,6 @@ pub(crate) fn footer_items(
         .collect();
     items.sort_by_key(|i| rank(i.1));
     items
-}
-
-/// The action for a key in the current state (input mode captures typing).
-pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
-    if e.code == KeyCode::Char('c') && e.modifiers.contains(KeyModifiers::CONTROL) {
-        return Some(Action::from(ViewKey::Quit));
-    }
-    if state.prompt.input != Input::None {
-        return match e.code {
-            KeyCode::Enter => Some(Action::from(Typing::InputSubmit)),
-            KeyCode::Esc => Some(Action::from(Typing::Cancel)),
-            KeyCode::Backspace => Some(Action::from(Typing::InputBackspace)),
-            KeyCode::Char('u') if e.modifiers.contains(KeyModifiers::CONTROL) => {
-                Some(Action::from(Typing::InputClear))
-            }
-            KeyCode::Char('w') if e.modifiers.contains(KeyModifiers::CONTROL) => {
-                Some(Action::from(Typing::InputDeleteWord))
-            }
-            KeyCode::Char(c) if !e.modifiers.contains(KeyModifiers::CONTROL) => {
-                Some(Action::from(Typing::InputChar(c)))
-            }
-            _ => None,
-        };
-    }
-    // The kill switch works over every screen but a line being typed.
-    if state.keymap.named("kill").iter().any(|k| k.matches(e)) {
-        return Some(Action::from(ReplayKey::KillReplay));
-    }
-    if state.replay.dry_run.is_some() {
-        return match e.code {
-            KeyCode::Char('j') | KeyCode::Down | KeyCode::Tab => {
-                Some(Action::from(ReplayKey::ReplayField(1)))
-            }
-            KeyCode::Char('k') | KeyCode::Up | KeyCode::BackTab => {
-                Some(Action::from(ReplayKey::ReplayField(-1)))
-            }
-            KeyCode::Char('l') | KeyCode::Right | KeyCode::Char('+') | KeyCode::Char(' ') => {
-                Some(Action::from(ReplayKey::ReplayValue(1)))
-            }
-            KeyCode::Char('h') | KeyCode::Left | KeyCode::Char('-') => {
-                Some(Action::from(ReplayKey::ReplayValue(-1)))
-            }
-            KeyCode::Enter => Some(Action::from(ReplayKey::ReplayStart)),
-            KeyCode::PageDown => Some(Action::from(ReplayKey::ReplayScroll(1))),
-            KeyCode::PageUp => Some(Action::from(ReplayKey::ReplayScroll(-1))),
-            KeyCode::Esc | KeyCode::Char('q') => Some(Action::from(ReplayKey::ReplayClose)),
-            _ => None,
-        };
-    }
-    if state.prompt.show_help {
-        return match e.code {
-            KeyCode::Char('j') | KeyCode::Down => Some(Action::from(ViewKey::HelpScroll(1))),
-            KeyCode::Char('k') | KeyCode::Up => Some(Action::from(ViewKey::HelpScroll(-1))),
-            KeyCode::PageDown | KeyCode::Char(' ') => Some(Action::from(ViewKey::HelpScroll(10))),
-            KeyCode::PageUp => Some(Action::from(ViewKey::HelpScroll(-10))),
-            KeyCode::Char('q') => Some(Action::from(ViewKey::Quit)),
-            _ => Some(Action::from(Typing::Cancel)),
-        };
-    }
-    if state.prompt.overlay.is_some() {
-        return match e.code {
-            KeyCode::Char('q') => Some(Action::from(ViewKey::Quit)),
-            _ => Some(Action::from(Typing::Cancel)),
-        };
-    }
-    state.keymap.action(e)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! events → update → draw only if something changed, so an idle TUI writes nothing).
 
 pub mod action;
+mod dispatch;
 pub mod keymap;
 pub mod launch;
 mod lists;
@@ -50,7 +51,7 @@ const MAX_EVENTS_PER_FRAME: usize = 512;
 /// Map a terminal event to an action.
 pub fn action_for_event(state: &AppState, ev: &Event) -> Option<Action> {
     match ev {
-        Event::Key(k) if k.kind != KeyEventKind::Release => keymap::action_for(state, k),
+        Event::Key(k) if k.kind != KeyEventKind::Release => dispatch::action_for(state, k),
         Event::Mouse(m) => match m.kind {
             MouseEventKind::Down(MouseButton::Left) => Some(Action::from(ViewKey::Click {
                 column: m.column,

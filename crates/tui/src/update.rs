@@ -392,7 +392,7 @@ mod tests {
         let mut s = state(2);
         let mut cmds = Vec::new();
         let mut key = |s: &mut AppState, code: KeyCode, m: KeyModifiers| {
-            let a = crate::keymap::action_for(s, &KeyEvent::new(code, m))
+            let a = crate::dispatch::action_for(s, &KeyEvent::new(code, m))
                 .expect("a key in the prompt does something");
             let Action::Intent(Intent::Typing(a)) = a else {
                 panic!("a key in the prompt types: {a:?}")
