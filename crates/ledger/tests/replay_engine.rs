@@ -784,3 +784,66 @@ fn a_refused_publish_stops_and_holds_back_its_key() {
         .contains_key("m-4"));
     assert!(l.verify(None).expect("verify").ok);
 }
+
+/// A share group's DLQ record as the broker writes it by default: no key, no value, the
+/// origin in `__dlq.errors.*` headers.
+fn share_group_letter(i: i64, value: &[u8]) -> RawLetter {
+    let h = |n: &str, v: &str| Header::new(n.to_string(), HeaderValue::text(v));
+    RawLetter {
+        coords: Some(Coords::Kafka {
+            topic: "dlq.payments".into(),
+            partition: 0,
+            offset: i,
+        }),
+        key: None,
+        headers: vec![
+            h("__dlq.errors.topic", "payments"),
+            h("__dlq.errors.partition", "0"),
+            h("__dlq.errors.offset", &(100 + i).to_string()),
+            h("__dlq.errors.group", "payments-share"),
+            h("__dlq.errors.delivery.count", "5"),
+            h(
+                "__dlq.errors.message",
+                "Offset delivery count exceeded the threshold.",
+            ),
+        ],
+        properties: Vec::new(),
+        payload: value.to_vec(),
+        timestamp: None,
+    }
+}
+
+/// A value-less share-group letter is never replayed as an empty record (a revision
+/// gives it a payload); one with a copied value is, with a warning that every group
+/// reading the source topic gets it again.
+#[test]
+fn share_group_letters_without_a_value_are_left_out_and_the_blast_radius_is_said() {
+    let empty = cand(share_group_letter(1, b""));
+    let copied = cand(share_group_letter(2, br#"{"payment":2}"#));
+    let p = build(vec![empty, copied], &Options::default(), None);
+    assert_eq!(p.items.len(), 1);
+    assert_eq!(
+        p.items[0].outgoing.target,
+        Target::Kafka {
+            topic: "payments".into()
+        }
+    );
+    assert_eq!(p.excluded.len(), 1);
+    assert_eq!(p.excluded[0].1, Why::NoPayload);
+    let w = p
+        .warnings
+        .iter()
+        .find(|w| w.kind == "share-group-source")
+        .expect("blast radius");
+    assert_eq!(w.count, 1);
+    // A revision gives the empty one a payload to send.
+    let mut revised = cand(share_group_letter(1, b""));
+    revised.revision = Some((1, br#"{"payment":1}"#.to_vec()));
+    let opts = Options {
+        use_revisions: true,
+        ..Options::default()
+    };
+    let p = build(vec![revised], &opts, None);
+    assert_eq!(p.items.len(), 1, "{:?}", p.excluded);
+    assert_eq!(p.items[0].outgoing.payload, br#"{"payment":1}"#);
+}

@@ -208,6 +208,7 @@ fn screen(
     let mut drafts = Vec::new();
     let (mut replayed_before, mut over_limit) = (Vec::new(), Vec::new());
     let mut held: Vec<(String, String)> = Vec::new();
+    let mut shared: Vec<String> = Vec::new();
     for c in cands {
         if let Some(by) = &c.held_by {
             held.push((c.letter.id.value.0.clone(), by.clone()));
@@ -224,6 +225,13 @@ fn screen(
         if let Some(w) = why {
             excluded.push((c.letter.id.value.0.clone(), w));
             continue;
+        }
+        if without_payload(&c, opts) {
+            excluded.push((c.letter.id.value.0.clone(), Why::NoPayload));
+            continue;
+        }
+        if shared_source(&c) && opts.to.is_none() {
+            shared.push(c.letter.id.value.0.clone());
         }
         let count = c.letter.replay_count.max(c.ledger_replays);
         if count > 0 {
@@ -252,6 +260,12 @@ fn screen(
     }
     warn(
         warnings,
+        "share-group-source",
+        "back to a share group's source topic: every group that reads it (share and classic consumer groups alike) gets these letters again, not only the group that rejected them".into(),
+        &refs(&shared),
+    );
+    warn(
+        warnings,
         "replayed-before",
         "replayed before (x-dlq-replay-count or the ledger)".into(),
         &refs(&replayed_before),
@@ -266,6 +280,22 @@ fn screen(
         &refs(&over_limit),
     );
     drafts
+}
+
+/// A Kafka share group's DLQ record without a value (the broker copies none by default):
+/// sending it would publish an empty record. A revision (`--use-revisions`) gives it one.
+fn without_payload(c: &Candidate, opts: &Options) -> bool {
+    let revised = opts.use_revisions && c.revision.is_some();
+    shared_source(c) && c.letter.raw.payload.is_empty() && !revised
+}
+
+/// Dead-lettered by a Kafka share group (KIP-1191).
+fn shared_source(c: &Candidate) -> bool {
+    c.letter
+        .failure
+        .consumer
+        .as_ref()
+        .is_some_and(|s| s.from.convention == crate::model::Convention::KafkaShareGroup)
 }
 
 /// Leave out letters with no known target.

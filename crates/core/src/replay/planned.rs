@@ -66,6 +66,9 @@ pub enum Why {
     MayHaveBeenSent,
     /// Found in its target, stamped with this replay's id: the broker has it.
     FoundInTarget,
+    /// The DLQ record has no value to send: a Kafka share group's broker-written DLQ
+    /// copies none by default (KIP-1191); the payload is the source record.
+    NoPayload,
 }
 
 impl Why {
@@ -79,6 +82,7 @@ impl Why {
             Why::Held => "held-by-replay",
             Why::MayHaveBeenSent => "may-have-been-sent",
             Why::FoundInTarget => "found-in-target",
+            Why::NoPayload => "no-payload",
         }
     }
 
@@ -92,6 +96,7 @@ impl Why {
             Why::Held => "held by another running replay (one sender per letter; see `replays`)",
             Why::MayHaveBeenSent => "may have been sent: in flight when the replay stopped, and the target cannot be read back (--resend-unconfirmed to send again)",
             Why::FoundInTarget => "already delivered: found in its target with this replay's id (recorded as confirmed, not sent again)",
+            Why::NoPayload => "no payload: a share group's DLQ record carries none (errors.deadletterqueue.copy.record.enable=false); the message is the source record at its origin, which this build does not fetch — discard it, or have the group copy records",
         }
     }
 }
