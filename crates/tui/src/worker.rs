@@ -279,40 +279,8 @@ fn handle(
             picked,
             program,
             reason,
-        } => {
-            replays.transform = None;
-            let (letters, missing) = session.picked_letters(picked);
-            match plan_transform(session.settings(), &letters, &program, &reason) {
-                Ok(t) => {
-                    let tally = t.audited_tally().cloned().unwrap_or_default();
-                    let mut lines = tally.lines(70);
-                    if !missing.is_empty() {
-                        lines.push(format!(
-                            "{} could not be read and are left out",
-                            dlq_core::words::letters(missing.len())
-                        ));
-                    }
-                    let n = tally.changed as usize;
-                    replays.transform = Some(t);
-                    Action::from(LedgerEvent::TransformPlanned(Ok((lines, n))))
-                }
-                Err(e) => Action::from(LedgerEvent::TransformPlanned(Err(e.to_string()))),
-            }
-        }
-        Request::RecordTransform => Action::from(LedgerEvent::TransformRecorded(
-            match replays.transform.take() {
-                Some(t) => t
-                    .record(&mut |_, _| {})
-                    .map(|r| {
-                        format!(
-                            "recorded {} (the originals stay): r, then the revisions switch, replays them",
-                            dlq_core::words::count(r.revisions as u64, "revision")
-                        )
-                    })
-                    .map_err(|e| format!("nothing recorded: {e}")),
-                None => Err("no transform to record (it was dropped)".into()),
-            },
-        )),
+        } => replays.plan_transform(session, picked, &program, &reason),
+        Request::RecordTransform => replays.record_transform(),
         Request::DropTransform => {
             replays.transform = None;
             return;
@@ -633,6 +601,50 @@ impl Replays {
             }
             Err(e) => Action::from(ReplayEvent::ReplayPlanFailed(e.to_string())),
         }
+    }
+
+    /// A transform's dry-run over the picked letters, kept for `record_transform`.
+    fn plan_transform(
+        &mut self,
+        session: &mut Session,
+        picked: Vec<dlq_app::session::Picked>,
+        program: &str,
+        reason: &str,
+    ) -> Action {
+        self.transform = None;
+        let (letters, missing) = session.picked_letters(picked);
+        match plan_transform(session.settings(), &letters, program, reason) {
+            Ok(t) => {
+                let tally = t.audited_tally().cloned().unwrap_or_default();
+                let mut lines = tally.lines(70);
+                if !missing.is_empty() {
+                    lines.push(format!(
+                        "{} could not be read and are left out",
+                        dlq_core::words::letters(missing.len())
+                    ));
+                }
+                let n = tally.changed as usize;
+                self.transform = Some(t);
+                Action::from(LedgerEvent::TransformPlanned(Ok((lines, n))))
+            }
+            Err(e) => Action::from(LedgerEvent::TransformPlanned(Err(e.to_string()))),
+        }
+    }
+
+    /// Record the planned transform's revisions.
+    fn record_transform(&mut self) -> Action {
+        Action::from(LedgerEvent::TransformRecorded(match self.transform.take() {
+            Some(t) => t
+                .record(&mut |_, _| {})
+                .map(|r| {
+                    format!(
+                        "recorded {} (the originals stay): r, then the revisions switch, replays them",
+                        dlq_core::words::count(r.revisions as u64, "revision")
+                    )
+                })
+                .map_err(|e| format!("nothing recorded: {e}")),
+            None => Err("no transform to record (it was dropped)".into()),
+        }))
     }
 
     fn replan(&mut self, session: &mut Session, opts: Options) -> Action {

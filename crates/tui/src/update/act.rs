@@ -16,45 +16,23 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
             (Some(row), Ok(())) => state.prompt.input = Input::EditReason(String::new(), row),
         },
         Act::StartDiscard => {
-            let t = crate::selection::targets(state);
-            let first = t.rows.first().copied();
-            let target = |s: &AppState| first.and_then(|r| letter_id(s, r)).unwrap_or_default();
-            if !crate::refusal::may_write(state, cmds, dlq_core::access::WriteOp::Discard, target) {
-            } else if t.rows.is_empty() {
-                state.message = Some(("select or mark letters to discard".into(), Level::Warn));
-            } else {
-                let what = t.describe();
-                state.prompt.input = Input::DiscardReason(
-                    String::new(),
-                    Discarding {
-                        rows: t.rows,
-                        what,
-                        reason: String::new(),
-                    },
-                );
+            let write = dlq_core::access::WriteOp::Discard;
+            if let Some((rows, what)) = selection_for(state, cmds, write, "discard") {
+                let reason = String::new();
+                let d = Discarding { rows, what, reason };
+                state.prompt.input = Input::DiscardReason(String::new(), d);
             }
         }
         Act::StartTransform => {
-            let t = crate::selection::targets(state);
-            let first = t.rows.first().copied();
-            let target = |s: &AppState| first.and_then(|r| letter_id(s, r)).unwrap_or_default();
-            if !crate::refusal::may_write(state, cmds, dlq_core::access::WriteOp::Transform, target)
-            {
-            } else if t.rows.is_empty() {
-                state.message = Some((
-                    "select a group (or mark letters) to transform".into(),
-                    Level::Warn,
-                ));
-            } else {
-                let what = t.describe();
-                state.prompt.input = Input::TransformProgram(
-                    state.transform_program.clone(),
-                    Transforming {
-                        rows: t.rows,
-                        what,
-                        program: String::new(),
-                    },
-                );
+            let write = dlq_core::access::WriteOp::Transform;
+            if let Some((rows, what)) = selection_for(state, cmds, write, "transform") {
+                let program = String::new();
+                let t = Transforming {
+                    rows,
+                    what,
+                    program,
+                };
+                state.prompt.input = Input::TransformProgram(state.transform_program.clone(), t);
             }
         }
         Act::MarkAll => {
@@ -105,6 +83,32 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
             cmds.push(Command::Session(Request::Rebrowse));
         }
     }
+}
+
+/// The letters a write acts on (the selection rule: marks in view, else the cursor's
+/// group or letter) and how they are said, once the write is allowed and there are some;
+/// otherwise the status line says why.
+fn selection_for(
+    state: &mut AppState,
+    cmds: &mut Vec<Command>,
+    write: dlq_core::access::WriteOp,
+    verb: &str,
+) -> Option<(Vec<RowId>, String)> {
+    let t = crate::selection::targets(state);
+    let first = t.rows.first().copied();
+    let target = |s: &AppState| first.and_then(|r| letter_id(s, r)).unwrap_or_default();
+    if !crate::refusal::may_write(state, cmds, write, target) {
+        return None;
+    }
+    if t.rows.is_empty() {
+        state.message = Some((
+            format!("select a group (or mark letters) to {verb}"),
+            Level::Warn,
+        ));
+        return None;
+    }
+    let what = t.describe();
+    Some((t.rows, what))
 }
 
 /// Say why an action is refused, and have the refusal audited.

@@ -40,36 +40,8 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
                 state.catalog.store.reserve(t);
             }
         }
-        BrowseEvent::Retention(rules) => {
-            state.retention = dlq_core::retention::by_symbol(&mut state.catalog.store, &rules);
-            for (c, r) in &rules {
-                if let dlq_core::retention::Retention::Unknown(why) = r {
-                    state.notes.push(format!(
-                        "{}: retention unknown — {}",
-                        dlq_core::sanitize::clean(c),
-                        dlq_core::sanitize::line(why, 200)
-                    ));
-                }
-            }
-            state.retention_rules = rules;
-            rebuild_index(state);
-        }
-        BrowseEvent::ScanDone => {
-            state.scan.complete = true;
-            state.catalog.shrink_to_fit();
-            let n = state.catalog.store.len();
-            state.scan.total = Some(n as u64);
-            state.letters.dirty = true;
-            if state.scan.again {
-                state.message = Some((
-                    format!(
-                        "browsed again: {}, scan complete",
-                        dlq_core::words::letters(n)
-                    ),
-                    Level::Info,
-                ));
-            }
-        }
+        BrowseEvent::Retention(rules) => retention(state, rules),
+        BrowseEvent::ScanDone => scan_done(state),
         BrowseEvent::ScanFailed(e) if !state.scan.read_any() => {
             // Could not even open it (a wrong password, a broker down): the whole error,
             // what to check, and how to get out — never a cut line and `(loading…)`.
@@ -102,6 +74,41 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
             }
             state.detail.current = None;
         }
+    }
+}
+
+/// The source's retention: groups learn when the broker empties them; what is not known
+/// is said in `:notes`.
+fn retention(state: &mut AppState, rules: Vec<(String, dlq_core::retention::Retention)>) {
+    state.retention = dlq_core::retention::by_symbol(&mut state.catalog.store, &rules);
+    for (c, r) in &rules {
+        if let dlq_core::retention::Retention::Unknown(why) = r {
+            state.notes.push(format!(
+                "{}: retention unknown — {}",
+                dlq_core::sanitize::clean(c),
+                dlq_core::sanitize::line(why, 200)
+            ));
+        }
+    }
+    state.retention_rules = rules;
+    rebuild_index(state);
+}
+
+/// The scan has read everything there was.
+fn scan_done(state: &mut AppState) {
+    state.scan.complete = true;
+    state.catalog.shrink_to_fit();
+    let n = state.catalog.store.len();
+    state.scan.total = Some(n as u64);
+    state.letters.dirty = true;
+    if state.scan.again {
+        state.message = Some((
+            format!(
+                "browsed again: {}, scan complete",
+                dlq_core::words::letters(n)
+            ),
+            Level::Info,
+        ));
     }
 }
 

@@ -10,7 +10,20 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
 pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
-    let mut rows: Vec<Line> = BINDINGS
+    let rows = rows(s, t);
+    // Two columns when the terminal is wide enough for every line whole; else one
+    // column, each line wrapped under itself, scrolled with j/k.
+    if area.width >= 160 && rows.len() + 3 > usize::from(area.height) {
+        two_columns(f, area, t, rows);
+    } else {
+        one_column(f, area, s, t, rows);
+    }
+}
+
+/// A line per binding (its keys in force, what it does, what it writes or why it is
+/// off), then the palette.
+fn rows(s: &AppState, t: &Theme) -> Vec<Line<'static>> {
+    let mut rows: Vec<Line<'static>> = BINDINGS
         .iter()
         .enumerate()
         .map(|(i, b)| {
@@ -47,44 +60,39 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         ),
         Span::styled(palette_hint(), t.get(StyleName::UiText)),
     ]));
-    // Two columns when the terminal is wide enough for every line whole; else one
-    // column, each line wrapped under itself, scrolled with j/k.
-    let two = area.width >= 160 && rows.len() + 3 > usize::from(area.height);
-    if !two {
-        let w = area.width.min(100);
-        let popup = Rect::new(area.x + (area.width - w) / 2, area.y, w, area.height);
-        f.render_widget(Clear, popup);
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .title(" Keys — j/k PgDn/PgUp scroll · any other key closes ")
-            .border_style(t.get(StyleName::UiBorderFocus));
-        // Scrolling stops at the last screenful (the wrapped height, counted per line).
-        let inner_w = usize::from(w.saturating_sub(2)).max(1);
-        let wrapped: usize = rows
-            .iter()
-            .map(|l| l.width().max(1).div_ceil(inner_w))
-            .sum();
-        let room = usize::from(area.height.saturating_sub(2));
-        let most = u16::try_from(wrapped.saturating_sub(room)).unwrap_or(u16::MAX);
-        f.render_widget(
-            Paragraph::new(rows)
-                .wrap(ratatui::widgets::Wrap { trim: false })
-                .scroll((s.prompt.help_scroll.min(most), 0))
-                .block(block),
-            popup,
-        );
-        return;
-    }
-    let per_col = if two {
-        rows.len().div_ceil(2)
-    } else {
-        rows.len()
-    };
-    let w = if two {
-        area.width.min(180)
-    } else {
-        area.width.min(100)
-    };
+    rows
+}
+
+/// One column, each line wrapped under itself, scrolled with j/k (stopping at the last
+/// screenful: the wrapped height, counted per line).
+fn one_column(f: &mut Frame, area: Rect, s: &AppState, t: &Theme, rows: Vec<Line<'static>>) {
+    let w = area.width.min(100);
+    let popup = Rect::new(area.x + (area.width - w) / 2, area.y, w, area.height);
+    f.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" Keys — j/k PgDn/PgUp scroll · any other key closes ")
+        .border_style(t.get(StyleName::UiBorderFocus));
+    let inner_w = usize::from(w.saturating_sub(2)).max(1);
+    let wrapped: usize = rows
+        .iter()
+        .map(|l| l.width().max(1).div_ceil(inner_w))
+        .sum();
+    let room = usize::from(area.height.saturating_sub(2));
+    let most = u16::try_from(wrapped.saturating_sub(room)).unwrap_or(u16::MAX);
+    f.render_widget(
+        Paragraph::new(rows)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .scroll((s.prompt.help_scroll.min(most), 0))
+            .block(block),
+        popup,
+    );
+}
+
+/// Two columns, centred, every line whole.
+fn two_columns(f: &mut Frame, area: Rect, t: &Theme, mut rows: Vec<Line<'static>>) {
+    let per_col = rows.len().div_ceil(2);
+    let w = area.width.min(180);
     let h = (per_col as u16 + 3).min(area.height);
     let popup = Rect::new(
         area.x + (area.width - w) / 2,
@@ -99,20 +107,16 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         .border_style(t.get(StyleName::UiBorderFocus));
     let inner = block.inner(popup);
     f.render_widget(block, popup);
-    if two {
-        let right: Vec<Line> = rows.split_off(per_col);
-        let half = inner.width / 2;
-        f.render_widget(
-            Paragraph::new(rows),
-            Rect::new(inner.x, inner.y, half, inner.height),
-        );
-        f.render_widget(
-            Paragraph::new(right),
-            Rect::new(inner.x + half, inner.y, inner.width - half, inner.height),
-        );
-    } else {
-        f.render_widget(Paragraph::new(rows), inner);
-    }
+    let right: Vec<Line> = rows.split_off(per_col);
+    let half = inner.width / 2;
+    f.render_widget(
+        Paragraph::new(rows),
+        Rect::new(inner.x, inner.y, half, inner.height),
+    );
+    f.render_widget(
+        Paragraph::new(right),
+        Rect::new(inner.x + half, inner.y, inner.width - half, inner.height),
+    );
 }
 
 /// A titled list over the panes (`:problems`, `:notes`). Every line is untrusted (record

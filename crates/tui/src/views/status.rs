@@ -221,8 +221,42 @@ pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
 
 pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let width = usize::from(area.width);
-    let (title, warn) = (t.get(StyleName::UiTitle), t.get(StyleName::UiWarn));
     let line = match &s.prompt.input {
+        Input::None => idle_line(s, width, t),
+        input @ (Input::Fuzzy(_) | Input::Expr(_) | Input::Command(_)) => browse_prompt(input, t),
+        input => decision_prompt(s, input, t),
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+/// The footer with nothing typed: the last message (cut to the line, `:notes` keeps it
+/// whole), else the keys.
+fn idle_line(s: &AppState, width: usize, t: &Theme) -> Line<'static> {
+    match &s.message {
+        Some((m, level)) => {
+            let style = match level {
+                Level::Info => t.get(StyleName::UiInfo),
+                Level::Warn => t.get(StyleName::UiWarn),
+                Level::Error => t.get(StyleName::UiError),
+            };
+            // Cut to the line, it says where it is whole (update keeps long ones in
+            // :notes).
+            let text = format!(" {}", sanitize::line(m, 300));
+            let text = if text.chars().count() > width && width > 20 {
+                format!("{} (:notes)", fit(&text, width - 9))
+            } else {
+                text
+            };
+            Line::from(Span::styled(fit(&text, width), style))
+        }
+        None => footer_keys(s, width, t),
+    }
+}
+
+/// A line being typed to browse: the fuzzy words, a filter, a command.
+fn browse_prompt(input: &Input, t: &Theme) -> Line<'static> {
+    let title = t.get(StyleName::UiTitle);
+    match input {
         Input::Fuzzy(w) => prompt(t, " / ", title, w, 200, "  Enter apply · Esc cancel"),
         Input::Expr(e) => prompt(
             t,
@@ -240,6 +274,14 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             200,
             &format!("  {}", crate::keymap::palette_hint()),
         ),
+        _ => Line::default(),
+    }
+}
+
+/// A line being typed for a decision: a reason, a count, a program.
+fn decision_prompt(s: &AppState, input: &Input, t: &Theme) -> Line<'static> {
+    let warn = t.get(StyleName::UiWarn);
+    match input {
         Input::DiscardReason(r, d) => prompt(
             t,
             &format!(" discard {} — reason: ", sanitize::line(&d.what, 120)),
@@ -319,27 +361,8 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             20,
             "  Enter · Esc drops it (nothing recorded)",
         ),
-        Input::None => match &s.message {
-            Some((m, level)) => {
-                let style = match level {
-                    Level::Info => t.get(StyleName::UiInfo),
-                    Level::Warn => t.get(StyleName::UiWarn),
-                    Level::Error => t.get(StyleName::UiError),
-                };
-                // Cut to the line, it says where it is whole (update keeps long ones in
-                // :notes).
-                let text = format!(" {}", sanitize::line(m, 300));
-                let text = if text.chars().count() > width && width > 20 {
-                    format!("{} (:notes)", fit(&text, width - 9))
-                } else {
-                    text
-                };
-                Line::from(Span::styled(fit(&text, width), style))
-            }
-            None => footer_keys(s, width, t),
-        },
-    };
-    f.render_widget(Paragraph::new(line), area);
+        _ => Line::default(),
+    }
 }
 
 /// A prompt line: what is asked (in `style`), what was typed so far (sanitized, at most
