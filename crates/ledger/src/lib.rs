@@ -10,6 +10,12 @@
 //! deleted or reordered row breaks the chain at that row and cannot be re-chained without
 //! the key. Every decision and revision row is bound to its audit entry and checked
 //! against it by `verify`; truncation at the end is caught with an anchor (`head`).
+//!
+//! Which store: `Ledger::open_at(&Location)` — a path is a SQLite file, a `postgres://`
+//! URL the team's server (`server.rs`). On the server the chain key is in
+//! `dlq_private`, which only the ledger's owner reads, and every write that binds a row
+//! is a SECURITY DEFINER function of `dlq` (`team_schema`, `team_writes`): the team's
+//! role writes no table.
 
 use chrono::{SecondsFormat, Utc};
 use db::{Db, DbError};
