@@ -129,6 +129,73 @@ fn a_replay_goes_to_the_origin_exchange_acks_confirmed_letters_and_sees_failures
     verified(dir.path());
 }
 
+/// #57: the loop guard trusts the replay's own `x-dlq-replay-count`, never the broker's
+/// `x-death` — RabbitMQ 4 drops an `x-death` a client publishes, so a replayed letter's
+/// death history does not travel with it. A letter replayed three times, in the DLQ with
+/// no `x-death` at all, is refused (and stays); `--force-replay-count` sends it.
+#[test]
+fn the_loop_guard_trusts_the_replay_count_without_x_death() {
+    if !rabbit_available() {
+        return;
+    }
+    let t = Topology::new("loopguard");
+    t.publish_headers(
+        "",
+        &t.n("dlq"),
+        "m-loop",
+        "{\"order\":1}",
+        &[("x-dlq-replay-count", "3"), ("x-reason-code", "rejected")],
+    );
+    t.wait_for(&t.n("dlq"), 1);
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = t.dlq_uri();
+    let to = format!("queue:{}", t.n("work"));
+    allow_targets(dir.path(), &[&to]);
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "replay",
+            &uri,
+            "--filter",
+            "id=m-loop",
+            "--to",
+            &to,
+            "--canary",
+            "0",
+            "--watch",
+            "1s",
+            "--yes",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let refused = replay_cli(
+        dir.path(),
+        &args(&[]).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert_eq!(refused.status.code(), Some(5), "{text}");
+    assert!(text.contains("replayed 3 or more times already"), "{text}");
+    assert_eq!(t.count(&t.n("dlq")), 1, "the letter stays in the DLQ");
+    assert_eq!(t.count(&t.n("work")), 0, "nothing was sent");
+    let forced = replay_cli(
+        dir.path(),
+        &args(&["--force-replay-count"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let text = String::from_utf8_lossy(&forced.stderr).to_string();
+    assert_eq!(forced.status.code(), Some(0), "{text}");
+    t.wait_for(&t.n("work"), 1);
+}
+
 #[test]
 fn an_unroutable_replay_stops_and_leaves_every_dlq_copy() {
     if !rabbit_available() {

@@ -186,6 +186,41 @@ impl Topology {
         });
     }
 
+    /// Publish with these headers (long strings) and nothing else: a letter as a client
+    /// or a RabbitMQ 4 broker (which drops a client's `x-death`) leaves it.
+    pub fn publish_headers(
+        &self,
+        exchange: &str,
+        rk: &str,
+        id: &str,
+        body: &str,
+        headers: &[(&str, &str)],
+    ) {
+        self.rt.block_on(async {
+            let ch = self.conn.create_channel().await.expect("channel");
+            let mut h = FieldTable::default();
+            for (k, v) in headers {
+                h.insert(
+                    ShortString::from(*k),
+                    AMQPValue::LongString(LongString::from(v.as_bytes().to_vec())),
+                );
+            }
+            ch.basic_publish(
+                ShortString::from(exchange),
+                ShortString::from(rk),
+                BasicPublishOptions::default(),
+                body.as_bytes(),
+                BasicProperties::default()
+                    .with_message_id(ShortString::from(id))
+                    .with_headers(h),
+            )
+            .await
+            .expect("publish")
+            .await
+            .expect("confirm");
+        });
+    }
+
     /// Consume `n` from the work queue and reject them: the broker dead-letters them.
     pub fn reject_from_work(&self, n: usize) {
         self.rt.block_on(async {
