@@ -459,6 +459,28 @@ pub(crate) const BINDINGS: &[Binding] = &[
     ),
 ];
 
+/// Keys the replay dry-run screen and the help overlay use (see `dispatch`).
+const OTHER_SCREENS: [Key; 18] = [
+    Key::Char('j'),
+    Key::Char('k'),
+    Key::Char('h'),
+    Key::Char('l'),
+    Key::Char('+'),
+    Key::Char('-'),
+    Key::Char(' '),
+    Key::Char('q'),
+    Key::Code(KeyCode::Up),
+    Key::Code(KeyCode::Down),
+    Key::Code(KeyCode::Left),
+    Key::Code(KeyCode::Right),
+    Key::Code(KeyCode::Tab),
+    Key::Code(KeyCode::BackTab),
+    Key::Code(KeyCode::Enter),
+    Key::Code(KeyCode::Esc),
+    Key::Code(KeyCode::PageUp),
+    Key::Code(KeyCode::PageDown),
+];
+
 /// The keys of normal mode: each binding's defaults, or what `[keys]` in the config
 /// gives its action instead. Help, the footer and the key dispatch all read it, so they
 /// never disagree with what a key does.
@@ -504,6 +526,17 @@ impl Keymap {
                 return Err(format!("[keys] {action}: give at least one key"));
             }
             map.keys[i] = keys;
+        }
+        // The kill switch works over every screen (`dispatch`): a key the dry-run screen or
+        // help uses would stop a replay where the user meant to move or scroll.
+        let kill = BINDINGS.iter().position(|b| b.name == "kill");
+        for k in kill.map_or(&[][..], |i| map.keys(i)) {
+            if OTHER_SCREENS.iter().any(|o| o == k) {
+                return Err(format!(
+                    "[keys] kill: `{}` is used on the replay and help screens, where the kill switch also listens; give it a key of its own",
+                    k.label()
+                ));
+            }
         }
         let mut owner: BTreeMap<String, &str> = BTreeMap::new();
         for (b, keys) in BINDINGS.iter().zip(&map.keys) {
@@ -867,6 +900,13 @@ mod tests {
         assert!(e.contains("`Hyper-Q` is not a key"), "{e}");
         let e = err(&[("discard", &[])]);
         assert!(e.contains("at least one key"), "{e}");
+        // The kill switch listens on every screen: not on a key the others use.
+        let e = err(&[("kill", &["j"]), ("down", &["Down", "n"])]);
+        assert!(
+            e.contains("kill: `j` is used on the replay and help screens"),
+            "{e}"
+        );
+        assert!(Keymap::with(&user(&[("kill", &["Ctrl-K"])])).is_ok());
         // Swapping two actions' keys is fine.
         assert!(Keymap::with(&user(&[("discard", &["r"]), ("replay", &["d"])])).is_ok());
     }
