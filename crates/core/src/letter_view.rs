@@ -52,6 +52,25 @@ fn text(out: &mut Vec<Fact>, label: &'static str, v: &Option<Sourced<String>>, m
     }
 }
 
+/// RabbitMQ's delivery counters, both where present: since 4.3 `x-delivery-count` counts
+/// the returns a consumer failed (`basic.reject`; `basic.nack` does not) and
+/// `x-acquired-count` every return. Numbers only: the headers are untrusted.
+fn deliveries(raw: &crate::model::RawLetter) -> Option<Fact> {
+    let n = |name: &str| raw.header(name).and_then(|v| v.as_i64_lenient());
+    let (failed, acquired) = (n("x-delivery-count"), n("x-acquired-count"));
+    let value = match (failed, acquired) {
+        (Some(f), Some(a)) => format!("{f} failed returns · acquired {a} times"),
+        (Some(f), None) => format!("{f} (x-delivery-count)"),
+        (None, Some(a)) => format!("acquired {a} times"),
+        (None, None) => return None,
+    };
+    Some(fact(
+        "deliveries",
+        value,
+        Some("headers x-delivery-count / x-acquired-count (RabbitMQ)".into()),
+    ))
+}
+
 fn time(out: &mut Vec<Fact>, label: &'static str, v: &Option<Sourced<DateTime<Utc>>>) {
     if let Some(t) = v {
         out.push(fact(label, rfc(t.value), Some(t.from.to_string())));
@@ -102,6 +121,9 @@ impl LetterFacts {
                 a.value.to_string(),
                 Some(a.from.to_string()),
             ));
+        }
+        if let Some(d) = deliveries(&dl.raw) {
+            failure.push(d);
         }
         time(&mut failure, "first failed", &f.first_failed_at);
         time(&mut failure, "last failed", &f.last_failed_at);
@@ -201,6 +223,37 @@ mod tests {
     use super::*;
     use crate::catalog::extract_masked;
     use crate::model::{Header, HeaderValue, RawLetter};
+
+    /// #57: both of RabbitMQ's counters are shown where the broker wrote them, as numbers
+    /// only (an escape sequence in the header is never shown).
+    #[test]
+    fn both_delivery_counters_are_shown_where_present() {
+        let m = Masker::with_key(vec![1]);
+        let facts = |headers: Vec<Header>| {
+            let raw = RawLetter {
+                headers,
+                payload: b"{}".to_vec(),
+                ..RawLetter::default()
+            };
+            let dl = extract_masked(&m, &[], None, raw);
+            LetterFacts::of(&dl, &m, &LetterState::of(None), 0)
+                .failure
+                .into_iter()
+                .find(|f| f.label == "deliveries")
+                .map(|f| f.value)
+        };
+        let h = |n: &str, v: &str| Header::new(n.to_string(), HeaderValue::text(v));
+        assert_eq!(
+            facts(vec![h("x-delivery-count", "2"), h("x-acquired-count", "5")]).as_deref(),
+            Some("2 failed returns · acquired 5 times")
+        );
+        assert_eq!(
+            facts(vec![h("x-delivery-count", "3")]).as_deref(),
+            Some("3 (x-delivery-count)")
+        );
+        assert_eq!(facts(vec![h("x-delivery-count", "\u{1b}[31m9")]), None);
+        assert_eq!(facts(vec![]), None);
+    }
 
     #[test]
     fn facts_are_masked_sourced_and_carry_the_state() {
