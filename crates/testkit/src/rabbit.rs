@@ -163,27 +163,7 @@ impl Topology {
     }
 
     pub fn publish(&self, exchange: &str, rk: &str, id: &str, body: &str) {
-        self.rt.block_on(async {
-            let ch = self.conn.create_channel().await.expect("channel");
-            let mut h = FieldTable::default();
-            h.insert(
-                ShortString::from("x-consumer-version"),
-                AMQPValue::LongString(LongString::from(b"v1".to_vec())),
-            );
-            ch.basic_publish(
-                ShortString::from(exchange),
-                ShortString::from(rk),
-                BasicPublishOptions::default(),
-                body.as_bytes(),
-                BasicProperties::default()
-                    .with_message_id(ShortString::from(id))
-                    .with_headers(h),
-            )
-            .await
-            .expect("publish")
-            .await
-            .expect("confirm");
-        });
+        self.publish_headers(exchange, rk, id, body, &[("x-consumer-version", "v1")]);
     }
 
     /// Publish with these headers (long strings) and nothing else: a letter as a client
