@@ -81,8 +81,6 @@ pub struct Launch {
     pub config: Config,
     pub now: DateTime<Utc>,
     pub read_only: bool,
-    /// `--since`, as a time.
-    pub since: Option<DateTime<Utc>>,
     /// How to open a source, from the flags (`-X` properties in order); a named
     /// source's own librdkafka properties go before these (`plan_for`).
     open: brokers::OpenOptions,
@@ -142,7 +140,6 @@ impl Launch {
             config,
             now,
             read_only: cli.read_only,
-            since,
             open: brokers::OpenOptions {
                 kafka_props,
                 now: Some(now),
@@ -157,6 +154,11 @@ impl Launch {
             role,
             codec,
         })
+    }
+
+    /// `--since`, as the time it reaches back to.
+    pub fn since(&self) -> Option<DateTime<Utc>> {
+        self.open.since
     }
 
     pub fn now_ms(&self) -> i64 {
@@ -431,7 +433,7 @@ impl Launch {
             masker: self.masker()?,
             mappings: self.config.conventions.clone(),
             codec: self.codec.clone(),
-            since: self.since,
+            since: self.since(),
             approval_above: self.config.replay.approval_above,
             discard_approval_above: self.config.discard.approval_above,
             allowed_targets: self.config.replay.allowed_targets.clone(),

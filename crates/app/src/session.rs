@@ -151,9 +151,11 @@ impl Principal {
     /// Check a permission; a refusal names the role it needs and is audited (except
     /// under --read-only, which writes nothing). `target` must already be redacted.
     pub fn require(&self, p: Permission, target: &str) -> Result<(), SessionError> {
-        let Err(denied) = access::check(self.role, p) else {
-            return Ok(());
-        };
+        access::check(self.role, p).map_err(|denied| self.refused(denied, target))
+    }
+
+    /// A refusal, audited (except under --read-only, which writes nothing).
+    fn refused(&self, denied: access::Denied, target: &str) -> SessionError {
         if !self.read_only {
             // Not into a ledger that fails verification either (best effort: a refusal
             // is refused all the same).
@@ -164,20 +166,20 @@ impl Principal {
                 }
             }
         }
-        Err(SessionError::Refused {
+        SessionError::Refused {
             denied,
             read_only: self.read_only,
-        })
+        }
     }
 
     /// Check a write (`access::may_write`): under `--read-only` it is refused and nothing
-    /// is written; a role that does not allow it is refused and audited (`require`).
+    /// is written; a role that does not allow it is refused and audited.
     /// `target` must already be redacted.
     pub fn require_write(&self, w: access::WriteOp, target: &str) -> Result<(), SessionError> {
         match access::may_write(self.role, self.read_only, w) {
             Ok(()) => Ok(()),
             Err(r @ access::Refusal::ReadOnly(_)) => Err(SessionError::ReadOnly(r)),
-            Err(access::Refusal::Role(d)) => self.require(d.permission, target),
+            Err(access::Refusal::Role(denied)) => Err(self.refused(denied, target)),
         }
     }
 

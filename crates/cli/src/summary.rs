@@ -103,7 +103,7 @@ impl Summary<'_> {
         if !self.filter.is_empty() {
             doc["filter"] = json!(self.filter.source());
         }
-        if let Some(since) = ctx.since {
+        if let Some(since) = ctx.since() {
             doc["since"] = json!(since.to_rfc3339_opts(SecondsFormat::Secs, true));
         }
         doc
@@ -209,7 +209,7 @@ impl Summary<'_> {
             dlq_core::sanitize::clean(&self.loaded.info.label),
             dlq_core::words::letters_since(
                 self.store.len(),
-                ctx.since.map(|s| s.timestamp_millis()),
+                ctx.since().map(|s| s.timestamp_millis()),
                 now
             ),
             oldest.map_or("-".into(), |o| format_age_ms(now - o)),
