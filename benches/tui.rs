@@ -97,7 +97,7 @@ fn bench(c: &mut Criterion) {
     let mut s = loaded(false);
     eprintln!(
         "\nloaded {} letters into the TUI state in {:.2?}",
-        s.catalog.store.len(),
+        s.browse.catalog.store.len(),
         started.elapsed()
     );
     let theme = Theme::load(Some("default")).expect("theme");

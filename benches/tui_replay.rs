@@ -106,7 +106,7 @@ fn main() {
     let mut s = loaded(true);
     eprintln!(
         "loaded {} letters in {:.2?}",
-        s.catalog.store.len(),
+        s.browse.catalog.store.len(),
         started.elapsed()
     );
     let theme = Theme::load(Some("default")).expect("theme");

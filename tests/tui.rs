@@ -515,7 +515,8 @@ fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
     let size = (120, 40);
     let mut s = state_of("big", raws, 1 << 20, size);
     let at = |s: &AppState, i: usize| {
-        s.catalog
+        s.browse
+            .catalog
             .store
             .row(s.letters.order.rows[i])
             .map(|r| r.at_ms)
@@ -570,7 +571,7 @@ fn discard_needs_a_reason_and_the_letter_leaves_the_open_groups() {
     let mut s = state_from(&example(), size);
     press(&mut s, &["Tab"], size);
     let row = s.selected_row().expect("a letter");
-    let open_before = s.index.total();
+    let open_before = s.browse.index().total();
     // Enter without a reason: refused.
     press(&mut s, &["d", "Enter"], size);
     assert!(screen(&s, size).contains("a discard needs a reason"));
@@ -602,12 +603,12 @@ fn discard_needs_a_reason_and_the_letter_leaves_the_open_groups() {
         size,
     );
     assert_eq!(
-        s.index.total(),
+        s.browse.index().total(),
         open_before - 1,
         "the discarded letter left the open groups"
     );
     press(&mut s, &["f", ":state=discarded", "Enter"], size);
-    assert_eq!(s.index.total(), 1);
+    assert_eq!(s.browse.index().total(), 1);
 }
 
 #[test]
@@ -769,7 +770,8 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
     let mut s = state_from(&example(), size);
     s.replay.confirm_above = 2;
     let group = s
-        .index
+        .browse
+        .index()
         .members_under(&s.selected_node().expect("a group").path.clone());
     assert!(
         group.len() > 2,
@@ -814,7 +816,7 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
                     .map(|t| t.to_utc()),
                 ..RawLetter::default()
             };
-            prepare_letter(s.catalog.masker(), &[], raw).into()
+            prepare_letter(s.browse.catalog.masker(), &[], raw).into()
         })
         .collect();
     update(&mut s, Action::from(BrowseEvent::Live(live)), size);
@@ -845,7 +847,8 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
     assert!(shown.contains("1 marked elsewhere not included"), "{shown}");
     assert!(shown.contains("· 1 marked"), "{shown}");
     let other = s
-        .index
+        .browse
+        .index()
         .members_under(&s.selected_node().expect("group").path.clone());
     let cmds = press(&mut s, &[":dup", "Enter"], size);
     let cmds = if other.len() > 2 {
@@ -978,7 +981,7 @@ fn help_and_replay_progress_at_80x24() {
         &["::", ":filter reason=expired", "Enter", "r"],
         size,
     );
-    let planned = s.index.total() as usize;
+    let planned = s.browse.index().total() as usize;
     assert!(planned > 0 && planned <= 100, "{planned}");
     update(
         &mut s,

@@ -203,7 +203,7 @@ impl Tui {
         run.rows
             .values()
             .flatten()
-            .filter_map(|r| self.s.catalog.store.row(*r).map(|x| x.state))
+            .filter_map(|r| self.s.browse.catalog.store.row(*r).map(|x| x.state))
             .collect()
     }
 }
@@ -307,14 +307,15 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
     );
     // The History tab lists the letter's replays: sent, confirmed, back in the DLQ.
     t.key(KeyCode::Tab);
-    let at = t
-        .s
-        .letters
-        .order
-        .rows
-        .iter()
-        .position(|r| t.s.catalog.store.row(*r).map(|x| x.state) == Some(TriageState::FailedAgain))
-        .expect("a failed-again letter in the list");
+    let at =
+        t.s.letters
+            .order
+            .rows
+            .iter()
+            .position(|r| {
+                t.s.browse.catalog.store.row(*r).map(|x| x.state) == Some(TriageState::FailedAgain)
+            })
+            .expect("a failed-again letter in the list");
     while t.s.letters.cursor < at {
         t.key(KeyCode::Down);
     }
@@ -346,7 +347,7 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
     t.key(KeyCode::Home);
     let row = t.s.letters.order.rows[t.s.letters.cursor];
     assert_eq!(
-        t.s.catalog.store.row(row).map(|r| r.state),
+        t.s.browse.catalog.store.row(row).map(|r| r.state),
         Some(TriageState::Open)
     );
     let row = t.s.letters.order.rows[t.s.letters.cursor];

@@ -151,7 +151,7 @@ impl DumpTui {
 
     /// Ask the worker to discard the first letter, for `reason`.
     fn discard_first(&self, reason: &str) {
-        let store = &self.s.catalog.store;
+        let store = &self.s.browse.catalog.store;
         let r = *store.row(0).expect("row");
         let target = dlq_app::session::DiscardTarget {
             letter_id: store.id(&r).to_string(),
@@ -183,15 +183,15 @@ fn problems_and_decisions_reach_the_screen() {
     let ledger = dir.path().join("ledger.db");
     let mut t = DumpTui::open(dir.path(), 5, "{ this line is broken\n", ledger, (160, 40));
     t.pump(&|s| {
-        s.scan.complete && !s.decisions.is_empty()
-            || s.scan.complete && s.scan.problem_count > 0 && s.catalog.store.len() == 5
+        s.scan.complete && !s.browse.followed() == 0
+            || s.scan.complete && s.scan.problem_count > 0 && s.browse.catalog.store.len() == 5
     });
     assert_eq!(t.s.scan.problem_count, 1);
     assert!(t.screen().contains("1 unreadable (:problems)"));
     // Discard the first letter through the worker.
     t.discard_first("poison pill, fixed upstream");
-    t.pump(&|s| !s.decisions.is_empty());
-    assert_eq!(t.s.decisions.len(), 1);
+    t.pump(&|s| !s.browse.followed() == 0);
+    assert_eq!(t.s.browse.followed(), 1);
     // Open that letter's detail on the Failure tab.
     let (s, size) = (&mut t.s, t.size);
     update(s, Action::from(ViewKey::SetTab(Tab::Failure)), size);
@@ -304,7 +304,7 @@ fn a_tampered_ledger_is_announced_and_writes_are_refused() {
         .expect("tamper");
     let mut t = DumpTui::open(dir.path(), 3, "", ledger, (80, 24));
     t.pump(&|s| s.scan.complete && s.ledger_alert.is_some());
-    assert_eq!(t.s.catalog.store.len(), 3, "browsing works");
+    assert_eq!(t.s.browse.catalog.store.len(), 3, "browsing works");
     let shown = t.screen();
     assert!(
         shown.contains("ledger fails verification: read-only"),
@@ -318,7 +318,7 @@ fn a_tampered_ledger_is_announced_and_writes_are_refused() {
     });
     let (m, _) = t.s.message.clone().expect("refusal");
     assert!(m.contains("fails verification at entry 1"), "{m}");
-    assert!(t.s.decisions.is_empty(), "nothing recorded");
+    assert!(t.s.browse.followed() == 0, "nothing recorded");
 }
 
 /// Two engineers' TUIs on one team ledger (PostgreSQL): a discard in one turns the letter
@@ -337,19 +337,19 @@ fn a_discard_in_one_tui_appears_in_anothers_on_the_team_ledger() {
     let mut bob = DumpTui::open(db_dir.path(), 3, "", at, (120, 40));
     alice.pump(&|s| s.scan.complete);
     bob.pump(&|s| s.scan.complete);
-    let open_before = bob.s.index.total();
+    let open_before = bob.s.browse.index().total();
     // Let bob's listener connect before alice writes.
     std::thread::sleep(Duration::from_millis(500));
     alice.discard_first("poison pill");
     let sent = Instant::now();
-    alice.pump(&|s| !s.decisions.is_empty());
-    assert_eq!(alice.s.decisions.len(), 1, "alice's discard recorded");
-    bob.pump(&|s| !s.decisions.is_empty());
+    alice.pump(&|s| !s.browse.followed() == 0);
+    assert_eq!(alice.s.browse.followed(), 1, "alice's discard recorded");
+    bob.pump(&|s| !s.browse.followed() == 0);
     let seen_after = sent.elapsed();
     eprintln!("bob saw alice's discard {seen_after:?} after she asked for it");
-    assert_eq!(bob.s.decisions.len(), 1, "bob never saw alice's discard");
+    assert_eq!(bob.s.browse.followed(), 1, "bob never saw alice's discard");
     assert_eq!(
-        bob.s.index.total(),
+        bob.s.browse.index().total(),
         open_before - 1,
         "it left bob's open groups"
     );

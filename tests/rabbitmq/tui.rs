@@ -250,7 +250,7 @@ fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
         }
     };
     pump(&mut s, "the first browse", &|s, _| s.scan.complete);
-    assert_eq!(s.catalog.store.len(), 10);
+    assert_eq!(s.browse.catalog.store.len(), 10);
     assert_eq!(t.count(&q), 0, "browsed letters are held unacked");
     server_closes_consumer_of(&q);
     pump(&mut s, "the loss is reported", &|s, _| {
@@ -276,11 +276,11 @@ fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
     pump(&mut s, "the second browse", &|s, again| {
         again && s.scan.complete
     });
-    assert_eq!(s.catalog.store.len(), 10, "the same letters, once");
+    assert_eq!(s.browse.catalog.store.len(), 10, "the same letters, once");
     assert!(s.scan.lost.is_none());
     assert_eq!(t.count(&q), 0, "held again by the new browse");
     // A discard on the new browse acks exactly that letter.
-    let store = &s.catalog.store;
+    let store = &s.browse.catalog.store;
     let (at, r) = store
         .rows()
         .iter()

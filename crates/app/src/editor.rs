@@ -27,46 +27,8 @@ pub fn edit_payload(masker: &Masker, payload: &[u8], unmasked: bool) -> Result<E
             .map(|(t, _)| t)?
     };
     let shown_value: serde_json::Value = serde_json::from_str(&shown).map_err(|e| e.to_string())?;
-    // A private directory (0700, unpredictable name) holding a 0600 file, removed when
-    // `dir` drops — on every path out of this function, an error or a panic included.
-    // Only SIGKILL or a power cut can leave it behind, and then only readable by us.
-    let mut builder = tempfile::Builder::new();
-    builder.prefix("dlq-triage-edit-");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o700));
-    }
-    let dir = builder
-        .tempdir()
-        .map_err(|e| format!("creating a private directory for the editor: {e}"))?;
-    let file = dir.path().join("payload.json");
-    write_private(&file, format!("{shown}\n").as_bytes())
-        .map_err(|e| format!("writing {}: {e}", file.display()))?;
-    let editor = std::env::var("VISUAL")
-        .or_else(|_| std::env::var("EDITOR"))
-        .unwrap_or_else(|_| "vi".into());
-    // Through the shell so EDITOR may carry arguments ("code -w", "vim -u NONE").
-    let mut sh = std::process::Command::new("sh");
-    let status = crate::credentials::scrub_env(&mut sh)
-        .arg("-c")
-        .arg(format!("{editor} \"$1\""))
-        .arg("sh")
-        .arg(&file)
-        .status();
-    let edited_text = std::fs::read_to_string(&file);
-    drop(dir);
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => return Err(format!("the editor exited with {s}; nothing saved")),
-        Err(e) => {
-            return Err(format!(
-                "cannot run the editor `{}`: {e}; nothing saved",
-                dlq_core::sanitize::clean(&editor)
-            ))
-        }
-    }
-    let edited: serde_json::Value = serde_json::from_str(&edited_text.map_err(|e| e.to_string())?)
+    let edited_text = round_trip(&shown)?;
+    let edited: serde_json::Value = serde_json::from_str(&edited_text)
         .map_err(|e| format!("the edited payload is not valid JSON ({e}); nothing saved"))?;
     let merged = if unmasked {
         edited
@@ -99,6 +61,50 @@ pub fn edit_payload(masker: &Masker, payload: &[u8], unmasked: bool) -> Result<E
     }
     let after = serde_json::to_vec(&merged).map_err(|e| e.to_string())?;
     Ok(Edited::Changed { after, paths })
+}
+
+/// `shown` through the editor and back: the text as saved, or why nothing was.
+fn round_trip(shown: &str) -> Result<String, String> {
+    // A private directory (0700, unpredictable name) holding a 0600 file, removed when
+    // `dir` drops — on every path out of this function, an error or a panic included.
+    // Only SIGKILL or a power cut can leave it behind, and then only readable by us.
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("dlq-triage-edit-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let dir = builder
+        .tempdir()
+        .map_err(|e| format!("creating a private directory for the editor: {e}"))?;
+    let file = dir.path().join("payload.json");
+    write_private(&file, format!("{shown}\n").as_bytes())
+        .map_err(|e| format!("writing {}: {e}", file.display()))?;
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .unwrap_or_else(|_| "vi".into());
+    // Through the shell so EDITOR may carry arguments ("code -w", "vim -u NONE").
+    let mut sh = std::process::Command::new("sh");
+    let status = crate::credentials::scrub_env(&mut sh)
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&file)
+        .status();
+    let edited_text = std::fs::read_to_string(&file).map_err(|e| e.to_string());
+    drop(dir);
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => return Err(format!("the editor exited with {s}; nothing saved")),
+        Err(e) => {
+            return Err(format!(
+                "cannot run the editor `{}`: {e}; nothing saved",
+                dlq_core::sanitize::clean(&editor)
+            ))
+        }
+    }
+    edited_text
 }
 
 fn write_private(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {

@@ -4,6 +4,7 @@
 //! editor round trip and logging. The CLI and the TUI only translate input and render.
 
 pub mod brokers;
+pub mod browse;
 pub mod config;
 pub mod credentials;
 pub mod editor;

@@ -526,29 +526,7 @@ impl Session {
             let mut stopped = false;
             let mut broken = false;
             let mut on_event = |ev: ScanEvent| -> ControlFlow<()> {
-                let step = match ev {
-                    ScanEvent::Letters(raws) => pump.letters(raws),
-                    ScanEvent::Progress { done, total } => {
-                        pump.heartbeat(SessionEvent::Progress { done, total })
-                    }
-                    ScanEvent::Partial {
-                        location,
-                        browsed,
-                        total,
-                        why,
-                    } => Ok((pump.emit)(reports.partial(Coverage {
-                        location,
-                        browsed,
-                        total,
-                        why,
-                    }))),
-                    ScanEvent::Notice { location, message } => {
-                        Ok((pump.emit)(reports.notice(Problem { location, message })))
-                    }
-                    ScanEvent::Problem { location, message } => {
-                        Ok((pump.emit)(reports.problem(Problem { location, message })))
-                    }
-                };
+                let step = scan_event(&mut pump, &mut reports, ev);
                 let (go, stop, broke) = match step {
                     Ok(true) => (true, false, false),
                     Ok(false) => (false, true, false),
@@ -710,6 +688,38 @@ fn remember_held(held: &mut dlq_core::held::HeldDeliveries, prepared: &[Prepared
             if let Some(fp) = p.fp {
                 held.add(fp, &p.letter.id.value.0, c);
             }
+        }
+    }
+}
+
+/// One event of a scan: letters into the pipeline, the rest reported to the front end.
+/// Whether to go on; `Broken` when the preparing threads are gone.
+fn scan_event(
+    pump: &mut Pump<'_>,
+    reports: &mut Reports<'_>,
+    ev: ScanEvent,
+) -> Result<bool, Broken> {
+    match ev {
+        ScanEvent::Letters(raws) => pump.letters(raws),
+        ScanEvent::Progress { done, total } => {
+            pump.heartbeat(SessionEvent::Progress { done, total })
+        }
+        ScanEvent::Partial {
+            location,
+            browsed,
+            total,
+            why,
+        } => Ok((pump.emit)(reports.partial(Coverage {
+            location,
+            browsed,
+            total,
+            why,
+        }))),
+        ScanEvent::Notice { location, message } => {
+            Ok((pump.emit)(reports.notice(Problem { location, message })))
+        }
+        ScanEvent::Problem { location, message } => {
+            Ok((pump.emit)(reports.problem(Problem { location, message })))
         }
     }
 }

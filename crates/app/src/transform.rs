@@ -467,22 +467,13 @@ impl Transform {
         };
         // What the role sees of the input: masked; where an earlier program revised it,
         // what that program computes on the masked original (never the stored revision).
-        let shown_before = match latest.as_ref().and_then(|r| r.program_sha256.clone()) {
-            Some(sha) => {
-                let shown_original = masked_view(&masker, letter.readable_payload());
-                match shown_original {
-                    Some(o) => match self.earlier(&sha, &letter.id.value.0)? {
-                        Some(sandbox) => match run(sandbox, o.to_string().as_bytes())? {
-                            Run::Output(v) => v,
-                            Run::Failed(_) => derived::shape(&before),
-                        },
-                        None => derived::shape(&before),
-                    },
-                    None => derived::shape(&before),
-                }
-            }
-            None => masked_view(&masker, input).unwrap_or_else(|| derived::shape(&before)),
+        let earlier = latest.as_ref().and_then(|r| r.program_sha256.clone());
+        // Masked: the input itself, or where an earlier program revised it, the original.
+        let masked = match earlier {
+            None => masked_view(&masker, input),
+            Some(_) => masked_view(&masker, letter.readable_payload()),
         };
+        let shown_before = self.shown_before(earlier, &letter.id.value.0, masked, &before)?;
         let real = run(&mut self.sandbox, input)?;
         // The same program on what the role sees; where that is the input itself, its run.
         let on_masked = if shown_before == before {
@@ -508,41 +499,9 @@ impl Transform {
         if before == after {
             return Ok(Outcome::Unchanged);
         }
-        let bytes = match (base.decoded(), self.settings.codec.as_deref()) {
-            (None, _) => serde_json::to_vec(&after).unwrap_or_default(),
-            (Some(d), Some(codec)) => match codec.encode(&d.schema, &after.to_string()) {
-                Ok(b) => b,
-                Err(e) => {
-                    // The encoder may quote the value it refused: the role sees the
-                    // masked run's refusal, if that run was refused too.
-                    let seen = on_masked
-                        .as_ref()
-                        .ok()
-                        .and_then(|m| codec.encode(&d.schema, &m.to_string()).err())
-                        .map(|e| {
-                            format!(
-                                "the output does not fit {}: {}",
-                                d.schema.name,
-                                fingerprint::normalize(&e.0)
-                            )
-                        });
-                    return Ok(Outcome::Failed {
-                        real: format!(
-                            "the output does not fit {}: {}",
-                            d.schema.name,
-                            fingerprint::normalize(&e.0)
-                        ),
-                        on_masked: seen,
-                    });
-                }
-            },
-            (Some(d), None) => {
-                let why = format!("{} cannot be written back in this run", d.schema.name);
-                return Ok(Outcome::Failed {
-                    real: why.clone(),
-                    on_masked: Some(why),
-                });
-            }
+        let bytes = match self.encoded(base, &after, &on_masked) {
+            Ok(b) => b,
+            Err((real, on_masked)) => return Ok(Outcome::Failed { real, on_masked }),
         };
         Ok(Outcome::Changed {
             before,
@@ -552,6 +511,64 @@ impl Transform {
             bytes,
             sha256_before: sha256_hex(base_raw),
         })
+    }
+
+    /// What the role sees of a letter's input: `masked`, the masked input; where an
+    /// earlier program (`earlier`, its sha) revised the letter, what that program
+    /// computes on `masked`, the masked original — never the stored revision. Where
+    /// neither can be had, the input's shape.
+    fn shown_before(
+        &mut self,
+        earlier: Option<String>,
+        id: &str,
+        masked: Option<Value>,
+        before: &Value,
+    ) -> Result<Value, SessionError> {
+        let Some(masked) = masked else {
+            return Ok(derived::shape(before));
+        };
+        let Some(sha) = earlier else {
+            return Ok(masked);
+        };
+        Ok(match self.earlier(&sha, id)? {
+            Some(sandbox) => match run(sandbox, masked.to_string().as_bytes())? {
+                Run::Output(v) => v,
+                Run::Failed(_) => derived::shape(before),
+            },
+            None => derived::shape(before),
+        })
+    }
+
+    /// The program's output as the letter's bytes: JSON, or through the codec in the
+    /// letter's writer schema. A refusal is why, and what the role sees of it: the
+    /// masked run's refusal (the encoder may quote the value it refused).
+    fn encoded(
+        &self,
+        base: &DeadLetter,
+        after: &Value,
+        on_masked: &Result<Value, String>,
+    ) -> Result<Vec<u8>, (String, Option<String>)> {
+        let refused = |name: &str, e: &str| {
+            format!(
+                "the output does not fit {name}: {}",
+                fingerprint::normalize(e)
+            )
+        };
+        match (base.decoded(), self.settings.codec.as_deref()) {
+            (None, _) => Ok(serde_json::to_vec(after).unwrap_or_default()),
+            (Some(d), Some(codec)) => codec.encode(&d.schema, &after.to_string()).map_err(|e| {
+                let seen = on_masked
+                    .as_ref()
+                    .ok()
+                    .and_then(|m| codec.encode(&d.schema, &m.to_string()).err())
+                    .map(|e| refused(&d.schema.name, &e.0));
+                (refused(&d.schema.name, &e.0), seen)
+            }),
+            (Some(d), None) => {
+                let why = format!("{} cannot be written back in this run", d.schema.name);
+                Err((why.clone(), Some(why)))
+            }
+        }
     }
 
     /// Record the held revisions, [`BATCH`] to a transaction, verified ledger first.

@@ -145,15 +145,6 @@ pub fn run(ctx: &Launch, a: &DiffArgs) -> anyhow::Result<()> {
         None => diff_letters(masker, x, y),
     };
     let headers = diff_payloads(masker, &headers_doc(x), &headers_doc(y));
-    let label = |d: &DeadLetter| {
-        let c = d
-            .raw
-            .coords
-            .as_ref()
-            .map(|c| c.to_string())
-            .unwrap_or_default();
-        (d.id.value.0.clone(), c)
-    };
     // A revision's own failure fields are its program's real output too: a role shown
     // the masked-view computation is shown the letter's.
     let y_reason = if guarded_shown {
@@ -173,8 +164,34 @@ pub fn run(ctx: &Launch, a: &DiffArgs) -> anyhow::Result<()> {
             "headers": diff_json(&headers),
         }));
     }
+    print_text(
+        [("a", x, x.reason_code()), ("b", y, y_reason)],
+        guarded_shown,
+        &payload,
+        &headers,
+    )
+}
+
+/// A letter's id and coordinates, as the diff names its sides.
+fn label(d: &DeadLetter) -> (String, String) {
+    let c = d
+        .raw
+        .coords
+        .as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    (d.id.value.0.clone(), c)
+}
+
+/// The diff as text: the two sides, then the payload's and the headers' differences.
+fn print_text(
+    sides: [(&str, &DeadLetter, &str); 2],
+    guarded_shown: bool,
+    payload: &dlq_core::diff::Diff,
+    headers: &dlq_core::diff::Diff,
+) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    for (side, d, reason) in [("a", x, x.reason_code()), ("b", y, y_reason)] {
+    for (side, d, reason) in sides {
         let (id, coords) = label(d);
         writeln!(
             out,
@@ -192,11 +209,11 @@ pub fn run(ctx: &Launch, a: &DiffArgs) -> anyhow::Result<()> {
     } else {
         writeln!(out, "payload (masked)")?;
     }
-    if print_diff(&mut out, &payload)? == 0 {
+    if print_diff(&mut out, payload)? == 0 {
         writeln!(out, "  identical")?;
     }
     writeln!(out, "headers (masked)")?;
-    if print_diff(&mut out, &headers)? == 0 {
+    if print_diff(&mut out, headers)? == 0 {
         writeln!(out, "  identical")?;
     }
     Ok(())

@@ -4,6 +4,7 @@ use super::context::{problems_json, report_problems, usage, Launch, Loaded, Scan
 use super::table::Table;
 use super::SummaryArgs;
 use chrono::{DateTime, SecondsFormat};
+use dlq_app::browse::Browse;
 use dlq_core::filter::Filter;
 use dlq_core::grouping::{sparkline, Dim, GroupIndex, GroupKey, GroupStats, DEFAULT_DIMS};
 use dlq_core::owners::owners_of;
@@ -22,22 +23,26 @@ pub fn run(ctx: &Launch, a: &SummaryArgs) -> anyhow::Result<()> {
         None => DEFAULT_DIMS.to_vec(),
     };
     let mut filter = ctx.parse_filter(a.filter.as_deref())?;
-    let mut loaded = ctx.scan_filtered(&a.source, filter.needs_previews(), &mut filter)?;
-    let rules = loaded.session.retention().to_vec();
-    let by_container = dlq_core::retention::by_symbol(&mut loaded.catalog.store, &rules);
-    let store = &loaded.catalog.store;
+    let Loaded {
+        catalog,
+        mut session,
+        info,
+        ..
+    } = ctx.scan_filtered(&a.source, filter.needs_previews(), &mut filter)?;
     let now = ctx.now_ms();
-    let idx = GroupIndex::build_with(store, &dims, now, Some(&mut filter), by_container);
-    let groups = idx.sorted(store);
-    super::context::note_unmatched(&filter, idx.total() as usize);
+    let browse = Browse::scanned(catalog, &dims, now, filter, session.retention().to_vec());
+    let groups = browse.index().sorted(&browse.catalog.store);
+    super::context::note_unmatched(browse.filter(), browse.index().total() as usize);
     let s = Summary {
         ctx,
-        rules: &rules,
-        loaded: &loaded,
-        store,
+        rules: browse.retention_rules(),
+        info: &info,
+        session: &session,
+        catalog: &browse.catalog,
+        store: &browse.catalog.store,
         dims: &dims,
-        idx: &idx,
-        filter: &filter,
+        idx: browse.index(),
+        filter: browse.filter(),
         now,
     };
     // Each group's owner in words and its unowned letters, once.
@@ -46,7 +51,7 @@ pub fn run(ctx: &Launch, a: &SummaryArgs) -> anyhow::Result<()> {
         return super::output::print_json(&s.json(&groups, &owners));
     }
     s.print(&groups, &owners)?;
-    report_problems(&loaded.catalog);
+    report_problems(&browse.catalog);
     Ok(())
 }
 
@@ -55,7 +60,9 @@ struct Summary<'a> {
     ctx: &'a Launch,
     /// The broker's retention per container (empty for sources without one).
     rules: &'a [(String, dlq_core::retention::Retention)],
-    loaded: &'a Loaded,
+    info: &'a dlq_core::ports::SourceInfo,
+    session: &'a dlq_app::session::Session,
+    catalog: &'a dlq_core::catalog::Catalog,
     store: &'a LetterStore,
     dims: &'a [Dim],
     idx: &'a GroupIndex,
@@ -85,15 +92,15 @@ impl Summary<'_> {
             .map(|((k, g), (owner, _))| self.group_json(k, g, owner))
             .collect();
         let mut doc = json!({
-            "source": self.loaded.info.label,
+            "source": self.info.label,
             "total": store.len(),
             "matched": idx.total(),
             "scanned_at": ctx.now.to_rfc3339_opts(SecondsFormat::Secs, true),
             "group_by": self.dims.iter().map(|d| d.name()).collect::<Vec<_>>(),
             "groups": groups_json,
             "unowned": owners.iter().map(|(_, n)| n).sum::<u64>(),
-            "problems": problems_json(&self.loaded.catalog),
-            "coverage": super::context::coverage_json(&self.loaded.session),
+            "problems": problems_json(self.catalog),
+            "coverage": super::context::coverage_json(self.session),
             "retention": self.rules.iter().map(|(c, r)| json!({
                 "container": c,
                 "retention_ms": r.ms(),
@@ -153,7 +160,7 @@ impl Summary<'_> {
     fn print(&self, groups: &Groups<'_>, owners: &[(String, u64)]) -> anyhow::Result<()> {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", self.title(groups))?;
-        writeln!(out, "{}", self.loaded.info.browse_effect)?;
+        writeln!(out, "{}", self.info.browse_effect)?;
         for (c, r) in self.rules {
             writeln!(
                 out,
@@ -206,7 +213,7 @@ impl Summary<'_> {
         };
         format!(
             "{} · {}{matched} · +{total_inflow:.1}/min · oldest {}",
-            dlq_core::sanitize::clean(&self.loaded.info.label),
+            dlq_core::sanitize::clean(&self.info.label),
             dlq_core::words::letters_since(
                 self.store.len(),
                 ctx.since().map(|s| s.timestamp_millis()),

@@ -6,10 +6,10 @@
 
 use super::context::{usage, Exit, Launch, Scan};
 use super::WatchArgs;
+use dlq_app::browse::Browse;
 use dlq_app::session::{dry_runs, latest_replay_figures, Principal, SessionEvent};
 use dlq_core::catalog::Catalog;
 use dlq_core::grouping::Dim;
-use dlq_core::masking::Masker;
 use dlq_core::sanitize::clean;
 use dlq_core::store::{LetterStore, NO_TIME};
 use dlq_core::watch::{Breach, Evaluation, ReplayFigures, Rule, Watch};
@@ -63,49 +63,36 @@ pub fn run(ctx: &Launch, a: &WatchArgs) -> anyhow::Result<()> {
     let baseline = a.baseline.as_deref().map(read_baseline).transpose()?;
     let mut out = Outputs::new(a, dim)?;
     let started = Instant::now();
-    // The clock moves on from the context's (which `DLQ_TRIAGE_NOW` can pin).
-    let now_ms = || ctx.now_ms() + i64::try_from(started.elapsed().as_millis()).unwrap_or(0);
-    let mut loaded = ctx.scan(&a.source, false)?;
+    let loaded = ctx.scan(&a.source, false)?;
     out.label = clean(&loaded.info.label);
-    let principal: Principal = loaded.session.principal().clone();
-    let source_key = loaded.source_key.clone();
-    let masker = loaded.catalog.masker().clone();
-    let mut watch = Watch::new(rules, dim, ctx.config.owners.clone(), baseline);
-    let rules = loaded.session.retention().to_vec();
-    watch.set_retention(dlq_core::retention::by_symbol(
-        &mut loaded.catalog.store,
-        &rules,
+    let watch = Watch::new(rules, dim, ctx.config.owners.clone(), baseline);
+    let crate::context::Loaded {
+        catalog,
+        mut session,
+        source_key,
+        ..
+    } = loaded;
+    let mut w = Watching {
+        ctx,
+        started,
+        principal: session.principal().clone(),
+        source_key,
+        watch,
+        browse: Browse::new(catalog, &[dim], ctx.now_ms()),
+        out,
+        ledger: None,
+    };
+    w.watch.set_retention(dlq_core::retention::by_symbol(
+        &mut w.browse.catalog.store,
+        session.retention(),
     ));
-    let replay = || {
-        latest_replay_figures(&principal, &source_key)
-            .ok()
-            .flatten()
-    };
     // Dry-runs are read from the ledger only when a rule asks about them.
-    let watches_dry_runs = watch
-        .rules
-        .iter()
-        .any(|r| matches!(r.condition, dlq_core::watch::Condition::DryRuns { .. }));
-    let runs = || {
-        if watches_dry_runs {
-            dry_runs(&principal, &source_key).unwrap_or_default()
-        } else {
-            Vec::new()
-        }
-    };
-    watch.set_dry_runs(runs());
-    let at = now_ms();
-    let first = evaluate(
-        &mut watch,
-        &loaded.catalog,
-        &masker,
-        at,
-        replay().as_ref(),
-        &out,
-    );
+    w.watch.set_dry_runs(w.dry_runs());
+    let at = w.now_ms();
+    let first = w.evaluate(at);
     if a.once {
         for b in &first.breaches {
-            out.emit(at, "breach", b);
+            w.out.emit(at, "breach", b);
         }
         return match first.breaches.is_empty() {
             true => Ok(()),
@@ -116,63 +103,109 @@ pub fn run(ctx: &Launch, a: &WatchArgs) -> anyhow::Result<()> {
             .into()),
         };
     }
-    out.changes(at, &first);
+    w.out.changes(at, &first);
     eprintln!(
         "watching {}: {} rule(s) every {}s over {} letters (Ctrl-C stops)",
-        out.label,
-        watch.rules.len(),
+        w.out.label,
+        w.watch.rules.len(),
         every.as_secs(),
-        loaded.catalog.store.len()
+        w.browse.catalog.store.len()
     );
-    let crate::context::Loaded {
-        mut catalog,
-        mut session,
-        ..
-    } = loaded;
-    let mut last = Instant::now();
-    // Decisions made elsewhere (another engineer, a replay in another terminal) leave
-    // the counts at the next tick, without a restart.
-    // (A ledger created after it started — the first decision on this host — is
-    // opened when it appears.)
-    let mut ledger = principal.existing_ledger().ok().flatten();
-    let mut seen = ledger
-        .as_ref()
-        .and_then(|l| l.decisions(&source_key).ok())
-        .map_or(0, |d| d.len());
-    let mut tick = |catalog: &mut Catalog| {
-        if ledger.is_none() {
-            ledger = principal.existing_ledger().ok().flatten();
+    w.follow(&mut session, every)
+}
+
+/// A watch under way: the letters as a browse, the rules, where results go.
+struct Watching<'a> {
+    ctx: &'a Launch,
+    /// The clock moves on from the launch's (which `DLQ_TRIAGE_NOW` can pin).
+    started: Instant,
+    principal: Principal,
+    source_key: String,
+    watch: Watch,
+    browse: Browse,
+    out: Outputs,
+    /// The ledger, once there is one (the first decision on this host creates it).
+    ledger: Option<Box<dyn dlq_core::journal::Journal>>,
+}
+
+impl Watching<'_> {
+    fn now_ms(&self) -> i64 {
+        self.ctx.now_ms() + i64::try_from(self.started.elapsed().as_millis()).unwrap_or(0)
+    }
+
+    fn dry_runs(&self) -> Vec<(String, i64)> {
+        let asked = self
+            .watch
+            .rules
+            .iter()
+            .any(|r| matches!(r.condition, dlq_core::watch::Condition::DryRuns { .. }));
+        if asked {
+            dry_runs(&self.principal, &self.source_key).unwrap_or_default()
+        } else {
+            Vec::new()
         }
-        if let Some(l) = &ledger {
-            follow_ledger(&**l, &source_key, catalog, &mut seen);
+    }
+
+    fn evaluate(&mut self, now: i64) -> Evaluation {
+        let replay = latest_replay_figures(&self.principal, &self.source_key)
+            .ok()
+            .flatten();
+        evaluate(
+            &mut self.watch,
+            &self.browse.catalog,
+            now,
+            replay.as_ref(),
+            &self.out,
+        )
+    }
+
+    /// Tail the source; every `every`, follow the ledger and evaluate again.
+    fn follow(
+        &mut self,
+        session: &mut dlq_app::session::Session,
+        every: Duration,
+    ) -> anyhow::Result<()> {
+        let mut last = Instant::now();
+        let result = session.tail(&mut |ev| {
+            if let SessionEvent::Letters(batch) = ev {
+                for p in batch {
+                    self.browse.add(&p);
+                }
+            }
+            if last.elapsed() >= every {
+                last = Instant::now();
+                self.tick();
+            }
+            ControlFlow::Continue(())
+        });
+        match result {
+            // A dump cannot be tailed: nothing new arrives, but ages still grow.
+            Err(dlq_app::session::SessionError::Source(
+                dlq_core::ports::SourceError::Unsupported(_),
+            )) => loop {
+                std::thread::sleep(every);
+                self.tick();
+            },
+            Err(e) => Err(anyhow::anyhow!("watching {} stopped: {e}", self.out.label)),
+            Ok(()) => Ok(()),
         }
-        watch.set_dry_runs(runs());
-        let at = now_ms();
-        let e = evaluate(&mut watch, catalog, &masker, at, replay().as_ref(), &out);
-        out.changes(at, &e);
-    };
-    let result = session.tail(&mut |ev| {
-        if let SessionEvent::Letters(batch) = ev {
-            for p in batch {
-                catalog.push_prepared(&p);
+    }
+
+    /// Decisions made elsewhere (another engineer, a replay in another terminal) leave
+    /// the counts without a restart; then the rules again.
+    fn tick(&mut self) {
+        if self.ledger.is_none() {
+            self.ledger = self.principal.existing_ledger().ok().flatten();
+        }
+        if let Some(l) = &self.ledger {
+            if let Ok(ds) = l.decisions(&self.source_key) {
+                self.browse.follow(ds);
             }
         }
-        if last.elapsed() >= every {
-            last = Instant::now();
-            tick(&mut catalog);
-        }
-        ControlFlow::Continue(())
-    });
-    match result {
-        // A dump cannot be tailed: nothing new arrives, but ages still grow.
-        Err(dlq_app::session::SessionError::Source(dlq_core::ports::SourceError::Unsupported(
-            _,
-        ))) => loop {
-            std::thread::sleep(every);
-            tick(&mut catalog);
-        },
-        Err(e) => Err(anyhow::anyhow!("watching {} stopped: {e}", out.label)),
-        Ok(()) => Ok(()),
+        self.watch.set_dry_runs(self.dry_runs());
+        let at = self.now_ms();
+        let e = self.evaluate(at);
+        self.out.changes(at, &e);
     }
 }
 
@@ -199,11 +232,11 @@ fn rules(ctx: &Launch, a: &WatchArgs) -> anyhow::Result<Vec<Rule>> {
 fn evaluate(
     watch: &mut Watch,
     catalog: &Catalog,
-    masker: &Masker,
     now: i64,
     replay: Option<&ReplayFigures>,
     out: &Outputs,
 ) -> Evaluation {
+    let masker = catalog.masker();
     let e = watch.evaluate(&catalog.store, now, replay, &|id: &str| {
         masker.mask_text(id)
     });
@@ -409,15 +442,17 @@ fn lv(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// The Prometheus text exposition of what the watch sees.
-fn metrics_text(
+/// Unhandled letters by (reason, version, event) symbols, and by the watch's dimension:
+/// count, oldest time, arrivals in the last 5 minutes.
+#[allow(clippy::type_complexity)]
+fn tallies(
     store: &LetterStore,
     dim: Dim,
     now: i64,
-    e: &Evaluation,
-    unreadable: u64,
-    replay: Option<&ReplayFigures>,
-) -> String {
+) -> (
+    BTreeMap<(u32, u32, u32), u64>,
+    BTreeMap<u32, (u64, i64, u64)>,
+) {
     let mut letters: BTreeMap<(u32, u32, u32), u64> = BTreeMap::new();
     let mut groups: BTreeMap<u32, (u64, i64, u64)> = BTreeMap::new();
     let since = now - 5 * 60_000;
@@ -440,6 +475,19 @@ fn metrics_text(
             }
         }
     }
+    (letters, groups)
+}
+
+/// The Prometheus text exposition of what the watch sees.
+fn metrics_text(
+    store: &LetterStore,
+    dim: Dim,
+    now: i64,
+    e: &Evaluation,
+    unreadable: u64,
+    replay: Option<&ReplayFigures>,
+) -> String {
+    let (letters, groups) = tallies(store, dim, now);
     let name = dim.name();
     let mut t = String::new();
     t.push_str("# HELP dlq_letters Unhandled dead letters by reason, version and event type.\n# TYPE dlq_letters gauge\n");
@@ -501,27 +549,6 @@ fn metrics_text(
         store.len()
     ));
     t
-}
-
-/// Apply decisions recorded since the last look (`seen` of them then).
-fn follow_ledger(
-    ledger: &dyn dlq_core::journal::Journal,
-    key: &str,
-    catalog: &mut Catalog,
-    seen: &mut usize,
-) {
-    let Ok(ds) = ledger.decisions(key) else {
-        return;
-    };
-    if ds.len() == *seen {
-        return;
-    }
-    *seen = ds.len();
-    let by: std::collections::HashMap<&str, &dlq_core::journal::Decision> = ds
-        .iter()
-        .filter_map(|d| d.binding.as_deref().map(|b| (b, d)))
-        .collect();
-    dlq_core::decisions::apply_to_store(&mut catalog.store, &by);
 }
 
 #[cfg(test)]

@@ -151,32 +151,6 @@ fn extract_with<'m>(
 /// the broker gave it (payload and headers are masked where they are rendered; replay
 /// re-extracts its target from `raw`).
 pub fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
-    use crate::model::{Origin, Sourced};
-    /// Replace `s` by its mask when it has anything to mask (no copy otherwise). A
-    /// value that repeats across letters goes through the masker's memo; one unique to
-    /// this letter (`unique`) does not.
-    fn mask(m: &Masker, s: &mut String, unique: bool) {
-        let masked = if unique {
-            m.mask_unique(s)
-        } else {
-            m.mask_if_needed(s)
-        };
-        if let Some(masked) = masked {
-            *s = masked;
-        }
-    }
-    /// Fixed locations are ours; an owned one is formatted and masked anyway.
-    fn location(m: &Masker, s: &mut Sourced<String>) {
-        if let Cow::Owned(location) = &mut s.from.location {
-            mask(m, location, false);
-        }
-    }
-    fn text(m: &Masker, f: &mut Option<Sourced<String>>, unique: bool) {
-        if let Some(s) = f {
-            mask(m, &mut s.value, unique);
-            location(m, s);
-        }
-    }
     let m = masker;
     // The id is most often the message id itself: masked once, for both.
     let id_is_message_id = dl
@@ -200,23 +174,7 @@ pub fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
         text(m, field, false);
     }
     if let Some(o) = f.origin.as_mut() {
-        match &mut o.value {
-            Origin::Kafka { topic, .. } => mask(m, topic, false),
-            Origin::Amqp {
-                exchange,
-                routing_keys,
-                queue,
-            } => {
-                mask(m, exchange, false);
-                for k in routing_keys.iter_mut() {
-                    mask(m, k, false);
-                }
-                if let Some(q) = queue {
-                    mask(m, q, false);
-                }
-            }
-            Origin::Endpoint(e) => mask(m, e, false),
-        }
+        mask_origin(m, &mut o.value);
     }
     let e = &mut dl.event;
     match (&mut e.message_id, id_is_message_id) {
@@ -242,6 +200,57 @@ pub fn mask_extracted(masker: &Masker, dl: &mut DeadLetter) {
         {
             mask(m, why, false);
         }
+    }
+}
+
+/// Replace `s` by its mask when it has anything to mask (no copy otherwise). A value
+/// that repeats across letters goes through the masker's memo; one unique to this
+/// letter (`unique`) does not.
+fn mask(m: &Masker, s: &mut String, unique: bool) {
+    let masked = if unique {
+        m.mask_unique(s)
+    } else {
+        m.mask_if_needed(s)
+    };
+    if let Some(masked) = masked {
+        *s = masked;
+    }
+}
+
+/// Fixed locations are ours; an owned one is formatted and masked anyway.
+fn location(m: &Masker, s: &mut crate::model::Sourced<String>) {
+    if let Cow::Owned(location) = &mut s.from.location {
+        mask(m, location, false);
+    }
+}
+
+fn text(m: &Masker, f: &mut Option<crate::model::Sourced<String>>, unique: bool) {
+    if let Some(s) = f {
+        mask(m, &mut s.value, unique);
+        location(m, s);
+    }
+}
+
+/// Where a letter came from names topics, exchanges, routing keys, queues, endpoints:
+/// each masked like any other extracted value.
+fn mask_origin(m: &Masker, o: &mut crate::model::Origin) {
+    use crate::model::Origin;
+    match o {
+        Origin::Kafka { topic, .. } => mask(m, topic, false),
+        Origin::Amqp {
+            exchange,
+            routing_keys,
+            queue,
+        } => {
+            mask(m, exchange, false);
+            for k in routing_keys.iter_mut() {
+                mask(m, k, false);
+            }
+            if let Some(q) = queue {
+                mask(m, q, false);
+            }
+        }
+        Origin::Endpoint(e) => mask(m, e, false),
     }
 }
 

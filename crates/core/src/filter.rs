@@ -385,6 +385,19 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
         ))
         }
     };
+    field_term(tok, name, op, value, negate, alts)
+}
+
+/// The term on field `name` (`tok` whole, for errors): a payload path, a header, one
+/// of the letter's fields.
+fn field_term(
+    tok: &str,
+    name: &str,
+    op: Op,
+    value: &str,
+    negate: bool,
+    alts: Vec<String>,
+) -> Result<Term, FilterError> {
     let sym = |field| {
         Ok(Term::Sym {
             field,
@@ -394,18 +407,7 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
         })
     };
     if let Some(path) = name.strip_prefix("payload.") {
-        let path: Vec<String> = path.split('.').map(str::to_string).collect();
-        if path.iter().any(String::is_empty) {
-            return fail(format!(
-                "`{tok}`: a payload path names fields: payload.customer.email"
-            ));
-        }
-        return Ok(Term::Payload {
-            path,
-            negate,
-            patterns: alts,
-            verdicts: std::collections::HashMap::new(),
-        });
+        return payload_term(tok, path, negate, alts);
     }
     // Header names are compared without case: kept lowercase.
     let header = |name: &str| {
@@ -457,6 +459,27 @@ fn parse_term(tok: &str) -> Result<Term, FilterError> {
             "unknown filter field `{name}` in `{tok}` (fields: {FIELDS})"
         )),
     }
+}
+
+/// `payload.a.b=…`: a term on a field of the (masked) payload.
+fn payload_term(
+    tok: &str,
+    path: &str,
+    negate: bool,
+    patterns: Vec<String>,
+) -> Result<Term, FilterError> {
+    let path: Vec<String> = path.split('.').map(str::to_string).collect();
+    if path.iter().any(String::is_empty) {
+        return fail(format!(
+            "`{tok}`: a payload path names fields: payload.customer.email"
+        ));
+    }
+    Ok(Term::Payload {
+        path,
+        negate,
+        patterns,
+        verdicts: std::collections::HashMap::new(),
+    })
 }
 
 /// `age<15m`, `attempt>=3`, `replays>0`.

@@ -43,12 +43,12 @@ impl Retention {
     }
 }
 
+/// Retention in ms by container symbol, as the group index reads it.
+pub type BySymbol = Arc<foldhash::HashMap<Sym, i64>>;
+
 /// The time limits by container symbol of `store` (interning names it has not seen
 /// yet), for [`crate::grouping::GroupIndex::with_retention`].
-pub fn by_symbol(
-    store: &mut LetterStore,
-    rules: &[(String, Retention)],
-) -> Arc<foldhash::HashMap<Sym, i64>> {
+pub fn by_symbol(store: &mut LetterStore, rules: &[(String, Retention)]) -> BySymbol {
     Arc::new(
         rules
             .iter()

@@ -218,6 +218,30 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, BadSource> {
     } else {
         pct_decode(path)?
     };
+    let (queues, tls_files) = amqp_query(query, tls, usage)?;
+    if queues.is_empty() {
+        return Err(BadSource(format!("amqp source needs ?queue=NAME: {usage}")));
+    }
+    if tls_files.cert.is_some() != tls_files.key.is_some() {
+        return Err(BadSource(
+            "a client certificate needs both `certfile` and `keyfile`".into(),
+        ));
+    }
+    Ok(SourceRef::Amqp {
+        tls,
+        user,
+        password,
+        host,
+        port,
+        vhost,
+        queues,
+        tls_files,
+    })
+}
+
+/// An amqp URI's query: its queues (`queue=a,b`, repeatable) and, for amqps, its TLS
+/// files. Anything else is refused with `usage`.
+fn amqp_query(query: &str, tls: bool, usage: &str) -> Result<(Vec<String>, TlsFiles), BadSource> {
     let mut queues = Vec::new();
     let mut tls_files = TlsFiles::default();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -247,24 +271,7 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, BadSource> {
             }
         }
     }
-    if queues.is_empty() {
-        return Err(BadSource(format!("amqp source needs ?queue=NAME: {usage}")));
-    }
-    if tls_files.cert.is_some() != tls_files.key.is_some() {
-        return Err(BadSource(
-            "a client certificate needs both `certfile` and `keyfile`".into(),
-        ));
-    }
-    Ok(SourceRef::Amqp {
-        tls,
-        user,
-        password,
-        host,
-        port,
-        vhost,
-        queues,
-        tls_files,
-    })
+    Ok((queues, tls_files))
 }
 
 /// Display never shows the password.

@@ -224,24 +224,7 @@ impl LetterStore {
             .as_ref()
             .map_or("", |t| crate::fingerprint::short_type(&t.value));
         let exception = self.syms.intern(exception_short);
-        let (container, partition, offset) = match &dl.raw.coords {
-            Some(Coords::Kafka {
-                topic,
-                partition,
-                offset,
-            }) => (self.syms.intern(topic), *partition, *offset),
-            Some(Coords::Amqp {
-                queue,
-                position,
-                stream_offset,
-                ..
-            }) => (
-                self.syms.intern(queue),
-                -1,
-                stream_offset.unwrap_or(*position as i64),
-            ),
-            None => (0, -1, -1),
-        };
+        let (container, partition, offset) = self.place(dl.raw.coords.as_ref());
         let id = capped(&dl.id.value.0, MAX_TEXT);
         let key_lossy = dl.readable_key().unwrap_or_default();
         let key = capped(&key_lossy, MAX_TEXT);
@@ -280,6 +263,29 @@ impl LetterStore {
         };
         self.rows.push(row);
         (self.rows.len() - 1) as RowId
+    }
+
+    /// Where a letter is: its container (interned), partition (-1 on RabbitMQ) and
+    /// offset (a stream's offset, a queue's position).
+    fn place(&mut self, coords: Option<&Coords>) -> (Sym, i32, i64) {
+        match coords {
+            Some(Coords::Kafka {
+                topic,
+                partition,
+                offset,
+            }) => (self.syms.intern(topic), *partition, *offset),
+            Some(Coords::Amqp {
+                queue,
+                position,
+                stream_offset,
+                ..
+            }) => (
+                self.syms.intern(queue),
+                -1,
+                stream_offset.unwrap_or(*position as i64),
+            ),
+            None => (0, -1, -1),
+        }
     }
 
     fn slice(&self, at: u64, len: u16) -> &str {

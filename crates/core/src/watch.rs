@@ -111,63 +111,7 @@ impl Rule {
                 crate::filter::PAYLOAD_TERMS_NEED_LETTERS
             ));
         }
-        let rest = &words[at..];
-        let bad = |why: &str| Err(format!("rule `{}`: {why}", crate::sanitize::clean(text)));
-        let window = |tail: &[&str]| -> Result<Duration, String> {
-            match tail {
-                [] => Ok(DEFAULT_WINDOW),
-                ["for", d] => duration(d).filter(|d| !d.is_zero()).ok_or_else(|| {
-                    format!(
-                        "rule `{}`: `for {d}`: use e.g. 5m, 1h",
-                        crate::sanitize::clean(text)
-                    )
-                }),
-                _ => Err(format!(
-                    "rule `{}`: unexpected `{}` after the condition",
-                    crate::sanitize::clean(text),
-                    crate::sanitize::clean(&tail.join(" "))
-                )),
-            }
-        };
-        let condition = match rest {
-            ["rate", ">", n, tail @ ..] => match per_min(n) {
-                Some(per_min) => Condition::Rate {
-                    per_min,
-                    window: window(tail)?,
-                },
-                None => return bad("rate takes N/min (or N/s, N/h), e.g. `rate > 5/min for 5m`"),
-            },
-            ["oldest", ">", age] => match duration(age) {
-                Some(d) => Condition::Oldest(d),
-                None => return bad("oldest takes an age, e.g. `oldest > 30m`"),
-            },
-            ["expires", "<", d] => match duration(d) {
-                Some(d) => Condition::Expires(d),
-                None => return bad("expires takes a duration, e.g. `expires < 6h`"),
-            },
-            ["count", ">", n] => match n.parse() {
-                Ok(n) => Condition::Count(n),
-                Err(_) => return bad("count takes a number, e.g. `count > 100`"),
-            },
-            ["new", "reason", tail @ ..] => Condition::NewReason {
-                window: window(tail)?,
-            },
-            ["dry-runs", ">", n, tail @ ..] => match n.parse() {
-                Ok(max) => Condition::DryRuns {
-                    max,
-                    window: match tail {
-                        [] => DRY_RUN_WINDOW,
-                        t => window(t)?,
-                    },
-                },
-                Err(_) => return bad("dry-runs takes a number, e.g. `dry-runs > 20 for 1h`"),
-            },
-            ["replay", "failed-again", ">", x] => match share(x) {
-                Some(x) => Condition::ReplayFailedAgain(x),
-                None => return bad("failed-again takes a share: 0.2 or 20%"),
-            },
-            _ => return bad("cannot read the condition"),
-        };
+        let condition = condition(text, &words[at..])?;
         Ok(Rule {
             name: name.unwrap_or(text).to_string(),
             severity: severity.unwrap_or("warning").to_string(),
@@ -176,6 +120,68 @@ impl Rule {
             condition,
         })
     }
+}
+
+/// The condition of rule `text` (its words from the condition on): `rate > N/min [for
+/// D]`, `oldest > AGE`, `expires < D`, `count > N`, `new reason [for D]`, `dry-runs > N
+/// [for D]`, `replay failed-again > X`.
+fn condition(text: &str, rest: &[&str]) -> Result<Condition, String> {
+    let bad = |why: &str| Err(format!("rule `{}`: {why}", crate::sanitize::clean(text)));
+    let window = |tail: &[&str]| -> Result<Duration, String> {
+        match tail {
+            [] => Ok(DEFAULT_WINDOW),
+            ["for", d] => duration(d).filter(|d| !d.is_zero()).ok_or_else(|| {
+                format!(
+                    "rule `{}`: `for {d}`: use e.g. 5m, 1h",
+                    crate::sanitize::clean(text)
+                )
+            }),
+            _ => Err(format!(
+                "rule `{}`: unexpected `{}` after the condition",
+                crate::sanitize::clean(text),
+                crate::sanitize::clean(&tail.join(" "))
+            )),
+        }
+    };
+    Ok(match rest {
+        ["rate", ">", n, tail @ ..] => match per_min(n) {
+            Some(per_min) => Condition::Rate {
+                per_min,
+                window: window(tail)?,
+            },
+            None => return bad("rate takes N/min (or N/s, N/h), e.g. `rate > 5/min for 5m`"),
+        },
+        ["oldest", ">", age] => match duration(age) {
+            Some(d) => Condition::Oldest(d),
+            None => return bad("oldest takes an age, e.g. `oldest > 30m`"),
+        },
+        ["expires", "<", d] => match duration(d) {
+            Some(d) => Condition::Expires(d),
+            None => return bad("expires takes a duration, e.g. `expires < 6h`"),
+        },
+        ["count", ">", n] => match n.parse() {
+            Ok(n) => Condition::Count(n),
+            Err(_) => return bad("count takes a number, e.g. `count > 100`"),
+        },
+        ["new", "reason", tail @ ..] => Condition::NewReason {
+            window: window(tail)?,
+        },
+        ["dry-runs", ">", n, tail @ ..] => match n.parse() {
+            Ok(max) => Condition::DryRuns {
+                max,
+                window: match tail {
+                    [] => DRY_RUN_WINDOW,
+                    t => window(t)?,
+                },
+            },
+            Err(_) => return bad("dry-runs takes a number, e.g. `dry-runs > 20 for 1h`"),
+        },
+        ["replay", "failed-again", ">", x] => match share(x) {
+            Some(x) => Condition::ReplayFailedAgain(x),
+            None => return bad("failed-again takes a share: 0.2 or 20%"),
+        },
+        _ => return bad("cannot read the condition"),
+    })
 }
 
 /// One group's figures under one rule.

@@ -250,6 +250,28 @@ impl KafkaSource {
         Ok(parts)
     }
 
+    /// Where each partition's read starts: where a resumed tail left off, else the
+    /// beginning, or the first offset at `--since`.
+    fn starts(
+        &self,
+        consumer: &BaseConsumer,
+        topic: &str,
+        parts: &[i32],
+    ) -> Result<Vec<(i32, Offset)>, SourceError> {
+        match &self.from {
+            Some(from) => Ok(parts
+                .iter()
+                .map(|p| {
+                    let at = from
+                        .get(p)
+                        .map_or(Offset::Beginning, |o| Offset::Offset(*o));
+                    (*p, at)
+                })
+                .collect()),
+            None => start_offsets(consumer, topic, parts, self.since),
+        }
+    }
+
     /// Read one topic to end-of-partition. Polling runs on its own thread and hands
     /// owned batches over a bounded channel, so librdkafka and our per-letter work
     /// (conventions, masking, indexing in the sink) overlap instead of taking turns.
@@ -262,30 +284,11 @@ impl KafkaSource {
     ) -> Result<ControlFlow<()>, SourceError> {
         let consumer = self.consumer()?;
         let parts = self.partitions(&consumer, topic)?;
-        let starts = match &self.from {
-            Some(from) => parts
-                .iter()
-                .map(|p| {
-                    (
-                        *p,
-                        from.get(p)
-                            .map_or(Offset::Beginning, |o| Offset::Offset(*o)),
-                    )
-                })
-                .collect(),
-            None => start_offsets(&consumer, topic, &parts, self.since)?,
-        };
+        let starts = self.starts(&consumer, topic, &parts)?;
         // The total is only a progress estimate: it is computed off the scan's path
         // (two round trips per partition add up on topics with hundreds of them).
         let estimate = spawn_estimate(self.consumer()?, topic, parts.clone());
-        let mut tpl = TopicPartitionList::new();
-        for (p, start) in &starts {
-            tpl.add_partition_offset(topic, *p, *start)
-                .map_err(|e| SourceError::failed_by(format!("assigning {topic}/{p}"), e))?;
-        }
-        consumer
-            .assign(&tpl)
-            .map_err(|e| SourceError::failed_by(format!("assigning partitions of `{topic}`"), e))?;
+        assign(&consumer, topic, &starts)?;
         let (tx, rx) = mpsc::sync_channel::<Result<Vec<RawLetter>, SourceError>>(8);
         let stop = Arc::new(AtomicBool::new(false));
         let poll = Poll {
@@ -338,6 +341,23 @@ impl KafkaSource {
         }
         outcome
     }
+}
+
+/// Read `topic`'s partitions from their starts: assigned, never subscribed (the
+/// throwaway group is never joined, and auto-commit is off: nothing is committed).
+fn assign(
+    consumer: &BaseConsumer,
+    topic: &str,
+    starts: &[(i32, Offset)],
+) -> Result<(), SourceError> {
+    let mut tpl = TopicPartitionList::new();
+    for (p, start) in starts {
+        tpl.add_partition_offset(topic, *p, *start)
+            .map_err(|e| SourceError::failed_by(format!("assigning {topic}/{p}"), e))?;
+    }
+    consumer
+        .assign(&tpl)
+        .map_err(|e| SourceError::failed_by(format!("assigning partitions of `{topic}`"), e))
 }
 
 /// Watermark sums of a topic's partitions, filled in by a thread of its own.

@@ -80,6 +80,34 @@ impl Checkpoint {
 /// Why a quick check hands over to the full walk (which names the row).
 struct Suspect;
 
+impl Checkpoint {
+    /// Whether `now` is this checkpoint plus what `window`'s entries after it added:
+    /// decisions and revisions by their entries, replay letters by the replays named.
+    fn followed_by(
+        &self,
+        window: &[AuditEntry],
+        touched: &HashSet<String>,
+        now: &Checkpoint,
+    ) -> bool {
+        let new = window.iter().filter(|e| e.seq > self.seq);
+        let added = |action: &str| new.clone().filter(|e| e.action == action).count() as i64;
+        let mut expected = self.clone();
+        expected.decisions += added("discard") + added("replay");
+        expected.revisions += added("edit");
+        for id in touched {
+            let (old, mark) = (self.replays.get(id), now.replays.get(id));
+            expected.replay_items += mark.map_or(0, |m| m.items) - old.map_or(0, |m| m.items);
+            if let Some(m) = mark {
+                expected.replays.insert(id.clone(), m.clone());
+            }
+        }
+        expected.decisions == now.decisions
+            && expected.revisions == now.revisions
+            && expected.replay_items == now.replay_items
+            && expected.replays == now.replays
+    }
+}
+
 type Quick = Result<Result<(Verification, Checkpoint), Suspect>, JournalError>;
 
 impl Ledger {
@@ -139,21 +167,9 @@ impl Ledger {
             return Ok(Err(Suspect));
         };
         // Every entry of each named replay: from the oldest one's start.
-        let mut from = cp.seq + 1;
-        for id in &touched {
-            let start: Option<i64> = self
-                .db
-                .opt(
-                    "SELECT seq FROM audit WHERE target = ?1 AND action = 'replay-start'",
-                    p![id],
-                    |r| r.get(0),
-                )
-                .map_err(|e| self.err(e))?;
-            match start {
-                Some(s) => from = from.min(s),
-                None => return Ok(Err(Suspect)),
-            }
-        }
+        let Some(from) = self.first_start(&touched, cp.seq + 1)? else {
+            return Ok(Err(Suspect));
+        };
         let window = if from <= cp.seq {
             Self::entries_in(&self.db, from).map_err(|e| self.err(e))?
         } else {
@@ -166,8 +182,6 @@ impl Ledger {
         if self.check_rows(&window, scope)?.is_some() {
             return Ok(Err(Suspect));
         }
-        let new = window.iter().filter(|e| e.seq > cp.seq);
-        let added = |action: &str| new.clone().filter(|e| e.action == action).count() as i64;
         let head = window.last().map_or_else(
             || cp.head(),
             |e| Head {
@@ -176,21 +190,7 @@ impl Ledger {
             },
         );
         let now = self.checkpoint_of(head, Some((&cp, &touched)))?;
-        let mut expected = cp.clone();
-        expected.decisions += added("discard") + added("replay");
-        expected.revisions += added("edit");
-        for id in &touched {
-            let (old, mark) = (cp.replays.get(id), now.replays.get(id));
-            expected.replay_items += mark.map_or(0, |m| m.items) - old.map_or(0, |m| m.items);
-            if let Some(m) = mark {
-                expected.replays.insert(id.clone(), m.clone());
-            }
-        }
-        let same = expected.decisions == now.decisions
-            && expected.revisions == now.revisions
-            && expected.replay_items == now.replay_items
-            && expected.replays == now.replays;
-        if !same {
+        if !cp.followed_by(&window, &touched, &now) {
             return Ok(Err(Suspect));
         }
         let v = Verification {
@@ -200,6 +200,30 @@ impl Ledger {
             problem: None,
         };
         Ok(Ok((v, now)))
+    }
+
+    /// The earliest of `from` and each named replay's start; `None` when one has no
+    /// start entry (the full walk decides).
+    fn first_start(
+        &self,
+        touched: &HashSet<String>,
+        mut from: i64,
+    ) -> Result<Option<i64>, JournalError> {
+        for id in touched {
+            let start: Option<i64> = self
+                .db
+                .opt(
+                    "SELECT seq FROM audit WHERE target = ?1 AND action = 'replay-start'",
+                    p![id],
+                    |r| r.get(0),
+                )
+                .map_err(|e| self.err(e))?;
+            match start {
+                Some(s) => from = from.min(s),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(from))
     }
 
     /// The replays these entries speak of; `None` when one cannot be told (the full

@@ -82,6 +82,7 @@ mod lease;
 mod replays;
 mod schema;
 mod server;
+mod server_migrate;
 mod team_schema;
 mod team_writes;
 mod verify;
@@ -91,7 +92,8 @@ use chain::*;
 pub use chain::{key_path, sha256_hex, GENESIS};
 pub use checkpoint::FULL_WALK_UP_TO;
 pub use schema::SCHEMA_VERSION;
-pub use server::{server_schema_v6_for_tests, Location, Migrated};
+pub use server::{Location, Migrated};
+pub use server_migrate::server_schema_v6_for_tests;
 use verify::*;
 
 impl Ledger {

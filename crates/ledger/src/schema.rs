@@ -125,7 +125,7 @@ impl Ledger {
     /// both create it.
     pub(crate) fn migrate(&self) -> Result<(), JournalError> {
         if self.db.is_pg() {
-            return crate::server::migrate(self);
+            return crate::server_migrate::migrate(self);
         }
         let current = |db: &Db| -> Result<i64, JournalError> {
             db.one("PRAGMA user_version", p![], |r| r.get(0))

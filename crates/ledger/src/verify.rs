@@ -222,7 +222,29 @@ impl Ledger {
             }
             decided_seqs.insert(seq);
         }
-        // Older decisions applied since: their rows must say so.
+        if let Some(p) = self.check_applied_since(log, since)? {
+            return Ok(Some(p));
+        }
+        Ok([
+            (
+                "discard",
+                "this discard has no decision row (the decisions table was edited)",
+            ),
+            (
+                "replay",
+                "this replayed letter has no decision row (the decisions table was edited)",
+            ),
+        ]
+        .into_iter()
+        .find_map(|(action, why)| log.orphan(action, since, &decided_seqs, why)))
+    }
+
+    /// Older decisions applied since `since`: their rows must say so.
+    fn check_applied_since(
+        &self,
+        log: &Log<'_>,
+        since: i64,
+    ) -> Result<Option<RowProblem>, JournalError> {
         for (applied_seq, decision) in log
             .entries
             .iter()
@@ -242,18 +264,7 @@ impl Ledger {
                 return Ok(Some(RowProblem(applied_seq, format!("the decision this entry applied (entry {decision}) is not marked applied, or is gone (the decisions table was edited)"))));
             }
         }
-        Ok([
-            (
-                "discard",
-                "this discard has no decision row (the decisions table was edited)",
-            ),
-            (
-                "replay",
-                "this replayed letter has no decision row (the decisions table was edited)",
-            ),
-        ]
-        .into_iter()
-        .find_map(|(action, why)| log.orphan(action, since, &decided_seqs, why)))
+        Ok(None)
     }
 
     /// Revision rows recorded after `since` (and their payloads' digests) against their

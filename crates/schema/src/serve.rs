@@ -143,6 +143,25 @@ fn fault_for(url: &str, faults: &Mutex<HashMap<u32, Fault>>) -> Option<Fault> {
     faults.lock().ok()?.get(&id).cloned()
 }
 
+/// A schema as the registry answers with it: its text, references and type (Avro
+/// unsaid, as Confluent's registry leaves it).
+fn schema_doc(s: &Registered) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "schema": s.text,
+        "references": s.references.iter().map(|(name, subject, version)| serde_json::json!({
+            "name": name, "subject": subject, "version": version,
+        })).collect::<Vec<_>>(),
+    });
+    if s.format != Format::Avro {
+        v["schemaType"] = match s.format {
+            Format::Protobuf => "PROTOBUF",
+            _ => "JSON",
+        }
+        .into();
+    }
+    v
+}
+
 fn answer(url: &str, schemas: &[Registered]) -> (u16, String) {
     let path = url.split('?').next().unwrap_or(url);
     let parts: Vec<String> = path
@@ -159,25 +178,9 @@ fn answer(url: &str, schemas: &[Registered]) -> (u16, String) {
         404,
         r#"{"error_code":40403,"message":"Schema not found"}"#.to_string(),
     );
-    let doc = |s: &Registered| {
-        let mut v = serde_json::json!({
-            "schema": s.text,
-            "references": s.references.iter().map(|(name, subject, version)| serde_json::json!({
-                "name": name, "subject": subject, "version": version,
-            })).collect::<Vec<_>>(),
-        });
-        if s.format != Format::Avro {
-            v["schemaType"] = match s.format {
-                Format::Protobuf => "PROTOBUF",
-                _ => "JSON",
-            }
-            .into();
-        }
-        v
-    };
     match parts.as_slice() {
         ["schemas", "ids", id] => match schemas.iter().find(|s| id.parse() == Ok(s.id)) {
-            Some(s) => (200, doc(s).to_string()),
+            Some(s) => (200, schema_doc(s).to_string()),
             None => not_found,
         },
         ["schemas", "ids", id, "versions"] => {
@@ -217,7 +220,7 @@ fn answer(url: &str, schemas: &[Registered]) -> (u16, String) {
             };
             match found {
                 Some(s) => {
-                    let mut v = doc(s);
+                    let mut v = schema_doc(s);
                     v["id"] = s.id.into();
                     v["subject"] = s.subject.clone().into();
                     v["version"] = s.version.into();

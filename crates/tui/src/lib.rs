@@ -333,7 +333,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     state.since_ms = settings.since.map(|s| s.timestamp_millis());
     let mut outside = Outside {
         requests: req_tx,
-        render: spawn_renderer(state.catalog.masker().clone(), tx.clone()),
+        render: spawn_renderer(state.browse.catalog.masker().clone(), tx.clone()),
         events: tx.clone(),
         clipboard: Clipboard::new(),
         settings: settings.clone(),
@@ -363,7 +363,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     // terminal it returns to.
     match (
         &state.scan.error,
-        state.scan.read_any() || !state.catalog.store.is_empty(),
+        state.scan.read_any() || !state.browse.catalog.store.is_empty(),
     ) {
         (Some(e), false) => Err(anyhow::anyhow!(
             "could not open {}: {}",

@@ -1,21 +1,13 @@
 //! The group index, the tree and the selected group's letters, kept in step.
 
 use crate::state::AppState;
-use dlq_core::grouping::{Dim, GroupIndex};
 
 /// Re-sorting a huge group on every batch would stall the UI; wait for the scan.
 const LIVE_LETTERS_LIMIT: usize = 200_000;
 
 /// Rebuild the group index for the current grouping, filter and clock.
 pub(crate) fn rebuild_index(state: &mut AppState) {
-    let dims: Vec<Dim> = state.dims().to_vec();
-    state.index = GroupIndex::build_with(
-        &state.catalog.store,
-        &dims,
-        state.now_ms,
-        Some(&mut state.filter),
-        state.retention.clone(),
-    );
+    state.browse.rebuild();
     refresh_tree(state);
 }
 
@@ -29,9 +21,12 @@ pub(crate) fn refresh_tree(state: &mut AppState) {
 /// selected group's letters are the same, so they are not gathered again.
 pub(crate) fn refresh_inflow(state: &mut AppState) {
     let nested = state.dims().len() > 1;
-    state
-        .groups
-        .refresh(&state.index, &state.catalog.store, nested, &state.owners);
+    state.groups.refresh(
+        state.browse.index(),
+        &state.browse.catalog.store,
+        nested,
+        &state.owners,
+    );
 }
 
 /// Which tree nodes are visible given the expanded set.
@@ -47,7 +42,7 @@ pub(crate) fn refresh_letters(state: &mut AppState) {
         state.letters.dirty = false;
         return;
     };
-    let members = state.index.timed_members_under(&path);
+    let members = state.browse.index().timed_members_under(&path);
     if members.len() > LIVE_LETTERS_LIMIT
         && !state.scan.complete
         && !state.letters.order.rows.is_empty()
@@ -67,5 +62,8 @@ pub(crate) fn refresh_letters(state: &mut AppState) {
 
 /// Put at least the first `want` letters of the list in order.
 pub(crate) fn sort_letters(state: &mut AppState, want: usize) {
-    state.letters.order.sort_to(&state.catalog.store, want);
+    state
+        .letters
+        .order
+        .sort_to(&state.browse.catalog.store, want);
 }

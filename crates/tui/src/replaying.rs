@@ -370,8 +370,13 @@ fn ended(state: &mut AppState, id: &str, end: Option<ReplayState>, summary: Stri
     };
     if end == Some(ReplayState::Completed) {
         for row in r.rows.values().flatten() {
-            if state.catalog.store.row(*row).map(|x| x.state) == Some(TriageState::Replayed) {
-                state.catalog.store.set_state(*row, TriageState::Resolved);
+            if state.browse.catalog.store.row(*row).map(|x| x.state) == Some(TriageState::Replayed)
+            {
+                state
+                    .browse
+                    .catalog
+                    .store
+                    .set_state(*row, TriageState::Resolved);
                 state.handled.insert(*row);
             }
         }
@@ -432,13 +437,14 @@ pub(crate) fn command(
 fn resume_with(state: &mut AppState, cmds: &mut Vec<Command>, r: Resuming, ids: Vec<String>) {
     let id = r.id.clone();
     let wanted: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
-    let rows: Vec<RowId> = (0..state.catalog.store.len() as RowId)
+    let rows: Vec<RowId> = (0..state.browse.catalog.store.len() as RowId)
         .filter(|row| {
             state
+                .browse
                 .catalog
                 .store
                 .row(*row)
-                .is_some_and(|r| wanted.contains(state.catalog.store.id(r)))
+                .is_some_and(|r| wanted.contains(state.browse.catalog.store.id(r)))
         })
         .collect();
     if rows.is_empty() {

@@ -47,7 +47,7 @@ pub(crate) fn targets(state: &AppState) -> Targets {
     let (rows, what) = match state.focus {
         Pane::Groups => match state.selected_node() {
             Some(node) => {
-                let rows = state.index.members_under(&node.path);
+                let rows = state.browse.index().members_under(&node.path);
                 let what = format!(
                     "group {} ({})",
                     clean(&node.label),
@@ -60,10 +60,11 @@ pub(crate) fn targets(state: &AppState) -> Targets {
         Pane::Letters | Pane::Detail => match state.selected_row() {
             Some(row) => {
                 let id = state
+                    .browse
                     .catalog
                     .store
                     .row(row)
-                    .map(|r| clean(state.catalog.store.id(r)))
+                    .map(|r| clean(state.browse.catalog.store.id(r)))
                     .unwrap_or_default();
                 (vec![row], format!("letter {id}"))
             }
@@ -102,15 +103,15 @@ pub(crate) fn picked(
     let mut picked = Vec::with_capacity(rows.len());
     let mut unreachable = 0usize;
     for &row in rows {
-        let Some(r) = state.catalog.store.row(row).copied() else {
+        let Some(r) = state.browse.catalog.store.row(row).copied() else {
             continue;
         };
         match state.cache.peek(row).cloned() {
             Some(letter) => {
-                let preview = state.catalog.store.preview(&r).to_string();
+                let preview = state.browse.catalog.store.preview(&r).to_string();
                 picked.push(Picked::Held(letter, preview))
             }
-            None => match state.catalog.store.kafka_coords(&r) {
+            None => match state.browse.catalog.store.kafka_coords(&r) {
                 Some(c) => picked.push(Picked::At(c)),
                 None => {
                     unreachable += 1;
@@ -119,7 +120,7 @@ pub(crate) fn picked(
             },
         }
         by_id
-            .entry(state.catalog.store.id(&r).to_string())
+            .entry(state.browse.catalog.store.id(&r).to_string())
             .or_default()
             .push(row);
     }

@@ -1,10 +1,10 @@
 //! Everything the TUI shows, as plain data. Only `update` changes it.
 
+use dlq_app::browse::Browse;
 use dlq_core::browse::{GroupTree, LetterOrder};
 use dlq_core::catalog::Catalog;
 use dlq_core::diff::Diff;
-use dlq_core::filter::Filter;
-use dlq_core::grouping::{Dim, GroupIndex, TreeNode};
+use dlq_core::grouping::{Dim, TreeNode};
 use dlq_core::payload_cache::PayloadCache;
 use dlq_core::payload_view::PayloadView;
 use dlq_core::ports::SourceInfo;
@@ -197,12 +197,13 @@ pub struct Prompt {
 pub struct AppState {
     pub info: SourceInfo,
     pub now_ms: i64,
-    pub catalog: Catalog,
-    pub grouping: usize,
+    /// The letters, filter, group index, retention and followed decisions (the
+    /// application layer's browse model; this screen only renders it).
+    pub browse: Browse,
+    /// Which of `GROUPINGS` `g` last chose.
+    grouping: usize,
     /// Dimensions chosen in the palette (`:group …`), overriding the presets.
-    pub custom_dims: Option<Vec<Dim>>,
-    pub index: GroupIndex,
-    pub filter: Filter,
+    custom_dims: Option<Vec<Dim>>,
     pub groups: GroupTree,
     pub letters: LettersPane,
     pub detail: DetailPane,
@@ -211,9 +212,6 @@ pub struct AppState {
     pub handled: std::collections::HashSet<RowId>,
     /// The last transform program typed (`T` offers it again).
     pub transform_program: String,
-    /// The broker's retention per container, as read, and in ms by container symbol.
-    pub retention_rules: Vec<(String, dlq_core::retention::Retention)>,
-    pub retention: std::sync::Arc<foldhash::HashMap<dlq_core::store::Sym, i64>>,
     /// A group the broker empties sooner than this shows in red (`[retention] warn_below`).
     pub expiry_warn_ms: i64,
     pub prompt: Prompt,
@@ -222,8 +220,6 @@ pub struct AppState {
     pub message: Option<(String, Level)>,
     /// Lines the session reported (reconciled decisions, warnings), newest last.
     pub notes: Vec<String>,
-    /// The ledger's decisions by binding (see `core::decisions::binding`).
-    pub decisions: std::collections::HashMap<String, dlq_core::journal::Decision>,
     pub scan: ScanStatus,
     pub role: dlq_core::access::Role,
     /// The screen was used by another program (the editor): repaint everything.
@@ -253,11 +249,9 @@ impl AppState {
         AppState {
             info,
             now_ms,
-            catalog,
+            browse: Browse::new(catalog, dims, now_ms),
             grouping: 0,
             custom_dims: None,
-            index: GroupIndex::new(dims, now_ms),
-            filter: Filter::all(),
             groups: GroupTree::default(),
             letters: LettersPane {
                 order: LetterOrder::default(),
@@ -280,8 +274,6 @@ impl AppState {
             },
             handled: Default::default(),
             transform_program: String::new(),
-            retention_rules: Vec::new(),
-            retention: Default::default(),
             expiry_warn_ms: 6 * 3_600_000,
             prompt: Prompt {
                 input: Input::None,
@@ -293,7 +285,6 @@ impl AppState {
             cache: PayloadCache::new(cache_budget),
             message: None,
             notes: Vec::new(),
-            decisions: Default::default(),
             scan: ScanStatus::default(),
             role: dlq_core::access::Role::Operator,
             force_redraw: false,
@@ -316,6 +307,21 @@ impl AppState {
         }
     }
 
+    /// `g`: the next preset grouping (the caller refreshes the tree).
+    pub(crate) fn next_grouping(&mut self) {
+        self.custom_dims = None;
+        self.grouping = (self.grouping + 1) % GROUPINGS.len();
+        self.groups.expanded.clear();
+        self.browse.set_dims(GROUPINGS[self.grouping]);
+    }
+
+    /// `:group …`: dimensions of the engineer's choosing (the caller refreshes the tree).
+    pub(crate) fn group_by(&mut self, dims: Vec<Dim>) {
+        self.browse.set_dims(&dims);
+        self.custom_dims = Some(dims);
+        self.groups.expanded.clear();
+    }
+
     /// The tree node under the group cursor.
     pub fn selected_node(&self) -> Option<&TreeNode> {
         self.groups.selected()
@@ -324,7 +330,7 @@ impl AppState {
     /// A decision of this session changed a letter's state: the store and the title's
     /// count of handled letters follow.
     pub fn decided(&mut self, row: RowId, to: dlq_core::model::TriageState) {
-        self.catalog.store.set_state(row, to);
+        self.browse.catalog.store.set_state(row, to);
         if to.unhandled() || to == dlq_core::model::TriageState::Replaying {
             self.handled.remove(&row);
         } else {

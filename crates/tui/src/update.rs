@@ -4,7 +4,7 @@ use crate::action::{
     Act, Action, BrowseEvent, Command, Event, Intent, LedgerEvent, Nav, Request, Typing, ViewKey,
 };
 use crate::state::{
-    AppState, Detail, Discarding, Input, Level, Pane, ScanStatus, Tab, Transforming, GROUPINGS,
+    AppState, Detail, Discarding, Input, Level, Pane, ScanStatus, Tab, Transforming,
 };
 use crate::views::layout::{layout_for, Areas};
 use dlq_app::session::{DiscardTarget, Prepared};
@@ -91,10 +91,8 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
             ));
         }
         ViewKey::CycleGrouping => {
-            state.custom_dims = None;
-            state.grouping = (state.grouping + 1) % GROUPINGS.len();
-            state.groups.expanded.clear();
-            rebuild_index(state);
+            state.next_grouping();
+            refresh_tree(state);
             let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
             state.message = Some((format!("grouped by {}", names.join(" › ")), Level::Info));
         }
@@ -118,35 +116,37 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
             let a = layout_for(state, size.0, size.1);
             click(state, a, column, row)
         }
-        ViewKey::Scroll { column, row, down } => {
-            let a = layout_for(state, size.0, size.1);
-            let delta = if down { 3 } else { -3 };
-            if contains(a.groups, column, row) {
-                state.focus = Pane::Groups;
-                move_cursor(state, delta);
-            } else if contains(a.letters, column, row) {
-                state.focus = Pane::Letters;
-                move_cursor(state, delta);
-            } else if contains(a.detail, column, row) {
-                state.detail.scroll = (i64::from(state.detail.scroll) + delta).max(0) as u16;
-            }
-        }
+        ViewKey::Scroll { column, row, down } => scroll(state, size, (column, row), down),
         ViewKey::Resize => {}
-        // Ages on screen move every second (a letter that just arrived never reads as
-        // from the future), and so do age buckets, inflow and age filters: the index
-        // moves only the letters whose age crossed one of their edges since the last tick.
-        ViewKey::Tick(now_ms) => {
-            state.now_ms = now_ms;
-            let moved =
-                state
-                    .index
-                    .advance(&mut state.catalog.store, Some(&mut state.filter), now_ms);
-            if moved.regrouped {
-                refresh_tree(state);
-            } else if moved.inflow {
-                refresh_inflow(state);
-            }
-        }
+        ViewKey::Tick(now_ms) => tick(state, now_ms),
+    }
+}
+
+/// The mouse wheel over a pane: it takes the focus and moves (the detail scrolls).
+fn scroll(state: &mut AppState, size: (u16, u16), (column, row): (u16, u16), down: bool) {
+    let a = layout_for(state, size.0, size.1);
+    let delta = if down { 3 } else { -3 };
+    if contains(a.groups, column, row) {
+        state.focus = Pane::Groups;
+        move_cursor(state, delta);
+    } else if contains(a.letters, column, row) {
+        state.focus = Pane::Letters;
+        move_cursor(state, delta);
+    } else if contains(a.detail, column, row) {
+        state.detail.scroll = (i64::from(state.detail.scroll) + delta).max(0) as u16;
+    }
+}
+
+/// Ages on screen move every second (a letter that just arrived never reads as from
+/// the future), and so do age buckets, inflow and age filters: the index moves only the
+/// letters whose age crossed one of their edges since the last tick.
+fn tick(state: &mut AppState, now_ms: i64) {
+    state.now_ms = now_ms;
+    let moved = state.browse.advance(now_ms);
+    if moved.regrouped {
+        refresh_tree(state);
+    } else if moved.inflow {
+        refresh_inflow(state);
     }
 }
 
@@ -222,7 +222,7 @@ mod tests {
         (0..n as u32)
             .filter_map(|i| {
                 let raw = full.cache.peek(i)?.raw.clone();
-                Some(prepare_letter(full.catalog.masker(), &[], raw).into())
+                Some(prepare_letter(full.browse.catalog.masker(), &[], raw).into())
             })
             .collect()
     }
@@ -259,7 +259,7 @@ mod tests {
     fn the_list_shows_the_newest_until_a_letter_is_chosen() {
         let at = |s: &AppState| {
             s.selected_row()
-                .and_then(|r| s.catalog.store.row(r))
+                .and_then(|r| s.browse.catalog.store.row(r))
                 .map(|r| (NOW - r.at_ms) / 1000)
         };
         let mut s = state(0);
@@ -377,9 +377,9 @@ mod tests {
         assert_eq!(s.prompt.input, Input::Fuzzy("ev".into()));
         input(&mut s, Typing::InputSubmit, &mut cmds);
         assert_eq!(s.prompt.input, Input::None);
-        assert_eq!(s.filter.fuzzy_words(), ["ev"]);
+        assert_eq!(s.browse.filter().fuzzy_words(), ["ev"]);
         input(&mut s, Typing::Cancel, &mut cmds);
-        assert!(s.filter.is_empty(), "Esc clears the filter");
+        assert!(s.browse.filter().is_empty(), "Esc clears the filter");
         assert!(cmds.is_empty());
     }
 
@@ -474,10 +474,14 @@ mod tests {
         assert_ne!(s.dims(), &before[..]);
         view(&mut s, ViewKey::Tick(NOW + 120_000), SIZE);
         assert_eq!(s.now_ms, NOW + 120_000);
-        assert_eq!(s.index.now_ms(), NOW + 120_000);
+        assert_eq!(s.browse.index().now_ms(), NOW + 120_000);
         view(&mut s, ViewKey::Tick(NOW + 121_000), SIZE);
         assert_eq!(s.now_ms, NOW + 121_000, "ages on screen move by the second");
-        assert_eq!(s.index.now_ms(), NOW + 121_000, "and so does the index");
+        assert_eq!(
+            s.browse.index().now_ms(),
+            NOW + 121_000,
+            "and so does the index"
+        );
         view(&mut s, ViewKey::Quit, SIZE);
         assert!(s.quit);
     }

@@ -58,7 +58,11 @@ impl DlqSource for FileSource {
         })?;
         let mut reader = DumpReader::new(BufReader::with_capacity(1 << 16, f));
         let path = self.path.display().to_string();
-        let mut done = 0u64;
+        let mut out = Emit {
+            sink,
+            done: 0,
+            io_error: None,
+        };
         // Lines are read here and parsed on worker threads, in order: parsing is most of
         // a dump's cost, and a 10,000,000-letter dump read on one thread took ~2 minutes.
         let flow = std::thread::scope(|scope| -> Result<ControlFlow<()>, SourceError> {
@@ -68,38 +72,7 @@ impl DlqSource for FileSource {
                     .map(|l| l.and_then(DumpLineText::parse))
                     .collect::<Vec<_>>()
             });
-            let mut io_error = None;
-            // A parsed chunk goes on as one batch of letters; a bad line in it first sends
-            // the letters before it, so letters and problems stay in line order.
-            let mut emit = |records: Vec<Result<(u64, RawLetter), DumpError>>| -> bool {
-                let before = done;
-                let mut letters = Vec::with_capacity(records.len());
-                for rec in records {
-                    match rec {
-                        Ok((_, raw)) => {
-                            done += 1;
-                            letters.push(raw);
-                        }
-                        Err(DumpError::BadLine { line, message }) => {
-                            let problem = ScanEvent::Problem {
-                                location: format!("line {line}"),
-                                message,
-                            };
-                            if !send(sink, &mut letters) || sink(problem).is_break() {
-                                return false;
-                            }
-                        }
-                        Err(DumpError::Io(e)) => {
-                            io_error = Some(e);
-                            let _ = send(sink, &mut letters);
-                            return false;
-                        }
-                    }
-                }
-                send(sink, &mut letters)
-                    && (done / 65_536 == before / 65_536
-                        || sink(ScanEvent::Progress { done, total: None }).is_continue())
-            };
+            let mut emit = |records| out.records(records);
             let broken = |_| SourceError::failed(format!("a reader of {path} stopped"));
             let mut chunk: Vec<LineRead> = Vec::with_capacity(CHUNK_LINES);
             let mut bytes = 0usize;
@@ -126,7 +99,7 @@ impl DlqSource for FileSource {
             if go {
                 go = parsing.collect(true, &mut emit).map_err(broken)?;
             }
-            if let Some(e) = io_error {
+            if let Some(e) = out.io_error.take() {
                 return Err(SourceError::failed(format!("reading {path}: {e}")));
             }
             Ok(if go {
@@ -138,11 +111,55 @@ impl DlqSource for FileSource {
         if flow.is_break() {
             return Ok(());
         }
-        let _ = sink(ScanEvent::Progress {
+        let done = out.done;
+        let _ = (out.sink)(ScanEvent::Progress {
             done,
             total: Some(done),
         });
         Ok(())
+    }
+}
+
+/// Parsed chunks to the sink, in line order: a chunk goes on as one batch of letters; a
+/// bad line in it first sends the letters before it, so letters and problems stay in
+/// line order. An I/O error ends the read (kept, said after the letters before it).
+struct Emit<'s> {
+    sink: &'s mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
+    done: u64,
+    io_error: Option<std::io::Error>,
+}
+
+impl Emit<'_> {
+    /// Whether to go on.
+    fn records(&mut self, records: Vec<Result<(u64, RawLetter), DumpError>>) -> bool {
+        let before = self.done;
+        let mut letters = Vec::with_capacity(records.len());
+        for rec in records {
+            match rec {
+                Ok((_, raw)) => {
+                    self.done += 1;
+                    letters.push(raw);
+                }
+                Err(DumpError::BadLine { line, message }) => {
+                    let problem = ScanEvent::Problem {
+                        location: format!("line {line}"),
+                        message,
+                    };
+                    if !send(self.sink, &mut letters) || (self.sink)(problem).is_break() {
+                        return false;
+                    }
+                }
+                Err(DumpError::Io(e)) => {
+                    self.io_error = Some(e);
+                    let _ = send(self.sink, &mut letters);
+                    return false;
+                }
+            }
+        }
+        let done = self.done;
+        send(self.sink, &mut letters)
+            && (done / 65_536 == before / 65_536
+                || (self.sink)(ScanEvent::Progress { done, total: None }).is_continue())
     }
 }
 

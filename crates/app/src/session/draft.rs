@@ -258,20 +258,10 @@ impl ReplayDraft {
             Ok(d) => d,
             Err(e) => {
                 // Unknown is not "none": leave out every letter rather than guess.
-                plan.warnings.push(Warning {
-                    kind: "in-doubt-unread",
-                    message: format!(
-                        "the ledger's letters in doubt could not be read ({e}): nothing is sent"
-                    ),
-                    count: plan.items.len(),
-                    examples: plan
-                        .items
-                        .iter()
-                        .take(3)
-                        .map(|i| i.letter_id.clone())
-                        .collect(),
-                });
-                plan.items.clear();
+                let why = format!(
+                    "the ledger's letters in doubt could not be read ({e}): nothing is sent"
+                );
+                leave_out_all(plan, "in-doubt-unread", why);
                 return;
             }
         };
@@ -298,28 +288,9 @@ impl ReplayDraft {
         if replays.is_empty() {
             return;
         }
-        let (mut landed, mut unread) = (HashMap::new(), None);
-        match self
-            .ports
-            .origin_log
-            .as_deref_mut()
-            .filter(|_| self.ports.kafka)
-        {
-            None => unread = Some("the target cannot be read back".to_string()),
-            Some(log) => {
-                for (r, detail) in &replays {
-                    if let Err(e) = self.ports.publisher.fence(r) {
-                        unread = Some(unfenced(r, &e));
-                        continue;
-                    }
-                    let in_doubt =
-                        |i: &Item| ours(i).is_some_and(|ds| ds.iter().any(|d| d.replay_id == *r));
-                    let (found, why) = read_back(log, plan, detail, r, &in_doubt);
-                    landed.extend(found);
-                    unread = why.or(unread);
-                }
-            }
-        }
+        let in_doubt =
+            |i: &Item, r: &str| ours(i).is_some_and(|ds| ds.iter().any(|d| d.replay_id == r));
+        let (landed, unread) = self.landed(plan, &replays, &in_doubt);
         let (mut found, mut may, mut resent) = (Vec::new(), Vec::new(), Vec::new());
         let mut read_back = Vec::new();
         plan.items.retain(|i| {
@@ -351,6 +322,38 @@ impl ReplayDraft {
             unread,
             self.resend_unconfirmed.then_some(resent),
         );
+    }
+
+    /// Where the letters in doubt of each stopped replay landed, reading its target back
+    /// for its id (Kafka, each replay fenced first), and why not all could be read.
+    fn landed(
+        &mut self,
+        plan: &Plan,
+        replays: &BTreeMap<&str, &serde_json::Value>,
+        in_doubt: &dyn Fn(&Item, &str) -> bool,
+    ) -> (HashMap<String, String>, Option<String>) {
+        let Some(log) = self
+            .ports
+            .origin_log
+            .as_deref_mut()
+            .filter(|_| self.ports.kafka)
+        else {
+            return (
+                HashMap::new(),
+                Some("the target cannot be read back".to_string()),
+            );
+        };
+        let (mut landed, mut unread) = (HashMap::new(), None);
+        for (r, detail) in replays {
+            if let Err(e) = self.ports.publisher.fence(r) {
+                unread = Some(unfenced(r, &e));
+                continue;
+            }
+            let (found, why) = read_back(log, plan, detail, r, &|i: &Item| in_doubt(i, r));
+            landed.extend(found);
+            unread = why.or(unread);
+        }
+        (landed, unread)
     }
 
     /// Where each Kafka target's partitions end now, journaled with the plan: a resume
@@ -567,6 +570,22 @@ fn origin_from(detail: &serde_json::Value, topic: &str) -> HashMap<i32, i64> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Leave every letter of the plan out, saying why (`kind`), with a few of their ids.
+fn leave_out_all(plan: &mut Plan, kind: &'static str, message: String) {
+    plan.warnings.push(Warning {
+        kind,
+        message,
+        count: plan.items.len(),
+        examples: plan
+            .items
+            .iter()
+            .take(3)
+            .map(|i| i.letter_id.clone())
+            .collect(),
+    });
+    plan.items.clear();
 }
 
 /// Replayed copies of the in-doubt items (of replay `replay_id`, journaled with

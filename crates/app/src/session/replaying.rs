@@ -412,28 +412,7 @@ impl Session {
         resume: Option<&Resume>,
         watch: &mut dyn ReplayWatcher,
     ) -> Result<ReplayReport, SessionError> {
-        self.settings
-            .principal
-            .require(Permission::Replay, &self.settings.source_key)?;
-        let mut ledger = self.settings.principal.ledger_to_write()?;
-        if resume.is_none() {
-            self.approval_gate(&mut *ledger, plan)?;
-        }
-        journal_start(&mut *ledger, plan, resume)?;
-        // The lease is ours: now the broker's fence (Kafka's producer epoch). A holder
-        // frozen past its lease is fenced here if the plan's read-back did not already.
-        if let Err(e) = publisher.claim(&plan.id) {
-            let said = format!("the replay's producer could not be taken: {e}; nothing was sent");
-            let _ = ledger.replay_finish(
-                &plan.id,
-                dlq_core::journal::ReplayState::AutoStopped,
-                &serde_json::json!({"stopped": said}),
-            );
-            return Err(SessionError::Source(e));
-        }
-        if let Some(r) = resume {
-            record_found(&mut *ledger, plan, r)?;
-        }
+        let mut ledger = self.begin_replay(plan, publisher, resume)?;
         let mut engine = Engine::new(plan, control.clone(), Instant::now());
         let mut beat = Heartbeat::new();
         let mut unsettled = Vec::new();
@@ -441,34 +420,21 @@ impl Session {
         loop {
             let mut err = None;
             let tailed = self.pump(true, true, &mut |ev| {
-                if let SessionEvent::Letters(batch) = &ev {
-                    for p in batch {
-                        if let Err(e) = engine.observe(&p.letter, &mut *ledger) {
-                            err = Some(e);
-                            return ControlFlow::Break(());
-                        }
+                let step = Step {
+                    plan,
+                    engine: &mut engine,
+                    ledger: &mut *ledger,
+                    beat: &mut beat,
+                    publisher: &mut *publisher,
+                    watch: &mut *watch,
+                    control,
+                };
+                match step.take(ev) {
+                    Ok(flow) => flow,
+                    Err(e) => {
+                        err = Some(e);
+                        ControlFlow::Break(())
                     }
-                }
-                watch.arrivals(ev);
-                // The lease first: a process taken for dead (its lease taken over) must
-                // not send another letter.
-                if let Err(e) = beat.renew(&mut *ledger, &plan.id) {
-                    err = Some(e);
-                    return ControlFlow::Break(());
-                }
-                if let Err(e) = engine.run_for(publisher, &mut *ledger, STEP_BUDGET) {
-                    err = Some(e);
-                    return ControlFlow::Break(());
-                }
-                report_step(&mut engine, watch);
-                if engine.done()
-                    || engine.wants_settle()
-                    || watch.wants_turn()
-                    || control.suspend_requested()
-                {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
                 }
             });
             if let Some(e) = err {
@@ -507,6 +473,39 @@ impl Session {
             outcome,
             unsettled,
         })
+    }
+
+    /// Before a replay sends anything: the Replay permission (checked and audited), the
+    /// approval gate for a new plan, the plan journaled, the broker's fence taken (Kafka's
+    /// producer epoch: a holder frozen past its lease is fenced here if the plan's
+    /// read-back did not already), and on a resume what was found on the target.
+    fn begin_replay(
+        &mut self,
+        plan: &Plan,
+        publisher: &mut dyn Publisher,
+        resume: Option<&Resume>,
+    ) -> Result<Box<dyn Journal>, SessionError> {
+        self.settings
+            .principal
+            .require(Permission::Replay, &self.settings.source_key)?;
+        let mut ledger = self.settings.principal.ledger_to_write()?;
+        if resume.is_none() {
+            self.approval_gate(&mut *ledger, plan)?;
+        }
+        journal_start(&mut *ledger, plan, resume)?;
+        if let Err(e) = publisher.claim(&plan.id) {
+            let said = format!("the replay's producer could not be taken: {e}; nothing was sent");
+            let _ = ledger.replay_finish(
+                &plan.id,
+                dlq_core::journal::ReplayState::AutoStopped,
+                &serde_json::json!({"stopped": said}),
+            );
+            return Err(SessionError::Source(e));
+        }
+        if let Some(r) = resume {
+            record_found(&mut *ledger, plan, r)?;
+        }
+        Ok(ledger)
     }
 
     /// Settle the DLQ copies of confirmed letters (RabbitMQ: ack the held delivery). One
@@ -582,6 +581,45 @@ fn suspend_at_safe_point(
     control.continued();
     ledger.audit("replay-continue", id, &detail("SIGCONT (fg)"))?;
     Ok(())
+}
+
+/// One turn of a replay as the DLQ is tailed: what it needs, borrowed.
+struct Step<'a, 'p> {
+    plan: &'p Plan,
+    engine: &'a mut Engine<'p>,
+    ledger: &'a mut dyn Journal,
+    beat: &'a mut Heartbeat,
+    publisher: &'a mut dyn Publisher,
+    watch: &'a mut dyn ReplayWatcher,
+    control: &'a Control,
+}
+
+impl Step<'_, '_> {
+    /// New letters are checked for ours failing again; the lease is renewed before
+    /// anything is sent (a process taken for dead must not send another letter); the
+    /// engine runs for a step. Break when the run is over or something else must happen
+    /// (settling, the front end's turn, a suspend).
+    fn take(self, ev: SessionEvent) -> Result<ControlFlow<()>, JournalError> {
+        if let SessionEvent::Letters(batch) = &ev {
+            for p in batch {
+                self.engine.observe(&p.letter, self.ledger)?;
+            }
+        }
+        self.watch.arrivals(ev);
+        self.beat.renew(self.ledger, &self.plan.id)?;
+        self.engine
+            .run_for(self.publisher, self.ledger, STEP_BUDGET)?;
+        report_step(self.engine, self.watch);
+        let pause = self.engine.done()
+            || self.engine.wants_settle()
+            || self.watch.wants_turn()
+            || self.control.suspend_requested();
+        Ok(if pause {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    }
 }
 
 /// Renews a running replay's lease every `LEASE_HEARTBEAT`.
@@ -684,9 +722,6 @@ fn targets(plan: &Plan) -> String {
     }
 }
 
-/// The latest replay of `source` in `principal`'s ledger: letters sent and how many came
-/// back (`watch`'s `replay failed-again` rule). None without a ledger or a replay. A free
-/// function: `watch` reads it while its session is busy tailing.
 /// The transform dry-runs over `source` the ledger holds: who ran each, and when (ms),
 /// for `watch`'s `dry-runs > N` (read by the source's index of entries).
 pub fn dry_runs(
@@ -707,6 +742,9 @@ pub fn dry_runs(
         .collect())
 }
 
+/// The latest replay of `source` in `principal`'s ledger: letters sent and how many came
+/// back (`watch`'s `replay failed-again` rule). None without a ledger or a replay. A free
+/// function: `watch` reads it while its session is busy tailing.
 pub fn latest_replay_figures(
     principal: &super::Principal,
     source: &str,

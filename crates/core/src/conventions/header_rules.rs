@@ -415,56 +415,7 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
         let Some(value) = value else {
             continue;
         };
-        let loc = || rule.location.into();
-        match rule.read {
-            Read::Text => {
-                if let Some(t) = value.nonempty_text() {
-                    c.offer_text(rule.field, &t, cv, loc);
-                }
-            }
-            Read::ErrorText => {
-                if let Some(t) = value.nonempty_text() {
-                    let first_line = t.lines().next().unwrap_or(&t);
-                    if let (Some(ty), _) = crate::fingerprint::split_exception(first_line) {
-                        c.offer_text(Field::ExceptionType, ty, cv, loc);
-                    }
-                    c.offer_text(rule.field, &t, cv, loc);
-                }
-            }
-            Read::RetriesPlusOne => {
-                if let Some(n) = value.as_i64_lenient().and_then(|n| u32::try_from(n).ok()) {
-                    c.offer_attempt(n.saturating_add(1), cv, rule.location);
-                }
-            }
-            Read::EpochMillis => {
-                if let Some(t) = value.as_i64_lenient().and_then(timefmt::from_epoch_guess) {
-                    c.offer_time(rule.field, t, cv, rule.location);
-                }
-            }
-            Read::ShareGroupReason => {
-                if let Some(t) = value.nonempty_text() {
-                    let lower = t.to_ascii_lowercase();
-                    let code = if lower.contains("rejected") {
-                        Some("rejected-by-consumer")
-                    } else if lower.contains("delivery count") {
-                        Some("delivery-limit-reached")
-                    } else {
-                        None
-                    };
-                    if let Some(code) = code {
-                        c.offer_text(Field::ReasonCode, code, cv, loc);
-                    }
-                    c.offer_text(Field::ReasonDetail, &t, cv, loc);
-                }
-            }
-            Read::TypeList => {
-                if let Some(t) = value.nonempty_text() {
-                    let first = t.split(';').next().unwrap_or(&t);
-                    let ty = first.split(',').next().unwrap_or(first);
-                    c.offer_text(rule.field, ty, cv, loc);
-                }
-            }
-        }
+        offer(rule, value, cv, c);
     }
     if let Some(o) = &conv.origin {
         let n = conv.rules.len();
@@ -483,6 +434,60 @@ pub(super) fn apply(conv: &HeaderConvention, raw: &RawLetter, c: &mut Candidates
                 cv,
                 o.location,
             );
+        }
+    }
+}
+
+/// What one rule reads from its header's value, offered to the candidates.
+fn offer(rule: &Rule, value: &HeaderValue, cv: &Convention, c: &mut Candidates) {
+    let loc = || rule.location.into();
+    match rule.read {
+        Read::Text => {
+            if let Some(t) = value.nonempty_text() {
+                c.offer_text(rule.field, &t, cv, loc);
+            }
+        }
+        Read::ErrorText => {
+            if let Some(t) = value.nonempty_text() {
+                let first_line = t.lines().next().unwrap_or(&t);
+                if let (Some(ty), _) = crate::fingerprint::split_exception(first_line) {
+                    c.offer_text(Field::ExceptionType, ty, cv, loc);
+                }
+                c.offer_text(rule.field, &t, cv, loc);
+            }
+        }
+        Read::RetriesPlusOne => {
+            if let Some(n) = value.as_i64_lenient().and_then(|n| u32::try_from(n).ok()) {
+                c.offer_attempt(n.saturating_add(1), cv, rule.location);
+            }
+        }
+        Read::EpochMillis => {
+            if let Some(t) = value.as_i64_lenient().and_then(timefmt::from_epoch_guess) {
+                c.offer_time(rule.field, t, cv, rule.location);
+            }
+        }
+        Read::ShareGroupReason => {
+            if let Some(t) = value.nonempty_text() {
+                let lower = t.to_ascii_lowercase();
+                let code = if lower.contains("rejected") {
+                    Some("rejected-by-consumer")
+                } else if lower.contains("delivery count") {
+                    Some("delivery-limit-reached")
+                } else {
+                    None
+                };
+                if let Some(code) = code {
+                    c.offer_text(Field::ReasonCode, code, cv, loc);
+                }
+                c.offer_text(Field::ReasonDetail, &t, cv, loc);
+            }
+        }
+        Read::TypeList => {
+            if let Some(t) = value.nonempty_text() {
+                let first = t.split(';').next().unwrap_or(&t);
+                let ty = first.split(',').next().unwrap_or(first);
+                c.offer_text(rule.field, ty, cv, loc);
+            }
         }
     }
 }

@@ -92,32 +92,7 @@ pub(super) fn apply(raw: &RawLetter, c: &mut Candidates) {
             c.offer_attempt(n, &conv, "x-death[0].count");
         }
     }
-    if let Some((i, t)) = deaths
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| d.time.map(|t| (i, t)))
-        .min_by_key(|(_, t)| *t)
-    {
-        c.offer_time(
-            Field::FirstFailedAt,
-            t,
-            &conv,
-            death_location(i, &TIME_AT, ".time"),
-        );
-    }
-    if let Some((i, t)) = deaths
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| d.time.map(|t| (i, t)))
-        .max_by_key(|(_, t)| *t)
-    {
-        c.offer_time(
-            Field::LastFailedAt,
-            t,
-            &conv,
-            death_location(i, &TIME_AT, ".time"),
-        );
-    }
+    offer_first_and_last(&deaths, c, &conv);
     // Summary headers when x-death itself is missing or was stripped.
     for (header, field, location) in [
         (
@@ -146,6 +121,24 @@ pub(super) fn apply(raw: &RawLetter, c: &mut Candidates) {
             &conv,
             "headers x-first-death-queue / x-first-death-exchange",
         );
+    }
+}
+
+/// The earliest and the latest death of the letter, whichever entries they are.
+fn offer_first_and_last(deaths: &[DeathEntry], c: &mut Candidates, conv: &Convention) {
+    let timed = || {
+        deaths
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| d.time.map(|t| (i, t)))
+    };
+    if let Some((i, t)) = timed().min_by_key(|(_, t)| *t) {
+        let at = death_location(i, &TIME_AT, ".time");
+        c.offer_time(Field::FirstFailedAt, t, conv, at);
+    }
+    if let Some((i, t)) = timed().max_by_key(|(_, t)| *t) {
+        let at = death_location(i, &TIME_AT, ".time");
+        c.offer_time(Field::LastFailedAt, t, conv, at);
     }
 }
 

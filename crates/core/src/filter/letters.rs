@@ -49,16 +49,7 @@ impl Filter {
         }
         self.in_payloads.noted = true;
         let masker = masker.with_fields(dl.pii_fields());
-        let masked_doc = || -> Option<serde_json::Value> {
-            (dl.body == BodyKind::Json && dl.schema.as_ref().is_none_or(|s| s.decoded().is_some()))
-                .then(|| {
-                    masker
-                        .mask_json(dl.readable_payload(), Layout::Compact, usize::MAX)
-                        .ok()
-                        .and_then(|(t, _)| serde_json::from_str(&t).ok())
-                })
-                .flatten()
-        };
+        let masked_doc = || masked_doc(dl, &masker);
         let payload_terms = self.terms.iter().any(|t| matches!(t, Term::Payload { .. }));
         let mut doc = if payload_terms { masked_doc() } else { None };
         for t in &mut self.terms {
@@ -81,13 +72,7 @@ impl Filter {
                     patterns,
                     verdicts,
                 } => {
-                    let values: Vec<String> = dl
-                        .raw
-                        .headers
-                        .iter()
-                        .filter(|h| h.name.eq_ignore_ascii_case(name))
-                        .map(|h| masker.mask_header(&h.name, &h.value))
-                        .collect();
+                    let values = masked_headers(dl, &masker, name);
                     let seen = &mut self.in_payloads.headers_seen;
                     if !values.is_empty() && !seen.contains(name.as_str()) {
                         seen.insert(name.clone());
@@ -102,37 +87,37 @@ impl Filter {
         // missing from the masked one too: most letters are passed over without masking
         // their payload (a bare-word `summary` of 1,000,000 letters would otherwise mask
         // every one).
-        let (hit, example) = {
-            let words = self.fuzzy_words();
-            if words.is_empty()
-                || !words
-                    .iter()
-                    .all(|w| contains_ignoring_case(dl.readable_payload(), w))
-            {
-                return;
-            }
-            if !payload_terms {
-                doc = masked_doc();
-            }
-            let text = match &doc {
-                Some(d) => d.to_string(),
-                None => match std::str::from_utf8(dl.readable_payload()) {
-                    Ok(t) => masker.mask_text(t),
-                    Err(_) => return,
-                },
-            };
-            let lower = text.to_lowercase();
-            let hit = words.iter().all(|w| lower.contains(w));
-            let example = (hit && self.in_payloads.example.is_none())
-                .then(|| doc.as_ref().and_then(|d| example_term(d, words[0])))
-                .flatten();
-            (hit, example)
+        let words = self.fuzzy_words();
+        if words.is_empty()
+            || !words
+                .iter()
+                .all(|w| contains_ignoring_case(dl.readable_payload(), w))
+        {
+            return;
+        }
+        if !payload_terms {
+            doc = masked_doc();
+        }
+        let text = match &doc {
+            Some(d) => d.to_string(),
+            None => match std::str::from_utf8(dl.readable_payload()) {
+                Ok(t) => masker.mask_text(t),
+                Err(_) => return,
+            },
         };
-        if hit {
-            self.in_payloads.letters += 1;
-            if example.is_some() {
-                self.in_payloads.example = example;
-            }
+        let lower = text.to_lowercase();
+        if !words.iter().all(|w| lower.contains(w)) {
+            return;
+        }
+        let example = self
+            .in_payloads
+            .example
+            .is_none()
+            .then(|| doc.as_ref().and_then(|d| example_term(d, words[0])))
+            .flatten();
+        self.in_payloads.letters += 1;
+        if example.is_some() {
+            self.in_payloads.example = example;
         }
     }
 
@@ -261,4 +246,27 @@ fn find_leaf(
             text.to_lowercase().contains(word).then_some(text)
         }
     }
+}
+
+/// The values of header `name` (any case) on a letter, masked as any view masks them.
+fn masked_headers(dl: &DeadLetter, masker: &Masker, name: &str) -> Vec<String> {
+    dl.raw
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case(name))
+        .map(|h| masker.mask_header(&h.name, &h.value))
+        .collect()
+}
+
+/// A JSON letter's payload (decoded where a schema decoded it), masked, as a document.
+fn masked_doc(dl: &DeadLetter, masker: &Masker) -> Option<serde_json::Value> {
+    let json =
+        dl.body == BodyKind::Json && dl.schema.as_ref().is_none_or(|s| s.decoded().is_some());
+    if !json {
+        return None;
+    }
+    masker
+        .mask_json(dl.readable_payload(), Layout::Compact, usize::MAX)
+        .ok()
+        .and_then(|(t, _)| serde_json::from_str(&t).ok())
 }

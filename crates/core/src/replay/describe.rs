@@ -58,6 +58,24 @@ pub fn plan_lines(plan: &Plan, label: &str, resuming: bool, kill: &str) -> Vec<S
             out.push(format!("    {:>6}  {} → {}", n, clean(g), clean(t)));
         }
     }
+    warning_lines(plan, &mut out);
+    if !plan.sample.is_empty() {
+        out.push("  sample (masked):".into());
+        for (i, g, t, p) in &plan.sample {
+            let p: String = clean(p).chars().take(60).collect();
+            out.push(format!(
+                "    {}  {} → {}  {p}",
+                clean(i),
+                clean(g),
+                clean(t)
+            ));
+        }
+    }
+    out
+}
+
+/// Every warning of the plan with its count and a few of its letters.
+fn warning_lines(plan: &Plan, out: &mut Vec<String>) {
     if !plan.warnings.is_empty() {
         out.push("  warnings:".into());
         for w in &plan.warnings {
@@ -80,19 +98,6 @@ pub fn plan_lines(plan: &Plan, label: &str, resuming: bool, kill: &str) -> Vec<S
             ));
         }
     }
-    if !plan.sample.is_empty() {
-        out.push("  sample (masked):".into());
-        for (i, g, t, p) in &plan.sample {
-            let p: String = clean(p).chars().take(60).collect();
-            out.push(format!(
-                "    {}  {} → {}  {p}",
-                clean(i),
-                clean(g),
-                clean(t)
-            ));
-        }
-    }
-    out
 }
 
 /// How a replay ended, in one line, from its journaled outcome.

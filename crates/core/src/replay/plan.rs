@@ -220,14 +220,11 @@ fn screen(
             TriageState::Replayed | TriageState::Replaying | TriageState::Resolved => {
                 Some(Why::AlreadyReplayed)
             }
+            _ if without_payload(&c, opts) => Some(Why::NoPayload),
             _ => None,
         };
         if let Some(w) = why {
             excluded.push((c.letter.id.value.0.clone(), w));
-            continue;
-        }
-        if without_payload(&c, opts) {
-            excluded.push((c.letter.id.value.0.clone(), Why::NoPayload));
             continue;
         }
         if shared_source(&c) && opts.to.is_none() {
@@ -249,6 +246,26 @@ fn screen(
             .or_else(|| origin.as_ref().and_then(|o| target_of(o, kafka_source)));
         drafts.push(Draft { c, origin, target });
     }
+    screen_warnings(
+        opts,
+        &held,
+        &shared,
+        &replayed_before,
+        &over_limit,
+        warnings,
+    );
+    drafts
+}
+
+/// What screening left out or noticed, as warnings with their letters.
+fn screen_warnings(
+    opts: &Options,
+    held: &[(String, String)],
+    shared: &[String],
+    replayed_before: &[String],
+    over_limit: &[String],
+    warnings: &mut Vec<Warning>,
+) {
     if let Some((_, by)) = held.first() {
         let ids: Vec<String> = held.iter().map(|(id, _)| id.clone()).collect();
         warn(
@@ -262,13 +279,13 @@ fn screen(
         warnings,
         "share-group-source",
         "back to a share group's source topic: every group that reads it (share and classic consumer groups alike) gets these letters again, not only the group that rejected them".into(),
-        &refs(&shared),
+        &refs(shared),
     );
     warn(
         warnings,
         "replayed-before",
         "replayed before (x-dlq-replay-count or the ledger)".into(),
-        &refs(&replayed_before),
+        &refs(replayed_before),
     );
     warn(
         warnings,
@@ -277,9 +294,8 @@ fn screen(
             "refused: replayed {} or more times already (--force-replay-count to send)",
             opts.max_replay_count
         ),
-        &refs(&over_limit),
+        &refs(over_limit),
     );
-    drafts
 }
 
 /// A Kafka share group's DLQ record without a value (the broker copies none by default):

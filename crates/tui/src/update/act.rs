@@ -56,33 +56,41 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
                 ));
             }
         }
-        Act::Copy if check(state.role, Permission::ViewPayload).is_err() => {
-            state.message = Some((
-                "copying needs the operator role (payloads are hidden from viewers)".into(),
-                Level::Warn,
-            ));
-        }
-        Act::Copy => match &state.detail.current {
-            Some(d) => {
-                // What happened is reported by the copy itself (`BrowseEvent::Copied`).
-                cmds.push(Command::Copy(d.payload.text.clone()));
-            }
-            None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
-        },
-        Act::Rebrowse if state.replay.running() => {
-            state.message = Some((
-                "a replay is running: K stops it before browsing again".into(),
-                Level::Warn,
-            ));
-        }
-        Act::Rebrowse => {
-            state.message = Some((
-                "browsing again on a new connection (what this browse held goes back to the queue)…".into(),
-                Level::Info,
-            ));
-            cmds.push(Command::Session(Request::Rebrowse));
-        }
+        Act::Copy => copy(state, cmds),
+        Act::Rebrowse => rebrowse(state, cmds),
     }
+}
+
+/// `y`: the masked payload shown, to the clipboard (viewers see no payload to copy).
+fn copy(state: &mut AppState, cmds: &mut Vec<Command>) {
+    if check(state.role, Permission::ViewPayload).is_err() {
+        state.message = Some((
+            "copying needs the operator role (payloads are hidden from viewers)".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    match &state.detail.current {
+        // What happened is reported by the copy itself (`BrowseEvent::Copied`).
+        Some(d) => cmds.push(Command::Copy(d.payload.text.clone())),
+        None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
+    }
+}
+
+/// `R`: a new browse on a new connection — not while a replay runs on this one.
+fn rebrowse(state: &mut AppState, cmds: &mut Vec<Command>) {
+    if state.replay.running() {
+        state.message = Some((
+            "a replay is running: K stops it before browsing again".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    state.message = Some((
+        "browsing again on a new connection (what this browse held goes back to the queue)…".into(),
+        Level::Info,
+    ));
+    cmds.push(Command::Session(Request::Rebrowse));
 }
 
 /// The letters a write acts on (the selection rule: marks in view, else the cursor's

@@ -38,7 +38,7 @@ pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
     // Scanned while the registry had not answered: read it again, once, so the pane
     // decodes it if the schema has arrived since (Kafka letters are re-read by offset).
     let pending = matches!(letter.schema, Some(dlq_core::schema::Decoding::Pending(_)));
-    let store = &state.catalog.store;
+    let store = &state.browse.catalog.store;
     let refetchable = store.row(row).and_then(|r| store.kafka_coords(r)).is_some();
     if pending && refetchable && state.detail.schema_retry != Some(row) {
         state.detail.schema_retry = Some(row);
@@ -65,7 +65,7 @@ pub(crate) fn request_fetch(state: &mut AppState, row: RowId, cmds: &mut Vec<Com
     if state.detail.pending_fetch == Some(row) {
         return;
     }
-    let store = &state.catalog.store;
+    let store = &state.browse.catalog.store;
     let coords = store.row(row).and_then(|r| store.kafka_coords(r));
     match coords {
         Some(c) => {
@@ -98,7 +98,10 @@ pub(crate) fn diff_against(
         ));
         return None;
     }
-    Some((mark, diff_letters(state.catalog.masker(), &other, letter)))
+    Some((
+        mark,
+        diff_letters(state.browse.catalog.masker(), &other, letter),
+    ))
 }
 
 /// The payload view: from the render thread's last answer, rendered here when small, or
@@ -120,7 +123,7 @@ pub(crate) fn payload_for(
     }
     let bytes = letter.readable_payload();
     if bytes.len() <= INLINE_RENDER_MAX {
-        return render_payload(state.catalog.masker(), letter, unmasked);
+        return render_payload(state.browse.catalog.masker(), letter, unmasked);
     }
     cmds.push(Command::RenderPayload {
         row,

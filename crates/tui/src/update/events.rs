@@ -37,7 +37,7 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
             state.scan.done = state.scan.done.max(done);
             state.scan.total = total;
             if let Some(t) = total {
-                state.catalog.store.reserve(t);
+                state.browse.catalog.store.reserve(t);
             }
         }
         BrowseEvent::Retention(rules) => retention(state, rules),
@@ -80,25 +80,21 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
 /// The source's retention: groups learn when the broker empties them; what is not known
 /// is said in `:notes`.
 fn retention(state: &mut AppState, rules: Vec<(String, dlq_core::retention::Retention)>) {
-    state.retention = dlq_core::retention::by_symbol(&mut state.catalog.store, &rules);
-    for (c, r) in &rules {
-        if let dlq_core::retention::Retention::Unknown(why) = r {
-            state.notes.push(format!(
-                "{}: retention unknown — {}",
-                dlq_core::sanitize::clean(c),
-                dlq_core::sanitize::line(why, 200)
-            ));
-        }
+    for (c, why) in state.browse.set_retention(rules) {
+        state.notes.push(format!(
+            "{}: retention unknown — {}",
+            dlq_core::sanitize::clean(&c),
+            dlq_core::sanitize::line(&why, 200)
+        ));
     }
-    state.retention_rules = rules;
-    rebuild_index(state);
+    refresh_tree(state);
 }
 
 /// The scan has read everything there was.
 fn scan_done(state: &mut AppState) {
     state.scan.complete = true;
-    state.catalog.shrink_to_fit();
-    let n = state.catalog.store.len();
+    state.browse.scan_complete();
+    let n = state.browse.catalog.store.len();
     state.scan.total = Some(n as u64);
     state.letters.dirty = true;
     if state.scan.again {
@@ -185,11 +181,8 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
 /// A new browse begins: forget the letters, their bytes, selections and decisions of
 /// the old one (row ids start again); the filter, grouping and replay history stay.
 pub(crate) fn reset_browse(state: &mut AppState) {
-    let masker = state.catalog.masker().clone();
-    let mappings = state.catalog.mappings().to_vec();
-    state.catalog = dlq_core::catalog::Catalog::new(masker, mappings);
+    state.browse.restart();
     state.cache.clear();
-    state.decisions.clear();
     state.scan = ScanStatus {
         again: true,
         ..Default::default()
@@ -213,19 +206,14 @@ pub(crate) fn reset_browse(state: &mut AppState) {
         state.replay.run = None;
     }
     state.replay.dry_run = None;
-    rebuild_index(state);
+    refresh_tree(state);
 }
 
 /// Index a batch of prepared letters; live ones are counted as arrivals.
 pub(crate) fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
     for p in batch {
-        let row = state.catalog.push_prepared(&p);
+        let row = state.browse.add(&p);
         state.cache.put(row, p.letter);
-        if let Some(r) = state.catalog.store.row(row).copied() {
-            if state.filter.matches(&state.catalog.store, &r, state.now_ms) {
-                state.index.add(row, &r);
-            }
-        }
         if live {
             state.scan.live += 1;
         } else {
@@ -239,26 +227,18 @@ pub(crate) fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
 /// team ledger): letters decided since the last report take their state, leave the open
 /// groups, and the status line says who.
 fn apply_decisions(state: &mut AppState, ds: Vec<dlq_core::journal::Decision>) {
-    let fresh: std::collections::HashMap<String, dlq_core::journal::Decision> = ds
-        .into_iter()
-        .filter_map(|d| d.binding.clone().map(|b| (b, d)))
-        .collect();
-    let news: std::collections::HashMap<&str, &dlq_core::journal::Decision> = fresh
-        .iter()
-        .filter(|(b, _)| !state.decisions.contains_key(*b))
-        .map(|(b, d)| (b.as_str(), d))
-        .collect();
-    let actors = dlq_core::decisions::apply_to_store(&mut state.catalog.store, &news);
-    let changed = actors.len();
-    let by: std::collections::BTreeSet<String> = actors.into_iter().collect();
-    state.decisions = fresh;
-    if changed > 0 {
-        rebuild_index(state);
-        let who: Vec<String> = by.iter().map(|a| dlq_core::sanitize::clean(a)).collect();
+    let followed = state.browse.follow(ds);
+    if followed.letters > 0 {
+        refresh_tree(state);
+        let who: Vec<String> = followed
+            .by
+            .iter()
+            .map(|a| dlq_core::sanitize::clean(a))
+            .collect();
         state.message = Some((
             format!(
                 "{} decided in the ledger by {} (no longer open)",
-                dlq_core::words::letters(changed),
+                dlq_core::words::letters(followed.letters),
                 who.join(", ")
             ),
             Level::Info,

@@ -9,9 +9,8 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
         .map_or((line, ""), |(c, a)| (c, a.trim()));
     let result: Result<String, String> = match cmd {
         "group" | "g" => Dim::parse_list(arg).map(|dims| {
-            state.custom_dims = Some(dims);
-            state.groups.expanded.clear();
-            rebuild_index(state);
+            state.group_by(dims);
+            refresh_tree(state);
             let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
             format!("grouped by {}", names.join(" › "))
         }),
@@ -20,29 +19,8 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
             super::typing::apply_filter(state, if cmd == "clear" { "" } else { arg });
             return;
         }
-        "sort" => match arg {
-            "newest" | "" => Ok(true),
-            "oldest" => Ok(false),
-            other => Err(format!("sort takes newest or oldest, not `{other}`")),
-        }
-        .map(|newest| {
-            state.letters.order.newest_first = newest;
-            state.letters.dirty = true;
-            format!("{} first", if newest { "newest" } else { "oldest" })
-        }),
-        "tab" => match Tab::ALL
-            .iter()
-            .find(|t| t.title().eq_ignore_ascii_case(arg))
-        {
-            Some(t) => {
-                state.detail.tab = *t;
-                state.detail.scroll = 0;
-                Ok(format!("{} tab", t.title()))
-            }
-            None => Err(format!(
-                "tab takes failure, headers, payload, diff or history, not `{arg}`"
-            )),
-        },
+        "sort" => sort(state, arg),
+        "tab" => tab(state, arg),
         "help" | "?" => {
             state.prompt.show_help = true;
             Ok(String::new())
@@ -84,6 +62,34 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
         Ok(m) => Some((m, Level::Info)),
         Err(e) => Some((e, Level::Error)),
     };
+}
+
+/// `:sort newest|oldest`.
+fn sort(state: &mut AppState, arg: &str) -> Result<String, String> {
+    let newest = match arg {
+        "newest" | "" => true,
+        "oldest" => false,
+        other => return Err(format!("sort takes newest or oldest, not `{other}`")),
+    };
+    state.letters.order.newest_first = newest;
+    state.letters.dirty = true;
+    Ok(format!(
+        "{} first",
+        if newest { "newest" } else { "oldest" }
+    ))
+}
+
+/// `:tab NAME`.
+fn tab(state: &mut AppState, arg: &str) -> Result<String, String> {
+    let t = Tab::ALL
+        .iter()
+        .find(|t| t.title().eq_ignore_ascii_case(arg))
+        .ok_or_else(|| {
+            format!("tab takes failure, headers, payload, diff or history, not `{arg}`")
+        })?;
+    state.detail.tab = *t;
+    state.detail.scroll = 0;
+    Ok(format!("{} tab", t.title()))
 }
 
 /// `:problems`: the unreadable records the scan reported.

@@ -6,7 +6,9 @@ use super::*;
 pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command>) {
     match action {
         Typing::StartFuzzy => state.prompt.input = Input::Fuzzy(String::new()),
-        Typing::StartExpr => state.prompt.input = Input::Expr(state.filter.source().to_string()),
+        Typing::StartExpr => {
+            state.prompt.input = Input::Expr(state.browse.filter().source().to_string())
+        }
         Typing::StartCommand => state.prompt.input = Input::Command(String::new()),
         Typing::InputChar(c) => {
             if let Some(s) = state.prompt.input.text_mut() {
@@ -43,9 +45,9 @@ pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command
             } else if state.prompt.show_help || state.prompt.overlay.is_some() {
                 state.prompt.show_help = false;
                 state.prompt.overlay = None;
-            } else if !state.filter.is_empty() {
-                state.filter = Filter::all();
-                rebuild_index(state);
+            } else if !state.browse.filter().is_empty() {
+                state.browse.set_filter(Filter::all());
+                refresh_tree(state);
                 state.message = Some(("filter cleared".into(), Level::Info));
             } else if !state.letters.marks.is_empty() {
                 let n = state.letters.marks.len();
@@ -144,11 +146,11 @@ pub(crate) fn parse_filter(expr: &str) -> Result<Filter, String> {
 pub(crate) fn apply_filter(state: &mut AppState, expr: &str) {
     match parse_filter(expr) {
         Ok(f) => {
-            state.filter = f;
-            rebuild_index(state);
-            let n = state.index.total();
+            state.browse.set_filter(f);
+            refresh_tree(state);
+            let n = state.browse.index().total();
             let matched = format!("{} match `{expr}`", dlq_core::words::count(n, "letter"));
-            state.message = Some(if state.filter.is_empty() {
+            state.message = Some(if state.browse.filter().is_empty() {
                 ("filter cleared".into(), Level::Info)
             } else if let Some(why) = (n == 0).then(|| words_in_held_payloads(state)).flatten() {
                 (format!("{matched} — {why}"), Level::Warn)
@@ -167,14 +169,14 @@ const HINT_SAMPLE: usize = 5_000;
 /// Bare words that matched nothing where they look (id, key, reason, preview) but are
 /// in the payloads of letters held in memory: said, with how to search there.
 fn words_in_held_payloads(state: &AppState) -> Option<String> {
-    if state.filter.fuzzy_words().is_empty() {
+    if state.browse.filter().fuzzy_words().is_empty() {
         return None;
     }
-    let mut probe = state.filter.clone();
-    let store = &state.catalog.store;
+    let mut probe = state.browse.filter().clone();
+    let store = &state.browse.catalog.store;
     for (row, letter) in state.cache.held().take(HINT_SAMPLE) {
         if let Some(r) = store.row(row) {
-            probe.note_letter(r, letter, state.catalog.masker());
+            probe.note_letter(r, letter, state.browse.catalog.masker());
         }
     }
     let note = probe.unmatched_notes(0).into_iter().next()?;
@@ -184,7 +186,7 @@ fn words_in_held_payloads(state: &AppState) -> Option<String> {
 }
 
 pub(crate) fn letter_id(state: &AppState, row: RowId) -> Option<String> {
-    let store = &state.catalog.store;
+    let store = &state.browse.catalog.store;
     store.row(row).map(|r| store.id(r).to_string())
 }
 
@@ -283,7 +285,7 @@ pub(crate) fn submit_discard(
         ));
         return;
     }
-    let store = &state.catalog.store;
+    let store = &state.browse.catalog.store;
     let rows: Vec<(RowId, DiscardTarget)> = rows
         .iter()
         .filter_map(|r| DiscardTarget::of(store, *r).map(|t| (*r, t)))

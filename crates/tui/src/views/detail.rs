@@ -97,10 +97,10 @@ fn clean(s: &str) -> String {
 
 /// The ledger state of a row: its decision, if one is bound to this exact letter.
 fn row_state(s: &AppState, row: dlq_core::store::RowId) -> dlq_app::session::LetterState {
-    let store = &s.catalog.store;
+    let store = &s.browse.catalog.store;
     let decision = store.row(row).and_then(|r| {
-        s.decisions
-            .get(&store.binding(r))
+        s.browse
+            .decision(&store.binding(r))
             .filter(|x| x.letter_id == store.id(r))
     });
     dlq_app::session::LetterState::of(decision)
@@ -108,7 +108,7 @@ fn row_state(s: &AppState, row: dlq_core::store::RowId) -> dlq_app::session::Let
 
 fn failure<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
     let state = row_state(s, d.row);
-    let facts = LetterFacts::of(&d.letter, s.catalog.masker(), &state, s.now_ms);
+    let facts = LetterFacts::of(&d.letter, s.browse.catalog.masker(), &state, s.now_ms);
     fact_lines(&facts, t)
 }
 
@@ -121,11 +121,11 @@ fn not_kept<'a>(row: dlq_core::store::RowId, s: &AppState, t: &Theme) -> Vec<Lin
         )),
         Line::from(""),
     ];
-    if let Some(r) = s.catalog.store.row(row) {
+    if let Some(r) = s.browse.catalog.store.row(row) {
         let facts = LetterFacts::of_row(
-            &s.catalog.store,
+            &s.browse.catalog.store,
             r,
-            s.catalog.masker(),
+            s.browse.catalog.masker(),
             &row_state(s, row),
             s.now_ms,
         );
@@ -159,7 +159,7 @@ fn fact_lines<'a>(facts: &LetterFacts, t: &Theme) -> Vec<Line<'a>> {
 }
 
 fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
-    let m = s.catalog.masker();
+    let m = s.browse.catalog.masker();
     let w = d
         .letter
         .raw
@@ -380,11 +380,11 @@ fn diff<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
     };
     // Letters by their ids (the row is an index of this session, not a place anyone
     // knows the letter by).
-    let store = &s.catalog.store;
+    let store = &s.browse.catalog.store;
     let name = |row: dlq_core::store::RowId| {
         store
             .row(row)
-            .map(|r| clean(&s.catalog.masker().mask_text(store.id(r))))
+            .map(|r| clean(&s.browse.catalog.masker().mask_text(store.id(r))))
             .unwrap_or_else(|| "(gone)".into())
     };
     let mut out = vec![Line::from(Span::styled(

@@ -45,7 +45,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     // The broker's deletion clock, where a retention is known and there is room; at
     // narrower widths a group due soon shows its count in red (the letters pane's title
     // says when).
-    let show_expiry = w >= 64 && !s.retention.is_empty();
+    let show_expiry = w >= 64 && s.browse.expires();
     let stats_w = 7
         + if show_oldest { 7 } else { 0 }
         + if show_spark { 13 } else { 0 }
@@ -119,24 +119,7 @@ fn node_line<'a>(
     t: &Theme,
 ) -> Line<'a> {
     let label_w = cols.label_w;
-    let leaf = n.depth + 1 == s.dims().len();
-    let marker = if leaf {
-        "  "
-    } else if s.groups.expanded.contains(&n.path) {
-        "▾ "
-    } else {
-        "▸ "
-    };
-    let indent = 2 * n.depth + 2;
-    let mut label = if n.label.is_empty() {
-        "(none)".to_string()
-    } else {
-        shorten(&n.label, label_w.saturating_sub(indent), shared)
-    };
-    if let Some((_, owner)) = s.groups.owners.get(&n.path) {
-        label = format!("{label} · {}", sanitize::line(owner, 60));
-    }
-    let text = fit(&format!("{}{marker}{label}", "  ".repeat(n.depth)), label_w);
+    let text = node_label(s, n, label_w, shared);
     let oldest = if n.oldest_ms == NO_TIME {
         "-".into()
     } else {
@@ -190,6 +173,34 @@ fn node_line<'a>(
         ));
     }
     Line::from(spans)
+}
+
+/// A node's label: indented, its expand marker, shortened to the column (the part it
+/// shares with the row above cut first), with its owner.
+fn node_label(
+    s: &AppState,
+    n: &dlq_core::grouping::TreeNode,
+    label_w: usize,
+    shared: usize,
+) -> String {
+    let leaf = n.depth + 1 == s.dims().len();
+    let marker = if leaf {
+        "  "
+    } else if s.groups.expanded.contains(&n.path) {
+        "▾ "
+    } else {
+        "▸ "
+    };
+    let indent = 2 * n.depth + 2;
+    let mut label = if n.label.is_empty() {
+        "(none)".to_string()
+    } else {
+        shorten(&n.label, label_w.saturating_sub(indent), shared)
+    };
+    if let Some((_, owner)) = s.groups.owners.get(&n.path) {
+        label = format!("{label} · {}", sanitize::line(owner, 60));
+    }
+    fit(&format!("{}{marker}{label}", "  ".repeat(n.depth)), label_w)
 }
 
 /// Characters `a` and `b` begin with alike.

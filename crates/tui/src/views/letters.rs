@@ -17,88 +17,20 @@ use ratatui::Frame;
 
 pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let focused = s.focus == Pane::Letters;
-    let node = s
-        .selected_node()
-        .map(|n| sanitize::line(&n.label, 60))
-        .unwrap_or_default();
-    let order = if s.letters.order.newest_first {
-        "newest first"
-    } else {
-        "oldest first"
-    };
-    // The owner of the group the node is in (`[[owners]]`), where the tree has no room.
-    let owner = s
-        .selected_node()
-        .and_then(|n| s.groups.owners.get(&n.path[..n.path.len().min(1)]))
-        .map(|(_, o)| format!(" · owner {}", sanitize::line(o, 40)))
-        .unwrap_or_default();
-    // The broker's deletion clock of the group, red under `[retention] warn_below`.
-    let expiry = s
-        .selected_node()
-        .filter(|n| n.expires_ms != dlq_core::store::NO_TIME)
-        .map(|n| {
-            let soon = n.expires_ms - s.now_ms < s.expiry_warn_ms;
-            // Narrow panes (80 columns) have room for the short form only.
-            let label = if area.width >= 70 {
-                dlq_core::retention::expires_label(n.expires_ms, s.now_ms)
-            } else if n.expires_ms <= s.now_ms {
-                "exp due".to_string()
-            } else {
-                format!("exp {}", format_age_ms(n.expires_ms - s.now_ms))
-            };
-            Span::styled(
-                label,
-                t.get(if soon {
-                    StyleName::UiError
-                } else {
-                    StyleName::UiTitle
-                }),
-            )
-        });
-    // Before the order and the owner: at 80 columns the end of the title is cut.
-    let mut title = Line::from(format!(
-        " Letters  {node} · {} · ",
-        s.letters.order.rows.len()
-    ));
-    if let Some(e) = expiry {
-        title.spans.push(e);
-        title.spans.push(Span::raw(" · "));
-    }
-    title.spans.push(Span::raw(format!("{order}{owner} ")));
-    let block = pane(title, focused, t);
+    let block = pane(title(s, area, t), focused, t);
     let inner = block.inner(area);
     f.render_widget(block, area);
     let w = usize::from(inner.width);
     let h = usize::from(inner.height).saturating_sub(1);
-    let store = &s.catalog.store;
-    // Columns by width: the key and the attempt give way first, so that STATE (is it
-    // still failing?) and some of the preview stay at 80 columns.
-    let (id_w, age_w, key_w, att_w, state_w) = (
-        if w >= 100 { 30 } else { 18 },
-        6,
-        if w >= 72 { 12 } else { 0 },
-        if w >= 60 { 3 } else { 0 },
-        if w >= 100 { 12 } else { 8 },
-    );
-    let col = |width: usize| if width == 0 { 0 } else { width + 1 };
-    let fixed = 2 + col(id_w) + col(age_w) + col(key_w) + col(att_w) + col(state_w);
-    let prev_w = w.saturating_sub(fixed);
-    let cols = Cols {
-        id_w,
-        age_w,
-        key_w,
-        att_w,
-        state_w,
-        prev_w,
-        w,
-    };
+    let store = &s.browse.catalog.store;
+    let cols = Cols::for_width(w);
     let header = cols.line(["ID", "AGE", "KEY", "#", "STATE", "PREVIEW"]);
     let mut lines = vec![Line::from(Span::styled(
         fit(&format!("  {header}"), w),
         t.get(StyleName::UiDim),
     ))];
     let offset = list_offset(s.letters.cursor, h.max(1));
-    let words = s.filter.fuzzy_words();
+    let words = s.browse.filter().fuzzy_words();
     for (pos, row) in s.letters.order.rows.iter().enumerate().skip(offset).take(h) {
         let Some(r) = store.row(*row) else { continue };
         let selected = pos == s.letters.cursor;
@@ -128,6 +60,57 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         )));
     }
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The pane's title: the group, its count, the broker's deletion clock (red under
+/// `[retention] warn_below`), the order and the owner. The count and the clock come
+/// first: at 80 columns the end of the title is cut.
+fn title(s: &AppState, area: Rect, t: &Theme) -> Line<'static> {
+    let node = s
+        .selected_node()
+        .map(|n| sanitize::line(&n.label, 60))
+        .unwrap_or_default();
+    let order = if s.letters.order.newest_first {
+        "newest first"
+    } else {
+        "oldest first"
+    };
+    // The owner of the group the node is in (`[[owners]]`), where the tree has no room.
+    let owner = s
+        .selected_node()
+        .and_then(|n| s.groups.owners.get(&n.path[..n.path.len().min(1)]))
+        .map(|(_, o)| format!(" · owner {}", sanitize::line(o, 40)))
+        .unwrap_or_default();
+    let expiry = s
+        .selected_node()
+        .filter(|n| n.expires_ms != dlq_core::store::NO_TIME)
+        .map(|n| {
+            let soon = n.expires_ms - s.now_ms < s.expiry_warn_ms;
+            // Narrow panes (80 columns) have room for the short form only.
+            let label = if area.width >= 70 {
+                dlq_core::retention::expires_label(n.expires_ms, s.now_ms)
+            } else if n.expires_ms <= s.now_ms {
+                "exp due".to_string()
+            } else {
+                format!("exp {}", format_age_ms(n.expires_ms - s.now_ms))
+            };
+            let style = if soon {
+                StyleName::UiError
+            } else {
+                StyleName::UiTitle
+            };
+            Span::styled(label, t.get(style))
+        });
+    let mut title = Line::from(format!(
+        " Letters  {node} · {} · ",
+        s.letters.order.rows.len()
+    ));
+    if let Some(e) = expiry {
+        title.spans.push(e);
+        title.spans.push(Span::raw(" · "));
+    }
+    title.spans.push(Span::raw(format!("{order}{owner} ")));
+    title
 }
 
 /// `text` as spans, the characters the fuzzy words matched in `hit` style.
@@ -175,13 +158,13 @@ struct Cols {
 
 /// One letter's row: id, age, key (masked), attempt, state, masked preview.
 fn row_text(s: &AppState, r: &dlq_core::store::Row, c: &Cols) -> String {
-    let store = &s.catalog.store;
+    let store = &s.browse.catalog.store;
     let age = if r.at_ms == NO_TIME {
         "-".into()
     } else {
         format_age_ms(s.now_ms - r.at_ms)
     };
-    let key = sanitize::line(&s.catalog.masker().mask_text(store.key(r)), 200);
+    let key = sanitize::line(&s.browse.catalog.masker().mask_text(store.key(r)), 200);
     let attempt = if r.attempt > 0 {
         r.attempt.to_string()
     } else {
@@ -204,6 +187,29 @@ fn row_text(s: &AppState, r: &dlq_core::store::Row, c: &Cols) -> String {
 }
 
 impl Cols {
+    /// Columns by width: the key and the attempt give way first, so that STATE (is it
+    /// still failing?) and some of the preview stay at 80 columns.
+    fn for_width(w: usize) -> Cols {
+        let (id_w, age_w, key_w, att_w, state_w) = (
+            if w >= 100 { 30 } else { 18 },
+            6,
+            if w >= 72 { 12 } else { 0 },
+            if w >= 60 { 3 } else { 0 },
+            if w >= 100 { 12 } else { 8 },
+        );
+        let col = |width: usize| if width == 0 { 0 } else { width + 1 };
+        let fixed = 2 + col(id_w) + col(age_w) + col(key_w) + col(att_w) + col(state_w);
+        Cols {
+            id_w,
+            age_w,
+            key_w,
+            att_w,
+            state_w,
+            prev_w: w.saturating_sub(fixed),
+            w,
+        }
+    }
+
     /// One row's cells, each cut to its column; a column of width 0 is left out. AGE
     /// and `#` are right-aligned.
     fn line(&self, cells: [&str; 6]) -> String {

@@ -23,42 +23,7 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
     );
     f.render_widget(Clear, popup);
     let width = usize::from(w.saturating_sub(3));
-    let mut rows: Vec<Line> = Vec::new();
-    for (i, name) in FIELDS.iter().enumerate() {
-        let here = i == d.field;
-        let style = if here {
-            t.get(StyleName::UiSelection)
-        } else {
-            t.get(StyleName::UiText)
-        };
-        let text = format!(
-            "{} {:<13} {}",
-            if here { "›" } else { " " },
-            name,
-            field_value(&d.opts, i)
-        );
-        rows.push(Line::from(Span::styled(fit(&text, width), style)));
-    }
-    let (hint, hint_style) = match &d.plan {
-        None => ("planning…".to_string(), t.get(StyleName::UiDim)),
-        Some(p) if p.planned == 0 => (
-            "nothing to replay · Esc closes".to_string(),
-            t.get(StyleName::UiWarn),
-        ),
-        Some(p) if p.planned > d.confirm_above => (
-            format!(
-                "Enter: type {} to start · ↑↓ choose · ←→ change · Esc cancel (nothing sent yet)",
-                p.planned
-            ),
-            t.get(StyleName::UiFooter),
-        ),
-        Some(_) => (
-            "Enter starts · ↑↓ choose · ←→ change · PgDn/PgUp plan · Esc cancel (nothing sent yet)"
-                .to_string(),
-            t.get(StyleName::UiFooter),
-        ),
-    };
-    rows.push(Line::from(Span::styled(fit(&hint, width), hint_style)));
+    let mut rows = choices(d, width, t);
     if let Some(e) = &d.error {
         rows.push(Line::from(Span::styled(
             sanitize::line(&format!("! {e}"), width),
@@ -104,6 +69,48 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
             Rect::new(inner.x, inner.y + top_h, inner.width, inner.height - top_h),
         );
     }
+}
+
+/// The dry-run's choices, one per line (the one being changed selected), and what
+/// Enter does now.
+fn choices(d: &DryRun, width: usize, t: &Theme) -> Vec<Line<'static>> {
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    for (i, name) in FIELDS.iter().enumerate() {
+        let here = i == d.field;
+        let style = if here {
+            t.get(StyleName::UiSelection)
+        } else {
+            t.get(StyleName::UiText)
+        };
+        let text = format!(
+            "{} {:<13} {}",
+            if here { "›" } else { " " },
+            name,
+            field_value(&d.opts, i)
+        );
+        rows.push(Line::from(Span::styled(fit(&text, width), style)));
+    }
+    let (hint, hint_style) = match &d.plan {
+        None => ("planning…".to_string(), t.get(StyleName::UiDim)),
+        Some(p) if p.planned == 0 => (
+            "nothing to replay · Esc closes".to_string(),
+            t.get(StyleName::UiWarn),
+        ),
+        Some(p) if p.planned > d.confirm_above => (
+            format!(
+                "Enter: type {} to start · ↑↓ choose · ←→ change · Esc cancel (nothing sent yet)",
+                p.planned
+            ),
+            t.get(StyleName::UiFooter),
+        ),
+        Some(_) => (
+            "Enter starts · ↑↓ choose · ←→ change · PgDn/PgUp plan · Esc cancel (nothing sent yet)"
+                .to_string(),
+            t.get(StyleName::UiFooter),
+        ),
+    };
+    rows.push(Line::from(Span::styled(fit(&hint, width), hint_style)));
+    rows
 }
 
 /// The progress pane: counts, rate, ETA, sparklines of rate and failures, the state,

@@ -13,23 +13,8 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
-    let total = s.catalog.store.len();
-    // Summed as counts: a float sum of no groups is -0.0, shown "+-0.0/min".
-    let inflow = s
-        .groups
-        .nodes
-        .iter()
-        .filter(|n| n.depth == 0)
-        .map(|n| n.last_hour)
-        .sum::<u64>() as f64
-        / 60.0;
-    let oldest = s
-        .groups
-        .nodes
-        .iter()
-        .filter(|n| n.depth == 0 && n.oldest_ms != NO_TIME)
-        .map(|n| n.oldest_ms)
-        .min();
+    let total = s.browse.catalog.store.len();
+    let (inflow, oldest) = inflow_and_oldest(s);
     // Segments in display order with how long each is kept as the width shrinks: the
     // role, read-only and the filter last (they change what every key does), the source
     // label first (it is shortened before it goes).
@@ -77,12 +62,12 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     if s.read_only {
         parts.push(text(" · read-only".into(), StyleName::UiWarn, 10));
     }
-    if !s.filter.is_empty() {
+    if !s.browse.filter().is_empty() {
         parts.push(text(
             format!(
                 " · {} match · filter: {}",
-                s.index.total(),
-                sanitize::line(s.filter.source(), 60)
+                s.browse.index().total(),
+                sanitize::line(s.browse.filter().source(), 60)
             ),
             StyleName::UiWarn,
             9,
@@ -93,6 +78,18 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         Paragraph::new(Line::from(parts)).style(t.get(StyleName::UiStatus)),
         area,
     );
+}
+
+/// Letters a minute over the last hour, and the oldest letter's time, over every group.
+fn inflow_and_oldest(s: &AppState) -> (f64, Option<i64>) {
+    let top = || s.groups.nodes.iter().filter(|n| n.depth == 0);
+    // Summed as counts: a float sum of no groups is -0.0, shown "+-0.0/min".
+    let inflow = top().map(|n| n.last_hour).sum::<u64>() as f64 / 60.0;
+    let oldest = top()
+        .filter(|n| n.oldest_ms != NO_TIME)
+        .map(|n| n.oldest_ms)
+        .min();
+    (inflow, oldest)
 }
 
 /// The hint beside a typed count: what the last answer was told (letters arrived since),
@@ -280,74 +277,59 @@ fn browse_prompt(input: &Input, t: &Theme) -> Line<'static> {
 
 /// A line being typed for a decision: a reason, a count, a program.
 fn decision_prompt(s: &AppState, input: &Input, t: &Theme) -> Line<'static> {
-    let warn = t.get(StyleName::UiWarn);
-    match input {
-        Input::DiscardReason(r, d) => prompt(
-            t,
-            &format!(" discard {} — reason: ", sanitize::line(&d.what, 120)),
-            warn,
+    // What is asked, what was typed, how much of it shows, the keys that answer it.
+    let (label, typed, max, hint): (String, &str, usize, String) = match input {
+        Input::DiscardReason(r, d) => (
+            format!(" discard {} — reason: ", sanitize::line(&d.what, 120)),
             r,
             200,
-            "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels",
+            "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels".into(),
         ),
-        Input::DiscardCount(typed, d) => prompt(
-            t,
-            &format!(
+        Input::DiscardCount(typed, d) => (
+            format!(
                 " discard {} — type {} to confirm: ",
                 dlq_core::words::letters(d.rows.len()),
                 d.rows.len()
             ),
-            warn,
             typed,
             20,
-            &count_hint(s, "  Enter · Esc cancels (nothing is discarded)"),
+            count_hint(s, "  Enter · Esc cancels (nothing is discarded)"),
         ),
-        Input::EditReason(r, _) => prompt(
-            t,
-            " edit (revision) — reason: ",
-            warn,
+        Input::EditReason(r, _) => (
+            " edit (revision) — reason: ".into(),
             r,
             200,
-            "  opens $EDITOR on the masked payload · Enter · Esc cancels",
+            "  opens $EDITOR on the masked payload · Enter · Esc cancels".into(),
         ),
-        Input::UnmaskReason(r, _) => prompt(
-            t,
-            " unmask — reason: ",
-            warn,
+        Input::UnmaskReason(r, _) => (
+            " unmask — reason: ".into(),
             r,
             200,
-            "  audited; shown for this letter in this session only · Enter · Esc cancels",
+            "  audited; shown for this letter in this session only · Enter · Esc cancels".into(),
         ),
-        Input::ReplayCount(typed, n) => prompt(
-            t,
-            &format!(
+        Input::ReplayCount(typed, n) => (
+            format!(
                 " replay {} — type {n} to start: ",
                 dlq_core::words::letters(*n)
             ),
-            warn,
             typed,
             20,
-            &count_hint(s, "  Enter · Esc cancels (nothing is sent)"),
+            count_hint(s, "  Enter · Esc cancels (nothing is sent)"),
         ),
-        Input::TransformProgram(p, d) => prompt(
-            t,
-            &format!(" transform {} — jq: ", sanitize::line(&d.what, 80)),
-            warn,
+        Input::TransformProgram(p, d) => (
+            format!(" transform {} — jq: ", sanitize::line(&d.what, 80)),
             p,
             400,
-            "  e.g. .payload.amount |= (gsub(\",\";\"\") | tonumber) · Enter · Esc cancels",
+            "  e.g. .payload.amount |= (gsub(\",\";\"\") | tonumber) · Enter · Esc cancels".into(),
         ),
-        Input::TransformReason(r, _) => prompt(
-            t,
-            " transform — reason: ",
-            warn,
+        Input::TransformReason(r, _) => (
+            " transform — reason: ".into(),
             r,
             200,
-            "  recorded with every revision · Enter runs the dry-run · Esc cancels",
+            "  recorded with every revision · Enter runs the dry-run · Esc cancels".into(),
         ),
-        Input::TransformConfirm(typed, n) => prompt(
-            t,
-            &format!(
+        Input::TransformConfirm(typed, n) => (
+            format!(
                 " record {n} revision{} — type {} to confirm: ",
                 if *n == 1 { "" } else { "s" },
                 if *n > s.replay.confirm_above {
@@ -356,13 +338,13 @@ fn decision_prompt(s: &AppState, input: &Input, t: &Theme) -> Line<'static> {
                     "yes".to_string()
                 }
             ),
-            warn,
             typed,
             20,
-            "  Enter · Esc drops it (nothing recorded)",
+            "  Enter · Esc drops it (nothing recorded)".into(),
         ),
-        _ => Line::default(),
-    }
+        _ => return Line::default(),
+    };
+    prompt(t, &label, t.get(StyleName::UiWarn), typed, max, &hint)
 }
 
 /// A prompt line: what is asked (in `style`), what was typed so far (sanitized, at most
