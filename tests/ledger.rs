@@ -212,6 +212,18 @@ fn discard_refuses_without_confirmation_reason_or_when_read_only() {
             ],
             "--read-only",
         ),
+        (
+            // Said before the letter is looked for, and before any editor opens.
+            vec![
+                "--read-only",
+                "edit",
+                ex.as_str(),
+                "any-id",
+                "--reason",
+                "x",
+            ],
+            "--read-only: an edit records a revision",
+        ),
     ] {
         let out = env.run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

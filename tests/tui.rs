@@ -968,33 +968,16 @@ fn a_bare_word_only_in_payloads_says_so() {
 /// a small terminal sees of them (the progress from fixed figures, no broker).
 #[test]
 fn help_and_replay_progress_at_80x24() {
-    use dlq_core::replay::{Options, Phase, Progress};
-    use dlq_tui::action::{PlanView, ReplayEvent};
+    use dlq_core::replay::{Phase, Progress};
+    use dlq_tui::action::ReplayEvent;
     let size = (80, 24);
     let mut s = state_from(&example(), size);
     press(&mut s, &["?"], size);
     insta::assert_snapshot!("help_80x24", screen(&s, size));
     press(&mut s, &["Esc"], size);
     // `r` on the top group, a plan as the worker would send it, Enter to start.
-    press(
-        &mut s,
-        &["::", ":filter reason=expired", "Enter", "r"],
-        size,
-    );
-    let planned = s.browse.index().total() as usize;
+    let planned = plan_expired(&mut s, size);
     assert!(planned > 0 && planned <= 100, "{planned}");
-    update(
-        &mut s,
-        Action::from(ReplayEvent::ReplayPlanned(PlanView {
-            id: "rp-20261129-0001".into(),
-            planned,
-            options: Options::default(),
-            lines: vec![format!("{planned} letters to send, in dead-letter order")],
-            resuming: false,
-            refusal: None,
-        })),
-        size,
-    );
     insta::assert_snapshot!("replay_dry_run_80x24", screen(&s, size));
     press(&mut s, &["Enter"], size);
     assert!(s.replay.running(), "{}", screen(&s, size));
@@ -1029,19 +1012,85 @@ fn help_and_replay_progress_at_80x24() {
     insta::assert_snapshot!("replay_progress_80x24", screen(&s, size));
 }
 
+/// `r` on the expired letters, and their plan as the worker would send it: how many.
+fn plan_expired(s: &mut AppState, size: (u16, u16)) -> usize {
+    use dlq_core::replay::Options;
+    use dlq_tui::action::{PlanView, ReplayEvent};
+    press(s, &["::", ":filter reason=expired", "Enter", "r"], size);
+    let planned = s.browse.index().total() as usize;
+    update(
+        s,
+        Action::from(ReplayEvent::ReplayPlanned(PlanView {
+            id: "rp-20261129-0001".into(),
+            planned,
+            options: Options::default(),
+            lines: vec![format!("{planned} letters to send, in dead-letter order")],
+            resuming: false,
+            refusal: None,
+        })),
+        size,
+    );
+    planned
+}
+
+/// The example's state with the keys of `config` (a config file's text).
+fn keyed(config: &str, size: (u16, u16)) -> AppState {
+    let config = dlq_app::config::Config::parse(config, Path::new("config.toml")).expect("config");
+    let keymap = dlq_tui::keymap::Keymap::with(&config.keys).expect("keys");
+    let mut s = state_from(&example(), size);
+    s.set_keymap(keymap);
+    s
+}
+
+/// `[keys.dry-run]` rebinds the replay dry-run screen: its hint line names the new key,
+/// the old one no longer starts anything, the new one does; help lists the screen's keys
+/// in force.
+#[test]
+fn keys_from_the_config_rebind_the_dry_run_screen() {
+    let size = (80, 24);
+    let mut s = keyed(
+        "[keys.dry-run]\nstart = \"s\"\nclose = [\"Esc\", \"x\"]\n",
+        size,
+    );
+    press(&mut s, &["?"], size);
+    press(
+        &mut s,
+        &["PageDown", "PageDown", "PageDown", "PageDown", "PageDown"],
+        size,
+    );
+    let help = screen(&s, size);
+    assert!(help.contains("On the replay dry-run screen"), "{help}");
+    assert!(
+        help.contains(" s ") && help.contains("start the replay"),
+        "{help}"
+    );
+    press(&mut s, &["Esc"], size);
+    plan_expired(&mut s, size);
+    let dry = screen(&s, size);
+    assert!(
+        dry.contains("s starts") && dry.contains("Esc cancel"),
+        "{dry}"
+    );
+    press(&mut s, &["Enter"], size);
+    assert!(
+        !s.replay.running(),
+        "Enter no longer starts:\n{}",
+        screen(&s, size)
+    );
+    assert!(s.replay.dry_run.is_some(), "and the dry run is still open");
+    press(&mut s, &["s"], size);
+    assert!(s.replay.running(), "s starts it:\n{}", screen(&s, size));
+}
+
 /// `[keys]` in the config rebinds an action: the new key does it, the old one no longer
 /// does, and help and the footer say the new key.
 #[test]
 fn keys_from_the_config_rebind_actions_in_help_and_footer() {
     let size = (120, 40);
-    let config = dlq_app::config::Config::parse(
+    let mut s = keyed(
         "[keys]\ndiscard = \"X\"\nnext-pane = [\"Tab\", \"w\"]\n",
-        Path::new("config.toml"),
-    )
-    .expect("config");
-    let keymap = dlq_tui::keymap::Keymap::with(&config.keys).expect("keys");
-    let mut s = state_from(&example(), size);
-    s.set_keymap(keymap);
+        size,
+    );
     press(&mut s, &["d"], size);
     let after_d = screen(&s, size);
     assert!(

@@ -121,7 +121,7 @@ struct ConfigFile {
     schemas: SchemasConfig,
     /// `[keys]`: the TUI's keys rebound (checked by the TUI at start).
     #[serde(default)]
-    keys: BTreeMap<String, KeyList>,
+    keys: BTreeMap<String, KeyEntry>,
 }
 
 /// The keys an action is bound to in `[keys]`: one (`discard = "X"`) or several
@@ -140,6 +140,15 @@ impl KeyList {
             KeyList::Many(ks) => ks.iter().map(String::as_str).collect(),
         }
     }
+}
+
+/// An entry of `[keys]`: a normal-mode action's keys, or a mode's own table
+/// (`[keys.dry-run]`, `[keys.help]`, `[keys.typing]`; `[keys.normal]` too).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum KeyEntry {
+    Keys(KeyList),
+    Mode(BTreeMap<String, KeyList>),
 }
 
 /// `[watch]`: the rules `dlq-triage watch` evaluates besides `--rule`.
@@ -288,8 +297,9 @@ pub struct Config {
     pub owners: dlq_core::owners::Owners,
     pub watch: WatchConfig,
     pub schemas: SchemasConfig,
-    /// `[keys]`: action name → its keys, replacing the defaults for that action.
-    pub keys: BTreeMap<String, KeyList>,
+    /// `[keys]`: action name → its keys, replacing the defaults for that action (normal
+    /// mode), and `[keys.MODE]` tables for the other modes.
+    pub keys: BTreeMap<String, KeyEntry>,
 }
 
 /// `$XDG_CONFIG_HOME/dlq-triage`, else `~/.config/dlq-triage`.

@@ -79,7 +79,8 @@ impl Principal {
                 "an edit needs a reason (it is recorded with the revision)".into(),
             ));
         }
-        self.require(Permission::Edit, letter_id)?;
+        // Before the editor opens: a refused edit must not cost the engineer their work.
+        self.require_write(dlq_core::access::WriteOp::Edit, letter_id)?;
         if unmasked {
             self.unmask(source_key, letter_id, reason, UnmaskFor::Edit)?;
         }

@@ -25,6 +25,10 @@ mod prepare;
 pub use dlq_core::handover::{InFlight, Receipt};
 pub use dlq_core::prepared::{LetterState, Prepared};
 mod approval;
+mod discard;
+pub use discard::{DiscardReport, DiscardTarget};
+mod principal;
+pub use principal::Principal;
 mod draft;
 mod replaying;
 use dlq_core::pipeline::Broken;
@@ -78,146 +82,6 @@ pub enum SessionError {
     ReadOnly(access::Refusal),
 }
 
-/// Who acts, with which role, and where their decisions are recorded.
-#[derive(Debug, Clone)]
-pub struct Principal {
-    pub actor: String,
-    pub role: Role,
-    pub read_only: bool,
-    /// A file or a team's server (`--ledger`).
-    pub ledger: Option<Location>,
-}
-
-impl Principal {
-    /// Open the ledger for writing (created on first use). Front ends get the
-    /// `Journal` port, never the store behind it.
-    pub fn ledger(&self) -> Result<Box<dyn Journal>, SessionError> {
-        let at = self.ledger.as_ref().ok_or(SessionError::NoLedger)?;
-        Ok(Box::new(self.opened(Ledger::open_at(at, &self.actor)?)))
-    }
-
-    /// The ledger to record in, verified first: nothing is written to — and so nothing is
-    /// sent or settled on the strength of — a ledger whose chain or rows fail
-    /// verification. No flag overrides it; reads (browse, `audit verify`) still open it.
-    /// Checked since the last verified checkpoint (milliseconds on a big ledger); the
-    /// full walk is `audit verify` and the TUI's check at open.
-    pub fn ledger_to_write(&self) -> Result<Box<dyn Journal>, SessionError> {
-        let ledger = self.ledger()?;
-        let v = ledger.verify_recent()?;
-        if !v.ok {
-            return Err(SessionError::Tampered {
-                location: ledger.location(),
-                seq: v.first_bad_seq.unwrap_or_default(),
-                problem: v.problem.unwrap_or_default(),
-            });
-        }
-        Ok(ledger)
-    }
-
-    /// Why the ledger (if there is one) fails verification, for a front end to say up
-    /// front that every write will be refused; `None` when it verifies or is absent.
-    pub fn ledger_problem(&self) -> Option<String> {
-        let ledger = self.existing_ledger().ok().flatten()?;
-        match ledger.verify(None) {
-            Ok(v) if v.ok => None,
-            Ok(v) => Some(format!(
-                "entry {}: {} (`dlq-triage audit verify`)",
-                v.first_bad_seq.unwrap_or_default(),
-                v.problem.unwrap_or_default()
-            )),
-            Err(e) => Some(e.to_string()),
-        }
-    }
-
-    /// `--read-only` reaches the ledger too: not even a verified checkpoint is kept.
-    fn opened(&self, l: Ledger) -> Ledger {
-        if self.read_only {
-            l.read_only()
-        } else {
-            l
-        }
-    }
-
-    /// The ledger if one exists already (reads never create it).
-    pub fn existing_ledger(&self) -> Result<Option<Box<dyn Journal>>, SessionError> {
-        match self.ledger.as_ref().filter(|at| at.exists()) {
-            Some(at) => Ok(Some(Box::new(
-                self.opened(Ledger::open_at(at, &self.actor)?),
-            ))),
-            None => Ok(None),
-        }
-    }
-
-    /// Check a permission; a refusal names the role it needs and is audited (except
-    /// under --read-only, which writes nothing). `target` must already be redacted.
-    pub fn require(&self, p: Permission, target: &str) -> Result<(), SessionError> {
-        access::check(self.role, p).map_err(|denied| self.refused(denied, target))
-    }
-
-    /// A refusal, audited (except under --read-only, which writes nothing).
-    fn refused(&self, denied: access::Denied, target: &str) -> SessionError {
-        if !self.read_only {
-            // Not into a ledger that fails verification either (best effort: a refusal
-            // is refused all the same).
-            if let Ok(mut l) = self.ledger_to_write() {
-                let detail = serde_json::json!({"refused": denied.to_string()}).to_string();
-                if let Err(e) = l.audit("denied", target, &detail) {
-                    tracing::warn!(error = %e, "could not audit a refusal");
-                }
-            }
-        }
-        SessionError::Refused {
-            denied,
-            read_only: self.read_only,
-        }
-    }
-
-    /// Check a write (`access::may_write`): under `--read-only` it is refused and nothing
-    /// is written; a role that does not allow it is refused and audited.
-    /// `target` must already be redacted.
-    pub fn require_write(&self, w: access::WriteOp, target: &str) -> Result<(), SessionError> {
-        match access::may_write(self.role, self.read_only, w) {
-            Ok(()) => Ok(()),
-            Err(r @ access::Refusal::ReadOnly(_)) => Err(SessionError::ReadOnly(r)),
-            Err(access::Refusal::Role(denied)) => Err(self.refused(denied, target)),
-        }
-    }
-
-    pub fn may(&self, p: Permission) -> bool {
-        access::check(self.role, p).is_ok()
-    }
-
-    /// Write an audit entry.
-    pub fn audit(
-        &self,
-        action: &str,
-        target: &str,
-        detail: &str,
-    ) -> Result<AuditEntry, SessionError> {
-        Ok(self.ledger_to_write()?.audit(action, target, detail)?)
-    }
-
-    /// A running replay paused (or let go on) from a UI: an entry, so the journal's gap
-    /// in sending is explained.
-    pub fn audit_pause(&self, replay_id: &str, paused: bool) -> Result<AuditEntry, SessionError> {
-        let action = if paused {
-            "replay-pause"
-        } else {
-            "replay-unpause"
-        };
-        let detail = serde_json::json!({ "replay": replay_id }).to_string();
-        self.audit(action, replay_id, &detail)
-    }
-
-    /// A letter's entries in the ledger (decisions, revisions, unmasks, refusals).
-    pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, SessionError> {
-        match self.existing_ledger()? {
-            Some(l) => Ok(l.history(letter_id)?),
-            None => Ok(Vec::new()),
-        }
-    }
-}
-
 /// What a session needs besides the open source.
 #[derive(Clone)]
 pub struct Settings {
@@ -264,63 +128,6 @@ pub struct Coverage {
     pub browsed: u64,
     pub total: u64,
     pub why: String,
-}
-
-/// A letter to discard, as the front end knows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiscardTarget {
-    pub letter_id: String,
-    /// `LetterStore::binding` of its row.
-    pub binding: String,
-    /// Where it sits (`LetterStore::coords_label`), for the record.
-    pub location: String,
-}
-
-impl DiscardTarget {
-    /// A row of the store as a discard names it.
-    pub fn of(store: &dlq_core::store::LetterStore, row: dlq_core::store::RowId) -> Option<Self> {
-        store.row(row).map(|r| DiscardTarget {
-            letter_id: store.id(r).to_string(),
-            binding: store.binding(r),
-            location: store.coords_label(r),
-        })
-    }
-}
-
-/// What a discard did, letter by letter.
-#[derive(Debug, Default)]
-pub struct DiscardReport {
-    /// Indexes into the targets that are now discarded in the ledger.
-    pub done: Vec<usize>,
-    pub removed: u64,
-    pub ledger_only: u64,
-    /// Recorded but not applied to the broker (applied on the next browse).
-    pub pending: Vec<(String, String)>,
-    /// Already decided by someone else (a concurrent run): who and when.
-    pub already: Vec<String>,
-}
-
-impl DiscardReport {
-    /// One line for the user; `from` names the source.
-    pub fn summary(&self, from: Option<&str>) -> String {
-        let mut s = format!(
-            "discarded {}{}: {} removed from the DLQ, {} recorded in the ledger only",
-            dlq_core::words::letters(self.done.len()),
-            from.map(|f| format!(" from {f}")).unwrap_or_default(),
-            self.removed,
-            self.ledger_only
-        );
-        if !self.pending.is_empty() {
-            s.push_str(&format!(
-                ", {} pending (applied on the next browse)",
-                self.pending.len()
-            ));
-        }
-        if !self.already.is_empty() {
-            s.push_str(&format!(", {} already decided", self.already.len()));
-        }
-        s
-    }
 }
 
 pub struct Session {
@@ -582,62 +389,6 @@ impl Session {
             Ok(notes) => notes,
             Err(e) => vec![format!("warning: reconciling with the ledger failed: {e}")],
         }
-    }
-
-    /// Held letters by id, for the ids that have a decision (few).
-    fn held_by_id(&self) -> HashMap<String, Vec<Held>> {
-        self.held.by_ids(&self.decided_ids)
-    }
-
-    /// Discard letters: each decision in the ledger first, then the broker (RabbitMQ:
-    /// ack of the held delivery; elsewhere ledger-only). Needs the Discard permission
-    /// (checked and audited here). `after_record` runs between ledger and broker.
-    pub fn discard(
-        &mut self,
-        targets: &[DiscardTarget],
-        reason: &str,
-        after_record: &mut dyn FnMut(),
-    ) -> Result<DiscardReport, SessionError> {
-        self.settings
-            .principal
-            .require(Permission::Discard, &self.settings.source_key)?;
-        let mut ledger = self.settings.principal.ledger_to_write()?;
-        self.discard_gate(&mut *ledger, targets, reason)?;
-        let mut report = DiscardReport::default();
-        for (i, t) in targets.iter().enumerate() {
-            let coords = self.held.first(&t.binding, &t.letter_id);
-            let location = (!t.location.is_empty()).then_some(t.location.as_str());
-            let outcome = decisions::discard(
-                &mut *ledger,
-                self.src.as_mut(),
-                &self.settings.source_key,
-                Target {
-                    letter_id: &t.letter_id,
-                    binding: &t.binding,
-                    coords: coords.as_ref(),
-                    location,
-                },
-                reason,
-                after_record,
-            );
-            match outcome {
-                Ok(Discarded::Removed) => report.removed += 1,
-                Ok(Discarded::LedgerOnly) => report.ledger_only += 1,
-                Ok(Discarded::Pending(e)) => report.pending.push((t.letter_id.clone(), e)),
-                Err(e @ JournalError::AlreadyDecided { .. }) => {
-                    report.already.push(e.to_string());
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            }
-            if coords.is_some() {
-                self.held.settled_first(&t.binding);
-            }
-            report.done.push(i);
-        }
-        // Later browses of this session see these decisions too.
-        self.load_decisions()?;
-        Ok(report)
     }
 
     /// One letter's full bytes (payloads are not kept after a scan).

@@ -29,10 +29,14 @@ use dlq_core::schema::Decoding;
 use dlq_core::{fingerprint, sanitize};
 use dlq_transform::{Applied, Sandbox, SandboxError};
 pub use dlq_transform::{Limits, WorkerCommand};
+
+mod judge;
+mod tally;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
+pub use tally::{Sample, Tally};
 
 /// Changed letters shown as a masked diff in the dry-run.
 pub const SAMPLE: usize = 3;
@@ -71,109 +75,6 @@ fn worker() -> Result<WorkerCommand, SessionError> {
         Some(w) => Ok(w.clone()),
         None => WorkerCommand::this_binary()
             .map_err(|e| broken(format!("cannot find this binary to run the program: {e}"))),
-    }
-}
-
-/// A changed letter as the dry-run shows it: what the program made of its masked view
-/// (or, unmasked, of the letter itself).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
-    /// Sanitized.
-    pub letter_id: String,
-    pub location: String,
-    pub changes: Vec<Change>,
-    /// Why there are no changes to show: the program fails on the masked view (its
-    /// cause there, masked).
-    pub note: Option<String>,
-}
-
-/// What a program does to a selection.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Tally {
-    /// Letters offered.
-    pub matched: u64,
-    pub changed: u64,
-    pub unchanged: u64,
-    /// Their latest revision already came from this program (an earlier run).
-    pub already: u64,
-    /// By cause (masked, values left out): how many. Without the unmask right a cause
-    /// is the program's failure **on the masked view**, or that it failed on the real
-    /// letter only (no word of why).
-    pub failed: BTreeMap<String, u64>,
-    pub sample: Vec<Sample>,
-    /// The sample and causes are the real run's (`--unmask`, audited).
-    pub unmasked: bool,
-}
-
-impl Tally {
-    pub fn failed_total(&self) -> u64 {
-        self.failed.values().sum()
-    }
-
-    /// `{"matched", "changed", "unchanged", "already", "failed": {CAUSE: N}, "sample": [..]}`.
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({
-            "matched": self.matched,
-            "changed": self.changed,
-            "unchanged": self.unchanged,
-            "already": self.already,
-            "failed": self.failed,
-            "sample_computed_on": if self.unmasked { "the letters (unmasked, audited)" } else { "the masked view" },
-            "sample": self.sample.iter().map(|s| serde_json::json!({
-                "letter_id": s.letter_id,
-                "location": s.location,
-                "note": s.note,
-                "changes": s.changes.iter().map(|c| serde_json::json!({
-                    "path": c.path, "kind": c.kind.as_str(), "old": c.old, "new": c.new,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        })
-    }
-
-    /// What the dry-run says, as both front ends show it: the counts, the failures by
-    /// cause and the masked sample (sanitized lines, paths and values cut to `width`).
-    pub fn lines(&self, width: usize) -> Vec<String> {
-        let mut out = vec![self.line()];
-        if !self.failed.is_empty() {
-            out.push("failed, by cause (these letters are not revised):".into());
-            for (why, n) in &self.failed {
-                out.push(format!("  {n:>6}  {}", sanitize::line(why, width)));
-            }
-        }
-        if !self.sample.is_empty() {
-            out.push(if self.unmasked {
-                "sample (unmasked, audited):".into()
-            } else {
-                "sample, computed by the program on the masked view (what you may see):".into()
-            });
-            for s in &self.sample {
-                out.push(format!("  {} at {}", s.letter_id, s.location));
-                if let Some(note) = &s.note {
-                    out.push(format!("    {}", sanitize::line(note, width)));
-                }
-                for c in &s.changes {
-                    out.push(format!(
-                        "    {:<8} {}  {} → {}",
-                        c.kind.as_str(),
-                        sanitize::line(&c.path, width / 2),
-                        sanitize::line(c.old.as_deref().unwrap_or("-"), width / 3),
-                        sanitize::line(c.new.as_deref().unwrap_or("-"), width / 3)
-                    ));
-                }
-            }
-        }
-        out
-    }
-
-    /// One line: `302 change · 0 unchanged · 0 already · 0 failed`.
-    pub fn line(&self) -> String {
-        format!(
-            "{} change · {} unchanged · {} already revised by this program · {} failed",
-            self.changed,
-            self.unchanged,
-            self.already,
-            self.failed_total()
-        )
     }
 }
 
@@ -433,142 +334,6 @@ impl Transform {
             }
         }
         Ok(())
-    }
-
-    /// What the program makes of one letter, guarded (failures still go through the
-    /// masker in `offer`, for what the detectors find in the words shown).
-    fn judge(&mut self, letter: &DeadLetter) -> Result<Outcome, SessionError> {
-        let masker = self.settings.masker.with_fields(letter.pii_fields());
-        let revised;
-        let latest = self.latest.get(&letter.id.value.0).cloned();
-        let (base, base_raw): (&DeadLetter, &[u8]) = match &latest {
-            Some(r) if r.program_sha256.as_deref() == Some(self.program_sha.as_str()) => {
-                return Ok(Outcome::Already)
-            }
-            Some(r) => {
-                let mut raw = letter.raw.clone();
-                raw.payload.clone_from(&r.payload);
-                revised = self.settings.extract(raw);
-                (&revised, &r.payload)
-            }
-            None => (letter, &letter.raw.payload),
-        };
-        // Causes the role may see as they are: they describe the letter's form only.
-        let plain = |why: String| Outcome::Failed {
-            real: why.clone(),
-            on_masked: Some(why),
-        };
-        if let Some(why) = not_transformable(base) {
-            return Ok(plain(why));
-        }
-        let input = base.readable_payload();
-        let Ok(before) = serde_json::from_slice::<Value>(input) else {
-            return Ok(plain("the payload is not JSON".into()));
-        };
-        // What the role sees of the input: masked; where an earlier program revised it,
-        // what that program computes on the masked original (never the stored revision).
-        let earlier = latest.as_ref().and_then(|r| r.program_sha256.clone());
-        // Masked: the input itself, or where an earlier program revised it, the original.
-        let masked = match earlier {
-            None => masked_view(&masker, input),
-            Some(_) => masked_view(&masker, letter.readable_payload()),
-        };
-        let shown_before = self.shown_before(earlier, &letter.id.value.0, masked, &before)?;
-        let real = run(&mut self.sandbox, input)?;
-        // The same program on what the role sees; where that is the input itself, its run.
-        let on_masked = if shown_before == before {
-            match &real {
-                Run::Output(v) => Ok(v.clone()),
-                Run::Failed(w) => Err(w.clone()),
-            }
-        } else {
-            match run(&mut self.sandbox, shown_before.to_string().as_bytes())? {
-                Run::Output(v) => Ok(v),
-                Run::Failed(w) => Err(w),
-            }
-        };
-        let after = match real {
-            Run::Failed(why) => {
-                return Ok(Outcome::Failed {
-                    real: why,
-                    on_masked: on_masked.err(),
-                })
-            }
-            Run::Output(after) => after,
-        };
-        if before == after {
-            return Ok(Outcome::Unchanged);
-        }
-        let bytes = match self.encoded(base, &after, &on_masked) {
-            Ok(b) => b,
-            Err((real, on_masked)) => return Ok(Outcome::Failed { real, on_masked }),
-        };
-        Ok(Outcome::Changed {
-            before,
-            after,
-            shown_before,
-            on_masked,
-            bytes,
-            sha256_before: sha256_hex(base_raw),
-        })
-    }
-
-    /// What the role sees of a letter's input: `masked`, the masked input; where an
-    /// earlier program (`earlier`, its sha) revised the letter, what that program
-    /// computes on `masked`, the masked original — never the stored revision. Where
-    /// neither can be had, the input's shape.
-    fn shown_before(
-        &mut self,
-        earlier: Option<String>,
-        id: &str,
-        masked: Option<Value>,
-        before: &Value,
-    ) -> Result<Value, SessionError> {
-        let Some(masked) = masked else {
-            return Ok(derived::shape(before));
-        };
-        let Some(sha) = earlier else {
-            return Ok(masked);
-        };
-        Ok(match self.earlier(&sha, id)? {
-            Some(sandbox) => match run(sandbox, masked.to_string().as_bytes())? {
-                Run::Output(v) => v,
-                Run::Failed(_) => derived::shape(before),
-            },
-            None => derived::shape(before),
-        })
-    }
-
-    /// The program's output as the letter's bytes: JSON, or through the codec in the
-    /// letter's writer schema. A refusal is why, and what the role sees of it: the
-    /// masked run's refusal (the encoder may quote the value it refused).
-    fn encoded(
-        &self,
-        base: &DeadLetter,
-        after: &Value,
-        on_masked: &Result<Value, String>,
-    ) -> Result<Vec<u8>, (String, Option<String>)> {
-        let refused = |name: &str, e: &str| {
-            format!(
-                "the output does not fit {name}: {}",
-                fingerprint::normalize(e)
-            )
-        };
-        match (base.decoded(), self.settings.codec.as_deref()) {
-            (None, _) => Ok(serde_json::to_vec(after).unwrap_or_default()),
-            (Some(d), Some(codec)) => codec.encode(&d.schema, &after.to_string()).map_err(|e| {
-                let seen = on_masked
-                    .as_ref()
-                    .ok()
-                    .and_then(|m| codec.encode(&d.schema, &m.to_string()).err())
-                    .map(|e| refused(&d.schema.name, &e.0));
-                (refused(&d.schema.name, &e.0), seen)
-            }),
-            (Some(d), None) => {
-                let why = format!("{} cannot be written back in this run", d.schema.name);
-                Err((why.clone(), Some(why)))
-            }
-        }
     }
 
     /// Record the held revisions, [`BATCH`] to a transaction, verified ledger first.

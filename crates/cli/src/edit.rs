@@ -15,7 +15,8 @@ pub fn run(ctx: &Launch, a: &EditArgs) -> anyhow::Result<()> {
     if reason.is_empty() {
         return usage("--reason must say why (it is recorded with the revision)");
     }
-    ctx.require(Permission::Edit, &a.id)?;
+    // Before the scan (the session asks the same rule again before the editor opens).
+    ctx.require_write(dlq_core::access::WriteOp::Edit, &a.id)?;
     if a.unmasked {
         ctx.require(Permission::Unmask, &a.id)?;
     }

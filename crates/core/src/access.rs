@@ -67,6 +67,8 @@ pub enum WriteOp {
     Resume,
     /// Recording revisions with a program.
     Transform,
+    /// Recording a revision edited by hand.
+    Edit,
     /// Approving or rejecting a request over the team's thresholds.
     Approve,
     SetRoles,
@@ -81,7 +83,7 @@ impl WriteOp {
         match self {
             WriteOp::Discard => Some(Permission::Discard),
             WriteOp::Replay | WriteOp::Resume | WriteOp::Approve => Some(Permission::Replay),
-            WriteOp::Transform => Some(Permission::Edit),
+            WriteOp::Transform | WriteOp::Edit => Some(Permission::Edit),
             WriteOp::SetRoles | WriteOp::SetPolicy | WriteOp::MigrateLedger => None,
         }
     }
@@ -93,6 +95,7 @@ impl WriteOp {
             WriteOp::Replay => "replay publishes to the broker",
             WriteOp::Resume => "resuming a replay publishes to the broker",
             WriteOp::Transform => "a transform records revisions",
+            WriteOp::Edit => "an edit records a revision",
             WriteOp::Approve => "approve writes the ledger",
             WriteOp::SetRoles => "roles set writes the ledger",
             WriteOp::SetPolicy => "policy set writes the ledger",

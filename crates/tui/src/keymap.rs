@@ -7,9 +7,14 @@ use crate::action::Action;
 use crate::action::{Act, Nav, ReplayKey, Typing, ViewKey};
 use crate::tab::Tab;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use dlq_app::config::KeyList;
+use dlq_app::config::{KeyEntry, KeyList};
 use dlq_core::access::{check, Permission, Role};
 use std::collections::BTreeMap;
+
+mod bindings;
+mod modes;
+pub(crate) use bindings::BINDINGS;
+pub use modes::Mode;
 
 /// A key as the table holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,418 +152,212 @@ impl Binding {
     }
 }
 
-const fn b(
-    name: &'static str,
-    keys: &'static [Key],
-    help: &'static str,
-    footer: Option<&'static str>,
-    action: fn() -> Action,
-) -> Binding {
-    Binding {
-        name,
-        keys,
-        help,
-        footer,
-        effect: Effect::View,
-        needs: None,
-        action,
-    }
-}
-
-use Key::{Char as C, Code, Ctrl};
-
-/// The bindings in normal mode, in help order.
-pub(crate) const BINDINGS: &[Binding] = &[
-    b(
-        "down",
-        &[C('j'), Code(KeyCode::Down)],
-        "move down",
-        None,
-        || Action::from(Nav::Down),
-    ),
-    b(
-        "up",
-        &[C('k'), Code(KeyCode::Up)],
-        "move up",
-        None,
-        || Action::from(Nav::Up),
-    ),
-    b(
-        "page-down",
-        &[Code(KeyCode::PageDown), Ctrl('d')],
-        "page down",
-        None,
-        || Action::from(Nav::PageDown),
-    ),
-    b(
-        "page-up",
-        &[Code(KeyCode::PageUp), Ctrl('u')],
-        "page up",
-        None,
-        || Action::from(Nav::PageUp),
-    ),
-    // `g`/`G` as vim, less and k9s have them; grouping moved to `b` ("group by").
-    b(
-        "first",
-        &[Code(KeyCode::Home), C('g')],
-        "first",
-        None,
-        || Action::from(Nav::Top),
-    ),
-    b(
-        "last",
-        &[Code(KeyCode::End), C('G')],
-        "last",
-        None,
-        || Action::from(Nav::Bottom),
-    ),
-    b(
-        "open",
-        &[Code(KeyCode::Enter), C('l'), Code(KeyCode::Right)],
-        "expand group / open letter",
-        None,
-        || Action::from(Nav::Open),
-    ),
-    b(
-        "close",
-        &[C('h'), Code(KeyCode::Left)],
-        "collapse group / back",
-        None,
-        || Action::from(Nav::Close),
-    ),
-    b(
-        "next-pane",
-        &[Code(KeyCode::Tab)],
-        "next pane",
-        Some("pane"),
-        || Action::from(Nav::FocusNext),
-    ),
-    b(
-        "previous-pane",
-        &[Code(KeyCode::BackTab)],
-        "previous pane",
-        None,
-        || Action::from(Nav::FocusPrev),
-    ),
-    b(
-        "fuzzy",
-        &[C('/')],
-        "fuzzy filter (id, key, reason, masked preview)",
-        Some("fuzzy"),
-        || Action::from(Typing::StartFuzzy),
-    ),
-    b(
-        "filter",
-        &[C('f')],
-        "filter expression (reason=… age>1h …)",
-        Some("filter"),
-        || Action::from(Typing::StartExpr),
-    ),
-    b(
-        "cancel",
-        &[Code(KeyCode::Esc)],
-        "cancel input / clear filter / close help",
-        None,
-        || Action::from(Typing::Cancel),
-    ),
-    b(
-        "command",
-        &[C(':')],
-        "command palette (see below)",
-        Some("command"),
-        || Action::from(Typing::StartCommand),
-    ),
-    b(
-        "group-by",
-        &[C('b')],
-        "change grouping (group by)",
-        Some("group"),
-        || Action::from(ViewKey::CycleGrouping),
-    ),
-    b(
-        "sort",
-        &[C('s')],
-        "sort letters newest / oldest first",
-        Some("sort"),
-        || Action::from(ViewKey::ToggleSort),
-    ),
-    b(
-        "mark",
-        &[C(' ')],
-        "mark letter (diff compares with the mark)",
-        Some("mark"),
-        || Action::from(Act::ToggleMark),
-    ),
-    b(
-        "mark-all",
-        &[C('A')],
-        "mark every letter in view (again: unmark); Esc clears marks",
-        None,
-        || Action::from(Act::MarkAll),
-    ),
-    b(
-        "next-tab",
-        &[C(']')],
-        "next detail tab",
-        None,
-        || Action::from(ViewKey::NextTab),
-    ),
-    b(
-        "tab-failure",
-        &[C('1')],
-        "failure tab",
-        None,
-        || Action::from(ViewKey::SetTab(Tab::Failure)),
-    ),
-    b(
-        "tab-headers",
-        &[C('2')],
-        "headers tab",
-        None,
-        || Action::from(ViewKey::SetTab(Tab::Headers)),
-    ),
-    b(
-        "tab-payload",
-        &[C('3')],
-        "payload tab",
-        None,
-        || Action::from(ViewKey::SetTab(Tab::Payload)),
-    ),
-    b(
-        "tab-diff",
-        &[C('4')],
-        "diff tab",
-        None,
-        || Action::from(ViewKey::SetTab(Tab::Diff)),
-    ),
-    b(
-        "tab-history",
-        &[C('5')],
-        "history tab (the ledger)",
-        None,
-        || Action::from(ViewKey::SetTab(Tab::History)),
-    ),
-    b(
-        "diff",
-        &[C('D')],
-        "diff selected letter against the marked one",
-        Some("diff"),
-        || Action::from(Act::Diff),
-    ),
-    b(
-        "copy",
-        &[C('y')],
-        "copy the masked payload (OSC 52: works over SSH/tmux)",
-        Some("copy"),
-        || Action::from(Act::Copy),
-    ),
-    Binding {
-        name: "discard",
-        keys: &[C('d')],
-        help: "discard the marked letters in view, else the group or letter under the cursor",
-        footer: Some("discard"),
-        effect: Effect::Broker,
-        needs: Some(Permission::Discard),
-        action: || Action::from(Act::StartDiscard),
-    },
-    Binding {
-        name: "edit",
-        keys: &[C('e')],
-        help: "edit a masked-payload revision in $EDITOR (reason; ledgered)",
-        footer: Some("edit"),
-        effect: Effect::Ledger,
-        needs: Some(Permission::Edit),
-        action: || Action::from(Act::StartEdit),
-    },
-    Binding {
-        name: "transform",
-        keys: &[C('T')],
-        help: "transform: one jq program over the marked letters, else the group — revisions (dry-run first)",
-        footer: None,
-        effect: Effect::Ledger,
-        needs: Some(Permission::Edit),
-        action: || Action::from(Act::StartTransform),
-    },
-    Binding {
-        name: "unmask",
-        keys: &[C('u')],
-        help: "see the selected letter unmasked (reason; audited)",
-        footer: Some("unmask"),
-        effect: Effect::Ledger,
-        needs: Some(Permission::Unmask),
-        action: || Action::from(Act::StartUnmask),
-    },
-    Binding {
-        name: "replay",
-        keys: &[C('r')],
-        help: "replay the marked letters (or the selected group): dry-run first, then canary",
-        footer: Some("replay"),
-        effect: Effect::Broker,
-        needs: Some(Permission::Replay),
-        action: || Action::from(ReplayKey::StartReplay),
-    },
-    b(
-        "rebrowse",
-        &[C('R')],
-        "browse again on a new connection (after the broker closed the browse, or a failed open); what this browse holds goes back to the queue first",
-        None,
-        || Action::from(Act::Rebrowse),
-    ),
-    b(
-        "hide-replay",
-        &[C('x')],
-        "close the progress pane of an ended replay (:replays reopens it)",
-        None,
-        || Action::from(ReplayKey::HidePane),
-    ),
-    Binding {
-        name: "pause",
-        keys: &[C('p')],
-        help: "pause the running replay (nothing sent; confirms still collected) · p again resumes",
-        footer: None,
-        effect: Effect::View,
-        needs: None,
-        action: || Action::from(ReplayKey::TogglePause),
-    },
-    Binding {
-        name: "kill",
-        keys: &[C('K')],
-        help: "kill switch: stop the running replay (no publish starts after it)",
-        footer: None,
-        effect: Effect::View,
-        needs: None,
-        action: || Action::from(ReplayKey::KillReplay),
-    },
-    b(
-        "zoom",
-        &[C('z')],
-        "zoom: the focused pane fills the screen (z again restores)",
-        None,
-        || Action::from(ViewKey::Zoom),
-    ),
-    b(
-        "suspend",
-        &[Ctrl('z')],
-        "not job control: the TUI stays (p pauses a replay, q quits)",
-        None,
-        || Action::from(ViewKey::Suspend),
-    ),
-    b(
-        "help",
-        &[C('?')],
-        "this help",
-        Some("help"),
-        || Action::from(ViewKey::ToggleHelp),
-    ),
-    b(
-        "quit",
-        &[C('q'), Ctrl('c')],
-        "quit (the broker is left as it was)",
-        Some("quit"),
-        || Action::from(ViewKey::Quit),
-    ),
-];
-
-/// Keys the replay dry-run screen and the help overlay use (see `dispatch`).
-const OTHER_SCREENS: [Key; 18] = [
-    Key::Char('j'),
-    Key::Char('k'),
-    Key::Char('h'),
-    Key::Char('l'),
-    Key::Char('+'),
-    Key::Char('-'),
-    Key::Char(' '),
-    Key::Char('q'),
-    Key::Code(KeyCode::Up),
-    Key::Code(KeyCode::Down),
-    Key::Code(KeyCode::Left),
-    Key::Code(KeyCode::Right),
-    Key::Code(KeyCode::Tab),
-    Key::Code(KeyCode::BackTab),
-    Key::Code(KeyCode::Enter),
-    Key::Code(KeyCode::Esc),
-    Key::Code(KeyCode::PageUp),
-    Key::Code(KeyCode::PageDown),
-];
-
-/// The keys of normal mode: each binding's defaults, or what `[keys]` in the config
-/// gives its action instead. Help, the footer and the key dispatch all read it, so they
-/// never disagree with what a key does.
+/// The keys of every mode: each binding's defaults, or what `[keys]` (normal mode) and
+/// `[keys.MODE]` in the config give its action instead. Help, the footer, the dry-run
+/// screen's hints and the key dispatch all read it, so they never disagree with what a
+/// key does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Keymap {
-    /// Per binding (as `BINDINGS` orders them).
+    /// Normal mode, per binding (as `BINDINGS` orders them).
     keys: Vec<Vec<Key>>,
+    /// Per mode (`Mode::index`), per binding of the mode.
+    modes: Vec<Vec<Vec<Key>>>,
 }
 
 impl Default for Keymap {
     fn default() -> Self {
         Keymap {
             keys: BINDINGS.iter().map(|b| b.keys.to_vec()).collect(),
+            modes: Mode::ALL
+                .iter()
+                .map(|m| m.bindings().iter().map(|b| b.keys.to_vec()).collect())
+                .collect(),
         }
     }
 }
 
-impl Keymap {
-    /// The defaults with `user` over them (action → keys). An unknown action, a key that
-    /// does not parse, a key left bound to two actions, or Ctrl-C (which always quits)
-    /// given to another action is an error that names it, said before the TUI starts.
-    pub fn with(user: &BTreeMap<String, KeyList>) -> Result<Keymap, String> {
-        let mut map = Keymap::default();
-        for (action, list) in user {
-            let Some(i) = BINDINGS.iter().position(|b| b.name == action.as_str()) else {
+/// The keys an entry of `[keys]` names, parsed; at least one.
+fn parsed(table: &str, action: &str, list: &KeyList) -> Result<Vec<Key>, String> {
+    let keys = list
+        .keys()
+        .into_iter()
+        .map(Key::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{table} {action}: {e}"))?;
+    if keys.is_empty() {
+        return Err(format!("{table} {action}: give at least one key"));
+    }
+    Ok(keys)
+}
+
+/// Within one screen, a key bound to two actions, or Ctrl-C (which always quits) bound
+/// to anything: the first found, named.
+fn clashes<'a>(
+    table: &str,
+    bound: impl Iterator<Item = (&'a str, &'a [Key])>,
+) -> Result<(), String> {
+    let mut owner: BTreeMap<String, &str> = BTreeMap::new();
+    for (name, keys) in bound {
+        for k in keys {
+            if *k == Key::Ctrl('c') && name != "quit" {
                 return Err(format!(
-                    "[keys]: no action `{}`; the actions are {}",
-                    dlq_core::sanitize::line(action, 40),
-                    BINDINGS
-                        .iter()
-                        .map(|b| b.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            };
-            let keys = list
-                .keys()
-                .into_iter()
-                .map(Key::parse)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("[keys] {action}: {e}"))?;
-            if keys.is_empty() {
-                return Err(format!("[keys] {action}: give at least one key"));
-            }
-            map.keys[i] = keys;
-        }
-        // The kill switch works over every screen (`dispatch`): a key the dry-run screen or
-        // help uses would stop a replay where the user meant to move or scroll.
-        let kill = BINDINGS.iter().position(|b| b.name == "kill");
-        for k in kill.map_or(&[][..], |i| map.keys(i)) {
-            if OTHER_SCREENS.iter().any(|o| o == k) {
-                return Err(format!(
-                    "[keys] kill: `{}` is used on the replay and help screens, where the kill switch also listens; give it a key of its own",
-                    k.label()
+                    "{table} {name}: Ctrl-C always quits and cannot be bound to another action"
                 ));
             }
-        }
-        let mut owner: BTreeMap<String, &str> = BTreeMap::new();
-        for (b, keys) in BINDINGS.iter().zip(&map.keys) {
-            for k in keys {
-                if *k == Key::Ctrl('c') && b.name != "quit" {
+            if let Some(other) = owner.insert(k.label(), name) {
+                if other != name {
                     return Err(format!(
-                        "[keys] {}: Ctrl-C always quits and cannot be bound to another action",
-                        b.name
+                        "{table}: `{}` is bound to both `{other}` and `{name}`; give one of them another key",
+                        k.label()
                     ));
                 }
-                if let Some(other) = owner.insert(k.label(), b.name) {
-                    if other != b.name {
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Keymap {
+    /// The defaults with `user` over them: `[keys]` (and `[keys.normal]`) for normal
+    /// mode, `[keys.dry-run]`, `[keys.help]`, `[keys.typing]` for theirs. An unknown mode
+    /// or action, a key that does not parse, a key left bound to two actions of one
+    /// screen, Ctrl-C given to anything but `quit`, a character as a typing key (it could
+    /// no longer be typed), or a kill key another screen uses is an error that names it,
+    /// said before the TUI starts.
+    pub fn with(user: &BTreeMap<String, KeyEntry>) -> Result<Keymap, String> {
+        let mut map = Keymap::default();
+        for (name, entry) in user {
+            match entry {
+                KeyEntry::Keys(list) => map.set_normal(name, list)?,
+                KeyEntry::Mode(table) if name == "normal" => {
+                    for (action, list) in table {
+                        map.set_normal(action, list)?;
+                    }
+                }
+                KeyEntry::Mode(table) => {
+                    let Some(mode) = Mode::ALL.iter().find(|m| m.name() == name.as_str()) else {
                         return Err(format!(
-                            "[keys]: `{}` is bound to both `{other}` and `{}`; give one of them another key",
-                            k.label(),
-                            b.name
+                            "[keys.{}]: no such mode; the modes are normal, {}",
+                            dlq_core::sanitize::line(name, 40),
+                            Mode::ALL.map(Mode::name).join(", ")
                         ));
+                    };
+                    for (action, list) in table {
+                        map.set_mode(*mode, action, list)?;
                     }
                 }
             }
         }
+        map.check()?;
         Ok(map)
+    }
+
+    fn set_normal(&mut self, action: &str, list: &KeyList) -> Result<(), String> {
+        let Some(i) = BINDINGS.iter().position(|b| b.name == action) else {
+            return Err(format!(
+                "[keys]: no action `{}`; the actions are {} (other screens: [keys.dry-run], [keys.help], [keys.typing])",
+                dlq_core::sanitize::line(action, 40),
+                BINDINGS
+                    .iter()
+                    .map(|b| b.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        self.keys[i] = parsed("[keys]", action, list)?;
+        Ok(())
+    }
+
+    fn set_mode(&mut self, mode: Mode, action: &str, list: &KeyList) -> Result<(), String> {
+        let table = format!("[keys.{}]", mode.name());
+        let bindings = mode.bindings();
+        let Some(i) = bindings.iter().position(|b| b.name == action) else {
+            return Err(format!(
+                "{table}: no action `{}`; its actions are {}",
+                dlq_core::sanitize::line(action, 40),
+                bindings
+                    .iter()
+                    .map(|b| b.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        let keys = parsed(&table, action, list)?;
+        if mode == Mode::Typing {
+            if let Some(k) = keys.iter().find(|k| matches!(k, Key::Char(_))) {
+                return Err(format!(
+                    "{table} {action}: `{}` could no longer be typed; give it a named key (Enter, Esc, Tab, F1…) or Ctrl-X",
+                    k.label()
+                ));
+            }
+        }
+        self.modes[mode.index()][i] = keys;
+        Ok(())
+    }
+
+    /// What no single entry shows: clashes within each screen, and the kill switch,
+    /// which listens over the dry-run and help screens too, on a key they use (it would
+    /// stop a replay where the user meant to move or scroll).
+    fn check(&self) -> Result<(), String> {
+        clashes(
+            "[keys]",
+            BINDINGS
+                .iter()
+                .map(|b| b.name)
+                .zip(self.keys.iter().map(Vec::as_slice)),
+        )?;
+        for mode in Mode::ALL {
+            let keys = &self.modes[mode.index()];
+            let names = mode.bindings().iter().map(|b| b.name);
+            clashes(
+                &format!("[keys.{}]", mode.name()),
+                names.zip(keys.iter().map(Vec::as_slice)),
+            )?;
+        }
+        for k in self.named("kill") {
+            for mode in [Mode::DryRun, Mode::Help] {
+                let used = self.modes[mode.index()].iter().flatten().any(|o| o == k);
+                if used {
+                    return Err(format!(
+                        "[keys] kill: `{}` is used on the {} screen, where the kill switch also listens; give it a key of its own",
+                        k.label(),
+                        mode.name()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The action of a key on a mode's screen.
+    pub(crate) fn mode_action(&self, mode: Mode, e: &KeyEvent) -> Option<Action> {
+        self.modes[mode.index()]
+            .iter()
+            .position(|keys| keys.iter().any(|k| k.matches(e)))
+            .and_then(|i| mode.bindings().get(i))
+            .map(|b| (b.action)())
+    }
+
+    /// The key a screen's hint names for a mode's action: the first in force.
+    pub(crate) fn mode_key(&self, mode: Mode, name: &str) -> String {
+        mode.bindings()
+            .iter()
+            .position(|b| b.name == name)
+            .and_then(|i| self.modes[mode.index()].get(i)?.first())
+            .map(|k| k.label())
+            .unwrap_or_default()
+    }
+
+    /// Every key of each of a mode's actions, with what it does (for help).
+    pub(crate) fn mode_lines(&self, mode: Mode) -> Vec<(String, &'static str)> {
+        mode.bindings()
+            .iter()
+            .zip(&self.modes[mode.index()])
+            .map(|(b, keys)| {
+                let keys: Vec<String> = keys.iter().map(|k| k.label()).collect();
+                (keys.join(" "), b.help)
+            })
+            .collect()
     }
 
     /// A binding's keys.
@@ -841,16 +640,26 @@ mod tests {
         );
     }
 
-    fn user(pairs: &[(&str, &[&str])]) -> BTreeMap<String, KeyList> {
+    fn user(pairs: &[(&str, &[&str])]) -> BTreeMap<String, KeyEntry> {
         pairs
             .iter()
             .map(|(a, ks)| {
-                (
-                    a.to_string(),
-                    KeyList::Many(ks.iter().map(|k| k.to_string()).collect()),
-                )
+                let keys = KeyList::Many(ks.iter().map(|k| k.to_string()).collect());
+                (a.to_string(), KeyEntry::Keys(keys))
             })
             .collect()
+    }
+
+    /// `[keys.MODE]` tables.
+    fn moded(mode: &str, pairs: &[(&str, &[&str])]) -> BTreeMap<String, KeyEntry> {
+        let table = pairs
+            .iter()
+            .map(|(a, ks)| {
+                let keys = KeyList::Many(ks.iter().map(|k| k.to_string()).collect());
+                (a.to_string(), keys)
+            })
+            .collect();
+        BTreeMap::from([(mode.to_string(), KeyEntry::Mode(table))])
     }
 
     /// `[keys]` rebinds an action: its new keys fire it, its old ones no longer do, and
@@ -902,10 +711,7 @@ mod tests {
         assert!(e.contains("at least one key"), "{e}");
         // The kill switch listens on every screen: not on a key the others use.
         let e = err(&[("kill", &["j"]), ("down", &["Down", "n"])]);
-        assert!(
-            e.contains("kill: `j` is used on the replay and help screens"),
-            "{e}"
-        );
+        assert!(e.contains("kill: `j` is used on the dry-run screen"), "{e}");
         assert!(Keymap::with(&user(&[("kill", &["Ctrl-K"])])).is_ok());
         // Swapping two actions' keys is fine.
         assert!(Keymap::with(&user(&[("discard", &["r"]), ("replay", &["d"])])).is_ok());
@@ -927,6 +733,96 @@ mod tests {
         let listed: Vec<&str> = list.split('`').skip(1).step_by(2).collect();
         let names: Vec<&str> = BINDINGS.iter().map(|b| b.name).collect();
         assert_eq!(listed, names);
+        for mode in Mode::ALL {
+            let list = doc
+                .split(&format!("The {} actions: ", mode.name()))
+                .nth(1)
+                .and_then(|rest| rest.split(".\n").next())
+                .unwrap_or_else(|| panic!("the list of {} actions", mode.name()));
+            let listed: Vec<&str> = list.split('`').skip(1).step_by(2).collect();
+            let names: Vec<&str> = mode.bindings().iter().map(|b| b.name).collect();
+            assert_eq!(listed, names, "{}", mode.name());
+        }
+    }
+
+    /// `[keys.dry-run]` rebinds that screen only: the new key fires there, the old one
+    /// no longer does, the screen's hint names it, and normal mode is untouched.
+    #[test]
+    fn a_mode_table_rebinds_its_screen_only() {
+        let mut user = moded("dry-run", &[("start", &["s"]), ("close", &["Esc", "x"])]);
+        user.extend(moded("help", &[("down", &["n"])]));
+        let map = Keymap::with(&user).expect("valid");
+        let ev = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        assert!(matches!(
+            map.mode_action(Mode::DryRun, &ev('s')),
+            Some(Action::Intent(Intent::Replay(ReplayKey::ReplayStart)))
+        ));
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        assert!(
+            map.mode_action(Mode::DryRun, &enter).is_none(),
+            "Enter is free there"
+        );
+        assert!(
+            map.mode_action(Mode::DryRun, &ev('q')).is_none(),
+            "q no longer closes"
+        );
+        assert_eq!(map.mode_key(Mode::DryRun, "start"), "s");
+        assert!(matches!(
+            map.mode_action(Mode::Help, &ev('n')),
+            Some(Action::Intent(Intent::View(ViewKey::HelpScroll(1))))
+        ));
+        // Normal mode's keys are its own: `s` still sorts, Enter still opens.
+        assert!(matches!(
+            map.action(&ev('s')),
+            Some(Action::Intent(Intent::View(ViewKey::ToggleSort)))
+        ));
+        assert!(map.action(&enter).is_some());
+        // `[keys.normal]` is `[keys]`.
+        let normal = Keymap::with(&moded("normal", &[("discard", &["X"])])).expect("valid");
+        assert!(matches!(
+            normal.action(&ev('X')),
+            Some(Action::Intent(Intent::Act(Act::StartDiscard)))
+        ));
+    }
+
+    /// A mode table's mistakes are said naming the table: an unknown mode or action, a
+    /// clash on that screen, a character as a typing key, a kill key the screen uses.
+    #[test]
+    fn a_mistake_in_a_mode_table_is_said_naming_it() {
+        let err = |mode: &str, pairs: &[(&str, &[&str])]| {
+            Keymap::with(&moded(mode, pairs)).expect_err("refused")
+        };
+        let e = err("dryrun", &[("start", &["s"])]);
+        assert!(
+            e.contains("[keys.dryrun]: no such mode") && e.contains("dry-run"),
+            "{e}"
+        );
+        let e = err("dry-run", &[("begin", &["s"])]);
+        assert!(
+            e.contains("[keys.dry-run]: no action `begin`") && e.contains("start"),
+            "{e}"
+        );
+        let e = err("dry-run", &[("start", &["j"])]);
+        assert!(
+            e.contains("[keys.dry-run]: `j` is bound to both `next-choice` and `start`"),
+            "{e}"
+        );
+        let e = err("typing", &[("submit", &["x"])]);
+        assert!(e.contains("`x` could no longer be typed"), "{e}");
+        assert!(Keymap::with(&moded("typing", &[("submit", &["Ctrl-J"])])).is_ok());
+        let e = err("dry-run", &[("start", &["Ctrl-C"])]);
+        assert!(
+            e.contains("[keys.dry-run] start: Ctrl-C always quits"),
+            "{e}"
+        );
+        // The kill key must stay off every screen it listens over.
+        let mut user = user(&[("kill", &["Ctrl-K"])]);
+        user.extend(moded("dry-run", &[("close", &["Ctrl-K"])]));
+        let e = Keymap::with(&user).expect_err("refused");
+        assert!(
+            e.contains("kill: `Ctrl-K` is used on the dry-run screen"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -10,10 +10,15 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
             (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
             (Some(row), Ok(())) => state.prompt.input = Input::UnmaskReason(String::new(), row),
         },
-        Act::StartEdit => match (state.selected_row(), check(state.role, Permission::Edit)) {
-            (None, _) => state.message = Some(("select a letter to edit".into(), Level::Warn)),
-            (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
-            (Some(row), Ok(())) => state.prompt.input = Input::EditReason(String::new(), row),
+        Act::StartEdit => match state.selected_row() {
+            None => state.message = Some(("select a letter to edit".into(), Level::Warn)),
+            Some(row) => {
+                let write = dlq_core::access::WriteOp::Edit;
+                let target = |s: &AppState| letter_id(s, row).unwrap_or_default();
+                if crate::refusal::may_write(state, cmds, write, target) {
+                    state.prompt.input = Input::EditReason(String::new(), row);
+                }
+            }
         },
         Act::StartDiscard => {
             let write = dlq_core::access::WriteOp::Discard;

@@ -1,6 +1,6 @@
 //! The help overlay, generated from the keymap.
 
-use crate::keymap::{palette_hint, Effect, BINDINGS};
+use crate::keymap::{palette_hint, Effect, Mode, BINDINGS};
 use crate::state::AppState;
 use crate::theme::StyleName;
 use crate::theme::Theme;
@@ -60,7 +60,35 @@ fn rows(s: &AppState, t: &Theme) -> Vec<Line<'static>> {
         ),
         Span::styled(palette_hint(), t.get(StyleName::UiText)),
     ]));
+    // The other screens' keys, as `[keys.MODE]` leaves them.
+    for (mode, title) in [
+        (Mode::DryRun, "On the replay dry-run screen"),
+        (Mode::Typing, "While typing a line (characters type)"),
+    ] {
+        rows.push(Line::from(Span::styled(
+            format!(" {title}"),
+            t.get(StyleName::UiHeader),
+        )));
+        for (keys, help) in s.keymap.mode_lines(mode) {
+            rows.push(Line::from(vec![
+                Span::styled(format!(" {keys:<12}"), t.get(StyleName::UiTitle)),
+                Span::styled(help, t.get(StyleName::UiText)),
+            ]));
+        }
+    }
     rows
+}
+
+/// The overlay's title: how to scroll it, with the keys in force (`[keys.help]`).
+fn title(s: &AppState) -> String {
+    let key = |name: &str| s.keymap.mode_key(Mode::Help, name);
+    format!(
+        " Keys — {}/{} {}/{} scroll · any other key closes ",
+        key("down"),
+        key("up"),
+        key("page-down"),
+        key("page-up")
+    )
 }
 
 /// One column, each line wrapped under itself, scrolled with j/k (stopping at the last
@@ -71,7 +99,7 @@ fn one_column(f: &mut Frame, area: Rect, s: &AppState, t: &Theme, rows: Vec<Line
     f.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(" Keys — j/k PgDn/PgUp scroll · any other key closes ")
+        .title(title(s))
         .border_style(t.get(StyleName::UiBorderFocus));
     let inner_w = usize::from(w.saturating_sub(2)).max(1);
     let wrapped: usize = rows

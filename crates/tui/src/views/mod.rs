@@ -41,6 +41,7 @@ pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
                 a.groups.height + a.progress.height,
             ),
             d,
+            &s.keymap,
             t,
         );
     } else if s.prompt.show_help {

@@ -1,5 +1,6 @@
 //! The replay screens: the dry-run (choices over the plan) and the progress pane.
 
+use crate::keymap::{Keymap, Mode};
 use crate::replaying::{field_value, DryRun, RunView, FIELDS};
 use crate::theme::{StyleName, Theme};
 use crate::views::fit;
@@ -12,7 +13,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 /// The dry-run screen, over the panes: the choices, then the plan as the CLI prints it.
-pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
+pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, keys: &Keymap, t: &Theme) {
     let w = area.width.min(110);
     let h = area.height.saturating_sub(2).max(area.height.min(3));
     let popup = Rect::new(
@@ -23,7 +24,7 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
     );
     f.render_widget(Clear, popup);
     let width = usize::from(w.saturating_sub(3));
-    let mut rows = choices(d, width, t);
+    let mut rows = choices(d, keys, width, t);
     if let Some(e) = &d.error {
         rows.push(Line::from(Span::styled(
             sanitize::line(&format!("! {e}"), width),
@@ -73,7 +74,7 @@ pub(crate) fn dry_run(f: &mut Frame, area: Rect, d: &DryRun, t: &Theme) {
 
 /// The dry-run's choices, one per line (the one being changed selected), and what
 /// Enter does now.
-fn choices(d: &DryRun, width: usize, t: &Theme) -> Vec<Line<'static>> {
+fn choices(d: &DryRun, keys: &Keymap, width: usize, t: &Theme) -> Vec<Line<'static>> {
     let mut rows: Vec<Line<'static>> = Vec::new();
     for (i, name) in FIELDS.iter().enumerate() {
         let here = i == d.field;
@@ -90,6 +91,15 @@ fn choices(d: &DryRun, width: usize, t: &Theme) -> Vec<Line<'static>> {
         );
         rows.push(Line::from(Span::styled(fit(&text, width), style)));
     }
+    // The keys in force (`[keys.dry-run]`), as the defaults read: ↑↓ choose · ←→ change.
+    let key = |name: &str| keys.mode_key(Mode::DryRun, name);
+    let moves = format!(
+        "{}{} choose · {}{} change",
+        key("previous-choice"),
+        key("next-choice"),
+        key("less"),
+        key("more")
+    );
     let (hint, hint_style) = match &d.plan {
         None => ("planning…".to_string(), t.get(StyleName::UiDim)),
         Some(p) if p.planned == 0 => (
@@ -98,14 +108,21 @@ fn choices(d: &DryRun, width: usize, t: &Theme) -> Vec<Line<'static>> {
         ),
         Some(p) if p.planned > d.confirm_above => (
             format!(
-                "Enter: type {} to start · ↑↓ choose · ←→ change · Esc cancel (nothing sent yet)",
-                p.planned
+                "{}: type {} to start · {moves} · {} cancel (nothing sent yet)",
+                key("start"),
+                p.planned,
+                key("close")
             ),
             t.get(StyleName::UiFooter),
         ),
         Some(_) => (
-            "Enter starts · ↑↓ choose · ←→ change · PgDn/PgUp plan · Esc cancel (nothing sent yet)"
-                .to_string(),
+            format!(
+                "{} starts · {moves} · {}/{} plan · {} cancel (nothing sent yet)",
+                key("start"),
+                key("plan-down"),
+                key("plan-up"),
+                key("close")
+            ),
             t.get(StyleName::UiFooter),
         ),
     };
