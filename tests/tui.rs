@@ -518,23 +518,21 @@ fn big_groups_show_the_newest_first_and_finish_sorting_when_paged() {
         s.browse
             .catalog
             .store
-            .row(s.letters.order.rows[i])
+            .row(s.letters.rows()[i])
             .map(|r| r.at_ms)
             .unwrap_or(0)
     };
-    assert_eq!(s.letters.order.rows.len(), 30_000);
-    assert!(
-        s.letters.order.sorted < 30_000,
-        "big groups are sorted lazily"
-    );
+    assert_eq!(s.letters.rows().len(), 30_000);
+    assert!(s.letters.sorted() < 30_000, "big groups are sorted lazily");
     assert_eq!(at(&s, 0), base, "the newest letter is first");
-    assert!((1..s.letters.order.sorted).all(|i| at(&s, i - 1) >= at(&s, i)));
+    assert!((1..s.letters.sorted()).all(|i| at(&s, i - 1) >= at(&s, i)));
     press(&mut s, &["Tab"], size);
     for _ in 0..2 {
         update(&mut s, Action::from(Nav::Bottom), size);
     }
     assert_eq!(
-        s.letters.order.sorted, 30_000,
+        s.letters.sorted(),
+        30_000,
         "paging to the end sorts the rest"
     );
     assert!((1..30_000).all(|i| at(&s, i - 1) >= at(&s, i)));
@@ -556,7 +554,7 @@ fn command_palette_groups_filters_and_explains_mistakes() {
     );
     assert!(screen(&s, size).contains("6 match · filter: reason=expired|rejected"));
     press(&mut s, &["::", ":sort oldest", "Enter"], size);
-    assert!(!s.letters.order.newest_first);
+    assert!(!s.letters.newest_first());
     press(&mut s, &["::", ":frobnicate", "Enter"], size);
     assert!(screen(&s, size).contains("unknown command `frobnicate`"));
     press(&mut s, &["::", ":group colour", "Enter"], size);
@@ -841,7 +839,7 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
     // A mark in this group, then another group: the mark is not in view, so `d` takes
     // the other group and says the mark was left out; the title counts it.
     press(&mut s, &[" ", "BackTab", "G"], size);
-    assert_eq!(s.letters.marks.len(), 1);
+    assert_eq!(s.letters.marks().len(), 1);
     press(&mut s, &["d"], size);
     let shown = screen(&s, size);
     assert!(shown.contains("1 marked elsewhere not included"), "{shown}");
@@ -860,11 +858,11 @@ fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
     assert!(!rows.contains(&letter), "the mark elsewhere was used");
     // Esc clears the marks; `A` marks every letter in view, again unmarks them.
     press(&mut s, &["Esc"], size);
-    assert!(s.letters.marks.is_empty());
+    assert!(s.letters.marks().is_empty());
     press(&mut s, &["A"], size);
-    assert_eq!(s.letters.marks.len(), s.letters.order.rows.len());
+    assert_eq!(s.letters.marks().len(), s.letters.rows().len());
     press(&mut s, &["A"], size);
-    assert!(s.letters.marks.is_empty());
+    assert!(s.letters.marks().is_empty());
 }
 
 /// Ticking by the second over simulated minutes: letters move from `<5m` to `5m-1h`
@@ -1031,6 +1029,29 @@ fn plan_expired(s: &mut AppState, size: (u16, u16)) -> usize {
         size,
     );
     planned
+}
+
+/// A click selects the row it lands on, on the page the list shows. It used to count
+/// from the top of the list: past the first page a click picked another letter than the
+/// one under the pointer.
+#[test]
+fn a_click_selects_the_letter_under_it_past_the_first_page() {
+    use dlq_tui::action::ViewKey;
+    let size = (80, 24);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["Tab"], size);
+    let a = views::layout::layout_for(&s, size.0, size.1);
+    let page = usize::from(a.letters.height - 3);
+    for _ in 0..page + 2 {
+        press(&mut s, &["Down"], size);
+    }
+    assert_eq!(s.letters.cursor(), page + 2, "{}", screen(&s, size));
+    let second_shown = s.letters.rows()[page + 1];
+    // The second row shown: the page's second letter.
+    let (column, row) = (a.letters.x + 4, a.letters.y + 3);
+    update(&mut s, Action::from(ViewKey::Click { column, row }), size);
+    assert_eq!(s.letters.cursor(), page + 1, "{}", screen(&s, size));
+    assert_eq!(s.letters.selected(), Some(second_shown));
 }
 
 /// The example's state with the keys of `config` (a config file's text).

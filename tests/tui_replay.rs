@@ -309,14 +309,13 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
     t.key(KeyCode::Tab);
     let at =
         t.s.letters
-            .order
-            .rows
+            .rows()
             .iter()
             .position(|r| {
                 t.s.browse.catalog.store.row(*r).map(|x| x.state) == Some(TriageState::FailedAgain)
             })
             .expect("a failed-again letter in the list");
-    while t.s.letters.cursor < at {
+    while t.s.letters.cursor() < at {
         t.key(KeyCode::Down);
     }
     t.key(KeyCode::Char('5'));
@@ -345,12 +344,12 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
     // in the README) writes the amount as a number; the revision is ledgered.
     t.key(KeyCode::Tab);
     t.key(KeyCode::Home);
-    let row = t.s.letters.order.rows[t.s.letters.cursor];
+    let row = t.s.letters.rows()[t.s.letters.cursor()];
     assert_eq!(
         t.s.browse.catalog.store.row(row).map(|r| r.state),
         Some(TriageState::Open)
     );
-    let row = t.s.letters.order.rows[t.s.letters.cursor];
+    let row = t.s.letters.rows()[t.s.letters.cursor()];
     let payload = t.s.cache.get(row).expect("held").raw.payload.clone();
     assert!(
         String::from_utf8_lossy(&payload).contains("\"amount\":\""),

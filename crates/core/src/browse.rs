@@ -30,8 +30,6 @@ pub struct GroupTree {
     pub visible: Vec<usize>,
     /// Position in `visible` of the selected node.
     pub cursor: usize,
-    /// First visible node on screen.
-    pub offset: usize,
     /// Owner of each top-level group, with the count it was read at.
     pub owners: HashMap<Vec<u32>, (u64, String)>,
 }

@@ -27,8 +27,8 @@ pub fn key(c: KeyCode) -> Event {
     Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
 }
 
-/// Feed keys through the keymap: "Enter", "Tab", "BackTab", "Esc", "Down", "PageDown",
-/// "Ctrl-z", one
+/// Feed keys through the keymap: "Enter", "Tab", "BackTab", "Esc", "Up", "Down", "Left",
+/// "Right", "PageUp", "PageDown", "Backspace", "Ctrl-z", one
 /// character, or text typed character by character after a leading ':'. Returns what
 /// the updates asked the worker or the terminal to do.
 pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<Command> {
@@ -41,6 +41,11 @@ pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<Command> 
             "Esc" => vec![key(KeyCode::Esc)],
             "Down" => vec![key(KeyCode::Down)],
             "PageDown" => vec![key(KeyCode::PageDown)],
+            "PageUp" => vec![key(KeyCode::PageUp)],
+            "Up" => vec![key(KeyCode::Up)],
+            "Left" => vec![key(KeyCode::Left)],
+            "Right" => vec![key(KeyCode::Right)],
+            "Backspace" => vec![key(KeyCode::Backspace)],
             "Ctrl-z" => vec![Event::Key(KeyEvent::new(
                 KeyCode::Char('z'),
                 KeyModifiers::CONTROL,
@@ -50,7 +55,15 @@ pub fn press(s: &mut AppState, keys: &[&str], size: (u16, u16)) -> Vec<Command> 
                 .skip(1)
                 .map(|c| key(KeyCode::Char(c)))
                 .collect(),
-            one => vec![key(KeyCode::Char(one.chars().next().expect("a key")))],
+            // One character; a name this helper does not know is a mistake in the test
+            // (it once pressed `P` for "PgDn"), not a key.
+            one => {
+                let mut cs = one.chars();
+                match (cs.next(), cs.next()) {
+                    (Some(c), None) => vec![key(KeyCode::Char(c))],
+                    _ => panic!("press: no key named {one:?}"),
+                }
+            }
         };
         for e in events {
             if let Some(a) = action_for_event(s, &e) {

@@ -5,6 +5,7 @@ pub mod action;
 mod dispatch;
 pub mod keymap;
 pub mod launch;
+pub mod letters_pane;
 mod lists;
 pub mod picker;
 mod refusal;

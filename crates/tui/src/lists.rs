@@ -14,7 +14,7 @@ pub(crate) fn rebuild_index(state: &mut AppState) {
 /// Recompute the tree from the index, keeping the selected node if it still exists.
 pub(crate) fn refresh_tree(state: &mut AppState) {
     refresh_inflow(state);
-    state.letters.dirty = true;
+    state.letters.stale();
 }
 
 /// The tree's inflow and sparklines again, when only those moved with the clock: the
@@ -32,38 +32,26 @@ pub(crate) fn refresh_inflow(state: &mut AppState) {
 /// Which tree nodes are visible given the expanded set.
 pub(crate) fn refresh_visible(state: &mut AppState) {
     state.groups.refresh_visible();
-    state.letters.dirty = true;
+    state.letters.stale();
 }
 
 /// The letters of the selected node, sorted, keeping the selected letter.
 pub(crate) fn refresh_letters(state: &mut AppState) {
     let Some(path) = state.selected_node().map(|n| n.path.clone()) else {
-        state.letters.order.rows.clear();
-        state.letters.dirty = false;
+        state.letters.clear();
         return;
     };
     let members = state.browse.index().timed_members_under(&path);
     if members.len() > LIVE_LETTERS_LIMIT
         && !state.scan.complete
-        && !state.letters.order.rows.is_empty()
+        && !state.letters.rows().is_empty()
     {
         return; // stay dirty; sorted once the scan completes
     }
-    let keep = state.selected_row().filter(|_| state.letters.pinned);
-    state.letters.order.fill(members);
-    let rows = &state.letters.order.rows;
-    state.letters.cursor = keep
-        .and_then(|k| rows.iter().position(|r| *r == k))
-        .unwrap_or(0)
-        .min(rows.len().saturating_sub(1));
-    state.letters.pinned |= state.scan.complete;
-    state.letters.dirty = false;
+    state.letters.fill(members, state.scan.complete);
 }
 
 /// Put at least the first `want` letters of the list in order.
 pub(crate) fn sort_letters(state: &mut AppState, want: usize) {
-    state
-        .letters
-        .order
-        .sort_to(&state.browse.catalog.store, want);
+    state.letters.sort_to(&state.browse.catalog.store, want);
 }

@@ -238,7 +238,7 @@ fn run(state: &mut AppState, cmds: &mut Vec<Command>) {
     let Some(plan) = d.plan else { return };
     // Marks picked these letters: they are spoken for.
     for row in d.rows.values().flatten() {
-        state.letters.marks.remove(row);
+        state.letters.unmark(row);
     }
     let control = Control::default();
     state.replay.hidden = None;

@@ -22,7 +22,7 @@ pub(crate) struct Targets {
 
 /// The rows the letters pane shows (the selected group, under the filter).
 fn in_view(state: &AppState) -> HashSet<RowId> {
-    state.letters.order.rows.iter().copied().collect()
+    state.letters.rows().iter().copied().collect()
 }
 
 /// See the module doc.
@@ -30,12 +30,12 @@ pub(crate) fn targets(state: &AppState) -> Targets {
     let view = in_view(state);
     let marked: Vec<RowId> = state
         .letters
-        .marks
+        .marks()
         .iter()
         .copied()
         .filter(|r| view.contains(r))
         .collect();
-    let outside = state.letters.marks.len() - marked.len();
+    let outside = state.letters.marks().len() - marked.len();
     if !marked.is_empty() {
         let what = dlq_core::words::count(marked.len() as u64, "marked letter");
         return Targets {
@@ -153,15 +153,12 @@ pub(crate) fn count_mismatch(typed: &str, want: usize, now: usize, what: &str) -
 
 /// `A`: mark every letter in view (again: unmark them).
 pub(crate) fn mark_all_in_view(state: &mut AppState) -> String {
-    let view: Vec<RowId> = state.letters.order.rows.clone();
-    if !view.is_empty() && view.iter().all(|r| state.letters.marks.contains(r)) {
-        for r in &view {
-            state.letters.marks.remove(r);
-        }
-        return format!("unmarked {}", dlq_core::words::letters(view.len()));
+    let n = state.letters.rows().len();
+    if state.letters.toggle_all() {
+        format!("marked {} in view", dlq_core::words::letters(n))
+    } else {
+        format!("unmarked {}", dlq_core::words::letters(n))
     }
-    state.letters.marks.extend(view.iter().copied());
-    format!("marked {} in view", dlq_core::words::letters(view.len()))
 }
 
 #[cfg(test)]

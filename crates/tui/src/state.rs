@@ -1,7 +1,7 @@
 //! Everything the TUI shows, as plain data. Only `update` changes it.
 
 use dlq_app::browse::Browse;
-use dlq_core::browse::{GroupTree, LetterOrder};
+use dlq_core::browse::GroupTree;
 use dlq_core::catalog::Catalog;
 use dlq_core::diff::Diff;
 use dlq_core::grouping::{Dim, TreeNode};
@@ -9,7 +9,6 @@ use dlq_core::payload_cache::PayloadCache;
 use dlq_core::payload_view::PayloadView;
 use dlq_core::ports::SourceInfo;
 use dlq_core::store::RowId;
-use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
@@ -142,24 +141,7 @@ pub const GROUPINGS: [&[Dim]; 6] = [
     &[Dim::Consumer, Dim::Reason, Dim::Version],
 ];
 
-/// The letters pane: the selected group's letters.
-#[derive(Debug)]
-pub struct LettersPane {
-    /// Letters of the selected node in time order (big groups are sorted lazily: the
-    /// first pages at once, the rest when paged to).
-    pub order: LetterOrder,
-    pub dirty: bool,
-    pub cursor: usize,
-    /// The selected letter stays selected as letters arrive and the list re-sorts: the
-    /// operator put the cursor on it (moved, clicked, opened it), or the scan is complete
-    /// (a live arrival does not pull the detail away). While a scan streams in and
-    /// nothing was chosen the cursor stays on the top letter, so the finished scan shows
-    /// the newest, not the one that happened to be first when the scan began. Choosing
-    /// another group lets go.
-    pub pinned: bool,
-    pub offset: usize,
-    pub marks: BTreeSet<RowId>,
-}
+pub use crate::letters_pane::LettersPane;
 
 /// The detail pane: the selected letter, its tabs, and what is loading for it.
 #[derive(Debug)]
@@ -253,14 +235,7 @@ impl AppState {
             grouping: 0,
             custom_dims: None,
             groups: GroupTree::default(),
-            letters: LettersPane {
-                order: LetterOrder::default(),
-                dirty: true,
-                cursor: 0,
-                pinned: false,
-                offset: 0,
-                marks: BTreeSet::new(),
-            },
+            letters: LettersPane::default(),
             detail: DetailPane {
                 current: None,
                 tab: Tab::Failure,
@@ -339,6 +314,6 @@ impl AppState {
     }
 
     pub fn selected_row(&self) -> Option<RowId> {
-        self.letters.order.rows.get(self.letters.cursor).copied()
+        self.letters.selected()
     }
 }

@@ -97,8 +97,8 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
             state.message = Some((format!("grouped by {}", names.join(" › ")), Level::Info));
         }
         ViewKey::ToggleSort => {
-            state.letters.order.newest_first = !state.letters.order.newest_first;
-            state.letters.dirty = true;
+            let newest = state.letters.newest_first();
+            state.letters.set_newest_first(!newest);
         }
         ViewKey::SetTab(t) => {
             state.detail.tab = t;
@@ -165,7 +165,7 @@ fn finish(state: &mut AppState, mut cmds: Vec<Command>, size: (u16, u16)) -> Vec
             .saturating_sub(3),
     )
     .max(1);
-    if state.letters.dirty {
+    if state.letters.is_stale() {
         refresh_letters(state);
     }
     sync_detail(state, &mut cmds);
@@ -274,22 +274,22 @@ mod tests {
         );
         update(&mut s, BrowseEvent::ScanDone, SIZE);
         assert_eq!(at(&s), Some(10));
-        assert_eq!(s.letters.cursor, 0);
+        assert_eq!(s.letters.cursor(), 0);
         // Complete: a live arrival goes on top, the selection stays.
         update(&mut s, BrowseEvent::Live(aged(&[5])), SIZE);
         assert_eq!(at(&s), Some(10));
-        assert_eq!(s.letters.cursor, 1);
+        assert_eq!(s.letters.cursor(), 1);
         // Picked: the same.
         update(&mut s, Nav::FocusNext, SIZE);
         update(&mut s, Nav::Down, SIZE);
         assert_eq!(at(&s), Some(20));
         update(&mut s, BrowseEvent::Live(aged(&[1])), SIZE);
         assert_eq!(at(&s), Some(20));
-        assert_eq!(s.letters.cursor, 3);
+        assert_eq!(s.letters.cursor(), 3);
         // Another group opens at its top.
         update(&mut s, Nav::FocusPrev, SIZE);
         update(&mut s, Nav::Down, SIZE);
-        assert_eq!(s.letters.cursor, 0);
+        assert_eq!(s.letters.cursor(), 0);
     }
 
     /// `R` says a second browse is under way until it ends, then says it ended: the

@@ -46,15 +46,13 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
         }
         Act::ToggleMark => {
             if let Some(row) = state.selected_row() {
-                if !state.letters.marks.remove(&row) {
-                    state.letters.marks.insert(row);
-                }
+                state.letters.toggle_mark(row);
             }
         }
         Act::Diff => {
             state.detail.tab = Tab::Diff;
             state.detail.scroll = 0;
-            if state.letters.marks.is_empty() {
+            if state.letters.marks().is_empty() {
                 state.message = Some((
                     "mark a letter with space, select another, then D".into(),
                     Level::Warn,

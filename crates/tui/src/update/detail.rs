@@ -17,7 +17,7 @@ pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
     let want_diff = state.detail.tab == Tab::Diff;
     let mark = state
         .letters
-        .marks
+        .marks()
         .iter()
         .rev()
         .find(|m| **m != row)

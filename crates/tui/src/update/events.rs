@@ -96,7 +96,7 @@ fn scan_done(state: &mut AppState) {
     state.browse.scan_complete();
     let n = state.browse.catalog.store.len();
     state.scan.total = Some(n as u64);
-    state.letters.dirty = true;
+    state.letters.stale();
     if state.scan.again {
         state.message = Some((
             format!(
@@ -170,7 +170,7 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
             state.detail.history = None;
             for r in &rows {
                 state.decided(*r, dlq_core::model::TriageState::Discarded);
-                state.letters.marks.remove(r);
+                state.letters.unmark(r);
             }
             rebuild_index(state);
             state.message = Some((message, if ok { Level::Info } else { Level::Error }));
@@ -188,13 +188,7 @@ pub(crate) fn reset_browse(state: &mut AppState) {
         ..Default::default()
     };
     state.groups = Default::default();
-    state.letters.order.rows.clear();
-    state.letters.marks.clear();
-    state.letters.cursor = 0;
-    state.letters.pinned = false;
-    state.letters.offset = 0;
-    state.letters.order.sorted = 0;
-    state.letters.dirty = true;
+    state.letters.reset();
     state.detail.current = None;
     state.detail.pending_fetch = None;
     state.detail.not_kept = None;

@@ -39,7 +39,7 @@ pub(crate) fn navigate(state: &mut AppState, action: Nav) {
             }
             Pane::Letters => {
                 state.focus = Pane::Detail;
-                state.letters.pinned = true;
+                state.letters.pin();
             }
             Pane::Detail => {}
         },
@@ -52,8 +52,7 @@ pub(crate) fn navigate(state: &mut AppState, action: Nav) {
                     } else if path.len() > 1 {
                         // Jump to the parent.
                         if state.groups.select_path(&path[..path.len() - 1]) {
-                            state.letters.pinned = false;
-                            state.letters.dirty = true;
+                            state.letters.let_go();
                         }
                     }
                 }
@@ -68,23 +67,25 @@ pub(crate) fn contains(r: ratatui::layout::Rect, column: u16, row: u16) -> bool 
     column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height
 }
 
+/// A click on a row of a list selects what that row shows. The rows a list shows start
+/// at the page its cursor is on (`views::layout::list_offset`, as the views draw them),
+/// one row below the border (two for the letters' header row).
 pub(crate) fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
-    // Lists start one row below their border (two for the letters header row).
     if contains(a.groups, column, row) {
         state.focus = Pane::Groups;
-        let i = state.groups.offset + usize::from(row.saturating_sub(a.groups.y + 1));
+        let height = usize::from(a.groups.height.saturating_sub(2));
+        let top = crate::views::layout::list_offset(state.groups.cursor, height);
+        let i = top + usize::from(row.saturating_sub(a.groups.y + 1));
         if i < state.groups.visible.len() {
             state.groups.cursor = i;
-            state.letters.pinned = false;
-            state.letters.dirty = true;
+            state.letters.let_go();
         }
     } else if contains(a.letters, column, row) {
         state.focus = Pane::Letters;
-        let i = state.letters.offset + usize::from(row.saturating_sub(a.letters.y + 2));
-        if i < state.letters.order.rows.len() {
-            state.letters.cursor = i;
-            state.letters.pinned = true;
-        }
+        let height = usize::from(a.letters.height.saturating_sub(3)).max(1);
+        state
+            .letters
+            .click(usize::from(row.saturating_sub(a.letters.y + 2)), height);
     } else if contains(a.detail, column, row) {
         state.focus = Pane::Detail;
     }
@@ -102,14 +103,11 @@ pub(crate) fn move_cursor(state: &mut AppState, delta: i64) {
             let new = step(state.groups.cursor, state.groups.visible.len());
             if new != state.groups.cursor {
                 state.groups.cursor = new;
-                state.letters.pinned = false;
-                state.letters.dirty = true;
+                state.letters.let_go();
             }
         }
         Pane::Letters => {
-            state.letters.cursor = step(state.letters.cursor, state.letters.order.rows.len());
-            state.letters.pinned = true;
-            if state.letters.cursor + 2 * state.page >= state.letters.order.sorted {
+            if state.letters.step(delta, 2 * state.page) {
                 sort_letters(state, usize::MAX);
             }
         }

@@ -71,8 +71,7 @@ fn sort(state: &mut AppState, arg: &str) -> Result<String, String> {
         "oldest" => false,
         other => return Err(format!("sort takes newest or oldest, not `{other}`")),
     };
-    state.letters.order.newest_first = newest;
-    state.letters.dirty = true;
+    state.letters.set_newest_first(newest);
     Ok(format!(
         "{} first",
         if newest { "newest" } else { "oldest" }

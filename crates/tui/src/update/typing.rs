@@ -49,9 +49,8 @@ pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command
                 state.browse.set_filter(Filter::all());
                 refresh_tree(state);
                 state.message = Some(("filter cleared".into(), Level::Info));
-            } else if !state.letters.marks.is_empty() {
-                let n = state.letters.marks.len();
-                state.letters.marks.clear();
+            } else if !state.letters.marks().is_empty() {
+                let n = state.letters.clear_marks();
                 state.message = Some((
                     format!("{} cleared", dlq_core::words::count(n as u64, "mark")),
                     Level::Info,

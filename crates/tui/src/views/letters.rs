@@ -29,17 +29,17 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         fit(&format!("  {header}"), w),
         t.get(StyleName::UiDim),
     ))];
-    let offset = list_offset(s.letters.cursor, h.max(1));
+    let offset = list_offset(s.letters.cursor(), h.max(1));
     let words = s.browse.filter().fuzzy_words();
-    for (pos, row) in s.letters.order.rows.iter().enumerate().skip(offset).take(h) {
+    for (pos, row) in s.letters.rows().iter().enumerate().skip(offset).take(h) {
         let Some(r) = store.row(*row) else { continue };
-        let selected = pos == s.letters.cursor;
+        let selected = pos == s.letters.cursor();
         let style = match (selected, focused) {
             (true, true) => t.get(StyleName::UiSelection),
             (true, false) => t.get(StyleName::UiSelectionUnfocused),
             _ => t.get(StyleName::state(r.state)),
         };
-        let mark = if s.letters.marks.contains(row) {
+        let mark = if s.letters.marks().contains(row) {
             "● "
         } else {
             "  "
@@ -53,7 +53,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         ));
         lines.push(Line::from(spans));
     }
-    if s.letters.order.rows.is_empty() {
+    if s.letters.rows().is_empty() {
         lines.push(Line::from(Span::styled(
             "  (select a group)",
             t.get(StyleName::UiDim),
@@ -70,7 +70,7 @@ fn title(s: &AppState, area: Rect, t: &Theme) -> Line<'static> {
         .selected_node()
         .map(|n| sanitize::line(&n.label, 60))
         .unwrap_or_default();
-    let order = if s.letters.order.newest_first {
+    let order = if s.letters.newest_first() {
         "newest first"
     } else {
         "oldest first"
@@ -101,10 +101,7 @@ fn title(s: &AppState, area: Rect, t: &Theme) -> Line<'static> {
             };
             Span::styled(label, t.get(style))
         });
-    let mut title = Line::from(format!(
-        " Letters  {node} · {} · ",
-        s.letters.order.rows.len()
-    ));
+    let mut title = Line::from(format!(" Letters  {node} · {} · ", s.letters.rows().len()));
     if let Some(e) = expiry {
         title.spans.push(e);
         title.spans.push(Span::raw(" · "));

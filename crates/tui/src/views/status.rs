@@ -35,9 +35,9 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
             7,
         ),
     ];
-    if !s.letters.marks.is_empty() {
+    if !s.letters.marks().is_empty() {
         parts.push(text(
-            format!(" · {} marked", s.letters.marks.len()),
+            format!(" · {} marked", s.letters.marks().len()),
             StyleName::UiWarn,
             8,
         ));
