@@ -23,18 +23,76 @@ pub const SORT_AHEAD: usize = 4096;
 #[derive(Debug, Default)]
 pub struct GroupTree {
     /// Every node, recomputed when the index changes.
-    pub nodes: Vec<TreeNode>,
+    nodes: Vec<TreeNode>,
     /// Paths of expanded nodes.
-    pub expanded: HashSet<Vec<u32>>,
+    expanded: HashSet<Vec<u32>>,
     /// Indices into `nodes` of the nodes currently visible.
-    pub visible: Vec<usize>,
+    visible: Vec<usize>,
     /// Position in `visible` of the selected node.
-    pub cursor: usize,
+    cursor: usize,
     /// Owner of each top-level group, with the count it was read at.
-    pub owners: HashMap<Vec<u32>, (u64, String)>,
+    owners: HashMap<Vec<u32>, (u64, String)>,
 }
 
 impl GroupTree {
+    /// Every node, in tree order.
+    pub fn nodes(&self) -> &[TreeNode] {
+        &self.nodes
+    }
+
+    /// The visible nodes, in order.
+    pub fn visible(&self) -> impl Iterator<Item = &TreeNode> {
+        self.visible.iter().filter_map(|i| self.nodes.get(*i))
+    }
+
+    /// How many nodes are visible.
+    pub fn visible_len(&self) -> usize {
+        self.visible.len()
+    }
+
+    /// Position of the selected node among the visible ones.
+    pub fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    /// Put the cursor on the `i`th visible node, if there is one; whether it moved.
+    pub fn set_cursor(&mut self, i: usize) -> bool {
+        let moved = i < self.visible.len() && i != self.cursor;
+        if i < self.visible.len() {
+            self.cursor = i;
+        }
+        moved
+    }
+
+    pub fn is_expanded(&self, path: &[u32]) -> bool {
+        self.expanded.contains(path)
+    }
+
+    /// Open a node (its children become visible).
+    pub fn expand(&mut self, path: Vec<u32>) {
+        self.expanded.insert(path);
+        self.refresh_visible();
+    }
+
+    /// Close a node; whether it was open.
+    pub fn collapse(&mut self, path: &[u32]) -> bool {
+        let was = self.expanded.remove(path);
+        if was {
+            self.refresh_visible();
+        }
+        was
+    }
+
+    /// Close every node (a new grouping: the old paths mean nothing).
+    pub fn collapse_all(&mut self) {
+        self.expanded.clear();
+    }
+
+    /// The owner of a top-level group (`[[owners]]`), as last read.
+    pub fn owner(&self, path: &[u32]) -> Option<&str> {
+        self.owners.get(path).map(|(_, o)| o.as_str())
+    }
+
     /// The node under the cursor.
     pub fn selected(&self) -> Option<&TreeNode> {
         self.visible

@@ -29,12 +29,6 @@ pub(crate) fn refresh_inflow(state: &mut AppState) {
     );
 }
 
-/// Which tree nodes are visible given the expanded set.
-pub(crate) fn refresh_visible(state: &mut AppState) {
-    state.groups.refresh_visible();
-    state.letters.stale();
-}
-
 /// The letters of the selected node, sorted, keeping the selected letter.
 pub(crate) fn refresh_letters(state: &mut AppState) {
     let Some(path) = state.selected_node().map(|n| n.path.clone()) else {

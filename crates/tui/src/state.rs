@@ -286,7 +286,7 @@ impl AppState {
     pub(crate) fn next_grouping(&mut self) {
         self.custom_dims = None;
         self.grouping = (self.grouping + 1) % GROUPINGS.len();
-        self.groups.expanded.clear();
+        self.groups.collapse_all();
         self.browse.set_dims(GROUPINGS[self.grouping]);
     }
 
@@ -294,7 +294,7 @@ impl AppState {
     pub(crate) fn group_by(&mut self, dims: Vec<Dim>) {
         self.browse.set_dims(&dims);
         self.custom_dims = Some(dims);
-        self.groups.expanded.clear();
+        self.groups.collapse_all();
     }
 
     /// The tree node under the group cursor.

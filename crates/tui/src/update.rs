@@ -337,15 +337,20 @@ mod tests {
             ..OwnerRule::new("team-even")
         }]);
         update(&mut s, BrowseEvent::Letters(prepared(6)), SIZE);
-        let mut owners: Vec<String> = s.groups.owners.values().map(|(_, o)| o.clone()).collect();
+        let mut owners: Vec<String> = s
+            .groups
+            .nodes()
+            .iter()
+            .filter_map(|n| s.groups.owner(&n.path).map(str::to_string))
+            .collect();
         owners.sort();
         assert_eq!(owners, ["(unowned)", "team-even"]);
-        let (count, _) = s
+        let count = s
             .groups
-            .owners
+            .nodes()
             .iter()
-            .find(|(_, (_, o))| o == "team-even")
-            .map(|(_, v)| v.clone())
+            .find(|n| s.groups.owner(&n.path) == Some("team-even"))
+            .map(|n| n.count)
             .expect("even");
         assert_eq!(count, 3);
     }
@@ -358,11 +363,11 @@ mod tests {
         navigate(&mut s, Nav::FocusPrev);
         assert_eq!(s.focus, Pane::Groups);
         navigate(&mut s, Nav::Bottom);
-        let last = s.groups.cursor;
+        let last = s.groups.cursor();
         navigate(&mut s, Nav::Down);
-        assert_eq!(s.groups.cursor, last, "past the end");
+        assert_eq!(s.groups.cursor(), last, "past the end");
         navigate(&mut s, Nav::Top);
-        assert_eq!(s.groups.cursor, 0);
+        assert_eq!(s.groups.cursor(), 0);
     }
 
     #[test]

@@ -30,9 +30,9 @@ pub(crate) fn navigate(state: &mut AppState, action: Nav) {
                 let path = state.selected_node().map(|n| n.path.clone());
                 let leaf = path.as_ref().is_some_and(|p| p.len() == state.dims().len());
                 match path {
-                    Some(p) if !leaf && !state.groups.expanded.contains(&p) => {
-                        state.groups.expanded.insert(p);
-                        refresh_visible(state);
+                    Some(p) if !leaf && !state.groups.is_expanded(&p) => {
+                        state.groups.expand(p);
+                        state.letters.stale();
                     }
                     _ => state.focus = Pane::Letters,
                 }
@@ -47,8 +47,8 @@ pub(crate) fn navigate(state: &mut AppState, action: Nav) {
             Pane::Groups => {
                 if let Some(node) = state.selected_node() {
                     let path = node.path.clone();
-                    if state.groups.expanded.remove(&path) {
-                        refresh_visible(state);
+                    if state.groups.collapse(&path) {
+                        state.letters.stale();
                     } else if path.len() > 1 {
                         // Jump to the parent.
                         if state.groups.select_path(&path[..path.len() - 1]) {
@@ -74,10 +74,9 @@ pub(crate) fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
     if contains(a.groups, column, row) {
         state.focus = Pane::Groups;
         let height = usize::from(a.groups.height.saturating_sub(2));
-        let top = crate::views::layout::list_offset(state.groups.cursor, height);
+        let top = crate::views::layout::list_offset(state.groups.cursor(), height);
         let i = top + usize::from(row.saturating_sub(a.groups.y + 1));
-        if i < state.groups.visible.len() {
-            state.groups.cursor = i;
+        if state.groups.set_cursor(i) {
             state.letters.let_go();
         }
     } else if contains(a.letters, column, row) {
@@ -100,9 +99,8 @@ pub(crate) fn move_cursor(state: &mut AppState, delta: i64) {
     };
     match state.focus {
         Pane::Groups => {
-            let new = step(state.groups.cursor, state.groups.visible.len());
-            if new != state.groups.cursor {
-                state.groups.cursor = new;
+            let new = step(state.groups.cursor(), state.groups.visible_len());
+            if state.groups.set_cursor(new) {
                 state.letters.let_go();
             }
         }

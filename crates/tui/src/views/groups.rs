@@ -6,7 +6,7 @@ use super::{fit, pane};
 use crate::state::{AppState, Pane};
 use crate::theme::StyleName;
 use crate::theme::Theme;
-use dlq_core::grouping::sparkline;
+use dlq_core::grouping::{sparkline, TreeNode};
 use dlq_core::sanitize;
 use dlq_core::store::NO_TIME;
 use dlq_core::timefmt::format_age_ms;
@@ -27,7 +27,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     f.render_widget(block, area);
     let h = usize::from(inner.height);
     let w = usize::from(inner.width);
-    if s.groups.visible.is_empty() {
+    if s.groups.visible_len() == 0 {
         let msg = if s.scan.complete {
             "(no letters)"
         } else {
@@ -51,7 +51,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         + if show_spark { 13 } else { 0 }
         + if show_expiry { 7 } else { 0 };
     let label_w = w.saturating_sub(stats_w);
-    let offset = list_offset(s.groups.cursor, h);
+    let offset = list_offset(s.groups.cursor(), h);
     let mut lines = Vec::with_capacity(h);
     let cols = Cols {
         label_w,
@@ -59,11 +59,9 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         show_spark,
         show_expiry,
     };
-    let drawn: Vec<(usize, usize)> = s
+    let drawn: Vec<(usize, &TreeNode)> = s
         .groups
-        .visible
-        .iter()
-        .copied()
+        .visible()
         .enumerate()
         .skip(offset)
         .take(h)
@@ -72,11 +70,10 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     // what gets cut when the label does not fit, so siblings never read the same.
     let shared: Vec<usize> = drawn
         .iter()
-        .map(|&(_, i)| {
-            let n = &s.groups.nodes[i];
+        .map(|&(_, n)| {
             drawn
                 .iter()
-                .map(|&(_, j)| &s.groups.nodes[j])
+                .map(|&(_, m)| m)
                 .filter(|m| {
                     m.depth == n.depth && m.path[..m.depth] == n.path[..n.depth] && m.path != n.path
                 })
@@ -85,12 +82,12 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 .unwrap_or(0)
         })
         .collect();
-    for (&(pos, idx), shared) in drawn.iter().zip(shared) {
+    for (&(pos, n), shared) in drawn.iter().zip(shared) {
         let style = Selection {
-            selected: pos == s.groups.cursor,
+            selected: pos == s.groups.cursor(),
             focused,
         };
-        lines.push(node_line(s, &s.groups.nodes[idx], style, &cols, shared, t));
+        lines.push(node_line(s, n, style, &cols, shared, t));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }
@@ -186,7 +183,7 @@ fn node_label(
     let leaf = n.depth + 1 == s.dims().len();
     let marker = if leaf {
         "  "
-    } else if s.groups.expanded.contains(&n.path) {
+    } else if s.groups.is_expanded(&n.path) {
         "▾ "
     } else {
         "▸ "
@@ -197,7 +194,7 @@ fn node_label(
     } else {
         shorten(&n.label, label_w.saturating_sub(indent), shared)
     };
-    if let Some((_, owner)) = s.groups.owners.get(&n.path) {
+    if let Some(owner) = s.groups.owner(&n.path) {
         label = format!("{label} · {}", sanitize::line(owner, 60));
     }
     fit(&format!("{}{marker}{label}", "  ".repeat(n.depth)), label_w)

@@ -78,8 +78,8 @@ fn title(s: &AppState, area: Rect, t: &Theme) -> Line<'static> {
     // The owner of the group the node is in (`[[owners]]`), where the tree has no room.
     let owner = s
         .selected_node()
-        .and_then(|n| s.groups.owners.get(&n.path[..n.path.len().min(1)]))
-        .map(|(_, o)| format!(" · owner {}", sanitize::line(o, 40)))
+        .and_then(|n| s.groups.owner(&n.path[..n.path.len().min(1)]))
+        .map(|o| format!(" · owner {}", sanitize::line(o, 40)))
         .unwrap_or_default();
     let expiry = s
         .selected_node()

@@ -82,7 +82,7 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
 
 /// Letters a minute over the last hour, and the oldest letter's time, over every group.
 fn inflow_and_oldest(s: &AppState) -> (f64, Option<i64>) {
-    let top = || s.groups.nodes.iter().filter(|n| n.depth == 0);
+    let top = || s.groups.nodes().iter().filter(|n| n.depth == 0);
     // Summed as counts: a float sum of no groups is -0.0, shown "+-0.0/min".
     let inflow = top().map(|n| n.last_hour).sum::<u64>() as f64 / 60.0;
     let oldest = top()
