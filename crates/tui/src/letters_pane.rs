@@ -133,9 +133,9 @@ impl LettersPane {
     }
 
     /// A click on the `line`th row shown, in a list `height` rows high: that letter,
-    /// counted from the page the view shows (`views::layout::list_offset`).
+    /// counted from the page the view shows (`paging::list_offset`).
     pub(crate) fn click(&mut self, line: usize, height: usize) {
-        let i = crate::views::layout::list_offset(self.cursor, height) + line;
+        let i = crate::paging::list_offset(self.cursor, height) + line;
         if i < self.order.rows.len() {
             self.cursor = i;
             self.pinned = true;

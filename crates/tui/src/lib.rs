@@ -7,6 +7,7 @@ pub mod keymap;
 pub mod launch;
 pub mod letters_pane;
 mod lists;
+mod paging;
 pub mod picker;
 mod refusal;
 mod replay_pane;

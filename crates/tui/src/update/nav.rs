@@ -68,13 +68,13 @@ pub(crate) fn contains(r: ratatui::layout::Rect, column: u16, row: u16) -> bool 
 }
 
 /// A click on a row of a list selects what that row shows. The rows a list shows start
-/// at the page its cursor is on (`views::layout::list_offset`, as the views draw them),
+/// at the page its cursor is on (`paging::list_offset`, as the views draw them),
 /// one row below the border (two for the letters' header row).
 pub(crate) fn click(state: &mut AppState, a: Areas, column: u16, row: u16) {
     if contains(a.groups, column, row) {
         state.focus = Pane::Groups;
         let height = usize::from(a.groups.height.saturating_sub(2));
-        let top = crate::views::layout::list_offset(state.groups.cursor(), height);
+        let top = crate::paging::list_offset(state.groups.cursor(), height);
         let i = top + usize::from(row.saturating_sub(a.groups.y + 1));
         if state.groups.set_cursor(i) {
             state.letters.let_go();

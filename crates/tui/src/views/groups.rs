@@ -1,8 +1,8 @@
 //! The group tree: reason › version › age by default, with counts, oldest age and a
 //! one-hour inflow sparkline.
 
-use super::layout::list_offset;
 use super::{fit, pane};
+use crate::paging::list_offset;
 use crate::state::{AppState, Pane};
 use crate::theme::StyleName;
 use crate::theme::Theme;

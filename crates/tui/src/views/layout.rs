@@ -84,15 +84,6 @@ pub fn layout_with(width: u16, height: u16, progress: u16) -> Areas {
     }
 }
 
-/// First visible item of a list of `height` rows with the cursor at `cursor`: lists
-/// scroll by pages, so the view is stable while the cursor moves within a page.
-pub(crate) fn list_offset(cursor: usize, height: usize) -> usize {
-    if height == 0 {
-        return 0;
-    }
-    (cursor / height) * height
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,8 +96,5 @@ mod tests {
             assert!(a.letters.x + a.letters.width <= w.max(1) || w == 0);
             assert!(a.detail.y + a.detail.height <= h.max(1) || h == 0);
         }
-        assert_eq!(list_offset(0, 10), 0);
-        assert_eq!(list_offset(9, 10), 0);
-        assert_eq!(list_offset(10, 10), 10);
     }
 }

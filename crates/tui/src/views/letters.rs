@@ -1,8 +1,8 @@
 //! The letters of the selected group: a virtualised list (only visible rows are built),
 //! masked previews, marks.
 
-use super::layout::list_offset;
 use super::{fit, pane};
+use crate::paging::list_offset;
 use crate::state::{AppState, Pane};
 use crate::theme::StyleName;
 use crate::theme::Theme;
