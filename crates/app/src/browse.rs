@@ -73,14 +73,6 @@ impl Browse {
         &self.filter
     }
 
-    pub fn dims(&self) -> &[Dim] {
-        &self.dims
-    }
-
-    pub fn now_ms(&self) -> i64 {
-        self.index.now_ms()
-    }
-
     /// The broker's retention per container, as read (empty where it has none).
     pub fn retention_rules(&self) -> &[(String, Retention)] {
         &self.retention_rules

@@ -305,7 +305,7 @@ impl AppState {
     /// A decision of this session changed a letter's state: the store and the title's
     /// count of handled letters follow.
     pub fn decided(&mut self, row: RowId, to: dlq_core::model::TriageState) {
-        self.browse.catalog.store.set_state(row, to);
+        self.browse.set_state(row, to);
         if to.unhandled() || to == dlq_core::model::TriageState::Replaying {
             self.handled.remove(&row);
         } else {

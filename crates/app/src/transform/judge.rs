@@ -38,7 +38,6 @@ impl Transform {
         // What the role sees of the input: masked; where an earlier program revised it,
         // what that program computes on the masked original (never the stored revision).
         let earlier = latest.as_ref().and_then(|r| r.program_sha256.clone());
-        // Masked: the input itself, or where an earlier program revised it, the original.
         let masked = match earlier {
             None => masked_view(&masker, input),
             Some(_) => masked_view(&masker, letter.readable_payload()),
