@@ -290,7 +290,7 @@ fn a_huge_hostile_payload_renders_off_the_ui_thread() {
         _ => None,
     });
     let (row, letter, unmasked) = job.expect("rendering was handed off");
-    let d = s.detail.current.as_ref().expect("detail");
+    let d = s.detail.shown().expect("detail");
     assert!(
         d.payload.text.starts_with("rendering 1.9 MiB"),
         "{}",
@@ -304,7 +304,7 @@ fn a_huge_hostile_payload_renders_off_the_ui_thread() {
         Action::from(BrowseEvent::Rendered(row, unmasked, view)),
         size,
     );
-    let shown = &s.detail.current.as_ref().expect("detail").payload.text;
+    let shown = &s.detail.shown().expect("detail").payload.text;
     assert!(
         shown.contains("j***@e***.com"),
         "{}",

@@ -672,8 +672,7 @@ fn roles_in_the_tui_viewer_sees_no_payloads_privileged_unmasks_after_audit() {
     );
     let shown = s
         .detail
-        .current
-        .as_ref()
+        .shown()
         .map(|d| d.payload.text.clone())
         .unwrap_or_default();
     assert!(

@@ -321,10 +321,8 @@ fn failing_letters_auto_stop_the_canary_and_a_revision_goes_through() {
     t.key(KeyCode::Char('5'));
     t.until("the history is read", Duration::from_secs(10), |t| {
         let row = t.s.selected_row();
-        t.s.detail
-            .history
-            .as_ref()
-            .is_some_and(|(r, l)| Some(*r) == row && l.iter().all(|l| !l.contains("reading")))
+        row.and_then(|r| t.s.detail.history(r))
+            .is_some_and(|l| l.iter().all(|l| !l.contains("reading")))
     });
     let screen = t.screen();
     for want in [
@@ -509,11 +507,11 @@ fn t_transforms_the_amount_group_and_the_replay_sends_the_revisions() {
     t.key(KeyCode::Enter);
     t.until("the transform's dry-run", Duration::from_secs(60), |t| {
         matches!(
-            t.s.prompt.input,
+            t.s.prompt.input(),
             dlq_tui::state::Input::TransformConfirm(..)
         )
     });
-    let dlq_tui::state::Input::TransformConfirm(_, n) = t.s.prompt.input else {
+    let dlq_tui::state::Input::TransformConfirm(_, n) = *t.s.prompt.input() else {
         unreachable!()
     };
     assert!(n >= 300, "{}", t.screen());
@@ -607,7 +605,7 @@ fn t_shows_no_customer_data_whatever_the_program_does() {
         t.keys("probe");
         t.key(KeyCode::Enter);
         t.until("the transform's dry-run", Duration::from_secs(60), |t| {
-            t.s.prompt.overlay.is_some()
+            t.s.prompt.overlay().is_some()
         });
         for size in [SIZE, (80, 24)] {
             let screen = dlq_testkit::tui::screen(&t.s, size);
@@ -627,7 +625,7 @@ fn t_shows_no_customer_data_whatever_the_program_does() {
             }
         }
         t.key(KeyCode::Esc);
-        t.s.prompt.overlay = None;
+        t.s.prompt.close_overlay();
     }
     let l = dlq_ledger::Ledger::open(&t.ledger, "tester").expect("ledger");
     let dry = l

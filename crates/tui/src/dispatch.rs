@@ -4,7 +4,7 @@
 
 use crate::action::{Action, ReplayKey, Typing, ViewKey};
 use crate::keymap::Mode;
-use crate::state::{AppState, Input};
+use crate::state::AppState;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// The action for a key in the current state (input mode captures typing).
@@ -13,7 +13,7 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
         return Some(Action::from(ViewKey::Quit));
     }
     let keys = &state.keymap;
-    if state.prompt.input != Input::None {
+    if state.prompt.typing() {
         if let Some(a) = keys.mode_action(Mode::Typing, e) {
             return Some(a);
         }
@@ -31,13 +31,13 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
     if state.replay.dry_run.is_some() {
         return keys.mode_action(Mode::DryRun, e);
     }
-    if state.prompt.show_help {
+    if state.prompt.help_shown() {
         // Any key help does not bind closes it.
         return keys
             .mode_action(Mode::Help, e)
             .or(Some(Action::from(Typing::Cancel)));
     }
-    if state.prompt.overlay.is_some() {
+    if state.prompt.overlay().is_some() {
         return match e.code {
             KeyCode::Char('q') => Some(Action::from(ViewKey::Quit)),
             _ => Some(Action::from(Typing::Cancel)),

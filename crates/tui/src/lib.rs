@@ -2,6 +2,7 @@
 //! events → update → draw only if something changed, so an idle TUI writes nothing).
 
 pub mod action;
+mod detail_pane;
 mod dispatch;
 pub mod keymap;
 pub mod launch;
@@ -9,6 +10,7 @@ pub mod letters_pane;
 mod lists;
 mod paging;
 pub mod picker;
+pub mod prompt;
 mod refusal;
 mod replay_pane;
 pub mod replaying;

@@ -101,7 +101,7 @@ pub(crate) fn event(state: &mut AppState, event: ReplayEvent, cmds: &mut Vec<Com
             summary,
         } => ended(state, &id, end, summary),
         ReplayEvent::ReplaysElsewhere(lines) => state.replay.elsewhere = lines,
-        ReplayEvent::Approval(Ok(overlay)) => state.prompt.overlay = Some(overlay),
+        ReplayEvent::Approval(Ok(overlay)) => state.prompt.open_overlay(overlay),
         ReplayEvent::Approval(Err(why)) => state.message = Some((why, Level::Error)),
         ReplayEvent::ReplaysUnfinished(u) => {
             if let Some(first) = u.first() {
@@ -182,8 +182,8 @@ fn open(
         scroll: 0,
         confirm_above: state.replay.confirm_above,
     });
-    state.prompt.overlay = None;
-    state.prompt.show_help = false;
+    state.prompt.close_overlay();
+    state.prompt.close_covers();
     cmds.push(Command::Session(Request::PlanReplay {
         picked,
         opts,
@@ -206,7 +206,9 @@ fn confirm(state: &mut AppState, cmds: &mut Vec<Command>) {
     }
     if plan.planned > state.replay.confirm_above {
         state.message = None;
-        state.prompt.input = Input::ReplayCount(String::new(), plan.planned);
+        state
+            .prompt
+            .ask(Input::ReplayCount(String::new(), plan.planned));
         return;
     }
     run(state, cmds);
@@ -226,7 +228,7 @@ pub(crate) fn submit_count(
         let (said, again) = crate::selection::count_mismatch(typed, want, now, "was sent");
         state.message = Some((said, Level::Warn));
         if again {
-            state.prompt.input = Input::ReplayCount(String::new(), want);
+            state.prompt.ask(Input::ReplayCount(String::new(), want));
         }
     }
 }

@@ -3,10 +3,8 @@
 use dlq_app::browse::Browse;
 use dlq_core::browse::GroupTree;
 use dlq_core::catalog::Catalog;
-use dlq_core::diff::Diff;
 use dlq_core::grouping::{Dim, TreeNode};
 use dlq_core::payload_cache::PayloadCache;
-use dlq_core::payload_view::PayloadView;
 use dlq_core::ports::SourceInfo;
 use dlq_core::store::RowId;
 
@@ -120,16 +118,7 @@ impl ScanStatus {
     }
 }
 
-/// The selected letter, ready to render: the full letter, its masked payload view, and
-/// the diff against the marked letter if asked for.
-#[derive(Debug, Clone)]
-pub struct Detail {
-    pub row: RowId,
-    /// The scan's preparation, shared with the payload cache.
-    pub letter: dlq_core::payload_cache::Kept,
-    pub payload: PayloadView,
-    pub diff: Option<(RowId, Diff)>,
-}
+pub use crate::detail_pane::{Detail, DetailPane};
 
 /// Grouping presets `b` (group by) cycles through.
 pub const GROUPINGS: [&[Dim]; 6] = [
@@ -143,38 +132,7 @@ pub const GROUPINGS: [&[Dim]; 6] = [
 
 pub use crate::letters_pane::LettersPane;
 
-/// The detail pane: the selected letter, its tabs, and what is loading for it.
-#[derive(Debug)]
-pub struct DetailPane {
-    pub current: Option<Detail>,
-    pub tab: Tab,
-    pub scroll: u16,
-    /// A letter whose bytes were requested from the source.
-    pub pending_fetch: Option<RowId>,
-    /// A letter read while its schema was pending, read again once when opened (the
-    /// registry may have answered since).
-    pub schema_retry: Option<RowId>,
-    /// A letter whose bytes left memory and that its source cannot fetch again (a held
-    /// RabbitMQ delivery past the payload budget): the pane shows what the index holds.
-    pub not_kept: Option<RowId>,
-    /// The last payload rendered off the UI thread: row, unmasked, view.
-    pub rendered: Option<(RowId, bool, dlq_core::payload_view::PayloadView)>,
-    /// Letters unmasked in this session (privileged, audited); forgotten on exit.
-    pub unmasked: std::collections::HashSet<RowId>,
-    /// The ledger's entries for a letter (History tab), as `at · actor · action · detail`.
-    pub history: Option<(RowId, Vec<String>)>,
-}
-
-/// The prompt line and what covers the panes.
-#[derive(Debug)]
-pub struct Prompt {
-    pub input: Input,
-    pub show_help: bool,
-    /// Lines the help is scrolled by (j/k, PgDn/PgUp in the help).
-    pub help_scroll: u16,
-    /// A titled list over the panes (`:problems`, `:notes`); any key closes it.
-    pub overlay: Option<(String, Vec<String>)>,
-}
+pub use crate::prompt::Prompt;
 
 pub struct AppState {
     pub info: SourceInfo,
@@ -236,26 +194,11 @@ impl AppState {
             custom_dims: None,
             groups: GroupTree::default(),
             letters: LettersPane::default(),
-            detail: DetailPane {
-                current: None,
-                tab: Tab::Failure,
-                scroll: 0,
-                pending_fetch: None,
-                schema_retry: None,
-                not_kept: None,
-                rendered: None,
-                unmasked: std::collections::HashSet::new(),
-                history: None,
-            },
+            detail: DetailPane::default(),
             handled: Default::default(),
             transform_program: String::new(),
             expiry_warn_ms: 6 * 3_600_000,
-            prompt: Prompt {
-                input: Input::None,
-                show_help: false,
-                help_scroll: 0,
-                overlay: None,
-            },
+            prompt: Prompt::default(),
             focus: Pane::Groups,
             cache: PayloadCache::new(cache_budget),
             message: None,

@@ -65,13 +65,9 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
         }
         ViewKey::Quit => state.quit = true,
         ViewKey::ToggleHelp => {
-            state.prompt.show_help = !state.prompt.show_help;
-            state.prompt.help_scroll = 0;
+            state.prompt.toggle_help();
         }
-        ViewKey::HelpScroll(by) => {
-            let to = i32::from(state.prompt.help_scroll) + i32::from(by);
-            state.prompt.help_scroll = u16::try_from(to.clamp(0, 500)).unwrap_or(0);
-        }
+        ViewKey::HelpScroll(by) => state.prompt.scroll_help(by),
         ViewKey::Zoom => {
             state.zoom = !state.zoom;
             state.message = Some((
@@ -100,18 +96,8 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
             let newest = state.letters.newest_first();
             state.letters.set_newest_first(!newest);
         }
-        ViewKey::SetTab(t) => {
-            state.detail.tab = t;
-            state.detail.scroll = 0;
-        }
-        ViewKey::NextTab => {
-            let i = Tab::ALL
-                .iter()
-                .position(|t| *t == state.detail.tab)
-                .unwrap_or(0);
-            state.detail.tab = Tab::ALL[(i + 1) % Tab::ALL.len()];
-            state.detail.scroll = 0;
-        }
+        ViewKey::SetTab(t) => state.detail.show_tab(t),
+        ViewKey::NextTab => state.detail.next_tab(),
         ViewKey::Click { column, row } => {
             let a = layout_for(state, size.0, size.1);
             click(state, a, column, row)
@@ -133,7 +119,7 @@ fn scroll(state: &mut AppState, size: (u16, u16), (column, row): (u16, u16), dow
         state.focus = Pane::Letters;
         move_cursor(state, delta);
     } else if contains(a.detail, column, row) {
-        state.detail.scroll = (i64::from(state.detail.scroll) + delta).max(0) as u16;
+        state.detail.scroll_by(delta);
     }
 }
 
@@ -379,9 +365,9 @@ mod tests {
             input(&mut s, Typing::InputChar(c), &mut cmds);
         }
         input(&mut s, Typing::InputBackspace, &mut cmds);
-        assert_eq!(s.prompt.input, Input::Fuzzy("ev".into()));
+        assert_eq!(*s.prompt.input(), Input::Fuzzy("ev".into()));
         input(&mut s, Typing::InputSubmit, &mut cmds);
-        assert_eq!(s.prompt.input, Input::None);
+        assert_eq!(*s.prompt.input(), Input::None);
         assert_eq!(s.browse.filter().fuzzy_words(), ["ev"]);
         input(&mut s, Typing::Cancel, &mut cmds);
         assert!(s.browse.filter().is_empty(), "Esc clears the filter");
@@ -409,11 +395,11 @@ mod tests {
             key(&mut s, KeyCode::Char(c), KeyModifiers::NONE);
         }
         key(&mut s, KeyCode::Char('w'), KeyModifiers::CONTROL);
-        assert_eq!(s.prompt.input, Input::Expr("age<5m ".into()));
+        assert_eq!(*s.prompt.input(), Input::Expr("age<5m ".into()));
         key(&mut s, KeyCode::Char('u'), KeyModifiers::CONTROL);
-        assert_eq!(s.prompt.input, Input::Expr(String::new()));
+        assert_eq!(*s.prompt.input(), Input::Expr(String::new()));
         key(&mut s, KeyCode::Char('w'), KeyModifiers::CONTROL);
-        assert_eq!(s.prompt.input, Input::Expr(String::new()));
+        assert_eq!(*s.prompt.input(), Input::Expr(String::new()));
     }
 
     #[test]
@@ -434,11 +420,11 @@ mod tests {
         s.role = Role::Operator;
         cmds.clear();
         act(&mut s, Act::StartDiscard, &mut cmds);
-        assert!(matches!(s.prompt.input, Input::DiscardReason(_, ref d) if d.rows.len() == 1));
-        s.prompt.input = Input::None;
+        assert!(matches!(s.prompt.input(), Input::DiscardReason(_, ref d) if d.rows.len() == 1));
+        s.prompt.drop_input();
         s.read_only = true;
         act(&mut s, Act::StartDiscard, &mut cmds);
-        assert_eq!(s.prompt.input, Input::None);
+        assert_eq!(*s.prompt.input(), Input::None);
     }
 
     #[test]
@@ -464,8 +450,7 @@ mod tests {
         run_command(&mut s, &mut Vec::new(), "problems");
         assert!(s
             .prompt
-            .overlay
-            .as_ref()
+            .overlay()
             .is_some_and(|o| o.1[0].contains("line 4")));
     }
 
@@ -473,7 +458,7 @@ mod tests {
     fn view_changes_tabs_grouping_and_ticks() {
         let mut s = state(3);
         view(&mut s, ViewKey::NextTab, SIZE);
-        assert_eq!(s.detail.tab, Tab::Headers);
+        assert_eq!(s.detail.tab(), Tab::Headers);
         let before = s.dims().to_vec();
         view(&mut s, ViewKey::CycleGrouping, SIZE);
         assert_ne!(s.dims(), &before[..]);
@@ -505,7 +490,7 @@ mod tests {
             Action::from(BrowseEvent::ScanFailed(e.into())),
             SIZE,
         );
-        let (title, lines) = s.prompt.overlay.clone().expect("an overlay");
+        let (title, lines) = s.prompt.overlay().cloned().expect("an overlay");
         assert_eq!(title, "Cannot open the source");
         let all = lines.join("\n");
         assert!(all.contains("ACCESS_REFUSED - Login was refused"), "{all}");
@@ -513,12 +498,12 @@ mod tests {
         assert!(!all.contains("hidden"), "{all}");
         // Once letters were read, a later failure is a status line, not this.
         let mut s = state(1);
-        s.prompt.overlay = None;
+        s.prompt.close_overlay();
         update(
             &mut s,
             Action::from(BrowseEvent::ScanFailed("later".into())),
             SIZE,
         );
-        assert!(s.prompt.overlay.is_none());
+        assert!(s.prompt.overlay().is_none());
     }
 }

@@ -8,7 +8,7 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
         Act::StartUnmask => match (state.selected_row(), check(state.role, Permission::Unmask)) {
             (None, _) => state.message = Some(("select a letter to unmask".into(), Level::Warn)),
             (Some(row), Err(denied)) => refuse(state, cmds, denied, row),
-            (Some(row), Ok(())) => state.prompt.input = Input::UnmaskReason(String::new(), row),
+            (Some(row), Ok(())) => state.prompt.ask(Input::UnmaskReason(String::new(), row)),
         },
         Act::StartEdit => match state.selected_row() {
             None => state.message = Some(("select a letter to edit".into(), Level::Warn)),
@@ -16,7 +16,7 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
                 let write = dlq_core::access::WriteOp::Edit;
                 let target = |s: &AppState| letter_id(s, row).unwrap_or_default();
                 if crate::refusal::may_write(state, cmds, write, target) {
-                    state.prompt.input = Input::EditReason(String::new(), row);
+                    state.prompt.ask(Input::EditReason(String::new(), row));
                 }
             }
         },
@@ -25,7 +25,7 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
             if let Some((rows, what)) = selection_for(state, cmds, write, "discard") {
                 let reason = String::new();
                 let d = Discarding { rows, what, reason };
-                state.prompt.input = Input::DiscardReason(String::new(), d);
+                state.prompt.ask(Input::DiscardReason(String::new(), d));
             }
         }
         Act::StartTransform => {
@@ -37,7 +37,9 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
                     what,
                     program,
                 };
-                state.prompt.input = Input::TransformProgram(state.transform_program.clone(), t);
+                state
+                    .prompt
+                    .ask(Input::TransformProgram(state.transform_program.clone(), t));
             }
         }
         Act::MarkAll => {
@@ -50,8 +52,7 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
             }
         }
         Act::Diff => {
-            state.detail.tab = Tab::Diff;
-            state.detail.scroll = 0;
+            state.detail.show_tab(Tab::Diff);
             if state.letters.marks().is_empty() {
                 state.message = Some((
                     "mark a letter with space, select another, then D".into(),
@@ -73,7 +74,7 @@ fn copy(state: &mut AppState, cmds: &mut Vec<Command>) {
         ));
         return;
     }
-    match &state.detail.current {
+    match state.detail.shown() {
         // What happened is reported by the copy itself (`BrowseEvent::Copied`).
         Some(d) => cmds.push(Command::Copy(d.payload.text.clone())),
         None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),

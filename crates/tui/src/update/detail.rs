@@ -5,16 +5,15 @@ use super::*;
 /// Make the detail pane show the selected letter: from the cache, or ask the worker.
 pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
     let Some(row) = state.selected_row() else {
-        state.detail.current = None;
+        state.detail.clear();
         return;
     };
-    if state.detail.tab == Tab::History && state.detail.history.as_ref().map(|h| h.0) != Some(row) {
+    if state.detail.wants_history(row) {
         if let Some(id) = letter_id(state, row) {
-            state.detail.history = Some((row, vec!["reading the ledger…".into()]));
             cmds.push(Command::Session(Request::History(row, id)));
         }
     }
-    let want_diff = state.detail.tab == Tab::Diff;
+    let want_diff = state.detail.tab() == Tab::Diff;
     let mark = state
         .letters
         .marks()
@@ -22,16 +21,13 @@ pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
         .rev()
         .find(|m| **m != row)
         .copied();
-    if let Some(d) = &state.detail.current {
-        let diff_ok = !want_diff || d.diff.as_ref().map(|x| x.0) == mark;
-        if d.row == row && diff_ok {
-            return;
-        }
+    if state.detail.shows(row, mark) {
+        return;
     }
     // The scan's preparation of the letter, shared with the cache: nothing is extracted
     // or masked again here (a fetched one was prepared by the session).
     let Some(letter) = state.cache.get(row).cloned() else {
-        state.detail.current = None;
+        state.detail.clear();
         request_fetch(state, row, cmds);
         return;
     };
@@ -40,8 +36,7 @@ pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
     let pending = matches!(letter.schema, Some(dlq_core::schema::Decoding::Pending(_)));
     let store = &state.browse.catalog.store;
     let refetchable = store.row(row).and_then(|r| store.kafka_coords(r)).is_some();
-    if pending && refetchable && state.detail.schema_retry != Some(row) {
-        state.detail.schema_retry = Some(row);
+    if pending && refetchable && state.detail.retry_schema(row) {
         request_fetch(state, row, cmds);
     }
     let diff = match mark.filter(|_| want_diff) {
@@ -49,10 +44,7 @@ pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
         None => None,
     };
     let payload = payload_for(state, row, &letter, cmds);
-    if state.detail.current.as_ref().map(|d| d.row) != Some(row) {
-        state.detail.scroll = 0;
-    }
-    state.detail.current = Some(Detail {
+    state.detail.show(Detail {
         row,
         letter,
         payload,
@@ -62,18 +54,16 @@ pub(crate) fn sync_detail(state: &mut AppState, cmds: &mut Vec<Command>) {
 
 /// Ask the worker for a letter whose bytes are not in memory (once).
 pub(crate) fn request_fetch(state: &mut AppState, row: RowId, cmds: &mut Vec<Command>) {
-    if state.detail.pending_fetch == Some(row) {
-        return;
-    }
     let store = &state.browse.catalog.store;
     let coords = store.row(row).and_then(|r| store.kafka_coords(r));
     match coords {
         Some(c) => {
-            state.detail.pending_fetch = Some(row);
-            cmds.push(Command::Session(Request::Fetch(row, c)));
+            if state.detail.start_fetch(row) {
+                cmds.push(Command::Session(Request::Fetch(row, c)));
+            }
         }
         None => {
-            state.detail.not_kept = Some(row);
+            state.detail.cannot_fetch(row);
             state.message = Some((
                 "this letter's bytes are not in memory (payload budget) and the source cannot re-fetch them".into(),
                 Level::Warn,
@@ -112,13 +102,8 @@ pub(crate) fn payload_for(
     letter: &std::sync::Arc<dlq_core::model::DeadLetter>,
     cmds: &mut Vec<Command>,
 ) -> payload_view::PayloadView {
-    let unmasked = state.detail.unmasked.contains(&row);
-    if let Some((_, _, view)) = state
-        .detail
-        .rendered
-        .as_ref()
-        .filter(|r| r.0 == row && r.1 == unmasked)
-    {
+    let unmasked = state.detail.is_unmasked(row);
+    if let Some(view) = state.detail.rendered_view(row, unmasked) {
         return view.clone();
     }
     let bytes = letter.readable_payload();

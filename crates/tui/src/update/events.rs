@@ -16,14 +16,7 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
         }
         BrowseEvent::Rebrowsing => reset_browse(state),
         BrowseEvent::SourceOpened(info) => state.info = info,
-        BrowseEvent::Rendered(row, unmasked, view) => {
-            if let Some(d) = state.detail.current.as_mut().filter(|d| d.row == row) {
-                if state.detail.unmasked.contains(&row) == unmasked {
-                    d.payload = view.clone();
-                }
-            }
-            state.detail.rendered = Some((row, unmasked, view));
-        }
+        BrowseEvent::Rendered(row, unmasked, view) => state.detail.rendered(row, unmasked, view),
         BrowseEvent::Partial(c) => state.scan.partial.push(c),
         BrowseEvent::Problem(p) => {
             state.scan.problem_count += 1;
@@ -45,7 +38,7 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
         BrowseEvent::ScanFailed(e) if !state.scan.read_any() => {
             // Could not even open it (a wrong password, a broker down): the whole error,
             // what to check, and how to get out — never a cut line and `(loading…)`.
-            state.prompt.overlay = Some(open_failure(&e));
+            state.prompt.open_overlay(open_failure(&e));
             state.message = Some((
                 "the source could not be opened: R tries again, q quits".into(),
                 Level::Error,
@@ -63,16 +56,13 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
             })
         }
         BrowseEvent::Fetched(row, result) => {
-            if state.detail.pending_fetch == Some(row) {
-                state.detail.pending_fetch = None;
-            }
+            state.detail.fetched(row);
             match result {
                 Ok(letter) => state.cache.put(row, letter),
                 Err(e) => {
                     state.message = Some((format!("could not fetch the letter: {e}"), Level::Error))
                 }
             }
-            state.detail.current = None;
         }
     }
 }
@@ -111,10 +101,10 @@ fn scan_done(state: &mut AppState) {
 /// What the worker reports of the ledger: history, decisions, notes, outcomes.
 pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
     match action {
-        LedgerEvent::History(row, lines) => state.detail.history = Some((row, lines)),
+        LedgerEvent::History(row, lines) => state.detail.set_history(row, lines),
         LedgerEvent::Edited(result) => {
             state.force_redraw = true;
-            state.detail.history = None;
+            state.detail.ledger_changed();
             state.message = Some(match result {
                 Ok(m) => (m, Level::Info),
                 Err(e) => (e, Level::Error),
@@ -122,10 +112,7 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
         }
         LedgerEvent::Unmasked(row, result) => match result {
             Ok(()) => {
-                state.detail.history = None;
-                state.detail.unmasked.insert(row);
-                state.detail.current = None;
-                state.detail.tab = Tab::Payload;
+                state.detail.unmasked(row);
                 state.message = Some(("unmasked for this session (audited)".into(), Level::Warn));
             }
             Err(e) => state.message = Some((format!("not unmasked: {e}"), Level::Error)),
@@ -149,25 +136,25 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
             lines.push(String::new());
             if n == 0 {
                 lines.push("nothing to record".into());
-                state.prompt.input = Input::None;
+                state.prompt.drop_input();
             } else {
                 lines.push("Letters that arrive later are not in this count.".into());
                 lines.push("The originals stay; r with the revisions switch replays them.".into());
-                state.prompt.input = Input::TransformConfirm(String::new(), n);
+                state.prompt.ask(Input::TransformConfirm(String::new(), n));
             }
-            state.prompt.overlay = Some((title, lines));
+            state.prompt.open_overlay((title, lines));
             state.message = None;
         }
         LedgerEvent::TransformPlanned(Err(e)) | LedgerEvent::TransformRecorded(Err(e)) => {
-            state.prompt.input = Input::None;
+            state.prompt.drop_input();
             state.message = Some((e, Level::Error));
         }
         LedgerEvent::TransformRecorded(Ok(line)) => {
-            state.detail.history = None;
+            state.detail.ledger_changed();
             state.message = Some((line, Level::Info));
         }
         LedgerEvent::DiscardDone { rows, message, ok } => {
-            state.detail.history = None;
+            state.detail.ledger_changed();
             for r in &rows {
                 state.decided(*r, dlq_core::model::TriageState::Discarded);
                 state.letters.unmark(r);
@@ -189,12 +176,7 @@ pub(crate) fn reset_browse(state: &mut AppState) {
     };
     state.groups = Default::default();
     state.letters.reset();
-    state.detail.current = None;
-    state.detail.pending_fetch = None;
-    state.detail.not_kept = None;
-    state.detail.rendered = None;
-    state.detail.history = None;
-    state.detail.unmasked.clear();
+    state.detail.reset();
     // A finished run's rows belonged to the old browse.
     if !state.replay.running() {
         state.replay.run = None;

@@ -110,8 +110,7 @@ pub(crate) fn move_cursor(state: &mut AppState, delta: i64) {
             }
         }
         Pane::Detail => {
-            state.detail.scroll =
-                (i64::from(state.detail.scroll) + delta).clamp(0, i64::from(u16::MAX)) as u16;
+            state.detail.scroll_by(delta);
         }
     }
 }

@@ -22,11 +22,11 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
         "sort" => sort(state, arg),
         "tab" => tab(state, arg),
         "help" | "?" => {
-            state.prompt.show_help = true;
+            state.prompt.show_help();
             Ok(String::new())
         }
         "problems" => {
-            state.prompt.overlay = Some(problems_overlay(state));
+            state.prompt.open_overlay(problems_overlay(state));
             Ok(String::new())
         }
         "notes" => {
@@ -35,7 +35,7 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
             } else {
                 state.notes.clone()
             };
-            state.prompt.overlay = Some(("Session notes".into(), lines));
+            state.prompt.open_overlay(("Session notes".into(), lines));
             Ok(String::new())
         }
         "resume" | "abandon" => crate::replaying::command(state, cmds, cmd, arg),
@@ -44,7 +44,9 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
             if state.replay.run.is_none() {
                 state.replay.run = state.replay.hidden.take();
             }
-            state.prompt.overlay = Some(crate::replaying::unfinished_overlay(state));
+            state
+                .prompt
+                .open_overlay(crate::replaying::unfinished_overlay(state));
             Ok(String::new())
         }
         "quit" | "q" => {
@@ -86,8 +88,7 @@ fn tab(state: &mut AppState, arg: &str) -> Result<String, String> {
         .ok_or_else(|| {
             format!("tab takes failure, headers, payload, diff or history, not `{arg}`")
         })?;
-    state.detail.tab = *t;
-    state.detail.scroll = 0;
+    state.detail.show_tab(*t);
     Ok(format!("{} tab", t.title()))
 }
 

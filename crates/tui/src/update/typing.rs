@@ -5,18 +5,18 @@ use super::*;
 /// Typing in the prompt: filters, the palette, reasons.
 pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command>) {
     match action {
-        Typing::StartFuzzy => state.prompt.input = Input::Fuzzy(String::new()),
-        Typing::StartExpr => {
-            state.prompt.input = Input::Expr(state.browse.filter().source().to_string())
-        }
-        Typing::StartCommand => state.prompt.input = Input::Command(String::new()),
+        Typing::StartFuzzy => state.prompt.ask(Input::Fuzzy(String::new())),
+        Typing::StartExpr => state
+            .prompt
+            .ask(Input::Expr(state.browse.filter().source().to_string())),
+        Typing::StartCommand => state.prompt.ask(Input::Command(String::new())),
         Typing::InputChar(c) => {
-            if let Some(s) = state.prompt.input.text_mut() {
+            if let Some(s) = state.prompt.text_mut() {
                 s.push(c);
             }
         }
         Typing::InputBackspace | Typing::InputClear | Typing::InputDeleteWord => {
-            let Some(s) = state.prompt.input.text_mut() else {
+            let Some(s) = state.prompt.text_mut() else {
                 return;
             };
             match action {
@@ -35,16 +35,14 @@ pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command
         }
         Typing::InputSubmit => submit(state, cmds),
         Typing::Cancel => {
-            if let Input::TransformConfirm(..) = state.prompt.input {
-                state.prompt.input = Input::None;
-                state.prompt.overlay = None;
+            if let Input::TransformConfirm(..) = state.prompt.input() {
+                state.prompt.drop_input();
+                state.prompt.close_overlay();
                 state.message = Some(("transform dropped: nothing recorded".into(), Level::Info));
                 cmds.push(Command::Session(Request::DropTransform));
-            } else if state.prompt.input != Input::None {
-                state.prompt.input = Input::None;
-            } else if state.prompt.show_help || state.prompt.overlay.is_some() {
-                state.prompt.show_help = false;
-                state.prompt.overlay = None;
+            } else if state.prompt.typing() {
+                state.prompt.drop_input();
+            } else if state.prompt.close_covers() {
             } else if !state.browse.filter().is_empty() {
                 state.browse.set_filter(Filter::all());
                 refresh_tree(state);
@@ -62,7 +60,7 @@ pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command
 
 /// Enter in the prompt: apply what was typed.
 pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
-    match std::mem::replace(&mut state.prompt.input, Input::None) {
+    match state.prompt.take_input() {
         Input::Fuzzy(words) => apply_filter(state, &words),
         Input::Expr(e) => apply_filter(state, &e),
         Input::Command(c) => run_command(state, cmds, c.trim()),
@@ -79,7 +77,7 @@ pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
                     crate::selection::count_mismatch(&typed, want, now, "discarded");
                 state.message = Some((said, Level::Warn));
                 if again {
-                    state.prompt.input = Input::DiscardCount(String::new(), d);
+                    state.prompt.ask(Input::DiscardCount(String::new(), d));
                 }
             }
         }
@@ -94,18 +92,18 @@ pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
                 ));
             } else {
                 state.transform_program = program.trim().to_string();
-                state.prompt.input = Input::TransformReason(
+                state.prompt.ask(Input::TransformReason(
                     String::new(),
                     Transforming {
                         program: program.trim().to_string(),
                         ..t
                     },
-                );
+                ));
             }
         }
         Input::TransformReason(reason, t) => submit_transform(state, cmds, reason.trim(), t),
         Input::TransformConfirm(typed, n) => {
-            state.prompt.overlay = None;
+            state.prompt.close_overlay();
             let want = if n > state.replay.confirm_above {
                 n.to_string()
             } else {
@@ -259,13 +257,13 @@ fn submit_transform(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str,
 fn ask_discard(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, d: Discarding) {
     if !reason.is_empty() && d.rows.len() > state.replay.confirm_above {
         state.message = None;
-        state.prompt.input = Input::DiscardCount(
+        state.prompt.ask(Input::DiscardCount(
             String::new(),
             Discarding {
                 reason: reason.to_string(),
                 ..d
             },
-        );
+        ));
         return;
     }
     submit_discard(state, cmds, reason, &d.rows);

@@ -23,7 +23,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let short = usize::from(area.width) < full;
     let mut title = vec![Span::raw(" ")];
     for (i, tab) in Tab::ALL.iter().enumerate() {
-        let selected = *tab == s.detail.tab;
+        let selected = *tab == s.detail.tab();
         let style = if selected {
             t.get(StyleName::UiSelection)
         } else {
@@ -42,9 +42,9 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let block = pane(Line::from(title), focused, t);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let lines = match (&s.detail.current, s.selected_row()) {
+    let lines = match (s.detail.shown(), s.selected_row()) {
         (Some(_), _)
-            if matches!(s.detail.tab, Tab::Payload | Tab::Diff)
+            if matches!(s.detail.tab(), Tab::Payload | Tab::Diff)
                 && s.role < dlq_core::access::Role::Operator =>
         {
             vec![Line::from(Span::styled(
@@ -52,18 +52,13 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 t.get(StyleName::UiWarn),
             ))]
         }
-        (Some(d), _) => match s.detail.tab {
+        (Some(d), _) => match s.detail.tab() {
             Tab::Failure => failure(d, s, t),
             Tab::Headers => headers(d, s, t),
-            Tab::Payload => payload(
-                d,
-                s.detail.unmasked.contains(&d.row),
-                usize::from(inner.width),
-                t,
-            ),
+            Tab::Payload => payload(d, s.detail.is_unmasked(d.row), usize::from(inner.width), t),
             Tab::Diff => diff(d, s, t),
-            Tab::History => match &s.detail.history {
-                Some((row, lines)) if *row == d.row => lines
+            Tab::History => match s.detail.history(d.row) {
+                Some(lines) => lines
                     .iter()
                     .map(|l| Line::from(Span::styled(clean(l), t.get(StyleName::UiText))))
                     .collect(),
@@ -73,11 +68,11 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
                 ))],
             },
         },
-        (None, Some(_)) if s.detail.pending_fetch.is_some() => vec![Line::from(Span::styled(
+        (None, Some(_)) if s.detail.fetching() => vec![Line::from(Span::styled(
             "fetching the letter…",
             t.get(StyleName::UiDim),
         ))],
-        (None, Some(row)) if s.detail.not_kept == Some(row) => not_kept(row, s, t),
+        (None, Some(row)) if s.detail.is_not_kept(row) => not_kept(row, s, t),
         _ => vec![Line::from(Span::styled(
             "no letter selected",
             t.get(StyleName::UiDim),
@@ -85,7 +80,7 @@ pub fn render(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     };
     f.render_widget(
         Paragraph::new(lines)
-            .scroll((s.detail.scroll, 0))
+            .scroll((s.detail.scroll(), 0))
             .wrap(Wrap { trim: false }),
         inner,
     );

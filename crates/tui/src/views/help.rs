@@ -111,7 +111,7 @@ fn one_column(f: &mut Frame, area: Rect, s: &AppState, t: &Theme, rows: Vec<Line
     f.render_widget(
         Paragraph::new(rows)
             .wrap(ratatui::widgets::Wrap { trim: false })
-            .scroll((s.prompt.help_scroll.min(most), 0))
+            .scroll((s.prompt.help_scroll().min(most), 0))
             .block(block),
         popup,
     );

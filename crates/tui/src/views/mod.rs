@@ -44,10 +44,10 @@ pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
             &s.keymap,
             t,
         );
-    } else if s.prompt.show_help {
+    } else if s.prompt.help_shown() {
         help::render(f, area, s, t);
-    } else if let Some((title, lines)) = &s.prompt.overlay {
-        let footer = if s.prompt.input == crate::state::Input::None {
+    } else if let Some((title, lines)) = s.prompt.overlay() {
+        let footer = if !s.prompt.typing() {
             "any key closes this"
         } else {
             "answer in the line below"

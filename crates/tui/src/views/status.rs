@@ -218,7 +218,7 @@ pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
 
 pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let width = usize::from(area.width);
-    let line = match &s.prompt.input {
+    let line = match s.prompt.input() {
         Input::None => idle_line(s, width, t),
         input @ (Input::Fuzzy(_) | Input::Expr(_) | Input::Command(_)) => browse_prompt(input, t),
         input => decision_prompt(s, input, t),

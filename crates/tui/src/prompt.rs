@@ -1,0 +1,140 @@
+//! The prompt as a component: the line being typed at the bottom of the screen, and
+//! what covers the panes (the help, a titled overlay such as `:problems` or a
+//! transform's dry-run). The rest of the TUI asks it what is open (`input`, `typing`,
+//! `help_shown`, `overlay`) and tells it what to open or close; what a submitted line
+//! does is the update's business, not the prompt's.
+
+use crate::state::Input;
+
+/// A titled list over the panes; any key closes it.
+pub type Overlay = (String, Vec<String>);
+
+#[derive(Debug)]
+pub struct Prompt {
+    input: Input,
+    show_help: bool,
+    /// Lines the help is scrolled by (j/k, PgDn/PgUp in the help).
+    help_scroll: u16,
+    overlay: Option<Overlay>,
+}
+
+impl Default for Prompt {
+    fn default() -> Self {
+        Prompt {
+            input: Input::None,
+            show_help: false,
+            help_scroll: 0,
+            overlay: None,
+        }
+    }
+}
+
+/// How far the help scrolls: past its end the view clamps anyway.
+const HELP_SCROLL_MAX: i32 = 500;
+
+impl Prompt {
+    /// What is being typed, and for what.
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    /// A line is being typed: keys go to it.
+    pub fn typing(&self) -> bool {
+        self.input != Input::None
+    }
+
+    /// Ask for a line (a filter, a reason, a count, a program).
+    pub fn ask(&mut self, input: Input) {
+        self.input = input;
+    }
+
+    /// The line typed so far, to edit.
+    pub fn text_mut(&mut self) -> Option<&mut String> {
+        self.input.text_mut()
+    }
+
+    /// The line is submitted: what it was for, and the prompt is free again.
+    pub fn take_input(&mut self) -> Input {
+        std::mem::replace(&mut self.input, Input::None)
+    }
+
+    /// Stop typing, nothing submitted.
+    pub fn drop_input(&mut self) {
+        self.input = Input::None;
+    }
+
+    pub fn help_shown(&self) -> bool {
+        self.show_help
+    }
+
+    /// `?`: the help opens from its top, or closes.
+    pub fn toggle_help(&mut self) {
+        self.show_help = !self.show_help;
+        self.help_scroll = 0;
+    }
+
+    /// `:help`.
+    pub fn show_help(&mut self) {
+        self.show_help = true;
+    }
+
+    pub fn help_scroll(&self) -> u16 {
+        self.help_scroll
+    }
+
+    pub fn scroll_help(&mut self, by: i16) {
+        let to = (i32::from(self.help_scroll) + i32::from(by)).clamp(0, HELP_SCROLL_MAX);
+        self.help_scroll = u16::try_from(to).unwrap_or(0);
+    }
+
+    pub fn overlay(&self) -> Option<&Overlay> {
+        self.overlay.as_ref()
+    }
+
+    pub fn open_overlay(&mut self, overlay: Overlay) {
+        self.overlay = Some(overlay);
+    }
+
+    pub fn close_overlay(&mut self) {
+        self.overlay = None;
+    }
+
+    /// Esc over the panes: the help and any overlay close; true if one was open.
+    pub fn close_covers(&mut self) -> bool {
+        let open = self.show_help || self.overlay.is_some();
+        self.show_help = false;
+        self.overlay = None;
+        open
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_submitted_line_frees_the_prompt() {
+        let mut p = Prompt::default();
+        p.ask(Input::Fuzzy(String::new()));
+        p.text_mut().expect("typing").push_str("ev");
+        assert!(p.typing());
+        assert_eq!(p.take_input(), Input::Fuzzy("ev".into()));
+        assert!(!p.typing() && p.text_mut().is_none());
+    }
+
+    #[test]
+    fn the_help_scrolls_within_bounds_and_opens_at_its_top() {
+        let mut p = Prompt::default();
+        p.toggle_help();
+        p.scroll_help(-3);
+        assert_eq!(p.help_scroll(), 0);
+        p.scroll_help(i16::MAX);
+        assert_eq!(i32::from(p.help_scroll()), HELP_SCROLL_MAX);
+        p.toggle_help();
+        p.toggle_help();
+        assert_eq!(p.help_scroll(), 0);
+        p.open_overlay(("t".into(), vec![]));
+        assert!(p.close_covers() && !p.help_shown() && p.overlay().is_none());
+        assert!(!p.close_covers());
+    }
+}
