@@ -125,12 +125,12 @@ fn main() {
         if k == KeyCode::Char('r') {
             eprintln!(
                 "r on a group of {} letters: {:.2?} to pick them for the plan",
-                s.replay.dry_run.as_ref().map_or(0, |d| d.rows.len()),
+                s.replay.dry_run().map_or(0, |d| d.rows.len()),
                 t.elapsed()
             );
         }
     }
-    let planned = s.replay.dry_run.as_ref().expect("dry run").rows.len();
+    let planned = s.replay.dry_run().expect("dry run").rows.len();
     let opts = Options {
         canary: 0,
         rate: RATE,
@@ -155,15 +155,7 @@ fn main() {
     }
     apply(&mut s, Ev::Key(key(KeyCode::Enter), None));
     assert!(s.replay.running(), "the progress pane is on");
-    let ids: Vec<String> = s
-        .replay
-        .run
-        .as_ref()
-        .expect("run")
-        .rows
-        .keys()
-        .cloned()
-        .collect();
+    let ids: Vec<String> = s.replay.run().expect("run").rows.keys().cloned().collect();
     apply(&mut s, Ev::Key(key(KeyCode::Tab), None));
 
     let (tx, rx) = mpsc::channel::<Ev>();
@@ -205,8 +197,7 @@ fn main() {
     let took = worker.join().expect("replay thread");
     let p = s
         .replay
-        .run
-        .as_ref()
+        .run()
         .and_then(|r| r.progress.clone())
         .expect("progress");
     eprintln!(

@@ -765,7 +765,7 @@ fn discarded_rows(cmds: &[dlq_tui::action::Command]) -> Option<Vec<u32>> {
 fn d_on_a_group_row_discards_the_group_and_marks_elsewhere_are_announced() {
     let size = (140, 40);
     let mut s = state_from(&example(), size);
-    s.replay.confirm_above = 2;
+    s.replay.set_confirm_above(2);
     let group = s
         .browse
         .index()
@@ -1097,7 +1097,10 @@ fn keys_from_the_config_rebind_the_dry_run_screen() {
         "Enter no longer starts:\n{}",
         screen(&s, size)
     );
-    assert!(s.replay.dry_run.is_some(), "and the dry run is still open");
+    assert!(
+        s.replay.dry_run().is_some(),
+        "and the dry run is still open"
+    );
     press(&mut s, &["s"], size);
     assert!(s.replay.running(), "s starts it:\n{}", screen(&s, size));
 }

@@ -157,17 +157,16 @@ impl Tui {
     fn planned(&mut self) -> usize {
         self.until("the dry-run is planned", Duration::from_secs(60), |t| {
             t.s.replay
-                .dry_run
-                .as_ref()
+                .dry_run()
                 .is_some_and(|d| d.plan.is_some() || d.error.is_some())
         });
-        let d = self.s.replay.dry_run.as_ref().expect("dry run");
+        let d = self.s.replay.dry_run().expect("dry run");
         d.plan.as_ref().expect("a plan").planned
     }
 
     /// Move to a field of the dry-run screen and step its value.
     fn set(&mut self, field: usize, steps: i8) {
-        while self.s.replay.dry_run.as_ref().expect("dry run").field != field {
+        while self.s.replay.dry_run().expect("dry run").field != field {
             self.key(KeyCode::Down);
         }
         let code = if steps > 0 {
@@ -199,7 +198,7 @@ impl Tui {
     }
 
     fn states_of_run(&self) -> BTreeSet<TriageState> {
-        let run = self.s.replay.run.as_ref().expect("a run");
+        let run = self.s.replay.run().expect("a run");
         run.rows
             .values()
             .flatten()
@@ -392,31 +391,22 @@ fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
     t.start();
     t.until("letters are being sent", Duration::from_secs(30), |t| {
         t.s.replay
-            .run
-            .as_ref()
+            .run()
             .and_then(|r| r.progress.as_ref())
             .is_some_and(|p| p.sent >= 3)
     });
     t.key(KeyCode::Char('K'));
     let (state, summary) = t.wait_end(Duration::from_secs(40));
     assert_eq!(state, Some(ReplayState::Killed), "{summary}");
-    let sent =
-        t.s.replay
-            .run
-            .as_ref()
-            .unwrap()
-            .progress
-            .as_ref()
-            .unwrap()
-            .sent;
+    let sent = t.s.replay.run().unwrap().progress.as_ref().unwrap().sent;
     assert!(sent < 50, "the kill stopped it early: {sent} sent");
     assert!(t.screen().contains("killed"), "{}", t.screen());
     t.until(
         "the killed replay is announced",
         Duration::from_secs(10),
-        |t| !t.s.replay.unfinished.is_empty(),
+        |t| !t.s.replay.unfinished().is_empty(),
     );
-    let id = t.s.replay.unfinished[0].id.clone();
+    let id = t.s.replay.unfinished()[0].id.clone();
     assert!(
         t.screen().contains(&format!(":resume {id}")),
         "{}",
@@ -424,12 +414,12 @@ fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
     );
     // The ended replay's pane is put away with `x`, and `:replays` brings it back.
     t.key(KeyCode::Char('x'));
-    assert!(t.s.replay.run.is_none(), "the pane stays after x");
+    assert!(t.s.replay.run().is_none(), "the pane stays after x");
     t.key(KeyCode::Char(':'));
     t.keys("replays");
     t.key(KeyCode::Enter);
     assert!(
-        t.s.replay.run.is_some(),
+        t.s.replay.run().is_some(),
         ":replays did not bring the pane back"
     );
     t.key(KeyCode::Esc);
@@ -437,20 +427,9 @@ fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
     t.keys("resume");
     t.key(KeyCode::Enter);
     t.until("the resume is planned", Duration::from_secs(30), |t| {
-        t.s.replay
-            .dry_run
-            .as_ref()
-            .is_some_and(|d| d.plan.is_some())
+        t.s.replay.dry_run().is_some_and(|d| d.plan.is_some())
     });
-    let left =
-        t.s.replay
-            .dry_run
-            .as_ref()
-            .unwrap()
-            .plan
-            .as_ref()
-            .unwrap()
-            .planned;
+    let left = t.s.replay.dry_run().unwrap().plan.as_ref().unwrap().planned;
     assert!(left > 0 && left <= 612 - sent, "left {left}, sent {sent}");
     assert!(
         t.screen().contains(&format!("Resuming {id}")),
@@ -458,7 +437,7 @@ fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
         t.screen()
     );
     t.key(KeyCode::Esc);
-    assert!(t.s.replay.dry_run.is_none());
+    assert!(t.s.replay.dry_run().is_none());
     t.key(KeyCode::Char(':'));
     t.keys(&format!("abandon {id}"));
     t.key(KeyCode::Enter);
@@ -475,7 +454,7 @@ fn k_kills_a_long_replay_which_can_then_be_resumed_or_abandoned() {
 fn a_viewer_cannot_replay() {
     let mut t = Tui::open(Role::Viewer);
     t.key(KeyCode::Char('r'));
-    assert!(t.s.replay.dry_run.is_none());
+    assert!(t.s.replay.dry_run().is_none());
     let screen = t.screen();
     assert!(
         screen.contains("refused: replaying needs the operator role; you are viewer"),
@@ -651,8 +630,7 @@ fn p_pauses_the_running_replay_and_p_again_resumes_it() {
     t.start();
     let sent = |t: &Tui| {
         t.s.replay
-            .run
-            .as_ref()
+            .run()
             .and_then(|r| r.progress.as_ref())
             .map_or(0, |p| p.sent)
     };

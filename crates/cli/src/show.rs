@@ -217,29 +217,10 @@ fn print_facts(
 /// Headers and AMQP properties, names and values masked.
 fn print_headers(out: &mut dyn Write, dl: &DeadLetter, masker: &Masker) -> std::io::Result<()> {
     writeln!(out, "headers ({})", dl.raw.headers.len())?;
-    let width = dl
-        .raw
-        .headers
-        .iter()
-        .map(|h| h.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(40);
-    for h in &dl.raw.headers {
-        writeln!(
-            out,
-            "  {:<width$}  {}",
-            shown(&masker.mask_text(&h.name)),
-            sanitize::line(&masker.mask_header(&h.name, &h.value), 200)
-        )?;
-    }
-    for (k, v) in &dl.raw.properties {
-        writeln!(
-            out,
-            "  {:<width$}  {}",
-            shown(&format!("(amqp) {k}")),
-            shown(&masker.mask_text(v))
-        )?;
+    let rows = dlq_core::letter_view::header_rows(dl, masker);
+    let width = dlq_core::letter_view::name_width(&rows, 40);
+    for (name, value) in &rows {
+        writeln!(out, "  {name:<width$}  {value}")?;
     }
     Ok(())
 }

@@ -200,6 +200,34 @@ impl LetterFacts {
 /// One ledger entry of a letter's history, in words: `at · actor · what`. Replay steps
 /// read as what happened to the letter; other entries keep their action and detail.
 /// Sanitized: details quote letter data (reasons, locations).
+/// A letter's headers and AMQP properties as shown: names masked (a name can carry data
+/// too), values through the header rules' masking, both sanitized for a terminal line.
+/// The widest name is what both front ends align the values to.
+pub fn header_rows(dl: &DeadLetter, masker: &Masker) -> Vec<(String, String)> {
+    let line = |s: &str| crate::sanitize::line(s, 300);
+    let headers = dl.raw.headers.iter().map(|h| {
+        (
+            line(&masker.mask_text(&h.name)),
+            line(&masker.mask_header(&h.name, &h.value)),
+        )
+    });
+    let properties = dl
+        .raw
+        .properties
+        .iter()
+        .map(|(k, v)| (line(&format!("(amqp) {k}")), line(&masker.mask_text(v))));
+    headers.chain(properties).collect()
+}
+
+/// The column width for [`header_rows`]' names: the widest, up to `most`.
+pub fn name_width(rows: &[(String, String)], most: usize) -> usize {
+    rows.iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(most)
+}
+
 pub fn history_line(e: &crate::journal::AuditEntry) -> String {
     let d: serde_json::Value = serde_json::from_str(&e.detail).unwrap_or_default();
     let s = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();

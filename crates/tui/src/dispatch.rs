@@ -28,7 +28,7 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
     if keys.named("kill").iter().any(|k| k.matches(e)) {
         return Some(Action::from(ReplayKey::KillReplay));
     }
-    if state.replay.dry_run.is_some() {
+    if state.replay.dry_run().is_some() {
         return keys.mode_action(Mode::DryRun, e);
     }
     if state.prompt.help_shown() {

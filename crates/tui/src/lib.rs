@@ -12,7 +12,6 @@ mod paging;
 pub mod picker;
 pub mod prompt;
 mod refusal;
-mod replay_pane;
 pub mod replaying;
 mod selection;
 pub mod state;
@@ -330,7 +329,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     let mut state = AppState::new(info, catalog, now_ms, cache_budget);
     state.read_only = settings.principal.read_only;
     state.role = settings.principal.role;
-    state.replay.confirm_above = confirm_above;
+    state.replay.set_confirm_above(confirm_above);
     state.expiry_warn_ms = expiry_warn_ms;
     state.owners = owners;
     state.set_keymap(keymap);

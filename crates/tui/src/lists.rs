@@ -5,21 +5,40 @@ use crate::state::AppState;
 /// Re-sorting a huge group on every batch would stall the UI; wait for the scan.
 const LIVE_LETTERS_LIMIT: usize = 200_000;
 
-/// Rebuild the group index for the current grouping, filter and clock.
-pub(crate) fn rebuild_index(state: &mut AppState) {
-    state.browse.rebuild();
-    refresh_tree(state);
+/// What an action changed that the lists must follow. Handlers say it
+/// (`AppState::needs`) instead of refreshing the tree themselves; the update applies the
+/// largest once, before the frame (a batch of letters and the decisions it settles
+/// rebuild the tree once, not twice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Refresh {
+    #[default]
+    Nothing,
+    /// Only the clock moved: inflow and sparklines, the same letters.
+    Inflow,
+    /// The index changed (letters, filter, grouping, retention): the tree, and the
+    /// selected group's letters gathered again.
+    Tree,
+    /// Letters changed state outside the index's knowledge (a decision): the index is
+    /// rebuilt for the grouping, filter and clock, then the tree.
+    Index,
 }
 
-/// Recompute the tree from the index, keeping the selected node if it still exists.
-pub(crate) fn refresh_tree(state: &mut AppState) {
-    refresh_inflow(state);
-    state.letters.stale();
+/// Bring the tree and the letters list in step with what changed.
+pub(crate) fn refresh(state: &mut AppState, what: Refresh) {
+    if what == Refresh::Index {
+        state.browse.rebuild();
+    }
+    if what >= Refresh::Inflow {
+        refresh_inflow(state);
+    }
+    if what >= Refresh::Tree {
+        state.letters.stale();
+    }
 }
 
-/// The tree's inflow and sparklines again, when only those moved with the clock: the
-/// selected group's letters are the same, so they are not gathered again.
-pub(crate) fn refresh_inflow(state: &mut AppState) {
+/// The tree's inflow and sparklines again, keeping the selected node if it still
+/// exists.
+fn refresh_inflow(state: &mut AppState) {
     let nested = state.dims().len() > 1;
     state.groups.refresh(
         state.browse.index(),

@@ -4,8 +4,8 @@
 //! session's (`core::replay`, through the worker); this only keeps what the screen shows.
 
 use crate::action::{Command, ReplayEvent, ReplayKey, Request, Resuming};
-use crate::replay_pane::{change, SPARK_SAMPLES};
-pub use crate::replay_pane::{field_value, DryRun, ReplayUi, RunView, FIELDS};
+mod pane;
+
 use crate::state::{AppState, Input, Level, Pane};
 use dlq_core::access::{may_write, WriteOp};
 use dlq_core::journal::ReplayState;
@@ -13,6 +13,8 @@ use dlq_core::model::TriageState;
 use dlq_core::replay::{Control, LetterOutcome, Progress};
 use dlq_core::sanitize::clean;
 use dlq_core::store::RowId;
+use pane::{change, SPARK_SAMPLES};
+pub use pane::{field_value, DryRun, ReplayUi, RunView, FIELDS};
 
 /// The replay's keys.
 pub(crate) fn intent(state: &mut AppState, key: ReplayKey, cmds: &mut Vec<Command>) {
@@ -386,7 +388,7 @@ fn ended(state: &mut AppState, id: &str, end: Option<ReplayState>, summary: Stri
     r.ended = Some((end, summary.clone()));
     state.replay.quit_armed = false;
     state.message = Some((summary, level));
-    crate::lists::rebuild_index(state);
+    state.needs(crate::lists::Refresh::Index);
 }
 
 /// `:resume [ID] [--resend-unconfirmed]` / `:abandon [ID]`.

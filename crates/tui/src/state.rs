@@ -173,7 +173,7 @@ pub struct AppState {
     /// Who must act on which letters (`[[owners]]` in the config).
     pub owners: dlq_core::owners::Owners,
     /// The dry-run screen, the progress pane, unfinished replays.
-    pub replay: crate::replay_pane::ReplayUi,
+    pub replay: crate::replaying::ReplayUi,
     /// Rows available to the lists (set by the view on resize), for paging.
     pub page: usize,
     /// `z`: the focused pane fills the body of the screen.
@@ -181,6 +181,8 @@ pub struct AppState {
     /// `--since` as epoch ms: the title says the count is of that window only.
     pub since_ms: Option<i64>,
     pub quit: bool,
+    /// What the tree and the letters list must follow before the next frame.
+    refresh: crate::lists::Refresh,
 }
 
 impl AppState {
@@ -215,6 +217,7 @@ impl AppState {
             zoom: false,
             since_ms: None,
             quit: false,
+            refresh: Default::default(),
         }
     }
 
@@ -254,6 +257,16 @@ impl AppState {
         } else {
             self.handled.insert(row);
         }
+    }
+
+    /// An action changed what the lists show: applied once, before the frame.
+    pub(crate) fn needs(&mut self, what: crate::lists::Refresh) {
+        self.refresh = self.refresh.max(what);
+    }
+
+    /// What the lists must follow, once.
+    pub(crate) fn take_refresh(&mut self) -> crate::lists::Refresh {
+        std::mem::take(&mut self.refresh)
     }
 
     pub fn selected_row(&self) -> Option<RowId> {

@@ -56,8 +56,7 @@ pub fn update(state: &mut AppState, action: impl Into<Action>, size: (u16, u16))
 /// The view itself: help, grouping, sorting, tabs, mouse, clock.
 fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
     match action {
-        ViewKey::Quit if state.replay.running() && !state.replay.quit_armed => {
-            state.replay.quit_armed = true;
+        ViewKey::Quit if state.replay.arm_quit() => {
             state.message = Some((
                 "a replay is running: K stops it; q again quits now (letters in flight stay in doubt; :resume continues it)".into(),
                 Level::Warn,
@@ -88,7 +87,7 @@ fn view(state: &mut AppState, action: ViewKey, size: (u16, u16)) {
         }
         ViewKey::CycleGrouping => {
             state.next_grouping();
-            refresh_tree(state);
+            state.needs(Refresh::Tree);
             let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
             state.message = Some((format!("grouped by {}", names.join(" › ")), Level::Info));
         }
@@ -130,9 +129,9 @@ fn tick(state: &mut AppState, now_ms: i64) {
     state.now_ms = now_ms;
     let moved = state.browse.advance(now_ms);
     if moved.regrouped {
-        refresh_tree(state);
+        state.needs(Refresh::Tree);
     } else if moved.inflow {
-        refresh_inflow(state);
+        state.needs(Refresh::Inflow);
     }
 }
 
@@ -151,6 +150,8 @@ fn finish(state: &mut AppState, mut cmds: Vec<Command>, size: (u16, u16)) -> Vec
             .saturating_sub(3),
     )
     .max(1);
+    let what = state.take_refresh();
+    crate::lists::refresh(state, what);
     if state.letters.is_stale() {
         refresh_letters(state);
     }

@@ -77,7 +77,7 @@ fn retention(state: &mut AppState, rules: Vec<(String, dlq_core::retention::Rete
             dlq_core::sanitize::line(&why, 200)
         ));
     }
-    refresh_tree(state);
+    state.needs(Refresh::Tree);
 }
 
 /// The scan has read everything there was.
@@ -159,7 +159,7 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
                 state.decided(*r, dlq_core::model::TriageState::Discarded);
                 state.letters.unmark(r);
             }
-            rebuild_index(state);
+            state.needs(Refresh::Index);
             state.message = Some((message, if ok { Level::Info } else { Level::Error }));
         }
     }
@@ -177,12 +177,8 @@ pub(crate) fn reset_browse(state: &mut AppState) {
     state.groups = Default::default();
     state.letters.reset();
     state.detail.reset();
-    // A finished run's rows belonged to the old browse.
-    if !state.replay.running() {
-        state.replay.run = None;
-    }
-    state.replay.dry_run = None;
-    refresh_tree(state);
+    state.replay.new_browse();
+    state.needs(Refresh::Tree);
 }
 
 /// Index a batch of prepared letters; live ones are counted as arrivals.
@@ -196,7 +192,7 @@ pub(crate) fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
             state.scan.done += 1;
         }
     }
-    refresh_tree(state);
+    state.needs(Refresh::Tree);
 }
 
 /// The ledger's decisions on this source, as recorded (here, or by another engineer on a
@@ -205,7 +201,7 @@ pub(crate) fn ingest(state: &mut AppState, batch: Vec<Prepared>, live: bool) {
 fn apply_decisions(state: &mut AppState, ds: Vec<dlq_core::journal::Decision>) {
     let followed = state.browse.follow(ds);
     if followed.letters > 0 {
-        refresh_tree(state);
+        state.needs(Refresh::Tree);
         let who: Vec<String> = followed
             .by
             .iter()

@@ -10,7 +10,7 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
     let result: Result<String, String> = match cmd {
         "group" | "g" => Dim::parse_list(arg).map(|dims| {
             state.group_by(dims);
-            refresh_tree(state);
+            state.needs(Refresh::Tree);
             let names: Vec<&str> = state.dims().iter().map(|d| d.name()).collect();
             format!("grouped by {}", names.join(" › "))
         }),
@@ -41,9 +41,7 @@ pub(crate) fn run_command(state: &mut AppState, cmds: &mut Vec<Command>, line: &
         "resume" | "abandon" => crate::replaying::command(state, cmds, cmd, arg),
         "approve" => crate::replaying::approve_command(state, cmds, arg),
         "replays" => {
-            if state.replay.run.is_none() {
-                state.replay.run = state.replay.hidden.take();
-            }
+            state.replay.reopen();
             state
                 .prompt
                 .open_overlay(crate::replaying::unfinished_overlay(state));

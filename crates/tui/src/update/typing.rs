@@ -45,7 +45,7 @@ pub(crate) fn input(state: &mut AppState, action: Typing, cmds: &mut Vec<Command
             } else if state.prompt.close_covers() {
             } else if !state.browse.filter().is_empty() {
                 state.browse.set_filter(Filter::all());
-                refresh_tree(state);
+                state.needs(Refresh::Tree);
                 state.message = Some(("filter cleared".into(), Level::Info));
             } else if !state.letters.marks().is_empty() {
                 let n = state.letters.clear_marks();
@@ -104,7 +104,7 @@ pub(crate) fn submit(state: &mut AppState, cmds: &mut Vec<Command>) {
         Input::TransformReason(reason, t) => submit_transform(state, cmds, reason.trim(), t),
         Input::TransformConfirm(typed, n) => {
             state.prompt.close_overlay();
-            let want = if n > state.replay.confirm_above {
+            let want = if n > state.replay.confirm_above() {
                 n.to_string()
             } else {
                 "yes".to_string()
@@ -144,7 +144,7 @@ pub(crate) fn apply_filter(state: &mut AppState, expr: &str) {
     match parse_filter(expr) {
         Ok(f) => {
             state.browse.set_filter(f);
-            refresh_tree(state);
+            state.needs(Refresh::Tree);
             let n = state.browse.index().total();
             let matched = format!("{} match `{expr}`", dlq_core::words::count(n, "letter"));
             state.message = Some(if state.browse.filter().is_empty() {
@@ -255,7 +255,7 @@ fn submit_transform(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str,
 /// A reason given: above `confirm_above` letters the count must be typed too (the rule
 /// replay has, and the CLI's `--expect`).
 fn ask_discard(state: &mut AppState, cmds: &mut Vec<Command>, reason: &str, d: Discarding) {
-    if !reason.is_empty() && d.rows.len() > state.replay.confirm_above {
+    if !reason.is_empty() && d.rows.len() > state.replay.confirm_above() {
         state.message = None;
         state.prompt.ask(Input::DiscardCount(
             String::new(),

@@ -154,43 +154,17 @@ fn fact_lines<'a>(facts: &LetterFacts, t: &Theme) -> Vec<Line<'a>> {
 }
 
 fn headers<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
-    let m = s.browse.catalog.masker();
-    let w = d
-        .letter
-        .raw
-        .headers
-        .iter()
-        .map(|h| h.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(32);
-    let mut out: Vec<Line> = d
-        .letter
-        .raw
-        .headers
-        .iter()
-        .map(|h| {
+    let rows = dlq_core::letter_view::header_rows(&d.letter, s.browse.catalog.masker());
+    let w = dlq_core::letter_view::name_width(&rows, 32);
+    let mut out: Vec<Line> = rows
+        .into_iter()
+        .map(|(name, value)| {
             Line::from(vec![
-                Span::styled(
-                    format!("{:<w$}  ", clean(&m.mask_text(&h.name))),
-                    t.get(StyleName::JsonKey),
-                ),
-                Span::styled(
-                    sanitize::line(&m.mask_header(&h.name, &h.value), 300),
-                    t.get(StyleName::UiText),
-                ),
+                Span::styled(format!("{name:<w$}  "), t.get(StyleName::JsonKey)),
+                Span::styled(value, t.get(StyleName::UiText)),
             ])
         })
         .collect();
-    for (k, v) in &d.letter.raw.properties {
-        out.push(Line::from(vec![
-            Span::styled(
-                format!("{:<w$}  ", clean(&format!("(amqp) {k}"))),
-                t.get(StyleName::JsonKey),
-            ),
-            Span::styled(clean(&m.mask_text(v)), t.get(StyleName::UiText)),
-        ]));
-    }
     if out.is_empty() {
         out.push(Line::from(Span::styled(
             "(no headers)",

@@ -20,7 +20,7 @@ pub const PROGRESS_ROWS: u16 = 7;
 
 /// The areas for this state: with the progress pane while a replay is shown.
 pub fn layout_for(s: &crate::state::AppState, width: u16, height: u16) -> Areas {
-    let rows = if s.replay.run.is_some() && height >= PROGRESS_ROWS + 12 {
+    let rows = if s.replay.run().is_some() && height >= PROGRESS_ROWS + 12 {
         PROGRESS_ROWS
     } else {
         0

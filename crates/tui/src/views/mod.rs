@@ -24,14 +24,14 @@ pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
     groups::render(f, a.groups, s, t);
     letters::render(f, a.letters, s, t);
     detail::render(f, a.detail, s, t);
-    match &s.replay.run {
+    match s.replay.run() {
         Some(run) if a.progress.height > 0 => replay::progress(f, a.progress, run, t),
         // Too short a terminal for the pane: the second line says where the replay stands.
         Some(run) => replay::progress_line(f, a.effect, run, t),
         None => {}
     }
     status::footer(f, a.footer, s, t);
-    if let Some(d) = &s.replay.dry_run {
+    if let Some(d) = s.replay.dry_run() {
         replay::dry_run(
             f,
             Rect::new(

@@ -332,7 +332,7 @@ fn decision_prompt(s: &AppState, input: &Input, t: &Theme) -> Line<'static> {
             format!(
                 " record {n} revision{} — type {} to confirm: ",
                 if *n == 1 { "" } else { "s" },
-                if *n > s.replay.confirm_above {
+                if *n > s.replay.confirm_above() {
                     n.to_string()
                 } else {
                     "yes".to_string()

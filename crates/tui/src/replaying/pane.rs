@@ -1,5 +1,6 @@
 //! What the replay screens hold: the dry-run screen's choices and plan, the progress
-//! pane's samples, unfinished replays. Data only; `replaying` changes it.
+//! pane's samples, unfinished replays. Its fields are the replay module's: the rest of
+//! the TUI reads them through accessors and changes them only through `replaying`.
 
 use crate::action::{PlanView, Resuming};
 use dlq_app::session::Unfinished;
@@ -15,20 +16,20 @@ pub(crate) const SPARK_SAMPLES: usize = 120;
 /// Everything replay-related the screen shows.
 #[derive(Debug)]
 pub struct ReplayUi {
-    pub dry_run: Option<DryRun>,
-    pub run: Option<RunView>,
+    pub(super) dry_run: Option<DryRun>,
+    pub(super) run: Option<RunView>,
     /// Replays of this source left unfinished, as the worker found them on open.
-    pub unfinished: Vec<Unfinished>,
+    pub(super) unfinished: Vec<Unfinished>,
     /// Replays of this source being sent by other processes (a team ledger), a line each.
-    pub elsewhere: Vec<String>,
+    pub(super) elsewhere: Vec<String>,
     /// The pane of an ended replay, put away with `x` (`:replays` brings it back).
-    pub hidden: Option<RunView>,
+    pub(super) hidden: Option<RunView>,
     /// The last choices made on the dry-run screen: the next one starts from them.
-    pub opts: Option<Options>,
+    pub(super) opts: Option<Options>,
     /// `q` was pressed once while a replay runs: the next `q` quits.
-    pub quit_armed: bool,
+    pub(super) quit_armed: bool,
     /// Above this many letters the count is typed to confirm.
-    pub confirm_above: usize,
+    pub(super) confirm_above: usize,
 }
 
 impl Default for ReplayUi {
@@ -50,6 +51,56 @@ impl ReplayUi {
     /// A replay is sending or waiting for confirms.
     pub fn running(&self) -> bool {
         self.run.as_ref().is_some_and(|r| r.ended.is_none())
+    }
+
+    /// The dry-run screen, while it is open.
+    pub fn dry_run(&self) -> Option<&DryRun> {
+        self.dry_run.as_ref()
+    }
+
+    /// The progress pane, while it is shown.
+    pub fn run(&self) -> Option<&RunView> {
+        self.run.as_ref()
+    }
+
+    /// Replays of this source left unfinished.
+    pub fn unfinished(&self) -> &[Unfinished] {
+        &self.unfinished
+    }
+
+    /// Above this many letters the count is typed to confirm (a discard's too).
+    pub fn confirm_above(&self) -> usize {
+        self.confirm_above
+    }
+
+    pub fn set_confirm_above(&mut self, n: usize) {
+        self.confirm_above = n;
+    }
+
+    /// `q` while a replay runs: true the first time (the caller warns), after which
+    /// `q` quits.
+    pub fn arm_quit(&mut self) -> bool {
+        if !self.running() || self.quit_armed {
+            return false;
+        }
+        self.quit_armed = true;
+        true
+    }
+
+    /// `:replays`: the pane put away with `x` comes back.
+    pub fn reopen(&mut self) {
+        if self.run.is_none() {
+            self.run = self.hidden.take();
+        }
+    }
+
+    /// A new browse: a dry-run and an ended run were of the old rows; a running replay
+    /// keeps its pane.
+    pub fn new_browse(&mut self) {
+        if !self.running() {
+            self.run = None;
+        }
+        self.dry_run = None;
     }
 }
 
