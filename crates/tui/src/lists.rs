@@ -1,27 +1,9 @@
 //! The group index, the tree and the selected group's letters, kept in step.
 
-use crate::state::AppState;
+use crate::state::{AppState, Refresh};
 
 /// Re-sorting a huge group on every batch would stall the UI; wait for the scan.
 const LIVE_LETTERS_LIMIT: usize = 200_000;
-
-/// What an action changed that the lists must follow. Handlers say it
-/// (`AppState::needs`) instead of refreshing the tree themselves; the update applies the
-/// largest once, before the frame (a batch of letters and the decisions it settles
-/// rebuild the tree once, not twice).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub enum Refresh {
-    #[default]
-    Nothing,
-    /// Only the clock moved: inflow and sparklines, the same letters.
-    Inflow,
-    /// The index changed (letters, filter, grouping, retention): the tree, and the
-    /// selected group's letters gathered again.
-    Tree,
-    /// Letters changed state outside the index's knowledge (a decision): the index is
-    /// rebuilt for the grouping, filter and clock, then the tree.
-    Index,
-}
 
 /// Bring the tree and the letters list in step with what changed.
 pub(crate) fn refresh(state: &mut AppState, what: Refresh) {

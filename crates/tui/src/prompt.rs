@@ -4,7 +4,73 @@
 //! `help_shown`, `overlay`) and tells it what to open or close; what a submitted line
 //! does is the update's business, not the prompt's.
 
-use crate::state::Input;
+use dlq_core::store::RowId;
+
+/// A discard being asked for: its letters, in words, and (once given) its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discarding {
+    pub rows: Vec<RowId>,
+    /// `group timeout (23 letters)`, `letter m-17`, `3 marked letters (…)`.
+    pub what: String,
+    pub reason: String,
+}
+
+/// A transform being asked for: its letters, in words, and (once typed) its program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transforming {
+    pub rows: Vec<RowId>,
+    pub what: String,
+    pub program: String,
+}
+
+/// A line being typed at the bottom of the screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    None,
+    /// `/`: fuzzy words.
+    Fuzzy(String),
+    /// `f`: a filter expression.
+    Expr(String),
+    /// `:`: a command (`group reason,version`, `filter …`, `sort oldest`, `help`, `quit`).
+    Command(String),
+    /// `d`: the reason for discarding these letters (mandatory).
+    DiscardReason(String, Discarding),
+    /// Confirming a discard above the threshold: the count typed.
+    DiscardCount(String, Discarding),
+    /// `u`: the reason for seeing this letter unmasked (mandatory, audited).
+    UnmaskReason(String, RowId),
+    /// `e`: the reason for a payload revision (mandatory).
+    EditReason(String, RowId),
+    /// Confirming a replay above the threshold: the count typed, and the plan's count.
+    ReplayCount(String, usize),
+    /// `T`: the jq program for these letters.
+    TransformProgram(String, Transforming),
+    /// Then the reason recorded with each revision.
+    TransformReason(String, Transforming),
+    /// The dry-run is shown: `yes` (or the count, above the threshold) records this many
+    /// revisions.
+    TransformConfirm(String, usize),
+}
+
+impl Input {
+    /// The line being typed, if any.
+    pub fn text_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Input::Fuzzy(s)
+            | Input::Expr(s)
+            | Input::Command(s)
+            | Input::DiscardReason(s, _)
+            | Input::DiscardCount(s, _)
+            | Input::UnmaskReason(s, _)
+            | Input::EditReason(s, _)
+            | Input::ReplayCount(s, _)
+            | Input::TransformProgram(s, _)
+            | Input::TransformReason(s, _)
+            | Input::TransformConfirm(s, _) => Some(s),
+            Input::None => None,
+        }
+    }
+}
 
 /// A titled list over the panes; any key closes it.
 pub type Overlay = (String, Vec<String>);

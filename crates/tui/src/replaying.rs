@@ -4,7 +4,7 @@
 //! session's (`core::replay`, through the worker); this only keeps what the screen shows.
 
 use crate::action::{Command, ReplayEvent, ReplayKey, Request, Resuming};
-mod pane;
+pub(crate) mod pane;
 
 use crate::state::{AppState, Input, Level, Pane};
 use dlq_core::access::{may_write, WriteOp};
@@ -388,7 +388,7 @@ fn ended(state: &mut AppState, id: &str, end: Option<ReplayState>, summary: Stri
     r.ended = Some((end, summary.clone()));
     state.replay.quit_armed = false;
     state.message = Some((summary, level));
-    state.needs(crate::lists::Refresh::Index);
+    state.needs(crate::state::Refresh::Index);
 }
 
 /// `:resume [ID] [--resend-unconfirmed]` / `:abandon [ID]`.

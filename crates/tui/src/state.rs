@@ -17,70 +17,24 @@ pub enum Pane {
 
 pub use crate::tab::Tab;
 
-/// A discard being asked for: its letters, in words, and (once given) its reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Discarding {
-    pub rows: Vec<RowId>,
-    /// `group timeout (23 letters)`, `letter m-17`, `3 marked letters (…)`.
-    pub what: String,
-    pub reason: String,
-}
+pub use crate::prompt::{Discarding, Input, Transforming};
 
-/// A transform being asked for: its letters, in words, and (once typed) its program.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transforming {
-    pub rows: Vec<RowId>,
-    pub what: String,
-    pub program: String,
-}
-
-/// A line being typed at the bottom of the screen.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
-    None,
-    /// `/`: fuzzy words.
-    Fuzzy(String),
-    /// `f`: a filter expression.
-    Expr(String),
-    /// `:`: a command (`group reason,version`, `filter …`, `sort oldest`, `help`, `quit`).
-    Command(String),
-    /// `d`: the reason for discarding these letters (mandatory).
-    DiscardReason(String, Discarding),
-    /// Confirming a discard above the threshold: the count typed.
-    DiscardCount(String, Discarding),
-    /// `u`: the reason for seeing this letter unmasked (mandatory, audited).
-    UnmaskReason(String, RowId),
-    /// `e`: the reason for a payload revision (mandatory).
-    EditReason(String, RowId),
-    /// Confirming a replay above the threshold: the count typed, and the plan's count.
-    ReplayCount(String, usize),
-    /// `T`: the jq program for these letters.
-    TransformProgram(String, Transforming),
-    /// Then the reason recorded with each revision.
-    TransformReason(String, Transforming),
-    /// The dry-run is shown: `yes` (or the count, above the threshold) records this many
-    /// revisions.
-    TransformConfirm(String, usize),
-}
-
-impl Input {
-    /// The line being typed, if any.
-    pub fn text_mut(&mut self) -> Option<&mut String> {
-        match self {
-            Input::Fuzzy(s)
-            | Input::Expr(s)
-            | Input::Command(s)
-            | Input::DiscardReason(s, _)
-            | Input::DiscardCount(s, _)
-            | Input::UnmaskReason(s, _)
-            | Input::EditReason(s, _)
-            | Input::ReplayCount(s, _)
-            | Input::TransformProgram(s, _)
-            | Input::TransformReason(s, _)
-            | Input::TransformConfirm(s, _) => Some(s),
-            Input::None => None,
-        }
-    }
+/// What an action changed that the lists must follow. Handlers say it
+/// (`AppState::needs`) instead of refreshing the tree themselves; the update applies the
+/// largest once, before the frame (a batch of letters and the decisions it settles
+/// rebuild the tree once, not twice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Refresh {
+    #[default]
+    Nothing,
+    /// Only the clock moved: inflow and sparklines, the same letters.
+    Inflow,
+    /// The index changed (letters, filter, grouping, retention): the tree, and the
+    /// selected group's letters gathered again.
+    Tree,
+    /// Letters changed state outside the index's knowledge (a decision): the index is
+    /// rebuilt for the grouping, filter and clock, then the tree.
+    Index,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +127,7 @@ pub struct AppState {
     /// Who must act on which letters (`[[owners]]` in the config).
     pub owners: dlq_core::owners::Owners,
     /// The dry-run screen, the progress pane, unfinished replays.
-    pub replay: crate::replaying::ReplayUi,
+    pub replay: crate::replaying::pane::ReplayUi,
     /// Rows available to the lists (set by the view on resize), for paging.
     pub page: usize,
     /// `z`: the focused pane fills the body of the screen.
@@ -182,7 +136,7 @@ pub struct AppState {
     pub since_ms: Option<i64>,
     pub quit: bool,
     /// What the tree and the letters list must follow before the next frame.
-    refresh: crate::lists::Refresh,
+    refresh: Refresh,
 }
 
 impl AppState {
@@ -260,12 +214,12 @@ impl AppState {
     }
 
     /// An action changed what the lists show: applied once, before the frame.
-    pub(crate) fn needs(&mut self, what: crate::lists::Refresh) {
+    pub(crate) fn needs(&mut self, what: Refresh) {
         self.refresh = self.refresh.max(what);
     }
 
     /// What the lists must follow, once.
-    pub(crate) fn take_refresh(&mut self) -> crate::lists::Refresh {
+    pub(crate) fn take_refresh(&mut self) -> Refresh {
         std::mem::take(&mut self.refresh)
     }
 

@@ -4,7 +4,7 @@ use crate::action::{
     Act, Action, BrowseEvent, Command, Event, Intent, LedgerEvent, Nav, Request, Typing, ViewKey,
 };
 use crate::state::{
-    AppState, Detail, Discarding, Input, Level, Pane, ScanStatus, Tab, Transforming,
+    AppState, Detail, Discarding, Input, Level, Pane, Refresh, ScanStatus, Tab, Transforming,
 };
 use crate::views::layout::{layout_for, Areas};
 use dlq_app::session::{DiscardTarget, Prepared};
