@@ -17,6 +17,7 @@ pub mod grouping;
 pub mod handover;
 pub mod header_text;
 pub mod held;
+pub mod insight;
 pub mod journal;
 pub mod ledger_location;
 pub mod letter_view;
