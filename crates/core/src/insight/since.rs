@@ -216,8 +216,8 @@ mod tests {
         for (reason, version, ago) in letters {
             let raw = RawLetter {
                 headers: vec![
-                    Header::new("x-reason-code", HeaderValue::text(*reason)),
-                    Header::new("x-consumer-version", HeaderValue::text(*version)),
+                    Header::new("x-reason-code", HeaderValue::text(reason)),
+                    Header::new("x-consumer-version", HeaderValue::text(version)),
                 ],
                 payload: b"{}".to_vec(),
                 timestamp: chrono::DateTime::from_timestamp_millis(NOW - ago * MIN),
