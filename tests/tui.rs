@@ -1111,7 +1111,7 @@ fn keys_from_the_config_rebind_the_dry_run_screen() {
 fn keys_from_the_config_rebind_actions_in_help_and_footer() {
     let size = (120, 40);
     let mut s = keyed(
-        "[keys]\ndiscard = \"X\"\nnext-pane = [\"Tab\", \"w\"]\n",
+        "[keys]\ndiscard = \"X\"\nnext-pane = [\"Tab\", \"v\"]\n",
         size,
     );
     press(&mut s, &["d"], size);
@@ -1129,5 +1129,81 @@ fn keys_from_the_config_rebind_actions_in_help_and_footer() {
     );
     press(&mut s, &["Esc", "?"], size);
     let help = screen(&s, size);
-    assert!(help.contains("Tab w"), "{help}");
+    assert!(help.contains("Tab v"), "{help}");
+}
+
+/// `w` on the amount group at 80×24 and 160×45: since when, what changed in its
+/// payloads and the program that repairs it, all on screen (wrapped, nothing cut); `T`
+/// opens that program in the transform prompt, never recording it. A viewer sees when,
+/// never what the payloads hold, and no program.
+#[test]
+fn why_names_the_change_and_t_opens_the_suggested_fix() {
+    for size in [(80, 24), (160, 45)] {
+        let mut s = state_from(&example(), size);
+        // Tree: tax ▾, r2 ▾, <5m, 5m-1h, 1h-24h, r1 ▸, amount ▸ — six rows down.
+        press(&mut s, &["j", "j", "j", "j", "j", "j", "w"], size);
+        let text = screen(&s, size);
+        let (title, lines) = s.prompt.overlay().cloned().expect("the why overlay");
+        let said = lines.join("\n");
+        assert!(title.starts_with("Why: amount_not_a_number"), "{title}");
+        for want in [
+            "/payload/amount: string \"1,500.00\"- or \"12.50\"-like in 90 of 90; number in",
+            ".payload.amount |= (if type == \"string\" then (split(\",\") | join(\"\") | tonumber) else . end)",
+            "was already failing other letters",
+        ] {
+            assert!(said.contains(want), "{want}:\n{said}");
+        }
+        // On screen, wrapped, nothing cut: the program's last words and the key to use.
+        for want in [
+            "/payload/amount: string \"1,500.00\"-",
+            "tonumber) else . end)",
+            "T: edit and dry-run the suggested fix",
+        ] {
+            assert!(text.contains(want), "{want} at {size:?}:\n{text}");
+        }
+        press(&mut s, &["T"], size);
+        assert!(
+            s.prompt.overlay().is_none(),
+            "the transform prompt replaces it"
+        );
+        match s.prompt.input() {
+            dlq_tui::state::Input::TransformProgram(p, t) => {
+                assert!(p.starts_with(".payload.amount |= "), "{p}");
+                assert!(t.what.contains("amount_not_a_number"), "{}", t.what);
+            }
+            other => panic!("not the transform prompt: {other:?}"),
+        }
+        // Esc: nothing was recorded or asked of the session.
+        let cmds = press(&mut s, &["Esc"], size);
+        assert!(cmds.is_empty(), "{cmds:?}");
+    }
+    // The tax-profile group names the release it started with.
+    let size = (80, 24);
+    let mut s = state_from(&example(), size);
+    press(&mut s, &["w"], size);
+    let said = s
+        .prompt
+        .overlay()
+        .map(|o| o.1.join("\n"))
+        .unwrap_or_default();
+    assert!(
+        said.contains("ago with release-2026-09-21; no letter of release-2026-09-14 since"),
+        "{said}"
+    );
+    // Any other key than T closes it; with no suggestion T closes it too.
+    press(&mut s, &["T"], size);
+    assert!(s.prompt.overlay().is_none() && !s.prompt.typing());
+    // A viewer.
+    let mut s = state_from(&example(), size);
+    s.role = dlq_core::access::Role::Viewer;
+    press(&mut s, &["j", "j", "j", "j", "j", "j", "w"], size);
+    let text = screen(&s, size);
+    assert!(
+        text.contains("payload differences need the operator role"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("/payload") && !text.contains("tonumber"),
+        "{text}"
+    );
 }

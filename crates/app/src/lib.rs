@@ -9,6 +9,7 @@ pub mod config;
 pub mod credentials;
 pub mod editor;
 pub mod identity;
+pub mod insight;
 pub mod launch;
 pub mod logging;
 pub mod revise;

@@ -145,6 +145,7 @@ impl Summary<'_> {
             json!((g.expires_ms != NO_TIME).then(|| (g.expires_ms - self.now).div_euclid(1000))),
         );
         o.insert("owner".into(), json!(owner));
+        o.insert("since_when".into(), self.since_json(&g.members));
         o.insert(
             "event_types".into(),
             json!(g
@@ -154,6 +155,26 @@ impl Summary<'_> {
                 .collect::<Vec<_>>()),
         );
         Value::Object(o)
+    }
+
+    /// Since when and with which release (`core::insight::since`): the sentence, and
+    /// the group's failures over time per consumer version (24 steps up to now).
+    fn since_json(&self, members: &[RowId]) -> Value {
+        let w = dlq_core::insight::since::since_when(self.store, members, self.now, 24);
+        json!({
+            "sentence": w.sentence,
+            "first": w.first_ms.and_then(timestamp),
+            "last": w.last_ms.and_then(timestamp),
+            "step_s": w.step_ms / 1000,
+            "untimed": w.untimed,
+            "versions": w.versions.iter().map(|v| json!({
+                "version": v.version,
+                "count": v.count,
+                "first": timestamp(v.first_ms),
+                "last": timestamp(v.last_ms),
+                "timeline": v.timeline,
+            })).collect::<Vec<_>>(),
+        })
     }
 
     /// The title line, what browsing did, the group table and what is left unsaid.

@@ -81,6 +81,9 @@ pub enum Act {
     ToggleMark,
     /// `A`: mark every letter in view (again: unmark them).
     MarkAll,
+    /// `w`: why the selected group fails — since when, with which release, what is
+    /// different, a suggested fix.
+    Why,
     Diff,
     Copy,
     /// `R`: browse the source again.

@@ -2,7 +2,7 @@
 //! the keys first, then the kill switch, then the screen on top (the replay dry-run,
 //! help, an overlay), then normal mode's — each screen's keys from the keymap in force.
 
-use crate::action::{Action, ReplayKey, Typing, ViewKey};
+use crate::action::{Act, Action, ReplayKey, Typing, ViewKey};
 use crate::keymap::Mode;
 use crate::state::AppState;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -38,6 +38,11 @@ pub(crate) fn action_for(state: &AppState, e: &KeyEvent) -> Option<Action> {
             .or(Some(Action::from(Typing::Cancel)));
     }
     if state.prompt.overlay().is_some() {
+        // `w`'s overlay: the transform key opens its suggested program.
+        let transform = keys.named("transform").iter().any(|k| k.matches(e));
+        if transform && state.prompt.suggested().is_some() {
+            return Some(Action::from(Act::StartTransform));
+        }
         return match e.code {
             KeyCode::Char('q') => Some(Action::from(ViewKey::Quit)),
             _ => Some(Action::from(Typing::Cancel)),

@@ -82,6 +82,8 @@ pub struct Prompt {
     /// Lines the help is scrolled by (j/k, PgDn/PgUp in the help).
     help_scroll: u16,
     overlay: Option<Overlay>,
+    /// The program the overlay suggests (`w`): the transform key opens it for editing.
+    suggested: Option<String>,
 }
 
 impl Default for Prompt {
@@ -91,6 +93,7 @@ impl Default for Prompt {
             show_help: false,
             help_scroll: 0,
             overlay: None,
+            suggested: None,
         }
     }
 }
@@ -159,17 +162,30 @@ impl Prompt {
 
     pub fn open_overlay(&mut self, overlay: Overlay) {
         self.overlay = Some(overlay);
+        self.suggested = None;
+    }
+
+    /// An overlay that suggests a program (`w`'s fix).
+    pub fn open_suggesting(&mut self, overlay: Overlay, program: Option<String>) {
+        self.overlay = Some(overlay);
+        self.suggested = program;
+    }
+
+    /// The program the open overlay suggests.
+    pub fn suggested(&self) -> Option<&str> {
+        self.overlay.as_ref().and(self.suggested.as_deref())
     }
 
     pub fn close_overlay(&mut self) {
         self.overlay = None;
+        self.suggested = None;
     }
 
     /// Esc over the panes: the help and any overlay close; true if one was open.
     pub fn close_covers(&mut self) -> bool {
         let open = self.show_help || self.overlay.is_some();
         self.show_help = false;
-        self.overlay = None;
+        self.close_overlay();
         open
     }
 }

@@ -153,10 +153,7 @@ pub struct PathShape {
 impl PathShape {
     /// The kind most letters hold here, with its count.
     pub fn dominant(&self) -> Option<(Kind, usize)> {
-        self.kinds
-            .iter()
-            .max_by_key(|(k, n)| (**n, std::cmp::Reverse(**k)))
-            .map(|(k, n)| (*k, *n))
+        dominant(&self.kinds)
     }
 
     fn enumeration(&self) -> Option<&BTreeMap<String, usize>> {
@@ -169,6 +166,9 @@ impl PathShape {
 pub struct Shapes {
     /// Payloads read as JSON.
     pub letters: usize,
+    /// How many letters the read ones stand for (a sample of a bigger set); 0: as many
+    /// as were read.
+    pub population: usize,
     /// Payloads that were not JSON (not in `paths`).
     pub unreadable: usize,
     pub paths: BTreeMap<String, PathShape>,
@@ -178,6 +178,12 @@ pub struct Shapes {
 type LetterPaths = BTreeMap<String, (BTreeSet<Kind>, BTreeSet<String>, bool)>;
 
 impl Shapes {
+    /// `n` of the letters read here, scaled to the population they stand for.
+    fn estimate(&self, n: usize) -> f64 {
+        let population = self.population.max(self.letters);
+        n as f64 / self.letters.max(1) as f64 * population as f64
+    }
+
     /// Add one payload's masked view (JSON text; anything else counts as unreadable).
     pub fn add_masked(&mut self, masked: &str) {
         match serde_json::from_str::<Value>(masked) {
@@ -300,7 +306,9 @@ const MOST: f64 = 0.8;
 const FEW: f64 = 0.2;
 
 /// The ranked differences of `group` against `baseline`; `values` lets enumeration
-/// values (as masked) be named.
+/// values (as masked) be named. A difference is kept only where the group is the odd
+/// one out: fewer letters (scaled to their populations) show it than hold what it
+/// departs from.
 pub fn differences(group: &Shapes, baseline: &Shapes, values: bool) -> Vec<Difference> {
     if group.letters == 0 || baseline.letters == 0 {
         return Vec::new();
@@ -324,7 +332,7 @@ pub fn differences(group: &Shapes, baseline: &Shapes, values: bool) -> Vec<Diffe
             _ => {}
         }
     }
-    out.extend(renames_and_rest(missing, added, gn, bn, group));
+    out.extend(renames_and_rest(missing, added, group, baseline));
     let structural: Vec<String> = out
         .iter()
         .filter(|d| !matches!(d.change, Change::NewValues { .. }))
@@ -332,6 +340,10 @@ pub fn differences(group: &Shapes, baseline: &Shapes, values: bool) -> Vec<Diffe
         .collect();
     // A missing or changed object says it for its children.
     out.retain(|d| !structural.iter().any(|p| d.path.starts_with(p.as_str())));
+    // The group must be the odd one out: when the "baseline" is other failing letters
+    // and more of them differ from this group than the group has letters, the
+    // difference is theirs, not this group's cause.
+    out.retain(|d| group.estimate(d.group.0) < baseline.estimate(d.baseline.0.max(1)));
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -347,30 +359,76 @@ fn type_change(
     gn: usize,
     bn: usize,
 ) -> Option<Difference> {
-    let (gk, gc) = g.dominant()?;
-    let (bk, bc) = b.dominant()?;
+    let (gf, bf) = (g.families(), b.families());
+    let (gk, gc) = dominant(&gf)?;
+    let (bk, bc) = dominant(&bf)?;
     let masked = gk == Kind::MaskedText || bk == Kind::MaskedText;
-    let rare_in_base = b.kinds.get(&gk).copied().unwrap_or(0) as f64 <= 0.1 * b.present as f64;
+    let rare_in_base = bf.get(&gk).copied().unwrap_or(0) as f64 <= 0.1 * b.present as f64;
     let most_in_group = gc as f64 >= MOST * g.present as f64;
     if gk == bk || masked || !rare_in_base || !most_in_group {
         return None;
     }
+    let (to, to_said) = g.member(gk);
+    let (from, from_said) = b.member(bk);
     Some(Difference {
         path: path.to_string(),
-        change: Change::Type { from: bk, to: gk },
+        change: Change::Type { from, to },
         group: (gc, gn),
         baseline: (bc, bn),
         line: format!(
-            "{path}: {} in {} of {}; {} in {} of {} baseline letters",
-            gk.describe(),
-            gc,
-            gn,
-            bk.describe(),
-            bc,
-            bn
+            "{path}: {to_said} in {gc} of {gn}; {from_said} in {bc} of {bn} baseline letters"
         ),
         score: 3.0 + gc as f64 / gn as f64,
     })
+}
+
+fn dominant(kinds: &BTreeMap<Kind, usize>) -> Option<(Kind, usize)> {
+    kinds
+        .iter()
+        .max_by_key(|(k, n)| (**n, std::cmp::Reverse(**k)))
+        .map(|(k, n)| (*k, *n))
+}
+
+/// Kinds that are one kind to a consumer: integers are numbers, a number in text is
+/// one with or without thousands separators.
+fn family(k: Kind) -> Kind {
+    match k {
+        Kind::Integer => Kind::Number,
+        Kind::GroupedNumberText => Kind::NumberText,
+        k => k,
+    }
+}
+
+impl PathShape {
+    /// Letters per family of kinds.
+    fn families(&self) -> BTreeMap<Kind, usize> {
+        let mut out = BTreeMap::new();
+        for (k, n) in &self.kinds {
+            *out.entry(family(*k)).or_default() += n;
+        }
+        out
+    }
+
+    /// The member of a family this path holds most, and the family in words: both
+    /// formats of a number in text when both occur.
+    fn member(&self, fam: Kind) -> (Kind, String) {
+        let members: Vec<(Kind, usize)> = self
+            .kinds
+            .iter()
+            .filter(|(k, _)| family(**k) == fam)
+            .map(|(k, n)| (*k, *n))
+            .collect();
+        let top = members
+            .iter()
+            .max_by_key(|(k, n)| (*n, std::cmp::Reverse(*k)))
+            .map_or(fam, |m| m.0);
+        let said = match (fam, members.len()) {
+            (Kind::NumberText, 2) => "string \"1,500.00\"- or \"12.50\"-like".to_string(),
+            (Kind::Number, 2) => "number".to_string(),
+            _ => top.describe().to_string(),
+        };
+        (top, said)
+    }
 }
 
 fn new_values(
@@ -412,7 +470,7 @@ fn new_values(
             distinct: new.len(),
         },
         group: (letters, gn),
-        baseline: (0, bn),
+        baseline: (b.present, bn),
         line: format!(
             "{path}: {said}, in {letters} of {gn}; the baseline's {} values in {} of {bn}",
             bv.len(),
@@ -427,10 +485,10 @@ fn new_values(
 fn renames_and_rest(
     missing: Vec<(String, &PathShape)>,
     mut added: Vec<(String, &PathShape)>,
-    gn: usize,
-    bn: usize,
     group: &Shapes,
+    baseline: &Shapes,
 ) -> Vec<Difference> {
+    let (gn, bn) = (group.letters, baseline.letters);
     let parent = |p: &str| {
         p.rsplit_once('/')
             .map_or(String::new(), |(a, _)| a.to_string())
@@ -481,6 +539,7 @@ fn renames_and_rest(
         out.push(diff);
     }
     for (a, g) in added {
+        let lacking = bn - baseline.paths.get(&a).map_or(0, |p| p.present);
         out.push(Difference {
             line: format!(
                 "{a}: {} in {} of {gn}; not in the baseline's letters",
@@ -490,7 +549,7 @@ fn renames_and_rest(
             path: a,
             change: Change::Added { kind: kind(g) },
             group: (g.present, gn),
-            baseline: (0, bn),
+            baseline: (lacking, bn),
             score: 2.0,
         });
     }
@@ -552,6 +611,20 @@ mod tests {
                 to: Kind::GroupedNumberText
             }
         );
+    }
+
+    /// Against a "baseline" of other failing letters fewer than the group, the group is
+    /// the normal one: the difference is theirs and is not said (nor fixed) here.
+    #[test]
+    fn the_group_must_be_the_odd_one_out() {
+        let mut group = shapes((0..40).map(|i| json!({"amount": 10.5 + i as f64})));
+        let mut base = shapes((0..10).map(|_| json!({"amount": "1,500.00"})));
+        assert!(differences(&group, &base, true).is_empty());
+        // Samples stand for their populations: 40 read of 40 against 10 read of 4,000.
+        base.population = 4_000;
+        assert_eq!(differences(&group, &base, true).len(), 1);
+        group.population = 9_000;
+        assert!(differences(&group, &base, true).is_empty());
     }
 
     #[test]

@@ -153,6 +153,13 @@ pub(crate) const BINDINGS: &[Binding] = &[
         || Action::from(Act::MarkAll),
     ),
     b(
+        "why",
+        &[C('w')],
+        "why the group fails: since when, what differs, a fix to edit (T)",
+        Some("why"),
+        || Action::from(Act::Why),
+    ),
+    b(
         "next-tab",
         &[C(']')],
         "next detail tab",

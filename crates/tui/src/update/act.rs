@@ -37,9 +37,13 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
                     what,
                     program,
                 };
-                state
-                    .prompt
-                    .ask(Input::TransformProgram(state.transform_program.clone(), t));
+                // From `w`: its suggestion, to read and edit; else the last one typed.
+                let offered = match state.prompt.suggested() {
+                    Some(p) => p.to_string(),
+                    None => state.transform_program.clone(),
+                };
+                state.prompt.close_overlay();
+                state.prompt.ask(Input::TransformProgram(offered, t));
             }
         }
         Act::MarkAll => {
@@ -61,6 +65,7 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
             }
         }
         Act::Copy => copy(state, cmds),
+        Act::Why => why(state),
         Act::Rebrowse => rebrowse(state, cmds),
     }
 }
@@ -79,6 +84,41 @@ fn copy(state: &mut AppState, cmds: &mut Vec<Command>) {
         Some(d) => cmds.push(Command::Copy(d.payload.text.clone())),
         None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
     }
+}
+
+/// Steps of `w`'s timeline: a sparkline that fits 80 columns beside a version.
+const WHY_STEPS: usize = 24;
+
+/// `w`: why the selected group fails, over the panes — since when and with which
+/// release, what is different about its letters, and the program that would repair it
+/// (the transform key opens it). Read from the letters in memory, masked.
+fn why(state: &mut AppState) {
+    let Some(node) = state.selected_node() else {
+        state.message = Some(("select a group to ask why".into(), Level::Warn));
+        return;
+    };
+    let title = format!(
+        "Why: {} ({})",
+        dlq_core::sanitize::line(&node.label, 60),
+        dlq_core::words::letters(node.count as usize)
+    );
+    let rows = state.browse.index().members_under(&node.path);
+    let cache = &state.cache;
+    let insight = dlq_app::insight::group_insight(
+        &state.browse.catalog,
+        &rows,
+        &|r| cache.peek(r).cloned(),
+        state.role,
+        state.now_ms,
+        WHY_STEPS,
+    );
+    let lines = insight.lines(state.now_ms);
+    let program = insight
+        .payloads
+        .ok()
+        .and_then(|p| p.suggestion)
+        .map(|s| s.program);
+    state.prompt.open_suggesting((title, lines), program);
 }
 
 /// `R`: a new browse on a new connection — not while a replay runs on this one.

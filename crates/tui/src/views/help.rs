@@ -150,6 +150,36 @@ fn two_columns(f: &mut Frame, area: Rect, t: &Theme, mut rows: Vec<Line<'static>
 /// A titled list over the panes (`:problems`, `:notes`). Every line is untrusted (record
 /// locations, broker messages): sanitized and cut to the popup.
 /// `footer` says how it closes (any key, or the prompt below it).
+/// A line cut into rows of at most `width` characters, at a space where there is one;
+/// continuation rows are indented like the line, two more.
+fn wrap(line: &str, width: usize) -> Vec<String> {
+    let clean = dlq_core::sanitize::line(line, 4_000);
+    let indent = clean.chars().take_while(|c| *c == ' ').count() + 2;
+    let mut out = Vec::new();
+    let mut rest: &str = &clean;
+    let mut first = true;
+    while !rest.is_empty() {
+        let lead = if first { 0 } else { indent.min(width / 2) };
+        let room = width.saturating_sub(lead).max(8);
+        if rest.chars().count() <= room {
+            out.push(format!("{}{rest}", " ".repeat(lead)));
+            break;
+        }
+        let cut = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+        let at = match rest[..cut].rfind(' ') {
+            Some(sp) if sp > cut / 3 => sp,
+            _ => cut,
+        };
+        out.push(format!("{}{}", " ".repeat(lead), &rest[..at]));
+        rest = rest[at..].trim_start();
+        first = false;
+    }
+    if out.is_empty() {
+        out.push(String::new());
+    }
+    out
+}
+
 pub(crate) fn render_list(
     f: &mut Frame,
     area: Rect,
@@ -159,7 +189,14 @@ pub(crate) fn render_list(
     t: &Theme,
 ) {
     let w = area.width.min(100);
-    let h = (lines.len() as u16 + 3).min(area.height);
+    // Long lines (a difference, a program) wrap: at 80 columns nothing is cut off.
+    let lines: Vec<String> = lines
+        .iter()
+        .flat_map(|l| wrap(l, usize::from(w.saturating_sub(3))))
+        .collect();
+    let h = (lines.len().min(usize::from(u16::MAX)) as u16)
+        .saturating_add(3)
+        .min(area.height);
     let popup = Rect::new(
         area.x + (area.width - w) / 2,
         area.y + (area.height - h) / 2,

@@ -47,12 +47,15 @@ pub fn render(f: &mut Frame, s: &AppState, t: &Theme) {
     } else if s.prompt.help_shown() {
         help::render(f, area, s, t);
     } else if let Some((title, lines)) = s.prompt.overlay() {
-        let footer = if !s.prompt.typing() {
-            "any key closes this"
-        } else {
-            "answer in the line below"
+        let transform = s.keymap.named("transform").first().map(|k| k.label());
+        let footer = match (s.prompt.typing(), s.prompt.suggested(), transform) {
+            (true, ..) => "answer in the line below".to_string(),
+            (false, Some(_), Some(k)) => {
+                format!("{k}: edit and dry-run the suggested fix · any other key closes")
+            }
+            _ => "any key closes this".to_string(),
         };
-        help::render_list(f, area, title, lines, footer, t);
+        help::render_list(f, area, title, lines, &footer, t);
     }
 }
 

@@ -1,0 +1,249 @@
+//! "Why", for one group: since when and with which release, what is different about its
+//! letters against a baseline, and the program that would repair it — assembled once
+//! for every front end from `core::insight`.
+//!
+//! The baseline is the letters of the *other* groups that carry the group's event type
+//! (any other letters when the group has none): letters that reached the same consumer
+//! and failed for another reason, so whatever their payloads share and the group's do
+//! not is a candidate cause. Only letters whose bytes are at hand are read, a bounded
+//! sample of each side, each through the masked view the role is shown.
+
+use dlq_core::access::{Permission, Role};
+use dlq_core::catalog::Catalog;
+use dlq_core::insight::fix::{suggest, Suggestion};
+use dlq_core::insight::shape::{differences, Change, Difference, Shapes};
+use dlq_core::insight::since::{since_when, SinceWhen};
+use dlq_core::masking::Layout;
+use dlq_core::model::DeadLetter;
+use dlq_core::store::{RowId, NO_TIME};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Letters of the group read for its shape, at most.
+pub const GROUP_SAMPLE: usize = 400;
+/// Baseline letters read, at most.
+pub const BASELINE_SAMPLE: usize = 1_500;
+/// A payload bigger than this is not read for its shape.
+const SHAPE_PAYLOAD_MAX: usize = 256 * 1024;
+
+/// What the payloads say, when the role may see them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Payloads {
+    /// Letters read of the group, and how many it has.
+    pub group_read: (usize, usize),
+    pub baseline_read: usize,
+    /// The baseline in words.
+    pub baseline: String,
+    pub differences: Vec<Difference>,
+    pub suggestion: Option<Suggestion>,
+}
+
+/// The answers after "what is failing", for one group.
+#[derive(Debug, Clone, Serialize)]
+pub struct Insight {
+    pub since: SinceWhen,
+    /// `Err`: why the payloads are not compared (the role, nothing in memory).
+    pub payloads: Result<Payloads, String>,
+}
+
+/// The group `rows` of `catalog`; `letter` gives a letter's bytes when they are at
+/// hand (the TUI's payload cache, a CLI scan).
+pub fn group_insight(
+    catalog: &Catalog,
+    rows: &[RowId],
+    letter: &dyn Fn(RowId) -> Option<std::sync::Arc<DeadLetter>>,
+    role: Role,
+    now_ms: i64,
+    steps: usize,
+) -> Insight {
+    let since = since_when(&catalog.store, rows, now_ms, steps);
+    let payloads = match dlq_core::access::check(role, Permission::ViewPayload) {
+        Err(_) => Err(format!(
+            "payload differences need the {} role (you are {role}): payloads are hidden",
+            Permission::ViewPayload.needs()
+        )),
+        Ok(()) => compare(catalog, rows, letter),
+    };
+    Insight { since, payloads }
+}
+
+fn compare(
+    catalog: &Catalog,
+    rows: &[RowId],
+    letter: &dyn Fn(RowId) -> Option<std::sync::Arc<DeadLetter>>,
+) -> Result<Payloads, String> {
+    let store = &catalog.store;
+    let event = dominant_event(catalog, rows);
+    let mut member = vec![false; store.len()];
+    for &r in rows {
+        if let Some(m) = member.get_mut(r as usize) {
+            *m = true;
+        }
+    }
+    let others: Vec<RowId> = (0..store.len() as RowId)
+        .filter(|&i| !member[i as usize])
+        .filter(|&i| event.is_none_or(|e| store.row(i).is_some_and(|r| r.event == e)))
+        .collect();
+    let shapes = |ids: &[RowId], most: usize| {
+        let mut s = Shapes {
+            population: ids.len(),
+            ..Shapes::default()
+        };
+        for id in spread(ids, most, letter) {
+            if let Some(dl) = letter(id) {
+                add(catalog, &mut s, &dl);
+            }
+        }
+        s
+    };
+    let group = shapes(rows, GROUP_SAMPLE);
+    if group.letters == 0 {
+        return Err(if group.unreadable > 0 {
+            "the group's payloads are not JSON: no shape to compare".into()
+        } else {
+            "none of the group's letters' bytes are in memory".into()
+        });
+    }
+    let base = shapes(&others, BASELINE_SAMPLE);
+    let baseline = match event {
+        Some(e) => format!(
+            "letters of other groups with event type {}",
+            dlq_core::sanitize::clean(store.sym(e))
+        ),
+        None => "letters of the other groups".into(),
+    };
+    let mut diffs = differences(&group, &base, true);
+    // The failure's own fields (the reason code in an envelope) differ by definition.
+    let own = own_labels(catalog, rows);
+    diffs.retain(|d| match &d.change {
+        Change::NewValues { values, .. } => !values.iter().all(|v| own.contains(v)),
+        _ => true,
+    });
+    Ok(Payloads {
+        group_read: (group.letters, rows.len()),
+        baseline_read: base.letters,
+        baseline,
+        suggestion: suggest(&diffs),
+        differences: diffs,
+    })
+}
+
+/// What the group's letters were grouped and told by (reasons, versions, exceptions,
+/// consumers): values an envelope repeats, not differences of the payload.
+fn own_labels(catalog: &Catalog, rows: &[RowId]) -> std::collections::HashSet<String> {
+    let store = &catalog.store;
+    let mut out = std::collections::HashSet::new();
+    for r in rows.iter().filter_map(|&r| store.row(r)) {
+        for sym in [r.reason, r.version, r.exception, r.consumer] {
+            if out.len() < 10_000 {
+                out.insert(store.sym(sym).to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The event type most of the group carries, if they carry one.
+fn dominant_event(catalog: &Catalog, rows: &[RowId]) -> Option<u32> {
+    let store = &catalog.store;
+    let mut n: HashMap<u32, usize> = HashMap::new();
+    for r in rows.iter().filter_map(|&r| store.row(r)) {
+        *n.entry(r.event).or_default() += 1;
+    }
+    n.into_iter()
+        .max_by_key(|(e, c)| (*c, std::cmp::Reverse(*e)))
+        .map(|(e, _)| e)
+        .filter(|e| !store.sym(*e).is_empty())
+}
+
+/// Up to `most` of `ids` whose bytes are at hand, spread over the list (not just its
+/// first letters, which may all be from one hour).
+fn spread(
+    ids: &[RowId],
+    most: usize,
+    letter: &dyn Fn(RowId) -> Option<std::sync::Arc<DeadLetter>>,
+) -> Vec<RowId> {
+    let at_hand: Vec<RowId> = ids
+        .iter()
+        .copied()
+        .filter(|i| letter(*i).is_some())
+        .collect();
+    let step = (at_hand.len() / most.max(1)).max(1);
+    at_hand.into_iter().step_by(step).take(most).collect()
+}
+
+/// One letter's payload through the masked view, into the shapes.
+fn add(catalog: &Catalog, shapes: &mut Shapes, dl: &DeadLetter) {
+    let bytes = dl.readable_payload();
+    if bytes.len() > SHAPE_PAYLOAD_MAX {
+        shapes.unreadable += 1;
+        return;
+    }
+    match catalog
+        .masker()
+        .mask_json(bytes, Layout::Compact, SHAPE_PAYLOAD_MAX * 2)
+    {
+        Ok((masked, false)) => shapes.add_masked(&masked),
+        _ => shapes.unreadable += 1,
+    }
+}
+
+impl Insight {
+    /// The insight as lines for a terminal, `width` columns wide for the timeline.
+    pub fn lines(&self, now_ms: i64) -> Vec<String> {
+        let s = &self.since;
+        let mut out = vec![s.sentence.clone(), String::new()];
+        if let Some(first) = s.first_ms.filter(|f| *f != NO_TIME) {
+            out.push(format!(
+                "failures over the last {}, one mark per {}:",
+                dlq_core::timefmt::format_age_ms(now_ms - first),
+                dlq_core::timefmt::format_age_ms(s.step_ms)
+            ));
+            let w = s.versions.iter().map(|v| v.version.chars().count()).max();
+            let w = w.unwrap_or(0).min(28);
+            for v in &s.versions {
+                out.push(format!(
+                    "  {:<w$}  {}  {:>6}  last {} ago",
+                    dlq_core::sanitize::line(&v.version, 28),
+                    v.sparkline(),
+                    v.count,
+                    dlq_core::timefmt::format_age_ms(now_ms - v.last_ms)
+                ));
+            }
+            if s.untimed > 0 {
+                out.push(format!("  ({} without a time)", s.untimed));
+            }
+            out.push(String::new());
+        }
+        match &self.payloads {
+            Err(why) => out.push(why.clone()),
+            Ok(p) => p.lines(&mut out),
+        }
+        out
+    }
+}
+
+impl Payloads {
+    fn lines(&self, out: &mut Vec<String>) {
+        out.push(format!(
+            "what is different ({} of {} letters read; baseline: {} {}):",
+            self.group_read.0, self.group_read.1, self.baseline_read, self.baseline
+        ));
+        if self.baseline_read == 0 {
+            out.push("  no baseline letters in memory to compare with".into());
+        } else if self.differences.is_empty() {
+            out.push("  nothing sets these payloads apart from the baseline's".into());
+        }
+        for d in &self.differences {
+            out.push(format!("  {}", d.line));
+        }
+        if let Some(s) = &self.suggestion {
+            out.push(String::new());
+            out.push("suggested fix (a dry-run first; nothing is recorded without you):".into());
+            for r in &s.repairs {
+                out.push(format!("  {r}"));
+            }
+            out.push(format!("  {}", s.program));
+        }
+    }
+}
