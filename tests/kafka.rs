@@ -657,3 +657,51 @@ fn the_mock_cluster_lets_a_superseded_transactional_producer_commit() {
         "the mock's read_committed reader"
     );
 }
+
+/// Who a replay to a topic reaches: the groups with committed offsets on it, each with
+/// its lag, looked up without joining any. The mock cluster does not answer ListGroups,
+/// so only the groups named are checked, and that is said.
+#[test]
+fn the_groups_that_read_a_topic_are_found_with_their_lag() {
+    use dlq_core::ports::OriginLog;
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("orders", 2, 1).expect("topic");
+    cluster.create_topic("other", 1, 1).expect("topic");
+    let bootstrap = cluster.bootstrap_servers();
+    produce_all(&bootstrap, &letters("orders", 10, 2)).expect("seeded");
+    // `billing` has read 3 of partition 0's 5 records and all 5 of partition 1's.
+    let billing: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", "billing")
+        .create()
+        .expect("consumer");
+    let mut at = TopicPartitionList::new();
+    at.add_partition_offset("orders", 0, Offset::Offset(3))
+        .expect("tp");
+    at.add_partition_offset("orders", 1, Offset::Offset(5))
+        .expect("tp");
+    billing.commit(&at, CommitMode::Sync).expect("committed");
+    // `audit` reads only `other`.
+    let audit: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", "audit")
+        .create()
+        .expect("consumer");
+    let mut at = TopicPartitionList::new();
+    at.add_partition_offset("other", 0, Offset::Offset(0))
+        .expect("tp");
+    audit.commit(&at, CommitMode::Sync).expect("committed");
+
+    let mut log = dlq_kafka::KafkaOriginLog::new(&[bootstrap], &[]);
+    let named = ["billing".to_string(), "audit".into(), "nobody".into()];
+    let r = log.readers("orders", &named).expect("readers");
+    assert_eq!(r.groups, vec![("billing".to_string(), Some(2))]);
+    assert!(!r.listed, "the mock cluster does not list groups");
+    assert_eq!((r.checked, r.unchecked), (3, 0));
+    let none = log
+        .readers("other", &["billing".to_string()])
+        .expect("readers");
+    assert!(none.groups.is_empty());
+}

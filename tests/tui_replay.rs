@@ -533,6 +533,14 @@ fn t_transforms_the_amount_group_and_the_replay_sends_the_revisions() {
     // Replay with the revisions switch (field 5) on, at a test's pace.
     t.key(KeyCode::Char('r'));
     t.planned();
+    // The dry-run names who the target reaches: the demo's service reads `invoices`.
+    let lines = &t.s.replay.dry_run().unwrap().plan.as_ref().unwrap().lines;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  reaches:  invoices: consumer group invoice-worker (lag ")),
+        "{lines:#?}"
+    );
     t.set(0, -1);
     t.set(1, 2);
     t.set(2, 6);

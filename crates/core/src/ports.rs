@@ -305,6 +305,16 @@ pub trait OriginLog {
         budget: u64,
     ) -> Result<KeyScan, SourceError>;
 
+    /// The consumer groups that read `topic` (committed offsets on it), looked up among
+    /// the groups the broker lists and `named` (the consumers the letters name), without
+    /// joining any. Default: the source cannot tell.
+    fn readers(&mut self, topic: &str, named: &[String]) -> Result<Readers, SourceError> {
+        let _ = named;
+        Err(SourceError::Unsupported(format!(
+            "who reads {topic} is not known to this source"
+        )))
+    }
+
     /// Where each partition of `topic` ends now (partition, next offset): recorded with
     /// a replay's plan, so that its copies can be read back from there.
     fn ends(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, SourceError>;
@@ -319,6 +329,22 @@ pub trait OriginLog {
         from: &std::collections::HashMap<i32, i64>,
         replay_id: &str,
     ) -> Result<Vec<Landed>, SourceError>;
+}
+
+/// Who reads a topic: the consumer groups with committed offsets on it, and how far
+/// behind each is (what a replay to the topic reaches, and how soon).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Readers {
+    /// (group, lag in records across the topic's partitions; None when a partition's end
+    /// was not read).
+    pub groups: Vec<(String, Option<i64>)>,
+    /// The broker listed its groups (ListGroups). False: only the groups the letters
+    /// name were checked — others may read the topic too.
+    pub listed: bool,
+    /// Groups checked, of those listed and named (a cluster with more is checked up to a
+    /// bound, said by the caller).
+    pub checked: usize,
+    pub unchecked: usize,
 }
 
 /// A replayed record found in its target: where it was replayed from (its DLQ

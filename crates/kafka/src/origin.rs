@@ -1,6 +1,7 @@
 //! The origin partitions, read for the stale-key check.
 
 use super::*;
+use std::collections::BTreeSet;
 
 /// Reads origin partitions for the stale-key check, with its own short-lived consumer.
 pub struct KafkaOriginLog {
@@ -12,6 +13,48 @@ impl KafkaOriginLog {
         KafkaOriginLog {
             src: KafkaSource::new(brokers.to_vec(), Vec::new(), props.to_vec()),
         }
+    }
+}
+
+/// Groups whose committed offsets are read for one plan, at most (one OffsetFetch each).
+const READERS_CHECKED: usize = 100;
+
+impl KafkaOriginLog {
+    /// `group`'s committed offsets on `topic` (OffsetFetch, without joining the group):
+    /// None when it has none there; else its lag, when every partition's end is known.
+    fn committed_lag(
+        &self,
+        group: &str,
+        topic: &str,
+        partitions: &[i32],
+        ends: &HashMap<i32, i64>,
+    ) -> Result<Option<Option<i64>>, SourceError> {
+        let mut cfg = self.src.config();
+        cfg.set("group.id", group);
+        let c: BaseConsumer = cfg
+            .create()
+            .map_err(|e| SourceError::unavailable(format!("cannot create a Kafka client: {e}")))?;
+        let mut tpl = TopicPartitionList::new();
+        for p in partitions {
+            tpl.add_partition(topic, *p);
+        }
+        let committed = match c.committed_offsets(tpl, METADATA_TIMEOUT) {
+            Ok(c) => c,
+            // A group whose offsets cannot be read is not named as a reader.
+            Err(_) => return Ok(None),
+        };
+        let mut lag = Some(0i64);
+        let mut reads = false;
+        for e in committed.elements() {
+            if let Offset::Offset(o) = e.offset() {
+                reads = true;
+                lag = match (lag, ends.get(&e.partition())) {
+                    (Some(l), Some(end)) => Some(l + (end - o).max(0)),
+                    _ => None,
+                };
+            }
+        }
+        Ok(reads.then_some(lag))
     }
 }
 
@@ -82,6 +125,50 @@ impl dlq_core::ports::OriginLog for KafkaOriginLog {
                 None => {}
             }
         }
+    }
+
+    fn readers(
+        &mut self,
+        topic: &str,
+        named: &[String],
+    ) -> Result<dlq_core::ports::Readers, SourceError> {
+        let consumer = self.src.consumer()?;
+        // ListGroups (+ DescribeGroups): every group the cluster knows. Brokers that do
+        // not answer it (librdkafka's mock cluster) leave the groups the letters name.
+        let (mut groups, listed) = match consumer.fetch_group_list(None, METADATA_TIMEOUT) {
+            Ok(list) => (
+                list.groups()
+                    .iter()
+                    .map(|g| g.name().to_string())
+                    .filter(|g| !g.is_empty() && !g.starts_with("dlq-triage-"))
+                    .collect::<BTreeSet<String>>(),
+                true,
+            ),
+            Err(_) => (BTreeSet::new(), false),
+        };
+        groups.extend(named.iter().filter(|n| !n.is_empty()).cloned());
+        let partitions = self.src.partitions(&consumer, topic)?;
+        let ends: HashMap<i32, i64> = partitions
+            .iter()
+            .filter_map(|p| {
+                let (_, high) = consumer
+                    .fetch_watermarks(topic, *p, METADATA_TIMEOUT)
+                    .ok()?;
+                Some((*p, high))
+            })
+            .collect();
+        let mut out = dlq_core::ports::Readers {
+            listed,
+            unchecked: groups.len().saturating_sub(READERS_CHECKED),
+            ..Default::default()
+        };
+        for g in groups.into_iter().take(READERS_CHECKED) {
+            out.checked += 1;
+            if let Some(lag) = self.committed_lag(&g, topic, &partitions, &ends)? {
+                out.groups.push((g, lag));
+            }
+        }
+        Ok(out)
     }
 
     fn ends(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, SourceError> {

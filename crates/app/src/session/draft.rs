@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 mod in_doubt;
+mod reach;
 
 /// The pace of a replay: what may change on a resume without planning other letters.
 /// `None` keeps the plan's (a stored plan on resume, the defaults otherwise).
@@ -80,6 +81,8 @@ pub struct ReplayDraft {
     ports: ReplayPorts,
     resume: Option<Resume>,
     resend_unconfirmed: bool,
+    /// Who the targets reach, read once per draft (`reach`).
+    reaches: Option<Vec<String>>,
 }
 
 impl ReplayDraft {
@@ -134,6 +137,7 @@ impl ReplayDraft {
             ports,
             resume,
             resend_unconfirmed,
+            reaches: None,
         };
         d.plan = d.build(session, &opts, id);
         Ok(d)
@@ -242,6 +246,7 @@ impl ReplayDraft {
         if self.resume.is_none() {
             self.mark_origin_ends(&mut plan);
         }
+        self.mark_readers(&mut plan);
         self.settle_in_doubt(&mut plan);
         self.settle_others_in_doubt(session, &mut plan);
         plan

@@ -52,6 +52,10 @@ pub fn plan_lines(plan: &Plan, label: &str, resuming: bool, kill: &str) -> Vec<S
         }
     ));
     out.push("  order:    each key's letters in their original order, none after a refusal".into());
+    for (i, line) in plan.reaches.iter().enumerate() {
+        let head = if i == 0 { "  reaches:" } else { "          " };
+        out.push(format!("{head}  {}", clean(line)));
+    }
     if !plan.breakdown.is_empty() {
         out.push("  by group and target:".into());
         for ((g, t), n) in &plan.breakdown {

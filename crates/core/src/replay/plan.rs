@@ -192,6 +192,7 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
         sample,
         origin_from: BTreeMap::new(),
         read_back: Vec::new(),
+        reaches: Vec::new(),
     }
 }
 

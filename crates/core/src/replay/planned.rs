@@ -145,6 +145,9 @@ pub struct Plan {
     /// there, or `--resend-unconfirmed` was given. The journal refuses a start that
     /// would send any other in-doubt letter.
     pub read_back: Vec<(String, u32)>,
+    /// Who the targets' messages reach (consumer groups and their lag), in lines; empty
+    /// when not looked up.
+    pub reaches: Vec<String>,
 }
 
 impl Plan {

@@ -231,6 +231,10 @@ fn produce_with(
     Ok(())
 }
 
+/// The simulated service's consumer group: the consumer the letters name, so a
+/// replay's dry-run finds it reading the origin topics (who a replay reaches).
+const DEMO_GROUP: &str = "invoice-worker";
+
 /// The demo's live side, on its own threads with its own clients (the mock cluster
 /// itself stays on the thread that owns it): a trickle of new dead letters and the
 /// simulated consumer of the origin topics. Stops and joins on drop.
@@ -266,9 +270,10 @@ impl Simulator {
                 }
             }));
         }
+        place_group(&bootstrap, DEMO_GROUP)?;
         let consumer: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", &bootstrap)
-            .set("group.id", "demo-invoice-worker")
+            .set("group.id", DEMO_GROUP)
             .set("auto.offset.reset", "earliest")
             .create()
             .map_err(|e| SourceError::failed_by("demo consumer", e))?;
@@ -299,6 +304,28 @@ impl Simulator {
         }));
         Ok(Simulator { stop, handles })
     }
+}
+
+/// The simulated service has committed where it stands (the start of the empty origin
+/// topics), as a running service has — before `start` returns, so a replay's dry-run
+/// planned after it finds the group reading them, every time. A commit outside the
+/// group's membership, which Kafka accepts while the group has no members.
+fn place_group(bootstrap: &str, group: &str) -> Result<(), SourceError> {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()
+        .map_err(|e| SourceError::failed_by("demo consumer", e))?;
+    let mut at = rdkafka::TopicPartitionList::new();
+    for (topic, partitions) in ORIGIN_TOPICS {
+        for p in 0..partitions {
+            at.add_partition_offset(topic, p, rdkafka::Offset::Offset(0))
+                .map_err(|e| SourceError::failed_by("demo consumer", e))?;
+        }
+    }
+    c.commit(&at, CommitMode::Sync)
+        .map_err(|e| SourceError::failed_by("demo consumer's first commit", e))
 }
 
 impl Drop for Simulator {

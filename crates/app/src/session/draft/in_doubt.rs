@@ -334,7 +334,7 @@ pub(super) fn read_back(
 }
 
 /// The target's log, where it can be read back (Kafka only).
-fn kafka_log(
+pub(super) fn kafka_log(
     log: &mut Option<Box<dyn OriginLog + Send>>,
     kafka: bool,
 ) -> Option<&mut (dyn OriginLog + Send + 'static)> {
