@@ -1315,3 +1315,69 @@ fn a_keymap_mistake_is_said_before_the_tui_starts() {
         "the terminal was not taken"
     );
 }
+
+/// `report` on the demo after a discard and a replay: every decision is in it with who
+/// and how it ended, what is still open is listed with its sentence, and nothing of a
+/// payload is.
+#[test]
+fn report_after_a_discard_and_a_replay_names_every_decision() {
+    let env = env();
+    let ok = |args: &[&str]| {
+        let out = env.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            dlq_testkit::cli::stderr(&out)
+        );
+        dlq_testkit::cli::stdout(&out)
+    };
+    let reason = "INC-7 negative payouts are a bug upstream";
+    ok(&[
+        "discard",
+        "demo",
+        "-f",
+        "reason=payout_amount_negative",
+        "--reason",
+        reason,
+        "--yes",
+        "--expect",
+        "30",
+    ]);
+    ok(&[
+        "replay",
+        "demo",
+        "-f",
+        "reason=amount_not_a_number",
+        "--canary",
+        "2",
+        "--canary-rate",
+        "50",
+        "--watch",
+        "1s",
+        "--rate",
+        "1000",
+        "--yes",
+        "--expect",
+        "301",
+    ]);
+    let md = ok(&["report", "demo"]);
+    let actor = dlq_app::identity::current_actor();
+    for want in [
+        "# Incident report: demo · kafka://127.0.0.1:",
+        "## What is failing",
+        "| customer\\_tax\\_profile\\_missing | 612 |",
+        "started 5h",
+        "- **Discarded** 30 letters — ",
+        &format!("by {}: “{reason}”", actor.replace('_', "\\_")),
+        "→ kafka topic invoices: **completed** — 301 of 301 confirmed, 0 failed again, 0 refused",
+        "Verified: the hash chain holds",
+    ] {
+        assert!(md.contains(want), "no `{want}` in:\n{md}");
+    }
+    // Decided letters are no longer open; nothing of a payload is in the report.
+    assert!(!md.contains("| payout\\_amount\\_negative |"), "{md}");
+    assert!(!md.contains("| amount\\_not\\_a\\_number |"), "{md}");
+    for payload_bit in ["\"amount\"", "INV-2026-", "@"] {
+        assert!(!md.contains(payload_bit), "{payload_bit} in:\n{md}");
+    }
+}

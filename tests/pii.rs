@@ -173,6 +173,21 @@ fn no_secret_survives_any_output_and_near_misses_stay_readable() {
             run(&["diff", &src, id, "--revision", "1", "--json"]),
         ));
     }
+    // A discard whose reason an engineer typed with a customer's data in it, then the
+    // incident report: its groups, decisions and reasons stay masked.
+    let n = SECRETS.len().to_string();
+    let reason = format!("asked by {} re card {}", SECRETS[0].0, SECRETS[1].0);
+    let discarded = run(&[
+        "discard", &src, "-f", "age>0s", "--reason", &reason, "--yes", "--expect", &n,
+    ]);
+    outputs.push(("discard", discarded));
+    let report = run(&["report", &src]);
+    assert!(
+        report.contains(&format!("**Discarded** {n} letters"))
+            && report.contains(&format!("**Revised** {n} letters by the program")),
+        "{report}"
+    );
+    outputs.push(("report", report));
     for (what, text) in &outputs {
         for (_, secret) in SECRETS {
             assert!(

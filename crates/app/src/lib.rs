@@ -12,6 +12,7 @@ pub mod identity;
 pub mod insight;
 pub mod launch;
 pub mod logging;
+pub mod report;
 pub mod revise;
 pub mod schemas;
 pub mod session;

@@ -364,6 +364,12 @@ pub struct SummaryArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// kafka://…, amqp://…, a .ndjson dump, demo, or a named source.
+    pub source: String,
+}
+
+#[derive(Args, Debug)]
 pub struct ListArgs {
     pub source: String,
     #[arg(long, short = 'f', value_name = "EXPR")]

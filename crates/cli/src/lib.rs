@@ -19,6 +19,7 @@ mod progress;
 mod queues;
 mod replay;
 mod replays;
+mod report;
 mod show;
 mod summary;
 mod table;
@@ -190,6 +191,10 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Replays in the ledger (`replays show ID` for one's letters).
     Replays(ReplaysArgs),
+    /// The incident as Markdown for a postmortem: what failed since when, each decision
+    /// and replay with who, when and how it ended, what is still open (masked;
+    /// `--since 6h` for the window).
+    Report(ReportArgs),
     /// The tamper-evident audit log: `list` or `verify`.
     Audit(AuditArgs),
     /// A Kafka cluster's DLQ topics with their counts (`--all` for every topic).
@@ -240,6 +245,7 @@ impl Cli {
                 Command::Edit(a) => &a.source,
                 Command::Transform(a) => &a.source,
                 Command::Watch(a) => &a.source,
+                Command::Report(a) => &a.source,
                 // The demo TUI reads the demo source (and its schema registry).
                 Command::Demo(a) if !a.serve => return Some("demo"),
                 _ => return None,
@@ -407,6 +413,7 @@ pub fn run(command: Command, ctx: &Launch) -> anyhow::Result<()> {
         Command::Discard(a) => discard::run(ctx, &a),
         Command::Replay(a) => replay::run(ctx, &a),
         Command::Replays(a) => replays::run(ctx, &a),
+        Command::Report(a) => report::run(ctx, &a),
         Command::Audit(a) => audit::run(ctx, &a),
         Command::Approve(a) => approve::run(ctx, &a),
         Command::Roles(a) => approve::roles(ctx, &a),

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 /// A version that ran this long before a group began, failing other letters, did not
 /// start it.
-const ALREADY_RUNNING_MS: i64 = 5 * 60_000;
+const ALREADY_RUNNING_MS: i64 = 15 * 60_000;
 
 /// One consumer version's share of a group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
