@@ -1381,3 +1381,44 @@ fn report_after_a_discard_and_a_replay_names_every_decision() {
         assert!(!md.contains(payload_bit), "{payload_bit} in:\n{md}");
     }
 }
+
+/// `why` on the demo: the Avro group names the writer schema its letters were written
+/// with and the fields the v1 consumer cannot read (decoded through the demo's
+/// registry); the amount group, as JSON, carries the difference and the program.
+#[test]
+fn why_names_the_writer_schema_and_the_fix() {
+    let env = env();
+    let out = env.run(&["why", "demo", "-f", "reason=AvroTypeException*"]);
+    assert!(out.status.success(), "{}", dlq_testkit::cli::stderr(&out));
+    let text = dlq_testkit::cli::stdout(&out);
+    for want in [
+        "why 48 letters of demo",
+        "baseline: 30 letters of other groups in payouts.dlq",
+        "writer schema: avro com.acme.payouts.Payout v2 (id 102",
+        "in 48 of 48; avro com.acme.payouts.Payout v1 (id 101",
+        "/fee: string \"12.50\"-like in 48 of 48; not in the baseline's letters",
+        "/channel: string in 48 of 48",
+    ] {
+        assert!(text.contains(want), "no `{want}` in:\n{text}");
+    }
+    assert!(!text.contains("suggested fix"), "no mechanical fix: {text}");
+    let doc = json(&env.run(&["why", "demo", "-f", "reason=amount_not_a_number", "--json"]));
+    let d = &doc["payloads"]["differences"][0];
+    assert_eq!(d["path"], "/payload/amount", "{doc:#}");
+    assert_eq!(d["change"], "type", "{doc:#}");
+    assert_eq!(d["to"], "grouped_number_text", "{doc:#}");
+    assert_eq!(d["group"], serde_json::json!([301, 301]));
+    assert!(doc["payloads"]["suggestion"]["program"]
+        .as_str()
+        .is_some_and(|p| p.starts_with(".payload.amount |= ")));
+    assert!(doc["since"]["sentence"]
+        .as_str()
+        .is_some_and(|s| s.contains("was already failing other letters")));
+    let none = env.run(&["why", "demo", "-f", "reason=nothing-like-this"]);
+    assert_eq!(
+        none.status.code(),
+        Some(2),
+        "{}",
+        dlq_testkit::cli::stderr(&none)
+    );
+}

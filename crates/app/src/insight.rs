@@ -42,8 +42,20 @@ pub struct Payloads {
 #[derive(Debug, Clone, Serialize)]
 pub struct Insight {
     pub since: SinceWhen,
-    /// `Err`: why the payloads are not compared (the role, nothing in memory).
+    /// `Err`: why the payloads are not compared (the role, nothing in memory). As JSON:
+    /// the comparison, or `{"not_compared": why}`.
+    #[serde(serialize_with = "compared_or_why")]
     pub payloads: Result<Payloads, String>,
+}
+
+fn compared_or_why<S: serde::Serializer>(
+    p: &Result<Payloads, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match p {
+        Ok(p) => p.serialize(s),
+        Err(why) => serde_json::json!({ "not_compared": why }).serialize(s),
+    }
 }
 
 /// The group `rows` of `catalog`; `letter` gives a letter's bytes when they are at
@@ -73,7 +85,7 @@ fn compare(
     letter: &dyn Fn(RowId) -> Option<std::sync::Arc<DeadLetter>>,
 ) -> Result<Payloads, String> {
     let store = &catalog.store;
-    let event = dominant_event(catalog, rows);
+    let kin = kin_of(catalog, rows);
     let mut member = vec![false; store.len()];
     for &r in rows {
         if let Some(m) = member.get_mut(r as usize) {
@@ -82,7 +94,10 @@ fn compare(
     }
     let others: Vec<RowId> = (0..store.len() as RowId)
         .filter(|&i| !member[i as usize])
-        .filter(|&i| event.is_none_or(|e| store.row(i).is_some_and(|r| r.event == e)))
+        .filter(|&i| {
+            kin.as_ref()
+                .is_none_or(|k| store.row(i).is_some_and(|r| k.holds(r)))
+        })
         .collect();
     let shapes = |ids: &[RowId], most: usize| {
         let mut s = Shapes {
@@ -105,11 +120,8 @@ fn compare(
         });
     }
     let base = shapes(&others, BASELINE_SAMPLE);
-    let baseline = match event {
-        Some(e) => format!(
-            "letters of other groups with event type {}",
-            dlq_core::sanitize::clean(store.sym(e))
-        ),
+    let baseline = match &kin {
+        Some(k) => k.describe(store),
         None => "letters of the other groups".into(),
     };
     let mut diffs = differences(&group, &base, true);
@@ -143,17 +155,46 @@ fn own_labels(catalog: &Catalog, rows: &[RowId]) -> std::collections::HashSet<St
     out
 }
 
-/// The event type most of the group carries, if they carry one.
-fn dominant_event(catalog: &Catalog, rows: &[RowId]) -> Option<u32> {
-    let store = &catalog.store;
-    let mut n: HashMap<u32, usize> = HashMap::new();
-    for r in rows.iter().filter_map(|&r| store.row(r)) {
-        *n.entry(r.event).or_default() += 1;
+/// What the baseline's letters share with the group: its event type, else the topic
+/// or queue it sits in.
+enum Kin {
+    Event(u32),
+    Container(u32),
+}
+
+impl Kin {
+    fn holds(&self, r: &dlq_core::store::Row) -> bool {
+        match self {
+            Kin::Event(e) => r.event == *e,
+            Kin::Container(c) => r.container == *c,
+        }
     }
-    n.into_iter()
-        .max_by_key(|(e, c)| (*c, std::cmp::Reverse(*e)))
-        .map(|(e, _)| e)
-        .filter(|e| !store.sym(*e).is_empty())
+
+    fn describe(&self, store: &dlq_core::store::LetterStore) -> String {
+        let clean = |s: u32| dlq_core::sanitize::clean(store.sym(s));
+        match self {
+            Kin::Event(e) => format!("letters of other groups with event type {}", clean(*e)),
+            Kin::Container(c) => format!("letters of other groups in {}", clean(*c)),
+        }
+    }
+}
+
+/// The event type most of the group carries, else the container most of it sits in.
+fn kin_of(catalog: &Catalog, rows: &[RowId]) -> Option<Kin> {
+    let store = &catalog.store;
+    let most = |f: &dyn Fn(&dlq_core::store::Row) -> u32| {
+        let mut n: HashMap<u32, usize> = HashMap::new();
+        for r in rows.iter().filter_map(|&r| store.row(r)) {
+            *n.entry(f(r)).or_default() += 1;
+        }
+        n.into_iter()
+            .max_by_key(|(e, c)| (*c, std::cmp::Reverse(*e)))
+            .map(|(e, _)| e)
+            .filter(|e| !store.sym(*e).is_empty())
+    };
+    most(&|r| r.event)
+        .map(Kin::Event)
+        .or_else(|| most(&|r| r.container).map(Kin::Container))
 }
 
 /// Up to `most` of `ids` whose bytes are at hand, spread over the list (not just its
@@ -174,6 +215,9 @@ fn spread(
 
 /// One letter's payload through the masked view, into the shapes.
 fn add(catalog: &Catalog, shapes: &mut Shapes, dl: &DeadLetter) {
+    if let Some(d) = dl.schema.as_ref().and_then(|s| s.decoded()) {
+        *shapes.writers.entry(d.schema.describe()).or_default() += 1;
+    }
     let bytes = dl.readable_payload();
     if bytes.len() > SHAPE_PAYLOAD_MAX {
         shapes.unreadable += 1;

@@ -370,6 +370,19 @@ pub struct ReportArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct WhyArgs {
+    /// kafka://…, amqp://…, a .ndjson dump, demo, or a named source.
+    pub source: String,
+    /// The letters to explain (a group: `reason=amount_not_a_number`); the rest of the
+    /// source is the baseline.
+    #[arg(long, short = 'f', value_name = "EXPR")]
+    pub filter: String,
+    /// Stable JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct ListArgs {
     pub source: String,
     #[arg(long, short = 'f', value_name = "EXPR")]

@@ -26,6 +26,7 @@ mod table;
 mod topics;
 mod transform;
 mod watch;
+mod why;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -195,6 +196,10 @@ pub enum Command {
     /// and replay with who, when and how it ended, what is still open (masked;
     /// `--since 6h` for the window).
     Report(ReportArgs),
+    /// Why the letters a filter selects fail: since when and with which release, what
+    /// sets their payloads apart (masked; operators and up), and a jq program where a
+    /// difference has a mechanical fix (the TUI's `w`).
+    Why(WhyArgs),
     /// The tamper-evident audit log: `list` or `verify`.
     Audit(AuditArgs),
     /// A Kafka cluster's DLQ topics with their counts (`--all` for every topic).
@@ -246,6 +251,7 @@ impl Cli {
                 Command::Transform(a) => &a.source,
                 Command::Watch(a) => &a.source,
                 Command::Report(a) => &a.source,
+                Command::Why(a) => &a.source,
                 // The demo TUI reads the demo source (and its schema registry).
                 Command::Demo(a) if !a.serve => return Some("demo"),
                 _ => return None,
@@ -414,6 +420,7 @@ pub fn run(command: Command, ctx: &Launch) -> anyhow::Result<()> {
         Command::Replay(a) => replay::run(ctx, &a),
         Command::Replays(a) => replays::run(ctx, &a),
         Command::Report(a) => report::run(ctx, &a),
+        Command::Why(a) => why::run(ctx, &a),
         Command::Audit(a) => audit::run(ctx, &a),
         Command::Approve(a) => approve::run(ctx, &a),
         Command::Roles(a) => approve::roles(ctx, &a),

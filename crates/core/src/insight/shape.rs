@@ -172,6 +172,9 @@ pub struct Shapes {
     /// Payloads that were not JSON (not in `paths`).
     pub unreadable: usize,
     pub paths: BTreeMap<String, PathShape>,
+    /// Letters per writer schema (`avro com.acme.Payout v2 (id 102, …)`), for letters a
+    /// schema decoded.
+    pub writers: BTreeMap<String, usize>,
 }
 
 /// What one letter holds at each path: its kinds and short values.
@@ -273,6 +276,8 @@ pub enum Change {
     Type { from: Kind, to: Kind },
     /// The baseline has the path, the group does not.
     Missing { kind: Kind },
+    /// The letters were written with another schema than the baseline's.
+    Writer { from: String, to: String },
     /// The group has a path the baseline does not.
     Added { kind: Kind },
     /// The group has `path` where the baseline has `from` (same parent, same kind).
@@ -333,9 +338,10 @@ pub fn differences(group: &Shapes, baseline: &Shapes, values: bool) -> Vec<Diffe
         }
     }
     out.extend(renames_and_rest(missing, added, group, baseline));
+    out.extend(writer_change(group, baseline));
     let structural: Vec<String> = out
         .iter()
-        .filter(|d| !matches!(d.change, Change::NewValues { .. }))
+        .filter(|d| !matches!(d.change, Change::NewValues { .. } | Change::Writer { .. }))
         .map(|d| format!("{}/", d.path))
         .collect();
     // A missing or changed object says it for its children.
@@ -379,6 +385,35 @@ fn type_change(
             "{path}: {to_said} in {gc} of {gn}; {from_said} in {bc} of {bn} baseline letters"
         ),
         score: 3.0 + gc as f64 / gn as f64,
+    })
+}
+
+/// The group's letters were written with a schema the baseline's hardly were.
+fn writer_change(group: &Shapes, baseline: &Shapes) -> Option<Difference> {
+    let top = |m: &BTreeMap<String, usize>| {
+        m.iter()
+            .max_by_key(|(w, n)| (**n, std::cmp::Reverse((*w).clone())))
+            .map(|(w, n)| (w.clone(), *n))
+    };
+    let (to, gc) = top(&group.writers)?;
+    let (from, bc) = top(&baseline.writers)?;
+    let (gn, bn) = (group.letters, baseline.letters);
+    let rare = baseline.writers.get(&to).copied().unwrap_or(0) * 10 <= bn;
+    if to == from || !rare || (gc as f64) < MOST * gn as f64 {
+        return None;
+    }
+    let clean = |w: &str| crate::sanitize::line(w, 120);
+    Some(Difference {
+        path: String::new(),
+        line: format!(
+            "writer schema: {} in {gc} of {gn}; {} in {bc} of {bn} baseline letters",
+            clean(&to),
+            clean(&from)
+        ),
+        change: Change::Writer { from, to },
+        group: (gc, gn),
+        baseline: (bc, bn),
+        score: 3.2,
     })
 }
 
@@ -610,6 +645,25 @@ mod tests {
                 from: Kind::Number,
                 to: Kind::GroupedNumberText
             }
+        );
+    }
+
+    #[test]
+    fn a_format_change_and_a_writer_schema_are_differences() {
+        let mut group = shapes((0..10).map(|_| json!({"due": "2026-09-21"})));
+        let mut base = shapes((0..20).map(|_| json!({"due": "2026-09-21T10:00:00Z"})));
+        group.writers.insert("avro Payout v2 (id 102)".into(), 10);
+        base.writers.insert("avro Payout v1 (id 101)".into(), 20);
+        let lines: Vec<String> = differences(&group, &base, true)
+            .into_iter()
+            .map(|d| d.line)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "/due: string date in 10 of 10; string RFC 3339 time in 20 of 20 baseline letters",
+                "writer schema: avro Payout v2 (id 102) in 10 of 10; avro Payout v1 (id 101) in 20 of 20 baseline letters",
+            ]
         );
     }
 
