@@ -1422,3 +1422,59 @@ fn why_names_the_writer_schema_and_the_fix() {
         dlq_testkit::cli::stderr(&none)
     );
 }
+
+/// `[[links]]`: `show` fills the templates from the letter (a trace from `traceparent`,
+/// the consumer version percent-encoded), says why a link cannot be made (a masked
+/// correlation id never leaves in a URL), and a broken template is refused at start.
+#[test]
+fn show_prints_links_out_filled_from_the_letter() {
+    let env = env();
+    env.config(
+        r#"
+[[links]]
+name = "trace"
+url = "https://tempo.example/trace/{trace_id}"
+
+[[links]]
+name = "release"
+url = "https://ci.example/releases?v={consumer_version}"
+
+[[links]]
+name = "logs"
+url = "https://logs.example/?q={correlation_id}"
+"#,
+    );
+    let mut l = letter(7, "tax", "release 2026/09", 3);
+    l.headers.push(Header::new(
+        "traceparent",
+        HeaderValue::text("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+    ));
+    l.headers.push(Header::new(
+        "x-correlation-id",
+        HeaderValue::text("jane.roe@example.com"),
+    ));
+    let p = dump(&env, "one.ndjson", &[l], &[]);
+    let out = env.run(&["show", p.to_str().expect("utf8"), "msg-7"]);
+    exited(&out, 0);
+    let text = String::from_utf8(out.stdout).expect("utf8");
+    for want in [
+        "links\n",
+        "  trace    https://tempo.example/trace/4bf92f3577b34da6a3ce929d0e0e4736\n",
+        "  release  https://ci.example/releases?v=release%202026%2F09\n",
+        "  logs     (not for this letter: its correlation_id is masked)\n",
+    ] {
+        assert!(text.contains(want), "no {want:?} in:\n{text}");
+    }
+    assert!(
+        !text.contains("jane.roe") && !text.contains('\u{1b}'),
+        "{text}"
+    );
+    env.config("[[links]]\nname = \"x\"\nurl = \"https://x/{nope}\"\n");
+    let bad = env.run(&["show", p.to_str().expect("utf8"), "msg-7"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        dlq_testkit::cli::stderr(&bad).contains("link `x`: unknown placeholder {nope}"),
+        "{}",
+        dlq_testkit::cli::stderr(&bad)
+    );
+}

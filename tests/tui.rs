@@ -229,9 +229,11 @@ fn filter_grouping_help_and_diff() {
     press(&mut s, &["?"], size);
     let help = screen(&s, size);
     assert!(
-        help.contains("fuzzy filter") && help.contains("quit"),
+        help.contains("fuzzy filter") && help.contains("why the group fails"),
         "{help}"
     );
+    press(&mut s, &["PageDown"], size);
+    assert!(screen(&s, size).contains("quit"), "help scrolls to its end");
     press(&mut s, &["Esc", "Tab", " ", "Down", "D"], size);
     let diff = screen(&s, size);
     assert!(
@@ -1205,5 +1207,42 @@ fn why_names_the_change_and_t_opens_the_suggested_fix() {
     assert!(
         !text.contains("/payload") && !text.contains("tonumber"),
         "{text}"
+    );
+}
+
+/// `[[links]]` on the failure tab, and `L` copies the ones this letter can fill.
+#[test]
+fn the_failure_tab_shows_links_and_l_copies_them() {
+    let size = (160, 45);
+    let mut s = state_from(&example(), size);
+    s.links = vec![
+        dlq_core::links::LinkTemplate {
+            name: "release".into(),
+            url: "https://ci.example/r?v={consumer_version}".into(),
+        },
+        dlq_core::links::LinkTemplate {
+            name: "trace".into(),
+            url: "https://tempo.example/{header.no-such-header}".into(),
+        },
+    ];
+    press(&mut s, &["Tab"], size);
+    let text = screen(&s, size);
+    assert!(text.contains("links (L copies them)"), "{text}");
+    assert!(
+        text.contains("release  https://ci.example/r?v=release-2026-09-21"),
+        "{text}"
+    );
+    assert!(
+        text.contains("trace    (not for this letter: the letter has no header.no-such-header)"),
+        "{text}"
+    );
+    let cmds = press(&mut s, &["L"], size);
+    let copied = cmds.iter().find_map(|c| match c {
+        dlq_tui::action::Command::Copy(t) => Some(t.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        copied.as_deref(),
+        Some("https://ci.example/r?v=release-2026-09-21")
     );
 }

@@ -122,6 +122,9 @@ struct ConfigFile {
     /// `[keys]`: the TUI's keys rebound (checked by the TUI at start).
     #[serde(default)]
     keys: BTreeMap<String, KeyEntry>,
+    /// `[[links]]`: URL templates filled from a letter (traces, logs, releases).
+    #[serde(default)]
+    links: Vec<dlq_core::links::LinkTemplate>,
 }
 
 /// The keys an action is bound to in `[keys]`: one (`discard = "X"`) or several
@@ -300,6 +303,8 @@ pub struct Config {
     /// `[keys]`: action name → its keys, replacing the defaults for that action (normal
     /// mode), and `[keys.MODE]` tables for the other modes.
     pub keys: BTreeMap<String, KeyEntry>,
+    /// `[[links]]`, checked: links out from a letter (`show`, the TUI's failure tab).
+    pub links: Vec<dlq_core::links::LinkTemplate>,
 }
 
 /// `$XDG_CONFIG_HOME/dlq-triage`, else `~/.config/dlq-triage`.
@@ -371,6 +376,9 @@ impl Config {
                 file.retention.warn_below
             )));
         }
+        for l in &file.links {
+            l.check().map_err(invalid)?;
+        }
         // Validate masking classes now rather than at first use.
         dlq_core::masking::Masker::new(&file.masking, Vec::new()).map_err(invalid)?;
         Ok(Config {
@@ -390,6 +398,7 @@ impl Config {
             watch: file.watch,
             schemas: file.schemas,
             keys: file.keys,
+            links: file.links,
             conventions,
         })
     }

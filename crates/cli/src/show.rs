@@ -144,6 +144,7 @@ pub fn run(ctx: &Launch, a: &ShowArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let facts = LetterFacts::of(dl, masker, &loaded.session.letter_state(dl), ctx.now_ms());
     print_facts(&mut out, dl, &facts, &loaded.info.label, copies.len())?;
+    print_links(&mut out, &ctx.config.links, dl, masker)?;
     print_headers(&mut out, dl, masker)?;
     if !may_view {
         writeln!(
@@ -210,6 +211,33 @@ fn print_facts(
     writeln!(out, "event{none}")?;
     for f in &facts.event {
         line(out, f)?;
+    }
+    Ok(())
+}
+
+/// `[[links]]` filled from the letter: hyperlinks (OSC 8) on a terminal, plain URLs in a
+/// pipe.
+fn print_links(
+    out: &mut dyn Write,
+    templates: &[dlq_core::links::LinkTemplate],
+    dl: &DeadLetter,
+    masker: &Masker,
+) -> std::io::Result<()> {
+    if templates.is_empty() {
+        return Ok(());
+    }
+    use std::io::IsTerminal;
+    let tty = std::io::stdout().is_terminal();
+    let hyperlink = |url: &str| {
+        if tty {
+            dlq_core::links::osc8(url)
+        } else {
+            url.to_string()
+        }
+    };
+    writeln!(out, "links")?;
+    for line in dlq_core::links::link_lines(templates, dl, masker, &hyperlink) {
+        writeln!(out, "  {line}")?;
     }
     Ok(())
 }

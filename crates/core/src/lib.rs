@@ -21,6 +21,7 @@ pub mod insight;
 pub mod journal;
 pub mod ledger_location;
 pub mod letter_view;
+pub mod links;
 pub mod masking;
 pub mod model;
 pub mod owners;

@@ -86,6 +86,8 @@ pub enum Act {
     Why,
     Diff,
     Copy,
+    /// `L`: the selected letter's links out (`[[links]]`), to the clipboard.
+    CopyLinks,
     /// `R`: browse the source again.
     Rebrowse,
 }

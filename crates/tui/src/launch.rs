@@ -66,6 +66,7 @@ pub fn run(ctx: &Launch, source: &str, theme: Option<&str>) -> anyhow::Result<()
         expiry_warn_ms: dlq_core::timefmt::parse_duration_ms(&ctx.config.retention.warn_below)
             .unwrap_or(6 * 3_600_000),
         owners: ctx.config.owners.clone(),
+        links: ctx.config.links.clone(),
         cache_budget,
         keymap,
     })

@@ -290,6 +290,8 @@ pub struct Setup {
     pub expiry_warn_ms: i64,
     /// `[[owners]]`: shown on the top-level groups.
     pub owners: dlq_core::owners::Owners,
+    /// `[[links]]`: links out from a letter, on its failure tab (`L` copies them).
+    pub links: Vec<dlq_core::links::LinkTemplate>,
     /// Bytes of whole letters kept in memory (see `CACHE_BUDGET_HELD`).
     pub cache_budget: usize,
     /// Normal mode's keys (`[keys]` over the defaults), checked before the TUI starts.
@@ -315,6 +317,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
         confirm_above,
         expiry_warn_ms,
         owners,
+        links,
         cache_budget,
         keymap,
     } = setup;
@@ -332,6 +335,7 @@ pub fn run(setup: Setup) -> anyhow::Result<()> {
     state.replay.set_confirm_above(confirm_above);
     state.expiry_warn_ms = expiry_warn_ms;
     state.owners = owners;
+    state.links = links;
     state.set_keymap(keymap);
     state.since_ms = settings.since.map(|s| s.timestamp_millis());
     let mut outside = Outside {

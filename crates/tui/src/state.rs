@@ -126,6 +126,8 @@ pub struct AppState {
     pub ledger_alert: Option<String>,
     /// Who must act on which letters (`[[owners]]` in the config).
     pub owners: dlq_core::owners::Owners,
+    /// Links out from a letter (`[[links]]` in the config).
+    pub links: Vec<dlq_core::links::LinkTemplate>,
     /// The dry-run screen, the progress pane, unfinished replays.
     pub replay: crate::replaying::pane::ReplayUi,
     /// Rows available to the lists (set by the view on resize), for paging.
@@ -167,6 +169,7 @@ impl AppState {
             ledger_alert: None,
             replay: Default::default(),
             owners: Default::default(),
+            links: Vec::new(),
             page: 10,
             zoom: false,
             since_ms: None,

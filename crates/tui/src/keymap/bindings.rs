@@ -153,6 +153,13 @@ pub(crate) const BINDINGS: &[Binding] = &[
         || Action::from(Act::MarkAll),
     ),
     b(
+        "copy-links",
+        &[C('L')],
+        "copy the letter's links out ([[links]] in the config)",
+        None,
+        || Action::from(Act::CopyLinks),
+    ),
+    b(
         "why",
         &[C('w')],
         "why the group fails: since when, what differs, a fix to edit (T)",

@@ -66,6 +66,7 @@ pub(crate) fn act(state: &mut AppState, action: Act, cmds: &mut Vec<Command>) {
         }
         Act::Copy => copy(state, cmds),
         Act::Why => why(state),
+        Act::CopyLinks => copy_links(state, cmds),
         Act::Rebrowse => rebrowse(state, cmds),
     }
 }
@@ -84,6 +85,35 @@ fn copy(state: &mut AppState, cmds: &mut Vec<Command>) {
         Some(d) => cmds.push(Command::Copy(d.payload.text.clone())),
         None => state.message = Some(("nothing selected to copy".into(), Level::Warn)),
     }
+}
+
+/// `L`: the selected letter's links, one per line, to the clipboard.
+fn copy_links(state: &mut AppState, cmds: &mut Vec<Command>) {
+    if state.links.is_empty() {
+        state.message = Some((
+            "no links: add [[links]] name/url templates to the config (docs/configuration.md#links)".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    let Some(d) = state.detail.shown() else {
+        state.message = Some(("no letter selected".into(), Level::Warn));
+        return;
+    };
+    let masker = state.browse.catalog.masker();
+    let urls: Vec<String> = dlq_core::links::links_for(&state.links, &d.letter, masker)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|l| l.url)
+        .collect();
+    if urls.is_empty() {
+        state.message = Some((
+            "none of the links can be made for this letter (see its failure tab)".into(),
+            Level::Warn,
+        ));
+        return;
+    }
+    cmds.push(Command::Copy(urls.join("\n")));
 }
 
 /// Steps of `w`'s timeline: a sparkline that fits 80 columns beside a version.

@@ -104,7 +104,22 @@ fn row_state(s: &AppState, row: dlq_core::store::RowId) -> dlq_app::session::Let
 fn failure<'a>(d: &Detail, s: &AppState, t: &Theme) -> Vec<Line<'a>> {
     let state = row_state(s, d.row);
     let facts = LetterFacts::of(&d.letter, s.browse.catalog.masker(), &state, s.now_ms);
-    fact_lines(&facts, t)
+    let mut lines = fact_lines(&facts, t);
+    if !s.links.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "links (L copies them)",
+            t.get(StyleName::UiDim),
+        )));
+        let plain = |url: &str| url.to_string();
+        for l in dlq_core::links::link_lines(&s.links, &d.letter, s.browse.catalog.masker(), &plain)
+        {
+            lines.push(Line::from(Span::styled(
+                format!("  {l}"),
+                t.get(StyleName::UiText),
+            )));
+        }
+    }
+    lines
 }
 
 /// A letter whose bytes are gone: says so, then what the index still knows of it.
