@@ -705,3 +705,121 @@ fn the_groups_that_read_a_topic_are_found_with_their_lag() {
         .expect("readers");
     assert!(none.groups.is_empty());
 }
+
+/// `why`'s baseline from the origin topic: the records around the failed offsets, read
+/// by assignment (nothing committed, no group joined) and bounded, the failed records
+/// themselves left out — so the difference is the failing letters' own.
+#[test]
+fn the_origin_records_around_the_failed_offsets_are_the_baseline() {
+    use dlq_core::ports::OriginLog;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("orders", 1, 1).expect("topic");
+    cluster.create_topic("orders.dlq", 1, 1).expect("topic");
+    let bootstrap = cluster.bootstrap_servers();
+    let failed: Vec<i64> = (1..=10).map(|i| i * 5).collect();
+    let record = |offset: i64, amount: serde_json::Value, headers: Vec<Header>| RawLetter {
+        coords: Some(Coords::Kafka {
+            topic: if headers.is_empty() {
+                "orders"
+            } else {
+                "orders.dlq"
+            }
+            .into(),
+            partition: 0,
+            offset,
+        }),
+        key: Some(format!("k-{offset}").into_bytes()),
+        headers,
+        payload: serde_json::json!({"amount": amount, "currency": "EUR"})
+            .to_string()
+            .into_bytes(),
+        ..RawLetter::default()
+    };
+    // The origin: 200 records, the failed ones with the amount as text.
+    let origin: Vec<RawLetter> = (0..200)
+        .map(|o| {
+            let amount = if failed.contains(&o) {
+                serde_json::json!("1,500.00")
+            } else {
+                serde_json::json!(12.5 + o as f64)
+            };
+            record(o, amount, Vec::new())
+        })
+        .collect();
+    produce_all(&bootstrap, &origin).expect("origin");
+    let letters: Vec<RawLetter> = failed
+        .iter()
+        .map(|o| {
+            let h = |n: &'static str, v: &str| Header::new(n, HeaderValue::text(v));
+            let headers = vec![
+                h("x-reason-code", "amount_not_a_number"),
+                h("x-original-topic", "orders"),
+                h("x-original-partition", "0"),
+                h("x-original-offset", &o.to_string()),
+            ];
+            record(*o, serde_json::json!("1,500.00"), headers)
+        })
+        .collect();
+    produce_all(&bootstrap, &letters).expect("dlq");
+
+    let masker = dlq_core::masking::Masker::with_key(vec![7]);
+    let mut catalog = dlq_core::catalog::Catalog::new(masker.clone(), Vec::new());
+    let mut kept = std::collections::HashMap::new();
+    let mut src = KafkaSource::new(
+        vec![bootstrap.clone()],
+        vec!["orders.dlq".into()],
+        Vec::new(),
+    );
+    for raw in scan(&mut src).expect("scan") {
+        let (dl, preview) = dlq_core::catalog::prepare_letter(&masker, &[], raw);
+        let row = catalog.store.push(&dl, &preview);
+        kept.insert(row, std::sync::Arc::new(dl));
+    }
+    let rows: Vec<u32> = kept.keys().copied().collect();
+    let mut log = dlq_kafka::KafkaOriginLog::new(std::slice::from_ref(&bootstrap), &[]);
+    let w = dlq_app::insight::group_insight_with(
+        &catalog,
+        &rows,
+        &|r| kept.get(&r).cloned(),
+        dlq_core::access::Role::Operator,
+        1_764_000_000_000,
+        8,
+        Some(&mut log as &mut dyn OriginLog),
+    );
+    let p = w.payloads.expect("compared");
+    assert!(
+        p.baseline
+            .starts_with("records of orders around the failed offsets"),
+        "{}",
+        p.baseline
+    );
+    // Within 10 of a failed offset (5..=50): offsets 0..=60, the 10 failed ones left
+    // out — 51 records.
+    assert_eq!(p.baseline_read, 51, "{p:#?}");
+    assert_eq!(
+        p.differences[0].line,
+        "/amount: string \"1,500.00\"-like in 10 of 10; number in 51 of 51 baseline letters"
+    );
+    assert!(p.suggestion.is_some());
+    // Bounded: a budget of 5 reads 5.
+    let few = log.around("orders", 0, &failed, 10, 5).expect("read");
+    assert_eq!(few.len(), 5);
+    // Nothing was committed for the reader's group, and no group joined.
+    let browse_group = format!("dlq-triage-browse-{}", std::process::id());
+    let probe: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", &browse_group)
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition("orders", 0);
+    let committed = probe
+        .committed_offsets(tpl, std::time::Duration::from_secs(10))
+        .expect("offsets");
+    assert!(committed
+        .elements()
+        .iter()
+        .all(|e| e.offset() == Offset::Invalid));
+}

@@ -15,9 +15,11 @@ use dlq_core::insight::shape::{differences, Change, Difference, Shapes};
 use dlq_core::insight::since::{since_when, SinceWhen};
 use dlq_core::masking::Layout;
 use dlq_core::model::DeadLetter;
+use dlq_core::model::Origin;
+use dlq_core::ports::OriginLog;
 use dlq_core::store::{RowId, NO_TIME};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Letters of the group read for its shape, at most.
 pub const GROUP_SAMPLE: usize = 400;
@@ -59,7 +61,8 @@ fn compared_or_why<S: serde::Serializer>(
 }
 
 /// The group `rows` of `catalog`; `letter` gives a letter's bytes when they are at
-/// hand (the TUI's payload cache, a CLI scan).
+/// hand (the TUI's payload cache, a CLI scan). The baseline is the other groups'
+/// letters (see [`group_insight_with`] for the origin topic's records).
 pub fn group_insight(
     catalog: &Catalog,
     rows: &[RowId],
@@ -68,13 +71,28 @@ pub fn group_insight(
     now_ms: i64,
     steps: usize,
 ) -> Insight {
+    group_insight_with(catalog, rows, letter, role, now_ms, steps, None)
+}
+
+/// As [`group_insight`], with a reader of the origin topics: where the letters name
+/// their origin partition and offset, the records around those offsets are the
+/// baseline — what the consumer read without failing.
+pub fn group_insight_with(
+    catalog: &Catalog,
+    rows: &[RowId],
+    letter: &dyn Fn(RowId) -> Option<std::sync::Arc<DeadLetter>>,
+    role: Role,
+    now_ms: i64,
+    steps: usize,
+    origin: Option<&mut dyn OriginLog>,
+) -> Insight {
     let since = since_when(&catalog.store, rows, now_ms, steps);
     let payloads = match dlq_core::access::check(role, Permission::ViewPayload) {
         Err(_) => Err(format!(
             "payload differences need the {} role (you are {role}): payloads are hidden",
             Permission::ViewPayload.needs()
         )),
-        Ok(()) => compare(catalog, rows, letter),
+        Ok(()) => compare(catalog, rows, letter, origin),
     };
     Insight { since, payloads }
 }
@@ -83,6 +101,7 @@ fn compare(
     catalog: &Catalog,
     rows: &[RowId],
     letter: &dyn Fn(RowId) -> Option<std::sync::Arc<DeadLetter>>,
+    origin: Option<&mut dyn OriginLog>,
 ) -> Result<Payloads, String> {
     let store = &catalog.store;
     let kin = kin_of(catalog, rows);
@@ -119,10 +138,19 @@ fn compare(
             "none of the group's letters' bytes are in memory".into()
         });
     }
-    let base = shapes(&others, BASELINE_SAMPLE);
-    let baseline = match &kin {
-        Some(k) => k.describe(store),
-        None => "letters of the other groups".into(),
+    let sampled: Vec<std::sync::Arc<DeadLetter>> = spread(rows, GROUP_SAMPLE, letter)
+        .into_iter()
+        .filter_map(letter)
+        .collect();
+    let (base, baseline) = match origin.and_then(|o| origin_baseline(catalog, &sampled, o)) {
+        Some(found) => found,
+        None => (
+            shapes(&others, BASELINE_SAMPLE),
+            match &kin {
+                Some(k) => k.describe(store),
+                None => "letters of the other groups".into(),
+            },
+        ),
     };
     let mut diffs = differences(&group, &base, true);
     // The failure's own fields (the reason code in an envelope) differ by definition.
@@ -137,6 +165,67 @@ fn compare(
         baseline,
         suggestion: suggest(&diffs),
         differences: diffs,
+    })
+}
+
+/// Records read around each failed offset, per origin partition.
+const ORIGIN_SPAN: i64 = 10;
+/// Origin records read at most, over all partitions.
+const ORIGIN_BUDGET: usize = 2_000;
+/// Fewer healthy records than this are no baseline.
+const ORIGIN_ENOUGH: usize = 10;
+
+/// The origin topic's records around the failed offsets, when the letters name them
+/// and carry the record itself (not an envelope around it): healthy by construction.
+fn origin_baseline(
+    catalog: &Catalog,
+    sampled: &[std::sync::Arc<DeadLetter>],
+    log: &mut dyn OriginLog,
+) -> Option<(Shapes, String)> {
+    let mut at: BTreeMap<(String, i32), Vec<i64>> = BTreeMap::new();
+    for dl in sampled {
+        let enveloped = dl
+            .failure
+            .reason_code
+            .as_ref()
+            .is_some_and(|r| r.from.location.starts_with("body "));
+        if enveloped {
+            return None;
+        }
+        // Exact, from the raw letter: the extracted fields are masked for display.
+        let exact = dlq_core::conventions::extract(dl.raw.clone(), catalog.mappings());
+        if let Some(Origin::Kafka {
+            topic,
+            partition: Some(p),
+            offset: Some(o),
+        }) = exact.failure.origin.map(|o| o.value)
+        {
+            at.entry((topic, p)).or_default().push(o);
+        }
+    }
+    let per = ORIGIN_BUDGET / at.len().max(1);
+    let mut shapes = Shapes {
+        healthy: true,
+        ..Shapes::default()
+    };
+    let mut topics = BTreeSet::new();
+    for ((topic, p), offsets) in at.iter().take(32) {
+        let Ok(records) = log.around(topic, *p, offsets, ORIGIN_SPAN, per) else {
+            continue;
+        };
+        for raw in records {
+            let (dl, _) =
+                dlq_core::catalog::prepare_letter(catalog.masker(), catalog.mappings(), raw);
+            add(catalog, &mut shapes, &dl);
+        }
+        topics.insert(dlq_core::sanitize::clean(topic));
+    }
+    (shapes.letters >= ORIGIN_ENOUGH).then(|| {
+        let said = format!(
+            "records of {} around the failed offsets (read by assignment, nothing committed)",
+            topics.into_iter().collect::<Vec<_>>().join(", ")
+        );
+        (shapes, said)
     })
 }
 

@@ -5,7 +5,7 @@
 
 use super::context::{usage, Launch, Scan};
 use super::WhyArgs;
-use dlq_app::insight::{group_insight, BASELINE_SAMPLE, GROUP_SAMPLE};
+use dlq_app::insight::{group_insight_with, BASELINE_SAMPLE, GROUP_SAMPLE};
 use dlq_core::model::DeadLetter;
 use dlq_core::store::RowId;
 use std::collections::HashMap;
@@ -38,13 +38,19 @@ pub fn run(ctx: &Launch, a: &WhyArgs) -> anyhow::Result<()> {
             dlq_core::sanitize::clean(&a.filter)
         ));
     }
-    let insight = group_insight(
+    // Kafka: the origin topic's records around the failed offsets are the baseline
+    // where the letters name them.
+    let mut origin = loaded.session.origin_log();
+    let insight = group_insight_with(
         &loaded.catalog,
         &group,
         &|r| kept.get(r),
         ctx.principal().role,
         now,
         24,
+        origin
+            .as_deref_mut()
+            .map(|l| l as &mut dyn dlq_core::ports::OriginLog),
     );
     if a.json {
         return super::output::print_json(&serde_json::to_value(&insight)?);

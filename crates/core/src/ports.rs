@@ -143,6 +143,12 @@ pub trait DlqSource {
         )))
     }
 
+    /// A reader of the origin topics (Kafka), for a baseline of healthy records around
+    /// the letters that failed (`why`). None: the source has none.
+    fn origin_log(&self) -> Option<Box<dyn OriginLog + Send>> {
+        None
+    }
+
     /// One letter's full bytes by its coordinates (payloads are not kept after a scan).
     /// How long the broker keeps each container's letters (`retention.ms`, a message
     /// TTL), read once per browse. Empty: the source has no such rule (a file).
@@ -312,6 +318,24 @@ pub trait OriginLog {
         let _ = named;
         Err(SourceError::Unsupported(format!(
             "who reads {topic} is not known to this source"
+        )))
+    }
+
+    /// Records of `topic`/`partition` near `offsets` (within `span` of one), the offsets
+    /// themselves left out, at most `budget`: a baseline of what the origin topic held
+    /// around the letters that failed. Read by assignment with the adapter's throwaway
+    /// group — nothing is committed, no group is joined. Default: cannot.
+    fn around(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offsets: &[i64],
+        span: i64,
+        budget: usize,
+    ) -> Result<Vec<RawLetter>, SourceError> {
+        let _ = (partition, offsets, span, budget);
+        Err(SourceError::Unsupported(format!(
+            "{topic} cannot be read around offsets by this source"
         )))
     }
 

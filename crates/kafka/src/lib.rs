@@ -411,6 +411,10 @@ impl DlqSource for KafkaSource {
         Ok(())
     }
 
+    fn origin_log(&self) -> Option<Box<dyn dlq_core::ports::OriginLog + Send>> {
+        Some(Box::new(KafkaOriginLog::new(&self.brokers, &self.props)))
+    }
+
     fn replay_ports(&self) -> Result<dlq_core::ports::ReplayPorts, SourceError> {
         Ok(dlq_core::ports::ReplayPorts {
             publisher: Box::new(KafkaPublisher::new(

@@ -171,6 +171,70 @@ impl dlq_core::ports::OriginLog for KafkaOriginLog {
         Ok(out)
     }
 
+    fn around(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offsets: &[i64],
+        span: i64,
+        budget: usize,
+    ) -> Result<Vec<RawLetter>, SourceError> {
+        let mut offsets: Vec<i64> = offsets.iter().copied().filter(|o| *o >= 0).collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+            return Ok(Vec::new());
+        };
+        let consumer = self.src.consumer()?;
+        let (low, high) = consumer
+            .fetch_watermarks(topic, partition, METADATA_TIMEOUT)
+            .map_err(|e| {
+                SourceError::unavailable_by(format!("watermarks of {topic}/{partition}"), e)
+            })?;
+        let (from, to) = ((first - span).max(low), (last + span + 1).min(high));
+        if from >= to {
+            return Ok(Vec::new());
+        }
+        let near = |o: i64| {
+            let i = offsets.partition_point(|x| *x < o);
+            let d = |j: usize| offsets.get(j).map_or(i64::MAX, |x| (x - o).abs());
+            d(i) != 0 && d(i).min(if i > 0 { d(i - 1) } else { i64::MAX }) <= span
+        };
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, partition, Offset::Offset(from))
+            .map_err(|e| SourceError::failed_by(format!("assigning {topic}/{partition}"), e))?;
+        consumer
+            .assign(&tpl)
+            .map_err(|e| SourceError::failed_by(format!("assigning {topic}/{partition}"), e))?;
+        let (mut out, mut last_read) = (Vec::new(), Instant::now());
+        while out.len() < budget {
+            match consumer.poll(POLL) {
+                Some(Ok(m)) => {
+                    last_read = Instant::now();
+                    if m.offset() >= to {
+                        break;
+                    }
+                    if near(m.offset()) {
+                        out.push(crate::to_raw(&m));
+                    }
+                    if m.offset() + 1 >= to {
+                        break;
+                    }
+                }
+                Some(Err(KafkaError::PartitionEOF(_))) => break,
+                Some(Err(e)) => {
+                    return Err(SourceError::failed_by(
+                        format!("reading {topic}/{partition}"),
+                        e,
+                    ))
+                }
+                None if last_read.elapsed() > STALL_TIMEOUT => break,
+                None => {}
+            }
+        }
+        Ok(out)
+    }
+
     fn ends(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, SourceError> {
         let consumer = self.src.consumer()?;
         let mut out = Vec::new();

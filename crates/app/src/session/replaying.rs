@@ -346,6 +346,11 @@ impl Session {
         Ok(self.src.replay_ports()?)
     }
 
+    /// The origin topics' reader (Kafka), for `why`'s baseline.
+    pub fn origin_log(&self) -> Option<Box<dyn dlq_core::ports::OriginLog + Send>> {
+        self.src.origin_log()
+    }
+
     /// A replay journaled in the ledger, to continue.
     pub fn resume_of(&self, id: &str) -> Result<Option<Resume>, SessionError> {
         let Some(ledger) = self.settings.principal.existing_ledger()? else {

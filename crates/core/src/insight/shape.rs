@@ -169,6 +169,9 @@ pub struct Shapes {
     /// How many letters the read ones stand for (a sample of a bigger set); 0: as many
     /// as were read.
     pub population: usize,
+    /// Records that did not fail (the origin topic's), not other failing letters: the
+    /// group need not be the odd one out against them.
+    pub healthy: bool,
     /// Payloads that were not JSON (not in `paths`).
     pub unreadable: usize,
     pub paths: BTreeMap<String, PathShape>,
@@ -349,7 +352,9 @@ pub fn differences(group: &Shapes, baseline: &Shapes, values: bool) -> Vec<Diffe
     // The group must be the odd one out: when the "baseline" is other failing letters
     // and more of them differ from this group than the group has letters, the
     // difference is theirs, not this group's cause.
-    out.retain(|d| group.estimate(d.group.0) < baseline.estimate(d.baseline.0.max(1)));
+    if !baseline.healthy {
+        out.retain(|d| group.estimate(d.group.0) < baseline.estimate(d.baseline.0.max(1)));
+    }
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)

@@ -415,6 +415,10 @@ impl DlqSource for DemoSource {
         ]
     }
 
+    fn origin_log(&self) -> Option<Box<dyn dlq_core::ports::OriginLog + Send>> {
+        self.kafka.origin_log()
+    }
+
     fn replay_ports(&self) -> Result<dlq_core::ports::ReplayPorts, SourceError> {
         self.kafka.replay_ports()
     }
