@@ -843,7 +843,21 @@ fn share_group_letters_without_a_value_are_left_out_and_the_blast_radius_is_said
         use_revisions: true,
         ..Options::default()
     };
-    let p = build(vec![revised], &opts, None);
+    let p = build(vec![revised.clone()], &opts, None);
     assert_eq!(p.items.len(), 1, "{:?}", p.excluded);
     assert_eq!(p.items[0].outgoing.payload, br#"{"payment":1}"#);
+    assert!(p.warnings.iter().all(|w| w.kind != "no-revision"));
+    // Sent with revisions beside a letter that has none (it arrived after the
+    // transform): that one is named, it goes as it failed.
+    let p = build(
+        vec![revised, cand(share_group_letter(3, br#"{"payment":3}"#))],
+        &opts,
+        None,
+    );
+    let w = p
+        .warnings
+        .iter()
+        .find(|w| w.kind == "no-revision")
+        .expect("the letter without a revision is said");
+    assert_eq!(w.count, 1);
 }

@@ -372,6 +372,21 @@ fn warn_ordering_and_revisions(keep: &[Draft], opts: &Options, warnings: &mut Ve
         "have revisions that will NOT be used (--use-revisions sends the latest)".to_string()
     };
     warn(warnings, "revisions", rev_msg, &with_rev);
+    // Sending revisions where some letters have none (they arrived after the transform,
+    // or it failed on them): those go as they failed.
+    if opts.use_revisions && !with_rev.is_empty() {
+        let without: Vec<&str> = keep
+            .iter()
+            .filter(|d| d.c.revision.is_none())
+            .map(|d| d.c.letter.id.value.0.as_str())
+            .collect();
+        warn(
+            warnings,
+            "no-revision",
+            "have no revision: their original payload is sent and may fail again (transform them too, or leave them out)".to_string(),
+            &without,
+        );
+    }
 }
 
 /// What every planned letter is sent as, under which replay.
