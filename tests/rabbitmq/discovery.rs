@@ -176,3 +176,82 @@ fn dlq_queues_are_discovered_through_the_management_api() {
         "a work queue is not a DLQ"
     );
 }
+
+/// Who a replay to an exchange reaches, from the management API's bindings: a topic
+/// exchange's matching patterns, a direct exchange's key, the default exchange's queue.
+#[test]
+fn the_queues_an_exchange_routes_a_key_to_are_named() {
+    use dlq_core::ports::{Reach, Reached};
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = Topology::new("reach");
+    let (ex, a, b, c) = (t.n("events"), t.n("billing"), t.n("audit"), t.n("payments"));
+    t.rt.block_on(async {
+        let ch = t.conn.create_channel().await.expect("channel");
+        ch.exchange_declare(
+            ShortString::from(ex.as_str()),
+            ExchangeKind::Topic,
+            ExchangeDeclareOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("exchange");
+    });
+    for q in [&a, &b, &c] {
+        declare(&t, q, vec![]);
+    }
+    t.bind(&a, &ex, "orders.*");
+    t.bind(&b, &ex, "#");
+    t.bind(&c, &ex, "payments.*");
+    let mgmt = dlq_amqp::mgmt::Management::new(
+        "http://127.0.0.1:15672",
+        "guest",
+        "guest",
+        &Default::default(),
+    );
+    let mut reach = dlq_amqp::mgmt::MgmtReach {
+        mgmt,
+        vhost: "/".into(),
+    };
+    let target = Target::Amqp {
+        exchange: ex.clone(),
+        routing_key: "orders.created".into(),
+    };
+    let mut want = vec![a.clone(), b.clone()];
+    want.sort();
+    assert_eq!(
+        reach.reaches(&target, &[]).expect("bindings"),
+        Reached::Queues {
+            exchange_type: "topic".into(),
+            queues: want,
+            exchanges: Vec::new(),
+        }
+    );
+    // The default exchange: the queue named by the key, and only it.
+    let only = Target::Amqp {
+        exchange: String::new(),
+        routing_key: c.clone(),
+    };
+    assert_eq!(
+        reach.reaches(&only, &[]).expect("default"),
+        Reached::Queues {
+            exchange_type: "default".into(),
+            queues: vec![c.clone()],
+            exchanges: Vec::new(),
+        }
+    );
+    for q in [&a, &b, &c] {
+        delete(&t, q);
+    }
+    t.rt.block_on(async {
+        if let Ok(ch) = t.conn.create_channel().await {
+            let _ = ch
+                .exchange_delete(
+                    ShortString::from(ex.as_str()),
+                    ExchangeDeleteOptions::default(),
+                )
+                .await;
+        }
+    });
+}

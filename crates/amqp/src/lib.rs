@@ -348,6 +348,12 @@ impl DlqSource for RabbitSource {
         Ok(dlq_core::ports::ReplayPorts {
             publisher: Box::new(RabbitPublisher::new(&self.target)?),
             origin_log: None,
+            reach: self.management.clone().map(|mgmt| {
+                Box::new(crate::mgmt::MgmtReach {
+                    mgmt,
+                    vhost: self.target.vhost.clone(),
+                }) as Box<dyn dlq_core::ports::Reach>
+            }),
             kafka: false,
         })
     }

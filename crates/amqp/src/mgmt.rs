@@ -108,6 +108,7 @@ impl QueueInfo {
     }
 }
 
+#[derive(Clone)]
 pub struct Management {
     base: String,
     /// `base` without credentials, for messages.
@@ -281,6 +282,30 @@ impl Management {
         ))
     }
 
+    /// An exchange's type (`direct`, `topic`, `fanout`, `headers`, …).
+    pub fn exchange_type(&self, vhost: &str, name: &str) -> Result<String, SourceError> {
+        #[derive(Deserialize)]
+        struct Ex {
+            #[serde(rename = "type", default)]
+            kind: String,
+        }
+        let e: Ex = self.get_json(&format!("/api/exchanges/{}/{}", enc(vhost), enc(name)))?;
+        Ok(e.kind)
+    }
+
+    /// The bindings whose source is `exchange`, with their routing keys.
+    pub fn bindings_from(
+        &self,
+        vhost: &str,
+        exchange: &str,
+    ) -> Result<Vec<BindingInfo>, SourceError> {
+        self.get_json(&format!(
+            "/api/exchanges/{}/{}/bindings/source",
+            enc(vhost),
+            enc(exchange)
+        ))
+    }
+
     pub fn queue(&self, vhost: &str, name: &str) -> Result<QueueInfo, SourceError> {
         self.get_json(&format!("/api/queues/{}/{}", enc(vhost), enc(name)))
     }
@@ -295,6 +320,89 @@ pub struct BindingInfo {
     pub destination: String,
     #[serde(default)]
     pub destination_type: String,
+    #[serde(default)]
+    pub routing_key: String,
+}
+
+/// Who a replay to an exchange and routing key reaches, from the management API's
+/// bindings: the default exchange reaches the queue named by the key; a direct
+/// exchange, the bindings with that key; a topic exchange, the patterns that match it
+/// (`*` one word, `#` any number); fanout and headers, every binding (a headers
+/// exchange routes by headers the plan does not evaluate — said so).
+pub struct MgmtReach {
+    pub mgmt: Management,
+    pub vhost: String,
+}
+
+impl dlq_core::ports::Reach for MgmtReach {
+    fn reaches(
+        &mut self,
+        target: &dlq_core::ports::Target,
+        _named: &[String],
+    ) -> Result<dlq_core::ports::Reached, SourceError> {
+        use dlq_core::ports::{Reached, Target};
+        let Target::Amqp {
+            exchange,
+            routing_key,
+        } = target
+        else {
+            return Err(SourceError::Unsupported(
+                "RabbitMQ does not route to Kafka".into(),
+            ));
+        };
+        if exchange.is_empty() {
+            return Ok(Reached::Queues {
+                exchange_type: "default".into(),
+                queues: vec![routing_key.clone()],
+                exchanges: Vec::new(),
+            });
+        }
+        let kind = self.mgmt.exchange_type(&self.vhost, exchange)?;
+        let (mut queues, mut exchanges) = (Vec::new(), Vec::new());
+        for b in self.mgmt.bindings_from(&self.vhost, exchange)? {
+            let routes = match kind.as_str() {
+                "direct" => b.routing_key == *routing_key,
+                "topic" => topic_matches(&b.routing_key, routing_key),
+                _ => true,
+            };
+            if routes {
+                match b.destination_type.as_str() {
+                    "exchange" => exchanges.push(b.destination),
+                    _ => queues.push(b.destination),
+                }
+            }
+        }
+        queues.sort();
+        queues.dedup();
+        exchanges.sort();
+        exchanges.dedup();
+        Ok(Reached::Queues {
+            exchange_type: kind,
+            queues,
+            exchanges,
+        })
+    }
+}
+
+/// An AMQP topic pattern against a routing key: words split on `.`, `*` one word,
+/// `#` zero or more.
+pub fn topic_matches(pattern: &str, key: &str) -> bool {
+    fn go(p: &[&str], k: &[&str]) -> bool {
+        match (p.first(), k.first()) {
+            (None, None) => true,
+            (Some(&"#"), _) => go(&p[1..], k) || (!k.is_empty() && go(p, &k[1..])),
+            (Some(&"*"), Some(_)) => go(&p[1..], &k[1..]),
+            (Some(w), Some(x)) if w == x => go(&p[1..], &k[1..]),
+            _ => false,
+        }
+    }
+    let p: Vec<&str> = pattern.split('.').collect();
+    let k: Vec<&str> = if key.is_empty() {
+        Vec::new()
+    } else {
+        key.split('.').collect()
+    };
+    go(&p, &k)
 }
 
 /// Named like a DLQ: `dlq` or `dead-letter` anywhere (`OrdersDLQ`, `orders.dead_letter`),
@@ -385,6 +493,25 @@ mod tests {
             source: source.into(),
             destination: destination.into(),
             destination_type: kind.into(),
+            routing_key: String::new(),
+        }
+    }
+
+    #[test]
+    fn topic_patterns_match_as_rabbitmq_routes() {
+        for (p, k, want) in [
+            ("orders.*", "orders.created", true),
+            ("orders.*", "orders.created.eu", false),
+            ("orders.#", "orders", true),
+            ("orders.#", "orders.created.eu", true),
+            ("#", "anything.at.all", true),
+            ("*.created", "orders.created", true),
+            ("*.created", "created", false),
+            ("#.eu", "orders.created.eu", true),
+            ("orders", "orders", true),
+            ("orders", "payments", false),
+        ] {
+            assert_eq!(topic_matches(p, k), want, "{p} ~ {k}");
         }
     }
 

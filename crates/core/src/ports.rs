@@ -169,6 +169,8 @@ pub struct ReplayPorts {
     pub publisher: Box<dyn Publisher + Send>,
     /// Kafka: the origin partitions, for the stale-key check.
     pub origin_log: Option<Box<dyn OriginLog + Send>>,
+    /// Who a target reaches (consumer groups, bound queues), for the dry-run.
+    pub reach: Option<Box<dyn Reach>>,
     /// The broker's kind: targets must be on it.
     pub kafka: bool,
 }
@@ -183,7 +185,7 @@ pub enum Settled {
 }
 
 /// Where a message is published.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Target {
     Kafka {
         topic: String,
@@ -369,6 +371,26 @@ pub struct Readers {
     /// bound, said by the caller).
     pub checked: usize,
     pub unchecked: usize,
+}
+
+/// What a replay to a target reaches beyond the consumer that failed its letters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reached {
+    /// Kafka: the consumer groups reading the topic.
+    Groups(Readers),
+    /// RabbitMQ: the queues the exchange routes the routing key to (and exchanges bound
+    /// to it, not followed), by the exchange's type.
+    Queues {
+        exchange_type: String,
+        queues: Vec<String>,
+        exchanges: Vec<String>,
+    },
+}
+
+/// Looks up who a target reaches (the broker's own view: group offsets, bindings).
+pub trait Reach: Send {
+    /// `named`: the consumers the letters name (checked where the broker cannot list).
+    fn reaches(&mut self, target: &Target, named: &[String]) -> Result<Reached, SourceError>;
 }
 
 /// A replayed record found in its target: where it was replayed from (its DLQ

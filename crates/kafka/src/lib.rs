@@ -423,6 +423,7 @@ impl DlqSource for KafkaSource {
                 Duration::from_secs(30),
             )?),
             origin_log: Some(Box::new(KafkaOriginLog::new(&self.brokers, &self.props))),
+            reach: Some(Box::new(KafkaOriginLog::new(&self.brokers, &self.props))),
             kafka: true,
         })
     }

@@ -16,6 +16,22 @@ impl KafkaOriginLog {
     }
 }
 
+impl dlq_core::ports::Reach for KafkaOriginLog {
+    fn reaches(
+        &mut self,
+        target: &dlq_core::ports::Target,
+        named: &[String],
+    ) -> Result<dlq_core::ports::Reached, SourceError> {
+        use dlq_core::ports::{OriginLog, Reached, Target};
+        match target {
+            Target::Kafka { topic } => Ok(Reached::Groups(self.readers(topic, named)?)),
+            Target::Amqp { .. } => Err(SourceError::Unsupported(
+                "a Kafka cluster does not route to RabbitMQ".into(),
+            )),
+        }
+    }
+}
+
 /// Groups whose committed offsets are read for one plan, at most (one OffsetFetch each).
 const READERS_CHECKED: usize = 100;
 

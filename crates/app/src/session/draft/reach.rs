@@ -1,19 +1,21 @@
 //! Who a replay reaches: on Kafka, the consumer groups that read each target topic (with
-//! their lag), looked up once per draft — every one of them gets the letters again, not
-//! only the consumer that failed them.
+//! their lag); on RabbitMQ, the queues the exchange routes the routing key to — looked
+//! up once per draft. Every one of them gets the letters again, not only the consumer
+//! that failed them.
 
 use super::*;
+use dlq_core::ports::Reached;
 
 impl ReplayDraft {
     /// `plan.reaches`, read once (a replan with other options reuses it).
     pub(super) fn mark_readers(&mut self, plan: &mut Plan) {
         if self.reaches.is_none() {
-            self.reaches = Some(self.read_readers(plan));
+            self.reaches = Some(self.read_reaches(plan));
         }
         plan.reaches = self.reaches.clone().unwrap_or_default();
     }
 
-    fn read_readers(&mut self, plan: &Plan) -> Vec<String> {
+    fn read_reaches(&mut self, plan: &Plan) -> Vec<String> {
         let clean = dlq_core::sanitize::clean;
         let named: Vec<String> = self
             .letters
@@ -22,18 +24,23 @@ impl ReplayDraft {
             .collect::<BTreeSet<String>>()
             .into_iter()
             .collect();
-        let kafka = self.ports.kafka;
-        let Some(log) = in_doubt::kafka_log(&mut self.ports.origin_log, kafka) else {
+        let Some(reach) = self.ports.reach.as_deref_mut() else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for topic in kafka_targets(plan) {
-            match log.readers(&topic, &named) {
-                Ok(r) => out.extend(reader_lines(&topic, &r, &named)),
+        for target in targets(plan) {
+            let said = target_words(&target);
+            match reach.reaches(&target, &named) {
+                Ok(Reached::Groups(r)) => out.extend(reader_lines(&said, &r, &named)),
+                Ok(Reached::Queues {
+                    exchange_type,
+                    queues,
+                    exchanges,
+                }) => out.extend(queue_lines(&said, &exchange_type, &queues, &exchanges)),
                 Err(SourceError::Unsupported(_)) => {}
                 Err(e) => out.push(format!(
-                    "{}: who reads it is not known ({e})",
-                    clean(&topic)
+                    "{}: who it reaches is not known ({e})",
+                    clean(&said)
                 )),
             }
         }
@@ -41,14 +48,55 @@ impl ReplayDraft {
     }
 }
 
-fn kafka_targets(plan: &Plan) -> BTreeSet<String> {
+fn targets(plan: &Plan) -> BTreeSet<Target> {
     plan.items
         .iter()
-        .filter_map(|i| match &i.outgoing.target {
-            Target::Kafka { topic } => Some(topic.clone()),
-            Target::Amqp { .. } => None,
-        })
+        .map(|i| i.outgoing.target.clone())
         .collect()
+}
+
+/// `invoices`, `exchange orders, routing key orders.created`, `the default exchange to
+/// orders`.
+fn target_words(t: &Target) -> String {
+    match t {
+        Target::Kafka { topic } => topic.clone(),
+        Target::Amqp {
+            exchange,
+            routing_key,
+        } if exchange.is_empty() => format!("the default exchange to {routing_key}"),
+        Target::Amqp {
+            exchange,
+            routing_key,
+        } => format!("exchange {exchange}, routing key {routing_key}"),
+    }
+}
+
+/// `exchange orders, routing key orders.created (topic): queues billing, audit — each
+/// gets the letters again`.
+fn queue_lines(said: &str, kind: &str, queues: &[String], exchanges: &[String]) -> Vec<String> {
+    let clean = dlq_core::sanitize::clean;
+    let list = |v: &[String]| v.iter().map(|q| clean(q)).collect::<Vec<_>>().join(", ");
+    let mut out = vec![match queues.len() {
+        0 => format!(
+            "{} ({kind}): no queue is bound for it — the letters would be dropped",
+            clean(said)
+        ),
+        1 => format!("{} ({kind}): queue {}", clean(said), list(queues)),
+        n => format!(
+            "{} ({kind}): {n} queues — each gets the letters again: {}",
+            clean(said),
+            list(queues)
+        ),
+    }];
+    if !exchanges.is_empty() {
+        out.push(format!("(and exchanges {}, not followed)", list(exchanges)));
+    }
+    if kind == "headers" {
+        out.push(
+            "(a headers exchange routes by the letters' headers: every binding is listed)".into(),
+        );
+    }
+    out
 }
 
 /// `invoices: read by invoice-worker (lag 0), audit-sink (lag 12) — each gets the
@@ -96,6 +144,26 @@ fn reader_lines(topic: &str, r: &dlq_core::ports::Readers, named: &[String]) -> 
 mod tests {
     use super::*;
     use dlq_core::ports::Readers;
+
+    #[test]
+    fn queues_are_said_with_the_exchange_type() {
+        let qs = ["billing".to_string(), "audit".into()];
+        assert_eq!(
+            queue_lines("exchange orders, routing key orders.created", "topic", &qs, &[]),
+            ["exchange orders, routing key orders.created (topic): 2 queues — each gets the letters again: billing, audit"]
+        );
+        assert_eq!(
+            queue_lines("the default exchange to orders", "default", &qs[..1], &[]),
+            ["the default exchange to orders (default): queue billing"]
+        );
+        assert_eq!(
+            queue_lines("exchange x, routing key k", "direct", &[], &["y".into()]),
+            [
+                "exchange x, routing key k (direct): no queue is bound for it — the letters would be dropped",
+                "(and exchanges y, not followed)"
+            ]
+        );
+    }
 
     #[test]
     fn readers_are_said_with_their_lag_and_what_was_not_checked() {
