@@ -832,3 +832,65 @@ fn two_engineers_replaying_one_rabbitmq_dlq_on_the_team_ledger_send_each_letter_
         .expect("verify");
     assert!(v.status.success(), "{}", said(&v));
 }
+
+/// `--to-failed-queue`: each letter goes to the queue it failed in (its `x-death`
+/// queue, through the default exchange), so another queue bound to the origin exchange
+/// and key does not get it again; the dry-run says both the route and who it reaches.
+#[test]
+fn to_the_failed_queue_only_reaches_no_other_bound_queue() {
+    if !rabbit_available() || !management_available() {
+        return;
+    }
+    let t = dead_orders("failedq");
+    let audit = t.n("audit");
+    declare(&t, &audit, vec![]);
+    t.bind(&audit, &t.n("orders"), "order.created");
+    let dir = tempfile::tempdir().expect("tmp");
+    let uri = t.dlq_uri();
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "replay",
+            uri.as_str(),
+            "--filter",
+            "reason=rejected",
+            "--canary",
+            "0",
+            "--rate",
+            "200",
+            "--watch",
+            "1s",
+            "--to-failed-queue",
+            "--expect",
+            "20",
+        ];
+        a.extend_from_slice(extra);
+        a.into_iter().map(str::to_string).collect::<Vec<_>>()
+    };
+    fn refs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    let dry = cli_command(dir.path(), &refs(&args(&["--dry-run"])))
+        .output()
+        .expect("dry run");
+    let said = String::from_utf8_lossy(&dry.stdout).to_string();
+    let work = t.n("work");
+    for want in [
+        "  route:    each letter to the queue it failed in".to_string(),
+        format!("  reaches:  the default exchange to {work} (default): queue {work}"),
+    ] {
+        assert!(said.contains(&want), "no `{want}` in:\n{said}");
+    }
+    let out = cli_command(dir.path(), &refs(&args(&["--yes"])))
+        .output()
+        .expect("replay");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Counted on the broker: the failed queue has every letter, the other bound queue none.
+    t.wait_for(&work, 20);
+    assert_eq!(t.count(&work), 20);
+    assert_eq!(t.count(&audit), 0);
+    delete(&t, &audit);
+}

@@ -153,6 +153,10 @@ pub struct ReplayArgs {
     /// Send each letter's latest revision (see `edit`) instead of its original payload.
     #[arg(long)]
     pub use_revisions: bool,
+    /// RabbitMQ: each letter to the queue it failed in (its `x-death` queue, through
+    /// the default exchange), not to its exchange: no other bound queue gets it again.
+    #[arg(long, conflicts_with = "to")]
+    pub to_failed_queue: bool,
     /// Send letters whose key has a newer record in the origin partition (Kafka).
     #[arg(long)]
     pub include_stale: bool,

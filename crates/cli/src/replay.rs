@@ -185,6 +185,7 @@ fn refused<T>(why: &str) -> anyhow::Result<T> {
 fn options(a: &ReplayArgs) -> anyhow::Result<Options> {
     Ok(pace(a)?.over(Options {
         to: a.to.as_deref().map(parse_target).transpose()?,
+        to_failed_queue: a.to_failed_queue,
         use_revisions: a.use_revisions,
         include_stale: a.include_stale,
         max_replay_count: a.max_replay_count,

@@ -52,6 +52,9 @@ pub fn plan_lines(plan: &Plan, label: &str, resuming: bool, kill: &str) -> Vec<S
         }
     ));
     out.push("  order:    each key's letters in their original order, none after a refusal".into());
+    if o.to_failed_queue {
+        out.push("  route:    each letter to the queue it failed in (the default exchange), not to its exchange: no other queue gets it".into());
+    }
     for (i, line) in plan.reaches.iter().enumerate() {
         let head = if i == 0 { "  reaches:" } else { "          " };
         out.push(format!("{head}  {}", clean(line)));

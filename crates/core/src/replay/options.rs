@@ -9,6 +9,10 @@ use std::time::Duration;
 pub struct Options {
     /// Overrides every letter's origin.
     pub to: Option<Target>,
+    /// RabbitMQ: each letter to the queue it failed in (its `x-death` queue, through
+    /// the default exchange) instead of its exchange and routing key, so the other
+    /// queues bound to them do not get it again.
+    pub to_failed_queue: bool,
     pub use_revisions: bool,
     pub include_stale: bool,
     /// Letters replayed this many times already are refused unless `force_replay_count`.
@@ -29,6 +33,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             to: None,
+            to_failed_queue: false,
             use_revisions: false,
             include_stale: false,
             max_replay_count: 3,
@@ -48,6 +53,7 @@ impl Options {
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "to": self.to.as_ref().map(target_json),
+            "to_failed_queue": self.to_failed_queue,
             "use_revisions": self.use_revisions,
             "include_stale": self.include_stale,
             "max_replay_count": self.max_replay_count,
@@ -67,6 +73,7 @@ impl Options {
         let b = |k: &str, dflt: bool| v.get(k).and_then(|x| x.as_bool()).unwrap_or(dflt);
         Options {
             to: v.get("to").and_then(target_from_json),
+            to_failed_queue: b("to_failed_queue", d.to_failed_queue),
             use_revisions: b("use_revisions", d.use_revisions),
             include_stale: b("include_stale", d.include_stale),
             max_replay_count: f("max_replay_count").map_or(d.max_replay_count, |x| x as u32),

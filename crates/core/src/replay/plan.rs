@@ -49,8 +49,12 @@ fn origin_of(c: &Candidate, mappings: &[UserMapping]) -> Option<Origin> {
         .map(|o| o.value)
 }
 
-fn target_of(origin: &Origin, kafka: bool) -> Option<Target> {
+fn target_of(origin: &Origin, kafka: bool, failed_queue: bool) -> Option<Target> {
     match (origin, kafka) {
+        (Origin::Amqp { queue: Some(q), .. }, false) if failed_queue => Some(Target::Amqp {
+            exchange: String::new(),
+            routing_key: q.clone(),
+        }),
         (Origin::Kafka { topic, .. }, true) => Some(Target::Kafka {
             topic: topic.clone(),
         }),
@@ -241,10 +245,11 @@ fn screen(
             continue;
         }
         let origin = origin_of(&c, mappings);
-        let target = opts
-            .to
-            .clone()
-            .or_else(|| origin.as_ref().and_then(|o| target_of(o, kafka_source)));
+        let target = opts.to.clone().or_else(|| {
+            origin
+                .as_ref()
+                .and_then(|o| target_of(o, kafka_source, opts.to_failed_queue))
+        });
         drafts.push(Draft { c, origin, target });
     }
     screen_warnings(

@@ -147,13 +147,14 @@ pub struct RunView {
 }
 
 /// The dry-run screen's choices: label, and the values ←/→ step through.
-pub const FIELDS: [&str; 6] = [
+pub const FIELDS: [&str; 7] = [
     "canary",
     "canary rate",
     "rate",
     "watch window",
     "stop above",
     "payloads",
+    "route",
 ];
 const CANARY: [usize; 8] = [0, 1, 2, 5, 10, 20, 50, 100];
 const CANARY_RATE: [f64; 6] = [0.2, 0.5, 1.0, 2.0, 5.0, 10.0];
@@ -173,7 +174,9 @@ pub fn field_value(o: &Options, field: usize) -> String {
         3 => format!("{}s after the canary and at the end", o.watch.as_secs()),
         4 => format!("{:.0}% failed again", o.max_failed_ratio * 100.0),
         5 if o.use_revisions => "latest revisions (where a letter has one)".into(),
-        _ => "originals".into(),
+        5 => "originals".into(),
+        _ if o.to_failed_queue => "the failed queue only (RabbitMQ)".into(),
+        _ => "as they came (origin exchange and key, or topic)".into(),
     }
 }
 
@@ -199,6 +202,7 @@ pub(crate) fn change(o: &mut Options, field: usize, by: i8) {
         2 => o.rate = step(&RATE, o.rate, by),
         3 => o.watch = Duration::from_secs(step(&WATCH_S, o.watch.as_secs(), by)),
         4 => o.max_failed_ratio = step(&RATIO, o.max_failed_ratio, by),
-        _ => o.use_revisions = !o.use_revisions,
+        5 => o.use_revisions = !o.use_revisions,
+        _ => o.to_failed_queue = !o.to_failed_queue,
     }
 }
