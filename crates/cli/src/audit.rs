@@ -8,18 +8,8 @@ use serde_json::json;
 use std::io::Write;
 
 pub fn run(ctx: &Launch, a: &AuditArgs) -> anyhow::Result<()> {
-    let path = ctx
-        .ledger
-        .clone()
-        .ok_or_else(|| anyhow::anyhow!("no ledger location"))?;
-    if !path.exists() {
-        anyhow::bail!(
-            "no ledger at {} yet: nothing has been recorded",
-            dlq_core::sanitize::clean(&path.to_string())
-        );
-    }
+    let at = super::context::recorded_ledger(ctx, "nothing has been recorded")?;
     let ledger = ctx.ledger()?;
-    let at = dlq_core::sanitize::clean(&path.to_string());
     match a.what.as_str() {
         "head" => head(&*ledger, a, &at),
         "verify" => verify(&*ledger, a, &at),

@@ -98,6 +98,21 @@ impl Scan for Launch {
     }
 }
 
+/// The ledger's location, if something was ever recorded there; else `nothing` said.
+pub(crate) fn recorded_ledger(ctx: &Launch, nothing: &str) -> anyhow::Result<String> {
+    let path = ctx
+        .ledger
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no ledger location"))?;
+    if !path.exists() {
+        anyhow::bail!(
+            "no ledger at {} yet: {nothing}",
+            dlq_core::sanitize::clean(&path.to_string())
+        );
+    }
+    Ok(dlq_core::sanitize::clean(&path.to_string()))
+}
+
 /// The scan's notes on stderr.
 fn said(loaded: anyhow::Result<Loaded>) -> anyhow::Result<Loaded> {
     if let Ok(l) = &loaded {

@@ -10,16 +10,10 @@ use dlq_core::grouping::Dim;
 use std::io::Write;
 
 pub fn run(ctx: &Launch, a: &ReportArgs) -> anyhow::Result<()> {
-    let path = ctx
-        .ledger
-        .clone()
-        .ok_or_else(|| anyhow::anyhow!("no ledger location"))?;
-    if !path.exists() {
-        anyhow::bail!(
-            "no ledger at {} yet: nothing was decided, so there is no incident to report (summary says what is failing)",
-            dlq_core::sanitize::clean(&path.to_string())
-        );
-    }
+    super::context::recorded_ledger(
+        ctx,
+        "nothing was decided, so there is no incident to report (summary says what is failing)",
+    )?;
     let mut filter = ctx.parse_filter(None)?;
     let Loaded {
         catalog,

@@ -32,6 +32,12 @@ impl dlq_core::ports::Reach for KafkaOriginLog {
     }
 }
 
+/// A partition's (low, high) watermarks, or why not.
+fn watermarks(c: &BaseConsumer, topic: &str, partition: i32) -> Result<(i64, i64), SourceError> {
+    c.fetch_watermarks(topic, partition, METADATA_TIMEOUT)
+        .map_err(|e| SourceError::unavailable_by(format!("watermarks of {topic}/{partition}"), e))
+}
+
 /// Groups whose committed offsets are read for one plan, at most (one OffsetFetch each).
 const READERS_CHECKED: usize = 100;
 
@@ -85,11 +91,7 @@ impl dlq_core::ports::OriginLog for KafkaOriginLog {
         budget: u64,
     ) -> Result<dlq_core::ports::KeyScan, SourceError> {
         let consumer = self.src.consumer()?;
-        let (_, high) = consumer
-            .fetch_watermarks(topic, partition, METADATA_TIMEOUT)
-            .map_err(|e| {
-                SourceError::unavailable_by(format!("watermarks of {topic}/{partition}"), e)
-            })?;
+        let (_, high) = watermarks(&consumer, topic, partition)?;
         let mut scan = dlq_core::ports::KeyScan::default();
         if from >= high {
             scan.complete = true;
@@ -202,11 +204,7 @@ impl dlq_core::ports::OriginLog for KafkaOriginLog {
             return Ok(Vec::new());
         };
         let consumer = self.src.consumer()?;
-        let (low, high) = consumer
-            .fetch_watermarks(topic, partition, METADATA_TIMEOUT)
-            .map_err(|e| {
-                SourceError::unavailable_by(format!("watermarks of {topic}/{partition}"), e)
-            })?;
+        let (low, high) = watermarks(&consumer, topic, partition)?;
         let (from, to) = ((first - span).max(low), (last + span + 1).min(high));
         if from >= to {
             return Ok(Vec::new());
@@ -255,11 +253,7 @@ impl dlq_core::ports::OriginLog for KafkaOriginLog {
         let consumer = self.src.consumer()?;
         let mut out = Vec::new();
         for p in self.src.partitions(&consumer, topic)? {
-            let (_, high) = consumer
-                .fetch_watermarks(topic, p, METADATA_TIMEOUT)
-                .map_err(|e| {
-                    SourceError::unavailable_by(format!("watermarks of {topic}/{p}"), e)
-                })?;
+            let (_, high) = watermarks(&consumer, topic, p)?;
             out.push((p, high));
         }
         Ok(out)
