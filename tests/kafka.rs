@@ -823,3 +823,93 @@ fn the_origin_records_around_the_failed_offsets_are_the_baseline() {
         .iter()
         .all(|e| e.offset() == Offset::Invalid));
 }
+
+/// #57: a share group's DLQ record without a value (KIP-1191's default) is read with its
+/// source record's value and key — by assignment, never joining a group — and says where
+/// they came from; one whose source record is not there says why and stays empty (the
+/// plan leaves it out). A record with its own value is left as it is.
+#[test]
+fn value_less_share_group_letters_get_their_source_record() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("payments", 1, 1).expect("topic");
+    cluster.create_topic("dlq.payments", 1, 1).expect("topic");
+    let bootstrap = cluster.bootstrap_servers();
+    let source: Vec<RawLetter> = (0..10)
+        .map(|i| RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "payments".into(),
+                partition: 0,
+                offset: i,
+            }),
+            key: Some(format!("pay-{i}").into_bytes()),
+            payload: format!("{{\"payment\":{i}}}").into_bytes(),
+            ..RawLetter::default()
+        })
+        .collect();
+    produce_all(&bootstrap, &source).expect("source");
+    let shared = |i: i64, source_offset: i64, value: &[u8]| {
+        let h = |n: &'static str, v: &str| Header::new(n, HeaderValue::text(v));
+        RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "dlq.payments".into(),
+                partition: 0,
+                offset: i,
+            }),
+            key: None,
+            headers: vec![
+                h("__dlq.errors.topic", "payments"),
+                h("__dlq.errors.partition", "0"),
+                h("__dlq.errors.offset", &source_offset.to_string()),
+                h("__dlq.errors.group", "payments-share"),
+                h("__dlq.errors.message", "Offset rejected by client."),
+            ],
+            payload: value.to_vec(),
+            ..RawLetter::default()
+        }
+    };
+    let dlq = vec![
+        shared(0, 3, b""),
+        shared(1, 7, b""),
+        shared(2, 99, b""),
+        shared(3, 4, br#"{"copied":true}"#),
+    ];
+    produce_all(&bootstrap, &dlq).expect("dlq");
+    let mut src = KafkaSource::new(
+        vec![bootstrap.clone()],
+        vec!["dlq.payments".into()],
+        Vec::new(),
+    );
+    let got = scan(&mut src).expect("scan");
+    let source_of = |l: &RawLetter| {
+        l.header(dlq_kafka::share_source::SOURCE_HEADER)
+            .and_then(|v| v.as_nonempty_text())
+    };
+    assert_eq!(got.len(), 4);
+    assert_eq!(got[0].payload, br#"{"payment":3}"#);
+    assert_eq!(got[0].key.as_deref(), Some(&b"pay-3"[..]));
+    assert_eq!(
+        source_of(&got[0]).as_deref(),
+        Some("source record payments/0/3")
+    );
+    assert_eq!(got[1].payload, br#"{"payment":7}"#);
+    assert!(got[2].payload.is_empty());
+    assert_eq!(
+        source_of(&got[2]).as_deref(),
+        Some("source record payments/0/99 not read: the source partition ends at offset 9")
+    );
+    assert_eq!(got[3].payload, br#"{"copied":true}"#);
+    assert_eq!(
+        source_of(&got[3]),
+        None,
+        "its own value: not read from the source"
+    );
+    // Fetching one letter again gives the same.
+    let again = src
+        .fetch(&Coords::Kafka {
+            topic: "dlq.payments".into(),
+            partition: 0,
+            offset: 1,
+        })
+        .expect("fetched");
+    assert_eq!(again.payload, br#"{"payment":7}"#);
+}

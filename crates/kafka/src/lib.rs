@@ -12,6 +12,7 @@ pub mod demo;
 mod origin;
 mod poll;
 mod records;
+pub mod share_source;
 use poll::{spawn_estimate, Poll};
 pub use records::{kafka_headers, to_raw};
 mod publisher;
@@ -307,7 +308,9 @@ impl KafkaSource {
         let mut outcome: Result<ControlFlow<()>, SourceError> = Ok(ControlFlow::Continue(()));
         'recv: for item in rx.iter() {
             match item {
-                Ok(letters) => {
+                Ok(mut letters) => {
+                    // Share-group letters without a value get their source record.
+                    self.fill_from_source(&mut letters);
                     // The poll batch goes on whole; progress when it crossed a 50,000 mark.
                     let before = *done;
                     *done += letters.len() as u64;
@@ -454,7 +457,9 @@ impl DlqSource for KafkaSource {
         loop {
             match consumer.poll(POLL) {
                 Some(Ok(msg)) => {
-                    let raw = to_raw(&msg);
+                    let mut raw = [to_raw(&msg)];
+                    self.fill_from_source(&mut raw);
+                    let [raw] = raw;
                     if let Some(pos) = self
                         .positions
                         .iter_mut()
@@ -503,7 +508,12 @@ impl DlqSource for KafkaSource {
         let started = Instant::now();
         while started.elapsed() < self.stall_timeout {
             match consumer.poll(POLL) {
-                Some(Ok(msg)) if msg.offset() == *offset => return Ok(to_raw(&msg)),
+                Some(Ok(msg)) if msg.offset() == *offset => {
+                    let mut raw = [to_raw(&msg)];
+                    self.fill_from_source(&mut raw);
+                    let [raw] = raw;
+                    return Ok(raw);
+                }
                 // Not there: compaction or retention removed it (the broker skipped
                 // ahead), or it was never written (past the partition's end).
                 Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => {

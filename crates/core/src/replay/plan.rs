@@ -92,7 +92,7 @@ fn replay_headers(c: &Candidate, id: &str, actor: &str, count: u32, kafka: bool)
         .raw
         .headers
         .iter()
-        .filter(|h| !stripped(&h.name))
+        .filter(|h| !stripped(&h.name) && !h.name.starts_with("x-dlq-triage-"))
         .cloned()
         .collect();
     let count = if kafka {

@@ -96,7 +96,7 @@ impl Why {
             Why::Held => "held by another running replay (one sender per letter; see `replays`)",
             Why::MayHaveBeenSent => "may have been sent: in flight when the replay stopped, and the target cannot be read back (--resend-unconfirmed to send again)",
             Why::FoundInTarget => "already delivered: found in its target with this replay's id (recorded as confirmed, not sent again)",
-            Why::NoPayload => "no payload: a share group's DLQ record carries none (errors.deadletterqueue.copy.record.enable=false); the message is the source record at its origin, which this build does not fetch — discard it, or have the group copy records",
+            Why::NoPayload => "no payload: a share group's DLQ record carries none (errors.deadletterqueue.copy.record.enable=false) and its source record could not be read — expired below the source's low watermark, or not there (its x-dlq-triage-source header says which); discard it, or give it a revision",
         }
     }
 }
