@@ -208,6 +208,54 @@ fn rabbitmq_x_death_family() {
     assert_eq!(deaths[1].count, Some(2));
 }
 
+/// RabbitMQ 4's `x-opt-deaths` (AMQP 1.0's view of the deaths), where there is no
+/// `x-death`: the same origin, reason and count, and `first-time`/`last-time` as the
+/// first and last failure.
+#[test]
+fn rabbitmq_4_x_opt_deaths_read_like_x_death() {
+    let s = |v: &str| HeaderValue::text(v);
+    let entry = HeaderValue::Table(vec![
+        ("queue".into(), s("billing.work")),
+        ("reason".into(), s("rejected")),
+        ("count".into(), HeaderValue::Int(3)),
+        ("first-time".into(), HeaderValue::Timestamp(1_790_000_000)),
+        ("last-time".into(), HeaderValue::Timestamp(1_790_003_600)),
+        ("exchange".into(), s("billing")),
+        (
+            "routing-keys".into(),
+            HeaderValue::Array(vec![s("invoice.paid")]),
+        ),
+    ]);
+    let raw = RawLetter {
+        headers: vec![Header::new("x-opt-deaths", HeaderValue::Array(vec![entry]))],
+        payload: b"{}".to_vec(),
+        ..RawLetter::default()
+    };
+    let d = extract(raw, &[]);
+    let f = &d.failure;
+    assert_eq!(
+        v(&f.origin),
+        Origin::Amqp {
+            exchange: "billing".into(),
+            routing_keys: vec!["invoice.paid".into()],
+            queue: Some("billing.work".into())
+        }
+    );
+    assert_eq!(loc(&f.origin).1, "x-opt-deaths[0] exchange + routing-keys");
+    assert_eq!(v(&f.death_reason), "rejected");
+    assert_eq!(v(&f.attempt), 3);
+    assert_eq!(
+        v(&f.first_failed_at),
+        Utc.timestamp_opt(1_790_000_000, 0).single().expect("valid")
+    );
+    assert_eq!(loc(&f.first_failed_at).1, "x-opt-deaths[0].first-time");
+    assert_eq!(
+        v(&f.last_failed_at),
+        Utc.timestamp_opt(1_790_003_600, 0).single().expect("valid")
+    );
+    assert_eq!(loc(&f.last_failed_at).1, "x-opt-deaths[0].last-time");
+}
+
 #[test]
 fn x_delivery_count_is_attempts_without_x_death() {
     let raw = RawLetter {

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 fn stripped(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n == "x-death"
+        || n == "x-opt-deaths"
         || n.starts_with("x-first-death-")
         || n.starts_with("x-last-death-")
         || n == "x-delivery-count"
