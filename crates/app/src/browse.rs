@@ -27,6 +27,9 @@ pub struct Browse {
     /// The ledger's decisions by binding (see `core::decisions::binding`), as last
     /// followed.
     decisions: HashMap<String, Decision>,
+    /// Whether the group index is kept: `watch` evaluates its rules on the letters
+    /// themselves, so it keeps none (no work per tailed letter, no rebuild per decision).
+    indexed: bool,
 }
 
 /// Decisions recorded since the last look that changed letters here.
@@ -48,6 +51,15 @@ impl Browse {
             retention_rules: Vec::new(),
             retention: Default::default(),
             decisions: HashMap::new(),
+            indexed: true,
+        }
+    }
+
+    /// The letters and the decisions followed, without a group index (`watch`).
+    pub fn letters_only(catalog: Catalog, now_ms: i64) -> Self {
+        Browse {
+            indexed: false,
+            ..Browse::new(catalog, &[], now_ms)
         }
     }
 
@@ -96,6 +108,9 @@ impl Browse {
     /// A letter read: into the catalog, and into the index when the filter lets it in.
     pub fn add(&mut self, p: &Prepared) -> RowId {
         let row = self.catalog.push_prepared(p);
+        if !self.indexed {
+            return row;
+        }
         if let Some(r) = self.catalog.store.row(row).copied() {
             if self
                 .filter
@@ -191,6 +206,9 @@ impl Browse {
 
     /// The index again from every letter, for the current grouping, filter and clock.
     pub fn rebuild(&mut self) {
+        if !self.indexed {
+            return;
+        }
         self.index = GroupIndex::build_with(
             &self.catalog.store,
             &self.dims,
@@ -268,6 +286,23 @@ mod tests {
         b.set_filter(Filter::all());
         assert_eq!(b.index().total(), 10);
         assert_eq!(b.index().len(), 2, "two reasons");
+    }
+
+    /// `watch`'s browse keeps the letters and follows decisions without a group index.
+    #[test]
+    fn a_letters_only_browse_holds_letters_and_states_but_groups_nothing() {
+        let catalog = Catalog::new(Masker::with_key(vec![1]), Vec::new());
+        let mut b = Browse::letters_only(catalog, NOW);
+        for p in letters(4) {
+            b.add(&p);
+        }
+        let followed = b.follow(vec![discard_of(&b, 1, "alice")]);
+        assert_eq!((b.catalog.store.len(), followed.letters), (4, 1));
+        assert_eq!(
+            b.catalog.store.row(1).map(|r| r.state),
+            Some(TriageState::Discarded)
+        );
+        assert_eq!(b.index().total(), 0, "nothing grouped");
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub fn run(ctx: &Launch, a: &WatchArgs) -> anyhow::Result<()> {
         principal: session.principal().clone(),
         source_key,
         watch,
-        browse: Browse::new(catalog, &[dim], ctx.now_ms()),
+        browse: Browse::letters_only(catalog, ctx.now_ms()),
         out,
         ledger: None,
     };
