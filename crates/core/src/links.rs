@@ -139,8 +139,13 @@ fn value(p: &str, dl: &DeadLetter, masker: &Masker) -> Result<String, String> {
         },
     };
     let v = got.ok_or_else(|| format!("the letter has no {p}"))?;
-    // Extracted fields come masked already (`j***@e***.com`); headers are masked here.
-    if v.contains("**") || masker.mask_text(&v) != v {
+    // Extracted fields come masked already (`j***@e***.com`); a header is masked as the
+    // headers tab masks it — by its name first (`x-api-key`), then by the detectors.
+    let masked = match p.strip_prefix("header.") {
+        Some(h) => masker.mask_header(h, &crate::model::HeaderValue::text(&v)) != v,
+        None => masker.mask_text(&v) != v,
+    };
+    if masked || v.contains("**") {
         return Err(format!("its {p} is masked"));
     }
     Ok(v)
@@ -270,6 +275,27 @@ mod tests {
         assert_eq!(
             trace.render(&dl, &m),
             Err("the letter has no trace_id".into())
+        );
+    }
+
+    /// A header masked by its name (a key, a token) never goes into a URL, whatever its
+    /// value looks like.
+    #[test]
+    fn a_header_masked_by_its_name_is_not_put_in_a_link() {
+        let m = Masker::with_key(vec![1]);
+        let dl = letter(&[
+            ("authorization", "plain-looking-value"),
+            ("x-request-id", "r-42"),
+        ]);
+        assert_eq!(
+            t("https://x/{header.authorization}").render(&dl, &m),
+            Err("its header.authorization is masked".into())
+        );
+        assert_eq!(
+            t("https://x/{header.x-request-id}")
+                .render(&dl, &m)
+                .map(|l| l.url),
+            Ok("https://x/r-42".into())
         );
     }
 
