@@ -85,7 +85,7 @@ impl LinkTemplate {
                 .ok_or("an unclosed {")?;
             let p = &rest[open + 1..close];
             let v = value(p, dl, masker)?;
-            url.push_str(&percent_encode(&v));
+            url.push_str(&crate::source::pct_encode(&v));
             rest = &rest[close + 1..];
         }
         url.push_str(rest);
@@ -149,19 +149,6 @@ fn value(p: &str, dl: &DeadLetter, masker: &Masker) -> Result<String, String> {
         return Err(format!("its {p} is masked"));
     }
     Ok(v)
-}
-
-/// RFC 3986: unreserved characters as they are, every other byte as `%XX`.
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Every template's link for `dl`, or (name, why not).
