@@ -222,34 +222,14 @@ impl Browse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dlq_core::catalog::prepare_letter;
     use dlq_core::journal::DecisionKind;
     use dlq_core::masking::Masker;
-    use dlq_core::model::{Coords, Header, HeaderValue, RawLetter, TriageState};
+    use dlq_core::model::TriageState;
 
     const NOW: i64 = 1_764_000_000_000;
 
     fn letters(n: usize) -> Vec<Prepared> {
-        let masker = Masker::with_key(vec![1]);
-        (0..n)
-            .map(|i| {
-                let raw = RawLetter {
-                    coords: Some(Coords::Kafka {
-                        topic: "t".into(),
-                        partition: 0,
-                        offset: i as i64,
-                    }),
-                    headers: vec![Header::new(
-                        "x-reason-code",
-                        HeaderValue::text(if i % 2 == 0 { "even" } else { "odd" }),
-                    )],
-                    payload: format!(r#"{{"n":{i}}}"#).into_bytes(),
-                    timestamp: chrono::DateTime::from_timestamp_millis(NOW - i as i64 * 1000),
-                    ..RawLetter::default()
-                };
-                prepare_letter(&masker, &[], raw).into()
-            })
-            .collect()
+        dlq_core::fixtures::even_odd(n, NOW, &|i| format!(r#"{{"n":{i}}}"#).into_bytes())
     }
 
     fn browse() -> Browse {

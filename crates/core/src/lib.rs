@@ -13,6 +13,8 @@ pub mod diff;
 pub mod dump;
 pub mod filter;
 pub mod fingerprint;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod grouping;
 pub mod handover;
 pub mod header_text;

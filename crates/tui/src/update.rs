@@ -172,26 +172,8 @@ mod tests {
     const NOW: i64 = 1_764_000_000_000;
 
     fn state(n: usize) -> AppState {
-        let masker = Masker::with_key(vec![1]);
-        let batch = (0..n)
-            .map(|i| {
-                let raw = RawLetter {
-                    coords: Some(Coords::Kafka {
-                        topic: "t".into(),
-                        partition: 0,
-                        offset: i as i64,
-                    }),
-                    headers: vec![Header::new(
-                        "x-reason-code",
-                        HeaderValue::text(if i % 2 == 0 { "even" } else { "odd" }),
-                    )],
-                    payload: br#"{"a":1}"#.to_vec(),
-                    timestamp: chrono::DateTime::from_timestamp_millis(NOW - i as i64 * 1000),
-                    ..RawLetter::default()
-                };
-                prepare_letter(&masker, &[], raw).into()
-            })
-            .collect();
+        let masker = dlq_core::fixtures::masker();
+        let batch = dlq_core::fixtures::even_odd(n, NOW, &|_| br#"{"a":1}"#.to_vec());
         let info = SourceInfo {
             label: "t".into(),
             browse_effect: String::new(),
