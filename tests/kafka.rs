@@ -912,4 +912,11 @@ fn value_less_share_group_letters_get_their_source_record() {
         })
         .expect("fetched");
     assert_eq!(again.payload, br#"{"payment":7}"#);
+    // Discovery names the share group whose DLQ a topic is; a plain topic has none.
+    let brokers = [bootstrap];
+    assert_eq!(
+        dlq_kafka::share_group(&brokers, &[], "dlq.payments").as_deref(),
+        Some("payments-share")
+    );
+    assert_eq!(dlq_kafka::share_group(&brokers, &[], "payments"), None);
 }

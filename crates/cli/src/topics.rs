@@ -26,22 +26,23 @@ pub fn run(ctx: &Launch, a: &TopicsArgs) -> anyhow::Result<()> {
                 "name": sanitize::clean(&c.name),
                 "messages": c.count,
                 "looks_like_dlq": c.looks_like_dlq,
+                "share_group": c.share_group.as_deref().map(sanitize::clean),
             })).collect::<Vec<_>>(),
         }));
     }
     let mut t = Table::new(&[
         ("TOPIC", false, 60),
         ("MESSAGES", true, 12),
-        ("DLQ?", false, 4),
+        ("DLQ?", false, 40),
     ]);
     for c in &found {
         t.row(vec![
             c.name.clone(),
             c.count.map_or("-".into(), |n| n.to_string()),
-            if c.looks_like_dlq {
-                "yes".into()
-            } else {
-                String::new()
+            match (&c.share_group, c.looks_like_dlq) {
+                (Some(g), _) => format!("yes, share group {}", sanitize::clean(g)),
+                (None, true) => "yes".into(),
+                (None, false) => String::new(),
             },
         ]);
     }

@@ -542,6 +542,12 @@ impl DlqSource for KafkaSource {
     }
 }
 
+/// The share group `topic` is the DLQ of, if its records say (KIP-1191).
+pub fn share_group(brokers: &[String], props: &[(String, String)], topic: &str) -> Option<String> {
+    let src = KafkaSource::new(brokers.to_vec(), Vec::new(), props.to_vec());
+    share_source::share_group_of(&src, topic)
+}
+
 /// Every topic of a cluster (internal ones left out) with its message count estimated
 /// from watermarks (high − low per partition: compaction and transaction markers make it
 /// an upper bound).

@@ -190,6 +190,36 @@ impl KafkaSource {
     }
 }
 
+/// The share group a topic is the DLQ of (KIP-1191), from its newest record's
+/// `__dlq.errors.group` header: read by assignment, one record. None for a topic whose
+/// records do not carry it (or an empty one).
+pub fn share_group_of(src: &KafkaSource, topic: &str) -> Option<String> {
+    let consumer = src.consumer().ok()?;
+    for p in src.partitions(&consumer, topic).ok()? {
+        let Ok((low, high)) = consumer.fetch_watermarks(topic, p, METADATA_TIMEOUT) else {
+            continue;
+        };
+        if high <= low {
+            continue;
+        }
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, p, Offset::Offset(high - 1))
+            .ok()?;
+        consumer.assign(&tpl).ok()?;
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
+            if let Some(Ok(m)) = consumer.poll(POLL) {
+                let raw = to_raw(&m);
+                return raw
+                    .header("__dlq.errors.group")
+                    .and_then(|v| v.as_nonempty_text());
+            }
+        }
+        return None;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,9 @@ pub struct Candidate {
     /// Messages the broker reports, when it does.
     pub count: Option<u64>,
     pub looks_like_dlq: bool,
+    /// Kafka: the share group whose broker-written DLQ this is (KIP-1191), from its
+    /// records' `__dlq.errors.group`.
+    pub share_group: Option<String>,
 }
 
 /// Whether a name matches one of the patterns.
@@ -59,6 +62,7 @@ pub fn discover(
                 kind: q.kind,
                 count: q.messages,
                 looks_like_dlq,
+                share_group: None,
             })
             .collect(),
         SourceRef::Kafka { brokers, .. } => kafka::topic_counts(brokers, &opts.kafka_props)?
@@ -69,6 +73,7 @@ pub fn discover(
                 name,
                 kind: "topic".into(),
                 count: Some(count),
+                share_group: None,
             })
             .collect(),
         other => {
@@ -79,6 +84,15 @@ pub fn discover(
     };
     if !all {
         found.retain(|c| c.looks_like_dlq);
+    }
+    // A DLQ topic's newest record says whether a share group's broker wrote it.
+    if let SourceRef::Kafka { brokers, .. } = base {
+        for c in found
+            .iter_mut()
+            .filter(|c| c.looks_like_dlq && c.count > Some(0))
+        {
+            c.share_group = kafka::share_group(brokers, &opts.kafka_props, &c.name);
+        }
     }
     found.sort_by(|a, b| {
         b.looks_like_dlq
