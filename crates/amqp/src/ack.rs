@@ -97,12 +97,30 @@ impl Drop for RabbitSource {
                             .basic_cancel(c.tag(), BasicCancelOptions::default())
                             .await;
                     }
+                    hand_back(ch).await;
                 }
                 let _ = conn.close(200, ShortString::from("bye")).await;
             };
             let _ = tokio::time::timeout(LEAVE_TIMEOUT, leave).await;
         });
     }
+}
+
+/// Hand every delivery a channel holds back to its queue with one `basic.nack`
+/// (delivery tag 0, multiple, requeue) before the channel closes: on RabbitMQ 4.3 and
+/// later a nack leaves a quorum queue's delivery count as it was, where a close may
+/// not be taken so; before 4.3 both count, so nothing is lost by asking. Best effort:
+/// the close that follows returns anything the nack did not.
+pub(crate) async fn hand_back(ch: &Channel) {
+    let _ = ch
+        .basic_nack(
+            0,
+            lapin::options::BasicNackOptions {
+                multiple: true,
+                requeue: true,
+            },
+        )
+        .await;
 }
 
 /// Longest wait for the round trip that confirms an ack (see `ack_letter`).

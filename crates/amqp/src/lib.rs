@@ -8,6 +8,7 @@
 //! so an unroutable message is a failure, never a silent success.
 
 mod ack;
+pub mod awaiting;
 mod connect;
 pub mod mgmt;
 mod probe;
@@ -85,6 +86,9 @@ pub struct RabbitSource {
     stated_type: Option<String>,
     /// Browse quorum queues with a delivery limit anyway (`--allow-redelivery`).
     allow_redelivery: bool,
+    /// Whether handing a browse back leaves quorum queues' delivery counts as they were
+    /// (RabbitMQ ≥ 4.3, see `probe::returns_uncounted`), once asked.
+    uncounted: Option<bool>,
 }
 
 impl RabbitSource {
@@ -104,6 +108,7 @@ impl RabbitSource {
             management: None,
             stated_type: None,
             allow_redelivery: false,
+            uncounted: None,
         })
     }
 
@@ -260,6 +265,17 @@ impl DlqSource for RabbitSource {
                 (q.clone(), rule)
             })
             .collect()
+    }
+
+    /// The management API's `messages_dlx` of the vhost's quorum queues; without the
+    /// API there is nothing to ask.
+    fn backlog(&self) -> Option<Box<dyn dlq_core::ports::Backlog>> {
+        let mgmt = self.management.clone()?;
+        Some(Box::new(awaiting::MgmtBacklog {
+            mgmt,
+            vhost: self.target.vhost.clone(),
+            dlqs: self.queues.clone(),
+        }))
     }
 
     fn scan(

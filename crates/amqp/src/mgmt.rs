@@ -19,6 +19,12 @@ pub struct QueueInfo {
     pub messages_ready: Option<u64>,
     #[serde(default)]
     pub messages_unacknowledged: Option<u64>,
+    /// Quorum queues: messages dead-lettered at-least-once and held here until the
+    /// dead-letter route confirms them (RabbitMQ ≥ 3.10).
+    #[serde(default)]
+    pub messages_dlx: Option<u64>,
+    #[serde(default)]
+    pub message_bytes_dlx: Option<u64>,
     #[serde(default)]
     pub arguments: Map<String, Value>,
     #[serde(default)]
@@ -269,7 +275,7 @@ impl Management {
 
     pub fn queues(&self, vhost: &str) -> Result<Vec<QueueInfo>, SourceError> {
         self.get_json(&format!(
-            "/api/queues/{}?columns=name,type,messages,messages_ready,messages_unacknowledged,arguments,policy,effective_policy_definition",
+            "/api/queues/{}?columns=name,type,messages,messages_ready,messages_unacknowledged,messages_dlx,message_bytes_dlx,arguments,policy,effective_policy_definition",
             enc(vhost)
         ))
     }
@@ -277,9 +283,36 @@ impl Management {
     /// The vhost's bindings, to see where dead letters are routed.
     pub fn bindings(&self, vhost: &str) -> Result<Vec<BindingInfo>, SourceError> {
         self.get_json(&format!(
-            "/api/bindings/{}?columns=source,destination,destination_type",
+            "/api/bindings/{}?columns=source,destination,destination_type,routing_key",
             enc(vhost)
         ))
+    }
+
+    /// The broker's version (`3.10.8`, `4.3.1`), from the overview.
+    pub fn version(&self) -> Result<String, SourceError> {
+        #[derive(Deserialize)]
+        struct Overview {
+            #[serde(default)]
+            rabbitmq_version: String,
+        }
+        let o: Overview = self.get_json("/api/overview?columns=rabbitmq_version")?;
+        Ok(o.rabbitmq_version)
+    }
+
+    /// The vhost's exchanges by name, with their types.
+    pub fn exchanges(
+        &self,
+        vhost: &str,
+    ) -> Result<std::collections::HashMap<String, String>, SourceError> {
+        #[derive(Deserialize)]
+        struct Ex {
+            name: String,
+            #[serde(rename = "type", default)]
+            kind: String,
+        }
+        let list: Vec<Ex> =
+            self.get_json(&format!("/api/exchanges/{}?columns=name,type", enc(vhost)))?;
+        Ok(list.into_iter().map(|e| (e.name, e.kind)).collect())
     }
 
     /// An exchange's type (`direct`, `topic`, `fanout`, `headers`, …).

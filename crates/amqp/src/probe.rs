@@ -38,6 +38,37 @@ pub(crate) enum Limit {
     Unknown,
 }
 
+/// Whether a message handed back unprocessed keeps its quorum delivery count on a
+/// broker of this version. Before 4.3 every return counted (a `basic.nack`, a
+/// `basic.reject`, a closed channel); from 4.3 only `basic.reject` does, and the
+/// returns are counted apart as `x-acquired-count` (RabbitMQ's "Negative
+/// Acknowledgements" page for 4.3). An unknown or unreadable version is taken to count.
+pub(crate) fn returns_uncounted(version: &str) -> bool {
+    let mut parts = version
+        .split(['.', '-', '+'])
+        .map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (4, 3),
+        _ => false,
+    }
+}
+
+impl RabbitSource {
+    /// Asked once of the management API (the overview's version); without it, counted.
+    pub(crate) fn returns_uncounted(&mut self) -> bool {
+        if let Some(u) = self.uncounted {
+            return u;
+        }
+        let u = self
+            .management
+            .as_ref()
+            .and_then(|m| m.version().ok())
+            .is_some_and(|v| returns_uncounted(&v));
+        self.uncounted = Some(u);
+        u
+    }
+}
+
 /// What one refused declare said about the queue.
 #[derive(Debug, PartialEq, Eq)]
 enum Refusal {
@@ -129,6 +160,11 @@ impl RabbitSource {
         probed: &Probe,
     ) -> Result<Option<String>, SourceError> {
         let allowed = self.allow_redelivery;
+        if kind == Some("quorum") && self.returns_uncounted() {
+            return Ok(Some(
+                "quorum queue on RabbitMQ 4.3 or later: the browse hands messages back with basic.nack, which leaves their delivery count as it was (x-acquired-count still rises)".into(),
+            ));
+        }
         match (kind, limit) {
             (Some("quorum"), Limit::Known(limit)) => {
                 if !allowed {
@@ -168,6 +204,25 @@ impl RabbitSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #57: from 4.3 a nack leaves the quorum delivery count as it was; before, and
+    /// where the version cannot be read, every return counts.
+    #[test]
+    fn only_rabbitmq_4_3_and_later_hand_back_uncounted() {
+        for (v, uncounted) in [
+            ("3.10.8", false),
+            ("3.13.7", false),
+            ("4.0.5", false),
+            ("4.2.4", false),
+            ("4.3.0", true),
+            ("4.3.1-rc.1", true),
+            ("5.0.0", true),
+            ("", false),
+            ("garbage", false),
+        ] {
+            assert_eq!(returns_uncounted(v), uncounted, "{v}");
+        }
+    }
 
     /// The refusals RabbitMQ 3.10 gave the probe (captured from the real server).
     #[test]

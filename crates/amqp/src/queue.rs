@@ -41,7 +41,8 @@ impl RabbitSource {
         let (ch, consumer) = self.consume(queue, want)?;
         let (got, consumer) = self.stream_deliveries(queue, consumer, want, sink)?;
         self.keep_open(queue, ch, consumer, got.browsed, false);
-        if let (Limit::Known(limit), Some("quorum")) = (limit, q.kind.as_deref()) {
+        let counted = !self.returns_uncounted();
+        if let (Limit::Known(limit), Some("quorum"), true) = (limit, q.kind.as_deref(), counted) {
             // On release each message has one more delivery than its header says.
             let left = limit - (got.most_delivered + 1);
             let line = format!(
@@ -78,10 +79,18 @@ impl RabbitSource {
     /// own consumer was reported as another client's.
     fn release_held(&mut self, queue: &str) {
         if let Some(old) = self.held.remove(queue) {
-            self.consumers.remove(queue);
+            let consumer = self.consumers.remove(queue);
             self.streams.remove(queue);
             self.tags.forget(queue);
             self.rt.block_on(async {
+                // Cancelled first: a nack to a live consumer would be delivered to it
+                // again, and the close would return (and count) it a second time.
+                if let Some(c) = consumer {
+                    let _ = old
+                        .basic_cancel(c.tag(), BasicCancelOptions::default())
+                        .await;
+                }
+                crate::ack::hand_back(&old).await;
                 let _ = old.close(200, ShortString::from("re-browse")).await;
             });
         }

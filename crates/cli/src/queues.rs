@@ -38,6 +38,8 @@ pub fn run(ctx: &Launch, a: &QueuesArgs) -> anyhow::Result<()> {
                 "ready": q.messages_ready,
                 "unacked": q.messages_unacknowledged,
                 "delivery_limit": q.delivery_limit(),
+                // Quorum: dead-lettered at-least-once and not yet confirmed by the route.
+                "held_for_dead_lettering": q.messages_dlx,
                 "looks_like_dlq": dlq,
             })).collect::<Vec<_>>(),
         });
@@ -52,11 +54,20 @@ pub fn run(ctx: &Launch, a: &QueuesArgs) -> anyhow::Result<()> {
         ("NOTE", false, 50),
     ]);
     for (q, dlq) in &rows {
-        let note = match (q.kind.as_str(), q.delivery_limit()) {
+        let mut note = match (q.kind.as_str(), q.delivery_limit()) {
             ("quorum", Some(l)) => format!("delivery-limit {l}: browsing counts redeliveries"),
             ("stream", _) => "read by offset, never consumed".to_string(),
             _ => String::new(),
         };
+        if let Some(n) = q.messages_dlx.filter(|n| *n > 0) {
+            // First: a stuck dead-letter route matters more than the browse's cost.
+            let held = format!("{n} dead-lettered, held here until the route confirms");
+            note = if note.is_empty() {
+                held
+            } else {
+                format!("{held}; {note}")
+            };
+        }
         t.row(vec![
             q.name.clone(),
             q.kind.clone(),

@@ -33,8 +33,13 @@ pub fn run(ctx: &Launch, a: &SummaryArgs) -> anyhow::Result<()> {
     let browse = Browse::scanned(catalog, &dims, now, filter, session.retention().to_vec());
     let groups = browse.index().sorted(&browse.catalog.store);
     super::context::note_unmatched(browse.filter(), browse.index().total() as usize);
+    // Asked after the scan, as the TUI does: what the broker holds upstream now.
+    let awaiting = session
+        .backlog()
+        .map(|mut b| b.awaiting().map_err(|e| e.to_string()));
     let s = Summary {
         ctx,
+        awaiting,
         rules: browse.retention_rules(),
         info: &info,
         session: &session,
@@ -58,6 +63,9 @@ pub fn run(ctx: &Launch, a: &SummaryArgs) -> anyhow::Result<()> {
 /// A scanned source grouped: what both outputs are made from.
 struct Summary<'a> {
     ctx: &'a Launch,
+    /// Dead letters held upstream on their way here (RabbitMQ at-least-once
+    /// dead-lettering): None where the source has no such place to ask.
+    awaiting: Option<Result<Vec<dlq_core::awaiting::Awaiting>, String>>,
     /// The broker's retention per container (empty for sources without one).
     rules: &'a [(String, dlq_core::retention::Retention)],
     info: &'a dlq_core::ports::SourceInfo,
@@ -106,7 +114,15 @@ impl Summary<'_> {
                 "retention_ms": r.ms(),
                 "rule": r.describe(),
             })).collect::<Vec<_>>(),
+            // null: not a source with such a place, or it could not be read (the error).
+            "awaiting_dead_lettering": match &self.awaiting {
+                Some(Ok(list)) => json!(list),
+                _ => Value::Null,
+            },
         });
+        if let Some(Err(e)) = &self.awaiting {
+            doc["awaiting_dead_lettering_error"] = json!(dlq_core::sanitize::clean(e));
+        }
         if !self.filter.is_empty() {
             doc["filter"] = json!(self.filter.source());
         }
@@ -189,6 +205,19 @@ impl Summary<'_> {
                 dlq_core::sanitize::clean(c),
                 dlq_core::sanitize::line(&r.describe(), 200)
             )?;
+        }
+        match &self.awaiting {
+            Some(Ok(list)) => {
+                for a in list {
+                    writeln!(out, "{}", a.describe())?;
+                }
+            }
+            Some(Err(e)) => writeln!(
+                out,
+                "dead letters held upstream unknown: {}",
+                dlq_core::sanitize::line(e, 200)
+            )?,
+            None => {}
         }
         writeln!(out)?;
         let labels: Vec<&str> = self.dims.iter().map(|d| d.name()).collect();

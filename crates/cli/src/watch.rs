@@ -65,13 +65,26 @@ pub fn run(ctx: &Launch, a: &WatchArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let loaded = ctx.scan(&a.source, false)?;
     out.label = clean(&loaded.info.label);
-    let watch = Watch::new(rules, dim, ctx.config.owners.clone(), baseline);
+    let mut watch = Watch::new(rules, dim, ctx.config.owners.clone(), baseline);
     let crate::context::Loaded {
         catalog,
         mut session,
         source_key,
         ..
     } = loaded;
+    // Where dead letters can be held upstream (RabbitMQ at-least-once dead-lettering),
+    // a broken route is watched unless a rule of the operator's already does.
+    let backlog = session.backlog();
+    if backlog.is_some() && !watch.watches_held() {
+        watch.rules.push(
+            Rule::parse(
+                dlq_core::watch::HELD_RULE,
+                Some("dead letters held upstream"),
+                Some("warning"),
+            )
+            .map_err(super::UsageError)?,
+        );
+    }
     let mut w = Watching {
         ctx,
         started,
@@ -81,6 +94,8 @@ pub fn run(ctx: &Launch, a: &WatchArgs) -> anyhow::Result<()> {
         browse: Browse::letters_only(catalog, ctx.now_ms()),
         out,
         ledger: None,
+        backlog,
+        backlog_error: None,
     };
     w.watch.set_retention(dlq_core::retention::by_symbol(
         &mut w.browse.catalog.store,
@@ -126,6 +141,10 @@ struct Watching<'a> {
     out: Outputs,
     /// The ledger, once there is one (the first decision on this host creates it).
     ledger: Option<Box<dyn dlq_core::journal::Journal>>,
+    /// Asked before each evaluation: dead letters held upstream (`held > N`).
+    backlog: Option<Box<dyn dlq_core::ports::Backlog>>,
+    /// The last failure to ask it, said once until it changes.
+    backlog_error: Option<String>,
 }
 
 impl Watching<'_> {
@@ -147,6 +166,26 @@ impl Watching<'_> {
     }
 
     fn evaluate(&mut self, now: i64) -> Evaluation {
+        if let Some(b) = &mut self.backlog {
+            // A failed read keeps the last figures: a management API that blinks is no
+            // recovery.
+            match b.awaiting() {
+                Ok(held) => {
+                    self.watch.set_held(held);
+                    self.backlog_error = None;
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    if self.backlog_error.as_ref() != Some(&e) {
+                        eprintln!(
+                            "dead letters held upstream unknown: {}",
+                            dlq_core::sanitize::line(&e, 200)
+                        );
+                        self.backlog_error = Some(e);
+                    }
+                }
+            }
+        }
         let replay = latest_replay_figures(&self.principal, &self.source_key)
             .ok()
             .flatten();
@@ -290,14 +329,18 @@ impl Outputs {
             doc.to_string()
         } else if event == "breach" {
             format!(
-                "{at} BREACH {} · {} · {} · {} ({}) · {} letters · owner {}{}",
+                "{at} BREACH {} · {} · {} · {} ({}) · {} letters{}{}",
                 clean(&b.severity),
                 clean(&b.rule),
                 b.group,
                 b.value,
                 b.threshold,
                 b.count,
-                b.owner,
+                // Breaches of no group (a replay, a route) have no owner to name.
+                match b.owner.as_str() {
+                    "" => String::new(),
+                    o => format!(" · owner {o}"),
+                },
                 b.example
                     .as_deref()
                     .map(|x| format!(" · e.g. {x}"))

@@ -4,6 +4,7 @@
 //! a wrong-way import does not compile; `tests/architecture.rs` checks the manifests.
 
 pub mod access;
+pub mod awaiting;
 pub mod binding;
 pub mod browse;
 pub mod catalog;

@@ -116,6 +116,12 @@ pub trait DlqSource {
         sink: &mut dyn FnMut(ScanEvent) -> ControlFlow<()>,
     ) -> Result<(), SourceError>;
 
+    /// Whether the front end reads the letters' payloads (`summary` groups from the
+    /// headers alone): a source that would fetch a payload from elsewhere — a Kafka
+    /// share group's value-less letter, from its source record — may skip that.
+    /// Payloads are wanted unless told otherwise.
+    fn want_payloads(&mut self, _wanted: bool) {}
+
     /// After `scan`, stream letters that arrive from now on until the sink breaks.
     fn tail(
         &mut self,
@@ -156,12 +162,25 @@ pub trait DlqSource {
         Vec::new()
     }
 
+    /// A reader of the dead letters the broker holds outside this DLQ on their way to
+    /// it (RabbitMQ quorum queues with at-least-once dead-lettering), asked again on
+    /// every refresh. None: the broker has no such place, or it cannot be read.
+    fn backlog(&self) -> Option<Box<dyn Backlog>> {
+        None
+    }
+
     fn fetch(&mut self, coords: &Coords) -> Result<RawLetter, SourceError> {
         Err(SourceError::Unsupported(format!(
             "{} cannot fetch {coords}",
             self.info().label
         )))
     }
+}
+
+/// Dead letters on their way to the DLQ but held elsewhere (see `awaiting`).
+pub trait Backlog: Send {
+    /// What each source queue holds for this DLQ now.
+    fn awaiting(&mut self) -> Result<Vec<crate::awaiting::Awaiting>, SourceError>;
 }
 
 /// What a replay publishes and reads with.

@@ -40,7 +40,15 @@ pub enum Condition {
     /// each dry-run tells one bit per letter of what its program saw (see
     /// docs/masking.md), so many in a row are worth a look.
     DryRuns { max: u64, window: Duration },
+    /// More than this many dead letters held in a source queue on their way here
+    /// (RabbitMQ at-least-once dead-lettering, see `awaiting`): one breach per queue.
+    Held(u64),
 }
+
+/// The rule `watch` adds on a source where dead letters can be held upstream, unless
+/// the operator wrote a `held` rule: a broken dead-letter route is an incident the
+/// DLQ's own letters never show.
+pub const HELD_RULE: &str = "held > 0";
 
 /// The window of `dry-runs > N` when the rule names none.
 pub const DRY_RUN_WINDOW: Duration = Duration::from_secs(3600);
@@ -94,11 +102,12 @@ impl Rule {
                         | ("new", Some("reason"))
                         | ("replay", Some("failed-again"))
                         | ("dry-runs", Some(">"))
+                        | ("held", Some(">"))
                 )
             })
             .ok_or_else(|| {
                 format!(
-                    "rule `{}`: no condition — end it with `rate > N/min [for D]`, `oldest > AGE`, `count > N`, `expires < D`, `new reason`, `replay failed-again > X` or `dry-runs > N [for D]`",
+                    "rule `{}`: no condition — end it with `rate > N/min [for D]`, `oldest > AGE`, `count > N`, `expires < D`, `new reason`, `replay failed-again > X`, `dry-runs > N [for D]` or `held > N`",
                     crate::sanitize::clean(text)
                 )
             })?;
@@ -176,6 +185,10 @@ fn condition(text: &str, rest: &[&str]) -> Result<Condition, String> {
             },
             Err(_) => return bad("dry-runs takes a number, e.g. `dry-runs > 20 for 1h`"),
         },
+        ["held", ">", n] => match n.parse() {
+            Ok(n) => Condition::Held(n),
+            Err(_) => return bad("held takes a number, e.g. `held > 0`"),
+        },
         ["replay", "failed-again", ">", x] => match share(x) {
             Some(x) => Condition::ReplayFailedAgain(x),
             None => return bad("failed-again takes a share: 0.2 or 20%"),
@@ -237,6 +250,8 @@ pub struct Watch {
     retention: std::sync::Arc<foldhash::HashMap<crate::store::Sym, i64>>,
     /// Transform dry-runs over this source: who, when (ms) — `dry-runs > N`.
     dry_runs: Vec<(String, i64)>,
+    /// Dead letters held upstream, as the broker last said — `held > N`.
+    held: Vec<crate::awaiting::Awaiting>,
 }
 
 /// What one evaluation found: every breach in force, and what changed since the last.
@@ -266,6 +281,7 @@ impl Watch {
             active: BTreeMap::new(),
             retention: Default::default(),
             dry_runs: Vec::new(),
+            held: Vec::new(),
         }
     }
 
@@ -273,6 +289,18 @@ impl Watch {
     /// in ms), for `dry-runs > N`.
     pub fn set_dry_runs(&mut self, runs: Vec<(String, i64)>) {
         self.dry_runs = runs;
+    }
+
+    /// What the broker holds upstream now (see `awaiting`), for `held > N`.
+    pub fn set_held(&mut self, held: Vec<crate::awaiting::Awaiting>) {
+        self.held = held;
+    }
+
+    /// Whether a rule watches what is held upstream.
+    pub fn watches_held(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| matches!(r.condition, Condition::Held(_)))
     }
 
     /// The containers' retention (see `retention::by_symbol`), for `expires < D`.
@@ -348,6 +376,10 @@ impl Watch {
             }
             if let Condition::DryRuns { max, window } = rule.condition {
                 breaches.extend(dry_run_breaches(rule, max, window, &self.dry_runs, now_ms));
+                continue;
+            }
+            if let Condition::Held(max) = rule.condition {
+                breaches.extend(held_breaches(rule, max, &self.held));
                 continue;
             }
             let window = match rule.condition {
@@ -455,7 +487,9 @@ impl Watch {
                 })
             }
             // Judged on the ledger's figures, not per group (see `evaluate`).
-            Condition::ReplayFailedAgain(_) | Condition::DryRuns { .. } => None,
+            Condition::ReplayFailedAgain(_) | Condition::DryRuns { .. } | Condition::Held(_) => {
+                None
+            }
         }
     }
 
@@ -505,6 +539,24 @@ fn replay_breach(rule: &Rule, x: f64, replay: Option<&ReplayFigures>) -> Option<
         owner: String::new(),
         example: None,
     })
+}
+
+/// Source queues holding more than `max` dead letters on their way here, one breach each.
+fn held_breaches(rule: &Rule, max: u64, held: &[crate::awaiting::Awaiting]) -> Vec<Breach> {
+    held.iter()
+        .filter(|a| a.messages > max)
+        .map(|a| Breach {
+            rule: rule.name.clone(),
+            severity: rule.severity.clone(),
+            group: format!("held in {}", crate::sanitize::clean(&a.queue)),
+            value: a.describe(),
+            threshold: format!("> {max}"),
+            count: a.messages,
+            oldest_s: None,
+            owner: String::new(),
+            example: None,
+        })
+        .collect()
 }
 
 /// Users with more than `max` dry-runs within `window` before `now_ms`, one breach each.
@@ -752,5 +804,41 @@ mod tests {
         assert_eq!(e.breaches.len(), 1, "{:?}", e.breaches);
         assert_eq!(e.breaches[0].group, "dry-runs by mallory");
         assert_eq!(e.breaches[0].count, 3);
+    }
+
+    /// #57: dead letters held in a quorum source queue (a broken dead-letter route)
+    /// breach per queue, recover when the route drains them.
+    #[test]
+    fn letters_held_upstream_breach_per_queue_and_recover() {
+        use crate::awaiting::{Awaiting, Route};
+        let r = rule(HELD_RULE);
+        assert_eq!(r.condition, Condition::Held(0));
+        let mut w = Watch::new(vec![r], Dim::Reason, Owners::default(), None);
+        assert!(w.watches_held());
+        let held = |n: u64| Awaiting {
+            queue: "orders".into(),
+            messages: n,
+            bytes: None,
+            exchange: "dlx".into(),
+            route: Route::Nowhere,
+        };
+        let s = store(&[]);
+        let none = |i: &str| i.to_string();
+        assert!(w.evaluate(&s, NOW, None, &none).breaches.is_empty());
+        w.set_held(vec![held(3)]);
+        let e = w.evaluate(&s, NOW, None, &none);
+        assert_eq!(e.new.len(), 1);
+        assert_eq!(e.new[0].group, "held in orders");
+        assert_eq!(e.new[0].count, 3);
+        assert!(
+            e.new[0].value.contains("routes them to no queue"),
+            "{}",
+            e.new[0].value
+        );
+        w.set_held(vec![held(0)]);
+        let e = w.evaluate(&s, NOW, None, &none);
+        assert_eq!(e.recovered.len(), 1);
+        let bad = Rule::parse("held > x", None, None).expect_err("not a number");
+        assert!(bad.contains("held takes a number"), "{bad}");
     }
 }

@@ -174,6 +174,9 @@ pub enum BrowseEvent {
     Copied(Result<String, String>),
     /// How long the broker keeps each container's letters (read after the scan).
     Retention(Vec<(String, dlq_core::retention::Retention)>),
+    /// Dead letters held upstream on their way here (read every 15 s), or why that
+    /// could not be read.
+    Awaiting(Result<Vec<dlq_core::awaiting::Awaiting>, String>),
 }
 
 /// What the ledger recorded or holds.

@@ -61,6 +61,9 @@ pub struct ScanStatus {
     pub lost: Option<String>,
     /// This browse is a second one (`R`): its end replaces the "browsing again…" line.
     pub again: bool,
+    /// Dead letters held in quorum source queues on their way here (at-least-once
+    /// dead-lettering), as the broker last said.
+    pub awaiting: Vec<dlq_core::awaiting::Awaiting>,
 }
 
 impl ScanStatus {

@@ -94,6 +94,7 @@ fn run(
         send(Action::from(BrowseEvent::SourceOpened(
             session.info().clone(),
         )));
+        let backlog = BacklogWatch::spawn(session.backlog(), &events);
         let postponed = initial_scan(&mut session, &events, &requests);
         let notes = session.reconcile();
         send(Action::from(LedgerEvent::Decisions(session.decisions())));
@@ -118,6 +119,7 @@ fn run(
         // The old browse is dropped before the next opens: on RabbitMQ its held
         // deliveries go back to the queue when its connection closes.
         drop(session);
+        drop(backlog);
     }
 }
 
@@ -374,6 +376,51 @@ fn discard(session: &mut Session, rows: Vec<(RowId, DiscardTarget)>, reason: &st
 /// On a team ledger: follow other engineers' decisions as they are committed (the
 /// server announces each change), so a letter alice discards turns `discarded by alice`
 /// here without a restart. Ends when the UI is gone or the server connection is.
+/// Asks the broker every 15 s for dead letters held upstream on their way here (see
+/// `dlq_core::awaiting`), on its own thread: the management API may take seconds, and
+/// neither the scan nor the frames wait for it. Stops when dropped (a new browse asks
+/// with its own) or when the UI is gone.
+struct BacklogWatch(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl BacklogWatch {
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+    fn spawn(
+        backlog: Option<Box<dyn dlq_core::ports::Backlog>>,
+        events: &Sender<AppEvent>,
+    ) -> BacklogWatch {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if let Some(mut backlog) = backlog {
+            let (stop, events) = (stop.clone(), events.clone());
+            std::thread::spawn(move || loop {
+                let read = backlog.awaiting().map_err(|e| e.to_string());
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let event = AppEvent::Action(Action::from(BrowseEvent::Awaiting(read)));
+                if events.send(event).is_err() {
+                    return;
+                }
+                let started = std::time::Instant::now();
+                while started.elapsed() < Self::EVERY {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            });
+        }
+        BacklogWatch(stop)
+    }
+}
+
+impl Drop for BacklogWatch {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 fn spawn_ledger_watch(principal: &Principal, source_key: &str, events: &Sender<AppEvent>) {
     let (principal, key, events) = (principal.clone(), source_key.to_string(), events.clone());
     std::thread::spawn(move || {

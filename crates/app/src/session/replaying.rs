@@ -351,6 +351,12 @@ impl Session {
         self.src.origin_log()
     }
 
+    /// The reader of dead letters held outside the DLQ on their way to it (RabbitMQ
+    /// at-least-once dead-lettering), for `summary`, the TUI header and `watch`.
+    pub fn backlog(&self) -> Option<Box<dyn dlq_core::ports::Backlog>> {
+        self.src.backlog()
+    }
+
     /// A replay journaled in the ledger, to continue.
     pub fn resume_of(&self, id: &str) -> Result<Option<Resume>, SessionError> {
         let Some(ledger) = self.settings.principal.existing_ledger()? else {

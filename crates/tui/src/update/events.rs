@@ -34,6 +34,7 @@ pub(crate) fn scan_event(state: &mut AppState, action: BrowseEvent) {
             }
         }
         BrowseEvent::Retention(rules) => retention(state, rules),
+        BrowseEvent::Awaiting(read) => awaiting(state, read),
         BrowseEvent::ScanDone => scan_done(state),
         BrowseEvent::ScanFailed(e) if !state.scan.read_any() => {
             // Could not even open it (a wrong password, a broker down): the whole error,
@@ -78,6 +79,39 @@ fn retention(state: &mut AppState, rules: Vec<(String, dlq_core::retention::Rete
         ));
     }
     state.needs(Refresh::Tree);
+}
+
+/// Dead letters held upstream: the title counts them; each time there are more, the
+/// status line says so and `:notes` says where and why. A read that fails once is
+/// noted once (the management API down is said elsewhere too).
+fn awaiting(state: &mut AppState, read: Result<Vec<dlq_core::awaiting::Awaiting>, String>) {
+    use dlq_core::awaiting::total;
+    let now = match read {
+        Ok(now) => now,
+        Err(e) => {
+            let line = format!(
+                "dead letters held upstream unknown: {}",
+                dlq_core::sanitize::line(&e, 200)
+            );
+            if state.notes.last() != Some(&line) {
+                state.notes.push(line);
+            }
+            return;
+        }
+    };
+    if total(&now) > total(&state.scan.awaiting) {
+        for a in &now {
+            state.notes.push(a.describe());
+        }
+        state.message = Some((
+            format!(
+                "{} dead letter(s) held upstream, not in this queue yet (:notes says where)",
+                total(&now)
+            ),
+            Level::Warn,
+        ));
+    }
+    state.scan.awaiting = now;
 }
 
 /// The scan has read everything there was.

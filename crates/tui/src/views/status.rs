@@ -50,6 +50,14 @@ pub fn title(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
         ));
     }
     parts.push(text(format!(" · +{inflow:.1}/min"), StyleName::UiText, 5));
+    let held = dlq_core::awaiting::total(&s.scan.awaiting);
+    if held > 0 {
+        parts.push(text(
+            format!(" · {held} held upstream"),
+            StyleName::UiWarn,
+            9,
+        ));
+    }
     parts.push(text(
         format!(
             " · oldest {}",
