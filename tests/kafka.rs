@@ -920,3 +920,198 @@ fn value_less_share_group_letters_get_their_source_record() {
     );
     assert_eq!(dlq_kafka::share_group(&brokers, &[], "payments"), None);
 }
+
+/// #57: the letters the 2026 brokers and libraries write, header for header as they
+/// write them, on the mock cluster: a share group's broker-written DLQ (value-less, two
+/// reasons), Kafka Streams (KIP-1034), Karafka and Watermill. `summary --json` groups
+/// each by its own reason and consumer — and reads the share group's reasons from the
+/// headers without fetching a single source record.
+#[test]
+fn the_2026_conventions_group_by_their_own_reason_and_consumer() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    for t in [
+        "orders",
+        "dlq.orders",
+        "orders-enricher-dlq",
+        "dead_messages",
+        "poison_queue",
+    ] {
+        cluster.create_topic(t, 1, 1).expect("topic");
+    }
+    let bootstrap = cluster.bootstrap_servers();
+    let at = |topic: &str, offset: i64| {
+        Some(Coords::Kafka {
+            topic: topic.into(),
+            partition: 0,
+            offset,
+        })
+    };
+    let text = |n: &'static str, v: &str| Header::new(n, HeaderValue::text(v));
+    let record = |topic: &str, offset: i64, headers: Vec<Header>, value: &[u8]| RawLetter {
+        coords: at(topic, offset),
+        headers,
+        payload: value.to_vec(),
+        timestamp: Some(
+            DateTime::parse_from_rfc3339("2026-12-05T09:00:00Z")
+                .expect("t")
+                .into(),
+        ),
+        ..RawLetter::default()
+    };
+    let source: Vec<RawLetter> = (0..4)
+        .map(|i| {
+            record(
+                "orders",
+                i,
+                Vec::new(),
+                format!("{{\"order\":{i}}}").as_bytes(),
+            )
+        })
+        .collect();
+    produce_all(&bootstrap, &source).expect("source");
+    // KIP-1191: the broker writes UTF-8 text headers and, by default, no key or value.
+    let share = |offset: i64, source_offset: i64, count: &str, message: &str| {
+        record(
+            "dlq.orders",
+            offset,
+            vec![
+                text("__dlq.errors.topic", "orders"),
+                text("__dlq.errors.partition", "0"),
+                text("__dlq.errors.offset", &source_offset.to_string()),
+                text("__dlq.errors.group", "orders-share"),
+                text("__dlq.errors.delivery.count", count),
+                text("__dlq.errors.message", message),
+            ],
+            b"",
+        )
+    };
+    // KIP-1034: the exception class, its message and stack trace, the input record's
+    // coordinates, as UTF-8 text.
+    let streams = |offset: i64| {
+        record(
+            "orders-enricher-dlq",
+            offset,
+            vec![
+                text(
+                    "__streams.errors.exception",
+                    "org.apache.kafka.common.errors.SerializationException",
+                ),
+                text(
+                    "__streams.errors.message",
+                    "Size of data received by IntegerDeserializer is not 4",
+                ),
+                text("__streams.errors.stacktrace", "org.apache.kafka.common.errors.SerializationException: Size of data received by IntegerDeserializer is not 4\n\tat org.apache.kafka.common.serialization.IntegerDeserializer.deserialize(IntegerDeserializer.java:30)"),
+                text("__streams.errors.topic", "orders"),
+                text("__streams.errors.partition", "0"),
+                text("__streams.errors.offset", &offset.to_string()),
+            ],
+            br#"{"order":"ord-9"}"#,
+        )
+    };
+    // Karafka's dispatch to the DLQ: the source coordinates and group as text, no reason.
+    let karafka = record(
+        "dead_messages",
+        0,
+        vec![
+            text("source_topic", "orders_states"),
+            text("source_partition", "2"),
+            text("source_offset", "3141"),
+            text("source_consumer_group", "example_app_group"),
+            text("source_attempts", "3"),
+        ],
+        br#"{"order_id":4}"#,
+    );
+    // Watermill's poison queue middleware: its metadata as text headers.
+    let watermill =
+        record(
+            "poison_queue",
+            0,
+            vec![
+            text("_watermill_message_uuid", "a3c1e2f4-0b5d-4e6f-8a9b-1c2d3e4f5a6b"),
+            text(
+                "reason_poisoned",
+                "could not handle message: invalid character 'x' looking for beginning of value",
+            ),
+            text("topic_poisoned", "orders.created"),
+            text("handler_poisoned", "orders-projector"),
+            text("subscriber_poisoned", "kafka.Subscriber"),
+        ],
+            br#"x{"order": 1}"#,
+        );
+    let mut all = vec![
+        share(0, 1, "1", "Offset rejected by client."),
+        share(1, 2, "1", "Offset rejected by client."),
+        share(2, 3, "5", "Offset delivery count exceeded the threshold."),
+        streams(0),
+        streams(1),
+        karafka,
+        watermill,
+    ];
+    all.iter_mut().for_each(|l| l.properties.clear());
+    produce_all(&bootstrap, &all).expect("dlq records");
+
+    let cli = dlq_testkit::cli::Cli::new(env!("CARGO_BIN_EXE_dlq-triage"));
+    let uri =
+        format!("kafka://{bootstrap}/dlq.orders,orders-enricher-dlq,dead_messages,poison_queue");
+    let out = cli.run(&["summary", "--json", "--group-by", "reason,consumer", &uri]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&dlq_testkit::cli::exited(&out, 0)).expect("json");
+    let mut groups: Vec<(String, String, u64)> = doc["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["reason_code"].as_str().unwrap_or("?").to_string(),
+                g["consumer"].as_str().unwrap_or("?").to_string(),
+                g["count"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    groups.sort();
+    let own = |r: &str, c: &str, n: u64| (r.to_string(), c.to_string(), n);
+    assert_eq!(
+        groups,
+        vec![
+            // Streams: the exception class before its message, numbers fingerprinted;
+            // KIP-1034 writes no application id, so no consumer.
+            own(
+                "SerializationException: Size of data received by IntegerDeserializer is not <n>",
+                "",
+                2
+            ),
+            // Watermill: the handler's error fingerprinted, the handler as consumer.
+            own(
+                "could not handle message: invalid character <str> looking for beginning of value",
+                "orders-projector",
+                1
+            ),
+            own("delivery-limit-reached", "orders-share", 1),
+            own("rejected-by-consumer", "orders-share", 2),
+            // Karafka writes no reason: its group and attempts only.
+            own("unknown", "example_app_group", 1),
+        ],
+        "{doc:#}"
+    );
+
+    // A scan that reads headers only (what `summary` asks) leaves the share group's
+    // letters as the broker wrote them: no source record read, no note added. A scan
+    // that wants payloads reads them, three in one batch.
+    let source_of = |l: &RawLetter| l.header(dlq_kafka::share_source::SOURCE_HEADER).is_some();
+    let mut src = KafkaSource::new(
+        vec![bootstrap.clone()],
+        vec!["dlq.orders".into()],
+        Vec::new(),
+    );
+    src.want_payloads(false);
+    let got = scan(&mut src).expect("scan");
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|l| l.payload.is_empty() && !source_of(l)));
+    src.want_payloads(true);
+    let got = scan(&mut src).expect("scan");
+    let payloads: Vec<&[u8]> = got.iter().map(|l| l.payload.as_slice()).collect();
+    assert_eq!(
+        payloads,
+        [&br#"{"order":1}"#[..], br#"{"order":2}"#, br#"{"order":3}"#]
+    );
+}

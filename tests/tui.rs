@@ -1246,3 +1246,67 @@ fn the_failure_tab_shows_links_and_l_copies_them() {
         Some("https://ci.example/r?v=release-2026-09-21")
     );
 }
+
+/// #57: the letters the 2026 brokers and libraries write (the conventions' fixtures,
+/// header for header) in the TUI at 80×24: each under its own reason; and dead letters
+/// held upstream (a broken at-least-once route) counted in the title, the status line
+/// saying so and `:notes` saying where and why.
+#[test]
+fn the_2026_conventions_and_letters_held_upstream_at_80x24() {
+    use dlq_core::awaiting::{Awaiting, Route};
+    let size = (80, 24);
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("brokers-2026.ndjson");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conventions");
+    let mut dump = String::new();
+    for f in [
+        "kafka-share-group.ndjson",
+        "kafka-share-group-rejected.ndjson",
+        "kafka-streams.ndjson",
+        "karafka.ndjson",
+        "watermill.ndjson",
+    ] {
+        dump.push_str(&std::fs::read_to_string(fixtures.join(f)).expect("fixture"));
+    }
+    std::fs::write(&path, dump).expect("dump");
+    let mut s = state_from(&path, size);
+    let held = Awaiting {
+        queue: "orders".into(),
+        messages: 3,
+        bytes: Some(96),
+        exchange: "dlx.orders".into(),
+        route: Route::Nowhere,
+    };
+    update(
+        &mut s,
+        Action::from(BrowseEvent::Awaiting(Ok(vec![held]))),
+        size,
+    );
+    let text = screen(&s, size);
+    insta::assert_snapshot!("brokers_2026_80x24", text);
+    for reason in [
+        "delivery-limit-reached",
+        "rejected-by-consumer",
+        "SerializationException",
+        "could not handle mess",
+        "unknown",
+    ] {
+        assert!(text.contains(reason), "{reason} not on screen:\n{text}");
+    }
+    assert!(text.contains("3 held upstream"), "{text}");
+    assert!(
+        s.notes.iter().any(|n| n.contains("held in orders")
+            && n.contains("exchange dlx.orders routes them to no queue")),
+        "{:?}",
+        s.notes
+    );
+    // The same figure again is not news; drained, the title says nothing more.
+    s.message = None;
+    update(
+        &mut s,
+        Action::from(BrowseEvent::Awaiting(Ok(Vec::new()))),
+        size,
+    );
+    assert!(s.message.is_none());
+    assert!(!screen(&s, size).contains("held upstream"));
+}

@@ -269,7 +269,12 @@ impl Session {
         previews: bool,
         sink: &mut dyn FnMut(SessionEvent) -> ControlFlow<()>,
     ) -> Result<(), SessionError> {
-        self.pump(previews, false, sink)
+        // A scan without previews groups from the headers: payloads kept elsewhere (a
+        // share group's source records) are not fetched for it.
+        self.src.want_payloads(previews);
+        let scanned = self.pump(previews, false, sink);
+        self.src.want_payloads(true);
+        scanned
     }
 
     /// After `scan`, stream new arrivals until the sink breaks.

@@ -124,6 +124,9 @@ pub struct KafkaSource {
     /// not after it (3 s added to every 1,000,000-letter `summary` on the mock cluster).
     /// Asked once: a second browse (`R`) does not ask again.
     retention: Option<RetentionAsk>,
+    /// Value-less share-group letters get their source record (see `share_source`);
+    /// not while a scan reads headers only.
+    fill_from_source: bool,
 }
 
 type Rules = Vec<(String, dlq_core::retention::Retention)>;
@@ -145,6 +148,7 @@ impl KafkaSource {
             stall_timeout: STALL_TIMEOUT,
             positions: Vec::new(),
             retention: None,
+            fill_from_source: true,
         }
     }
 
@@ -373,6 +377,10 @@ impl DlqSource for KafkaSource {
             label: self.label(),
             browse_effect: "Kafka: browsing is read-only — partitions are assigned, no group is joined, nothing is committed".into(),
         }
+    }
+
+    fn want_payloads(&mut self, wanted: bool) {
+        self.fill_from_source = wanted;
     }
 
     fn retention(&mut self) -> Rules {

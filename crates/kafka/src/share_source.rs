@@ -58,6 +58,9 @@ pub fn before_reading(offset: i64, low: i64, high: i64) -> Option<SourceState> {
 impl KafkaSource {
     /// Give every value-less share-group letter of `letters` its source record.
     pub(crate) fn fill_from_source(&self, letters: &mut [RawLetter]) {
+        if !self.fill_from_source {
+            return;
+        }
         let mut wanted: BTreeMap<(String, i32), Vec<i64>> = BTreeMap::new();
         for l in letters.iter() {
             if let Some((t, p, o)) = share_source(l) {

@@ -400,6 +400,10 @@ impl DlqSource for DemoSource {
         self.kafka.fetch(coords)
     }
 
+    fn want_payloads(&mut self, wanted: bool) {
+        self.kafka.want_payloads(wanted);
+    }
+
     /// The mock cluster keeps no topic configs (it does not answer DescribeConfigs): the
     /// demo's topics are given the retention a real deployment of its story has, so
     /// its clock shows — 36 hours on payments.dlq, whose oldest timeouts are ~30 h old.
