@@ -1,47 +1,73 @@
 #!/usr/bin/env bash
-# Load rate of `dlq-triage summary` against `kcat -C -e` on the same topic of the same
-# broker, side by side in one run. The headline is the ratio against kcat reading what a
-# DLQ tool must read — partition, offset, timestamp, key, headers and payload of every
-# letter (`-f '%p %o %T %k %h %s\n'`); target ≥ 1.0 (issue #34). Offsets-only and
-# headers-only kcat runs are printed beside it: the first is not the same job (it
-# parses no header), the second is what librdkafka's header parsing costs by itself.
+# Load rate and CPU per letter of `dlq-triage summary` against `kcat -C -e` on the same
+# topic of the same broker, side by side in one run. The headline is the ratio against
+# kcat reading what a DLQ tool must read — partition, offset, timestamp, key, headers and
+# payload of every letter (`-f '%p %o %T %k %h %s\n'`). Beside it:
+#   - CPU seconds (user + system) per 1,000,000 letters for both: the comparison that does
+#     not depend on how many cores the machine gives each tool (issue #49);
+#   - a run with each tool pinned to one core (`taskset -c 0`, the broker on core 1);
+#   - kcat offsets-only and headers-only: the first is not the same job (it parses no
+#     header), the second is what librdkafka's header parsing costs by itself.
 #
 #   scripts/bench-kafka-vs-kcat.sh [LETTERS]        (default 1000000; needs kcat: apt-get install kcat)
 #
 # The broker is `dlq-triage demo --serve --bench N`: librdkafka's mock cluster in-process,
 # seeded with N realistic dead letters (~700-byte JSON envelopes plus headers) across 256
-# partitions (the mock keeps ~5 MiB per partition). Each tool reads the whole topic from the beginning to end-of-partition.
+# partitions (the mock keeps ~5 MiB per partition). Each tool reads the whole topic from
+# the beginning to end-of-partition; its output goes to /dev/null.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 . scripts/lib/serve-demo.sh
 serve_demo "$N"
 
-now() { date +%s.%N; }
-# The first read after seeding is slower for whoever goes first: warm up, then alternate.
-kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%o\n' >/dev/null
+# The run's wall, user and system seconds, appended as `NAME WALL USER SYS` (bash's own
+# `time`: children's CPU, the pipeline's whole).
+measure() {
+    local name=$1
+    shift
+    local TIMEFORMAT='%R %U %S'
+    local t
+    t=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
+    echo "$name $t" >>"$LOG.times"
+}
+ours() { "$BIN" summary "kafka://$ADDR/bench.dlq" --json; }
+whole() { kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%p %o %T %k %h %s\n'; }
+headers() { kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%h\n'; }
+offsets() { kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%o\n'; }
+
+# The first read after seeding is slower for whoever goes first: warm up (and count what
+# each reads), then alternate.
+KCAT_N=$(offsets | wc -l)
+OURS_N=$(ours | awk -F'[:,]' '/"total"/ {gsub(/ /,"",$2); print $2; exit}')
+[ "$KCAT_N" = "$OURS_N" ] || { echo "kcat read $KCAT_N letters, dlq-triage $OURS_N" >&2; exit 1; }
 ROUNDS=3
 : >"$LOG.times"
 for r in $(seq 1 $ROUNDS); do
-    t0=$(now); KCAT_N=$(kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%o\n' | wc -l); t1=$(now)
-    OURS_N=$("$BIN" summary "kafka://$ADDR/bench.dlq" --json | awk -F'[:,]' '/"total"/ {gsub(/ /,"",$2); print $2; exit}'); t2=$(now)
-    # kcat again, made to read each whole letter (key, headers, payload) as we must:
-    # librdkafka parses headers only when asked, which is most of a header-heavy DLQ's cost.
-    kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%p %o %T %k %h %s\n' >/dev/null; t3=$(now)
-    # And made to read headers only: what librdkafka's header parsing costs by itself.
-    kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%h\n' >/dev/null; t4=$(now)
-    echo "$KCAT_N $OURS_N $(echo "$t1 - $t0" | bc) $(echo "$t2 - $t1" | bc) $(echo "$t3 - $t2" | bc) $(echo "$t4 - $t3" | bc)" >>"$LOG.times"
-    echo "round $r: kcat $(echo "$t1 - $t0" | bc) s, dlq-triage $(echo "$t2 - $t1" | bc) s, kcat whole letters $(echo "$t3 - $t2" | bc) s, kcat headers only $(echo "$t4 - $t3" | bc) s"
+    measure kcat offsets; measure ours ours; measure whole whole; measure headers headers
+    echo "round $r: $(tail -4 "$LOG.times" | awk '{printf "%s %.2f s (cpu %.2f)  ", $1, $2, $3 + $4}')"
 done
-awk -v r=$ROUNDS '
-    { n1 = $1; n2 = $2; k[NR] = $3; o[NR] = $4; w[NR] = $5; h[NR] = $6 }
+# Pinned: each tool on core 0 alone, the broker moved to core 1 for these rounds.
+taskset -a -pc 1 "$SERVER" >/dev/null
+for r in $(seq 1 $ROUNDS); do
+    measure pinned-ours taskset -c 0 bash -c "$(declare -f ours); BIN=$BIN ADDR=$ADDR ours"
+    measure pinned-whole taskset -c 0 bash -c "$(declare -f whole); ADDR=$ADDR whole"
+    echo "pinned round $r: $(tail -2 "$LOG.times" | awk '{printf "%s %.2f s  ", $1, $2}')"
+done
+awk -v n="$N" '
+    { wall[$1] = wall[$1] " " $2; cpu[$1] = cpu[$1] " " ($3 + $4) }
+    function median(s,   a, k) { k = split(s, a, " "); asort(a); return a[int((k + 1) / 2)] }
     END {
-        asort(k); asort(o); asort(w); asort(h); m = int((r + 1) / 2); K = k[m]; O = o[m]; W = w[m]; H = h[m];
-        printf "median of %d rounds\n", r;
-        printf "ratio against kcat reading whole letters: %.2f   target >= 1.00\n", (n2 / O) / (n1 / W);
-        printf "dlq-triage  %8d letters in %6.2f s  %9.0f letters/s  (conventions, grouping)\n", n2, O, n2 / O;
-        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (whole letters: %%p %%o %%T %%k %%h %%s)\n", n1, W, n1 / W;
-        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (headers only: %%h; ratio %.2f)\n", n1, H, n1 / H, (n2 / O) / (n1 / H);
-        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (offsets only: %%o; ratio %.2f, not the same job)\n", n1, K, n1 / K, (n2 / O) / (n1 / K);
+        O = median(wall["ours"]); W = median(wall["whole"]); H = median(wall["headers"]); K = median(wall["kcat"]);
+        Oc = median(cpu["ours"]); Wc = median(cpu["whole"]);
+        PO = median(wall["pinned-ours"]); PW = median(wall["pinned-whole"]);
+        m = n / 1000000;
+        printf "median of 3 rounds, %d letters\n", n;
+        printf "ratio against kcat reading whole letters: %.2f   target >= 1.20\n", W / O;
+        printf "CPU per 1,000,000 letters: dlq-triage %.2f s, kcat (whole letters) %.2f s: %.2fx kcat   target <= 1.50x\n", Oc / m, Wc / m, Oc / Wc;
+        printf "pinned to one core (taskset -c 0): ratio %.2f   target >= 0.70 (dlq-triage %.2f s, kcat %.2f s)\n", PW / PO, PO, PW;
+        printf "dlq-triage  %8d letters in %6.2f s  %9.0f letters/s  (conventions, grouping)\n", n, O, n / O;
+        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (whole letters: %%p %%o %%T %%k %%h %%s)\n", n, W, n / W;
+        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (headers only: %%h; ratio %.2f)\n", n, H, n / H, H / O;
+        printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (offsets only: %%o; ratio %.2f, not the same job)\n", n, K, n / K, K / O;
     }' "$LOG.times"
-rm -f "$LOG.times"

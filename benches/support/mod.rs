@@ -161,6 +161,17 @@ pub fn replay_topic_into(
         ..Options::default()
     };
     let plan = session.plan_replay(cands, &opts, new_id(Utc::now()), None, true, None);
+    if plan.items.is_empty() {
+        let whys: std::collections::BTreeSet<String> = plan
+            .excluded
+            .iter()
+            .map(|(_, w)| format!("{w:?}"))
+            .collect();
+        panic!(
+            "nothing to replay in {topic}: excluded {whys:?}, warnings {:?}",
+            plan.warnings
+        );
+    }
     session
         .replay(&plan, ports.publisher.as_mut(), control, None, watch)
         .expect("replay");

@@ -127,6 +127,7 @@ pub struct KafkaSource {
     /// Value-less share-group letters get their source record (see `share_source`);
     /// not while a scan reads headers only.
     fill_from_source: bool,
+    source_reader: std::sync::Mutex<share_source::SourceReader>,
 }
 
 type Rules = Vec<(String, dlq_core::retention::Retention)>;
@@ -149,6 +150,7 @@ impl KafkaSource {
             positions: Vec::new(),
             retention: None,
             fill_from_source: true,
+            source_reader: Default::default(),
         }
     }
 

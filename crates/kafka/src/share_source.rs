@@ -70,12 +70,15 @@ impl KafkaSource {
         if wanted.is_empty() {
             return;
         }
-        let mut found: HashMap<(String, i32, i64), SourceState> = HashMap::new();
-        for ((topic, partition), offsets) in wanted {
-            for (o, state) in self.read_source(&topic, partition, offsets) {
-                found.insert((topic.clone(), partition, o), state);
-            }
-        }
+        let mut found = {
+            // A poisoned lock only means an earlier fill panicked: its state is a
+            // client and watermarks, still good to use.
+            let mut reader = self
+                .source_reader
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.read_sources(&mut reader, wanted)
+        };
         for l in letters.iter_mut() {
             let Some(at) = share_source(l) else { continue };
             let said = format!("{}/{}/{}", at.0, at.1, at.2);
@@ -98,99 +101,187 @@ impl KafkaSource {
         }
     }
 
-    /// The records of `topic`/`partition` at `offsets`, read by assignment.
-    fn read_source(
+    /// The source records at `wanted` (offsets per topic and partition), read by
+    /// assignment: every partition's first window of nearby offsets at once (one fetch
+    /// per round, not a round trip per partition), far windows in later rounds.
+    fn read_sources(
         &self,
-        topic: &str,
-        partition: i32,
-        mut offsets: Vec<i64>,
-    ) -> Vec<(i64, SourceState)> {
-        offsets.sort_unstable();
-        offsets.dedup();
-        let failed = |offsets: &[i64], why: String| {
-            offsets
-                .iter()
-                .map(|o| (*o, SourceState::Missing(why.clone())))
-                .collect::<Vec<_>>()
+        reader: &mut SourceReader,
+        wanted: BTreeMap<(String, i32), Vec<i64>>,
+    ) -> HashMap<(String, i32, i64), SourceState> {
+        let mut out = HashMap::new();
+        let missing = |out: &mut HashMap<_, _>, t: &str, p: i32, offsets: &[i64], why: &str| {
+            for o in offsets {
+                out.insert(
+                    (t.to_string(), p, *o),
+                    SourceState::Missing(why.to_string()),
+                );
+            }
         };
-        let consumer = match self.consumer() {
-            Ok(c) => c,
-            Err(e) => return failed(&offsets, e.to_string()),
-        };
-        let (low, high) = match consumer.fetch_watermarks(topic, partition, METADATA_TIMEOUT) {
-            Ok(w) => w,
-            Err(e) => return failed(&offsets, format!("watermarks of {topic}/{partition}: {e}")),
-        };
-        let mut out = Vec::new();
-        let mut readable = Vec::new();
-        for o in offsets {
-            match before_reading(o, low, high) {
-                Some(state) => out.push((o, state)),
-                None => readable.push(o),
+        if reader.consumer.is_none() {
+            match self.consumer() {
+                Ok(c) => reader.consumer = Some(c),
+                Err(e) => {
+                    for ((t, p), offsets) in &wanted {
+                        missing(&mut out, t, *p, offsets, &e.to_string());
+                    }
+                    return out;
+                }
             }
         }
-        // Windows of nearby offsets are read in one pass; far ones each from its own.
-        let mut i = 0;
-        while i < readable.len() {
-            let mut j = i;
-            while j + 1 < readable.len() && readable[j + 1] - readable[i] <= SPAN_MAX {
-                j += 1;
+        let SourceReader { consumer, marks } = reader;
+        let Some(consumer) = consumer.as_ref() else {
+            return out;
+        };
+        let mut windows: Vec<Window> = Vec::new();
+        for ((topic, partition), mut offsets) in wanted {
+            offsets.sort_unstable();
+            offsets.dedup();
+            let key = (topic, partition);
+            // Watermarks as last read, asked again only for an offset at or past the
+            // known end: the low watermark only rises, so below it stays below it.
+            let known = marks
+                .get(&key)
+                .filter(|(_, high)| offsets.last().is_none_or(|o| o < high));
+            let (low, high) = match known {
+                Some(w) => *w,
+                None => match consumer.fetch_watermarks(&key.0, partition, METADATA_TIMEOUT) {
+                    Ok(w) => {
+                        marks.insert(key.clone(), w);
+                        w
+                    }
+                    Err(e) => {
+                        let why = format!("watermarks of {}/{partition}: {e}", key.0);
+                        missing(&mut out, &key.0, partition, &offsets, &why);
+                        continue;
+                    }
+                },
+            };
+            let mut readable = Vec::new();
+            for o in offsets {
+                match before_reading(o, low, high) {
+                    Some(state) => {
+                        out.insert((key.0.clone(), partition, o), state);
+                    }
+                    None => readable.push(o),
+                }
             }
-            out.extend(self.read_window(&consumer, topic, partition, &readable[i..=j]));
-            i = j + 1;
+            let mut i = 0;
+            while i < readable.len() {
+                let mut j = i;
+                while j + 1 < readable.len() && readable[j + 1] - readable[i] <= SPAN_MAX {
+                    j += 1;
+                }
+                windows.push((key.clone(), readable[i..=j].to_vec()));
+                i = j + 1;
+            }
         }
+        while !windows.is_empty() {
+            let mut round = Vec::new();
+            let mut later = Vec::new();
+            let mut taken = HashSet::new();
+            for w in windows {
+                if taken.insert(w.0.clone()) {
+                    round.push(w);
+                } else {
+                    later.push(w);
+                }
+            }
+            windows = later;
+            self.read_round(consumer, &round, &mut out);
+        }
+        // Assigned partitions would go on being fetched into memory between batches.
+        let _ = consumer.unassign();
         out
     }
 
-    fn read_window(
+    /// One window per partition, assigned together and read until each has passed its
+    /// last wanted offset (or ends, or stalls).
+    fn read_round(
         &self,
         consumer: &BaseConsumer,
-        topic: &str,
-        partition: i32,
-        offsets: &[i64],
-    ) -> Vec<(i64, SourceState)> {
-        let (first, last) = (offsets[0], offsets[offsets.len() - 1]);
+        round: &[Window],
+        out: &mut HashMap<(String, i32, i64), SourceState>,
+    ) {
         let mut tpl = TopicPartitionList::new();
-        let assigned = tpl
-            .add_partition_offset(topic, partition, Offset::Offset(first))
-            .and_then(|_| consumer.assign(&tpl));
-        if let Err(e) = assigned {
-            let why = format!("assigning {topic}/{partition}: {e}");
-            return offsets
-                .iter()
-                .map(|o| (*o, SourceState::Missing(why.clone())))
-                .collect();
+        for ((topic, partition), offsets) in round {
+            if let Err(e) = tpl.add_partition_offset(topic, *partition, Offset::Offset(offsets[0]))
+            {
+                let why = format!("assigning {topic}/{partition}: {e}");
+                for o in offsets {
+                    out.insert(
+                        (topic.clone(), *partition, *o),
+                        SourceState::Missing(why.clone()),
+                    );
+                }
+            }
         }
-        let want: HashSet<i64> = offsets.iter().copied().collect();
-        let mut out = Vec::new();
-        let started = Instant::now();
-        while started.elapsed() < self.stall_timeout {
+        if let Err(e) = consumer.assign(&tpl) {
+            for ((topic, partition), offsets) in round {
+                let why = format!("assigning {topic}/{partition}: {e}");
+                for o in offsets {
+                    out.insert(
+                        (topic.clone(), *partition, *o),
+                        SourceState::Missing(why.clone()),
+                    );
+                }
+            }
+            return;
+        }
+        // Which window a record belongs to, by its topic and partition.
+        let index: HashMap<(&str, i32), usize> = round
+            .iter()
+            .enumerate()
+            .map(|(i, ((t, p), _))| ((t.as_str(), *p), i))
+            .collect();
+        let mut open: HashSet<usize> = (0..round.len()).collect();
+        let mut last_progress = Instant::now();
+        while !open.is_empty() && last_progress.elapsed() < self.stall_timeout {
             match consumer.poll(POLL) {
                 Some(Ok(m)) => {
-                    if want.contains(&m.offset()) {
+                    let Some(&i) = index.get(&(m.topic(), m.partition())) else {
+                        continue;
+                    };
+                    last_progress = Instant::now();
+                    let ((topic, partition), offsets) = &round[i];
+                    if offsets.binary_search(&m.offset()).is_ok() {
                         let value = m.payload().map(<[u8]>::to_vec).unwrap_or_default();
-                        out.push((
-                            m.offset(),
+                        out.insert(
+                            (topic.clone(), *partition, m.offset()),
                             SourceState::Read(m.key().map(<[u8]>::to_vec), value),
-                        ));
+                        );
                     }
-                    if m.offset() >= last {
-                        break;
+                    if offsets.last().is_some_and(|last| m.offset() >= *last) {
+                        open.remove(&i);
                     }
                 }
-                Some(Err(KafkaError::PartitionEOF(_))) => break,
+                // The error names the partition only: every open window of it is done.
+                Some(Err(KafkaError::PartitionEOF(p))) => {
+                    open.retain(|i| round[*i].0 .1 != p);
+                }
                 Some(Err(_)) | None => {}
             }
         }
-        let read: HashSet<i64> = out.iter().map(|(o, _)| *o).collect();
-        for o in offsets.iter().filter(|o| !read.contains(o)) {
-            out.push((
-                *o,
-                SourceState::Missing("compacted away, or not read in time".into()),
-            ));
+        for ((topic, partition), offsets) in round {
+            for o in offsets {
+                out.entry((topic.clone(), *partition, *o))
+                    .or_insert_with(|| {
+                        SourceState::Missing("compacted away, or not read in time".into())
+                    });
+            }
         }
-        out
     }
+}
+
+/// Offsets of one source partition read in one pass.
+type Window = ((String, i32), Vec<i64>);
+
+/// What a scan keeps to read source records: one client (a client per batch cost its
+/// connection and metadata every time) and the partitions' watermarks as last read.
+#[derive(Default)]
+pub(crate) struct SourceReader {
+    consumer: Option<BaseConsumer>,
+    marks: HashMap<(String, i32), (i64, i64)>,
 }
 
 /// The share group a topic is the DLQ of (KIP-1191), from its newest record's
