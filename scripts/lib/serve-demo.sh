@@ -7,7 +7,7 @@ serve_demo() {
     shift
     command -v kcat >/dev/null || { echo "kcat is needed: apt-get install kcat" >&2; exit 1; }
     cargo build --release --quiet
-    BIN=target/release/dlq-triage
+    BIN=${CARGO_TARGET_DIR:-target}/release/dlq-triage
     LOG=$(mktemp)
     "$BIN" demo --serve --bench "$n" "$@" >"$LOG" 2>&1 &
     SERVER=$!

@@ -7,7 +7,7 @@
 //! sanitizer before it is written: a report is pasted into wikis and tickets.
 
 use crate::browse::Browse;
-use dlq_core::insight::since::since_when;
+use dlq_core::insight::since::{since_when_in, VersionFirsts};
 use dlq_core::journal::{AuditEntry, Journal, JournalError, ReplayRow};
 use dlq_core::masking::Masker;
 use dlq_core::timefmt::format_age_ms;
@@ -130,9 +130,10 @@ fn failing(md: &mut String, r: &ReportInput<'_>, masker: &Masker) {
     );
     let _ = writeln!(md, "| reason | open | first | last | since when |");
     let _ = writeln!(md, "| --- | ---: | --- | --- | --- |");
+    let firsts = VersionFirsts::of(store);
     for (k, g) in groups.iter().take(30) {
         let label = b.index().labels(store, k).join(" › ");
-        let w = since_when(store, &g.members, r.now_ms, 24);
+        let w = since_when_in(&firsts, store, &g.members, r.now_ms, 24);
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} |",

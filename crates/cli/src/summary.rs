@@ -39,6 +39,7 @@ pub fn run(ctx: &Launch, a: &SummaryArgs) -> anyhow::Result<()> {
         .map(|mut b| b.awaiting().map_err(|e| e.to_string()));
     let s = Summary {
         ctx,
+        firsts: dlq_core::insight::since::VersionFirsts::of(&browse.catalog.store),
         awaiting,
         rules: browse.retention_rules(),
         info: &info,
@@ -63,6 +64,9 @@ pub fn run(ctx: &Launch, a: &SummaryArgs) -> anyhow::Result<()> {
 /// A scanned source grouped: what both outputs are made from.
 struct Summary<'a> {
     ctx: &'a Launch,
+    /// Each version's first failure in the whole scan, read once for every group's
+    /// "since when".
+    firsts: dlq_core::insight::since::VersionFirsts,
     /// Dead letters held upstream on their way here (RabbitMQ at-least-once
     /// dead-lettering): None where the source has no such place to ask.
     awaiting: Option<Result<Vec<dlq_core::awaiting::Awaiting>, String>>,
@@ -176,7 +180,13 @@ impl Summary<'_> {
     /// Since when and with which release (`core::insight::since`): the sentence, and
     /// the group's failures over time per consumer version (24 steps up to now).
     fn since_json(&self, members: &[RowId]) -> Value {
-        let w = dlq_core::insight::since::since_when(self.store, members, self.now, 24);
+        let w = dlq_core::insight::since::since_when_in(
+            &self.firsts,
+            self.store,
+            members,
+            self.now,
+            24,
+        );
         json!({
             "sentence": w.sentence,
             "first": w.first_ms.and_then(timestamp),

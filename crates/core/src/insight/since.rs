@@ -53,17 +53,40 @@ pub struct SinceWhen {
     pub sentence: String,
 }
 
+/// When each consumer version first failed any letter of a store: read once for all
+/// the groups of a summary (a pass over every row per group was ~4% of a 1,000,000-
+/// letter `summary`, and its membership table zeroed a megabyte per group).
+pub struct VersionFirsts(HashMap<Sym, i64>);
+
+impl VersionFirsts {
+    pub fn of(store: &LetterStore) -> Self {
+        let mut first: HashMap<Sym, i64> = HashMap::new();
+        for r in store.rows().iter().filter(|r| r.at_ms != NO_TIME) {
+            let e = first.entry(r.version).or_insert(r.at_ms);
+            *e = (*e).min(r.at_ms);
+        }
+        VersionFirsts(first)
+    }
+}
+
 /// The group `rows` of `store`, its timeline in `steps` steps up to `now_ms`.
 pub fn since_when(store: &LetterStore, rows: &[RowId], now_ms: i64, steps: usize) -> SinceWhen {
+    since_when_in(&VersionFirsts::of(store), store, rows, now_ms, steps)
+}
+
+/// [`since_when`] with the versions' first failures read beforehand (for many groups).
+pub fn since_when_in(
+    firsts: &VersionFirsts,
+    store: &LetterStore,
+    rows: &[RowId],
+    now_ms: i64,
+    steps: usize,
+) -> SinceWhen {
     let steps = steps.max(1);
     let mut spans: HashMap<Sym, (usize, i64, i64)> = HashMap::new();
     let mut untimed = 0;
-    let mut member = vec![false; store.len()];
     for &id in rows {
         let Some(r) = store.row(id) else { continue };
-        if let Some(m) = member.get_mut(id as usize) {
-            *m = true;
-        }
         if r.at_ms == NO_TIME {
             untimed += 1;
             continue;
@@ -94,9 +117,12 @@ pub fn since_when(store: &LetterStore, rows: &[RowId], now_ms: i64, steps: usize
         (b.1.last_ms, b.1.count, &a.1.version).cmp(&(a.1.last_ms, a.1.count, &b.1.version))
     });
     fill_timelines(store, rows, first.unwrap_or(0), step_ms, &mut versions);
+    // The newest version's first failure anywhere: when it is earlier than the group's
+    // first letter of it, that letter is outside the group (the only case the sentence
+    // reads).
     let elsewhere = versions
         .first()
-        .and_then(|(sym, _)| first_elsewhere(store, &member, *sym));
+        .and_then(|(sym, v)| firsts.0.get(sym).copied().filter(|e| *e < v.first_ms));
     let versions: Vec<VersionSpan> = versions.into_iter().map(|(_, v)| v).collect();
     let sentence = sentence(&versions, elsewhere, now_ms);
     SinceWhen {
@@ -136,19 +162,6 @@ fn fill_timelines(
         let last = v.timeline.len() - 1;
         v.timeline[step.min(last)] += 1;
     }
-}
-
-/// When `version` first failed a letter outside the group.
-fn first_elsewhere(store: &LetterStore, member: &[bool], version: Sym) -> Option<i64> {
-    store
-        .rows()
-        .iter()
-        .enumerate()
-        .filter(|(i, r)| {
-            r.version == version && r.at_ms != NO_TIME && !member.get(*i).copied().unwrap_or(false)
-        })
-        .map(|(_, r)| r.at_ms)
-        .min()
 }
 
 /// What stands out: when the newest version's letters began, the versions that stopped
