@@ -66,7 +66,9 @@ fn bench(c: &mut Criterion) {
         discard_approval_above: None,
         allowed_targets: Vec::new(),
     };
-    let letters: Vec<DeadLetter> = (0..LETTERS).map(|i| settings.extract(letter(i))).collect();
+    let letters: Vec<std::sync::Arc<DeadLetter>> = (0..LETTERS)
+        .map(|i| std::sync::Arc::new(settings.extract(letter(i))))
+        .collect();
     let size = letters.iter().map(|l| l.raw.payload.len()).sum::<usize>() / LETTERS;
     eprintln!("{LETTERS} letters of {size} B on average");
     let mut g = c.benchmark_group("transform");
@@ -77,7 +79,7 @@ fn bench(c: &mut Criterion) {
             let mut t =
                 Transform::start(&settings, FIX, "bench", true, Limits::default()).expect("starts");
             for l in &letters {
-                t.offer(l).expect("offer");
+                t.offer(l.clone()).expect("offer");
             }
             let tally = t.dry_run_shown("bench").expect("audited");
             assert_eq!(tally.changed, LETTERS as u64);

@@ -315,3 +315,44 @@ fn a_killed_transform_resumes_without_recording_a_revision_twice() {
     assert!(verify.status.success(), "{}", text(&verify));
     eprintln!("kills (after, still running, revisions then): {kills:?}");
 }
+
+/// #49: letters go to the worker ahead of their answers, and each keeps its own time
+/// limit and its own failure: a letter that loops past the limit, and one that the worker
+/// dies of (its address space), are stopped alone — the letters between and after them
+/// are answered, in order, by a fresh worker.
+#[test]
+fn letters_sent_ahead_are_stopped_one_by_one_and_the_rest_answered_in_order() {
+    use dlq_transform::{Applied, Limits, Sandbox, WorkerCommand};
+    let cmd = WorkerCommand {
+        program: env!("CARGO_BIN_EXE_dlq-triage").into(),
+        args: vec![dlq_transform::WORKER_ARG.into()],
+    };
+    let program = r#"if .n == 2 then (def f: f; f) elif .n == 4 then "x" * 4000000000 | length else .n * 10 end"#;
+    let limits = Limits {
+        time: Duration::from_secs(1),
+        memory: 512 << 20,
+        output: 1 << 20,
+    };
+    let mut sandbox = Sandbox::start(cmd, program, limits).expect("worker");
+    let inputs: Vec<Vec<u8>> = (0..7)
+        .map(|n| format!(r#"{{"n":{n}}}"#).into_bytes())
+        .collect();
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let got = sandbox.apply_all(&refs).expect("answers");
+    let seen: Vec<String> = got
+        .iter()
+        .map(|a| match a {
+            Applied::Output(o) => String::from_utf8_lossy(o).into_owned(),
+            Applied::Raised(w) => format!("raised: {w}"),
+            Applied::Stopped(w) if w.contains("time limit") => "time".into(),
+            Applied::Stopped(w) if w.contains("memory") => "memory".into(),
+            Applied::Stopped(w) => format!("stopped: {w}"),
+        })
+        .collect();
+    assert_eq!(seen, ["0", "10", "time", "30", "memory", "50", "60"]);
+    // And one by one, as before.
+    assert_eq!(
+        sandbox.apply(br#"{"n":7}"#).expect("answer"),
+        Applied::Output(b"70".to_vec())
+    );
+}

@@ -101,7 +101,13 @@ pub struct Transform {
     /// started to compute the masked view of what it made (`None`: its text is not in
     /// the ledger).
     earlier: HashMap<String, Option<Sandbox>>,
+    /// Letters offered and not yet run: run together, [`OFFERED`] at a time.
+    pending: Vec<std::sync::Arc<DeadLetter>>,
 }
+
+/// Letters whose runs go to the worker together (their inputs sent ahead, see
+/// `Sandbox::apply_all`).
+const OFFERED: usize = 64;
 
 /// What one run of the program gave.
 enum Run {
@@ -182,6 +188,7 @@ impl Transform {
             offered: Sha256::new(),
             audited: false,
             earlier: HashMap::new(),
+            pending: Vec::new(),
         })
     }
 
@@ -235,6 +242,7 @@ impl Transform {
     /// over which letters (`selection`, their count and the digest of their ids), and
     /// what it found. A failed audit write shows nothing. Audited once per transform.
     pub fn dry_run_shown(&mut self, selection: &str) -> Result<&Tally, SessionError> {
+        self.run_offered()?;
         if !self.audited {
             let letters: String = self
                 .offered
@@ -264,14 +272,44 @@ impl Transform {
         Ok(&self.tally)
     }
 
-    /// Run the program on one letter and count what it did. Fails only when no worker
-    /// can be started or the held revisions pass [`MAX_HELD`]; one letter's failure is
-    /// counted under its cause.
-    pub fn offer(&mut self, letter: &DeadLetter) -> Result<(), SessionError> {
+    /// Run the program on one letter and count what it did — with the next letters:
+    /// the runs of [`OFFERED`] letters go to the worker together, and the figures are
+    /// complete once [`Transform::dry_run_shown`] or [`Transform::record`] is asked.
+    /// Fails only when no worker can be started or the held revisions pass
+    /// [`MAX_HELD`]; one letter's failure is counted under its cause.
+    pub fn offer(&mut self, letter: std::sync::Arc<DeadLetter>) -> Result<(), SessionError> {
         self.tally.matched += 1;
         self.offered.update(letter.id.value.0.as_bytes());
         self.offered.update([0]);
-        let outcome = self.judge(letter)?;
+        self.pending.push(letter);
+        if self.pending.len() >= OFFERED {
+            self.run_offered()?;
+        }
+        Ok(())
+    }
+
+    /// Run the letters offered so far: every letter's inputs first, then one batch
+    /// through the worker, then each letter judged and counted in offer order.
+    fn run_offered(&mut self) -> Result<(), SessionError> {
+        let letters = std::mem::take(&mut self.pending);
+        let mut inputs = Vec::new();
+        let mut judging = Vec::with_capacity(letters.len());
+        for l in &letters {
+            judging.push(self.prepare_judging(l, &mut inputs)?);
+        }
+        let mut runs = run_all(&mut self.sandbox, &inputs)?;
+        for (letter, j) in letters.iter().zip(judging) {
+            let outcome = match j {
+                judge::Judging::Done(o) => o,
+                judge::Judging::Runs(p) => self.judged(letter, *p, &mut runs),
+            };
+            self.count(letter, outcome)?;
+        }
+        Ok(())
+    }
+
+    /// Count one letter's outcome: the tally, the masked sample, the revision held.
+    fn count(&mut self, letter: &DeadLetter, outcome: Outcome) -> Result<(), SessionError> {
         let masker = self.settings.masker.with_fields(letter.pii_fields());
         self.tally.unmasked = self.unmasked;
         match outcome {
@@ -338,7 +376,11 @@ impl Transform {
 
     /// Record the held revisions, [`BATCH`] to a transaction, verified ledger first.
     /// `progress(recorded, total)` after each batch.
-    pub fn record(self, progress: &mut dyn FnMut(usize, usize)) -> Result<Recorded, SessionError> {
+    pub fn record(
+        mut self,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Recorded, SessionError> {
+        self.run_offered()?;
         let total = self.revisions.len();
         if total > 0 {
             let mut ledger = self.settings.principal.ledger_to_write()?;
@@ -369,18 +411,36 @@ impl Transform {
 /// One run of the program: its JSON output, or why not (a cause without the
 /// letter's quoted values).
 fn run(sandbox: &mut Sandbox, input: &[u8]) -> Result<Run, SessionError> {
-    let output = match sandbox.apply(input) {
-        Ok(Applied::Output(o)) => o,
-        Ok(Applied::Raised(why)) => return Ok(Run::Failed(cause(&why))),
-        Ok(Applied::Stopped(why)) => return Ok(Run::Failed(why)),
-        Err(e) => return Err(broken(e.to_string())),
+    match sandbox.apply(input) {
+        Ok(applied) => Ok(read_run(applied)),
+        Err(e) => Err(broken(e.to_string())),
+    }
+}
+
+/// [`run`] over many inputs, answers in order (each `Some`, taken as it is judged).
+fn run_all(sandbox: &mut Sandbox, inputs: &[Vec<u8>]) -> Result<Vec<Option<Run>>, SessionError> {
+    if inputs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let inputs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let applied = sandbox
+        .apply_all(&inputs)
+        .map_err(|e| broken(e.to_string()))?;
+    Ok(applied.into_iter().map(|a| Some(read_run(a))).collect())
+}
+
+fn read_run(applied: Applied) -> Run {
+    let output = match applied {
+        Applied::Output(o) => o,
+        Applied::Raised(why) => return Run::Failed(cause(&why)),
+        Applied::Stopped(why) => return Run::Failed(why),
     };
-    Ok(match serde_json::from_slice::<Value>(&output) {
+    match serde_json::from_slice::<Value>(&output) {
         Ok(v) => Run::Output(v),
         Err(_) => {
             Run::Failed("the output is not JSON (nan, an infinite number or a byte string)".into())
         }
-    })
+    }
 }
 
 /// What revision `number` of `letter` changed, as the role may see it, when a transform

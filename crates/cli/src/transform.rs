@@ -41,7 +41,7 @@ pub fn run(ctx: &Launch, a: &TransformArgs) -> anyhow::Result<()> {
             filter.note_letter(r, &dl, cat.masker());
         }
         if r.state.unhandled() && filter.matches(&cat.store, r, now) {
-            transform.offer(&dl)?;
+            transform.offer(dl)?;
         }
         Ok(())
     })?;

@@ -10,6 +10,13 @@ pub const ERR: u8 = b'E';
 pub const MAX_FRAME: usize = 1 << 30;
 
 pub fn write(w: &mut impl Write, tag: Option<u8>, body: &[u8]) -> io::Result<()> {
+    put(w, tag, body)?;
+    w.flush()
+}
+
+/// [`write`] without the flush: frames sent together leave in as few writes as the
+/// buffer allows.
+pub fn put(w: &mut impl Write, tag: Option<u8>, body: &[u8]) -> io::Result<()> {
     let len = body.len() + usize::from(tag.is_some());
     let len = u32::try_from(len)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame over 4 GiB"))?;
@@ -17,8 +24,7 @@ pub fn write(w: &mut impl Write, tag: Option<u8>, body: &[u8]) -> io::Result<()>
     if let Some(t) = tag {
         w.write_all(&[t])?;
     }
-    w.write_all(body)?;
-    w.flush()
+    w.write_all(body)
 }
 
 /// The next frame, or `None` at a clean end of stream.

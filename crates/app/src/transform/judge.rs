@@ -4,29 +4,58 @@
 
 use super::*;
 
+/// A letter's judgement before its runs: decided already (revised by this program, not
+/// transformable), or what its runs will be judged against.
+pub(super) enum Judging {
+    Done(Outcome),
+    Runs(Box<Pending>),
+}
+
+/// What a letter's runs are judged against, with where in the batch its runs are.
+pub(super) struct Pending {
+    /// The letter as an earlier revision left it (None: the letter itself is the base).
+    revised: Option<DeadLetter>,
+    before: Value,
+    shown_before: Value,
+    sha256_before: String,
+    /// Index of the real run in the batch's inputs; of the masked run where it differs.
+    real: usize,
+    masked: Option<usize>,
+}
+
 impl Transform {
-    /// What the program makes of one letter, guarded (failures still go through the
-    /// masker in `offer`, for what the detectors find in the words shown).
-    pub(super) fn judge(&mut self, letter: &DeadLetter) -> Result<Outcome, SessionError> {
+    /// What the program makes of one letter, first half: its base, the input as the
+    /// role sees it, and the inputs to run (pushed onto `inputs`: the real input, and the
+    /// masked view where it differs). Failures still go through the masker in `offer`,
+    /// for what the detectors find in the words shown.
+    pub(super) fn prepare_judging(
+        &mut self,
+        letter: &DeadLetter,
+        inputs: &mut Vec<Vec<u8>>,
+    ) -> Result<Judging, SessionError> {
         let masker = self.settings.masker.with_fields(letter.pii_fields());
-        let revised;
         let latest = self.latest.get(&letter.id.value.0).cloned();
-        let (base, base_raw): (&DeadLetter, &[u8]) = match &latest {
+        let revised = match &latest {
             Some(r) if r.program_sha256.as_deref() == Some(self.program_sha.as_str()) => {
-                return Ok(Outcome::Already)
+                return Ok(Judging::Done(Outcome::Already))
             }
             Some(r) => {
                 let mut raw = letter.raw.clone();
                 raw.payload.clone_from(&r.payload);
-                revised = self.settings.extract(raw);
-                (&revised, &r.payload)
+                Some(self.settings.extract(raw))
             }
-            None => (letter, &letter.raw.payload),
+            None => None,
+        };
+        let (base, base_raw): (&DeadLetter, &[u8]) = match (&revised, &latest) {
+            (Some(d), Some(r)) => (d, &r.payload),
+            _ => (letter, &letter.raw.payload),
         };
         // Causes the role may see as they are: they describe the letter's form only.
-        let plain = |why: String| Outcome::Failed {
-            real: why.clone(),
-            on_masked: Some(why),
+        let plain = |why: String| {
+            Judging::Done(Outcome::Failed {
+                real: why.clone(),
+                on_masked: Some(why),
+            })
         };
         if let Some(why) = not_transformable(base) {
             return Ok(plain(why));
@@ -43,43 +72,72 @@ impl Transform {
             Some(_) => masked_view(&masker, letter.readable_payload()),
         };
         let shown_before = self.shown_before(earlier, &letter.id.value.0, masked, &before)?;
-        let real = run(&mut self.sandbox, input)?;
+        let sha256_before = sha256_hex(base_raw);
+        let real = inputs.len();
+        inputs.push(input.to_vec());
         // The same program on what the role sees; where that is the input itself, its run.
-        let on_masked = if shown_before == before {
-            match &real {
+        let masked = (shown_before != before).then(|| {
+            inputs.push(shown_before.to_string().into_bytes());
+            real + 1
+        });
+        Ok(Judging::Runs(Box::new(Pending {
+            revised,
+            before,
+            shown_before,
+            sha256_before,
+            real,
+            masked,
+        })))
+    }
+
+    /// Second half, with the batch's runs: the outcome.
+    pub(super) fn judged(
+        &self,
+        letter: &DeadLetter,
+        p: Pending,
+        runs: &mut [Option<Run>],
+    ) -> Outcome {
+        let mut take = |i: usize| {
+            runs.get_mut(i)
+                .and_then(Option::take)
+                .unwrap_or_else(|| Run::Failed("the worker answered nothing".into()))
+        };
+        let real = take(p.real);
+        let on_masked = match p.masked {
+            None => match &real {
                 Run::Output(v) => Ok(v.clone()),
                 Run::Failed(w) => Err(w.clone()),
-            }
-        } else {
-            match run(&mut self.sandbox, shown_before.to_string().as_bytes())? {
+            },
+            Some(i) => match take(i) {
                 Run::Output(v) => Ok(v),
                 Run::Failed(w) => Err(w),
-            }
+            },
         };
         let after = match real {
             Run::Failed(why) => {
-                return Ok(Outcome::Failed {
+                return Outcome::Failed {
                     real: why,
                     on_masked: on_masked.err(),
-                })
+                }
             }
             Run::Output(after) => after,
         };
-        if before == after {
-            return Ok(Outcome::Unchanged);
+        if p.before == after {
+            return Outcome::Unchanged;
         }
+        let base = p.revised.as_ref().unwrap_or(letter);
         let bytes = match self.encoded(base, &after, &on_masked) {
             Ok(b) => b,
-            Err((real, on_masked)) => return Ok(Outcome::Failed { real, on_masked }),
+            Err((real, on_masked)) => return Outcome::Failed { real, on_masked },
         };
-        Ok(Outcome::Changed {
-            before,
+        Outcome::Changed {
+            before: p.before,
             after,
-            shown_before,
+            shown_before: p.shown_before,
             on_masked,
             bytes,
-            sha256_before: sha256_hex(base_raw),
-        })
+            sha256_before: p.sha256_before,
+        }
     }
 
     /// What the role sees of a letter's input: `masked`, the masked input; where an

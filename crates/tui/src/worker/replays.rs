@@ -285,7 +285,7 @@ fn plan_transform(
 ) -> Result<Transform, dlq_app::session::SessionError> {
     let mut t = Transform::start(settings, program, reason, true, Limits::default())?;
     for (letter, _) in letters {
-        t.offer(letter)?;
+        t.offer(letter.clone())?;
     }
     // Audited here, before the overlay shows any of it.
     t.dry_run_shown(&format!(
