@@ -21,16 +21,8 @@ N=${1:-1000000}
 . scripts/lib/serve-demo.sh
 serve_demo "$N"
 
-# The run's wall, user and system seconds, appended as `NAME WALL USER SYS` (bash's own
-# `time`: children's CPU, the pipeline's whole).
-measure() {
-    local name=$1
-    shift
-    local TIMEFORMAT='%R %U %S'
-    local t
-    t=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
-    echo "$name $t" >>"$LOG.times"
-}
+TIMES="$LOG.times"
+. scripts/lib/measure.sh
 ours() { "$BIN" summary "kafka://$ADDR/bench.dlq" --json; }
 whole() { kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%p %o %T %k %h %s\n'; }
 headers() { kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%h\n'; }

@@ -44,14 +44,8 @@ with open(f"{d}/dump.ndjson", "w") as dump, open(f"{d}/payloads.ndjson", "w") as
 PY
 export HOME="$DIR/home" XDG_STATE_HOME="$DIR/home/state" XDG_CONFIG_HOME="$DIR/home/config"
 mkdir -p "$HOME"
-measure() {
-    local name=$1
-    shift
-    local TIMEFORMAT='%R %U %S'
-    local t
-    t=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
-    echo "$name $t" >>"$DIR/times"
-}
+TIMES="$DIR/times"
+. scripts/lib/measure.sh
 ours() {
     "$BIN" transform "$DIR/dump.ndjson" -f 'reason=amount_not_a_number' -e "$PROGRAM" \
         --reason bench --dry-run --json

@@ -187,17 +187,7 @@ fn the_queues_an_exchange_routes_a_key_to_are_named() {
     }
     let t = Topology::new("reach");
     let (ex, a, b, c) = (t.n("events"), t.n("billing"), t.n("audit"), t.n("payments"));
-    t.rt.block_on(async {
-        let ch = t.conn.create_channel().await.expect("channel");
-        ch.exchange_declare(
-            ShortString::from(ex.as_str()),
-            ExchangeKind::Topic,
-            ExchangeDeclareOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("exchange");
-    });
+    t.exchange(&ex, ExchangeKind::Topic);
     for q in [&a, &b, &c] {
         declare(&t, q, vec![]);
     }
@@ -244,14 +234,5 @@ fn the_queues_an_exchange_routes_a_key_to_are_named() {
     for q in [&a, &b, &c] {
         delete(&t, q);
     }
-    t.rt.block_on(async {
-        if let Ok(ch) = t.conn.create_channel().await {
-            let _ = ch
-                .exchange_delete(
-                    ShortString::from(ex.as_str()),
-                    ExchangeDeleteOptions::default(),
-                )
-                .await;
-        }
-    });
+    delete_exchange(&t, &ex);
 }

@@ -262,17 +262,7 @@ fn letters_held_by_a_broken_at_least_once_route_are_named_and_watched() {
     // (3 min by default) runs out; read when the queue starts, so set first and put back
     // after (only this test uses at-least-once dead-lettering).
     let _retry = RetrySooner::set();
-    t.rt.block_on(async {
-        let ch = t.conn.create_channel().await.expect("channel");
-        ch.exchange_declare(
-            ShortString::from(ex.as_str()),
-            ExchangeKind::Direct,
-            ExchangeDeclareOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("exchange");
-    });
+    t.exchange(&ex, ExchangeKind::Direct);
     let text = |s: &str| AMQPValue::LongString(LongString::from(s.as_bytes().to_vec()));
     declare(
         &t,
@@ -338,16 +328,7 @@ fn letters_held_by_a_broken_at_least_once_route_are_named_and_watched() {
     let out = cli.run(&["watch", "--once", "--rule", "count > 100", &t.dlq_uri()]);
     exited(&out, 0);
     delete(&t, &src);
-    t.rt.block_on(async {
-        if let Ok(ch) = t.conn.create_channel().await {
-            let _ = ch
-                .exchange_delete(
-                    ShortString::from(ex.as_str()),
-                    ExchangeDeleteOptions::default(),
-                )
-                .await;
-        }
-    });
+    delete_exchange(&t, &ex);
 }
 
 /// The dead-letter worker's confirm timeout at 1 s while it lives, through

@@ -147,6 +147,21 @@ impl Topology {
         )
     }
 
+    /// Declare an exchange of this kind (the test deletes it, or it is left behind).
+    pub fn exchange(&self, name: &str, kind: ExchangeKind) {
+        self.rt.block_on(async {
+            let ch = self.conn.create_channel().await.expect("channel");
+            ch.exchange_declare(
+                ShortString::from(name),
+                kind,
+                ExchangeDeclareOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("exchange");
+        });
+    }
+
     pub fn bind(&self, queue: &str, exchange: &str, key: &str) {
         self.rt.block_on(async {
             let ch = self.conn.create_channel().await.expect("channel");
@@ -395,6 +410,17 @@ pub fn delete(t: &Topology, name: &str) {
         if let Ok(ch) = t.conn.create_channel().await {
             let _ = ch
                 .queue_delete(ShortString::from(name), QueueDeleteOptions::default())
+                .await;
+        }
+    });
+}
+
+/// Delete an exchange a test declared (gone already is fine).
+pub fn delete_exchange(t: &Topology, name: &str) {
+    t.rt.block_on(async {
+        if let Ok(ch) = t.conn.create_channel().await {
+            let _ = ch
+                .exchange_delete(ShortString::from(name), ExchangeDeleteOptions::default())
                 .await;
         }
     });
