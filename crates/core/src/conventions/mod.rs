@@ -364,12 +364,17 @@ pub fn extract_decoding(
     if let Some(env) = &env {
         envelope::apply(env, &mut c);
     }
-    for conv in header_rules::CONVENTIONS {
-        header_rules::apply(conv, &raw, &mut c);
+    let present = header_rules::present(&raw);
+    for (i, conv) in header_rules::CONVENTIONS.iter().enumerate() {
+        if present & (1 << i) != 0 {
+            header_rules::apply(conv, &raw, &mut c);
+        }
     }
     rabbit::spring_amqp_origin(&raw, &mut c);
     rabbit::apply(&raw, &mut c);
-    header_rules::apply(&header_rules::X_HEADERS, &raw, &mut c);
+    if present & header_rules::X_HEADERS_BIT != 0 {
+        header_rules::apply(&header_rules::X_HEADERS, &raw, &mut c);
+    }
     amqp_properties(&raw, &mut c);
     if let Some(ts) = raw.timestamp {
         // The DLQ record's own timestamp is when it was dead-lettered; it outranks
