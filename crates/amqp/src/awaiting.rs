@@ -2,7 +2,7 @@
 //! dead-lettering, `messages_dlx` in the management API): which of them are this DLQ's
 //! business — routed here and not confirmed, or routed nowhere at all.
 
-use crate::mgmt::{topic_matches, BindingInfo, Management, QueueInfo};
+use crate::mgmt::{binding_routes, BindingInfo, Management, QueueInfo};
 use dlq_core::awaiting::{Awaiting, Route};
 use dlq_core::ports::{Backlog, SourceError};
 use std::collections::{HashMap, HashSet};
@@ -45,11 +45,10 @@ fn routed(
     while let Some(ex) = todo.pop() {
         let kind = exchanges.get(ex).map_or("direct", String::as_str);
         for b in bindings.iter().filter(|b| b.source == ex) {
-            let matches = match (kind, key) {
-                (_, None) | ("fanout" | "headers", _) => true,
-                ("topic", Some(k)) => topic_matches(&b.routing_key, k),
-                (_, Some(k)) => b.routing_key == k,
-            };
+            // Another exchange type (a plugin's) is taken to route like a direct one.
+            let matches = key.is_none_or(|k| {
+                binding_routes(kind, &b.routing_key, k).unwrap_or(b.routing_key == k)
+            });
             if !matches {
                 continue;
             }

@@ -393,12 +393,8 @@ impl dlq_core::ports::Reach for MgmtReach {
         let kind = self.mgmt.exchange_type(&self.vhost, exchange)?;
         let (mut queues, mut exchanges) = (Vec::new(), Vec::new());
         for b in self.mgmt.bindings_from(&self.vhost, exchange)? {
-            let routes = match kind.as_str() {
-                "direct" => b.routing_key == *routing_key,
-                "topic" => topic_matches(&b.routing_key, routing_key),
-                _ => true,
-            };
-            if routes {
+            // Another exchange type (a plugin's) may route anything.
+            if binding_routes(&kind, &b.routing_key, routing_key).unwrap_or(true) {
                 match b.destination_type.as_str() {
                     "exchange" => exchanges.push(b.destination),
                     _ => queues.push(b.destination),
@@ -414,6 +410,19 @@ impl dlq_core::ports::Reach for MgmtReach {
             queues,
             exchanges,
         })
+    }
+}
+
+/// Whether a binding with `binding_key` on an exchange of `kind` routes `key`: a direct
+/// exchange compares, a topic exchange matches the pattern, fanout and headers route
+/// every message (headers by headers not evaluated here). None for another type (a
+/// plugin's), whose rule is its own: each caller says what it takes it for.
+pub fn binding_routes(kind: &str, binding_key: &str, key: &str) -> Option<bool> {
+    match kind {
+        "direct" => Some(binding_key == key),
+        "topic" => Some(topic_matches(binding_key, key)),
+        "fanout" | "headers" => Some(true),
+        _ => None,
     }
 }
 

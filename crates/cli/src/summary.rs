@@ -222,11 +222,7 @@ impl Summary<'_> {
                     writeln!(out, "{}", a.describe())?;
                 }
             }
-            Some(Err(e)) => writeln!(
-                out,
-                "dead letters held upstream unknown: {}",
-                dlq_core::sanitize::line(e, 200)
-            )?,
+            Some(Err(e)) => writeln!(out, "{}", dlq_core::awaiting::unknown(e))?,
             None => {}
         }
         writeln!(out)?;

@@ -177,10 +177,7 @@ impl Watching<'_> {
                 Err(e) => {
                     let e = e.to_string();
                     if self.backlog_error.as_ref() != Some(&e) {
-                        eprintln!(
-                            "dead letters held upstream unknown: {}",
-                            dlq_core::sanitize::line(&e, 200)
-                        );
+                        eprintln!("{}", dlq_core::awaiting::unknown(&e));
                         self.backlog_error = Some(e);
                     }
                 }

@@ -55,6 +55,14 @@ impl Awaiting {
     }
 }
 
+/// What is said when the broker could not be asked (`why`, sanitized to one line).
+pub fn unknown(why: &str) -> String {
+    format!(
+        "dead letters held upstream unknown: {}",
+        crate::sanitize::line(why, 200)
+    )
+}
+
 /// The letters of `list` together.
 pub fn total(list: &[Awaiting]) -> u64 {
     list.iter().map(|a| a.messages).sum()

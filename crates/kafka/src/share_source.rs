@@ -110,14 +110,6 @@ impl KafkaSource {
         wanted: BTreeMap<(String, i32), Vec<i64>>,
     ) -> HashMap<(String, i32, i64), SourceState> {
         let mut out = HashMap::new();
-        let missing = |out: &mut HashMap<_, _>, t: &str, p: i32, offsets: &[i64], why: &str| {
-            for o in offsets {
-                out.insert(
-                    (t.to_string(), p, *o),
-                    SourceState::Missing(why.to_string()),
-                );
-            }
-        };
         if reader.consumer.is_none() {
             match self.consumer() {
                 Ok(c) => reader.consumer = Some(c),
@@ -204,27 +196,23 @@ impl KafkaSource {
         out: &mut HashMap<(String, i32, i64), SourceState>,
     ) {
         let mut tpl = TopicPartitionList::new();
-        for ((topic, partition), offsets) in round {
-            if let Err(e) = tpl.add_partition_offset(topic, *partition, Offset::Offset(offsets[0]))
-            {
-                let why = format!("assigning {topic}/{partition}: {e}");
-                for o in offsets {
-                    out.insert(
-                        (topic.clone(), *partition, *o),
-                        SourceState::Missing(why.clone()),
-                    );
+        // Windows that could not be assigned are said so, and not waited for.
+        let mut open: HashSet<usize> = HashSet::new();
+        for (i, ((topic, partition), offsets)) in round.iter().enumerate() {
+            match tpl.add_partition_offset(topic, *partition, Offset::Offset(offsets[0])) {
+                Ok(()) => {
+                    open.insert(i);
+                }
+                Err(e) => {
+                    let why = format!("assigning {topic}/{partition}: {e}");
+                    missing(out, topic, *partition, offsets, &why);
                 }
             }
         }
         if let Err(e) = consumer.assign(&tpl) {
             for ((topic, partition), offsets) in round {
                 let why = format!("assigning {topic}/{partition}: {e}");
-                for o in offsets {
-                    out.insert(
-                        (topic.clone(), *partition, *o),
-                        SourceState::Missing(why.clone()),
-                    );
-                }
+                missing(out, topic, *partition, offsets, &why);
             }
             return;
         }
@@ -234,7 +222,6 @@ impl KafkaSource {
             .enumerate()
             .map(|(i, ((t, p), _))| ((t.as_str(), *p), i))
             .collect();
-        let mut open: HashSet<usize> = (0..round.len()).collect();
         let mut last_progress = Instant::now();
         while !open.is_empty() && last_progress.elapsed() < self.stall_timeout {
             match consumer.poll(POLL) {
@@ -270,6 +257,22 @@ impl KafkaSource {
                     });
             }
         }
+    }
+}
+
+/// Every one of `offsets` of `topic`/`partition` not read, and why.
+fn missing(
+    out: &mut HashMap<(String, i32, i64), SourceState>,
+    topic: &str,
+    partition: i32,
+    offsets: &[i64],
+    why: &str,
+) {
+    for o in offsets {
+        out.insert(
+            (topic.to_string(), partition, *o),
+            SourceState::Missing(why.to_string()),
+        );
     }
 }
 

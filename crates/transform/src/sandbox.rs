@@ -220,7 +220,6 @@ impl Sandbox {
                 self.worker = Some(worker);
             }
         }
-        out.truncate(inputs.len());
         Ok(out)
     }
 }

@@ -89,10 +89,7 @@ fn awaiting(state: &mut AppState, read: Result<Vec<dlq_core::awaiting::Awaiting>
     let now = match read {
         Ok(now) => now,
         Err(e) => {
-            let line = format!(
-                "dead letters held upstream unknown: {}",
-                dlq_core::sanitize::line(&e, 200)
-            );
+            let line = dlq_core::awaiting::unknown(&e);
             if state.notes.last() != Some(&line) {
                 state.notes.push(line);
             }
