@@ -15,15 +15,55 @@ pub(crate) struct Canonical<'a> {
 
 /// The chain's MAC: HMAC-SHA256 under the ledger's key.
 pub(crate) fn entry_hash(key: &[u8], prev_hash: &str, c: &Canonical<'_>) -> String {
-    // HMAC takes keys of any length; the error branch cannot happen.
-    let Ok(mut h) = Hmac::<Sha256>::new_from_slice(key) else {
-        return String::new();
-    };
-    h.update(prev_hash.as_bytes());
-    h.update(b"\n");
-    h.update(&serde_json::to_vec(c).unwrap_or_default());
-    hex(&h.finalize().into_bytes())
+    EntryMac::new(key).map_or_else(String::new, |mut m| hex(&m.of(prev_hash, c)))
 }
+
+/// The chain's MAC over many entries (a full walk): the key's pads are computed once and
+/// one buffer is reused, so an entry costs its own bytes only.
+pub(crate) struct EntryMac {
+    keyed: Hmac<Sha256>,
+    buf: Vec<u8>,
+}
+
+impl EntryMac {
+    /// HMAC takes keys of any length: `None` cannot happen in practice.
+    pub(crate) fn new(key: &[u8]) -> Option<Self> {
+        Some(EntryMac {
+            keyed: Hmac::<Sha256>::new_from_slice(key).ok()?,
+            buf: Vec::with_capacity(512),
+        })
+    }
+
+    fn of(&mut self, prev_hash: &str, c: &Canonical<'_>) -> [u8; 32] {
+        let mut h = self.keyed.clone();
+        h.update(prev_hash.as_bytes());
+        h.update(b"\n");
+        self.buf.clear();
+        // Writing to a Vec cannot fail; an entry that could not be written would be
+        // hashed as empty and so fail its check.
+        let _ = serde_json::to_writer(&mut self.buf, c);
+        h.update(&self.buf);
+        h.finalize().into_bytes().into()
+    }
+
+    /// Whether `e`'s stored hash is its MAC.
+    pub(crate) fn holds(&mut self, e: &AuditEntry) -> bool {
+        let mac = self.of(&e.prev_hash, &canonical(e));
+        hex_eq(&mac, &e.hash)
+    }
+}
+
+/// `text` is `bytes` in lower-case hex (what `hex` writes), compared without allocating.
+fn hex_eq(bytes: &[u8], text: &str) -> bool {
+    let t = text.as_bytes();
+    t.len() == bytes.len() * 2
+        && bytes.iter().zip(t.chunks_exact(2)).all(|(b, pair)| {
+            pair[0] == HEX_DIGITS[usize::from(b >> 4)]
+                && pair[1] == HEX_DIGITS[usize::from(b & 0xf)]
+        })
+}
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 
 /// The unkeyed chain of schema version 1, verified once before it is re-keyed.
 pub(crate) fn legacy_entry_hash(prev_hash: &str, c: &Canonical<'_>) -> String {
@@ -35,12 +75,12 @@ pub(crate) fn legacy_entry_hash(prev_hash: &str, c: &Canonical<'_>) -> String {
 }
 
 pub(crate) fn hex(b: &[u8]) -> String {
-    use std::fmt::Write as _;
-    b.iter()
-        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
-            let _ = write!(s, "{x:02x}");
-            s
-        })
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push(char::from(HEX_DIGITS[usize::from(x >> 4)]));
+        s.push(char::from(HEX_DIGITS[usize::from(x & 0xf)]));
+    }
+    s
 }
 
 /// sha256 of bytes, hex.
@@ -144,10 +184,12 @@ impl Ledger {
     /// The first of `entries` whose MAC does not hold.
     pub(crate) fn first_bad_mac(&self, entries: &[AuditEntry]) -> Result<Option<i64>, DbError> {
         match &self.chain {
-            Chain::Local(key) => Ok(entries
-                .iter()
-                .find(|e| entry_hash(key, &e.prev_hash, &canonical(e)) != e.hash)
-                .map(|e| e.seq)),
+            Chain::Local(key) => {
+                let Some(mut mac) = EntryMac::new(key) else {
+                    return Ok(entries.first().map(|e| e.seq));
+                };
+                Ok(entries.iter().find(|e| !mac.holds(e)).map(|e| e.seq))
+            }
             Chain::Server => match (entries.first(), entries.last()) {
                 (Some(a), Some(b)) => server::first_bad_mac(&self.db, a.seq, b.seq),
                 _ => Ok(None),

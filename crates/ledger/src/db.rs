@@ -11,8 +11,9 @@ mod values;
 pub use values::*;
 
 /// A column value as the ledger uses them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
+    #[default]
     Null,
     Int(i64),
     Text(String),
@@ -245,7 +246,12 @@ fn sqlite_value(v: rusqlite::types::ValueRef<'_>) -> Value {
         V::Null => Value::Null,
         V::Integer(i) => Value::Int(i),
         V::Real(f) => Value::Text(f.to_string()),
-        V::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+        // Valid UTF-8 is checked by the fast path first; only bad bytes pay for the
+        // lossy walk.
+        V::Text(t) => Value::Text(match std::str::from_utf8(t) {
+            Ok(s) => s.to_owned(),
+            Err(_) => String::from_utf8_lossy(t).into_owned(),
+        }),
         V::Blob(b) => Value::Blob(b.to_vec()),
     }
 }
@@ -330,6 +336,16 @@ impl Db {
         f: impl FnMut(&Row) -> Result<T, DbError>,
     ) -> Result<Vec<T>, DbError> {
         self.query(sql, p)?.iter().map(f).collect()
+    }
+
+    /// Rows mapped by `f`, each handed over to be taken apart (`Row::take_text`).
+    pub fn map_owned<T>(
+        &self,
+        sql: &str,
+        p: &[&dyn ToValue],
+        f: impl FnMut(Row) -> Result<T, DbError>,
+    ) -> Result<Vec<T>, DbError> {
+        self.query(sql, p)?.into_iter().map(f).collect()
     }
 
     /// The first row, if any.

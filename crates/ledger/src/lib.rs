@@ -417,7 +417,7 @@ impl Ledger {
                 .opt(
                     "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq = ?1",
                     p![seq],
-                    entry_row,
+                    |r| entry_row(r.clone()),
                 )
                 .map_err(|e| self.err(e))?,
             None => None,
@@ -514,7 +514,7 @@ impl Ledger {
 
     /// Entries from `from` on, in order.
     fn entries_in(db: &Db, from: i64) -> Result<Vec<AuditEntry>, DbError> {
-        db.map(
+        db.map_owned(
             "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq >= ?1 ORDER BY seq",
             p![from],
             entry_row,
@@ -529,7 +529,7 @@ impl Ledger {
     /// Audit entries about one letter (its decisions, revisions, unmasks, refusals).
     pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, JournalError> {
         self.db
-            .map("SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE target = ?1 ORDER BY seq", p![letter_id], entry_row)
+            .map_owned("SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE target = ?1 ORDER BY seq", p![letter_id], entry_row)
             .map_err(|e| self.err(e))
     }
 
@@ -585,16 +585,16 @@ impl Recorded {
 }
 
 /// An audit row (`seq, at, actor, action, target, detail, prev_hash, hash`).
-fn entry_row(r: &db::Row) -> Result<AuditEntry, DbError> {
+fn entry_row(mut r: db::Row) -> Result<AuditEntry, DbError> {
     Ok(AuditEntry {
         seq: r.get(0)?,
-        at: r.get(1)?,
-        actor: r.get(2)?,
-        action: r.get(3)?,
-        target: r.get(4)?,
-        detail: r.get(5)?,
-        prev_hash: r.get(6)?,
-        hash: r.get(7)?,
+        at: r.take_text(1)?,
+        actor: r.take_text(2)?,
+        action: r.take_text(3)?,
+        target: r.take_text(4)?,
+        detail: r.take_text(5)?,
+        prev_hash: r.take_text(6)?,
+        hash: r.take_text(7)?,
     })
 }
 
@@ -682,6 +682,32 @@ mod tests {
             assert!(!v.ok, "{what} went unnoticed");
             assert_eq!(v.first_bad_seq, Some(bad_seq), "{what}: {v:?}");
         }
+    }
+
+    /// The full walk reads the chain a page at a time (three entries under test): an edit
+    /// is found on any page, at a page's edge too, and every entry is counted.
+    #[test]
+    fn the_paged_walk_finds_an_edit_on_any_page_and_counts_every_entry() {
+        for seq in 1..=10 {
+            let (_dir, mut l) = ledger();
+            chain(&mut l, 10);
+            conn(&l)
+                .execute(
+                    "UPDATE audit SET target = 'elsewhere' WHERE seq = ?1",
+                    params![seq],
+                )
+                .expect("edit");
+            let v = l.verify(None).expect("verify");
+            assert_eq!(
+                (v.ok, v.first_bad_seq, v.entries),
+                (false, Some(seq), 10),
+                "edit of entry {seq}: {v:?}"
+            );
+        }
+        let (_dir, mut l) = ledger();
+        chain(&mut l, 9);
+        let v = l.verify(None).expect("verify");
+        assert_eq!((v.ok, v.entries), (true, 9), "three full pages: {v:?}");
     }
 
     /// Recompute a chain as someone without the key would: plain sha256, or HMAC under a

@@ -1,6 +1,7 @@
 //! Verification: the chain walked entry by entry, every bound row checked against its entry.
 
 use super::*;
+use crate::chain::{Chain, EntryMac};
 use crate::checkpoint::{Checkpoint, Scope};
 use crate::p;
 use std::collections::{HashMap, HashSet};
@@ -32,43 +33,45 @@ impl Ledger {
         &self,
         expect_head: Option<&Head>,
     ) -> Result<(Verification, Option<Checkpoint>), JournalError> {
-        let entries = self.audit_entries()?;
-        let n = entries.len() as i64;
-        let bad = |seq: i64, why: String| Verification {
-            ok: false,
-            entries: n,
-            first_bad_seq: Some(seq),
-            problem: Some(why),
-        };
-        if let Some((seq, why)) = self.walk(&entries, 1, GENESIS)? {
-            return Ok((bad(seq, why), None));
-        }
         let checkpoint = self.load_checkpoint()?;
-        let anchors = expect_head
+        let anchors: Vec<(Head, &str)> = expect_head
             .map(|h| (h.clone(), "the anchor"))
             .into_iter()
             .chain(
                 checkpoint
                     .as_ref()
                     .map(|c| (c.head(), "the last verified checkpoint")),
-            );
-        for (h, what) in anchors {
-            match entries.get(usize::try_from(h.seq - 1).unwrap_or(usize::MAX)) {
+            )
+            .collect();
+        let anchor_seqs: Vec<i64> = anchors.iter().map(|(h, _)| h.seq).collect();
+        let walked = match self.walk_paged(&anchor_seqs)? {
+            Ok(w) => w,
+            Err((seq, why)) => {
+                let n = self
+                    .db
+                    .one("SELECT count(*) FROM audit", p![], |r| r.get(0))
+                    .map_err(|e| self.err(e))?;
+                return Ok((bad(n, seq, why), None));
+            }
+        };
+        let n = walked.entries;
+        for (h, what) in &anchors {
+            match walked.at_anchors.get(&h.seq) {
                 None => {
-                    return Ok((bad(h.seq, format!(
+                    return Ok((bad(n, h.seq, format!(
                         "{what} names entry {} but the log ends at {n} (entries were removed from the end)",
                         h.seq
                     )), None))
                 }
-                Some(e) if e.hash != h.hash => {
-                    return Ok((bad(h.seq, format!("the entry differs from {what} (the log was rewritten)")), None))
+                Some(hash) if *hash != h.hash => {
+                    return Ok((bad(n, h.seq, format!("the entry differs from {what} (the log was rewritten)")), None))
                 }
                 Some(_) => {}
             }
         }
         // Rows after the anchors: a truncation is named as one, not by the first row
         // whose entry it took.
-        if let Some(problem) = self.check_rows(&entries, Scope::ALL)? {
+        if let Some(problem) = self.check_rows(&walked.kept, Scope::ALL)? {
             return Ok((problem.into_verification(n), None));
         }
         let ok = Verification {
@@ -77,11 +80,85 @@ impl Ledger {
             first_bad_seq: None,
             problem: None,
         };
-        let head = entries.last().map(|e| Head {
-            seq: e.seq,
-            hash: e.hash.clone(),
-        });
-        Ok((ok, head.map(|h| self.checkpoint_of(h, None)).transpose()?))
+        Ok((
+            ok,
+            walked
+                .head
+                .map(|h| self.checkpoint_of(h, None))
+                .transpose()?,
+        ))
+    }
+
+    /// The whole chain, read a page at a time in chain order (memory is a page, plus the
+    /// entries whose rows are checked after it, whatever the ledger's size): the first
+    /// problem in chain order, or what the row checks and anchors need of it. On a file
+    /// ledger the MACs are checked on a second thread while the next page is read.
+    fn walk_paged(&self, anchors: &[i64]) -> Result<Result<Walked, (i64, String)>, JournalError> {
+        let Chain::Local(key) = &self.chain else {
+            // The server checks a page's MACs (it holds the key): one call per page.
+            let mut walker = Walker::new(anchors, None);
+            let mut after = i64::MIN;
+            while let Some((page, full)) = self.page_after(after)? {
+                after = page.last().map_or(after, |e| e.seq);
+                let bad_mac = self.first_bad_mac(&page).map_err(|e| self.err(e))?;
+                if let Some(problem) = walker.take(page, bad_mac) {
+                    return Ok(Err(problem));
+                }
+                if !full {
+                    break;
+                }
+            }
+            return Ok(Ok(walker.walked));
+        };
+        let mac = EntryMac::new(key)
+            .ok_or_else(|| self.other("the audit key cannot key a MAC".into()))?;
+        std::thread::scope(|s| {
+            let (pages, next) = std::sync::mpsc::sync_channel::<Vec<AuditEntry>>(1);
+            let checker = s.spawn(move || {
+                let mut walker = Walker::new(anchors, Some(mac));
+                for page in next {
+                    if let Some(problem) = walker.take(page, None) {
+                        return Err(problem);
+                    }
+                }
+                Ok(walker.walked)
+            });
+            let read = (|| {
+                let mut after = i64::MIN;
+                while let Some((page, full)) = self.page_after(after)? {
+                    after = page.last().map_or(after, |e| e.seq);
+                    // A closed channel: the checker found a problem, which is the answer.
+                    if pages.send(page).is_err() || !full {
+                        break;
+                    }
+                }
+                Ok::<(), JournalError>(())
+            })();
+            drop(pages);
+            let checked = checker
+                .join()
+                .map_err(|_| self.other("the chain check stopped unexpectedly".into()))?;
+            match (checked, read) {
+                (Err(problem), _) => Ok(Err(problem)),
+                (Ok(_), Err(e)) => Err(e),
+                (Ok(w), Ok(())) => Ok(Ok(w)),
+            }
+        })
+    }
+
+    /// Up to a page of entries after seq `after`, in order, and whether it is full (more
+    /// may follow); `None` past the end.
+    fn page_after(&self, after: i64) -> Result<Option<(Vec<AuditEntry>, bool)>, JournalError> {
+        let page = self
+            .db
+            .map_owned(
+                "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                p![after, WALK_PAGE],
+                entry_row,
+            )
+            .map_err(|e| self.err(e))?;
+        let full = page.len() as i64 == WALK_PAGE;
+        Ok((!page.is_empty()).then_some((page, full)))
     }
 
     /// The chain from `first` on (its `prev_hash` being `prev`): the first entry out of
@@ -93,39 +170,7 @@ impl Ledger {
         prev: &str,
     ) -> Result<Option<(i64, String)>, JournalError> {
         let bad_mac = self.first_bad_mac(entries).map_err(|e| self.err(e))?;
-        let linked = self.walk_links(entries, first, prev);
-        let mac_problem = bad_mac.map(|seq| {
-            (
-                seq,
-                "its content does not match its MAC (the entry was edited, or the chain was rewritten without the key)".to_string(),
-            )
-        });
-        // The first problem in chain order.
-        Ok(match (linked, mac_problem) {
-            (Some(l), Some(m)) => Some(if m.0 < l.0 { m } else { l }),
-            (l, m) => l.or(m),
-        })
-    }
-
-    /// Sequence and links only (no key needed).
-    fn walk_links(&self, entries: &[AuditEntry], first: i64, prev: &str) -> Option<(i64, String)> {
-        let mut prev = prev;
-        for (expected_seq, e) in (first..).zip(entries.iter()) {
-            if e.seq != expected_seq {
-                return Some((
-                    e.seq,
-                    format!(
-                        "expected entry {expected_seq}, found {} (an entry was deleted or reordered)",
-                        e.seq
-                    ),
-                ));
-            }
-            if e.prev_hash != prev {
-                return Some((e.seq, "its prev_hash does not match the previous entry (an entry was removed, inserted or reordered)".into()));
-            }
-            prev = &e.hash;
-        }
-        None
+        Ok(first_problem(entries, first, prev, bad_mac))
     }
 
     /// Every decision and revision row must match the entry that recorded it, and every
@@ -329,6 +374,124 @@ impl Ledger {
                 )
             }))
     }
+}
+
+/// Entries read per page by the full walk (a few MB). The unit tests' ledgers are small:
+/// there a page is three entries, so every tampering test also crosses pages.
+const WALK_PAGE: i64 = if cfg!(test) { 3 } else { 16_384 };
+
+/// What the full walk keeps of a clean chain.
+#[derive(Default)]
+struct Walked {
+    entries: i64,
+    head: Option<Head>,
+    /// The entries the row checks read: those that record a row or an approval.
+    kept: Vec<AuditEntry>,
+    /// The hash at each anchor's seq, where the log has one.
+    at_anchors: HashMap<i64, String>,
+}
+
+/// The full walk's state between pages: where the chain stands and what it keeps.
+struct Walker<'a> {
+    walked: Walked,
+    prev: String,
+    anchors: &'a [i64],
+    /// The key's MAC on a file ledger; `None` when the server checks MACs.
+    mac: Option<EntryMac>,
+}
+
+impl<'a> Walker<'a> {
+    fn new(anchors: &'a [i64], mac: Option<EntryMac>) -> Self {
+        Walker {
+            walked: Walked::default(),
+            prev: GENESIS.to_string(),
+            anchors,
+            mac,
+        }
+    }
+
+    /// The next page in chain order (`bad_mac`: the server's verdict on its MACs, where
+    /// there is no key here): its first problem, or nothing and the page taken in.
+    fn take(&mut self, page: Vec<AuditEntry>, bad_mac: Option<i64>) -> Option<(i64, String)> {
+        let bad_mac = match &mut self.mac {
+            Some(m) => page.iter().find(|e| !m.holds(e)).map(|e| e.seq),
+            None => bad_mac,
+        };
+        let w = &mut self.walked;
+        if let Some(problem) = first_problem(&page, w.entries + 1, &self.prev, bad_mac) {
+            return Some(problem);
+        }
+        let last = page.last()?;
+        w.entries += page.len() as i64;
+        self.prev.clone_from(&last.hash);
+        w.head = Some(Head {
+            seq: last.seq,
+            hash: last.hash.clone(),
+        });
+        for e in page.iter().filter(|e| self.anchors.contains(&e.seq)) {
+            w.at_anchors.insert(e.seq, e.hash.clone());
+        }
+        w.kept
+            .extend(page.into_iter().filter(|e| checked_against_rows(&e.action)));
+        None
+    }
+}
+
+/// The first problem in chain order of `entries` (the first's seq should be `first`, its
+/// `prev_hash` `prev`), given the first whose MAC fails.
+fn first_problem(
+    entries: &[AuditEntry],
+    first: i64,
+    prev: &str,
+    bad_mac: Option<i64>,
+) -> Option<(i64, String)> {
+    let linked = first_bad_link(entries, first, prev);
+    let mac_problem = bad_mac.map(|seq| {
+        (
+            seq,
+            "its content does not match its MAC (the entry was edited, or the chain was rewritten without the key)".to_string(),
+        )
+    });
+    match (linked, mac_problem) {
+        (Some(l), Some(m)) => Some(if m.0 < l.0 { m } else { l }),
+        (l, m) => l.or(m),
+    }
+}
+
+/// Sequence and links only (no key needed).
+fn first_bad_link(entries: &[AuditEntry], first: i64, prev: &str) -> Option<(i64, String)> {
+    let mut prev = prev;
+    for (expected_seq, e) in (first..).zip(entries.iter()) {
+        if e.seq != expected_seq {
+            return Some((
+                e.seq,
+                format!(
+                    "expected entry {expected_seq}, found {} (an entry was deleted or reordered)",
+                    e.seq
+                ),
+            ));
+        }
+        if e.prev_hash != prev {
+            return Some((e.seq, "its prev_hash does not match the previous entry (an entry was removed, inserted or reordered)".into()));
+        }
+        prev = &e.hash;
+    }
+    None
+}
+
+fn bad(entries: i64, seq: i64, why: String) -> Verification {
+    Verification {
+        ok: false,
+        entries,
+        first_bad_seq: Some(seq),
+        problem: Some(why),
+    }
+}
+
+/// Entries a row check reads: those that record a row, and approvals (a team ledger's
+/// requests must each have theirs).
+fn checked_against_rows(action: &str) -> bool {
+    binds_rows(action) || action.starts_with("approval-")
 }
 
 /// Actions whose entries record a row (a decision, a revision, the replay journal).

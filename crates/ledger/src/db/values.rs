@@ -138,6 +138,14 @@ impl Row {
         T::from_value(self.0.get(i).unwrap_or(&Value::Null), i)
     }
 
+    /// Column `i`'s text, moved out (the row is read once: no copy of a long detail).
+    pub fn take_text(&mut self, i: usize) -> Result<String, DbError> {
+        match self.0.get_mut(i).map(std::mem::take) {
+            Some(Value::Text(s)) => Ok(s),
+            other => Err(wrong(i, "text", &other.unwrap_or(Value::Null))),
+        }
+    }
+
     pub fn value(&self, i: usize) -> &Value {
         self.0.get(i).unwrap_or(&Value::Null)
     }
