@@ -152,12 +152,7 @@ impl DumpTui {
     /// Ask the worker to discard the first letter, for `reason`.
     fn discard_first(&self, reason: &str) {
         let store = &self.s.browse.catalog.store;
-        let r = *store.row(0).expect("row");
-        let target = dlq_app::session::DiscardTarget {
-            letter_id: store.id(&r).to_string(),
-            binding: store.binding(&r),
-            location: store.coords_label(&r),
-        };
+        let target = dlq_app::session::DiscardTarget::of(store, 0).expect("target");
         self.req
             .send(Request::Discard {
                 rows: vec![(0, target)],

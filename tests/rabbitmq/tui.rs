@@ -155,18 +155,9 @@ fn a_tui_discard_acks_exactly_the_discarded_letter() {
         }
     }
     assert_eq!(store.len(), 10);
-    let r = *store.row(0).expect("row");
-    let victim = store.id(&r).to_string();
     req_tx
         .send(Request::Discard {
-            rows: vec![(
-                0,
-                DiscardTarget {
-                    letter_id: victim.clone(),
-                    binding: store.binding(&r),
-                    location: store.coords_label(&r),
-                },
-            )],
+            rows: vec![(0, DiscardTarget::of(&store, 0).expect("target"))],
             reason: "duplicate".into(),
         })
         .expect("worker");
@@ -281,17 +272,13 @@ fn the_tui_says_when_the_broker_closes_the_browse_and_r_browses_again() {
     assert_eq!(t.count(&q), 0, "held again by the new browse");
     // A discard on the new browse acks exactly that letter.
     let store = &s.browse.catalog.store;
-    let (at, r) = store
+    let (at, _) = store
         .rows()
         .iter()
         .enumerate()
         .find(|(_, r)| store.id(r) == "m-3")
         .expect("m-3");
-    let target = DiscardTarget {
-        letter_id: "m-3".into(),
-        binding: store.binding(r),
-        location: store.coords_label(r),
-    };
+    let target = DiscardTarget::of(store, u32::try_from(at).expect("row")).expect("target");
     req_tx
         .send(Request::Discard {
             rows: vec![(at as u32, target)],

@@ -238,13 +238,12 @@ mod tests {
     }
 
     fn discard_of(b: &Browse, row: RowId, by: &str) -> Decision {
-        let r = b.catalog.store.row(row).copied().expect("row");
         Decision {
             id: i64::from(row),
             source: "t".into(),
             letter_id: row.to_string(),
             coords: None,
-            binding: Some(b.catalog.store.binding(&r)),
+            binding: b.catalog.store.binding(row),
             kind: DecisionKind::Discard,
             reason: "duplicate".into(),
             actor: by.into(),

@@ -109,7 +109,7 @@ struct ConfigFile {
     #[serde(default)]
     retention: RetentionConfig,
     /// Memory, in MiB, for whole letters the TUI keeps (default 256 for RabbitMQ, whose
-    /// deliveries cannot be re-read, 64 for Kafka and files, which are re-read by position).
+    /// deliveries cannot be re-read, 8 for Kafka and files, which are re-read by position).
     #[serde(default)]
     payload_cache_mib: Option<usize>,
     /// `[[owners]]`: who must act on which letters.

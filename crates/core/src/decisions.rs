@@ -154,14 +154,11 @@ pub fn apply_to_store(
         .iter()
         .enumerate()
         .filter(|(_, r)| matches!(r.state, T::Open | T::FailedAgain))
-        .filter_map(|(i, r)| {
-            let d = decided.get(store.binding(r).as_str())?;
+        .filter_map(|(i, _)| {
+            let row = crate::store::RowId::try_from(i).ok()?;
+            let d = decided.get(store.binding(row)?.as_str())?;
             let state = crate::prepared::LetterState::of(Some(d)).state;
-            Some((
-                crate::store::RowId::try_from(i).ok()?,
-                state,
-                d.actor.clone(),
-            ))
+            Some((row, state, d.actor.clone()))
         })
         .collect();
     hits.into_iter()

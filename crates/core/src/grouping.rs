@@ -414,7 +414,10 @@ impl GroupIndex {
 
     /// Letters of every group under a tree node with their dead_lettered_at.
     pub fn timed_members_under(&self, prefix: &[u32]) -> Vec<(i64, RowId)> {
-        let mut out = Vec::new();
+        // Sized once: the letters pane gathers a big group's members on every refresh
+        // during a scan, and doubling its way there held up to twice the list.
+        let n = self.groups_under(prefix).map(|g| g.members.len()).sum();
+        let mut out = Vec::with_capacity(n);
         for g in self.groups_under(prefix) {
             out.extend(
                 g.member_times

@@ -71,7 +71,8 @@ impl Interner {
 /// Sentinel for an unknown timestamp.
 pub const NO_TIME: i64 = i64::MIN;
 
-/// One letter's metadata. Kept `Copy` and small: 80 bytes.
+/// One letter's metadata. Kept `Copy` and small: 72 bytes (a million letters' rows are
+/// 72 MB; the content digest RabbitMQ letters need lives beside, in `LetterStore::fps`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Row {
     /// dead_lettered_at, epoch milliseconds, or [`NO_TIME`].
@@ -97,15 +98,16 @@ pub struct Row {
     pub replay_count: u8,
     pub state: TriageState,
     pub body: BodyKind,
-    /// Content digest for letters without a stable position (RabbitMQ queues), else 0:
-    /// what binds a ledger decision to this exact letter (`binding`).
-    pub fp: u64,
 }
 
 /// The letters of one scan.
 #[derive(Debug)]
 pub struct LetterStore {
     rows: Vec<Row>,
+    /// Each row's content digest, for letters without a stable position (RabbitMQ
+    /// queues; 0 for others): what binds a ledger decision to this exact letter
+    /// (`binding`). Empty while no row has one, so a Kafka scan pays nothing for it.
+    fps: Vec<u64>,
     arena: Vec<u8>,
     pub syms: Interner,
     /// Rows with a known time by the minute they were dead-lettered in: what a moving
@@ -124,6 +126,7 @@ impl Default for LetterStore {
     fn default() -> Self {
         LetterStore {
             rows: Vec::new(),
+            fps: Vec::new(),
             arena: Vec::new(),
             syms: Interner::new(),
             by_minute: Default::default(),
@@ -259,8 +262,11 @@ impl LetterStore {
             replay_count: dl.replay_count.min(255) as u8,
             state: TriageState::Open,
             body: dl.body,
-            fp: fp.unwrap_or(0),
         };
+        if fp.is_some() || !self.fps.is_empty() {
+            self.fps.resize(self.rows.len(), 0);
+            self.fps.push(fp.unwrap_or(0));
+        }
         self.rows.push(row);
         (self.rows.len() - 1) as RowId
     }
@@ -340,20 +346,23 @@ impl LetterStore {
     }
 
     /// The exact-letter binding of a row, as `core::binding::binding` renders it.
-    pub fn binding(&self, r: &Row) -> String {
+    pub fn binding(&self, row: RowId) -> Option<String> {
+        let r = self.row(row)?;
         let c = self.sym(r.container);
-        if r.fp != 0 {
-            crate::binding::content_label(r.fp)
+        let fp = self.fps.get(row as usize).copied().unwrap_or(0);
+        Some(if fp != 0 {
+            crate::binding::content_label(fp)
         } else if r.partition >= 0 {
             format!("at:{c}/{}/{}", r.partition, r.offset)
         } else {
             format!("at:{c}@{}", r.offset)
-        }
+        })
     }
 
     /// Release growth slack (Vec doubling) once the initial scan is complete.
     pub fn shrink_to_fit(&mut self) {
         self.rows.shrink_to_fit();
+        self.fps.shrink_to_fit();
         self.arena.shrink_to_fit();
     }
 
@@ -445,6 +454,7 @@ impl LetterStore {
     /// Heap bytes held for letter metadata (rows, arena, interner), for the memory budget.
     pub fn heap_bytes(&self) -> usize {
         self.rows.capacity() * std::mem::size_of::<Row>()
+            + self.fps.capacity() * std::mem::size_of::<u64>()
             + self
                 .by_minute
                 .values()
@@ -462,10 +472,40 @@ mod tests {
     #[test]
     fn row_stays_small() {
         assert!(
-            std::mem::size_of::<Row>() <= 80,
+            std::mem::size_of::<Row>() <= 72,
             "{}",
             std::mem::size_of::<Row>()
         );
+    }
+
+    /// A row's binding: its position where it has a stable one, else its content digest
+    /// (kept beside the rows, and only once some letter has one).
+    #[test]
+    fn bindings_come_from_the_position_or_the_content_digest_kept_beside() {
+        use crate::model::RawLetter;
+        let kafka = |offset| RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "orders.dlq".into(),
+                partition: 2,
+                offset,
+            }),
+            ..RawLetter::default()
+        };
+        let mut s = LetterStore::new();
+        s.push_with_fp(&crate::conventions::extract(kafka(9), &[]), "", None);
+        s.push_with_fp(&crate::conventions::extract(kafka(10), &[]), "", None);
+        assert_eq!(s.fps.capacity(), 0, "no digest kept for positioned letters");
+        s.push_with_fp(
+            &crate::conventions::extract(RawLetter::default(), &[]),
+            "",
+            Some(0xfeed),
+        );
+        s.push_with_fp(&crate::conventions::extract(kafka(11), &[]), "", None);
+        assert_eq!(s.binding(0).as_deref(), Some("at:orders.dlq/2/9"));
+        assert_eq!(s.binding(1).as_deref(), Some("at:orders.dlq/2/10"));
+        assert_eq!(s.binding(2), Some(crate::binding::content_label(0xfeed)));
+        assert_eq!(s.binding(3).as_deref(), Some("at:orders.dlq/2/11"));
+        assert_eq!(s.binding(4), None);
     }
 
     /// The time buckets give exactly the rows in a span, whether a bucket was read

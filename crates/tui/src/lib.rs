@@ -43,11 +43,12 @@ pub enum AppEvent {
 
 /// Memory for whole letters (payloads included) kept for the detail pane, by default:
 /// RabbitMQ deliveries cannot be fetched again without a new browse, so more of them are
-/// kept; Kafka and file letters are re-read by position when evicted, so a smaller cache
-/// serves (64 MiB put the TUI over 400 MB at 1,000,000 letters). `payload_cache_mib`
-/// in the config overrides both.
+/// kept; Kafka and file letters are re-read by position when evicted, so a small cache
+/// serves: 8 MiB is some 2,500 letters of 3 KB, many screens of them (64 MiB put the TUI
+/// over 400 MB at 1,000,000 letters, 32 MiB ~25 MB more than 8). `payload_cache_mib` in
+/// the config overrides both.
 pub const CACHE_BUDGET_HELD: usize = 256 * 1024 * 1024;
-pub const CACHE_BUDGET_REFETCHABLE: usize = 32 * 1024 * 1024;
+pub const CACHE_BUDGET_REFETCHABLE: usize = 8 * 1024 * 1024;
 /// Most events handled before a frame is drawn, so a flood of letters cannot starve input.
 const MAX_EVENTS_PER_FRAME: usize = 512;
 

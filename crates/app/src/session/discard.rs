@@ -17,9 +17,10 @@ pub struct DiscardTarget {
 impl DiscardTarget {
     /// A row of the store as a discard names it.
     pub fn of(store: &dlq_core::store::LetterStore, row: dlq_core::store::RowId) -> Option<Self> {
-        store.row(row).map(|r| DiscardTarget {
+        let r = store.row(row)?;
+        Some(DiscardTarget {
             letter_id: store.id(r).to_string(),
-            binding: store.binding(r),
+            binding: store.binding(row)?,
             location: store.coords_label(r),
         })
     }

@@ -93,11 +93,10 @@ fn clean(s: &str) -> String {
 /// The ledger state of a row: its decision, if one is bound to this exact letter.
 fn row_state(s: &AppState, row: dlq_core::store::RowId) -> dlq_app::session::LetterState {
     let store = &s.browse.catalog.store;
-    let decision = store.row(row).and_then(|r| {
-        s.browse
-            .decision(&store.binding(r))
-            .filter(|x| x.letter_id == store.id(r))
-    });
+    let decision = store
+        .row(row)
+        .zip(store.binding(row))
+        .and_then(|(r, b)| s.browse.decision(&b).filter(|x| x.letter_id == store.id(r)));
     dlq_app::session::LetterState::of(decision)
 }
 
