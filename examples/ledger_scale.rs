@@ -8,11 +8,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test, bench or example may stop on a broken fixture
 
 use dlq_ledger::Ledger;
+use std::time::Instant;
 
 /// The binary's allocator, so what is measured here is what `audit verify` costs.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use std::time::Instant;
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -12,7 +12,7 @@ use dlq_core::journal::{Approval, ApprovalState};
 const COLUMNS: &str =
     "id, source, digest, letters, plan, author, requested_at, state, approver, decided_at, note";
 
-fn approval_row(r: &Row) -> Result<Approval, DbError> {
+fn approval_row(r: Row) -> Result<Approval, DbError> {
     Ok(Approval {
         id: r.get(0)?,
         source: r.get(1)?,
@@ -21,7 +21,7 @@ fn approval_row(r: &Row) -> Result<Approval, DbError> {
         plan: r.get(4)?,
         author: r.get(5)?,
         requested_at: r.get(6)?,
-        state: crate::replays::parsed(r, 7, ApprovalState::parse)?,
+        state: crate::replays::parsed(&r, 7, ApprovalState::parse)?,
         approver: r.get(8)?,
         decided_at: r.get(9)?,
         note: r.get(10)?,

@@ -47,9 +47,14 @@ impl EntryMac {
     }
 
     /// Whether `e`'s stored hash is its MAC.
-    pub(crate) fn holds(&mut self, e: &AuditEntry) -> bool {
+    fn holds(&mut self, e: &AuditEntry) -> bool {
         let mac = self.of(&e.prev_hash, &canonical(e));
         hex_eq(&mac, &e.hash)
+    }
+
+    /// The seq of the first of `entries` whose MAC does not hold.
+    pub(crate) fn first_bad(&mut self, entries: &[AuditEntry]) -> Option<i64> {
+        entries.iter().find(|e| !self.holds(e)).map(|e| e.seq)
     }
 }
 
@@ -188,7 +193,7 @@ impl Ledger {
                 let Some(mut mac) = EntryMac::new(key) else {
                     return Ok(entries.first().map(|e| e.seq));
                 };
-                Ok(entries.iter().find(|e| !mac.holds(e)).map(|e| e.seq))
+                Ok(mac.first_bad(entries))
             }
             Chain::Server => match (entries.first(), entries.last()) {
                 (Some(a), Some(b)) => server::first_bad_mac(&self.db, a.seq, b.seq),

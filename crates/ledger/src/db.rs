@@ -328,18 +328,9 @@ impl Db {
         }
     }
 
-    /// Rows mapped by `f`.
+    /// Rows mapped by `f`. Each row is handed over, so long text can be moved out of it
+    /// (`Row::take_text`) rather than copied.
     pub fn map<T>(
-        &self,
-        sql: &str,
-        p: &[&dyn ToValue],
-        f: impl FnMut(&Row) -> Result<T, DbError>,
-    ) -> Result<Vec<T>, DbError> {
-        self.query(sql, p)?.iter().map(f).collect()
-    }
-
-    /// Rows mapped by `f`, each handed over to be taken apart (`Row::take_text`).
-    pub fn map_owned<T>(
         &self,
         sql: &str,
         p: &[&dyn ToValue],
@@ -353,9 +344,9 @@ impl Db {
         &self,
         sql: &str,
         p: &[&dyn ToValue],
-        f: impl FnOnce(&Row) -> Result<T, DbError>,
+        f: impl FnOnce(Row) -> Result<T, DbError>,
     ) -> Result<Option<T>, DbError> {
-        self.query(sql, p)?.first().map(f).transpose()
+        self.query(sql, p)?.into_iter().next().map(f).transpose()
     }
 
     /// The first row (`NoRow` if none).
@@ -363,7 +354,7 @@ impl Db {
         &self,
         sql: &str,
         p: &[&dyn ToValue],
-        f: impl FnOnce(&Row) -> Result<T, DbError>,
+        f: impl FnOnce(Row) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         self.opt(sql, p, f)?.ok_or(DbError::NoRow)
     }

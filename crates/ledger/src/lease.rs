@@ -99,7 +99,7 @@ impl Ledger {
         tx.opt(
             "SELECT lease_pid, lease_host, heartbeat_at, actor, state, lease_epoch FROM replays WHERE id = ?1",
             p![id],
-            |r| Ok((Lease::from_row(r, 0)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            |r| Ok((Lease::from_row(&r, 0)?, r.get(3)?, r.get(4)?, r.get(5)?)),
         )
     }
 
@@ -239,7 +239,7 @@ impl Ledger {
                         r.get(2)?,
                         r.get(3)?,
                         r.get(4)?,
-                        Lease::from_row(r, 5)?,
+                        Lease::from_row(&r, 5)?,
                     ))
                 },
             )
@@ -328,7 +328,7 @@ impl Ledger {
                             detail: serde_json::from_str(&detail).unwrap_or_default(),
                         },
                         r.get(6)?,
-                        Lease::from_row(r, 7)?,
+                        Lease::from_row(&r, 7)?,
                     ))
                 },
             )

@@ -417,7 +417,7 @@ impl Ledger {
                 .opt(
                     "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq = ?1",
                     p![seq],
-                    |r| entry_row(r.clone()),
+                    entry_row,
                 )
                 .map_err(|e| self.err(e))?,
             None => None,
@@ -491,7 +491,7 @@ impl Ledger {
                     letter_id: r.get(2)?,
                     coords: r.get(3)?,
                     binding: r.get(4)?,
-                    kind: replays::parsed(r, 5, DecisionKind::parse)?,
+                    kind: replays::parsed(&r, 5, DecisionKind::parse)?,
                     reason: r.get(6)?,
                     actor: r.get(7)?,
                     at: r.get(8)?,
@@ -514,7 +514,7 @@ impl Ledger {
 
     /// Entries from `from` on, in order.
     fn entries_in(db: &Db, from: i64) -> Result<Vec<AuditEntry>, DbError> {
-        db.map_owned(
+        db.map(
             "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq >= ?1 ORDER BY seq",
             p![from],
             entry_row,
@@ -529,7 +529,7 @@ impl Ledger {
     /// Audit entries about one letter (its decisions, revisions, unmasks, refusals).
     pub fn history(&self, letter_id: &str) -> Result<Vec<AuditEntry>, JournalError> {
         self.db
-            .map_owned("SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE target = ?1 ORDER BY seq", p![letter_id], entry_row)
+            .map("SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE target = ?1 ORDER BY seq", p![letter_id], entry_row)
             .map_err(|e| self.err(e))
     }
 

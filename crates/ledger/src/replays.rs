@@ -372,9 +372,9 @@ impl Ledger {
     }
 
     /// A replay row and its lease (`held_by` is filled in by [`Self::with_holder`]).
-    fn replay_row(r: &Row) -> Result<(ReplayRow, crate::lease::Lease), DbError> {
+    fn replay_row(r: Row) -> Result<(ReplayRow, crate::lease::Lease), DbError> {
         let detail: String = r.get(6)?;
-        let lease = crate::lease::Lease::from_row(r, 7)?;
+        let lease = crate::lease::Lease::from_row(&r, 7)?;
         let row = ReplayRow {
             held_by: None,
             id: r.get(0)?,
@@ -382,7 +382,7 @@ impl Ledger {
             target: r.get(2)?,
             actor: r.get(3)?,
             started_at: r.get(4)?,
-            state: parsed(r, 5, ReplayState::parse)?,
+            state: parsed(&r, 5, ReplayState::parse)?,
             detail: serde_json::from_str(&detail).unwrap_or_default(),
         };
         Ok((row, lease))
@@ -437,7 +437,7 @@ impl Ledger {
                     letter_id: r.get(1)?,
                     binding: r.get(2)?,
                     location: r.get(3)?,
-                    state: parsed(r, 4, ItemState::parse)?,
+                    state: parsed(&r, 4, ItemState::parse)?,
                     at: r.get(5)?,
                     published: r.get(6)?,
                     error: r.get(7)?,

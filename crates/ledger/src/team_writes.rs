@@ -37,7 +37,7 @@ impl Ledger {
         tx.one(
             &format!("SELECT {ENTRY} FROM dlq.audit(?1, ?2, ?3)"),
             p![action, target, detail],
-            |r| entry_row(r.clone()),
+            entry_row,
         )
     }
 
@@ -157,7 +157,7 @@ impl Ledger {
                         locations,
                         l.client
                     ],
-                    |r| entry_row(r.clone()),
+                    entry_row,
                 )
                 .map_err(|e| l.err(e))?;
             l.take_lease(tx, id)?;
@@ -342,7 +342,7 @@ impl Ledger {
                 .one(
                     &format!("SELECT {ENTRY} FROM dlq.approval_request(?1, ?2, ?3, ?4, ?5, ?6)"),
                     p![a.id, a.source, a.digest, a.letters as i64, a.plan, l.client],
-                    |r| entry_row(r.clone()),
+                    entry_row,
                 )
                 .map_err(|e| l.err(e))?;
             Ok(Approval {
@@ -374,7 +374,7 @@ impl Ledger {
                 .one(
                     &format!("SELECT {ENTRY} FROM dlq.approval_decide(?1, ?2, ?3, ?4)"),
                     p![a.id, approve, note, l.client],
-                    |r| entry_row(r.clone()),
+                    entry_row,
                 )
                 .map_err(|e| l.err(e))?;
             Ok(Approval {

@@ -151,7 +151,7 @@ impl Ledger {
     fn page_after(&self, after: i64) -> Result<Option<(Vec<AuditEntry>, bool)>, JournalError> {
         let page = self
             .db
-            .map_owned(
+            .map(
                 "SELECT seq, at, actor, action, target, detail, prev_hash, hash FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2",
                 p![after, WALK_PAGE],
                 entry_row,
@@ -414,7 +414,7 @@ impl<'a> Walker<'a> {
     /// there is no key here): its first problem, or nothing and the page taken in.
     fn take(&mut self, page: Vec<AuditEntry>, bad_mac: Option<i64>) -> Option<(i64, String)> {
         let bad_mac = match &mut self.mac {
-            Some(m) => page.iter().find(|e| !m.holds(e)).map(|e| e.seq),
+            Some(m) => m.first_bad(&page),
             None => bad_mac,
         };
         let w = &mut self.walked;

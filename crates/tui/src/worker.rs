@@ -135,8 +135,8 @@ fn announce_unfinished(session: &Session, events: &Sender<AppEvent>) {
     }
 }
 
-/// Letters sent to the UI and not yet indexed, beyond which the scan waits: a batch or
-/// two, so the UI always has the next one at hand. Each costs ~3 KB until indexed, more
+/// Letters sent to the UI and not yet indexed, beyond which the scan waits: two
+/// batches, so the UI always has the next one at hand. Each costs ~3 KB until indexed, more
 /// in the allocator's pages: at 12,288 the TUI's peak at 1,000,000 Kafka letters was
 /// ~430 MB, at 8,192 ~385 MB; 4,096 (with the 8 MiB letter cache and no transparent huge
 /// pages) 291-309 MB, the scan as fast (5.8-6.1 s against 5.9-6.3 s).
