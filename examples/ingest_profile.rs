@@ -1,6 +1,7 @@
 //! Profiling target for the ingest path (conventions + masked preview + index) on the
 //! demo incident (`SCALE` times its size, default 1), repeated (`ROUNDS`, default 150,
-//! times; `PREVIEWS=0` for what `summary` does):
+//! times; `PREVIEWS=0` for what `summary` does; `KAFKA=1` to start from Kafka messages,
+//! so the copy out of the consumer's message, `dlq_kafka::to_raw`, is counted too):
 //! `perf record target/release/examples/ingest_profile`.
 //! Besides the time per letter (noisy on a shared machine) it prints the heap
 //! allocations per letter, which do not vary from run to run: a change that removes
@@ -12,6 +13,7 @@ use chrono::{TimeZone, Utc};
 use dlq_core::catalog::Catalog;
 use dlq_core::masking::Masker;
 use dlq_kafka::demo::scenario::{incident, Scale};
+use rdkafka::message::{OwnedMessage, Timestamp};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -60,14 +62,32 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(150);
+    let kafka = std::env::var("KAFKA").is_ok_and(|k| k == "1");
     // The letters are cloned outside the counted span: the copy stands in for the
-    // source's, which is not what this measures.
+    // source's, which is not what this measures (with KAFKA=1, the messages stand in for
+    // librdkafka's, and what the poller makes of them is counted).
     let batches: Vec<_> = (0..rounds).map(|_| raws.clone()).collect();
+    let messages: Vec<Vec<OwnedMessage>> = if kafka {
+        batches
+            .iter()
+            .map(|b| b.iter().map(message).collect())
+            .collect()
+    } else {
+        Vec::new()
+    };
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
-    for batch in batches {
-        for r in batch {
-            cat.ingest(r);
+    if kafka {
+        for batch in messages {
+            for m in batch {
+                cat.ingest(dlq_kafka::to_raw(&m));
+            }
+        }
+    } else {
+        for batch in batches {
+            for r in batch {
+                cat.ingest(r);
+            }
         }
     }
     let n = rounds * raws.len();
@@ -78,4 +98,27 @@ fn main() {
         s * 1e6 / n as f64,
         allocations as f64 / n as f64
     );
+}
+
+/// A letter as librdkafka hands it to the poller.
+fn message(r: &dlq_core::model::RawLetter) -> OwnedMessage {
+    let (topic, partition, offset) = match &r.coords {
+        Some(dlq_core::model::Coords::Kafka {
+            topic,
+            partition,
+            offset,
+        }) => (topic.clone(), *partition, *offset),
+        _ => ("bench.dlq".to_string(), 0, 0),
+    };
+    OwnedMessage::new(
+        Some(r.payload.to_vec()),
+        r.key.as_ref().map(|k| k.to_vec()),
+        topic,
+        r.timestamp.map_or(Timestamp::NotAvailable, |t| {
+            Timestamp::CreateTime(t.timestamp_millis())
+        }),
+        partition,
+        offset,
+        Some(dlq_kafka::kafka_headers(&r.headers)),
+    )
 }
