@@ -68,19 +68,19 @@ fn main() {
     // source's, which is not what this measures (with KAFKA=1, the messages stand in for
     // librdkafka's, and what the poller makes of them is counted).
     let batches: Vec<_> = (0..rounds).map(|_| raws.clone()).collect();
-    let messages: Vec<Vec<OwnedMessage>> = if kafka {
-        batches
-            .iter()
-            .map(|b| b.iter().map(message).collect())
-            .collect()
+    let input = if kafka {
+        Input::Messages(
+            batches
+                .iter()
+                .map(|b| b.iter().map(message).collect())
+                .collect(),
+        )
     } else {
-        Vec::new()
+        Input::Letters(batches)
     };
-    // From messages, the letters are not dropped in the counted span either.
-    let batches = if kafka { Vec::new() } else { batches };
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
-    counted(&mut cat, batches, messages);
+    counted(&mut cat, input);
     let n = rounds * raws.len();
     let s = started.elapsed().as_secs_f64();
     let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
@@ -91,19 +91,25 @@ fn main() {
     );
 }
 
+/// What the counted span starts from, built (and, for messages, the letters they came
+/// from dropped) before it.
+enum Input {
+    Letters(Vec<Vec<RawLetter>>),
+    Messages(Vec<Vec<OwnedMessage>>),
+}
+
 /// The counted span, a function of its own so callgrind can count it alone
 /// (`--toggle-collect='ingest_profile::counted*'`): set-up clones are not in it.
 #[inline(never)]
-fn counted(cat: &mut Catalog, batches: Vec<Vec<RawLetter>>, messages: Vec<Vec<OwnedMessage>>) {
-    if messages.is_empty() {
-        for batch in batches {
-            for r in batch {
+fn counted(cat: &mut Catalog, input: Input) {
+    match input {
+        Input::Letters(batches) => {
+            for r in batches.into_iter().flatten() {
                 cat.ingest(r);
             }
         }
-    } else {
-        for batch in messages {
-            for m in batch {
+        Input::Messages(batches) => {
+            for m in batches.into_iter().flatten() {
                 cat.ingest(dlq_kafka::to_raw(&m));
             }
         }

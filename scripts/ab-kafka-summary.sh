@@ -9,16 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=$1 B=$2 N=${3:-1000000} ROUNDS=${4:-5}
-LOG=$(mktemp)
-"$B" demo --serve --bench "$N" >"$LOG" 2>&1 &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; rm -f "$LOG" "$LOG.times"' EXIT
-for _ in $(seq 1 600); do
-    grep -q '^demo broker:' "$LOG" && grep -q '^bench:' "$LOG" && break
-    kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }
-    sleep 1
-done
-ADDR=$(awk '/^demo broker:/ {print $3}' "$LOG")
+. scripts/lib/serve-demo.sh
+SERVE_BIN=$B serve_demo "$N"
 TIMES="$LOG.times"
 . scripts/lib/measure.sh
 # The first read after seeding is slower for whoever goes first.

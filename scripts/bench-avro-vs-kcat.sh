@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 . scripts/lib/serve-demo.sh
+need_kcat
 serve_demo "$N" --bench-avro
 now() { date +%s.%N; }
 AVRO_KCAT=0

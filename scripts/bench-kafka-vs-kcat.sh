@@ -19,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 . scripts/lib/serve-demo.sh
+need_kcat
 serve_demo "$N"
 
 TIMES="$LOG.times"

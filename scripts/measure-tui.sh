@@ -4,7 +4,7 @@
 # detached tmux session of 160×45, and prints, per round, when the first groups were on
 # screen and when the status line said `scan complete` (seconds after launch, polled
 # every 50 ms: ±0.05 s), and the TUI process's peak RSS (VmHWM) at that moment and after
-# a further 2 s of idling. Needs tmux and kcat (the demo's serve helper checks for it).
+# a further 2 s of idling. Needs tmux.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}

@@ -1,13 +1,16 @@
-# Sourced by the benchmark scripts: build the release binary and start
-# `dlq-triage demo --serve --bench N [ARGS…]` in the background, waiting until it has
-# seeded; sets BIN, LOG, SERVER, ADDR (the broker) and REG (the demo's schema registry),
-# and stops the demo on exit.
+# Sourced by the benchmark scripts: build the release binary (or take SERVE_BIN, a build
+# of the caller's choosing) and start `dlq-triage demo --serve --bench N [ARGS…]` in the
+# background, waiting until it has seeded; sets BIN, LOG, SERVER, ADDR (the broker) and
+# REG (the demo's schema registry), and stops the demo on exit.
 serve_demo() {
     local n=$1
     shift
-    command -v kcat >/dev/null || { echo "kcat is needed: apt-get install kcat" >&2; exit 1; }
-    cargo build --release --quiet
-    BIN=${CARGO_TARGET_DIR:-target}/release/dlq-triage
+    if [ -n "${SERVE_BIN:-}" ]; then
+        BIN=$SERVE_BIN
+    else
+        cargo build --release --quiet
+        BIN=${CARGO_TARGET_DIR:-target}/release/dlq-triage
+    fi
     LOG=$(mktemp)
     "$BIN" demo --serve --bench "$n" "$@" >"$LOG" 2>&1 &
     SERVER=$!
@@ -21,4 +24,9 @@ serve_demo() {
     ADDR=$(awk '/^demo broker:/ {print $3}' "$LOG")
     REG=$(awk '/^schema registry:/ {print $3}' "$LOG")
     echo "broker $ADDR, registry $REG"
+}
+
+# The kcat scripts' peer: stop early, with how to get it, when it is missing.
+need_kcat() {
+    command -v kcat >/dev/null || { echo "kcat is needed: apt-get install kcat" >&2; exit 1; }
 }

@@ -217,22 +217,27 @@ static IBAN_BY_COUNTRY: [u8; 26 * 26] = {
     let mut k = 0;
     while k < IBAN_LENGTHS.len() {
         let (c, len) = IBAN_LENGTHS[k];
+        let slot = country_slot(*c);
         // Checked when compiling: every length fits, and no code is listed twice.
         assert!(len > 0 && len <= u8::MAX as usize);
-        assert!(table[(c[0] - b'A') as usize * 26 + (c[1] - b'A') as usize] == 0);
-        table[(c[0] - b'A') as usize * 26 + (c[1] - b'A') as usize] = len as u8;
+        assert!(table[slot] == 0);
+        table[slot] = len as u8;
         k += 1;
     }
     table
 };
 
+/// An uppercase country code's place in [`IBAN_BY_COUNTRY`].
+const fn country_slot([a, b]: [u8; 2]) -> usize {
+    (a - b'A') as usize * 26 + (b - b'A') as usize
+}
+
 /// The IBAN length of an (uppercase) country code, if it has IBANs.
 pub(super) fn iban_length(country: [u8; 2]) -> Option<usize> {
-    let [a, b] = country;
-    if !a.is_ascii_uppercase() || !b.is_ascii_uppercase() {
+    if !country.iter().all(u8::is_ascii_uppercase) {
         return None;
     }
-    match IBAN_BY_COUNTRY[usize::from(a - b'A') * 26 + usize::from(b - b'A')] {
+    match IBAN_BY_COUNTRY[country_slot(country)] {
         0 => None,
         len => Some(usize::from(len)),
     }
