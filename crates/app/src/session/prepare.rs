@@ -3,7 +3,7 @@
 //! back-pressure on the source when the workers fall behind.
 
 use super::{LetterState, Prepared, SessionEvent, BATCH, BATCH_WAIT};
-use dlq_core::catalog::prepare_with;
+use dlq_core::catalog::prepare_shared;
 use dlq_core::conventions::UserMapping;
 use dlq_core::decisions;
 use dlq_core::journal::Decision;
@@ -40,7 +40,7 @@ impl Prep<'_> {
 
     pub fn one(&self, raw: RawLetter) -> Prepared {
         let (letter, preview) =
-            prepare_with(self.masker, self.mappings, self.codec, self.previews, raw);
+            prepare_shared(self.masker, self.mappings, self.codec, self.previews, raw);
         let fp = decisions::content_fp(&letter.raw);
         let id = &letter.id.value.0;
         let state = if self.decided_ids.contains(id) {
@@ -52,7 +52,7 @@ impl Prep<'_> {
             TriageState::Open
         };
         Prepared {
-            letter: std::sync::Arc::new(letter),
+            letter,
             preview,
             state,
             fp,
