@@ -7,7 +7,11 @@
 #     not depend on how many cores the machine gives each tool (issue #49);
 #   - a run with each tool pinned to one core (`taskset -c 0`, the broker on core 1);
 #   - kcat offsets-only and headers-only: the first is not the same job (it parses no
-#     header), the second is what librdkafka's header parsing costs by itself.
+#     header), the second is what librdkafka's header parsing costs by itself;
+#   - the client floor (`examples/scan_only`, MODE=poll, when built beside the binary):
+#     one thread polling with our consumer settings through rdkafka's safe API, reading
+#     every field and copying none. What `summary` spends above it is our own work, a
+#     figure that moves less with the hour than either tool alone.
 #
 #   scripts/bench-kafka-vs-kcat.sh [LETTERS]        (default 1000000; needs kcat: apt-get install kcat)
 #
@@ -34,11 +38,19 @@ offsets() { kcat -C -b "$ADDR" -t bench.dlq -o beginning -e -q -f '%o\n'; }
 KCAT_N=$(offsets | wc -l)
 OURS_N=$(ours | awk -F'[:,]' '/"total"/ {gsub(/ /,"",$2); print $2; exit}')
 [ "$KCAT_N" = "$OURS_N" ] || { echo "kcat read $KCAT_N letters, dlq-triage $OURS_N" >&2; exit 1; }
+# The floor: the example beside the binary (`cargo build --release --example scan_only`).
+FLOOR_BIN=$(dirname "$BIN")/examples/scan_only
+if [ -z "${SERVE_BIN:-}" ] && [ ! -x "$FLOOR_BIN" ]; then
+    cargo build --release --quiet --example scan_only
+fi
+floor() { MODE=poll "$FLOOR_BIN" "$ADDR" bench.dlq; }
 ROUNDS=3
 : >"$LOG.times"
 for r in $(seq 1 $ROUNDS); do
     measure kcat offsets; measure ours ours; measure whole whole; measure headers headers
-    echo "round $r: $(tail -4 "$LOG.times" | awk '{printf "%s %.2f s (cpu %.2f)  ", $1, $2, $3 + $4}')"
+    K=4
+    if [ -x "$FLOOR_BIN" ]; then measure floor floor; K=5; fi
+    echo "round $r: $(tail -$K "$LOG.times" | awk '{printf "%s %.2f s (cpu %.2f)  ", $1, $2, $3 + $4}')"
 done
 # Pinned: each tool on core 0 alone, the broker moved to core 1 for these rounds.
 taskset -a -pc 1 "$SERVER" >/dev/null
@@ -59,6 +71,10 @@ awk -v n="$N" '
         printf "ratio against kcat reading whole letters: %.2f   target >= 1.20\n", W / O;
         printf "CPU per 1,000,000 letters: dlq-triage %.2f s, kcat (whole letters) %.2f s: %.2fx kcat   target <= 1.50x\n", Oc / m, Wc / m, Oc / Wc;
         printf "pinned to one core (taskset -c 0): ratio %.2f   target >= 0.70 (dlq-triage %.2f s, kcat %.2f s)\n", PW / PO, PO, PW;
+        if (cpu["floor"] != "") {
+            F = median(cpu["floor"]);
+            printf "client floor (rdkafka safe API, one thread, no copy): %.2f CPU s = %.2fx kcat; dlq-triage above it: %.2f CPU s = %.2fx kcat\n", F / m, F / Wc, (Oc - F) / m, (Oc - F) / Wc;
+        }
         printf "dlq-triage  %8d letters in %6.2f s  %9.0f letters/s  (conventions, grouping)\n", n, O, n / O;
         printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (whole letters: %%p %%o %%T %%k %%h %%s)\n", n, W, n / W;
         printf "kcat        %8d letters in %6.2f s  %9.0f letters/s  (headers only: %%h; ratio %.2f)\n", n, H, n / H, H / O;
