@@ -956,9 +956,8 @@ fn watch_serves_prometheus_metrics_on_loopback() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
     let (mut child, addr) = watch_serving(&env, src);
-    // The first evaluation fills the page right after the scan.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let page = metrics_page(&addr);
+    // The page is empty until the first evaluation, right after the scan.
+    let page = metrics_page_until(&addr, |p| p.contains("dlq_scan_letters"));
     let _ = child.kill();
     let _ = child.wait();
     assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
@@ -980,11 +979,10 @@ fn watch_counts_decisions_made_elsewhere_without_a_restart() {
     let p = dump(&env, "mixed.ndjson", &mixed(), &[]);
     let src = p.to_str().expect("utf-8");
     let (mut child, addr) = watch_serving(&env, src);
-    let page = || metrics_page(&addr);
-    std::thread::sleep(std::time::Duration::from_millis(500));
     let tax =
         "dlq_letters{reason=\"tax\",version=\"r2\",event_type=\"invoice.issue.requested\"} 10";
-    assert!(page().contains(tax), "{}", page());
+    let before = metrics_page_until(&addr, |p| p.contains("dlq_scan_letters"));
+    assert!(before.contains(tax), "{before}");
     let out = env.run(&[
         "discard",
         src,
@@ -999,8 +997,10 @@ fn watch_counts_decisions_made_elsewhere_without_a_restart() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    std::thread::sleep(std::time::Duration::from_millis(2500));
-    let after = page();
+    // A later tick (every second) follows the ledger: waited for, not slept on.
+    let after = metrics_page_until(&addr, |p| {
+        p.contains("dlq_scan_letters") && !p.contains(tax)
+    });
     let _ = child.kill();
     let _ = child.wait();
     assert!(
@@ -1042,6 +1042,20 @@ fn watch_serving(env: &Cli, src: &str) -> (std::process::Child, String) {
     let _ = child.kill();
     let _ = child.wait();
     panic!("the metrics address is never printed");
+}
+
+/// The metrics page once `ready` holds, read every 50 ms: how long the watch takes to
+/// get there is the machine's business, so no test here rests on a sleep's length. After
+/// 60 s it gives the last page, for the caller's assertion to show.
+fn metrics_page_until(addr: &str, ready: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let page = metrics_page(addr);
+        if ready(&page) || std::time::Instant::now() > deadline {
+            return page;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// The metrics page, as a scraper gets it.

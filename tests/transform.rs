@@ -253,67 +253,76 @@ fn a_viewer_and_read_only_are_refused() {
     assert!(env.revisions().is_empty());
 }
 
-/// Seeded kill points while the program runs and while the batches are written (a
-/// test hook pauses 300 ms after each batch of 100): whatever was committed stays, the
-/// next run records only the rest, and no letter ever has two revisions.
+/// Killed at seeded points of its recording (the process stops itself after the scan
+/// or right after the batch that brings its committed revisions to N, and is SIGKILLed
+/// there): exactly what was committed stays, the next run records only the rest, and no
+/// letter ever has two revisions. Each outcome is exact; none depends on timing.
 #[test]
 fn a_killed_transform_resumes_without_recording_a_revision_twice() {
+    use dlq_app::transform::BATCH;
     let demo = Demo::start(10, Utc::now(), Scale(1.0)).expect("demo");
     let env = Env::new(&demo.bootstrap());
-    let started = Instant::now();
     let n = env.json(AMOUNTS, FIX, &["--dry-run"])["changed"]
         .as_u64()
-        .expect("changed");
-    let scan = started.elapsed();
+        .expect("changed") as usize;
+    assert!(
+        n > 2 * BATCH,
+        "too few letters to kill between batches: {n}"
+    );
     let ns = n.to_string();
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     let mut kills = Vec::new();
     for round in 0..5 {
+        let before = env.revisions().len();
+        let left = n - before;
+        if left == 0 {
+            break;
+        }
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        let frac = (rng % 1000) as f64 / 1000.0;
-        // The first kill anywhere in the scan; the others while this run's batches
-        // (those still to record) are written.
-        let left = n - env.revisions().len() as u64;
-        let after = if round == 0 {
-            scan.mul_f64(frac)
+        // First after the scan, before any batch; then after some batch of this run.
+        let at = if round == 0 {
+            0
         } else {
-            scan + Duration::from_millis(300 * left.div_ceil(100)).mul_f64(frac)
+            1 + (rng % left as u64) as usize
         };
         let mut child = env
             .command(AMOUNTS, FIX, &["--yes", "--expect", &ns])
-            .env("DLQ_TRIAGE_TEST_BATCH_PAUSE_MS", "300")
+            .env("DLQ_TRIAGE_TEST_FREEZE_AT", format!("revisions:{at}"))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("spawn");
-        std::thread::sleep(after);
-        // SIGKILL to the binary itself (spawned directly, no shell between).
-        let running = child.try_wait().expect("wait").is_none();
+        dlq_testkit::process::wait_stopped(&mut child);
+        // SIGKILL to the binary itself (spawned directly, no shell between), stopped.
         let _ = child.kill();
         let _ = child.wait();
         let revs = env.revisions();
         assert!(revs.values().all(|c| *c == 1), "a letter revised twice");
-        kills.push((after, running, revs.len()));
+        let committed = left.min(at.div_ceil(BATCH) * BATCH);
+        assert_eq!(
+            revs.len(),
+            before + committed,
+            "killed at revisions:{at} with {left} left"
+        );
+        kills.push((at, revs.len()));
     }
     assert!(
-        kills
-            .iter()
-            .any(|(_, running, r)| *running && *r > 0 && (*r as u64) < n),
+        kills.iter().any(|(_, r)| *r > 0 && *r < n),
         "no kill landed between two batches: {kills:?}"
     );
     let done = env.json(AMOUNTS, FIX, &["--yes", "--expect", &ns]);
     let revs = env.revisions();
-    assert_eq!(revs.len() as u64, n, "kills: {kills:?}");
+    assert_eq!(revs.len(), n, "kills: {kills:?}");
     assert!(revs.values().all(|c| *c == 1), "kills: {kills:?}");
     assert_eq!(
         done["recorded"].as_u64().unwrap() + done["already"].as_u64().unwrap(),
-        n
+        n as u64
     );
     let verify = env.cli.run(&["audit", "verify"]);
     assert!(verify.status.success(), "{}", text(&verify));
-    eprintln!("kills (after, still running, revisions then): {kills:?}");
+    eprintln!("kills (revisions:N, revisions then): {kills:?}");
 }
 
 /// #49: letters go to the worker ahead of their answers, and each keeps its own time

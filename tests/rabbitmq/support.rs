@@ -197,8 +197,23 @@ pub(crate) fn accounted_for(
     std::collections::HashMap<String, usize>,
     std::collections::BTreeSet<String>,
 ) {
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    // Letters a replay published may still be on their way to the service (in the work
+    // queue, or in its consumer's buffer): wait until the service has seen, or the DLQ
+    // holds, as many as were rejected — a state, not a time. The bound only keeps a lost
+    // letter from hanging the suite; the assertion below then names it.
     let mut times: std::collections::HashMap<String, usize> = Default::default();
+    let started = std::time::Instant::now();
+    loop {
+        for (m, _, _) in seen.try_iter() {
+            *times.entry(m).or_default() += 1;
+        }
+        let held = t.count(&t.n("dlq")) as usize;
+        if times.len() + held >= n || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for (m, _, _) in seen.try_iter() {
         *times.entry(m).or_default() += 1;
     }
@@ -236,6 +251,26 @@ pub(crate) fn rejected_dlq(
     (t, seen, stop, uri)
 }
 
+/// What the service has seen, once it has seen `want` letters: a replay's publishes
+/// reach it after the replay returns. Waited for, not slept on; after 30 s, what there
+/// is, for the caller's assertion to show. Stops the service.
+pub(crate) fn seen_once_at_least(
+    seen: &std::sync::mpsc::Receiver<Seen>,
+    stop: &StopFlag,
+    want: usize,
+) -> Vec<Seen> {
+    let mut got = Vec::new();
+    let started = std::time::Instant::now();
+    while got.len() < want && started.elapsed() < Duration::from_secs(30) {
+        if let Ok(s) = seen.recv_timeout(Duration::from_millis(50)) {
+            got.push(s);
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    got.extend(seen.try_iter());
+    got
+}
+
 /// After a replay that left `in_doubt` letters: each of the `n` orders `m-0`… reached
 /// the service exactly once, except the in-doubt ones, which reached it at most once or
 /// are still in the DLQ — none lost, none twice.
@@ -247,7 +282,6 @@ pub(crate) fn each_once_unless_in_doubt(
     in_doubt: &std::collections::BTreeSet<String>,
     what: &str,
 ) {
-    std::thread::sleep(Duration::from_millis(500));
     let (times, accounted) = accounted_for(t, seen, stop, n, what);
     for i in 0..n {
         let m = format!("m-{i}");

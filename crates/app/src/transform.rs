@@ -385,20 +385,14 @@ impl Transform {
         if total > 0 {
             let mut ledger = self.settings.principal.ledger_to_write()?;
             let mut done = 0;
-            // Test hook: a pause after each batch, so a kill can land between two
-            // (tests/transform.rs kills the process at seeded points).
-            let pause = std::env::var("DLQ_TRIAGE_TEST_BATCH_PAUSE_MS")
-                .ok()
-                .filter(|_| cfg!(feature = "test-hooks"))
-                .and_then(|v| v.parse().ok())
-                .map(std::time::Duration::from_millis);
+            // Test hook (`revisions:N`): the process stops itself here, so a kill lands
+            // exactly between two batches (tests/transform.rs); a no-op in other builds.
+            dlq_ledger::freeze::count_reached("revisions", done);
             for batch in self.revisions.chunks(BATCH) {
                 ledger.record_revisions(&self.settings.source_key, batch)?;
                 done += batch.len();
                 progress(done, total);
-                if let Some(p) = pause {
-                    std::thread::sleep(p);
-                }
+                dlq_ledger::freeze::count_reached("revisions", done);
             }
         }
         Ok(Recorded {

@@ -74,7 +74,8 @@ mod busy;
 mod chain;
 mod checkpoint;
 pub mod db;
-mod freeze;
+/// Test hooks that stop the process at seeded points (no-ops outside `test-hooks` builds).
+pub mod freeze;
 mod holder;
 mod host;
 mod journal_impl;

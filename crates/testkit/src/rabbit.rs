@@ -262,6 +262,21 @@ impl Topology {
         })
     }
 
+    /// The queue's ready count once it is `want` — what the broker does after a process
+    /// exits (requeues, dead-lettering of rejected copies) takes its own time; this waits
+    /// for the state, not a time. After 30 s, the count as it is, for the caller's
+    /// assertion to show.
+    pub fn count_becomes(&self, queue: &str, want: u32) -> u32 {
+        let started = Instant::now();
+        loop {
+            let n = self.count(queue);
+            if n == want || started.elapsed() > Duration::from_secs(30) {
+                return n;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn wait_for(&self, queue: &str, n: u32) {
         let started = Instant::now();
         while self.count(queue) < n {
