@@ -662,7 +662,8 @@ fn on_the_team_ledger_a_rabbitmq_holder_stopped_mid_write_is_taken_over_without_
 }
 
 /// SIGKILL (by the replay's own pid) at 20 seeded points of a 200-letter replay at 500/s
-/// on RabbitMQ, then `--resume`: an exchange cannot be read back, so the letters in flight
+/// on RabbitMQ — the process stops itself right after the journal write that brings the
+/// letters it marked `sending` to N, and is killed there — then `--resume`: an exchange cannot be read back, so the letters in flight
 /// at the kill are listed as `may-have-been-sent` (exactly those the journal had in
 /// flight) and not sent again; nothing is lost — every letter reached the service once,
 /// or is still in the DLQ.
@@ -673,13 +674,13 @@ fn sigkill_mid_replay_on_rabbitmq_lists_what_may_have_been_sent_and_loses_nothin
     }
     const N: usize = 200;
     let mut in_flight_seen = 0;
-    // 20 seeded kill points between 350 and 950 ms (the plan is printed by ~300 ms).
+    // 20 seeded kill points: after 1 to 199 of the 200 letters were journaled `sending`.
     let mut seed: u64 = 0x5eed_4ab1;
     for run in 0..20 {
         seed = seed
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
-        let pause_ms = 350 + (seed >> 33) % 600;
+        let at = 1 + (seed >> 33) as usize % (N - 1);
         let t = Topology::new(&format!("kill-{run}"));
         rejected_orders(&t, N, |i| format!("{{\"order\":{i}}}"));
         t.wait_for(&t.n("dlq"), N as u32);
@@ -687,42 +688,36 @@ fn sigkill_mid_replay_on_rabbitmq_lists_what_may_have_been_sent_and_loses_nothin
         let dir = tempfile::tempdir().expect("tmp");
         let uri = t.dlq_uri();
         let n = N.to_string();
-        let child = replay_all(dir.path(), &uri, "500", &n)
+        let mut child = replay_all(dir.path(), &uri, "500", &n)
+            .env("DLQ_TRIAGE_TEST_FREEZE_AT", format!("sending:{at}"))
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("replay starts");
-        std::thread::sleep(Duration::from_millis(pause_ms));
+        wait_stopped(&mut child);
         let kill = std::process::Command::new("kill")
             .args(["-KILL", &child.id().to_string()])
             .status()
             .expect("kill");
         let out = child.wait_with_output().expect("killed");
         assert!(kill.success(), "run {run}");
+        // Stopped after a `sending` write: its plan is journaled and its id printed.
         let id = String::from_utf8_lossy(&out.stdout)
             .split_whitespace()
             .find(|w| w.starts_with("r-2"))
-            .map(str::to_string);
-        let shown = id
-            .as_ref()
-            .map(|id| replay_cli(dir.path(), &["replays", "show", id, "--json"]))
-            .filter(|o| o.status.success());
-        let (Some(id), Some(_)) = (id, shown) else {
-            // Killed before it journaled its plan: nothing may have been sent.
-            std::thread::sleep(Duration::from_millis(300));
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            assert_eq!(
-                seen.try_iter().count(),
-                0,
-                "run {run}: sent without a journal"
-            );
-            t.wait_for(&t.n("dlq"), N as u32);
-            continue;
-        };
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("run {run}: no replay id printed"));
+        let shown = replay_cli(dir.path(), &["replays", "show", &id, "--json"]);
+        assert!(
+            shown.status.success(),
+            "run {run}: {}",
+            String::from_utf8_lossy(&shown.stderr)
+        );
         let in_flight = sending_letters(&dir, &id);
+        assert!(!in_flight.is_empty(), "run {run}: stopped at sending:{at}");
         in_flight_seen += in_flight.len();
         // The killed connection gave its held letters back.
-        std::thread::sleep(Duration::from_millis(500));
+        t.wait_no_consumers(&t.n("dlq"));
         let plan = resume_dry_run(&dir, &uri, &id);
         assert_eq!(
             plan["excluded"]["may-have-been-sent"].as_u64().unwrap_or(0) as usize,

@@ -244,6 +244,25 @@ impl Topology {
     }
 
     pub fn count(&self, queue: &str) -> u32 {
+        self.counts(queue).0
+    }
+
+    /// Wait until `queue` has no consumer: a killed process's browse is gone, and the
+    /// broker requeued the deliveries it held as it removed it (one step of the queue's,
+    /// so no consumer means they are back). Bounded at 30 s, then it says so.
+    pub fn wait_no_consumers(&self, queue: &str) {
+        let started = Instant::now();
+        while self.counts(queue).1 > 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{queue} still has a consumer"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Ready messages and consumers, as a passive declare reports them.
+    fn counts(&self, queue: &str) -> (u32, u32) {
         self.rt.block_on(async {
             let ch = self.conn.create_channel().await.expect("channel");
             let q = ch
@@ -258,7 +277,7 @@ impl Topology {
                 .await
                 .expect("passive");
             let _ = ch.close(200, ShortString::from("done")).await;
-            q.message_count()
+            (q.message_count(), q.consumer_count())
         })
     }
 
