@@ -1822,14 +1822,23 @@ fn replays_go_only_to_origins_unless_the_config_allows_the_target() {
 }
 
 /// A replay sends exactly the letters its plan counted: letters of the same group that
-/// arrive while it runs stay in the DLQ, open, for another decision.
+/// arrive while it runs stay in the DLQ, open, for another decision. They arrive while
+/// the replay is stopped right after its first `sending` write (its plan journaled): a
+/// seeded point, not a time.
 #[test]
 fn letters_arriving_after_the_plan_are_never_swept_into_the_replay() {
     const N: usize = 40;
     let (cluster, env) = orders_cluster(N);
-    let child = env.spawn_replay(N, "20");
-    std::thread::sleep(Duration::from_millis(700));
+    let mut child = env
+        .replay_command(N, "20", &[])
+        .env("DLQ_TRIAGE_TEST_FREEZE_AT", "sending:1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("replay starts");
+    wait_stopped(&mut child);
     orders_dlq_from(&cluster.bootstrap_servers(), N, 10);
+    signal("CONT", child.id());
     let out = child.wait_with_output().expect("replay ends");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let id = replay_id(&out);
