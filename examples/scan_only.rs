@@ -20,7 +20,7 @@ use dlq_kafka::KafkaSource;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
-use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use rdkafka::{Offset, TopicPartitionList};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -80,8 +80,8 @@ fn by_source(
     Ok((n, valid))
 }
 
-/// One thread, the source's consumer settings (`KafkaSource::config`, the properties
-/// that shape fetching), every partition from its start to its end.
+/// One thread, the source's consumer settings (`KafkaSource::config`, extra properties
+/// over them), every partition from its start to its end.
 fn by_poll(
     addr: &str,
     topic: &str,
@@ -89,20 +89,12 @@ fn by_poll(
     json: bool,
     copy: bool,
 ) -> anyhow::Result<(u64, u64)> {
-    let mut cfg = ClientConfig::new();
-    cfg.set("bootstrap.servers", addr)
-        .set("group.id", format!("scan-only-{}", std::process::id()))
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("enable.partition.eof", "true")
-        .set("auto.offset.reset", "earliest")
-        .set("fetch.queue.backoff.ms", "1")
-        .set("fetch.wait.max.ms", "100")
-        .set("queued.max.messages.kbytes", "1024")
-        .set("queued.min.messages", "1000");
-    for (k, v) in props {
-        cfg.set(k, v);
-    }
+    let src = KafkaSource::new(
+        vec![addr.to_string()],
+        vec![topic.to_string()],
+        props.to_vec(),
+    );
+    let cfg = src.config();
     let consumer: BaseConsumer = cfg.create()?;
     let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
     let parts: Vec<i32> = md

@@ -713,6 +713,20 @@ impl Env {
             .expect("replay starts")
     }
 
+    /// A replay of `n` letters at `rate`/s started with `DLQ_TRIAGE_TEST_FREEZE_AT` at
+    /// `point`, returned once it has stopped itself there (a seeded point, never a time).
+    fn replay_stopped_at(&self, n: usize, rate: &str, point: &str) -> std::process::Child {
+        let mut child = self
+            .replay_command(n, rate, &[])
+            .env("DLQ_TRIAGE_TEST_FREEZE_AT", point)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("replay starts");
+        wait_stopped(&mut child);
+        child
+    }
+
     /// The command `spawn_replay_with` runs.
     fn replay_command(&self, n: usize, rate: &str, extra: &[&str]) -> Command {
         let n = n.to_string();
@@ -849,14 +863,7 @@ fn sigkill_at_random_points_then_resume_lands_every_letter_exactly_once() {
         let mut seed = 0x5eed_0000 + run;
         // Each run has its own ledger: all N letters are replayed again, under a new id.
         let env = Env::new(cluster.bootstrap_servers(), "orders.dlq");
-        let mut child = env
-            .replay_command(N, "500", &[])
-            .env("DLQ_TRIAGE_TEST_FREEZE_AT", kill_point(run, &mut seed, N))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("replay starts");
-        wait_stopped(&mut child);
+        let child = env.replay_stopped_at(N, "500", &kill_point(run, &mut seed, N));
         let (killed, out) = kill9(child);
         let Some(id) = printed_replay_id(&out) else {
             // Killed before it planned: nothing was journaled, nothing sent.
@@ -910,14 +917,7 @@ fn sigkill_at_random_points_then_a_new_replay_lands_every_letter_once() {
     for run in 0..20u64 {
         let mut seed = 0x0dd5_0000 + run;
         let env = Env::new(cluster.bootstrap_servers(), "orders.dlq");
-        let mut child = env
-            .replay_command(N, "1000", &[])
-            .env("DLQ_TRIAGE_TEST_FREEZE_AT", kill_point(run, &mut seed, N))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("replay starts");
-        wait_stopped(&mut child);
+        let child = env.replay_stopped_at(N, "1000", &kill_point(run, &mut seed, N));
         let (_, out) = kill9(child);
         let first = printed_replay_id(&out);
         if let Some(id) = &first {
@@ -1112,14 +1112,7 @@ fn frozen_holder(ledger: Option<&str>, freeze: Freeze, seed: u64) {
         "{} ledger, {point}",
         if ledger.is_some() { "team" } else { "file" }
     );
-    let mut holder = env
-        .replay_command(N, "100", &[])
-        .env("DLQ_TRIAGE_TEST_FREEZE_AT", &point)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("replay starts");
-    wait_stopped(&mut holder);
+    let holder = env.replay_stopped_at(N, "100", &point);
     let rows: serde_json::Value =
         serde_json::from_slice(&env.run(&["replays", "--json"]).stdout).expect("json");
     let id = rows[0]["id"].as_str().expect("the replay's id").to_string();
@@ -1442,14 +1435,7 @@ fn a_team_ledger_cut_at_seeded_points_of_a_1000_letter_replay_loses_and_repeats_
             format!("outside:{at}")
         };
         let what = format!("run {run}, {point}");
-        let mut holder = env
-            .replay_command(N, "1000", &[])
-            .env("DLQ_TRIAGE_TEST_FREEZE_AT", &point)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("replay starts");
-        wait_stopped(&mut holder);
+        let holder = env.replay_stopped_at(N, "1000", &point);
         let name = db.url.rsplit('/').next().expect("db name").to_string();
         let cut = db
             .client()
@@ -1855,14 +1841,7 @@ fn replays_go_only_to_origins_unless_the_config_allows_the_target() {
 fn letters_arriving_after_the_plan_are_never_swept_into_the_replay() {
     const N: usize = 40;
     let (cluster, env) = orders_cluster(N);
-    let mut child = env
-        .replay_command(N, "20", &[])
-        .env("DLQ_TRIAGE_TEST_FREEZE_AT", "sending:1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("replay starts");
-    wait_stopped(&mut child);
+    let child = env.replay_stopped_at(N, "20", "sending:1");
     orders_dlq_from(&cluster.bootstrap_servers(), N, 10);
     signal("CONT", child.id());
     let out = child.wait_with_output().expect("replay ends");

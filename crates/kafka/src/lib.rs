@@ -172,7 +172,9 @@ impl KafkaSource {
         self
     }
 
-    fn config(&self) -> ClientConfig {
+    /// The consumer settings every scan uses (with the `-X` properties over them):
+    /// public so `examples/scan_only` measures the client floor with exactly these.
+    pub fn config(&self) -> ClientConfig {
         let mut cfg = ClientConfig::new();
         cfg.set("bootstrap.servers", self.brokers.join(","))
             // assign() needs a group.id but never joins the group: use a throwaway one.

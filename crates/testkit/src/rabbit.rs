@@ -249,7 +249,9 @@ impl Topology {
 
     /// Wait until `queue` has no consumer: a killed process's browse is gone, and the
     /// broker requeued the deliveries it held as it removed it (one step of the queue's,
-    /// so no consumer means they are back). Bounded at 30 s, then it says so.
+    /// so no consumer means they are back). Bounded at 30 s, then it says so. The same
+    /// state as [`wait_connections_gone`] waits for, read over AMQP: no `rabbitmqctl`
+    /// needed, so tests that only need the server can use it.
     pub fn wait_no_consumers(&self, queue: &str) {
         let started = Instant::now();
         while self.counts(queue).1 > 0 {
