@@ -1935,3 +1935,105 @@ fn a_paused_replay_sends_nothing_until_resumed_then_each_letter_once() {
     );
     eprintln!("paused at {before} of {N} for 10 s; then all {N} once");
 }
+
+/// #68, 1: one decision per letter, whoever decides first. A 40-letter replay stops
+/// itself (SIGSTOP) at a seeded point — with its plan made but not yet journaled
+/// (`planned:0`), or after its Nth `sending` write — while a second run discards the 11
+/// letters keyed `k1*`. Let go, the replay finishes. Counted on the broker and in the
+/// ledger, exactly:
+///
+/// - discard first (`planned:0`): all 11 discarded; the replay withdraws them in the
+///   transaction that would have journaled them `sending`, and lands the other 29;
+/// - replay first (`sending:N`): the discard is refused for every letter (exit 1, each
+///   naming the replay and how to stop it); the replay lands all 40.
+///
+/// Never a letter both discarded and sent, never one sent twice, none lost.
+fn discard_while_replaying(ledger: Option<&str>, runs: u64, seed: u64) {
+    const N: usize = 40;
+    let mut seed = seed;
+    for run in 0..runs {
+        let (_cluster, env) = orders_cluster_on(N, ledger);
+        let point = if run % 2 == 0 {
+            "planned:0".to_string()
+        } else {
+            format!("sending:{}", 1 + lcg(&mut seed) as usize % (N - 1))
+        };
+        let what = format!("run {run} ({point})");
+        let child = env.replay_stopped_at(N, "400", &point);
+        let discard = env.run(&[
+            "discard",
+            &env.uri,
+            "--filter",
+            "reason=boom key=k1*",
+            "--reason",
+            "duplicate",
+            "--yes",
+        ]);
+        signal("CONT", child.id());
+        let out = child.wait_with_output().expect("replay");
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", text(&out));
+        let id = printed_replay_id(&out).expect("replay id");
+        let discarded = discards_recorded(&env, ledger);
+        let landed = env.landed(&id);
+        let sent: Vec<String> = landed
+            .values()
+            .flatten()
+            .filter_map(|l| l.header("x-message-id").and_then(|v| v.as_nonempty_text()))
+            .collect();
+        let both: Vec<&String> = sent.iter().filter(|m| discarded.contains(m)).collect();
+        assert!(both.is_empty(), "{what}: discarded and sent: {both:?}");
+        let twice = landed.values().filter(|v| v.len() > 1).count();
+        assert_eq!(twice, 0, "{what}: letters sent twice");
+        assert_eq!(
+            sent.len() + discarded.len(),
+            N,
+            "{what}: every letter decided once"
+        );
+        if point == "planned:0" {
+            assert_eq!(discard.status.code(), Some(0), "{what}: {}", text(&discard));
+            assert_eq!(discarded.len(), 11, "{what}");
+            assert!(
+                text(&out).contains("11 withdrawn"),
+                "{what}: the replay says what it withdrew: {}",
+                text(&out)
+            );
+        } else {
+            assert_eq!(discard.status.code(), Some(1), "{what}: {}", text(&discard));
+            let said = text(&discard);
+            assert!(
+                said.contains(&id) && said.contains("running on") && said.contains("stop it"),
+                "{what}: the refusal names the replay and how to stop it: {said}"
+            );
+            assert_eq!(discarded.len(), 0, "{what}");
+        }
+        let verify = env.run(&["audit", "verify"]);
+        assert_eq!(verify.status.code(), Some(0), "{what}: {}", text(&verify));
+    }
+}
+
+/// The letters the ledger holds a discard of on this run's cluster (its audit entries,
+/// whatever any view makes of a letter also replayed).
+fn discards_recorded(env: &Env, ledger: Option<&str>) -> Vec<String> {
+    let at = match ledger {
+        Some(url) => dlq_ledger::Location::Server(url.to_string()),
+        None => dlq_ledger::Location::File(env.path().join("ledger.db")),
+    };
+    let l = dlq_ledger::Ledger::open_at(&at, "alice").expect("ledger");
+    l.audit_entries()
+        .expect("entries")
+        .into_iter()
+        .filter(|e| e.action == "discard" && e.detail.contains(&env.bootstrap))
+        .map(|e| e.target)
+        .collect()
+}
+
+#[test]
+fn a_discard_and_a_replay_of_one_group_decide_each_letter_once_on_the_file_ledger() {
+    discard_while_replaying(None, 4, 68);
+}
+
+#[test]
+fn a_discard_and_a_replay_of_one_group_decide_each_letter_once_on_the_team_ledger() {
+    let Some(db) = TempDb::create() else { return };
+    discard_while_replaying(Some(&db.url), 4, 6_868);
+}

@@ -1006,6 +1006,7 @@ fn help_and_replay_progress_at_80x24() {
                 failed_again: usize::from(second > 4),
                 refused: 0,
                 held_back: 0,
+                withdrawn: 0,
                 in_flight: 1,
                 remaining: planned - sent,
                 rate: 2.0,

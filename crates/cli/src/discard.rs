@@ -84,8 +84,9 @@ pub fn run(ctx: &Launch, a: &DiscardArgs) -> anyhow::Result<()> {
     say_report(ctx, &report, &label)
 }
 
-/// What the discard did: letters pending on the broker and already decided on stderr,
-/// the summary and the ledger on stdout; pending letters make it a failure.
+/// What the discard did: letters pending on the broker, already decided and refused on
+/// stderr, the summary and the ledger on stdout; pending or refused letters make it a
+/// failure.
 fn say_report(
     ctx: &Launch,
     report: &dlq_app::session::DiscardReport,
@@ -101,6 +102,9 @@ fn say_report(
     for line in &report.already {
         eprintln!("note: {}", sanitize::clean(line));
     }
+    for line in &report.refused {
+        eprintln!("refused: {}", sanitize::clean(line));
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", report.summary(Some(label)))?;
     if let Some(at) = &ctx.ledger {
@@ -110,6 +114,12 @@ fn say_report(
         anyhow::bail!(
             "{} discards are recorded but not yet applied to the broker",
             report.pending.len()
+        );
+    }
+    if !report.refused.is_empty() {
+        anyhow::bail!(
+            "{} not discarded: a replay holds them or may have sent them (see above); nothing was sent twice or discarded after a send",
+            dlq_core::words::letters(report.refused.len())
         );
     }
     Ok(())

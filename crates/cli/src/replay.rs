@@ -564,6 +564,7 @@ mod tests {
             failed_again: 0,
             refused: 1,
             held_back: 0,
+            withdrawn: 0,
             in_flight: 0,
             remaining: 5,
             rate: 1.0,

@@ -7,6 +7,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::time::Duration;
 
+pub mod follows;
 mod replays;
 pub use replays::*;
 
@@ -44,6 +45,11 @@ pub enum JournalError {
         actor: String,
         heartbeat_at: String,
     },
+    /// The ledger holds something of these letters that the step may not follow (see
+    /// [`follows::FOLLOWS`]): a discard of letters a live replay holds, a revision of
+    /// letters a replay may have sent. Nothing was written.
+    #[error("{}", conflicts.iter().take(3).map(follows::Conflict::describe).collect::<Vec<_>>().join("; ") + &if conflicts.len() > 3 { format!(" (and {} more)", conflicts.len() - 3) } else { String::new() })]
+    Decided { conflicts: Vec<follows::Conflict> },
     /// Another decision already covers this exact letter (a concurrent run, or earlier).
     #[error("{letter_id} was already {kind}ed by {actor} at {at} (reason: {reason})")]
     AlreadyDecided {
@@ -301,8 +307,11 @@ pub trait Journal: Send {
         detail: &serde_json::Value,
         added: &[PlannedItem<'_>],
     ) -> Result<(), JournalError>;
-    /// These items' publishes are about to start.
-    fn replay_sending(&mut self, id: &str, seqs: &[u32]) -> Result<(), JournalError>;
+    /// These items' publishes are about to start. In the same transaction each is
+    /// checked against what the ledger holds of its letter now (see [`follows`]): a
+    /// letter discarded or replayed since the plan is journaled `withdrawn` instead and
+    /// returned — the engine must not publish those.
+    fn replay_sending(&mut self, id: &str, seqs: &[u32]) -> Result<Vec<Withdrawn>, JournalError>;
     /// The broker confirmed these letters: each gets a `replay` decision.
     fn replay_confirmed(
         &mut self,

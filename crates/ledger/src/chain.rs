@@ -123,7 +123,9 @@ pub(crate) fn load_or_create_key(path: &Path, keyed_entries: bool) -> Result<Vec
         Ok(k) if k.len() >= 32 => return Ok(k),
         Ok(_) => {
             return Err(format!(
-                "{} is too short to be an audit key",
+                "{} is too short to be an audit key, and the ledger has entries chained with \
+                 the key it held: restore the key from a backup (a new key would let anyone \
+                 re-chain the log)",
                 path.display()
             ))
         }
@@ -145,36 +147,58 @@ pub(crate) fn load_or_create_key(path: &Path, keyed_entries: bool) -> Result<Vec
             .and_then(|mut f| f.read_exact(&mut key))
             .map_err(|e| format!("no randomness for the audit key: {e}"))?;
     }
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    use std::io::Write;
-    match opts.open(path) {
-        Ok(mut f) => f
-            .write_all(&key)
-            .and_then(|_| f.sync_all())
-            .map_err(|e| format!("writing the audit key {}: {e}", path.display()))?,
+    // Written whole to a file of this process's, then linked into place: the key is
+    // either complete or absent, whatever fails (a full disk, a kill) and whoever races.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".new-{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let written = write_new(&tmp, &key);
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => crate::shared::share(path, 0),
         // Another process created it first (two commands started on a new ledger):
-        // use theirs once it is written.
+        // theirs, complete (it was linked whole).
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            for _ in 0..100 {
-                match std::fs::read(path) {
-                    Ok(k) if k.len() >= 32 => return Ok(k),
-                    _ => std::thread::sleep(std::time::Duration::from_millis(10)),
-                }
-            }
-            return Err(format!(
-                "the audit key {} was being created by another process and never completed",
-                path.display()
-            ));
+            return match std::fs::read(path) {
+                Ok(k) if k.len() >= 32 => Ok(k),
+                Ok(_) => Err(format!(
+                    "{} is too short to be an audit key",
+                    path.display()
+                )),
+                Err(e) => Err(format!("reading the audit key {}: {e}", path.display())),
+            };
         }
         Err(e) => return Err(format!("writing the audit key {}: {e}", path.display())),
     }
     Ok(key)
+}
+
+/// The ledger's key: read, or created for a new ledger. A key left short by a crash or
+/// a full disk while the ledger was new (no keyed entries: nothing was ever chained with
+/// it) is made again — under the ledger's write lock, so two commands opening it at once
+/// agree on one key; with keyed entries a short key is an error naming what to do.
+pub(crate) fn key_of(
+    conn: &rusqlite::Connection,
+    path: &Path,
+    keyed_entries: bool,
+) -> Result<Vec<u8>, String> {
+    let kp = key_path(path);
+    let short = std::fs::metadata(&kp).is_ok_and(|m| m.len() < 32);
+    if !short || keyed_entries {
+        return load_or_create_key(&kp, keyed_entries);
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(|e| format!("locking the ledger to make its key again: {e}"))?;
+    let made = (|| {
+        if std::fs::metadata(&kp).is_ok_and(|m| m.len() < 32) {
+            std::fs::remove_file(&kp)
+                .map_err(|e| format!("removing the incomplete audit key {}: {e}", kp.display()))?;
+        }
+        load_or_create_key(&kp, false)
+    })();
+    let _ = conn.execute_batch(if made.is_ok() { "COMMIT" } else { "ROLLBACK" });
+    made
 }
 
 /// Who holds the chain's key: this process (a SQLite ledger, the key file beside it), or
@@ -213,4 +237,18 @@ impl Ledger {
         h.update(text.as_bytes());
         Some(hex(&h.finalize().into_bytes()))
     }
+}
+
+/// `key` into a new file at `path` (0600), synced.
+fn write_new(path: &Path, key: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path)?;
+    f.write_all(key).and_then(|()| f.sync_all())
 }

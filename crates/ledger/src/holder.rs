@@ -75,20 +75,22 @@ impl Ledger {
             }
             Db::Sqlite(_) => {
                 let path = self.lock_path(id);
-                let io = |e: std::io::Error| self.other(format!("{}: {e}", path.display()));
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).map_err(io)?;
-                }
-                let f = File::options()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(&path)
-                    .map_err(io)?;
+                let f = open_lock(&path).map_err(|e| {
+                    self.other(format!(
+                        "replay {id}'s lock file {}: {e}{}",
+                        path.display(),
+                        permission_hint(&e)
+                    ))
+                })?;
                 match f.try_lock() {
                     Ok(()) => Some(f),
                     Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
-                    Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+                    Err(std::fs::TryLockError::Error(e)) => {
+                        return Err(self.other(format!(
+                            "locking replay {id}'s lock file {}: {e}",
+                            path.display()
+                        )))
+                    }
                 }
             }
         };
@@ -140,11 +142,15 @@ impl Ledger {
                 )
                 .map_err(|e| self.err(e)),
             Db::Sqlite(_) => {
-                // Never created here: no file, no holder.
-                let Ok(f) = File::options().write(true).open(self.lock_path(id)) else {
-                    return Ok(false);
-                };
-                Ok(matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
+                // Read-only is enough for `flock`, so another user's lock file (0644 under
+                // umask 022) is read as well as one's own. No file: no holder. Any other
+                // error is taken for a holder: a replay is never planned over a lock this
+                // process could not read.
+                match File::open(self.lock_path(id)) {
+                    Ok(f) => Ok(!matches!(f.try_lock(), Ok(()))),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                    Err(_) => Ok(true),
+                }
             }
         }
     }
@@ -199,5 +205,40 @@ impl Ledger {
             // process that opened it just before lock an inode nobody else can see.
             Db::Sqlite(_) => {}
         }
+    }
+}
+
+/// Replay lock file `path`, opened to be locked: an existing one read-only (`flock` needs
+/// no write access, so a teammate's file is as good as one's own), a new one created —
+/// group-writable in a shared folder (see `shared`), the lock folder too.
+fn open_lock(path: &std::path::Path) -> std::io::Result<File> {
+    match File::open(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        other => return other,
+    }
+    if let Some(dir) = path.parent() {
+        if !dir.exists() {
+            std::fs::create_dir_all(dir)?;
+            crate::shared::share(dir, 0o2000);
+        }
+    }
+    match File::options().write(true).create_new(true).open(path) {
+        Ok(f) => {
+            crate::shared::share(path, 0);
+            Ok(f)
+        }
+        // Created by another process meanwhile: theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => File::open(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// What to do about a lock file this user may not open or create.
+fn permission_hint(e: &std::io::Error) -> &'static str {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        " (a file ledger shared by several OS users needs its folder setgid and group-writable: \
+         see docs/ledger.md, \"A file ledger shared by a team\")"
+    } else {
+        ""
     }
 }

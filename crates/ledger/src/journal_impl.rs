@@ -5,6 +5,7 @@ use crate::Ledger;
 use dlq_core::journal::{
     Approval, AuditEntry, Claim, ConfirmedLetter, Decision, Head, ItemState, Journal, JournalError,
     LatestRevision, NewRevision, PlannedItem, ReplayItemRow, ReplayRow, ReplayState, Verification,
+    Withdrawn,
 };
 use std::collections::HashMap;
 
@@ -108,7 +109,7 @@ impl Journal for Ledger {
     ) -> R<()> {
         Ledger::replay_resume(self, id, detail, added)
     }
-    fn replay_sending(&mut self, id: &str, seqs: &[u32]) -> R<()> {
+    fn replay_sending(&mut self, id: &str, seqs: &[u32]) -> R<Vec<Withdrawn>> {
         Ledger::replay_sending(self, id, seqs)
     }
     fn replay_confirmed(

@@ -57,6 +57,24 @@ impl Lease {
         }
     }
 
+    /// `running on HOST (pid N) by USER, heartbeat 3 s ago`: who holds a live replay,
+    /// from the ledger alone (the lease's columns and the ledger's clock `now`), true on
+    /// every host that reads the ledger — never from this host's process table.
+    pub fn running_words(&self, actor: &str, now: DateTime<Utc>) -> String {
+        let host = self.host.as_deref().unwrap_or("?");
+        let pid = self.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+        let beat = self
+            .heartbeat_at
+            .as_deref()
+            .and_then(|h| DateTime::parse_from_rfc3339(h).ok())
+            .map(|h| {
+                let ago = (now - h.with_timezone(&Utc)).num_seconds().max(0);
+                format!(", heartbeat {ago} s ago")
+            })
+            .unwrap_or_default();
+        dlq_core::sanitize::clean(&format!("running on {host}{pid} by {actor}{beat}"))
+    }
+
     /// Why replay `replay_id` (started by `actor`) is not this process's to write.
     pub fn refusal(self, replay_id: &str, actor: String) -> JournalError {
         JournalError::LeaseHeld {

@@ -19,6 +19,7 @@
 
 use chrono::{SecondsFormat, Utc};
 use db::{Db, DbError};
+use dlq_core::journal::follows::Step;
 use dlq_core::journal::{
     AuditEntry, Decision, DecisionKind, Head, JournalError, NewRevision, Verification,
 };
@@ -74,6 +75,7 @@ mod busy;
 mod chain;
 mod checkpoint;
 pub mod db;
+mod follows;
 /// Test hooks that stop the process at seeded points (no-ops outside `test-hooks` builds).
 pub mod freeze;
 mod holder;
@@ -84,6 +86,8 @@ mod replays;
 mod schema;
 mod server;
 mod server_migrate;
+mod shared;
+mod team_follows;
 mod team_schema;
 mod team_writes;
 mod verify;
@@ -109,10 +113,16 @@ impl Ledger {
             std::fs::create_dir_all(dir)
                 .map_err(|e| other(format!("creating {}: {e}", dir.display())))?;
         }
+        shared::check(path, &key_path(path)).map_err(&other)?;
+        let new = !path.exists();
         let conn = rusqlite::Connection::open(path).map_err(|source| JournalError::Storage {
             path: p.clone(),
             source: Box::new(source),
         })?;
+        if new {
+            // Before its write-ahead files exist: SQLite gives them the database's mode.
+            shared::share(path, 0);
+        }
         // A keyed ledger (schema 2+) with entries must have its key; a new ledger, or
         // one of schema 1 (unkeyed, re-keyed by its migration), gets one.
         let keyed_entries = conn
@@ -127,7 +137,7 @@ impl Ledger {
                 path: p.clone(),
                 source: Box::new(source),
             })?;
-        let key = load_or_create_key(&key_path(path), keyed_entries).map_err(other)?;
+        let key = key_of(&conn, path, keyed_entries).map_err(other)?;
         conn.set_prepared_statement_cache_capacity(128);
         let l = Ledger {
             db: Db::Sqlite(conn),
@@ -319,6 +329,9 @@ impl Ledger {
                     reason,
                 });
             }
+            if let Some(c) = l.conflict(tx, source, letter_id, Some(binding), Step::Discard)? {
+                return Err(JournalError::Decided { conflicts: vec![c] });
+            }
             let detail = serde_json::json!({"source": source, "binding": binding, "coords": coords, "reason": reason}).to_string();
             let entry = l
                 .audit_in(tx, "discard", letter_id, &detail)
@@ -352,6 +365,7 @@ impl Ledger {
             return self.pg_record_revisions(source, batch);
         }
         self.write(|l, tx| {
+            l.refuse_revisions(tx, source, batch)?;
             let mut numbers = Vec::with_capacity(batch.len());
             for rev in batch {
                 let number: i64 = tx

@@ -10,7 +10,7 @@ use crate::db::{DbError, Row};
 use crate::p;
 use dlq_core::journal::{
     AuditEntry, ConfirmedLetter, Decision, DecisionKind, ItemState, JournalError, LatestRevision,
-    PlannedItem, ReplayItemRow, ReplayRow, ReplayState,
+    PlannedItem, ReplayItemRow, ReplayRow, ReplayState, Withdrawn,
 };
 use std::collections::HashMap;
 
@@ -146,32 +146,53 @@ impl Ledger {
 
     /// Letters about to be published (written before the publish starts: one still
     /// `sending` after a crash is in doubt, and `--resume` sends it again).
-    pub fn replay_sending(&mut self, id: &str, seqs: &[u32]) -> Result<(), JournalError> {
+    ///
+    /// Each letter is checked first, in the same transaction, against what the ledger
+    /// holds of it now (`follows`): one discarded or replayed by another replay since
+    /// the plan is journaled `withdrawn` — in the same entry — and returned, not sent.
+    pub fn replay_sending(
+        &mut self,
+        id: &str,
+        seqs: &[u32],
+    ) -> Result<Vec<Withdrawn>, JournalError> {
         if seqs.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         if self.db.is_pg() {
-            self.pg_replay_sending(id, seqs)?;
-            crate::freeze::at(crate::freeze::Point::Sending, seqs.len());
-            return Ok(());
+            let withdrawn = self.pg_replay_sending(id, seqs)?;
+            crate::freeze::at(crate::freeze::Point::Sending, seqs.len() - withdrawn.len());
+            return Ok(withdrawn);
         }
-        self.write(|l, tx| {
+        let withdrawn = self.write(|l, tx| {
             l.fence(tx, id)?;
-            let detail = serde_json::json!({"seqs": seqs}).to_string();
+            let withdrawn = l.withdrawn_at_send(tx, id, seqs)?;
+            let gone: std::collections::HashSet<u32> = withdrawn.iter().map(|w| w.seq).collect();
+            let sent: Vec<u32> = seqs.iter().copied().filter(|s| !gone.contains(s)).collect();
+            let mut detail = serde_json::json!({"seqs": sent});
+            if !withdrawn.is_empty() {
+                detail["withdrawn"] = withdrawn.iter().map(|w| serde_json::json!([w.seq, w.why])).collect();
+            }
             let entry = l
-                .audit_in(tx, "replay-send", id, &detail)
+                .audit_in(tx, "replay-send", id, &detail.to_string())
                 .map_err(|e| l.err(e))?;
-            for s in seqs {
+            for s in &sent {
                 tx.execute(
                     "UPDATE replay_items SET state = 'sending', at = ?3 WHERE replay_id = ?1 AND seq = ?2",
                     p![id, s, entry.at],
                 )
                 .map_err(|e| l.err(e))?;
             }
-            Ok(())
+            for w in &withdrawn {
+                tx.execute(
+                    "UPDATE replay_items SET state = 'withdrawn', at = ?3, error = ?4 WHERE replay_id = ?1 AND seq = ?2",
+                    p![id, w.seq, entry.at, w.why],
+                )
+                .map_err(|e| l.err(e))?;
+            }
+            Ok(withdrawn)
         })?;
-        crate::freeze::at(crate::freeze::Point::Sending, seqs.len());
-        Ok(())
+        crate::freeze::at(crate::freeze::Point::Sending, seqs.len() - withdrawn.len());
+        Ok(withdrawn)
     }
 
     /// Letters the broker confirmed: each gets its `replay` decision (binding the DLQ

@@ -3,9 +3,9 @@
 use super::*;
 
 /// The schema version this build writes; older ledgers are migrated forward.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
-pub(crate) const MIGRATIONS: [&str; 6] = [
+pub(crate) const MIGRATIONS: [&str; 7] = [
     r#"
 CREATE TABLE audit (
     seq INTEGER PRIMARY KEY,
@@ -116,6 +116,11 @@ CREATE INDEX replay_items_open ON replay_items (replay_id) WHERE state IN ('plan
 -- Each takeover of a replay bumps its lease epoch; every journal write of the replay
 -- checks the epoch its sender took (a sender whose lease was taken stops there).
 ALTER TABLE replays ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
+"#,
+    r#"
+-- One decision per letter: a discard finds the replays that hold its letter without a
+-- scan of their items.
+CREATE INDEX replay_items_by_letter ON replay_items (letter_id, binding) WHERE state IN ('planned', 'sending');
 "#,
 ];
 

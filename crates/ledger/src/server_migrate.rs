@@ -301,6 +301,9 @@ pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
         if version < 7 {
             to_team_schema(l, &home, version)?;
         }
+        if version < 8 {
+            to_v8(l, version)?;
+        }
         Ok(())
     })();
     match done {
@@ -416,6 +419,24 @@ fn to_team_schema(l: &Ledger, home: &str, version: i64) -> Result<(), JournalErr
         db.execute(
             "SELECT dlq_private.append('ledger-upgraded', 'ledger', ?1)",
             p![serde_json::json!({"from": version, "to": 7, "schema": home}).to_string()],
+        )
+        .map_err(|e| l.err(e))?;
+    }
+    Ok(())
+}
+
+/// Version 8, one decision per letter on the server (`team_follows`); an upgrade is
+/// itself an entry.
+fn to_v8(l: &Ledger, version: i64) -> Result<(), JournalError> {
+    let db = &l.db;
+    db.batch(&crate::team_follows::schema_v8())
+        .map_err(|e| l.err(e))?;
+    db.execute("INSERT INTO dlq.dlq_schema VALUES (8)", p![])
+        .map_err(|e| l.err(e))?;
+    if version > 0 {
+        db.execute(
+            "SELECT dlq_private.append('ledger-upgraded', 'ledger', ?1)",
+            p![serde_json::json!({"from": version.max(7), "to": 8, "schema": "dlq"}).to_string()],
         )
         .map_err(|e| l.err(e))?;
     }

@@ -8,8 +8,9 @@
 use super::*;
 use crate::db::{Row, Value};
 use crate::p;
+use dlq_core::journal::follows::Step;
 use dlq_core::journal::{
-    Approval, ApprovalState, ConfirmedLetter, ItemState, PlannedItem, ReplayState,
+    Approval, ApprovalState, ConfirmedLetter, ItemState, PlannedItem, ReplayState, Withdrawn,
 };
 
 /// The columns of an audit entry returned by a function (`dlq.audit` rows).
@@ -50,6 +51,22 @@ impl Ledger {
         reason: &str,
     ) -> Result<Decision, JournalError> {
         self.write(|l, tx| {
+            // The client's check first, for the message (the server's is the one `psql`
+            // cannot skip: `dlq.discard` refuses the same under its lock).
+            let first_discard: bool = tx
+                .one(
+                    "SELECT EXISTS (SELECT 1 FROM decisions WHERE source = ?1 AND letter_id = ?2 AND binding = ?3 AND kind = 'discard')",
+                    p![source, letter_id, binding],
+                    |r| r.get(0),
+                )
+                .map_err(|e| l.err(e))?;
+            if !first_discard {
+                if let Some(c) =
+                    l.conflict(tx, source, letter_id, Some(binding), Step::Discard)?
+                {
+                    return Err(JournalError::Decided { conflicts: vec![c] });
+                }
+            }
             let (id, seq, at, actor, first_reason, fresh): (i64, i64, String, String, String, bool) = tx
                 .one(
                     "SELECT o_id, o_seq, o_at, o_actor, o_reason, o_fresh FROM dlq.discard(?1, ?2, ?3, ?4, ?5, ?6)",
@@ -77,6 +94,7 @@ impl Ledger {
         batch: &[NewRevision],
     ) -> Result<Vec<i64>, JournalError> {
         self.write(|l, tx| {
+            l.refuse_revisions(tx, source, batch)?;
             batch
                 .iter()
                 .map(|rev| {
@@ -217,19 +235,32 @@ impl Ledger {
         }
     }
 
-    pub(crate) fn pg_replay_sending(&mut self, id: &str, seqs: &[u32]) -> Result<(), JournalError> {
+    /// The server withdraws letters decided since the plan in the same call (schema 8):
+    /// read back, in the same transaction, which.
+    pub(crate) fn pg_replay_sending(
+        &mut self,
+        id: &str,
+        seqs: &[u32],
+    ) -> Result<Vec<Withdrawn>, JournalError> {
         self.write(|l, tx| {
             l.fence(tx, id)?;
+            let seqs = Value::array(seqs.iter().copied());
             tx.execute(
                 "SELECT dlq.replay_send(?1, ?2, ?3, ?4)",
-                p![
-                    id,
-                    l.held_epoch(id),
-                    Value::array(seqs.iter().copied()),
-                    l.client
-                ],
+                p![id, l.held_epoch(id), seqs.clone(), l.client],
             )
-            .map(|_| ())
+            .map_err(|e| l.err(e))?;
+            tx.map(
+                "SELECT seq::int8, coalesce(error, '') FROM replay_items WHERE replay_id = ?1 AND seq = ANY (?2) AND state = 'withdrawn' ORDER BY seq",
+                p![id, seqs],
+                |r| {
+                    let seq: i64 = r.get(0)?;
+                    Ok(Withdrawn {
+                        seq: u32::try_from(seq).unwrap_or(u32::MAX),
+                        why: dlq_core::sanitize::clean(&r.get::<String>(1)?),
+                    })
+                },
+            )
             .map_err(|e| l.err(e))
         })
     }

@@ -144,6 +144,17 @@ fn told<'a>(entries: &'a [AuditEntry], log: &Log<'a>) -> HashMap<String, Told> {
                         .as_array()
                         .map(|a| a.iter().filter_map(seq_of).collect())
                         .unwrap_or_default();
+                    // Withdrawn in the same entry: decided elsewhere since the plan.
+                    let withdrawn: Vec<u32> = field("withdrawn")
+                        .as_array()
+                        .map(|a| a.iter().filter_map(|w| seq_of(&w[0])).collect())
+                        .unwrap_or_default();
+                    if !withdrawn.is_empty() {
+                        let t = told.entry(e.target.clone()).or_default();
+                        for s in withdrawn {
+                            t.items.insert(s, "withdrawn");
+                        }
+                    }
                     (Some(e.target.clone()), Some(("sending", seqs)))
                 }
                 "replay" => {

@@ -352,6 +352,8 @@ fn letters(state: &mut AppState, changes: Vec<(String, LetterOutcome)>) {
             LetterOutcome::Confirmed => TriageState::Replayed,
             LetterOutcome::FailedAgain => TriageState::FailedAgain,
             LetterOutcome::Refused | LetterOutcome::HeldBack => TriageState::Open,
+            // Decided elsewhere since the plan: the ledger's watch says what.
+            LetterOutcome::Withdrawn => continue,
         };
         let rows: Vec<RowId> = r.rows.get(&id).into_iter().flatten().copied().collect();
         for row in rows {

@@ -350,7 +350,7 @@ fn discard(session: &mut Session, rows: Vec<(RowId, DiscardTarget)>, reason: &st
                 tracing::warn!(letter = %dlq_core::sanitize::clean(id), error = %e, "discard recorded, not applied");
             }
             let mut message = report.summary(None);
-            if let Some(first) = report.already.first() {
+            if let Some(first) = report.refused.first().or(report.already.first()) {
                 message.push_str(&format!(" — {first}"));
             }
             Action::from(LedgerEvent::DiscardDone {
@@ -360,7 +360,9 @@ fn discard(session: &mut Session, rows: Vec<(RowId, DiscardTarget)>, reason: &st
                     .filter_map(|&i| rows.get(i).copied())
                     .collect(),
                 message,
-                ok: report.pending.is_empty() && report.already.is_empty(),
+                ok: report.pending.is_empty()
+                    && report.already.is_empty()
+                    && report.refused.is_empty(),
             })
         }
         Err(e) => {

@@ -37,6 +37,9 @@ pub struct DiscardReport {
     pub pending: Vec<(String, String)>,
     /// Already decided by someone else (a concurrent run): who and when.
     pub already: Vec<String>,
+    /// Refused by the ledger: a live replay holds them, a stopped one may have sent
+    /// them, or they were replayed (see `journal::follows`) — who, and what frees them.
+    pub refused: Vec<String>,
 }
 
 impl DiscardReport {
@@ -57,6 +60,12 @@ impl DiscardReport {
         }
         if !self.already.is_empty() {
             s.push_str(&format!(", {} already decided", self.already.len()));
+        }
+        if !self.refused.is_empty() {
+            s.push_str(&format!(
+                ", {} refused (a replay holds them or may have sent them)",
+                self.refused.len()
+            ));
         }
         s
     }
@@ -105,6 +114,10 @@ impl Session {
                 Ok(Discarded::Pending(e)) => report.pending.push((t.letter_id.clone(), e)),
                 Err(e @ JournalError::AlreadyDecided { .. }) => {
                     report.already.push(e.to_string());
+                    continue;
+                }
+                Err(e @ JournalError::Decided { .. }) => {
+                    report.refused.push(e.to_string());
                     continue;
                 }
                 Err(e) => return Err(e.into()),

@@ -450,7 +450,12 @@ pub fn latest_replay_figures(
         |counted: fn(ItemState) -> bool| items.iter().filter(|i| counted(i.state)).count() as u64;
     Ok(Some(dlq_core::watch::ReplayFigures {
         id: row.id,
-        sent: count(|s| !matches!(s, ItemState::Planned | ItemState::HeldBack)),
+        sent: count(|s| {
+            !matches!(
+                s,
+                ItemState::Planned | ItemState::HeldBack | ItemState::Withdrawn
+            )
+        }),
         failed_again: count(|s| s == ItemState::FailedAgain),
     }))
 }

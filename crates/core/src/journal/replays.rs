@@ -84,10 +84,13 @@ pub enum ItemState {
     Refused,
     /// Not sent: the stale-key check or the plan held it back.
     HeldBack,
+    /// Not sent: decided elsewhere (discarded, replayed by another replay) after the
+    /// plan was made; found in the transaction that would have journaled it `sending`.
+    Withdrawn,
 }
 
 impl ItemState {
-    pub const ALL: [ItemState; 7] = [
+    pub const ALL: [ItemState; 8] = [
         ItemState::Planned,
         ItemState::Sending,
         ItemState::Confirmed,
@@ -95,6 +98,7 @@ impl ItemState {
         ItemState::FailedAgain,
         ItemState::Refused,
         ItemState::HeldBack,
+        ItemState::Withdrawn,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -106,6 +110,7 @@ impl ItemState {
             ItemState::FailedAgain => "failed-again",
             ItemState::Refused => "refused",
             ItemState::HeldBack => "held-back",
+            ItemState::Withdrawn => "withdrawn",
         }
     }
 
@@ -118,7 +123,10 @@ impl ItemState {
     pub fn done(self) -> bool {
         matches!(
             self,
-            ItemState::Confirmed | ItemState::Settled | ItemState::FailedAgain
+            ItemState::Confirmed
+                | ItemState::Settled
+                | ItemState::FailedAgain
+                | ItemState::Withdrawn
         )
     }
 
@@ -131,7 +139,10 @@ impl ItemState {
     pub fn is_error(self) -> bool {
         matches!(
             self,
-            ItemState::Refused | ItemState::HeldBack | ItemState::FailedAgain
+            ItemState::Refused
+                | ItemState::HeldBack
+                | ItemState::FailedAgain
+                | ItemState::Withdrawn
         )
     }
 }
@@ -247,6 +258,14 @@ impl ReplayRow {
             _ => ReplayState::Interrupted,
         }
     }
+}
+
+/// A planned letter the ledger would not let go (`ItemState::Withdrawn`): its seq and
+/// what was decided of it since the plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Withdrawn {
+    pub seq: u32,
+    pub why: String,
 }
 
 /// A letter a live replay holds: planned or being sent by a process whose lease is

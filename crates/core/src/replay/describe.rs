@@ -121,6 +121,12 @@ pub fn summary_line(id: &str, end: &End, o: &serde_json::Value) -> String {
         n("held_back"),
         n("not_sent")
     );
+    if n("withdrawn") > 0 {
+        s.push_str(&format!(
+            ", {} withdrawn (decided elsewhere since the plan)",
+            n("withdrawn")
+        ));
+    }
     if n("in_doubt") > 0 {
         s.push_str(&format!(
             ", {} in doubt (resume re-sends them)",

@@ -93,6 +93,7 @@ struct Counts {
     failed_again: usize,
     refused: usize,
     held_back: usize,
+    withdrawn: usize,
 }
 
 impl<'p> Engine<'p> {
@@ -183,6 +184,7 @@ impl<'p> Engine<'p> {
                 ItemState::FailedAgain => LetterOutcome::FailedAgain,
                 ItemState::Refused => LetterOutcome::Refused,
                 ItemState::HeldBack => LetterOutcome::HeldBack,
+                ItemState::Withdrawn => LetterOutcome::Withdrawn,
             };
             out.push((plan.items[i].letter_id.as_str(), outcome));
         }
@@ -458,6 +460,7 @@ impl<'p> Engine<'p> {
             failed_again: self.counts.failed_again,
             refused: self.counts.refused,
             held_back: self.counts.held_back,
+            withdrawn: self.counts.withdrawn,
             in_flight: self.in_flight.len(),
             remaining,
             rate,
@@ -481,6 +484,7 @@ impl<'p> Engine<'p> {
             "failed_again": self.counts.failed_again,
             "refused": self.counts.refused,
             "held_back": self.counts.held_back,
+            "withdrawn": self.counts.withdrawn,
             "not_sent": self.remaining,
             "in_doubt": self.in_doubt(),
             "reason": self.end.as_ref().and_then(End::reason),

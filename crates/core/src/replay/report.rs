@@ -141,6 +141,8 @@ pub struct Progress {
     pub failed_again: usize,
     pub refused: usize,
     pub held_back: usize,
+    /// Decided elsewhere since the plan (discarded, replayed by another): not sent.
+    pub withdrawn: usize,
     pub in_flight: usize,
     pub remaining: usize,
     /// Letters/s started over the last 5 s.
@@ -172,6 +174,9 @@ impl Progress {
             self.rate,
             self.target_rate
         );
+        if self.withdrawn > 0 {
+            s.push_str(&format!(" · {} withdrawn", self.withdrawn));
+        }
         if self.paused && self.end.is_none() {
             s.push_str(" · PAUSED (nothing sent)");
         }
@@ -200,6 +205,8 @@ pub enum LetterOutcome {
     FailedAgain,
     Refused,
     HeldBack,
+    /// Decided elsewhere since the plan: not sent.
+    Withdrawn,
 }
 
 impl LetterOutcome {
@@ -210,6 +217,7 @@ impl LetterOutcome {
             LetterOutcome::FailedAgain => "failed again",
             LetterOutcome::Refused => "refused",
             LetterOutcome::HeldBack => "held back",
+            LetterOutcome::Withdrawn => "withdrawn",
         }
     }
 }

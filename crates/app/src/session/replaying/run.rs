@@ -281,6 +281,9 @@ fn journal_start(
             (t.clone(), parts)
         }).collect::<HashMap<_, _>>(),
     });
+    // Test hook (`planned:0`): stopped with its plan made, before it is journaled — where
+    // another engineer's decision can come between (a no-op outside test builds).
+    dlq_ledger::freeze::count_reached("planned", 0);
     match resume {
         Some(r) => {
             let known: HashSet<u32> = r.items.iter().map(|i| i.seq).collect();

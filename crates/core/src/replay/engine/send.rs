@@ -2,6 +2,7 @@
 //! key in order), journaled as `sending` before they go, and what a refusal does.
 
 use super::*;
+use crate::journal::Withdrawn;
 
 impl Engine<'_> {
     /// The next letter that may go; letters of a key whose earlier letter was refused
@@ -67,7 +68,8 @@ impl Engine<'_> {
             return Ok(());
         }
         let seqs: Vec<u32> = batch.iter().map(|&i| self.plan.items[i].seq).collect();
-        ledger.replay_sending(&self.plan.id, &seqs)?;
+        let withdrawn = ledger.replay_sending(&self.plan.id, &seqs)?;
+        let batch = self.withdraw(batch, &withdrawn);
         let mut unsent = Vec::new();
         for (n, &i) in batch.iter().enumerate() {
             let now = Instant::now();
@@ -106,6 +108,28 @@ impl Engine<'_> {
             self.stop(End::Killed, Instant::now());
         }
         Ok(())
+    }
+
+    /// Letters the ledger withdrew as they were journaled (decided elsewhere since the
+    /// plan): never published, counted, and their key's next letter let go (a letter
+    /// that will never be sent is not one a later letter could overtake). The rest of
+    /// `batch`, in order.
+    fn withdraw(&mut self, batch: Vec<usize>, withdrawn: &[Withdrawn]) -> Vec<usize> {
+        if withdrawn.is_empty() {
+            return batch;
+        }
+        let seqs: HashSet<u32> = withdrawn.iter().map(|w| w.seq).collect();
+        let (gone, kept): (Vec<usize>, Vec<usize>) = batch
+            .into_iter()
+            .partition(|&i| seqs.contains(&self.plan.items[i].seq));
+        for i in gone {
+            self.set(i, ItemState::Withdrawn);
+            self.counts.withdrawn += 1;
+            if !self.key_order_kept {
+                self.release_key(i);
+            }
+        }
+        kept
     }
 
     /// The items due now: as many as the bucket, the in-flight limit and the canary

@@ -1,0 +1,165 @@
+//! Server schema version 8: one decision per letter, decided by the server.
+//!
+//! Core's table of which decision may follow which (`dlq_core::journal::follows`) is
+//! written into `dlq_private.follows` by this step, from the same rows the file ledger
+//! reads, and three functions consult it under the audit lock (which every write of the
+//! ledger takes, so no check and record can be split by another writer, whoever calls):
+//!
+//! - `dlq.discard` refuses a letter a live replay holds (planned or being sent), one a
+//!   stopped replay may have sent (`sending`), and one a replay confirmed;
+//! - `dlq.replay_send` journals `withdrawn` — in the same `replay-send` entry — every
+//!   letter of its batch discarded or replayed by another replay since the plan, and
+//!   `sending` only the rest: the client reads which, and sends only those;
+//! - `dlq.revise` refuses a revision of a letter a live replay holds or may have sent.
+//!
+//! Each is `CREATE OR REPLACE` with the same signature, so the team's grants stay.
+
+/// Version 8, over a version-7 ledger (in `dlq`).
+pub(crate) fn schema_v8() -> String {
+    FUNCTIONS.replace("{rows}", &dlq_core::journal::follows::sql_rows())
+}
+
+const FUNCTIONS: &str = r#"
+CREATE TABLE dlq_private.follows (standing TEXT NOT NULL, step TEXT NOT NULL, allowed BOOLEAN NOT NULL,
+  PRIMARY KEY (standing, step));
+INSERT INTO dlq_private.follows (standing, step, allowed) VALUES {rows};
+-- A letter's open replay items by its id (the discard's check, without a scan).
+CREATE INDEX replay_items_by_letter ON dlq.replay_items (letter_id, binding) WHERE state IN ('planned', 'sending');
+
+-- Whether p_step may follow p_standing (core's table; anything not in it: no).
+CREATE FUNCTION dlq_private.may_follow(p_standing TEXT, p_step TEXT) RETURNS BOOLEAN
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+  SELECT coalesce((SELECT f.allowed FROM dlq_private.follows f WHERE f.standing = p_standing AND f.step = p_step), false)
+$f$;
+
+-- Why p_step may not be recorded for letter p_letter (binding p_binding; any binding when
+-- null) of p_source, or null. The caller holds the audit lock.
+CREATE FUNCTION dlq_private.refusal(p_source TEXT, p_letter TEXT, p_binding TEXT, p_step TEXT) RETURNS TEXT
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE r RECORD; v_standing TEXT;
+BEGIN
+  FOR r IN SELECT x.id, x.state AS rstate, x.actor, i.state AS istate, x.lease_host, x.heartbeat_at
+      FROM dlq.replay_items i JOIN dlq.replays x ON x.id = i.replay_id
+      WHERE i.letter_id = p_letter AND (p_binding IS NULL OR i.binding = p_binding) AND x.source = p_source
+        AND i.state IN ('planned', 'sending') LOOP
+    IF r.rstate = 'running' AND dlq_private.held(r.id, false) THEN
+      v_standing := 'held';
+    ELSIF r.istate = 'sending' THEN
+      v_standing := 'in-doubt';
+    ELSE
+      CONTINUE;  -- planned in a stopped replay: its resume withdraws it
+    END IF;
+    IF NOT dlq_private.may_follow(v_standing, p_step) THEN
+      RETURN pg_catalog.format('%s is %s by replay %s (started by %s, %s on %s, heartbeat %s)',
+        p_letter, CASE v_standing WHEN 'held' THEN 'held' ELSE 'in doubt' END, r.id, r.actor,
+        r.rstate, coalesce(r.lease_host, '?'), coalesce(r.heartbeat_at, '?'));
+    END IF;
+  END LOOP;
+  IF p_binding IS NOT NULL AND NOT dlq_private.may_follow('replayed', p_step) AND EXISTS (
+      SELECT 1 FROM dlq.decisions d WHERE d.source = p_source AND d.letter_id = p_letter
+        AND d.binding = p_binding AND d.kind = 'replay') THEN
+    RETURN pg_catalog.format('%s was replayed already', p_letter);
+  END IF;
+  RETURN NULL;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION dlq.discard(p_source TEXT, p_letter TEXT, p_binding TEXT, p_coords TEXT, p_reason TEXT, p_client TEXT)
+RETURNS TABLE (o_id BIGINT, o_seq BIGINT, o_at TEXT, o_actor TEXT, o_reason TEXT, o_fresh BOOLEAN)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE e dlq.audit; v_id BIGINT; v_why TEXT;
+BEGIN
+  PERFORM dlq_private.require('operator', 'a discard');
+  -- Under the audit lock from here: no replay's send can come between check and record.
+  PERFORM dlq_private.head_locked();
+  RETURN QUERY SELECT d.id, d.audit_seq, d.at, d.actor, d.reason, false FROM dlq.decisions d
+    WHERE d.source = p_source AND d.letter_id = p_letter AND d.binding = p_binding AND d.kind = 'discard';
+  IF FOUND THEN RETURN; END IF;
+  v_why := dlq_private.refusal(p_source, p_letter, p_binding, 'discard');
+  IF v_why IS NOT NULL THEN
+    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = v_why || ': nothing was discarded';
+  END IF;
+  e := dlq_private.append('discard', p_letter, dlq_private.detail(pg_catalog.jsonb_build_object(
+        'source', p_source, 'binding', p_binding, 'coords', p_coords, 'reason', p_reason), p_client));
+  INSERT INTO dlq.decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq)
+    VALUES (p_source, p_letter, p_binding, p_coords, 'discard', p_reason, e.actor, e.at, e.seq)
+    RETURNING id INTO v_id;
+  RETURN QUERY SELECT v_id, e.seq, e.at, e.actor, p_reason, true;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION dlq.revise(p_source TEXT, p_letter TEXT, p_reason TEXT, p_changed TEXT, p_sha_before TEXT,
+                           p_payload BYTEA, p_program TEXT, p_client TEXT)
+RETURNS BIGINT LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE e dlq.audit; v_number BIGINT; v_after TEXT; v_detail pg_catalog.jsonb; v_why TEXT;
+BEGIN
+  PERFORM dlq_private.require('operator', 'a revision');
+  PERFORM dlq_private.head_locked();
+  v_why := dlq_private.refusal(p_source, p_letter, NULL, 'revise');
+  IF v_why IS NOT NULL THEN
+    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = v_why || ': no revision was recorded';
+  END IF;
+  SELECT coalesce(max(r.number), 0) + 1 INTO v_number FROM dlq.revisions r
+    WHERE r.source = p_source AND r.letter_id = p_letter;
+  v_after := pg_catalog.encode(pg_catalog.sha256(p_payload), 'hex');
+  v_detail := pg_catalog.jsonb_build_object('source', p_source, 'revision', v_number, 'reason', p_reason,
+      'changed', p_changed::pg_catalog.jsonb, 'sha256_before', p_sha_before, 'sha256_after', v_after);
+  IF p_program IS NOT NULL THEN
+    v_detail := v_detail || pg_catalog.jsonb_build_object('program', p_program,
+      'program_sha256', pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(p_program, 'UTF8')), 'hex'));
+  END IF;
+  e := dlq_private.append('edit', p_letter, dlq_private.detail(v_detail, p_client));
+  INSERT INTO dlq.revisions (source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload, audit_seq)
+    VALUES (p_source, p_letter, v_number, e.actor, e.at, p_reason, p_changed, p_sha_before, v_after, p_payload, e.seq);
+  RETURN v_number;
+END
+$f$;
+
+-- Letters about to be published: those decided since the plan (discarded, replayed by
+-- another replay) are withdrawn in the same entry, the rest journaled `sending`.
+CREATE OR REPLACE FUNCTION dlq.replay_send(p_id TEXT, p_epoch BIGINT, p_seqs INT4[], p_client TEXT)
+RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE e dlq.audit; v_source TEXT; v_gone INT4[]; v_why TEXT[]; v_sent INT4[]; v_detail pg_catalog.jsonb;
+BEGIN
+  PERFORM dlq_private.lease_check(p_id, p_epoch);
+  PERFORM dlq_private.head_locked();
+  SELECT r.source INTO v_source FROM dlq.replays r WHERE r.id = p_id;
+  SELECT coalesce(pg_catalog.array_agg(w.seq ORDER BY w.seq), '{}'), coalesce(pg_catalog.array_agg(w.why ORDER BY w.seq), '{}')
+    INTO v_gone, v_why FROM (
+      SELECT DISTINCT ON (i.seq) i.seq::int4 AS seq,
+        CASE WHEN d.kind = 'discard'
+          THEN pg_catalog.format('discarded by %s at %s since the plan (reason: %s)', d.actor, d.at, d.reason)
+          ELSE pg_catalog.format('replayed since the plan (%s, confirmed at %s)', d.reason, d.at) END AS why
+      FROM dlq.replay_items i
+      JOIN dlq.decisions d ON d.source = v_source AND d.letter_id = i.letter_id AND d.binding = i.binding
+      WHERE i.replay_id = p_id AND i.seq = ANY (p_seqs)
+        AND (d.kind = 'discard' OR d.reason <> 'replay ' || p_id)
+        AND NOT dlq_private.may_follow(CASE WHEN d.kind = 'discard' THEN 'discarded' ELSE 'replayed' END, 'send')
+      ORDER BY i.seq, d.id) w;
+  v_sent := ARRAY(SELECT s FROM pg_catalog.unnest(p_seqs) AS s WHERE s <> ALL (v_gone));
+  v_detail := pg_catalog.jsonb_build_object('seqs', pg_catalog.to_jsonb(v_sent));
+  IF pg_catalog.cardinality(v_gone) > 0 THEN
+    v_detail := v_detail || pg_catalog.jsonb_build_object('withdrawn', (
+      SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(g.s, g.w) ORDER BY g.o)
+        FROM ROWS FROM (pg_catalog.unnest(v_gone), pg_catalog.unnest(v_why)) WITH ORDINALITY AS g(s, w, o)));
+  END IF;
+  e := dlq_private.append('replay-send', p_id, dlq_private.detail(v_detail, p_client));
+  UPDATE dlq.replay_items i SET state = 'sending', at = e.at
+    WHERE i.replay_id = p_id AND i.seq = ANY (v_sent);
+  UPDATE dlq.replay_items i SET state = 'withdrawn', at = e.at, error = g.w
+    FROM ROWS FROM (pg_catalog.unnest(v_gone), pg_catalog.unnest(v_why)) AS g(s, w)
+    WHERE i.replay_id = p_id AND i.seq = g.s;
+END
+$f$;
+REVOKE ALL ON FUNCTION dlq_private.may_follow(TEXT, TEXT), dlq_private.refusal(TEXT, TEXT, TEXT, TEXT) FROM PUBLIC;
+"#;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_servers_table_is_cores() {
+        let sql = super::schema_v8();
+        assert!(sql.contains("('held','discard',false)"));
+        assert!(!sql.contains("{rows}"));
+    }
+}
