@@ -53,6 +53,7 @@ fn bench(c: &mut Criterion) {
             actor: "bench".into(),
             role: Role::Operator,
             read_only: false,
+            ledger_unreachable: None,
             // Each run's dry-run is audited, as a user's is.
             ledger: Some(dlq_core::ledger_location::Location::File(
                 std::env::temp_dir().join(format!("dlq-bench-transform-{}.db", std::process::id())),

@@ -83,6 +83,7 @@ fn main() -> anyhow::Result<()> {
                 actor: "scale".into(),
                 role: dlq_core::access::Role::Operator,
                 read_only: true,
+                ledger_unreachable: None,
                 ledger: Some(dlq_core::ledger_location::Location::File(
                     dir.path().join("l.db"),
                 )),

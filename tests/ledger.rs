@@ -833,3 +833,68 @@ fn a_named_source_records_in_its_own_ledger() {
         "nothing went to the default file ledger"
     );
 }
+
+/// #68, 4: browsing never needs the ledger. With the team ledger unreachable, `summary`,
+/// `list` and `show` work (exit 0), say the decisions are unknown — `unknown` in every
+/// state, `decisions_known: false` in JSON — and a write is refused for the real reason
+/// (the ledger cannot be reached), never for a stand-in role.
+#[test]
+fn browsing_works_with_the_team_ledger_unreachable_and_writes_say_why_not() {
+    let env = Cli::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .with("DLQ_TRIAGE_NOW", "2026-11-29T18:00:00Z")
+        .with(
+            "DLQ_TRIAGE_LEDGER",
+            "postgres://oncall:s3cr3t@127.0.0.1:1/ledger",
+        );
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/incident.ndjson");
+    let dump = dump.to_str().expect("utf-8");
+    let summary = env.run(&["summary", dump]);
+    assert_eq!(summary.status.code(), Some(0), "{}", exited(&summary, 0));
+    let said = String::from_utf8_lossy(&summary.stderr).to_string();
+    assert!(said.contains("decisions unknown"), "{said}");
+    assert!(!said.contains("s3cr3t"), "{said}");
+    let listed = json(&env.run(&["list", dump, "--json", "--limit", "5"]));
+    let states: Vec<&str> = listed["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .filter_map(|l| l["state"].as_str())
+        .collect();
+    assert_eq!(states, vec!["unknown"; 5], "{listed}");
+    assert_eq!(listed["coverage"]["decisions_known"], false, "{listed}");
+    let id = listed["letters"][0]["id"].as_str().expect("id");
+    let shown = env.run(&["show", dump, id]);
+    assert_eq!(shown.status.code(), Some(0), "{}", exited(&shown, 0));
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("unknown (ledger unreachable)"),
+        "{}",
+        exited(&shown, 0)
+    );
+    // A write: refused because nothing can be recorded, said as such.
+    let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock");
+    cluster.create_topic("orders.dlq", 1, 1).expect("topic");
+    let uri = format!("kafka://{}/orders.dlq", cluster.bootstrap_servers());
+    for args in [
+        vec![
+            "discard",
+            uri.as_str(),
+            "--filter",
+            "reason=x",
+            "--reason",
+            "r",
+            "--yes",
+        ],
+        vec!["replay", uri.as_str(), "--resume", "r-1", "--yes"],
+    ] {
+        let out = env.run(&args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_ne!(out.status.code(), Some(0), "{text}");
+        assert!(text.contains("cannot be reached"), "{args:?}: {text}");
+        assert!(!text.contains("you are viewer"), "{args:?}: {text}");
+        assert!(!text.contains("s3cr3t"), "{text}");
+    }
+}

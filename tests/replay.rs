@@ -2037,3 +2037,256 @@ fn a_discard_and_a_replay_of_one_group_decide_each_letter_once_on_the_team_ledge
     let Some(db) = TempDb::create() else { return };
     discard_while_replaying(Some(&db.url), 4, 6_868);
 }
+
+/// `cmd` run as another OS user: uid `uid`, group `gid` only, umask 022 (the default that
+/// made a teammate's lock file unreadable as "no holder"). `None` unless this test runs
+/// as root, which may change users (CI does).
+fn as_user(cmd: &Command, uid: u32, gid: u32) -> Option<Command> {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").ok()?.uid() != 0 {
+        eprintln!("SKIPPED: changing users needs root");
+        return None;
+    }
+    let mut u = Command::new("setpriv");
+    u.args([
+        &format!("--reuid={uid}"),
+        &format!("--regid={gid}"),
+        "--clear-groups",
+        "sh",
+        "-c",
+        "umask 022 && exec \"$0\" \"$@\"",
+    ])
+    .arg(cmd.get_program())
+    .args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        u.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => u.env(k, v),
+            None => u.env_remove(k),
+        };
+    }
+    Some(u)
+}
+
+/// #68, 2: one file ledger in a group's setgid folder, two OS users with umask 022. Alice
+/// creates the ledger and starts a replay, frozen after its third `sending` write; Bob
+/// (another uid, the same group) plans the same letters: refused, every letter held by
+/// Alice's replay — never taken for "no holder" because her lock file is hers — and his
+/// resume of her replay exits 6. Alice, let go, lands every letter once; Bob verifies the
+/// chain and reads the replay; the ledger's parts are group-writable whatever the umask.
+#[test]
+fn two_os_users_with_umask_022_on_one_file_ledger_send_each_letter_once() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    const N: usize = 60;
+    const GID: u32 = 64_068;
+    let (cluster, _) = orders_cluster(N);
+    let folder = tempfile::tempdir().expect("shared folder");
+    let probe = Command::new("true");
+    if as_user(&probe, 64_001, GID).is_none() {
+        return;
+    }
+    std::os::unix::fs::chown(folder.path(), Some(0), Some(GID)).expect("chgrp");
+    std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o2775))
+        .expect("setgid folder");
+    let ledger = folder.path().join("ledger.db");
+    let user = |name: &str, uid: u32| {
+        let env = Env::on(
+            cluster.bootstrap_servers(),
+            "orders.dlq",
+            Some(ledger.to_str().expect("utf-8 path")),
+        );
+        let env = Env {
+            cli: env.cli.with("DLQ_TRIAGE_ACTOR", name),
+            ..env
+        };
+        let chown = Command::new("chown")
+            .args(["-R", &format!("{uid}:{GID}")])
+            .arg(env.path())
+            .status()
+            .expect("chown");
+        assert!(chown.success());
+        env
+    };
+    let (alice, bob) = (user("alice", 64_001), user("bob", 64_002));
+    let run_as = |env: &Env, uid: u32, args: &[&str]| {
+        as_user(&env.command(args), uid, GID)
+            .expect("root")
+            .output()
+            .expect("runs")
+    };
+    let mut frozen = as_user(
+        alice
+            .replay_command(N, "300", &[])
+            .env("DLQ_TRIAGE_TEST_FREEZE_AT", "sending:3"),
+        64_001,
+        GID,
+    )
+    .expect("root")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("alice's replay");
+    wait_stopped(&mut frozen);
+    // Her lock file as a umask-022 creator outside a setgid folder leaves it (0644):
+    // Bob can read it, not write it — and reading is all `flock` needs.
+    let locks = folder.path().join("ledger.db.locks");
+    for f in std::fs::read_dir(&locks).expect("lock folder") {
+        let f = f.expect("lock file").path();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
+    // Bob plans the same letters: all held by Alice's live replay.
+    let second = run_as(
+        &bob,
+        64_002,
+        &[
+            "replay",
+            &bob.uri,
+            "--filter",
+            "reason=boom",
+            "--canary",
+            "0",
+            "--yes",
+            "--include-stale",
+        ],
+    );
+    assert_ne!(second.status.code(), Some(0), "{}", text(&second));
+    assert!(
+        text(&second).contains("held by another running replay"),
+        "{}",
+        text(&second)
+    );
+    let listed = run_as(&bob, 64_002, &["replays", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
+    let id = rows[0]["id"].as_str().expect("alice's replay").to_string();
+    let resume = run_as(
+        &bob,
+        64_002,
+        &["replay", &bob.uri, "--resume", &id, "--yes"],
+    );
+    assert_eq!(resume.status.code(), Some(6), "{}", text(&resume));
+    signal("CONT", frozen.id());
+    let out = frozen.wait_with_output().expect("alice's replay");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let verify = run_as(&bob, 64_002, &["audit", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+    alice.exactly_once(&id, N, "two OS users");
+    // Only Alice's replay sent anything.
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+    for part in ["ledger.db", "ledger.db.key"] {
+        let m = std::fs::metadata(folder.path().join(part)).expect(part);
+        assert_eq!(
+            m.mode() & 0o060,
+            0o060,
+            "{part} is group-writable: {:o}",
+            m.mode()
+        );
+        assert_eq!(m.gid(), GID, "{part} has the folder's group");
+    }
+    // A key made private by hand: Bob is told which part and the command that fixes it,
+    // not a bare "Permission denied".
+    let key = folder.path().join("ledger.db.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let refused = run_as(&bob, 64_002, &["audit", "verify"]);
+    assert_ne!(refused.status.code(), Some(0), "{}", text(&refused));
+    let said = text(&refused);
+    assert!(
+        said.contains("audit key") && said.contains("chmod g+r") && said.contains("docs/ledger.md"),
+        "{said}"
+    );
+}
+
+/// `cmd` on another bastion as far as this host can tell: a host name and a pid
+/// namespace of its own, with its own `/proc` (`unshare --uts --pid --fork
+/// --mount-proc`, root). `None` where namespaces cannot be made here.
+fn on_other_bastion(cmd: &Command, host: &str) -> Option<Command> {
+    let ok = Command::new("unshare")
+        .args(["--uts", "--pid", "--fork", "--mount-proc", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: namespaces cannot be made here");
+        return None;
+    }
+    let mut u = Command::new("unshare");
+    u.args([
+        "--uts",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "sh",
+        "-c",
+        &format!("hostname {host} && exec \"$0\" \"$@\""),
+    ])
+    .arg(cmd.get_program())
+    .args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        u.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => u.env(k, v),
+            None => u.env_remove(k),
+        };
+    }
+    Some(u)
+}
+
+/// #68, 3: who sends a replay comes from the ledger's lock, never from `/proc`. A replay
+/// frozen (SIGSTOP) after its second `sending` write is live — its lock is held — and a
+/// teammate on another host name, in another pid namespace (its `/proc` cannot see the
+/// sender), reads it `running`, with the host, pid, user and heartbeat age from the
+/// ledger; its resume is refused as held, never offered as a takeover of a dead run.
+fn a_live_replay_seen_from_another_bastion(ledger: Option<&str>) {
+    const N: usize = 30;
+    let (_cluster, env) = orders_cluster_on(N, ledger);
+    let probe = Command::new("true");
+    if on_other_bastion(&probe, "bastion-2").is_none() {
+        return;
+    }
+    let frozen = env.replay_stopped_at(N, "300", "sending:2");
+    let there = |args: &[&str]| {
+        on_other_bastion(&env.command(args), "bastion-2")
+            .expect("namespaces")
+            .output()
+            .expect("runs")
+    };
+    let listed = there(&["replays", "--json"]);
+    assert!(listed.status.success(), "{}", text(&listed));
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
+    assert_eq!(rows[0]["state"], "running", "{rows}");
+    let on = rows[0]["running_on"].as_str().unwrap_or_default();
+    let pid = format!("(pid {})", frozen.id());
+    let by = format!("by {}", rows[0]["actor"].as_str().unwrap_or("?"));
+    assert!(
+        on.contains("running on")
+            && on.contains(&pid)
+            && on.contains(&by)
+            && on.contains("heartbeat"),
+        "{on}"
+    );
+    let id = rows[0]["id"].as_str().expect("id").to_string();
+    let resume = there(&["replay", &env.uri, "--resume", &id, "--yes"]);
+    assert_eq!(resume.status.code(), Some(6), "{}", text(&resume));
+    assert!(
+        !text(&resume).contains("no longer running"),
+        "{}",
+        text(&resume)
+    );
+    signal("CONT", frozen.id());
+    let out = frozen.wait_with_output().expect("replay");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    env.exactly_once(&id, N, "seen from another bastion");
+}
+
+#[test]
+fn a_live_replay_is_running_from_another_bastion_on_the_file_ledger() {
+    a_live_replay_seen_from_another_bastion(None);
+}
+
+#[test]
+fn a_live_replay_is_running_from_another_bastion_on_the_team_ledger() {
+    let Some(db) = TempDb::create() else { return };
+    a_live_replay_seen_from_another_bastion(Some(&db.url));
+}

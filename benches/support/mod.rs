@@ -129,6 +129,7 @@ pub fn replay_topic_into(
             actor: "bench".into(),
             role: Role::Operator,
             read_only: false,
+            ledger_unreachable: None,
             ledger: Some(ledger),
         },
         masker: Masker::with_key(vec![7; 32]),

@@ -74,15 +74,10 @@ pub fn current_actor() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// Whether a process of this host is alive (a replay's journaled pid).
-pub fn process_alive(pid: u64) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// A replay's state as an operator needs it: `running` with no live process behind it
-/// is `interrupted`.
+/// A replay's state as an operator needs it: `running` with nobody holding its lock is
+/// `interrupted` (see `ReplayRow::shown_state`: the ledger's lock, never `/proc`).
 pub fn replay_state(row: &dlq_core::journal::ReplayRow) -> dlq_core::journal::ReplayState {
-    row.shown_state(&process_alive)
+    row.shown_state()
 }
 
 /// The account name of a uid from /etc/passwd (no environment needed: cron, tmux, sudo).

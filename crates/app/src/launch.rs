@@ -88,6 +88,8 @@ pub struct Launch {
     pub ledger: Option<Location>,
     /// The user's role (roles file, capped by --read-only).
     pub role: dlq_core::access::Role,
+    /// The team ledger could not be reached at start: why (see `Principal`).
+    pub ledger_unreachable: Option<String>,
     /// Decodes schema-encoded payloads (`--schema-registry`, `--schemas`, config).
     pub codec: Option<dlq_core::schema::Codec>,
     /// What the start found worth saying (the team ledger's notes, a config tightened
@@ -123,7 +125,7 @@ impl Launch {
         let since = since(cli.since.as_deref(), now)?;
         let ledger = ledger_location(cli, &config)?;
         let mut warnings = Vec::new();
-        let role = role(cli, &mut config, ledger.as_ref(), &mut warnings)?;
+        let (role, ledger_unreachable) = role(cli, &mut config, ledger.as_ref(), &mut warnings)?;
         let codec = crate::schemas::open(
             &crate::schemas::SchemaFlags {
                 registry: cli.schema_registry.clone(),
@@ -151,6 +153,7 @@ impl Launch {
                 max_letters: cli.max_letters,
             },
             ledger,
+            ledger_unreachable,
             role,
             codec,
         })
@@ -423,6 +426,7 @@ impl Launch {
             role: self.role,
             read_only: self.read_only,
             ledger: self.ledger.clone(),
+            ledger_unreachable: self.ledger_unreachable.clone(),
         }
     }
 
@@ -521,7 +525,7 @@ fn role(
     config: &mut Config,
     ledger: Option<&Location>,
     warnings: &mut Vec<String>,
-) -> Result<dlq_core::access::Role, UsageError> {
+) -> Result<(dlq_core::access::Role, Option<String>), UsageError> {
     let os = crate::identity::System;
     let actor = crate::identity::current_actor();
     let roles_file = dlq_core::access::roles_file_for(
@@ -533,13 +537,13 @@ fn role(
     let role = dlq_core::access::resolve(&os, roles_file.as_deref(), &actor, cli.read_only)
         .map_err(|e| UsageError(sanitize::clean(&e.to_string())))?;
     let Some(at) = ledger else {
-        return Ok(role);
+        return Ok((role, None));
     };
     let team = crate::team_ledger::team_view(at, role, cli.read_only);
     for n in team.notes.iter().chain(&config.tighten_with(&team.policy)) {
         warnings.push(sanitize::clean(n));
     }
-    Ok(team.role.unwrap_or(role))
+    Ok((team.role.unwrap_or(role), team.unreachable))
 }
 
 /// A source argument as it may be recorded: credentials removed.

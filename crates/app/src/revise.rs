@@ -144,6 +144,7 @@ mod tests {
             actor: "alice".into(),
             role,
             read_only: false,
+            ledger_unreachable: None,
             ledger: Some(dlq_core::ledger_location::Location::File(
                 dir.join("ledger.db"),
             )),

@@ -80,6 +80,9 @@ pub enum SessionError {
     /// A write under `--read-only`: nothing was written, not even an audit entry.
     #[error("{0}")]
     ReadOnly(access::Refusal),
+    /// The team ledger did not answer: nothing is recorded, so nothing is done.
+    #[error("the team ledger cannot be reached ({0}): nothing was recorded or sent — decisions are written to the ledger before the broker is touched. Browsing works meanwhile")]
+    Unreachable(String),
 }
 
 /// What a session needs besides the open source.
@@ -148,6 +151,9 @@ pub struct Session {
     notices: Vec<Problem>,
     /// The broker's retention per container, read once (see [`Session::retention`]).
     retention: Option<Vec<(String, dlq_core::retention::Retention)>>,
+    /// The ledger could not be read when the session started (why): browsing goes on,
+    /// every letter's decision unknown.
+    decisions_unknown: Option<String>,
 }
 
 impl Session {
@@ -167,9 +173,26 @@ impl Session {
             partial: Vec::new(),
             notices: Vec::new(),
             retention: None,
+            decisions_unknown: None,
         };
-        s.load_decisions()?;
+        // Browsing never needs the ledger: without it, decisions are unknown, said.
+        if let Err(e) = s.load_decisions() {
+            let why = dlq_core::uri::redact(&e.to_string());
+            s.notices.push(Problem {
+                location: "ledger".into(),
+                message: format!(
+                    "decisions unknown (ledger unreachable: {why}): letters are listed as open whatever was decided; nothing can be discarded or replayed until it answers"
+                ),
+            });
+            s.decisions_unknown = Some(why);
+        }
         Ok(s)
+    }
+
+    /// Why the ledger's decisions are unknown to this session (it could not be read at
+    /// start), if they are: front ends say so wherever they show a letter's state.
+    pub fn decisions_unknown(&self) -> Option<&str> {
+        self.decisions_unknown.as_deref()
     }
 
     fn load_decisions(&mut self) -> Result<(), SessionError> {
@@ -246,6 +269,9 @@ impl Session {
     /// The letter's triage state and the decision that set it, for every view of a
     /// letter (`show`, `show --json`, the TUI detail).
     pub fn letter_state(&self, letter: &DeadLetter) -> LetterState {
+        if self.decisions_unknown.is_some() {
+            return LetterState::unknown();
+        }
         let binding = decisions::binding(&letter.raw);
         LetterState::of(self.decision(&letter.id.value.0, &binding))
             .after_replay(self.outcomes.get(&binding).copied())

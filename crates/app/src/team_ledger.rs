@@ -72,6 +72,9 @@ pub struct TeamView {
     pub notes: Vec<String>,
     /// The team's policy (`approval_above`, …), set on the server by a privileged role.
     pub policy: Vec<(String, String)>,
+    /// Why the server could not be reached: the role above is a stand-in, and a write
+    /// is refused for this reason, not for the role.
+    pub unreachable: Option<String>,
 }
 
 /// The role on a team ledger: the server's for the role this client authenticates as,
@@ -87,13 +90,18 @@ pub fn team_view(at: &Location, local: Role, read_only: bool) -> TeamView {
         role: Some(Role::Viewer),
         notes: vec![why],
         policy: Vec::new(),
+        unreachable: None,
     };
     let ledger = match Ledger::open_at(at, "") {
         Ok(l) => l,
         Err(e) => {
-            return viewer(format!(
-                "the team ledger cannot be reached ({e}): viewer until it can"
-            ))
+            let why = dlq_core::uri::redact(&e.to_string());
+            return TeamView {
+                unreachable: Some(why.clone()),
+                ..viewer(format!(
+                    "the team ledger cannot be reached ({why}): browsing works, decisions are shown as unknown, and nothing can be recorded until it answers"
+                ))
+            };
         }
     };
     let (roles, policy) = match (ledger.team_roles(), ledger.team_policy()) {
@@ -128,6 +136,7 @@ pub fn team_view(at: &Location, local: Role, read_only: bool) -> TeamView {
         role: Some(if read_only { Role::Viewer } else { role }),
         notes,
         policy,
+        unreachable: None,
     }
 }
 
@@ -190,7 +199,8 @@ pub fn running_elsewhere(ledger: &dyn dlq_core::journal::Journal, source: &str) 
     rows.into_iter()
         .filter(|r| r.source == source)
         .filter_map(|r| {
-            let held = r.held_by.clone()?;
+            r.held_by.as_ref()?;
+            let held = r.running_on.clone()?;
             let (_, items) = ledger.replay(&r.id).ok().flatten()?;
             let confirmed = items.iter().filter(|i| i.state.delivered()).count();
             Some(dlq_core::sanitize::clean(&format!(

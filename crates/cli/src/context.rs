@@ -150,13 +150,16 @@ pub(crate) fn report_problems(catalog: &Catalog) {
     }
 }
 
-/// Coverage as JSON: `{"complete": bool, "partial": [{"location", "browsed", "total",
-/// "why"}], "notices": [{"location", "message"}]}` — `complete` is false when any
-/// container was browsed in part.
+/// Coverage as JSON: `{"complete": bool, "decisions_known": bool, "partial":
+/// [{"location", "browsed", "total", "why"}], "notices": [{"location", "message"}]}` —
+/// `complete` is false when any container was browsed in part, `decisions_known` when
+/// the ledger could not be read.
 pub fn coverage_json(session: &dlq_app::session::Session) -> serde_json::Value {
     let partial = session.partial();
     serde_json::json!({
         "complete": partial.is_empty(),
+        // False when the ledger could not be read: no letter's state is known.
+        "decisions_known": session.decisions_unknown().is_none(),
         "partial": partial.iter().map(|c| serde_json::json!({
             "location": sanitize::clean(&c.location),
             "browsed": c.browsed,

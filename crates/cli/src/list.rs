@@ -35,11 +35,13 @@ pub fn run(ctx: &Launch, a: &ListArgs) -> anyhow::Result<()> {
         ids.truncate(a.limit);
     }
     let may_view = ctx.may_view_payloads();
+    // The ledger could not be read: no state is known (`unknown`, not `open`).
+    let unknown = loaded.session.decisions_unknown().is_some();
     if a.json {
         let letters: Vec<_> = ids
             .iter()
             .filter_map(|i| store.row(*i))
-            .map(|r| letter_json(store, masker, r, may_view))
+            .map(|r| letter_json(store, masker, r, (may_view, unknown)))
             .collect();
         let mut doc = json!({
             "source": loaded.info.label,
@@ -60,7 +62,7 @@ pub fn run(ctx: &Launch, a: &ListArgs) -> anyhow::Result<()> {
     write!(
         out,
         "{}",
-        table(store, masker, rows, now, may_view).render()
+        table(store, masker, rows, now, (may_view, unknown)).render()
     )?;
     writeln!(
         out,
@@ -79,7 +81,22 @@ pub fn run(ctx: &Launch, a: &ListArgs) -> anyhow::Result<()> {
 }
 
 /// One letter of `list --json`; the preview only for those who may see payloads.
-fn letter_json(store: &LetterStore, masker: &Masker, r: &Row, may_view: bool) -> Value {
+/// A row's state as shown: `unknown` when the ledger could not be read.
+fn state_word(r: &Row, unknown: bool) -> &'static str {
+    if unknown {
+        "unknown"
+    } else {
+        r.state.as_str()
+    }
+}
+
+/// `(may_view, unknown)`: payloads may be shown; the ledger's states are unknown.
+fn letter_json(
+    store: &LetterStore,
+    masker: &Masker,
+    r: &Row,
+    (may_view, unknown): (bool, bool),
+) -> Value {
     let opt = |s: &str| {
         if s.is_empty() {
             None
@@ -99,7 +116,7 @@ fn letter_json(store: &LetterStore, masker: &Masker, r: &Row, may_view: bool) ->
         "origin": opt(store.sym(r.origin)),
         "attempt": (r.attempt > 0).then_some(r.attempt),
         "replay_count": r.replay_count,
-        "state": r.state.as_str(),
+        "state": state_word(r, unknown),
         "body": r.body.as_str(),
         "preview": if may_view { Some(store.preview(r)) } else { None },
     })
@@ -110,7 +127,7 @@ fn table<'a>(
     masker: &Masker,
     rows: impl Iterator<Item = &'a Row>,
     now: i64,
-    may_view: bool,
+    (may_view, unknown): (bool, bool),
 ) -> Table {
     let mut t = Table::new(&[
         ("ID", false, 36),
@@ -135,7 +152,7 @@ fn table<'a>(
             } else {
                 "-".into()
             },
-            r.state.as_str().to_string(),
+            state_word(r, unknown).to_string(),
             store.sym(r.reason).to_string(),
             if may_view {
                 store.preview(r).to_string()

@@ -45,7 +45,7 @@ fn list(ledger: &dyn Journal, json: bool) -> anyhow::Result<()> {
             .map(|r| {
                 serde_json::json!({
                     "id": r.id, "source": r.source, "target": r.target, "actor": r.actor,
-                    "started_at": r.started_at, "state": state(r),
+                    "started_at": r.started_at, "state": state(r), "running_on": r.running_on,
                     "planned": r.detail.get("planned"), "outcome": r.detail.get("outcome"),
                 })
             })
@@ -103,7 +103,8 @@ fn show(ledger: &dyn Journal, id: &str, json: bool) -> anyhow::Result<()> {
     if json {
         let v = serde_json::json!({
             "id": row.id, "source": row.source, "target": row.target, "actor": row.actor,
-            "started_at": row.started_at, "state": state(&row), "detail": row.detail,
+            "started_at": row.started_at, "state": state(&row), "running_on": row.running_on,
+            "detail": row.detail,
             "by_state": by_state, "letters": items,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
@@ -118,6 +119,9 @@ fn show(ledger: &dyn Journal, id: &str, json: bool) -> anyhow::Result<()> {
         clean(&row.actor),
         clean(&row.started_at)
     )?;
+    if let Some(on) = &row.running_on {
+        writeln!(out, "  sender:   {}", clean(on))?;
+    }
     if let Some(r) = row
         .detail
         .get("outcome")

@@ -42,6 +42,9 @@ impl From<(DeadLetter, String)> for Prepared {
 pub struct LetterState {
     pub state: TriageState,
     pub decision: Option<Decision>,
+    /// The ledger could not be read: `state` is a stand-in (`open`), and every view says
+    /// `unknown (ledger unreachable)` instead.
+    pub unknown: bool,
 }
 
 impl LetterState {
@@ -51,14 +54,17 @@ impl LetterState {
             Some(d) if d.kind == DecisionKind::Discard => LetterState {
                 state: TriageState::Discarded,
                 decision: Some(d.clone()),
+                unknown: false,
             },
             Some(d) if d.kind == DecisionKind::Replay => LetterState {
                 state: TriageState::Replayed,
                 decision: Some(d.clone()),
+                unknown: false,
             },
             _ => LetterState {
                 state: TriageState::Open,
                 decision: None,
+                unknown: false,
             },
         }
     }
@@ -73,8 +79,29 @@ impl LetterState {
         self
     }
 
+    /// Nothing known: the ledger could not be read.
+    pub fn unknown() -> LetterState {
+        LetterState {
+            state: TriageState::Open,
+            decision: None,
+            unknown: true,
+        }
+    }
+
+    /// The state's word as shown: `unknown` where the ledger could not be read.
+    pub fn word(&self) -> &'static str {
+        if self.unknown {
+            "unknown"
+        } else {
+            self.state.as_str()
+        }
+    }
+
     /// One line: `discarded by alice at … (reason: …)`, or `open`.
     pub fn describe(&self) -> String {
+        if self.unknown {
+            return "unknown (ledger unreachable)".into();
+        }
         match &self.decision {
             Some(d) => format!(
                 "{} by {} at {} (reason: {}){}",
@@ -94,7 +121,7 @@ impl LetterState {
 
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
-            "state": self.state.as_str(),
+            "state": self.word(),
             "decision": self.decision.as_ref().map(|d| serde_json::json!({
                 "kind": d.kind, "actor": d.actor, "at": d.at, "reason": d.reason,
                 "applied_at": d.applied_at, "audit_seq": d.audit_seq,

@@ -39,14 +39,15 @@ pub(crate) fn proc_state(pid: i64) -> ProcState {
     }
 }
 
-/// How a holder's state reads in a message, and what frees what it holds.
-pub(crate) fn state_words(pid: i64) -> String {
+/// How a live holder's state reads in a message, and what frees what it holds — only
+/// what this host can tell for sure (stopped, in a disk wait); `None` otherwise (running,
+/// or not visible from here: another pid namespace, `hidepid=2`).
+pub(crate) fn state_words(pid: i64) -> Option<String> {
     match proc_state(pid) {
-        ProcState::Stopped => format!(
+        ProcState::Stopped => Some(format!(
             "stopped (Ctrl-Z or SIGSTOP): `kill -CONT {pid}` lets it go on, `kill {pid}` ends it"
-        ),
-        ProcState::DiskWait => "waiting on a disk or a network file system".into(),
-        ProcState::Running => "running".into(),
-        ProcState::Gone => "no longer running".into(),
+        )),
+        ProcState::DiskWait => Some("waiting on a disk or a network file system".into()),
+        ProcState::Running | ProcState::Gone => None,
     }
 }

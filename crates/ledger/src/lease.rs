@@ -41,19 +41,21 @@ impl Lease {
             && self.host.as_deref() == Some(this_host().as_str())
     }
 
-    /// `pid N on HOST`, and on this host what the process is doing (a stopped holder
-    /// is named as such, with what lets it go on or ends it).
+    /// `pid N on HOST` of a live holder (its lock says so), and — only where this host
+    /// can see that process, and only when it is stopped or stuck — what it is doing and
+    /// what lets it go on. Never "not running" from `/proc`: a holder in another pid
+    /// namespace, or another user's under `hidepid=2`, is invisible there, not gone.
     pub fn holder(&self) -> String {
         match self.pid {
-            Some(pid) if self.host.as_deref() == Some(this_host().as_str()) => {
-                format!(
-                    "pid {pid} on {}, {}",
-                    self.host.as_deref().unwrap_or("?"),
-                    crate::host::state_words(pid)
-                )
+            Some(pid) => {
+                let host = self.host.as_deref().unwrap_or("?");
+                let here = self.host.as_deref() == Some(this_host().as_str());
+                match here.then(|| crate::host::state_words(pid)).flatten() {
+                    Some(state) => format!("pid {pid} on {host}, {state}"),
+                    None => format!("pid {pid} on {host}"),
+                }
             }
-            Some(pid) => format!("pid {pid} on {}", self.host.as_deref().unwrap_or("?")),
-            None => "nobody: the replay is no longer running".into(),
+            None => "nobody (its lease was given up)".into(),
         }
     }
 

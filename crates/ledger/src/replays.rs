@@ -398,6 +398,7 @@ impl Ledger {
         let lease = crate::lease::Lease::from_row(&r, 7)?;
         let row = ReplayRow {
             held_by: None,
+            running_on: None,
             id: r.get(0)?,
             source: r.get(1)?,
             target: r.get(2)?,
@@ -409,18 +410,28 @@ impl Ledger {
         Ok((row, lease))
     }
 
-    /// The row with who sends it, when another live process does. Only a running replay
-    /// is asked (a lock query or a lock file each): the list holds every replay ever run.
+    /// The row with who sends it, as the ledger's lock says: `running_on` whoever holds
+    /// it (this process too), `held_by` when another process does. Only a running
+    /// replay is asked (a lock query or a lock file each): the list holds every replay
+    /// ever run.
     fn with_holder(
         &self,
         (mut row, lease): (ReplayRow, crate::lease::Lease),
     ) -> Result<ReplayRow, JournalError> {
-        if row.state == ReplayState::Running && self.held_by_another(&self.db, &row.id, &lease)? {
-            row.held_by = Some(format!(
-                "{}, heartbeat {}",
-                lease.holder(),
-                lease.heartbeat_at.as_deref().unwrap_or("?")
-            ));
+        if row.state != ReplayState::Running {
+            return Ok(row);
+        }
+        let ours = self.held_epoch(&row.id).is_some();
+        if ours || self.alive(&self.db, &row.id, &lease)? {
+            let now = self.lease_clock(&self.db)?;
+            row.running_on = Some(lease.running_words(&row.actor, now));
+            if !ours {
+                row.held_by = Some(format!(
+                    "{}, heartbeat {}",
+                    lease.holder(),
+                    lease.heartbeat_at.as_deref().unwrap_or("?")
+                ));
+            }
         }
         Ok(row)
     }

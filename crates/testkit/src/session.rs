@@ -18,6 +18,7 @@ pub fn operator(
             actor: actor.into(),
             role: Role::Operator,
             read_only: false,
+            ledger_unreachable: None,
             ledger: Some(ledger.into()),
         },
         masker,

@@ -195,6 +195,8 @@ pub enum LedgerEvent {
     Notes(Vec<String>),
     /// The ledger fails verification: why (every write will be refused).
     Unverified(String),
+    /// The ledger could not be read when the browse started: why (decisions unknown).
+    Unreachable(String),
     /// A discard finished (rows done, and a summary line).
     DiscardDone {
         rows: Vec<RowId>,

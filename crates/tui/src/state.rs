@@ -124,9 +124,9 @@ pub struct AppState {
     pub read_only: bool,
     /// Normal mode's keys (`[keys]` over the defaults).
     pub(crate) keymap: std::sync::Arc<crate::keymap::Keymap>,
-    /// The ledger fails verification (why): every write is refused; said on the second
-    /// line for as long as the session lasts.
-    pub ledger_alert: Option<String>,
+    /// The ledger fails verification, or could not be read (why): every write is
+    /// refused; said on the second line for as long as the session lasts.
+    pub ledger_alert: Option<LedgerAlert>,
     /// Who must act on which letters (`[[owners]]` in the config).
     pub owners: dlq_core::owners::Owners,
     /// Links out from a letter (`[[links]]` in the config).
@@ -231,5 +231,27 @@ impl AppState {
 
     pub fn selected_row(&self) -> Option<RowId> {
         self.letters.selected()
+    }
+}
+
+/// What is wrong with the ledger for the whole session (the second line says it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LedgerAlert {
+    /// It fails verification: every write is refused.
+    Unverified(String),
+    /// It could not be read when the browse started: no letter's decision is known
+    /// (shown `unknown`), and nothing can be recorded.
+    Unreachable(String),
+}
+
+impl LedgerAlert {
+    /// The second line's words.
+    pub fn line(&self) -> String {
+        match self {
+            LedgerAlert::Unverified(why) => format!("ledger fails verification: read-only · {why}"),
+            LedgerAlert::Unreachable(why) => {
+                format!("ledger unreachable: decisions unknown, nothing can be recorded · {why}")
+            }
+        }
     }
 }

@@ -94,6 +94,9 @@ fn run(
         send(Action::from(BrowseEvent::SourceOpened(
             session.info().clone(),
         )));
+        if let Some(why) = session.decisions_unknown() {
+            send(Action::from(LedgerEvent::Unreachable(why.to_string())));
+        }
         let backlog = BacklogWatch::spawn(session.backlog(), &events);
         let postponed = initial_scan(&mut session, &events, &requests);
         let notes = session.reconcile();

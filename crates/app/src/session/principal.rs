@@ -12,6 +12,9 @@ pub struct Principal {
     pub read_only: bool,
     /// A file or a team's server (`--ledger`).
     pub ledger: Option<Location>,
+    /// The team ledger could not be reached at start (why): the role is a stand-in
+    /// (viewer), and a write is refused for this reason, not for the role.
+    pub ledger_unreachable: Option<String>,
 }
 
 impl Principal {
@@ -77,7 +80,10 @@ impl Principal {
     /// Check a permission; a refusal names the role it needs and is audited (except
     /// under --read-only, which writes nothing). `target` must already be redacted.
     pub fn require(&self, p: Permission, target: &str) -> Result<(), SessionError> {
-        access::check(self.role, p).map_err(|denied| self.refused(denied, target))
+        access::check(self.role, p).map_err(|denied| match &self.ledger_unreachable {
+            Some(why) => SessionError::Unreachable(why.clone()),
+            None => self.refused(denied, target),
+        })
     }
 
     /// A refusal, audited (except under --read-only, which writes nothing).
@@ -105,6 +111,9 @@ impl Principal {
         match access::may_write(self.role, self.read_only, w) {
             Ok(()) => Ok(()),
             Err(r @ access::Refusal::ReadOnly(_)) => Err(SessionError::ReadOnly(r)),
+            Err(access::Refusal::Role(_)) if self.ledger_unreachable.is_some() => Err(
+                SessionError::Unreachable(self.ledger_unreachable.clone().unwrap_or_default()),
+            ),
             Err(access::Refusal::Role(denied)) => Err(self.refused(denied, target)),
         }
     }

@@ -244,18 +244,21 @@ pub struct ReplayRow {
     /// Being sent by another live process (`pid N on HOST, heartbeat …`): it may not be
     /// resumed or abandoned from here.
     pub held_by: Option<String>,
+    /// Whoever sends it — this process or another, on any host — as the ledger's lock
+    /// says (the file lock, the server's lease): `running on HOST (pid N) by USER,
+    /// heartbeat 2 s ago`. `None`: nobody holds it (a `running` row is interrupted).
+    pub running_on: Option<String>,
 }
 
 impl ReplayRow {
-    /// Its state as an operator needs it: `running` with no live process behind it
-    /// (the pid journaled at start or resume; `alive` asks the OS) is `interrupted`.
-    pub fn shown_state(&self, alive: &dyn Fn(u64) -> bool) -> ReplayState {
-        if self.state != ReplayState::Running {
-            return self.state;
-        }
-        match self.detail.get("pid").and_then(|p| p.as_u64()) {
-            Some(p) if alive(p) => ReplayState::Running,
-            _ => ReplayState::Interrupted,
+    /// Its state as an operator needs it: `running` with nobody holding its lock is
+    /// `interrupted`. Decided by the ledger's lock alone — never by this host's process
+    /// table, which cannot see a sender on another bastion, in another pid namespace or,
+    /// under `hidepid=2`, of another user.
+    pub fn shown_state(&self) -> ReplayState {
+        match (self.state, &self.running_on) {
+            (ReplayState::Running, None) => ReplayState::Interrupted,
+            (state, _) => state,
         }
     }
 }

@@ -149,7 +149,12 @@ pub(crate) fn ledger_event(state: &mut AppState, action: LedgerEvent) {
             Err(e) => state.message = Some((format!("not unmasked: {e}"), Level::Error)),
         },
         LedgerEvent::Decisions(ds) => apply_decisions(state, ds),
-        LedgerEvent::Unverified(why) => state.ledger_alert = Some(why),
+        LedgerEvent::Unverified(why) => {
+            state.ledger_alert = Some(crate::state::LedgerAlert::Unverified(why))
+        }
+        LedgerEvent::Unreachable(why) => {
+            state.ledger_alert = Some(crate::state::LedgerAlert::Unreachable(why))
+        }
         LedgerEvent::Notes(lines) => {
             if let Some(last) = lines.last() {
                 let more = if lines.len() > 1 {

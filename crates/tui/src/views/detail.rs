@@ -92,6 +92,12 @@ fn clean(s: &str) -> String {
 
 /// The ledger state of a row: its decision, if one is bound to this exact letter.
 fn row_state(s: &AppState, row: dlq_core::store::RowId) -> dlq_app::session::LetterState {
+    if matches!(
+        s.ledger_alert,
+        Some(crate::state::LedgerAlert::Unreachable(_))
+    ) {
+        return dlq_app::session::LetterState::unknown();
+    }
     let store = &s.browse.catalog.store;
     let decision = store
         .row(row)

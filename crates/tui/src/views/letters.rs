@@ -177,7 +177,14 @@ fn row_text(s: &AppState, r: &dlq_core::store::Row, c: &Cols) -> String {
         &age,
         &key,
         &attempt,
-        r.state.as_str(),
+        if matches!(
+            s.ledger_alert,
+            Some(crate::state::LedgerAlert::Unreachable(_))
+        ) {
+            "unknown"
+        } else {
+            r.state.as_str()
+        },
         &preview,
     ]);
     fit(&text, c.w.saturating_sub(2))

@@ -146,12 +146,9 @@ fn fit_segments(
 }
 
 pub(crate) fn effect(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
-    let progress = if let Some(why) = &s.ledger_alert {
+    let progress = if let Some(alert) = &s.ledger_alert {
         Span::styled(
-            format!(
-                "ledger fails verification: read-only · {}",
-                sanitize::line(why, 200)
-            ),
+            sanitize::line(&alert.line(), 300),
             t.get(StyleName::UiError),
         )
     } else if let Some(e) = &s.scan.error {
