@@ -702,6 +702,7 @@ fn a_version_6_ledger_is_upgraded_in_place_and_verifies_before_and_after() {
     let entries = l.audit_entries().expect("entries");
     assert_eq!(entries.len(), 3, "{entries:?}");
     assert_eq!(entries[2].action, "ledger-upgraded");
+    assert!(entries[2].detail.contains("\"to\":8"), "{entries:?}");
     let v = l.verify(None).expect("verify after");
     assert!(v.ok, "{v:?}");
     assert_eq!(l.decisions(SOURCE).expect("decisions").len(), 1);

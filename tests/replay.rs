@@ -360,6 +360,11 @@ fn a_crash_mid_replay_resumes_without_resending_a_confirmed_letter() {
         "the rest as stored"
     );
     assert_eq!(count(&after, "settled") as u64, n, "{after}");
+    // `replays` counts the whole replay, not only the resumed part.
+    let rows: serde_json::Value =
+        serde_json::from_slice(&env.run(&["replays", "--json"]).stdout).expect("json");
+    assert_eq!(rows[0]["outcome"]["confirmed"].as_u64(), Some(n), "{rows}");
+    assert_eq!(rows[0]["outcome"]["planned"].as_u64(), Some(n), "{rows}");
     let landed = env.landed(&id);
     assert_eq!(landed.len() as u64, n, "every letter landed");
     for loc in &confirmed {

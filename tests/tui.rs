@@ -1324,3 +1324,26 @@ fn the_2026_conventions_and_letters_held_upstream_at_80x24() {
     assert!(s.message.is_none());
     assert!(!screen(&s, size).contains("held upstream"));
 }
+
+/// #68: `d` (and `r`) on a browse the broker closed is refused, saying why and what to do
+/// (docs/faults.md): its letters went back to the queue, and nothing is asked or sent.
+#[test]
+fn discard_and_replay_on_a_browse_the_broker_closed_are_refused() {
+    let size = (80, 24);
+    let mut s = state_from(&example(), size);
+    update(
+        &mut s,
+        BrowseEvent::BrowseLost("connection closed by the broker".into()),
+        size,
+    );
+    for k in ["d", "r"] {
+        let cmds = press(&mut s, &[k], size);
+        let shown = screen(&s, size);
+        assert!(cmds.is_empty(), "{k}: nothing sent: {cmds:?}");
+        assert!(
+            shown.contains("refused: this browse was closed"),
+            "{k}: {shown}"
+        );
+        assert!(!shown.contains("reason:"), "{k}: no prompt opened: {shown}");
+    }
+}

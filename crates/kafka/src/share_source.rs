@@ -43,7 +43,12 @@ pub enum SourceState {
 
 /// Where an offset stands against a partition's watermarks, before reading.
 pub fn before_reading(offset: i64, low: i64, high: i64) -> Option<SourceState> {
-    if offset < low {
+    if offset < 0 {
+        // Not an offset the record could have had: said as it is, never "expired".
+        Some(SourceState::Missing(format!(
+            "the DLQ record names offset {offset}, which no record has (the broker wrote no source offset)"
+        )))
+    } else if offset < low {
         Some(SourceState::Expired { low })
     } else if offset >= high {
         Some(SourceState::Missing(format!(
@@ -334,6 +339,11 @@ mod tests {
             ))
         );
         assert_eq!(before_reading(15, 10, 20), None);
+        // −1 is no offset at all: said as it is, not "expired".
+        assert!(matches!(
+            before_reading(-1, 0, 20),
+            Some(SourceState::Missing(why)) if why.contains("offset -1")
+        ));
     }
 
     #[test]

@@ -299,10 +299,18 @@ pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
             old_steps(l, &h, version)?;
         }
         if version < 7 {
-            to_team_schema(l, &home, version)?;
+            to_team_schema(l, &home)?;
         }
         if version < 8 {
-            to_v8(l, version)?;
+            to_v8(l)?;
+        }
+        if version > 0 && version < SERVER_SCHEMA_VERSION {
+            // One entry for the whole upgrade, whatever steps it took.
+            db.execute(
+                "SELECT dlq_private.append('ledger-upgraded', 'ledger', ?1)",
+                p![serde_json::json!({"from": version, "to": SERVER_SCHEMA_VERSION, "schema": home}).to_string()],
+            )
+            .map_err(|e| l.err(e))?;
         }
         Ok(())
     })();
@@ -401,7 +409,7 @@ fn old_steps(l: &Ledger, h: &str, version: i64) -> Result<(), JournalError> {
 }
 
 /// Version 7, the team schema (`team_schema`), in `dlq`; an upgrade is itself an entry.
-fn to_team_schema(l: &Ledger, home: &str, version: i64) -> Result<(), JournalError> {
+fn to_team_schema(l: &Ledger, home: &str) -> Result<(), JournalError> {
     let db = &l.db;
     let crypto: String = db
         .one(
@@ -415,30 +423,15 @@ fn to_team_schema(l: &Ledger, home: &str, version: i64) -> Result<(), JournalErr
         .map_err(|e| l.err(e))?;
     db.execute("INSERT INTO dlq.dlq_schema VALUES (7)", p![])
         .map_err(|e| l.err(e))?;
-    if version > 0 {
-        db.execute(
-            "SELECT dlq_private.append('ledger-upgraded', 'ledger', ?1)",
-            p![serde_json::json!({"from": version, "to": 7, "schema": home}).to_string()],
-        )
-        .map_err(|e| l.err(e))?;
-    }
     Ok(())
 }
 
-/// Version 8, one decision per letter on the server (`team_follows`); an upgrade is
-/// itself an entry.
-fn to_v8(l: &Ledger, version: i64) -> Result<(), JournalError> {
+/// Version 8, one decision per letter on the server (`team_follows`).
+fn to_v8(l: &Ledger) -> Result<(), JournalError> {
     let db = &l.db;
     db.batch(&crate::team_follows::schema_v8())
         .map_err(|e| l.err(e))?;
     db.execute("INSERT INTO dlq.dlq_schema VALUES (8)", p![])
         .map_err(|e| l.err(e))?;
-    if version > 0 {
-        db.execute(
-            "SELECT dlq_private.append('ledger-upgraded', 'ledger', ?1)",
-            p![serde_json::json!({"from": version.max(7), "to": 8, "schema": "dlq"}).to_string()],
-        )
-        .map_err(|e| l.err(e))?;
-    }
     Ok(())
 }

@@ -105,3 +105,21 @@ fn reconciliation_never_acks_a_letter_nobody_reviewed() {
     assert_eq!(audit, ["discard", "discard-applied"]);
     assert!(ledger.verify(None).expect("verify").ok);
 }
+
+/// #68, 5: a key left empty by a full disk or a kill while the ledger was new is made
+/// again (nothing was chained with it); one cut short after entries were chained is
+/// refused, saying to restore it — never silently replaced.
+#[test]
+fn a_half_created_key_is_made_again_and_a_short_key_after_entries_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("l.db");
+    let key = dlq_ledger::key_path(&path);
+    std::fs::write(&key, b"").expect("an empty key, as a full disk left it");
+    let mut ledger = Ledger::open(&path, "alice").expect("made again");
+    assert_eq!(std::fs::read(&key).expect("key").len(), 32);
+    ledger.audit("unmask", "m-1", "{}").expect("an entry");
+    drop(ledger);
+    std::fs::write(&key, b"short").expect("cut");
+    let err = Ledger::open(&path, "alice").err().expect("refused");
+    assert!(err.to_string().contains("restore the key"), "{err}");
+}

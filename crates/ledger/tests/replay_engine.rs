@@ -861,3 +861,18 @@ fn share_group_letters_without_a_value_are_left_out_and_the_blast_radius_is_said
         .expect("the letter without a revision is said");
     assert_eq!(w.count, 1);
 }
+
+/// #68: an empty record is never sent, whatever the letter's headers — a value-less
+/// Spring-style letter with a perfectly good origin stays out as `no-payload`.
+#[test]
+fn a_value_less_letter_with_an_origin_is_left_out_as_no_payload() {
+    let mut empty = share_group_letter(3, b"");
+    empty.headers = vec![
+        Header::new("kafka_dlt-original-topic", HeaderValue::text("orders")),
+        Header::new("x-message-id", HeaderValue::text("m-empty")),
+    ];
+    let p = build(vec![cand(empty)], &Options::default(), None);
+    assert!(p.items.is_empty(), "{:?}", p.items.len());
+    assert_eq!(p.excluded.len(), 1);
+    assert_eq!(p.excluded[0].1, Why::NoPayload);
+}

@@ -26,6 +26,20 @@ pub(crate) fn may_write(
     write: dlq_core::access::WriteOp,
     target: impl FnOnce(&AppState) -> String,
 ) -> bool {
+    // A browse the broker closed holds nothing any more (its letters went back to the
+    // queue): a decision on what it showed waits for the next browse.
+    if let (Some(why), dlq_core::access::WriteOp::Discard | dlq_core::access::WriteOp::Replay) =
+        (&state.scan.lost, write)
+    {
+        state.message = Some((
+            format!(
+                "refused: this browse was closed by the broker ({}) and its letters went back to the queue — R browses again, then decide",
+                dlq_core::sanitize::line(why, 120)
+            ),
+            Level::Warn,
+        ));
+        return false;
+    }
     match dlq_core::access::may_write(state.role, state.read_only, write) {
         Ok(()) => true,
         Err(r @ dlq_core::access::Refusal::ReadOnly(_)) => {

@@ -307,9 +307,12 @@ fn screen_warnings(
 
 /// A Kafka share group's DLQ record without a value (the broker copies none by default):
 /// sending it would publish an empty record. A revision (`--use-revisions`) gives it one.
+/// An empty record is never sent: a letter with no value — a share group's copy whose
+/// source record could not be read, a tombstone, an empty body, whatever its headers
+/// say — stays out unless a revision gives it a payload.
 fn without_payload(c: &Candidate, opts: &Options) -> bool {
     let revised = opts.use_revisions && c.revision.is_some();
-    shared_source(c) && c.letter.raw.payload.is_empty() && !revised
+    c.letter.raw.payload.is_empty() && !revised
 }
 
 /// Dead-lettered by a Kafka share group (KIP-1191).

@@ -96,7 +96,7 @@ impl Why {
             Why::Held => "held by another running replay (one sender per letter; see `replays`)",
             Why::MayHaveBeenSent => "may have been sent: in flight when the replay stopped, and the target cannot be read back (--resend-unconfirmed to send again)",
             Why::FoundInTarget => "already delivered: found in its target with this replay's id (recorded as confirmed, not sent again)",
-            Why::NoPayload => "no payload: a share group's DLQ record carries none (errors.deadletterqueue.copy.record.enable=false) and its source record could not be read — expired below the source's low watermark, or not there (its x-dlq-triage-source header says which); discard it, or give it a revision",
+            Why::NoPayload => "no payload: the DLQ record has no value to send (a share group's copy made without its record — errors.deadletterqueue.copy.record.enable=false — whose source record could not be read; a tombstone; an empty body), and an empty record is never sent; discard it, or give it a revision",
         }
     }
 }

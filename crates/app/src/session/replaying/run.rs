@@ -71,7 +71,10 @@ impl Session {
             return Err(e);
         }
         let end = engine.end().cloned().unwrap_or(End::Completed);
-        let outcome = engine.outcome();
+        let mut outcome = engine.outcome();
+        if resume.is_some() {
+            whole_run(&*ledger, &plan.id, &mut outcome)?;
+        }
         ledger.replay_finish(&plan.id, end.state(), &outcome)?;
         report_step(&mut engine, watch);
         // Later views of this session see the replayed letters.
@@ -259,6 +262,40 @@ fn report_step(engine: &mut Engine<'_>, watch: &mut dyn ReplayWatcher) {
         watch.letters(&changes);
     }
     watch.progress(&engine.progress(Instant::now()));
+}
+
+/// A resumed replay's outcome counts the whole replay, as its journal has it — letters
+/// confirmed before the resume included — with this run's own figures under `this_run`:
+/// `replays` would otherwise show only the resumed part as confirmed.
+fn whole_run(
+    ledger: &dyn Journal,
+    id: &str,
+    outcome: &mut serde_json::Value,
+) -> Result<(), SessionError> {
+    let Some((_, items)) = ledger.replay(id)? else {
+        return Ok(());
+    };
+    let count = |f: fn(ItemState) -> bool| items.iter().filter(|i| f(i.state)).count();
+    let this_run = outcome.clone();
+    if let Some(o) = outcome.as_object_mut() {
+        o.insert("planned".into(), items.len().into());
+        o.insert("confirmed".into(), count(ItemState::delivered).into());
+        o.insert(
+            "failed_again".into(),
+            count(|s| s == ItemState::FailedAgain).into(),
+        );
+        o.insert("refused".into(), count(|s| s == ItemState::Refused).into());
+        o.insert(
+            "held_back".into(),
+            count(|s| s == ItemState::HeldBack).into(),
+        );
+        o.insert(
+            "withdrawn".into(),
+            count(|s| s == ItemState::Withdrawn).into(),
+        );
+        o.insert("this_run".into(), this_run);
+    }
+    Ok(())
 }
 
 /// Journal the start (or the resumption) of a replay.
