@@ -2295,3 +2295,65 @@ fn a_live_replay_is_running_from_another_bastion_on_the_team_ledger() {
     let Some(db) = TempDb::create() else { return };
     a_live_replay_seen_from_another_bastion(Some(&db.url));
 }
+
+/// #68, 5: a replay to a topic that does not exist is refused — in the dry-run, said;
+/// at the start, with nothing journaled or sent — unless `--create-topics` asks for it
+/// (a broker that auto-creates topics would otherwise make one with its defaults, as
+/// librdkafka's mock cluster does).
+#[test]
+fn a_replay_to_a_topic_that_does_not_exist_is_refused_unless_asked() {
+    let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock");
+    cluster.create_topic("orders.dlq", 1, 1).expect("topic");
+    let letters: Vec<RawLetter> = (0..3)
+        .map(|i| RawLetter {
+            coords: Some(Coords::Kafka {
+                topic: "orders.dlq".into(),
+                partition: 0,
+                offset: 0,
+            }),
+            key: Some(format!("k{i}").into_bytes()),
+            headers: vec![
+                Header::new(
+                    "kafka_dlt-original-topic",
+                    HeaderValue::text("ghost-orders"),
+                ),
+                Header::new("x-message-id", HeaderValue::text(&format!("g-{i}"))),
+                Header::new("x-reason-code", HeaderValue::text("boom")),
+            ],
+            payload: format!("{{\"order\":{i}}}").into_bytes(),
+            ..Default::default()
+        })
+        .collect();
+    produce_all(&cluster.bootstrap_servers(), &letters).expect("dlq");
+    let env = Env::new(cluster.bootstrap_servers(), "orders.dlq");
+    let dry = env.replay("reason=boom", &["--dry-run", "--json"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    let plan: serde_json::Value = serde_json::from_slice(&dry.stdout).expect("json");
+    assert_eq!(plan["missing_targets"][0], "ghost-orders", "{plan}");
+    let said = env.replay("reason=boom", &["--dry-run"]);
+    assert!(
+        text(&said).contains("MISSING:  target ghost-orders does not exist"),
+        "{}",
+        text(&said)
+    );
+    let refused = env.replay("reason=boom", &["--yes", "--canary", "0"]);
+    assert_ne!(refused.status.code(), Some(0), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("--create-topics"),
+        "{}",
+        text(&refused)
+    );
+    let rows = env.run(&["replays", "--json"]);
+    assert_eq!(
+        String::from_utf8_lossy(&rows.stdout).trim(),
+        "[]",
+        "nothing journaled"
+    );
+    let asked = env.replay(
+        "reason=boom",
+        &["--yes", "--canary", "0", "--watch", "1s", "--create-topics"],
+    );
+    assert_eq!(asked.status.code(), Some(0), "{}", text(&asked));
+    let id = replay_id(&asked);
+    assert_eq!(env.show(&id)["by_state"]["settled"], 3);
+}

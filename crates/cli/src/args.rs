@@ -160,6 +160,10 @@ pub struct ReplayArgs {
     /// Send letters whose key has a newer record in the origin partition (Kafka).
     #[arg(long)]
     pub include_stale: bool,
+    /// Replay to target topics that do not exist (refused otherwise): a broker that
+    /// auto-creates topics creates them, with its defaults.
+    #[arg(long)]
+    pub create_topics: bool,
     /// Letters replayed this many times already are refused...
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub max_replay_count: u32,

@@ -188,6 +188,7 @@ fn options(a: &ReplayArgs) -> anyhow::Result<Options> {
         to_failed_queue: a.to_failed_queue,
         use_revisions: a.use_revisions,
         include_stale: a.include_stale,
+        create_targets: a.create_topics,
         max_replay_count: a.max_replay_count,
         force_replay_count: a.force_replay_count,
         ..Options::default()
@@ -294,6 +295,7 @@ fn plan_json(plan: &Plan, dry_run: bool) -> serde_json::Value {
         "warnings": plan.warnings.iter().map(|w| serde_json::json!({"kind": w.kind, "message": w.message, "count": w.count, "examples": w.examples})).collect::<Vec<_>>(),
         "stale_check": {"checked": plan.stale.checked, "stale": plan.stale.stale, "partial": plan.stale.partial, "unchecked": plan.stale.unchecked},
         "estimate_s": plan.estimate().as_secs(),
+        "missing_targets": plan.missing_targets,
         "options": plan.options.to_json(),
         "sample": plan.sample.iter().map(|(i, g, t, p)| serde_json::json!({"letter_id": i, "group": g, "target": t, "preview": p})).collect::<Vec<_>>(),
         "letters": plan.items.iter().map(|i| serde_json::json!({"seq": i.seq, "letter_id": i.letter_id, "location": i.location, "target": i.outgoing.target.to_string(), "revision": i.revision})).collect::<Vec<_>>(),

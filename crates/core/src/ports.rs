@@ -404,6 +404,9 @@ pub enum Reached {
         queues: Vec<String>,
         exchanges: Vec<String>,
     },
+    /// The target does not exist (Kafka: no such topic): a replay would create it where
+    /// the broker auto-creates topics, with the broker's defaults — never unasked.
+    Missing,
 }
 
 /// Looks up who a target reaches (the broker's own view: group offsets, bindings).

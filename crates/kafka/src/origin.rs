@@ -9,6 +9,23 @@ pub struct KafkaOriginLog {
 }
 
 impl KafkaOriginLog {
+    /// Whether `topic` exists: the cluster's metadata names it with partitions and no
+    /// "unknown topic" error (the consumer never asks the broker to create it).
+    fn topic_exists(&self, topic: &str) -> Result<bool, SourceError> {
+        let consumer = self.src.consumer()?;
+        let md = consumer
+            .fetch_metadata(Some(topic), METADATA_TIMEOUT)
+            .map_err(|e| SourceError::unavailable_by(format!("the metadata of {topic}"), e))?;
+        Ok(md.topics().iter().any(|t| {
+            t.name() == topic
+                && !t.partitions().is_empty()
+                && t.error().is_none_or(|e| {
+                    rdkafka::error::RDKafkaErrorCode::from(e)
+                        != rdkafka::error::RDKafkaErrorCode::UnknownTopicOrPartition
+                })
+        }))
+    }
+
     pub fn new(brokers: &[String], props: &[(String, String)]) -> Self {
         KafkaOriginLog {
             src: KafkaSource::new(brokers.to_vec(), Vec::new(), props.to_vec()),
@@ -24,6 +41,7 @@ impl dlq_core::ports::Reach for KafkaOriginLog {
     ) -> Result<dlq_core::ports::Reached, SourceError> {
         use dlq_core::ports::{OriginLog, Reached, Target};
         match target {
+            Target::Kafka { topic } if !self.topic_exists(topic)? => Ok(Reached::Missing),
             Target::Kafka { topic } => Ok(Reached::Groups(self.readers(topic, named)?)),
             Target::Amqp { .. } => Err(SourceError::Unsupported(
                 "a Kafka cluster does not route to RabbitMQ".into(),

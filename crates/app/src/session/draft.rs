@@ -82,7 +82,8 @@ pub struct ReplayDraft {
     resume: Option<Resume>,
     resend_unconfirmed: bool,
     /// Who the targets reach, read once per draft (`reach`).
-    reaches: Option<Vec<String>>,
+    /// Who the targets reach (lines), and the targets that do not exist: read once.
+    reaches: Option<(Vec<String>, Vec<String>)>,
 }
 
 impl ReplayDraft {
@@ -182,10 +183,18 @@ impl ReplayDraft {
 
     /// Why this plan cannot run, as every front end says it: every letter is excluded.
     pub fn refusal(&self) -> Option<String> {
-        self.plan.items.is_empty().then(|| {
-            format!(
+        if self.plan.items.is_empty() {
+            return Some(format!(
                 "nothing to replay: {} excluded (see the plan)",
                 dlq_core::words::letters(self.plan.excluded.len())
+            ));
+        }
+        let missing = &self.plan.missing_targets;
+        (!missing.is_empty() && !self.plan.options.create_targets).then(|| {
+            format!(
+                "refused: the target {} does not exist ({}): a replay would create it where the broker auto-creates topics, with its defaults. Create it first, replay --to an existing one, or give --create-topics",
+                if missing.len() == 1 { "topic" } else { "topics" },
+                dlq_core::sanitize::clean(&missing.join(", "))
             )
         })
     }

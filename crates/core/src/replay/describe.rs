@@ -55,6 +55,17 @@ pub fn plan_lines(plan: &Plan, label: &str, resuming: bool, kill: &str) -> Vec<S
     if o.to_failed_queue {
         out.push("  route:    each letter to the queue it failed in (the default exchange), not to its exchange: no other queue gets it".into());
     }
+    for t in &plan.missing_targets {
+        out.push(format!(
+            "  MISSING:  target {} does not exist: {}",
+            clean(t),
+            if o.create_targets {
+                "the replay creates it (--create-topics), with the broker's defaults for partitions and retention"
+            } else {
+                "refused — create it first, replay --to an existing one, or --create-topics to let the replay create it with the broker's defaults"
+            }
+        ));
+    }
     for (i, line) in plan.reaches.iter().enumerate() {
         let head = if i == 0 { "  reaches:" } else { "          " };
         out.push(format!("{head}  {}", clean(line)));

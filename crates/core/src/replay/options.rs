@@ -27,6 +27,9 @@ pub struct Options {
     pub max_failed_ratio: f64,
     /// Records read per origin partition for the stale-key check.
     pub stale_budget: u64,
+    /// Send to targets that do not exist (a broker that auto-creates topics creates
+    /// them, with its defaults): refused unless asked.
+    pub create_targets: bool,
 }
 
 impl Default for Options {
@@ -44,6 +47,7 @@ impl Default for Options {
             watch: Duration::from_secs(30),
             max_failed_ratio: 0.2,
             stale_budget: 100_000,
+            create_targets: false,
         }
     }
 }
@@ -63,6 +67,7 @@ impl Options {
             "rate": self.rate,
             "watch_s": self.watch.as_secs_f64(),
             "max_failed_ratio": self.max_failed_ratio,
+            "create_targets": self.create_targets,
         })
     }
 
@@ -78,6 +83,7 @@ impl Options {
             include_stale: b("include_stale", d.include_stale),
             max_replay_count: f("max_replay_count").map_or(d.max_replay_count, |x| x as u32),
             force_replay_count: b("force_replay_count", d.force_replay_count),
+            create_targets: b("create_targets", d.create_targets),
             canary: f("canary").map_or(d.canary, |x| x as usize),
             canary_rate: f("canary_rate").unwrap_or(d.canary_rate),
             rate: f("rate").unwrap_or(d.rate),

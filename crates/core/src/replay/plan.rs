@@ -198,6 +198,7 @@ pub fn build(cands: Vec<Candidate>, opts: &Options, ctx: Context<'_, '_>) -> Pla
         origin_from: BTreeMap::new(),
         read_back: Vec::new(),
         reaches: Vec::new(),
+        missing_targets: Vec::new(),
     }
 }
 

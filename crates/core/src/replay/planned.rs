@@ -148,6 +148,9 @@ pub struct Plan {
     /// Who the targets' messages reach (consumer groups and their lag), in lines; empty
     /// when not looked up.
     pub reaches: Vec<String>,
+    /// Targets that do not exist (Kafka topics): the plan is refused unless
+    /// `Options::create_targets`.
+    pub missing_targets: Vec<String>,
 }
 
 impl Plan {

@@ -12,10 +12,13 @@ impl ReplayDraft {
         if self.reaches.is_none() {
             self.reaches = Some(self.read_reaches(plan));
         }
-        plan.reaches = self.reaches.clone().unwrap_or_default();
+        let (reaches, missing) = self.reaches.clone().unwrap_or_default();
+        plan.reaches = reaches;
+        plan.missing_targets = missing;
     }
 
-    fn read_reaches(&mut self, plan: &Plan) -> Vec<String> {
+    /// The lines of who each target reaches, and the targets that do not exist.
+    fn read_reaches(&mut self, plan: &Plan) -> (Vec<String>, Vec<String>) {
         let clean = dlq_core::sanitize::clean;
         let named: Vec<String> = self
             .letters
@@ -25,9 +28,9 @@ impl ReplayDraft {
             .into_iter()
             .collect();
         let Some(reach) = self.ports.reach.as_deref_mut() else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
-        let mut out = Vec::new();
+        let (mut out, mut missing) = (Vec::new(), Vec::new());
         for target in targets(plan) {
             let said = target_words(&target);
             match reach.reaches(&target, &named) {
@@ -37,6 +40,7 @@ impl ReplayDraft {
                     queues,
                     exchanges,
                 }) => out.extend(queue_lines(&said, &exchange_type, &queues, &exchanges)),
+                Ok(Reached::Missing) => missing.push(said),
                 Err(SourceError::Unsupported(_)) => {}
                 Err(e) => out.push(format!(
                     "{}: who it reaches is not known ({e})",
@@ -44,7 +48,7 @@ impl ReplayDraft {
                 )),
             }
         }
-        out
+        (out, missing)
     }
 }
 
