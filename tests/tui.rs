@@ -1347,3 +1347,27 @@ fn discard_and_replay_on_a_browse_the_broker_closed_are_refused() {
         assert!(!shown.contains("reason:"), "{k}: no prompt opened: {shown}");
     }
 }
+
+/// #68, 4: with the ledger unreachable (the worker says so once its session opened), the
+/// TUI browses as usual at 80×24, its second line says the decisions are unknown, and
+/// every letter's state reads `unknown` — in the list and in the detail — never `open`.
+#[test]
+fn with_the_ledger_unreachable_the_tui_browses_and_says_decisions_are_unknown() {
+    let size = (80, 24);
+    let mut s = state_from(&example(), size);
+    update(
+        &mut s,
+        LedgerEvent::Unreachable("ledger postgres://***@db:5432/ledger: cannot connect".into()),
+        size,
+    );
+    let shown = screen(&s, size);
+    assert!(
+        shown.contains("ledger unreachable: decisions unknown"),
+        "{shown}"
+    );
+    assert!(shown.contains("unknown"), "{shown}");
+    assert!(!shown.contains(" open "), "no letter reads open: {shown}");
+    press(&mut s, &["Tab", "Tab"], size);
+    let detail = screen(&s, size);
+    assert!(detail.contains("unknown (ledger"), "{detail}");
+}

@@ -45,9 +45,14 @@ impl Ledger {
         let now = self.lease_clock(tx)?;
         for (replay, state, actor, item, _seq, lease) in holds {
             let live = state == "running" && self.alive(tx, &replay, &lease)?;
+            // In doubt while a resume can still find out (Kafka reads its target back);
+            // once its replay is abandoned or completed without finding out (RabbitMQ's
+            // may-have-been-sent), the letter is the operator's to decide again.
+            let resumable =
+                dlq_core::journal::ReplayState::parse(&state).is_some_and(|s| s.resumable());
             let standing = match (live, item.as_str()) {
                 (true, _) => Standing::Held,
-                (false, "sending") => Standing::InDoubt,
+                (false, "sending") if resumable => Standing::InDoubt,
                 // Planned in a replay that stopped: its resume withdraws it.
                 _ => continue,
             };

@@ -44,7 +44,8 @@ BEGIN
         AND i.state IN ('planned', 'sending') LOOP
     IF r.rstate = 'running' AND dlq_private.held(r.id, false) THEN
       v_standing := 'held';
-    ELSIF r.istate = 'sending' THEN
+    ELSIF r.istate = 'sending' AND r.rstate IN ('running', 'killed', 'auto-stopped', 'failed') THEN
+      -- In doubt while a resume can still find out; abandoned or completed: decided again.
       v_standing := 'in-doubt';
     ELSE
       CONTINUE;  -- planned in a stopped replay: its resume withdraws it
