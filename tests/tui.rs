@@ -1371,3 +1371,40 @@ fn with_the_ledger_unreachable_the_tui_browses_and_says_decisions_are_unknown() 
     let detail = screen(&s, size);
     assert!(detail.contains("unknown (ledger"), "{detail}");
 }
+
+/// #70, 1: at 80×24 what is typed at a prompt is always seen — its end and the cursor —
+/// however long the label: a discard reason of 120 characters (it goes into the ledger)
+/// and a jq program of 200. The label gives way first, then the key hint.
+#[test]
+fn a_long_reason_and_a_long_program_are_typed_in_sight_at_80x24() {
+    let size = (80, 24);
+    let mut s = state_from(&example(), size);
+    let reason = format!(
+        "{}END-OF-REASON",
+        "duplicate of INC-4242 after the fix ".repeat(3)
+    );
+    assert!(reason.chars().count() > 110);
+    press(&mut s, &["G", "k", "k", "d", &format!(":{reason}")], size);
+    let shown = screen(&s, size);
+    let last = shown.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("END-OF-REASON▏"),
+        "the end of the reason: {last}"
+    );
+    assert!(last.contains("discard"), "what is asked stays: {last}");
+    insta::assert_snapshot!("discard_reason_120_at_80x24", shown);
+    press(&mut s, &["Esc", "Esc"], size);
+    let program = format!(
+        ".payload.amount |= (gsub(\",\";\"\") | tonumber) | {}.end_marker = 1",
+        ".payload.note |= ascii_downcase | ".repeat(4)
+    );
+    assert!(program.chars().count() > 190);
+    press(&mut s, &["T", &format!(":{program}")], size);
+    let shown = screen(&s, size);
+    let last = shown.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(".end_marker = 1▏"),
+        "the end of the program: {last}"
+    );
+    assert!(last.contains('…'), "the start scrolled away, said: {last}");
+}

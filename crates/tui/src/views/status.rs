@@ -225,8 +225,10 @@ pub(crate) fn footer(f: &mut Frame, area: Rect, s: &AppState, t: &Theme) {
     let width = usize::from(area.width);
     let line = match s.prompt.input() {
         Input::None => idle_line(s, width, t),
-        input @ (Input::Fuzzy(_) | Input::Expr(_) | Input::Command(_)) => browse_prompt(input, t),
-        input => decision_prompt(s, input, t),
+        input @ (Input::Fuzzy(_) | Input::Expr(_) | Input::Command(_)) => {
+            browse_prompt(input, width, t)
+        }
+        input => decision_prompt(s, input, width, t),
     };
     f.render_widget(Paragraph::new(line), area);
 }
@@ -256,38 +258,34 @@ fn idle_line(s: &AppState, width: usize, t: &Theme) -> Line<'static> {
 }
 
 /// A line being typed to browse: the fuzzy words, a filter, a command.
-fn browse_prompt(input: &Input, t: &Theme) -> Line<'static> {
+fn browse_prompt(input: &Input, width: usize, t: &Theme) -> Line<'static> {
     let title = t.get(StyleName::UiTitle);
-    match input {
-        Input::Fuzzy(w) => prompt(t, " / ", title, w, 200, "  Enter apply · Esc cancel"),
-        Input::Expr(e) => prompt(
-            t,
+    let (label, typed, keys) = match input {
+        Input::Fuzzy(w) => (" / ", w, "  Enter apply · Esc cancel".to_string()),
+        Input::Expr(e) => (
             " filter: ",
-            title,
             e,
-            200,
-            "  reason=… version=… event=inv.* age>1h state=open|… · Enter · Esc",
+            "  reason=… version=… event=inv.* age>1h state=open|… · Enter · Esc".to_string(),
         ),
-        Input::Command(c) => prompt(
-            t,
-            " :",
-            title,
-            c,
-            200,
-            &format!("  {}", crate::keymap::palette_hint()),
-        ),
-        _ => Line::default(),
+        Input::Command(c) => (" :", c, format!("  {}", crate::keymap::palette_hint())),
+        _ => return Line::default(),
+    };
+    Prompt {
+        label,
+        style: title,
+        typed,
+        keys: &keys,
     }
+    .line(t, width)
 }
 
 /// A line being typed for a decision: a reason, a count, a program.
-fn decision_prompt(s: &AppState, input: &Input, t: &Theme) -> Line<'static> {
-    // What is asked, what was typed, how much of it shows, the keys that answer it.
-    let (label, typed, max, hint): (String, &str, usize, String) = match input {
+fn decision_prompt(s: &AppState, input: &Input, width: usize, t: &Theme) -> Line<'static> {
+    // What is asked, what was typed, the keys that answer it.
+    let (label, typed, hint): (String, &str, String) = match input {
         Input::DiscardReason(r, d) => (
             format!(" discard {} — reason: ", sanitize::line(&d.what, 120)),
             r,
-            200,
             "  recorded in the ledger, then acked on RabbitMQ · Enter · Esc cancels".into(),
         ),
         Input::DiscardCount(typed, d) => (
@@ -297,19 +295,16 @@ fn decision_prompt(s: &AppState, input: &Input, t: &Theme) -> Line<'static> {
                 d.rows.len()
             ),
             typed,
-            20,
             count_hint(s, "  Enter · Esc cancels (nothing is discarded)"),
         ),
         Input::EditReason(r, _) => (
             " edit (revision) — reason: ".into(),
             r,
-            200,
             "  opens $EDITOR on the masked payload · Enter · Esc cancels".into(),
         ),
         Input::UnmaskReason(r, _) => (
             " unmask — reason: ".into(),
             r,
-            200,
             "  audited; shown for this letter in this session only · Enter · Esc cancels".into(),
         ),
         Input::ReplayCount(typed, n) => (
@@ -318,19 +313,16 @@ fn decision_prompt(s: &AppState, input: &Input, t: &Theme) -> Line<'static> {
                 dlq_core::words::letters(*n)
             ),
             typed,
-            20,
             count_hint(s, "  Enter · Esc cancels (nothing is sent)"),
         ),
         Input::TransformProgram(p, d) => (
             format!(" transform {} — jq: ", sanitize::line(&d.what, 80)),
             p,
-            400,
             "  e.g. .payload.amount |= (gsub(\",\";\"\") | tonumber) · Enter · Esc cancels".into(),
         ),
         Input::TransformReason(r, _) => (
             " transform — reason: ".into(),
             r,
-            200,
             "  recorded with every revision · Enter runs the dry-run · Esc cancels".into(),
         ),
         Input::TransformConfirm(typed, n) => (
@@ -344,32 +336,83 @@ fn decision_prompt(s: &AppState, input: &Input, t: &Theme) -> Line<'static> {
                 }
             ),
             typed,
-            20,
             "  Enter · Esc drops it (nothing recorded)".into(),
         ),
         _ => return Line::default(),
     };
-    prompt(t, &label, t.get(StyleName::UiWarn), typed, max, &hint)
+    Prompt {
+        label: &label,
+        style: t.get(StyleName::UiWarn),
+        typed,
+        keys: &hint,
+    }
+    .line(t, width)
 }
 
-/// A prompt line: what is asked (in `style`), what was typed so far (sanitized, at most
-/// `max` characters shown) with the cursor, and the keys that answer it.
-fn prompt<'a>(
-    t: &Theme,
-    label: &str,
+/// A prompt: what is asked (in `style`), what was typed so far, and the keys that answer
+/// it.
+struct Prompt<'a> {
+    label: &'a str,
     style: ratatui::style::Style,
-    typed: &str,
-    max: usize,
-    keys: &str,
-) -> Line<'a> {
-    Line::from(vec![
-        Span::styled(label.to_string(), style),
-        Span::styled(
-            format!("{}▏", sanitize::line(typed, max)),
-            t.get(StyleName::UiText),
-        ),
-        Span::styled(keys.to_string(), t.get(StyleName::UiDim)),
-    ])
+    typed: &'a str,
+    keys: &'a str,
+}
+
+/// What is typed always shows at least this many columns (and its end): the label gives
+/// way first, then the keys.
+const TYPED_AT_LEAST: usize = 24;
+
+/// `s` in at most `w` columns, cut in the middle (`…`): its start and its last words —
+/// `— reason: ` — both stay.
+fn fit_middle(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w {
+        return s.to_string();
+    }
+    let tail_n = 12.min(w / 2);
+    let head_n = w.saturating_sub(tail_n + 1);
+    let head: String = s.chars().take(head_n).collect();
+    let tail: String = s.chars().skip(n - tail_n).collect();
+    format!("{head}…{tail}")
+}
+
+impl Prompt<'_> {
+    /// The line in `width` columns: the end of what was typed is always seen, with the
+    /// cursor after it — a reason going into the ledger is never typed blind. The label
+    /// is shortened (a plain `…`) when the two do not fit; the key hint follows only when
+    /// there is room; text scrolled out at the left is shown as a leading `…`.
+    fn line<'a>(&self, t: &Theme, width: usize) -> Line<'a> {
+        let typed = sanitize::clean(self.typed);
+        let typed_n = typed.chars().count();
+        let label_n = self.label.chars().count();
+        // Room for what is typed and the cursor, the label cut first.
+        // The label keeps a third of the line (its start and its end — what is asked),
+        // more when what is typed is short.
+        let want_typed = (typed_n + 1).max(TYPED_AT_LEAST).min(width);
+        let label_room = width.saturating_sub(want_typed).max(width / 3).min(label_n);
+        let label = fit_middle(self.label, label_room);
+        let room = width.saturating_sub(label.chars().count() + 1);
+        let shown: String = if typed_n > room {
+            let tail: String = typed
+                .chars()
+                .skip(typed_n - room.saturating_sub(1))
+                .collect();
+            format!("…{tail}")
+        } else {
+            typed
+        };
+        let used = label.chars().count() + shown.chars().count() + 1;
+        let keys = if used + self.keys.chars().count() <= width {
+            self.keys.to_string()
+        } else {
+            String::new()
+        };
+        Line::from(vec![
+            Span::styled(label, self.style),
+            Span::styled(format!("{shown}▏"), t.get(StyleName::UiText)),
+            Span::styled(keys, t.get(StyleName::UiDim)),
+        ])
+    }
 }
 
 /// The footer's key hints, from the keymap; keys this user cannot use are dimmed.
