@@ -12,6 +12,9 @@ use dlq_ledger::{Ledger, Location};
 use dlq_testkit::pg::TempDb;
 
 const SOURCE: &str = "kafka://k/orders.dlq";
+/// The same letters named another way (another spelling of the broker, another topic
+/// list): one letter, whatever string named it.
+const SPELLED_OTHERWISE: &str = "kafka://localhost:9092/orders.dlq,payments.dlq";
 
 /// `n` letters `m-i` bound `at:orders.dlq/0/i`.
 fn letters(n: u32) -> Vec<(String, String)> {
@@ -29,8 +32,12 @@ fn start(l: &mut Ledger, id: &str, named: &[(String, String)]) {
         .expect("start");
 }
 
-fn discard(l: &mut Ledger, (m, b): &(String, String)) -> Result<(), JournalError> {
-    l.record_discard(SOURCE, m, b, Some("orders.dlq/0/1"), "duplicate")
+fn discard(l: &mut Ledger, letter: &(String, String)) -> Result<(), JournalError> {
+    discard_as(l, SOURCE, letter)
+}
+
+fn discard_as(l: &mut Ledger, source: &str, (m, b): &(String, String)) -> Result<(), JournalError> {
+    l.record_discard(source, m, b, Some("orders.dlq/0/1"), "duplicate")
         .map(|_| ())
 }
 
@@ -56,11 +63,19 @@ fn story(open: &dyn Fn() -> Ledger) {
     let mut sender = open();
     let mut other = open();
 
-    // 1. Discarded after the plan, before the replay journaled it: withdrawn at send.
-    discard(&mut other, &named[1]).expect("a discard before the replay started");
+    // 1. Discarded after the plan, before the replay journaled it — under another
+    //    spelling of the source: withdrawn at send all the same.
+    discard_as(&mut other, SPELLED_OTHERWISE, &named[1]).expect("a discard before the replay");
+    let again = discard(&mut other, &named[1]).expect_err("one discard per letter");
+    assert!(
+        matches!(again, JournalError::AlreadyDecided { .. }),
+        "{again}"
+    );
     start(&mut sender, "r-1", &named);
-    // 2. While the replay lives, its letters are neither discarded nor revised.
-    let held = discard(&mut other, &named[2]).expect_err("held by a live replay");
+    // 2. While the replay lives, its letters are neither discarded nor revised, under
+    //    any name.
+    let held =
+        discard_as(&mut other, SPELLED_OTHERWISE, &named[2]).expect_err("held by a live replay");
     let message = held.to_string();
     assert_eq!(standing(held), Standing::Held);
     assert!(
@@ -102,14 +117,17 @@ fn story(open: &dyn Fn() -> Ledger) {
     let v = other.verify(None).expect("verify");
     assert!(v.ok, "{v:?}");
     // Exactly the discards that were allowed are recorded.
-    let mut discarded: Vec<String> = other
-        .decisions(SOURCE)
-        .expect("decisions")
-        .into_iter()
+    let mut discarded: Vec<String> = [SOURCE, SPELLED_OTHERWISE]
+        .iter()
+        .flat_map(|s| other.decisions(s).expect("decisions"))
         .map(|d| d.letter_id)
         .collect();
     discarded.sort();
     assert_eq!(discarded, vec!["m-0", "m-1", "m-4"]);
+    // A finished replay is never reopened.
+    let mut late = open();
+    let reopened = late.replay_resume("r-1", &serde_json::json!({}), &[]);
+    assert!(reopened.is_err(), "an abandoned replay resumed");
 }
 
 #[test]
@@ -156,4 +174,103 @@ fn on_the_team_ledger_psql_cannot_discard_a_held_letter() {
     let l = Ledger::open_at(&Location::Server(db.url.clone()), "os-user").expect("owner");
     assert!(l.verify(None).expect("verify").ok);
     assert_eq!(l.decisions(SOURCE).expect("decisions").len(), 1);
+}
+
+/// #68 under attack (an engineer with the team's grants and psql): a letter the server
+/// withdrew, or never sent, cannot be confirmed — so no `replay` decision lands beside a
+/// discard — and a finished replay cannot be taken or resumed; the chain still verifies.
+#[test]
+fn on_the_team_ledger_psql_cannot_confirm_what_was_not_sent_nor_reopen_a_replay() {
+    let Some(db) = TempDb::create() else { return };
+    drop(Ledger::open_at(&Location::Server(db.url.clone()), "os-user").expect("owner opens"));
+    let url = db.engineer("mallory");
+    let mut psql = postgres::Client::connect(&url, postgres::NoTls).expect("psql");
+    psql.query(
+        "SELECT * FROM dlq.discard($1, 'm-0', 'at:orders.dlq/0/0', NULL, 'by alice', NULL)",
+        &[&SOURCE],
+    )
+    .expect("a discard");
+    let mut tx = psql.transaction().expect("tx");
+    tx.query(
+        "SELECT dlq.replay_start('r-evil', $1, 'orders', '{}', '{0,1}', '{m-0,m-1}', \
+         '{at:orders.dlq/0/0,at:orders.dlq/0/1}', '{orders.dlq/0/0,orders.dlq/0/1}', NULL)",
+        &[&SPELLED_OTHERWISE],
+    )
+    .expect("a start");
+    let epoch: i64 = tx
+        .query_one("SELECT dlq.take_lease('r-evil', 1, 'evil')", &[])
+        .expect("lease")
+        .get(0);
+    tx.commit().expect("commit");
+    psql.execute(
+        "SELECT dlq.replay_send('r-evil', $1, '{0}', NULL)",
+        &[&epoch],
+    )
+    .expect("send");
+    let state: String = psql
+        .query_one(
+            "SELECT state FROM dlq.replay_items WHERE replay_id = 'r-evil' AND seq = 0",
+            &[],
+        )
+        .expect("item")
+        .get(0);
+    assert_eq!(state, "withdrawn", "discarded under another spelling");
+    for seq in ["0", "1"] {
+        let err = psql
+            .query(
+                &format!("SELECT * FROM dlq.replay_confirmed('r-evil', $1, $2, '{{{seq}}}', '{{orders/0/9}}', '{{true}}', NULL)"),
+                &[&epoch, &SOURCE],
+            )
+            .expect_err("confirming what was not sent");
+        let e = err.as_db_error().expect("server error");
+        assert_eq!(e.code().code(), "55000", "{e:?}");
+    }
+    psql.execute(
+        "SELECT dlq.replay_finish('r-evil', $1, 'completed', '{}', NULL)",
+        &[&epoch],
+    )
+    .expect("finish");
+    let err = psql
+        .query("SELECT dlq.take_lease('r-evil', 1, 'evil')", &[])
+        .expect_err("a finished replay taken again");
+    assert!(
+        err.to_string().contains("never resumed")
+            || err
+                .as_db_error()
+                .is_some_and(|e| e.message().contains("never resumed")),
+        "{err}"
+    );
+    let l = Ledger::open_at(&Location::Server(db.url.clone()), "os-user").expect("owner");
+    assert!(l.verify(None).expect("verify").ok);
+    let replays: Vec<_> = [SOURCE, SPELLED_OTHERWISE]
+        .iter()
+        .flat_map(|s| l.decisions(s).expect("decisions"))
+        .filter(|d| d.kind == dlq_core::journal::DecisionKind::Replay)
+        .collect();
+    assert!(replays.is_empty(), "{replays:?}");
+}
+
+/// The file ledger keeps the same rule for a letter's moves: a letter never sent cannot
+/// be confirmed, whatever calls the journal.
+#[test]
+fn on_the_file_ledger_a_letter_never_sent_cannot_be_confirmed() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut l = Ledger::open(&dir.path().join("l.db"), "alice").expect("ledger");
+    let named = letters(2);
+    start(&mut l, "r-1", &named);
+    let confirmed = l.replay_confirmed(
+        "r-1",
+        SOURCE,
+        &[dlq_core::journal::ConfirmedLetter {
+            seq: 1,
+            letter_id: "m-1",
+            binding: "at:orders.dlq/0/1",
+            location: "orders.dlq/0/1",
+            published: Some("orders/0/1"),
+            ledger_only: true,
+        }],
+    );
+    assert!(confirmed.is_err(), "confirmed a letter never sent");
+    assert!(l.decisions(SOURCE).expect("decisions").is_empty());
+    assert!(l.verify(None).expect("verify").ok);
 }

@@ -2,6 +2,12 @@
 //! inside the write transaction that records the next decision, judged by core's table
 //! (`dlq_core::journal::follows`). The team ledger judges by the same rows on the server
 //! (`dlq_private.may_follow`, written from the table by the migration).
+//!
+//! A letter is its id and its binding (the exact record), **whatever source string named
+//! it**: `kafka://127.0.0.1:9092/payments.dlq`, `kafka://localhost:9092/payments.dlq,
+//! invoices.dlq` and a config alias are three keys for one letter, and a decision under
+//! one binds the others. (Two clusters with a letter of the same id at the same topic,
+//! partition and offset would bind each other too: refused, never acted on twice.)
 
 use super::Ledger;
 use crate::db::Db;
@@ -11,14 +17,13 @@ use dlq_core::journal::follows::{may_follow, Conflict, Standing, Step};
 use dlq_core::journal::{JournalError, NewRevision, Withdrawn};
 
 impl Ledger {
-    /// Why letter (`letter_id`, `binding`; any binding of the id when `None`) of `source` may not take `step` now, if it may
+    /// Why letter (`letter_id`, `binding`; any binding of the id when `None`) may not take `step` now, if it may
     /// not: a live replay holds it, a stopped one may have sent it, or it was replayed
     /// (a discard that comes second is `AlreadyDecided`, said by the caller). Read in the
     /// caller's write transaction, so nothing can come between the check and the record.
     pub(crate) fn conflict(
         &self,
         tx: &Db,
-        source: &str,
         letter_id: &str,
         binding: Option<&str>,
         step: Step,
@@ -27,9 +32,9 @@ impl Ledger {
             .map(
                 "SELECT r.id, r.state, r.actor, i.state, i.seq, r.lease_pid, r.lease_host, r.heartbeat_at \
                  FROM replay_items i JOIN replays r ON r.id = i.replay_id \
-                 WHERE i.letter_id = ?2 AND (CAST(?3 AS TEXT) IS NULL OR i.binding = CAST(?3 AS TEXT)) AND r.source = ?1 \
+                 WHERE i.letter_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR i.binding = CAST(?2 AS TEXT)) \
                  AND i.state IN ('planned', 'sending')",
-                p![source, letter_id, binding],
+                p![letter_id, binding],
                 |r| {
                     Ok((
                         r.get(0)?,
@@ -85,8 +90,8 @@ impl Ledger {
         if let (Step::Discard, Some(binding)) = (step, binding) {
             let replayed: Option<(String, String)> = tx
                 .opt(
-                    "SELECT reason, at FROM decisions WHERE source = ?1 AND letter_id = ?2 AND binding = ?3 AND kind = 'replay' LIMIT 1",
-                    p![source, letter_id, binding],
+                    "SELECT reason, at FROM decisions WHERE letter_id = ?1 AND binding = ?2 AND kind = 'replay' LIMIT 1",
+                    p![letter_id, binding],
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .map_err(|e| self.err(e))?;
@@ -108,12 +113,11 @@ impl Ledger {
     pub(crate) fn refuse_revisions(
         &self,
         tx: &Db,
-        source: &str,
         batch: &[NewRevision],
     ) -> Result<(), JournalError> {
         let conflicts = batch
             .iter()
-            .map(|rev| self.conflict(tx, source, &rev.letter_id, None, Step::Revise))
+            .map(|rev| self.conflict(tx, &rev.letter_id, None, Step::Revise))
             .filter_map(Result::transpose)
             .collect::<Result<Vec<_>, _>>()?;
         if conflicts.is_empty() {
@@ -121,6 +125,43 @@ impl Ledger {
         } else {
             Err(JournalError::Decided { conflicts })
         }
+    }
+
+    /// Of replay `id`'s batch `seqs`, the letters in a state a letter is sent from
+    /// (planned, in doubt, held back or refused before), and the others — unknown, or
+    /// already confirmed, withdrawn — as not to be sent.
+    pub(crate) fn sendable(
+        &self,
+        tx: &Db,
+        id: &str,
+        seqs: &[u32],
+    ) -> Result<(Vec<u32>, Vec<Withdrawn>), JournalError> {
+        let list = serde_json::to_string(seqs).unwrap_or_else(|_| "[]".into());
+        let states: std::collections::HashMap<u32, String> = tx
+            .map(
+                "SELECT seq, state FROM replay_items WHERE replay_id = ?1 AND seq IN (SELECT value FROM json_each(?2))",
+                p![id, list],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| self.err(e))?
+            .into_iter()
+            .collect();
+        let mut ok = Vec::new();
+        let mut not = Vec::new();
+        for &seq in seqs {
+            match states.get(&seq).map(String::as_str) {
+                Some("planned" | "sending" | "held-back" | "refused") => ok.push(seq),
+                Some(state) => not.push(Withdrawn {
+                    seq,
+                    why: format!("already {state} in this replay: not sent again"),
+                }),
+                None => not.push(Withdrawn {
+                    seq,
+                    why: "not in this replay's plan".into(),
+                }),
+            }
+        }
+        Ok((ok, not))
     }
 
     /// The letters of replay `id`'s batch `seqs` that were decided since its plan —
@@ -137,8 +178,7 @@ impl Ledger {
         let decided: Vec<(u32, String, String, String, String)> = tx
             .map(
                 "SELECT i.seq, d.kind, d.actor, d.at, d.reason FROM replay_items i \
-                 JOIN replays r ON r.id = i.replay_id \
-                 JOIN decisions d ON d.source = r.source AND d.letter_id = i.letter_id AND d.binding = i.binding \
+                 JOIN decisions d ON d.letter_id = i.letter_id AND d.binding = i.binding \
                  WHERE i.replay_id = ?1 AND i.seq IN (SELECT value FROM json_each(?2)) \
                  AND (d.kind = 'discard' OR d.reason != 'replay ' || ?1) ORDER BY i.seq, d.id",
                 p![id, list],

@@ -237,11 +237,12 @@ impl Ledger {
         })
     }
 
-    /// Letters of `source` held by live replays other than `except`.
+    /// Letters of `source` (of any source: `None`) held by live replays other than
+    /// `except`.
     pub(crate) fn claims_in(
         &self,
         tx: &Db,
-        source: &str,
+        source: Option<&str>,
         except: Option<&str>,
     ) -> Result<Vec<Claim>, JournalError> {
         type Held = (String, String, String, String, String, Lease);
@@ -249,7 +250,7 @@ impl Ledger {
             .map(
                 "SELECT i.letter_id, i.binding, r.id, r.actor, r.started_at, r.lease_pid, r.lease_host, r.heartbeat_at \
                  FROM replays r JOIN replay_items i ON i.replay_id = r.id \
-                 WHERE r.source = ?1 AND r.state = 'running' AND r.lease_pid IS NOT NULL \
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR r.source = CAST(?1 AS TEXT)) AND r.state = 'running' AND r.lease_pid IS NOT NULL \
                  AND i.state IN ('planned', 'sending')",
                 p![source],
                 |r| {
@@ -314,19 +315,20 @@ impl Ledger {
 
     /// Letters of `source` held by live replays.
     pub fn claims(&self, source: &str) -> Result<Vec<Claim>, JournalError> {
-        self.claims_in(&self.db, source, None)
+        self.claims_in(&self.db, Some(source), None)
     }
 
     /// Letters of `source` in doubt in replays that are not live (see [`InDoubt`]).
     pub fn in_doubt(&self, source: &str) -> Result<Vec<InDoubt>, JournalError> {
-        self.in_doubt_in(&self.db, source, None)
+        self.in_doubt_in(&self.db, Some(source), None)
     }
 
-    /// `in_doubt` inside a transaction, leaving out replay `except`.
+    /// `in_doubt` inside a transaction (of any source: `None`), leaving out replay
+    /// `except`.
     pub(crate) fn in_doubt_in(
         &self,
         tx: &Db,
-        source: &str,
+        source: Option<&str>,
         except: Option<&str>,
     ) -> Result<Vec<InDoubt>, JournalError> {
         type Row5 = (InDoubt, String, Lease);
@@ -334,7 +336,7 @@ impl Ledger {
             .map(
                 "SELECT i.letter_id, i.binding, r.id, i.seq, r.actor, r.detail, r.state, r.lease_pid, r.lease_host, r.heartbeat_at \
                  FROM replays r JOIN replay_items i ON i.replay_id = r.id \
-                 WHERE r.source = ?1 AND i.state = 'sending'",
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR r.source = CAST(?1 AS TEXT)) AND i.state = 'sending'",
                 p![source],
                 |r| {
                     let detail: String = r.get(5)?;
@@ -372,18 +374,18 @@ impl Ledger {
     /// What a plan about to be journaled may not include of `letters` (id, binding):
     /// letters other live replays hold, and letters replayed since it was planned (its
     /// view of the ledger was read before another process confirmed them). `Claimed`,
-    /// inside the journaling transaction, when there are any.
+    /// inside the journaling transaction, when there are any. Under any source string
+    /// that named the letters (see `follows`).
     pub(crate) fn refuse_taken(
         &self,
         tx: &Db,
-        source: &str,
         except: &str,
         letters: impl Iterator<Item = (String, String)>,
         detail: &serde_json::Value,
     ) -> Result<(), JournalError> {
         let wanted: HashSet<(String, String)> = letters.collect();
         let mut claims: Vec<Claim> = self
-            .claims_in(tx, source, Some(except))?
+            .claims_in(tx, None, Some(except))?
             .into_iter()
             .filter(|c| wanted.contains(&(c.letter_id.clone(), c.binding.clone())))
             .collect();
@@ -401,7 +403,7 @@ impl Ledger {
             })
             .collect();
         claims.extend(
-            self.in_doubt_in(tx, source, Some(except))?
+            self.in_doubt_in(tx, None, Some(except))?
                 .into_iter()
                 .filter(|d| wanted.contains(&(d.letter_id.clone(), d.binding.clone())))
                 .filter(|d| !read_back.contains(&(d.replay_id.clone(), d.seq)))
@@ -411,8 +413,8 @@ impl Ledger {
         let replayed: Vec<(String, String)> = tx
             .map(
                 "SELECT DISTINCT letter_id, binding FROM decisions \
-                 WHERE source = ?1 AND kind = 'replay' AND binding IS NOT NULL AND reason != ?2",
-                p![source, format!("replay {except}")],
+                 WHERE kind = 'replay' AND binding IS NOT NULL AND reason != ?1",
+                p![format!("replay {except}")],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .map_err(|e| self.err(e))?

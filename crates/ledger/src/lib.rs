@@ -315,8 +315,9 @@ impl Ledger {
         self.write(|l, tx| {
             let first: Option<(String, String, String)> = tx
                 .opt(
-                    "SELECT actor, at, reason FROM decisions WHERE source = ?1 AND letter_id = ?2 AND binding = ?3 AND kind = 'discard'",
-                    p![source, letter_id, binding],
+                    // Under any source string that named it (see `follows`).
+                    "SELECT actor, at, reason FROM decisions WHERE letter_id = ?1 AND binding = ?2 AND kind = 'discard' LIMIT 1",
+                    p![letter_id, binding],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                 )
                 .map_err(|e| l.err(e))?;
@@ -329,7 +330,7 @@ impl Ledger {
                     reason,
                 });
             }
-            if let Some(c) = l.conflict(tx, source, letter_id, Some(binding), Step::Discard)? {
+            if let Some(c) = l.conflict(tx, letter_id, Some(binding), Step::Discard)? {
                 return Err(JournalError::Decided { conflicts: vec![c] });
             }
             let detail = serde_json::json!({"source": source, "binding": binding, "coords": coords, "reason": reason}).to_string();
@@ -365,7 +366,7 @@ impl Ledger {
             return self.pg_record_revisions(source, batch);
         }
         self.write(|l, tx| {
-            l.refuse_revisions(tx, source, batch)?;
+            l.refuse_revisions(tx, batch)?;
             let mut numbers = Vec::with_capacity(batch.len());
             for rev in batch {
                 let number: i64 = tx

@@ -34,7 +34,7 @@ impl Ledger {
             let letters = items
                 .iter()
                 .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
-            l.refuse_taken(tx, source, id, letters, detail)?;
+            l.refuse_taken(tx, id, letters, detail)?;
             for (seq, letter_id, binding, location) in items {
                 tx.execute(
                     "INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) VALUES (?1, ?2, ?3, ?4, ?5, 'planned')",
@@ -110,25 +110,29 @@ impl Ledger {
         detail: &serde_json::Value,
         added: &[PlannedItem<'_>],
     ) -> Result<(), JournalError> {
-        self.take_lease(tx, id)?;
-        let source: String = tx
-            .one("SELECT source FROM replays WHERE id = ?1", p![id], |r| {
+        // A finished replay is never reopened (its letters are decided).
+        let state: Option<String> = tx
+            .opt("SELECT state FROM replays WHERE id = ?1", p![id], |r| {
                 r.get(0)
             })
             .map_err(|e| self.err(e))?;
+        match state.as_deref().and_then(ReplayState::parse) {
+            Some(s) if s.resumable() => {}
+            Some(s) => {
+                return Err(self.other(format!(
+                    "replay {id} is {s}: a finished replay is never resumed; plan a new one"
+                )))
+            }
+            None => return Err(self.other(format!("replay {id} is not in the ledger"))),
+        }
+        self.take_lease(tx, id)?;
         let open: Vec<(String, String)> = tx
             .map("SELECT letter_id, binding FROM replay_items WHERE replay_id = ?1 AND state IN ('planned', 'sending')", p![id], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(|e| self.err(e))?;
         let added_letters = added
             .iter()
             .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
-        self.refuse_taken(
-            tx,
-            &source,
-            id,
-            open.into_iter().chain(added_letters),
-            detail,
-        )
+        self.refuse_taken(tx, id, open.into_iter().chain(added_letters), detail)
     }
 
     /// The start of a confirmation's transaction: the seeded freeze point of the tests,
@@ -165,9 +169,10 @@ impl Ledger {
         }
         let withdrawn = self.write(|l, tx| {
             l.fence(tx, id)?;
-            let withdrawn = l.withdrawn_at_send(tx, id, seqs)?;
+            let (sendable, mut skipped) = l.sendable(tx, id, seqs)?;
+            let withdrawn = l.withdrawn_at_send(tx, id, &sendable)?;
             let gone: std::collections::HashSet<u32> = withdrawn.iter().map(|w| w.seq).collect();
-            let sent: Vec<u32> = seqs.iter().copied().filter(|s| !gone.contains(s)).collect();
+            let sent: Vec<u32> = sendable.iter().copied().filter(|s| !gone.contains(s)).collect();
             let mut detail = serde_json::json!({"seqs": sent});
             if !withdrawn.is_empty() {
                 detail["withdrawn"] = withdrawn.iter().map(|w| serde_json::json!([w.seq, w.why])).collect();
@@ -189,7 +194,10 @@ impl Ledger {
                 )
                 .map_err(|e| l.err(e))?;
             }
-            Ok(withdrawn)
+            // Not sent either (and not journaled): letters no longer in a state a letter
+            // is sent from.
+            skipped.extend(withdrawn);
+            Ok(skipped)
         })?;
         crate::freeze::at(crate::freeze::Point::Sending, seqs.len() - withdrawn.len());
         Ok(withdrawn)

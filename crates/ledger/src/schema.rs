@@ -121,6 +121,19 @@ ALTER TABLE replays ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
 -- One decision per letter: a discard finds the replays that hold its letter without a
 -- scan of their items.
 CREATE INDEX replay_items_by_letter ON replay_items (letter_id, binding) WHERE state IN ('planned', 'sending');
+-- ... and the decisions on a letter under any source string that named it.
+CREATE INDEX decisions_by_binding ON decisions (letter_id, binding);
+-- A replay's letter moves only forward, whoever writes it (the team ledger's server has
+-- the same rule): `sending` only from a state a letter is sent from, `confirmed` or
+-- `settled` only once it was `sending`, and a `withdrawn` letter stays withdrawn.
+CREATE TRIGGER replay_items_move BEFORE UPDATE OF state ON replay_items
+FOR EACH ROW WHEN NEW.state <> OLD.state AND (
+     OLD.state = 'withdrawn'
+  OR (NEW.state = 'sending' AND OLD.state NOT IN ('planned', 'held-back', 'refused'))
+  OR (NEW.state IN ('confirmed', 'settled') AND OLD.state NOT IN ('sending', 'confirmed')))
+BEGIN
+  SELECT RAISE(ABORT, 'a replay letter cannot move back to sending or be confirmed unsent: nothing written');
+END;
 "#,
 ];
 

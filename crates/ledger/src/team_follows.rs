@@ -25,6 +25,8 @@ CREATE TABLE dlq_private.follows (standing TEXT NOT NULL, step TEXT NOT NULL, al
 INSERT INTO dlq_private.follows (standing, step, allowed) VALUES {rows};
 -- A letter's open replay items by its id (the discard's check, without a scan).
 CREATE INDEX replay_items_by_letter ON dlq.replay_items (letter_id, binding) WHERE state IN ('planned', 'sending');
+-- The decisions on a letter under any source string that named it.
+CREATE INDEX decisions_by_binding ON dlq.decisions (letter_id, binding);
 
 -- Whether p_step may follow p_standing (core's table; anything not in it: no).
 CREATE FUNCTION dlq_private.may_follow(p_standing TEXT, p_step TEXT) RETURNS BOOLEAN
@@ -33,14 +35,15 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f
 $f$;
 
 -- Why p_step may not be recorded for letter p_letter (binding p_binding; any binding when
--- null) of p_source, or null. The caller holds the audit lock.
+-- null), or null — under any source string that named it (p_source is for the message).
+-- The caller holds the audit lock.
 CREATE FUNCTION dlq_private.refusal(p_source TEXT, p_letter TEXT, p_binding TEXT, p_step TEXT) RETURNS TEXT
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE r RECORD; v_standing TEXT;
 BEGIN
   FOR r IN SELECT x.id, x.state AS rstate, x.actor, i.state AS istate, x.lease_host, x.heartbeat_at
       FROM dlq.replay_items i JOIN dlq.replays x ON x.id = i.replay_id
-      WHERE i.letter_id = p_letter AND (p_binding IS NULL OR i.binding = p_binding) AND x.source = p_source
+      WHERE i.letter_id = p_letter AND (p_binding IS NULL OR i.binding = p_binding)
         AND i.state IN ('planned', 'sending') LOOP
     IF r.rstate = 'running' AND dlq_private.held(r.id, false) THEN
       v_standing := 'held';
@@ -57,7 +60,7 @@ BEGIN
     END IF;
   END LOOP;
   IF p_binding IS NOT NULL AND NOT dlq_private.may_follow('replayed', p_step) AND EXISTS (
-      SELECT 1 FROM dlq.decisions d WHERE d.source = p_source AND d.letter_id = p_letter
+      SELECT 1 FROM dlq.decisions d WHERE d.letter_id = p_letter
         AND d.binding = p_binding AND d.kind = 'replay') THEN
     RETURN pg_catalog.format('%s was replayed already', p_letter);
   END IF;
@@ -74,7 +77,7 @@ BEGIN
   -- Under the audit lock from here: no replay's send can come between check and record.
   PERFORM dlq_private.head_locked();
   RETURN QUERY SELECT d.id, d.audit_seq, d.at, d.actor, d.reason, false FROM dlq.decisions d
-    WHERE d.source = p_source AND d.letter_id = p_letter AND d.binding = p_binding AND d.kind = 'discard';
+    WHERE d.letter_id = p_letter AND d.binding = p_binding AND d.kind = 'discard' LIMIT 1;
   IF FOUND THEN RETURN; END IF;
   v_why := dlq_private.refusal(p_source, p_letter, p_binding, 'discard');
   IF v_why IS NOT NULL THEN
@@ -117,27 +120,39 @@ END
 $f$;
 
 -- Letters about to be published: those decided since the plan (discarded, replayed by
--- another replay) are withdrawn in the same entry, the rest journaled `sending`.
+-- another replay — under any source string) or being sent by another live replay are
+-- withdrawn in the same entry; the rest journaled `sending`. The client publishes only
+-- what is `sending` after this call.
 CREATE OR REPLACE FUNCTION dlq.replay_send(p_id TEXT, p_epoch BIGINT, p_seqs INT4[], p_client TEXT)
 RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE e dlq.audit; v_source TEXT; v_gone INT4[]; v_why TEXT[]; v_sent INT4[]; v_detail pg_catalog.jsonb;
+DECLARE e dlq.audit; v_gone INT4[]; v_why TEXT[]; v_sent INT4[]; v_detail pg_catalog.jsonb;
 BEGIN
   PERFORM dlq_private.lease_check(p_id, p_epoch);
   PERFORM dlq_private.head_locked();
-  SELECT r.source INTO v_source FROM dlq.replays r WHERE r.id = p_id;
   SELECT coalesce(pg_catalog.array_agg(w.seq ORDER BY w.seq), '{}'), coalesce(pg_catalog.array_agg(w.why ORDER BY w.seq), '{}')
     INTO v_gone, v_why FROM (
       SELECT DISTINCT ON (i.seq) i.seq::int4 AS seq,
-        CASE WHEN d.kind = 'discard'
-          THEN pg_catalog.format('discarded by %s at %s since the plan (reason: %s)', d.actor, d.at, d.reason)
-          ELSE pg_catalog.format('replayed since the plan (%s, confirmed at %s)', d.reason, d.at) END AS why
+        CASE
+          WHEN d.kind = 'discard'
+            THEN pg_catalog.format('discarded by %s at %s since the plan (reason: %s)', d.actor, d.at, d.reason)
+          WHEN d.kind = 'replay'
+            THEN pg_catalog.format('replayed since the plan (%s, confirmed at %s)', d.reason, d.at)
+          ELSE pg_catalog.format('being sent by replay %s', o.replay_id) END AS why
       FROM dlq.replay_items i
-      JOIN dlq.decisions d ON d.source = v_source AND d.letter_id = i.letter_id AND d.binding = i.binding
-      WHERE i.replay_id = p_id AND i.seq = ANY (p_seqs)
+      LEFT JOIN dlq.decisions d ON d.letter_id = i.letter_id AND d.binding = i.binding
         AND (d.kind = 'discard' OR d.reason <> 'replay ' || p_id)
         AND NOT dlq_private.may_follow(CASE WHEN d.kind = 'discard' THEN 'discarded' ELSE 'replayed' END, 'send')
+      LEFT JOIN dlq.replay_items o ON o.letter_id = i.letter_id AND o.binding = i.binding
+        AND o.replay_id <> p_id AND o.state = 'sending'
+        AND EXISTS (SELECT 1 FROM dlq.replays x WHERE x.id = o.replay_id AND x.state = 'running')
+        AND dlq_private.held(o.replay_id, false)
+      WHERE i.replay_id = p_id AND i.seq = ANY (p_seqs) AND i.state IN ('planned', 'sending', 'held-back', 'refused')
+        AND (d.id IS NOT NULL OR o.replay_id IS NOT NULL)
       ORDER BY i.seq, d.id) w;
-  v_sent := ARRAY(SELECT s FROM pg_catalog.unnest(p_seqs) AS s WHERE s <> ALL (v_gone));
+  -- Sent: the batch's letters in a state a letter is sent from, not withdrawn. Any other
+  -- seq (unknown, or already confirmed) is neither sent nor journaled.
+  v_sent := ARRAY(SELECT i.seq::int4 FROM dlq.replay_items i WHERE i.replay_id = p_id AND i.seq = ANY (p_seqs)
+    AND i.state IN ('planned', 'sending', 'held-back', 'refused') AND i.seq <> ALL (v_gone) ORDER BY i.seq);
   v_detail := pg_catalog.jsonb_build_object('seqs', pg_catalog.to_jsonb(v_sent));
   IF pg_catalog.cardinality(v_gone) > 0 THEN
     v_detail := v_detail || pg_catalog.jsonb_build_object('withdrawn', (
@@ -149,10 +164,80 @@ BEGIN
     WHERE i.replay_id = p_id AND i.seq = ANY (v_sent);
   UPDATE dlq.replay_items i SET state = 'withdrawn', at = e.at, error = g.w
     FROM ROWS FROM (pg_catalog.unnest(v_gone), pg_catalog.unnest(v_why)) AS g(s, w)
-    WHERE i.replay_id = p_id AND i.seq = g.s;
+    WHERE i.replay_id = p_id AND i.seq = g.s AND i.state IN ('planned', 'sending', 'held-back', 'refused');
 END
 $f$;
-REVOKE ALL ON FUNCTION dlq_private.may_follow(TEXT, TEXT), dlq_private.refusal(TEXT, TEXT, TEXT, TEXT) FROM PUBLIC;
+
+-- A finished replay is never taken again (nor, through `--resume`, reopened).
+CREATE OR REPLACE FUNCTION dlq.take_lease(p_id TEXT, p_pid BIGINT, p_host TEXT) RETURNS BIGINT
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_epoch BIGINT; v_state TEXT;
+BEGIN
+  PERFORM dlq_private.require('operator', 'sending a replay');
+  SELECT r.lease_epoch, r.state INTO v_epoch, v_state FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
+  END IF;
+  IF v_state NOT IN ('running', 'killed', 'auto-stopped', 'failed') THEN
+    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = pg_catalog.format(
+      'replay %s is %s: a finished replay is never resumed; plan a new one', p_id, v_state);
+  END IF;
+  IF NOT dlq_private.held(p_id, true)
+     AND NOT pg_catalog.pg_try_advisory_lock(7337003, dlq_private.replay_key(p_id)) THEN
+    RETURN NULL;
+  END IF;
+  UPDATE dlq.replays r SET lease_pid = p_pid, lease_host = p_host, heartbeat_at = dlq_private.now_text(),
+         lease_epoch = v_epoch + 1 WHERE r.id = p_id;
+  RETURN v_epoch + 1;
+END
+$f$;
+
+-- `--resume` of a finished replay is refused before anything is written (it never
+-- reopens one); otherwise as in version 7.
+CREATE OR REPLACE FUNCTION dlq.replay_resume(p_id TEXT, p_epoch BIGINT, p_detail TEXT,
+    p_seqs INT4[], p_letters TEXT[], p_bindings TEXT[], p_locations TEXT[], p_client TEXT)
+RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_detail pg_catalog.jsonb := p_detail::pg_catalog.jsonb; v_state TEXT;
+BEGIN
+  PERFORM dlq_private.require('operator', 'a replay');
+  SELECT r.state INTO v_state FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
+  IF v_state IS NULL OR v_state NOT IN ('running', 'killed', 'auto-stopped', 'failed') THEN
+    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = pg_catalog.format(
+      'replay %s is %s: a finished replay is never resumed; plan a new one', p_id, coalesce(v_state, 'not in the ledger'));
+  END IF;
+  UPDATE dlq.replays r SET state = 'running' WHERE r.id = p_id;
+  PERFORM dlq_private.lease_check(p_id, p_epoch);
+  INSERT INTO dlq.replay_items (replay_id, seq, letter_id, binding, location, state)
+    SELECT p_id, u.s, u.l, u.b, u.loc, 'planned' FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_letters), pg_catalog.unnest(p_bindings), pg_catalog.unnest(p_locations)) AS u(s, l, b, loc)
+    ON CONFLICT DO NOTHING;
+  PERFORM dlq_private.append('replay-resume', p_id, dlq_private.detail(
+    v_detail || pg_catalog.jsonb_build_object('items_sha256', dlq_private.items_digest(p_id)), p_client));
+  UPDATE dlq.replays r SET detail = (r.detail::pg_catalog.jsonb
+      || pg_catalog.jsonb_build_object('options', v_detail -> 'options', 'pid', v_detail -> 'pid'))::text
+    WHERE r.id = p_id;
+END
+$f$;
+
+-- A letter of a replay moves only forward: it is journaled `sending` only from a state a
+-- letter is sent from, `confirmed` or `settled` only once it was `sending` (or is back
+-- failed again), and a `withdrawn` letter stays withdrawn — whichever function, or
+-- caller, writes it.
+CREATE FUNCTION dlq_private.item_moves() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+  IF NEW.state IS DISTINCT FROM OLD.state AND (
+       OLD.state = 'withdrawn'
+    OR (NEW.state = 'sending' AND OLD.state NOT IN ('planned', 'held-back', 'refused'))
+    OR (NEW.state IN ('confirmed', 'settled') AND OLD.state NOT IN ('sending', 'confirmed'))) THEN
+    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = pg_catalog.format(
+      'replay %s letter %s cannot go from `%s` to `%s`: nothing written', OLD.replay_id, OLD.seq, OLD.state, NEW.state);
+  END IF;
+  RETURN NEW;
+END
+$f$;
+CREATE TRIGGER replay_items_move BEFORE UPDATE OF state ON dlq.replay_items
+  FOR EACH ROW EXECUTE FUNCTION dlq_private.item_moves();
+REVOKE ALL ON FUNCTION dlq_private.may_follow(TEXT, TEXT), dlq_private.refusal(TEXT, TEXT, TEXT, TEXT), dlq_private.item_moves() FROM PUBLIC;
 "#;
 
 #[cfg(test)]

@@ -55,14 +55,14 @@ impl Ledger {
             // cannot skip: `dlq.discard` refuses the same under its lock).
             let first_discard: bool = tx
                 .one(
-                    "SELECT EXISTS (SELECT 1 FROM decisions WHERE source = ?1 AND letter_id = ?2 AND binding = ?3 AND kind = 'discard')",
-                    p![source, letter_id, binding],
+                    "SELECT EXISTS (SELECT 1 FROM decisions WHERE letter_id = ?1 AND binding = ?2 AND kind = 'discard')",
+                    p![letter_id, binding],
                     |r| r.get(0),
                 )
                 .map_err(|e| l.err(e))?;
             if !first_discard {
                 if let Some(c) =
-                    l.conflict(tx, source, letter_id, Some(binding), Step::Discard)?
+                    l.conflict(tx, letter_id, Some(binding), Step::Discard)?
                 {
                     return Err(JournalError::Decided { conflicts: vec![c] });
                 }
@@ -94,7 +94,7 @@ impl Ledger {
         batch: &[NewRevision],
     ) -> Result<Vec<i64>, JournalError> {
         self.write(|l, tx| {
-            l.refuse_revisions(tx, source, batch)?;
+            l.refuse_revisions(tx, batch)?;
             batch
                 .iter()
                 .map(|rev| {
@@ -157,7 +157,7 @@ impl Ledger {
             let letters = items
                 .iter()
                 .map(|(_, id, binding, _)| (id.to_string(), binding.to_string()));
-            l.refuse_taken(tx, source, id, letters, detail)?;
+            l.refuse_taken(tx, id, letters, detail)?;
             let [seqs, ids, bindings, locations] = item_arrays(items);
             let entry = tx
                 .one(
@@ -250,14 +250,21 @@ impl Ledger {
                 p![id, l.held_epoch(id), seqs.clone(), l.client],
             )
             .map_err(|e| l.err(e))?;
+            // Published is only what the journal says is `sending` now.
             tx.map(
-                "SELECT seq::int8, coalesce(error, '') FROM replay_items WHERE replay_id = ?1 AND seq = ANY (?2) AND state = 'withdrawn' ORDER BY seq",
+                "SELECT seq::int8, state, coalesce(error, '') FROM replay_items WHERE replay_id = ?1 AND seq = ANY (?2) AND state <> 'sending' ORDER BY seq",
                 p![id, seqs],
                 |r| {
                     let seq: i64 = r.get(0)?;
+                    let (state, error): (String, String) = (r.get(1)?, r.get(2)?);
+                    let why = if state == "withdrawn" {
+                        error
+                    } else {
+                        format!("already {state} in this replay: not sent again")
+                    };
                     Ok(Withdrawn {
                         seq: u32::try_from(seq).unwrap_or(u32::MAX),
-                        why: dlq_core::sanitize::clean(&r.get::<String>(1)?),
+                        why: dlq_core::sanitize::clean(&why),
                     })
                 },
             )

@@ -35,6 +35,11 @@ fn ledger(dir: &Path) -> (PathBuf, Ledger) {
 }
 
 fn replay(l: &mut Ledger, id: &str) {
+    replay_ending(l, id, ReplayState::Completed)
+}
+
+/// `replay`, ended `end`.
+fn replay_ending(l: &mut Ledger, id: &str, end: ReplayState) {
     // Each replay its own letters (a letter replayed once is not planned again).
     let ids: Vec<(String, String)> = (1..=3)
         .map(|i| (format!("{id}-m{i}"), format!("{id}:{i}")))
@@ -66,7 +71,7 @@ fn replay(l: &mut Ledger, id: &str) {
         .expect("confirmed");
     l.replay_settled(id, 0, &decisions[0], "acked")
         .expect("settled");
-    l.replay_finish(id, ReplayState::Completed, &serde_json::json!({}))
+    l.replay_finish(id, end, &serde_json::json!({}))
         .expect("finish");
 }
 
@@ -81,6 +86,7 @@ fn sql(path: &Path, statement: &str) {
 fn writes_after_a_checkpoint_are_verified_and_move_it() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_path, mut l) = ledger(dir.path());
+    replay_ending(&mut l, "r-stopped", ReplayState::Killed);
     // No checkpoint yet: the first check walks everything and leaves one.
     let v = l.verify_recent().expect("verify");
     assert!(v.ok, "{v:?}");
@@ -104,11 +110,11 @@ fn writes_after_a_checkpoint_are_verified_and_move_it() {
     assert_eq!(l.verify(None).expect("full"), v);
     // …and, with nothing new, again from the checkpoint it moved.
     assert_eq!(l.verify_since_checkpoint().expect("verify"), Some(v));
-    // A replay of an old replay's letters resumed and finished since: the old replay's
-    // whole journal is read again.
-    l.replay_resume("r-old", &serde_json::json!({}), &[])
+    // An old replay (stopped before the checkpoint) resumed and finished since: its
+    // whole journal is read again. (A finished one is never resumed.)
+    l.replay_resume("r-stopped", &serde_json::json!({}), &[])
         .expect("resume");
-    l.replay_finish("r-old", ReplayState::Completed, &serde_json::json!({}))
+    l.replay_finish("r-stopped", ReplayState::Completed, &serde_json::json!({}))
         .expect("finish");
     assert!(l.verify_since_checkpoint().expect("verify").is_some());
 }
