@@ -1141,7 +1141,7 @@ fn frozen_holder(ledger: Option<&str>, freeze: Freeze, seed: u64) {
             assert_eq!(discard.status.code(), Some(0), "{what}: {}", text(&discard));
             assert_eq!(taker.status.code(), Some(6), "{what}: {}", text(&taker));
             assert!(
-                text(&taker).contains("is being sent by pid"),
+                text(&taker).contains("is running on"),
                 "{what}: {}",
                 text(&taker)
             );
@@ -1294,11 +1294,7 @@ fn held_then_taken_over(env: &Env, n: usize) {
     // A resume while it runs: refused with who holds it.
     let resume = env.run(&["replay", &env.uri, "--resume", &id, "--yes"]);
     assert_eq!(resume.status.code(), Some(6), "{}", text(&resume));
-    assert!(
-        text(&resume).contains("being sent by pid"),
-        "{}",
-        text(&resume)
-    );
+    assert!(text(&resume).contains("is running on"), "{}", text(&resume));
     // A second replay of the same letters: all held, said, nothing sent.
     let second = env.run(&[
         "replay",
@@ -1357,11 +1353,7 @@ fn a_taker_whose_clock_runs_30s_ahead_cannot_take_a_live_lease_on_the_team_ledge
     }
     .expect("the taker runs");
     assert_eq!(taken.status.code(), Some(6), "{}", text(&taken));
-    assert!(
-        text(&taken).contains("is being sent by pid"),
-        "{}",
-        text(&taken)
-    );
+    assert!(text(&taken).contains("is running on"), "{}", text(&taken));
     kill9(child);
     let done = env.resume(&id, "1000", N);
     assert_eq!(done.status.code(), Some(0), "{}", text(&done));
@@ -1953,10 +1945,15 @@ fn a_paused_replay_sends_nothing_until_resumed_then_each_letter_once() {
 ///   naming the replay and how to stop it); the replay lands all 40.
 ///
 /// Never a letter both discarded and sent, never one sent twice, none lost.
-fn discard_while_replaying(ledger: Option<&str>, runs: u64, seed: u64) {
+/// `ledger()`: each run's ledger (a team ledger: a database of its own — every run's
+/// cluster holds the same letters at the same offsets, and the ledger takes a letter
+/// for itself whatever source string named it).
+fn discard_while_replaying(ledger: &dyn Fn() -> Option<TempDb>, runs: u64, seed: u64) {
     const N: usize = 40;
     let mut seed = seed;
     for run in 0..runs {
+        let db = ledger();
+        let ledger = db.as_ref().map(|d| d.url.as_str());
         let (_cluster, env) = orders_cluster_on(N, ledger);
         let point = if run % 2 == 0 {
             "planned:0".to_string()
@@ -2034,13 +2031,15 @@ fn discards_recorded(env: &Env, ledger: Option<&str>) -> Vec<String> {
 
 #[test]
 fn a_discard_and_a_replay_of_one_group_decide_each_letter_once_on_the_file_ledger() {
-    discard_while_replaying(None, 4, 68);
+    discard_while_replaying(&|| None, 4, 68);
 }
 
 #[test]
 fn a_discard_and_a_replay_of_one_group_decide_each_letter_once_on_the_team_ledger() {
-    let Some(db) = TempDb::create() else { return };
-    discard_while_replaying(Some(&db.url), 4, 6_868);
+    if TempDb::create().is_none() {
+        return;
+    }
+    discard_while_replaying(&TempDb::create, 4, 6_868);
 }
 
 /// `cmd` run as another OS user: uid `uid`, group `gid` only, umask 022 (the default that
@@ -2093,8 +2092,9 @@ fn two_os_users_with_umask_022_on_one_file_ledger_send_each_letter_once() {
         return;
     }
     std::os::unix::fs::chown(folder.path(), Some(0), Some(GID)).expect("chgrp");
-    std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o2775))
-        .expect("setgid folder");
+    // Setgid and sticky, as docs/ledger.md says.
+    std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o3775))
+        .expect("setgid and sticky folder");
     let ledger = folder.path().join("ledger.db");
     let user = |name: &str, uid: u32| {
         let env = Env::on(
@@ -2189,6 +2189,18 @@ fn two_os_users_with_umask_022_on_one_file_ledger_send_each_letter_once() {
         );
         assert_eq!(m.gid(), GID, "{part} has the folder's group");
     }
+    // The lock folder the tool made is setgid and sticky: nobody removes another's lock.
+    let locks_mode = std::fs::metadata(&locks).expect("locks").mode();
+    assert_eq!(locks_mode & 0o3000, 0o3000, "{locks_mode:o}");
+    // A folder made setgid but not sticky is refused, saying so: a member could remove
+    // another's lock file and take a live replay over.
+    std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o2775))
+        .expect("not sticky");
+    let refused = run_as(&bob, 64_002, &["audit", "verify"]);
+    assert_ne!(refused.status.code(), Some(0), "{}", text(&refused));
+    assert!(text(&refused).contains("not sticky"), "{}", text(&refused));
+    std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o3775))
+        .expect("sticky again");
     // A key made private by hand: Bob is told which part and the command that fixes it,
     // not a bare "Permission denied".
     let key = folder.path().join("ledger.db.key");

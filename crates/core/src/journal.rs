@@ -38,7 +38,7 @@ pub enum JournalError {
         replayed: Vec<(String, String)>,
     },
     /// The replay is being sent by another live process (or took this one's lease).
-    #[error("replay {replay_id} is being sent by {holder} (as {actor}, heartbeat {heartbeat_at}): one sender per replay; wait for it to end, or stop it (K in its TUI, Ctrl-C in its CLI)")]
+    #[error("replay {replay_id} is {holder}: one sender per replay; wait for it to end, or stop it (K in its TUI, Ctrl-C in its CLI)")]
     LeaseHeld {
         replay_id: String,
         holder: String,

@@ -113,11 +113,14 @@ fn parse_kafka(rest: &str) -> Result<SourceRef, BadSource> {
         .filter(|h| !h.is_empty())
         .map(str::to_string)
         .collect();
-    let topics: Vec<String> = topics
+    // Each topic once: a topic named twice would be read twice, and its letters planned
+    // twice in one replay.
+    let mut topics: Vec<String> = topics
         .split(',')
         .filter(|t| !t.is_empty())
         .map(str::to_string)
         .collect();
+    dedup_in_order(&mut topics);
     if brokers.is_empty() {
         return Err("kafka:// needs at least one host:port".into());
     }
@@ -128,6 +131,12 @@ fn parse_kafka(rest: &str) -> Result<SourceRef, BadSource> {
         return Err("kafka:// needs at least one topic after the `/`".into());
     }
     Ok(SourceRef::Kafka { brokers, topics })
+}
+
+/// Keep the first of each name, in order.
+fn dedup_in_order(names: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
 }
 
 /// Credentials removed from every URI in a text (see `crate::uri::redact_uri_text`).
@@ -218,7 +227,8 @@ fn parse_amqp(rest: &str, tls: bool) -> Result<SourceRef, BadSource> {
     } else {
         pct_decode(path)?
     };
-    let (queues, tls_files) = amqp_query(query, tls, usage)?;
+    let (mut queues, tls_files) = amqp_query(query, tls, usage)?;
+    dedup_in_order(&mut queues);
     if queues.is_empty() {
         return Err(BadSource(format!("amqp source needs ?queue=NAME: {usage}")));
     }
@@ -317,6 +327,19 @@ impl fmt::Debug for SourceRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A topic or queue named twice is read (and planned) once.
+    #[test]
+    fn a_topic_or_queue_named_twice_is_one() {
+        let k =
+            SourceRef::parse("kafka://b:9092/payments.dlq,orders.dlq,payments.dlq").expect("valid");
+        assert_eq!(k.to_string(), "kafka://b:9092/payments.dlq,orders.dlq");
+        let a = SourceRef::parse("amqp://u@r/%2f?queue=a,b,a").expect("valid");
+        let SourceRef::Amqp { queues, .. } = a else {
+            panic!("not amqp: {a}");
+        };
+        assert_eq!(queues, vec!["a".to_string(), "b".to_string()]);
+    }
 
     /// RabbitMQ's own TLS query parameters, for amqps:// only, a certificate with its key.
     #[test]

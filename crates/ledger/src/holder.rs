@@ -219,7 +219,8 @@ fn open_lock(path: &std::path::Path) -> std::io::Result<File> {
     if let Some(dir) = path.parent() {
         if !dir.exists() {
             std::fs::create_dir_all(dir)?;
-            crate::shared::share(dir, 0o2000);
+            // Setgid and sticky: a teammate can lock every replay's file but remove none.
+            crate::shared::share(dir, 0o3000);
         }
     }
     match File::options().write(true).create_new(true).open(path) {

@@ -77,18 +77,49 @@ impl Lease {
         dlq_core::sanitize::clean(&format!("running on {host}{pid} by {actor}{beat}"))
     }
 
-    /// Why replay `replay_id` (started by `actor`) is not this process's to write.
-    pub fn refusal(self, replay_id: &str, actor: String) -> JournalError {
-        JournalError::LeaseHeld {
-            replay_id: replay_id.to_string(),
-            holder: self.holder(),
-            actor,
-            heartbeat_at: self.heartbeat_at.unwrap_or_default(),
+    /// Who sends it, for every message: `running on HOST (pid N) by USER, heartbeat 2 s
+    /// ago` from the ledger, and — only where this host can see that process, and only
+    /// when it is stopped or stuck — what it is doing and what lets it go on.
+    pub fn sender_words(&self, actor: &str, now: Option<DateTime<Utc>>) -> String {
+        let Some(pid) = self.pid else {
+            return "not being sent by anyone (its lease was given up)".into();
+        };
+        let mut said = match now {
+            Some(now) => self.running_words(actor, now),
+            None => dlq_core::sanitize::clean(&format!(
+                "running on {} (pid {pid}) by {actor}, heartbeat {}",
+                self.host.as_deref().unwrap_or("?"),
+                self.heartbeat_at.as_deref().unwrap_or("?")
+            )),
+        };
+        if self.host.as_deref() == Some(this_host().as_str()) {
+            if let Some(state) = crate::host::state_words(pid) {
+                said.push_str(&format!(", {state}"));
+            }
         }
+        said
     }
 }
 
 impl Ledger {
+    /// Why replay `id` (started by `actor`, its lease `lease`) is not this process's to
+    /// write: who sends it, as the ledger says, on the ledger's clock.
+    pub(crate) fn lease_refusal(
+        &self,
+        tx: &Db,
+        lease: Lease,
+        id: &str,
+        actor: String,
+    ) -> JournalError {
+        let now = self.lease_clock(tx).ok();
+        JournalError::LeaseHeld {
+            replay_id: id.to_string(),
+            holder: lease.sender_words(&actor, now),
+            actor,
+            heartbeat_at: lease.heartbeat_at.unwrap_or_default(),
+        }
+    }
+
     /// The clock leases are written and judged by: on a team ledger the **server's**
     /// (`clock_timestamp()`), so a bastion whose clock runs 30 s ahead neither takes a
     /// live holder's lease nor keeps a dead one alive; on a file ledger this machine's,
@@ -170,7 +201,7 @@ impl Ledger {
             return Err(self.other(format!("replay {id} is not in the ledger")));
         };
         if self.held_by_another(tx, id, &lease)? || !self.hold(tx, id, epoch + 1)? {
-            return Err(lease.refusal(id, actor));
+            return Err(self.lease_refusal(tx, lease, id, actor));
         }
         let taken = tx
             .execute(
@@ -180,7 +211,7 @@ impl Ledger {
             )
             .map_err(|e| self.err(e))?;
         if taken != 1 {
-            return Err(lease.refusal(id, actor));
+            return Err(self.lease_refusal(tx, lease, id, actor));
         }
         Ok(())
     }
@@ -204,7 +235,7 @@ impl Ledger {
         if state == "running" && lease.held_by_us() && self.held_epoch(id) == Some(epoch) {
             return Ok(());
         }
-        Err(lease.refusal(id, actor))
+        Err(self.lease_refusal(tx, lease, id, actor))
     }
 
     /// Renew this process's lease; `LeaseHeld` when another process took it over.
@@ -220,7 +251,7 @@ impl Ledger {
         let (lease, actor, _, _) = Self::lease_of(&self.db, id)
             .map_err(|e| self.err(e))?
             .ok_or_else(|| self.other(format!("replay {id} is not in the ledger")))?;
-        Err(lease.refusal(id, actor))
+        Err(self.lease_refusal(&self.db, lease, id, actor))
     }
 
     fn sqlite_heartbeat(&self, id: &str) -> Result<u64, JournalError> {

@@ -374,7 +374,7 @@ impl Ledger {
                 Self::lease_of(tx, id).map_err(|e| l.err(e))?
             {
                 if l.held_by_another(tx, id, &lease)? {
-                    return Err(lease.refusal(id, actor));
+                    return Err(l.lease_refusal(tx, lease, id, actor));
                 }
             }
             let detail = serde_json::json!({"state": state, "outcome": outcome}).to_string();
@@ -434,11 +434,7 @@ impl Ledger {
             let now = self.lease_clock(&self.db)?;
             row.running_on = Some(lease.running_words(&row.actor, now));
             if !ours {
-                row.held_by = Some(format!(
-                    "{}, heartbeat {}",
-                    lease.holder(),
-                    lease.heartbeat_at.as_deref().unwrap_or("?")
-                ));
+                row.held_by = Some(lease.sender_words(&row.actor, Some(now)));
             }
         }
         Ok(row)

@@ -1,5 +1,6 @@
-//! A file ledger shared by a group of OS users: its folder is setgid and group-writable
-//! (docs/ledger.md, "A file ledger shared by a team"), and everything the tool creates
+//! A file ledger shared by a group of OS users: its folder is setgid, sticky and
+//! group-writable (docs/ledger.md, "A file ledger shared by a team"), and everything the
+//! tool creates
 //! in it — the database, its key, the lock folder and each replay's lock file — is made
 //! group-readable and -writable whatever the creator's umask, so a teammate with umask
 //! 022 neither locks the others out nor is taken for "no holder". At open, the modes are
@@ -97,6 +98,24 @@ pub(crate) fn check(ledger: &Path, key: &Path) -> Result<(), String> {
         (key, 4, "the ledger's audit key", "g+r"),
         (Path::new(&locks), 3, "the ledger's lock folder", "g+rwxs"),
     ];
+    // A shared folder must be sticky too: otherwise any member may remove (or rename)
+    // another's replay lock file, and a live replay would be taken for free.
+    for dir in [ledger.parent(), Some(Path::new(&locks))]
+        .into_iter()
+        .flatten()
+    {
+        let Ok(m) = std::fs::metadata(dir) else {
+            continue;
+        };
+        if m.is_dir() && m.mode() & 0o2000 != 0 && m.mode() & 0o1000 == 0 {
+            return Err(format!(
+                "the shared folder {} is not sticky (mode {:04o}): any member of its group could remove another's replay lock and take a live replay over. `chmod +t {}`; see docs/ledger.md, \"A file ledger shared by a team\"",
+                dir.display(),
+                m.mode() & 0o7777,
+                dir.display()
+            ));
+        }
+    }
     for (path, want, what, fix) in parts {
         let Ok(m) = std::fs::metadata(path) else {
             continue; // not created yet: created shared (see `share`)

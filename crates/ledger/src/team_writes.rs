@@ -217,7 +217,7 @@ impl Ledger {
             return Err(self.other(format!("replay {id} is not in the ledger")));
         };
         if self.held_by_another(tx, id, &lease)? {
-            return Err(lease.refusal(id, actor));
+            return Err(self.lease_refusal(tx, lease, id, actor));
         }
         let epoch: Option<i64> = tx
             .one(
@@ -231,7 +231,7 @@ impl Ledger {
                 self.record_hold(tx, id, epoch);
                 Ok(())
             }
-            None => Err(lease.refusal(id, actor)),
+            None => Err(self.lease_refusal(tx, lease, id, actor)),
         }
     }
 
@@ -349,7 +349,7 @@ impl Ledger {
                 Self::lease_of(tx, id).map_err(|e| l.err(e))?
             {
                 if l.held_by_another(tx, id, &lease)? {
-                    return Err(lease.refusal(id, actor));
+                    return Err(l.lease_refusal(tx, lease, id, actor));
                 }
             }
             tx.execute(

@@ -280,10 +280,9 @@ fn resumable(session: &Session, id: &str) -> Result<Resume, SessionError> {
     }
     if let Some(holder) = &r.row.held_by {
         return Err(SessionError::Held(format!(
-            "replay {} is being sent by {} (as {}): one sender per replay; wait for it to end, or stop it (K in its TUI, Ctrl-C in its CLI)",
+            "replay {} is {}: one sender per replay; wait for it to end, or stop it (K in its TUI, Ctrl-C in its CLI)",
             clean(id),
-            clean(holder),
-            clean(&r.row.actor)
+            clean(holder)
         )));
     }
     if !r.row.state.resumable() {
