@@ -1115,3 +1115,45 @@ fn the_2026_conventions_group_by_their_own_reason_and_consumer() {
         [&br#"{"order":1}"#[..], br#"{"order":2}"#, br#"{"order":3}"#]
     );
 }
+
+/// #70, 2: `--since` never answers a reassuring nothing because the broker's time lookup
+/// said "nothing since" (librdkafka's mock answers every lookup with End): the answer is
+/// checked against each partition's newest record, and the letters of the last hour are
+/// found — exactly those `list` dates within it.
+#[test]
+fn since_finds_the_last_hours_letters_on_the_mock_cluster() {
+    use dlq_kafka::demo::scenario::Scale;
+    let now = Utc::now();
+    let demo = dlq_kafka::demo::Demo::start(11, now, Scale(0.1)).expect("demo");
+    let cli = dlq_testkit::cli::Cli::new(env!("CARGO_BIN_EXE_dlq-triage"))
+        .with("DLQ_TRIAGE_NOW", now.to_rfc3339());
+    let uri = format!("kafka://{}/invoices.dlq,payments.dlq", demo.bootstrap());
+    let since = cli.run(&["list", &uri, "--since", "1h", "--json", "--limit", "0"]);
+    assert!(
+        since.status.success(),
+        "{}",
+        String::from_utf8_lossy(&since.stderr)
+    );
+    let since: serde_json::Value = serde_json::from_slice(&since.stdout).expect("json");
+    let all = cli.run(&["list", &uri, "--json", "--limit", "0"]);
+    let all: serde_json::Value = serde_json::from_slice(&all.stdout).expect("json");
+    let hour_ago = now - Duration::hours(1);
+    let within = all["letters"]
+        .as_array()
+        .expect("letters")
+        .iter()
+        .filter(|l| {
+            l["dead_lettered_at"]
+                .as_str()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .is_some_and(|t| t.with_timezone(&Utc) >= hour_ago)
+        })
+        .count();
+    assert!(within > 0, "the demo has letters of the last hour");
+    assert_eq!(
+        since["total"].as_u64(),
+        Some(within as u64),
+        "{}",
+        since["total"]
+    );
+}

@@ -274,3 +274,99 @@ fn on_the_file_ledger_a_letter_never_sent_cannot_be_confirmed() {
     assert!(l.decisions(SOURCE).expect("decisions").is_empty());
     assert!(l.verify(None).expect("verify").ok);
 }
+
+/// #68, the second pass of attacks through psql: a letter confirmed once is not confirmed
+/// again, a letter never sent is not set back `failed-again` to be confirmed, a discarded
+/// letter never gets a replay decision beside its discard, a finished replay is not
+/// ended again (to be resumed), a discard names its exact letter — and the ledger still
+/// verifies and takes a normal discard afterwards.
+#[test]
+fn on_the_team_ledger_psql_cannot_decide_a_letter_twice() {
+    let Some(db) = TempDb::create() else { return };
+    drop(Ledger::open_at(&Location::Server(db.url.clone()), "os-user").expect("owner opens"));
+    let url = db.engineer("trudy");
+    let mut psql = postgres::Client::connect(&url, postgres::NoTls).expect("psql");
+    let refused = |c: &mut postgres::Client, sql: &str, epoch: i64| {
+        let err = if sql.contains("$1") {
+            c.batch_execute("SELECT 1").expect("alive");
+            c.query(sql, &[&epoch]).expect_err(sql)
+        } else {
+            c.query(sql, &[]).expect_err(sql)
+        };
+        let e = err
+            .as_db_error()
+            .unwrap_or_else(|| panic!("{sql}: {err}"))
+            .clone();
+        (e.code().code().to_string(), e.message().to_string())
+    };
+    let mut tx = psql.transaction().expect("tx");
+    tx.query(
+        "SELECT dlq.replay_start('r-t', $1, 'orders', '{}', '{0,1,2}', '{t-0,t-1,t-2}', \
+         '{at:o/0/0,at:o/0/1,at:o/0/2}', '{o/0/0,o/0/1,o/0/2}', NULL)",
+        &[&SOURCE],
+    )
+    .expect("start");
+    let epoch: i64 = tx
+        .query_one("SELECT dlq.take_lease('r-t', 1, 'h')", &[])
+        .expect("lease")
+        .get(0);
+    tx.commit().expect("commit");
+    psql.execute("SELECT dlq.replay_send('r-t', $1, '{0}', NULL)", &[&epoch])
+        .expect("send");
+    psql.query(
+        "SELECT * FROM dlq.replay_confirmed('r-t', $1, 'kafka://k/orders.dlq', '{0}', '{x}', '{true}', NULL)",
+        &[&epoch],
+    )
+    .expect("the first confirm");
+    // Again, under another spelling of the source: refused.
+    let (code, _) = refused(
+        &mut psql,
+        "SELECT * FROM dlq.replay_confirmed('r-t', $1, 'kafka://localhost/orders.dlq', '{0}', '{y}', '{true}', NULL)",
+        epoch,
+    );
+    assert_eq!(code, "55000");
+    // A letter never sent, set back `failed-again` by hand to be confirmed: refused.
+    let (code, _) = refused(
+        &mut psql,
+        "SELECT dlq.replay_item('r-t', $1, 1, 'failed-again', 'x', NULL)",
+        epoch,
+    );
+    assert_eq!(code, "55000");
+    // A discard beside the replay decision: refused.
+    let (code, msg) = refused(
+        &mut psql,
+        "SELECT * FROM dlq.discard('kafka://other/orders.dlq', 't-0', 'at:o/0/0', NULL, 'mine', NULL)",
+        0,
+    );
+    assert_eq!(code, "55000", "{msg}");
+    // A discard with no binding: refused, whatever it names.
+    let (_, msg) = refused(
+        &mut psql,
+        "SELECT * FROM dlq.discard('kafka://k/orders.dlq', 't-0', NULL, NULL, 'x', NULL)",
+        0,
+    );
+    assert!(msg.contains("exact letter"), "{msg}");
+    // Abandoned, then "ended again" to become resumable: refused.
+    psql.execute(
+        "SELECT dlq.replay_finish('r-t', $1, 'abandoned', '{}', NULL)",
+        &[&epoch],
+    )
+    .expect("abandoned");
+    psql.batch_execute("SELECT pg_catalog.pg_advisory_unlock_all()")
+        .expect("unlock");
+    let (code, _) = refused(
+        &mut psql,
+        "SELECT dlq.replay_finish('r-t', NULL, 'failed', '{}', NULL)",
+        0,
+    );
+    assert_eq!(code, "55000");
+    let l = Ledger::open_at(&Location::Server(db.url.clone()), "os-user").expect("owner");
+    assert!(l.verify(None).expect("verify").ok);
+    let decided: Vec<_> = l.decisions(SOURCE).expect("decisions");
+    assert_eq!(decided.len(), 1, "{decided:?}");
+    drop(l);
+    let mut owner = Ledger::open_at(&Location::Server(db.url.clone()), "os-user").expect("owner");
+    owner
+        .record_discard(SOURCE, "t-2", "at:o/0/2", None, "normal")
+        .expect("a normal discard still works");
+}

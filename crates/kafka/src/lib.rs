@@ -55,6 +55,10 @@ pub trait OffsetLookup {
         partitions: &[i32],
         since: DateTime<Utc>,
     ) -> Result<Vec<(i32, Offset)>, SourceError>;
+
+    /// The broker timestamp (ms) of `partition`'s newest record; `None` when it is
+    /// empty or the record could not be read in time.
+    fn newest_timestamp(&self, topic: &str, partition: i32) -> Option<i64>;
 }
 
 impl OffsetLookup for BaseConsumer {
@@ -78,11 +82,37 @@ impl OffsetLookup for BaseConsumer {
             .map(|e| (e.partition(), e.offset()))
             .collect())
     }
+
+    fn newest_timestamp(&self, topic: &str, partition: i32) -> Option<i64> {
+        let (low, high) = self
+            .fetch_watermarks(topic, partition, METADATA_TIMEOUT)
+            .ok()?;
+        if high <= low {
+            return None;
+        }
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, partition, Offset::Offset(high - 1))
+            .ok()?;
+        self.assign(&tpl).ok()?;
+        let deadline = std::time::Instant::now() + METADATA_TIMEOUT;
+        while std::time::Instant::now() < deadline {
+            match self.poll(POLL) {
+                Some(Ok(m)) => return m.timestamp().to_millis(),
+                Some(Err(_)) => return None,
+                None => {}
+            }
+        }
+        None
+    }
 }
 
 /// Start offsets for a scan: the beginning, or the lookup's answer for `--since`. A
 /// partition the lookup did not answer for is read from the beginning (never skipped:
-/// reading too much is safe, missing letters is not).
+/// reading too much is safe, missing letters is not). An answer of "nothing since" (End)
+/// is checked against the partition's newest record: a broker that answers End while
+/// its newest record is newer than `--since` (librdkafka's mock cluster does) is not
+/// believed — the partition is read from the beginning and the scan's own time filter
+/// keeps the letters since. Never a reassuring empty answer from a wrong lookup.
 pub fn start_offsets(
     lookup: &dyn OffsetLookup,
     topic: &str,
@@ -96,11 +126,16 @@ pub fn start_offsets(
         .offsets_for_time(topic, partitions, since)?
         .into_iter()
         .collect();
+    let since_ms = since.timestamp_millis();
     Ok(partitions
         .iter()
         .map(|p| {
             let o = match found.get(p) {
-                Some(o @ (Offset::Offset(_) | Offset::End)) => *o,
+                Some(o @ Offset::Offset(_)) => *o,
+                Some(Offset::End) => match lookup.newest_timestamp(topic, *p) {
+                    Some(newest) if newest >= since_ms => Offset::Beginning,
+                    _ => Offset::End,
+                },
                 _ => Offset::Beginning,
             };
             (*p, o)
@@ -617,8 +652,8 @@ mod tests {
     use super::*;
 
     /// librdkafka's mock cluster answers offsets_for_times with End (upstream bug), so
-    /// the `--since` logic is tested against a fake lookup.
-    struct Fake(Vec<(i32, Offset)>);
+    /// the `--since` logic is tested against a fake lookup (answers, newest timestamps).
+    struct Fake(Vec<(i32, Offset)>, Vec<(i32, i64)>);
 
     impl OffsetLookup for Fake {
         fn offsets_for_time(
@@ -629,16 +664,41 @@ mod tests {
         ) -> Result<Vec<(i32, Offset)>, SourceError> {
             Ok(self.0.clone())
         }
+
+        fn newest_timestamp(&self, _: &str, partition: i32) -> Option<i64> {
+            self.1.iter().find(|(p, _)| *p == partition).map(|x| x.1)
+        }
+    }
+
+    /// An End answer is believed only when the partition's newest record is older than
+    /// `--since` (or it is empty): a lookup that says "nothing" of a partition holding a
+    /// newer record is wrong, and the partition is read.
+    #[test]
+    fn an_end_answer_is_checked_against_the_newest_record() {
+        let since = DateTime::from_timestamp(1_790_000_000, 0);
+        let ms = 1_790_000_000_000;
+        let fake = Fake(
+            vec![(0, Offset::End), (1, Offset::End), (2, Offset::End)],
+            vec![(0, ms + 4_000), (1, ms - 60_000)],
+        );
+        let got = start_offsets(&fake, "t", &[0, 1, 2], since).expect("lookup");
+        assert_eq!(
+            got,
+            vec![(0, Offset::Beginning), (1, Offset::End), (2, Offset::End)]
+        );
     }
 
     #[test]
     fn since_uses_the_lookup_and_never_skips_unanswered_partitions() {
         let since = DateTime::from_timestamp(1_790_000_000, 0);
-        let fake = Fake(vec![
-            (0, Offset::Offset(42)),
-            (1, Offset::End),
-            (2, Offset::Invalid),
-        ]);
+        let fake = Fake(
+            vec![
+                (0, Offset::Offset(42)),
+                (1, Offset::End),
+                (2, Offset::Invalid),
+            ],
+            Vec::new(),
+        );
         let got = start_offsets(&fake, "t", &[0, 1, 2, 3], since).expect("lookup");
         assert_eq!(
             got,

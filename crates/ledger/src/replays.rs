@@ -365,6 +365,14 @@ impl Ledger {
             return self.pg_replay_finish(id, state, outcome);
         }
         self.write(|l, tx| {
+            // A finished replay stays finished (ended again, it would be resumable).
+            if let Some((_, _, stored, _)) = Self::lease_of(tx, id).map_err(|e| l.err(e))? {
+                if matches!(stored.as_str(), "completed" | "abandoned") {
+                    return Err(l.other(format!(
+                        "replay {id} is {stored} already: a finished replay is not ended again"
+                    )));
+                }
+            }
             // Another live process's replay is not ended from here (`:abandon` of a
             // replay still being sent).
             // Our own run ends only while its lease is still ours.

@@ -130,9 +130,19 @@ CREATE TRIGGER replay_items_move BEFORE UPDATE OF state ON replay_items
 FOR EACH ROW WHEN NEW.state <> OLD.state AND (
      OLD.state = 'withdrawn'
   OR (NEW.state = 'sending' AND OLD.state NOT IN ('planned', 'held-back', 'refused'))
+  OR (NEW.state = 'failed-again' AND OLD.state NOT IN ('sending', 'confirmed', 'settled'))
   OR (NEW.state IN ('confirmed', 'settled') AND OLD.state NOT IN ('sending', 'confirmed')))
 BEGIN
   SELECT RAISE(ABORT, 'a replay letter cannot move back to sending or be confirmed unsent: nothing written');
+END;
+-- One decision per letter in the table itself: at most one replay confirmation, and
+-- never a discard beside one (a letter is its id and binding, under any source).
+CREATE TRIGGER decisions_one_per_letter BEFORE INSERT ON decisions
+FOR EACH ROW WHEN NEW.binding IS NOT NULL AND EXISTS (
+  SELECT 1 FROM decisions d WHERE d.letter_id = NEW.letter_id AND d.binding = NEW.binding
+    AND (d.kind = 'replay' OR NEW.kind = 'replay'))
+BEGIN
+  SELECT RAISE(ABORT, 'one decision per letter: this letter was already replayed or discarded, nothing written');
 END;
 "#,
 ];

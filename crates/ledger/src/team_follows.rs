@@ -74,6 +74,9 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE e dlq.audit; v_id BIGINT; v_why TEXT;
 BEGIN
   PERFORM dlq_private.require('operator', 'a discard');
+  IF p_binding IS NULL OR p_binding = '' OR p_letter IS NULL OR p_letter = '' THEN
+    RAISE EXCEPTION 'a discard names its exact letter (its id and binding): nothing written';
+  END IF;
   -- Under the audit lock from here: no replay's send can come between check and record.
   PERFORM dlq_private.head_locked();
   RETURN QUERY SELECT d.id, d.audit_seq, d.at, d.actor, d.reason, false FROM dlq.decisions d
@@ -218,16 +221,77 @@ BEGIN
 END
 $f$;
 
+-- The replay ended: by its holder (p_epoch: its lease), or — abandoned, interrupted — by
+-- anyone while no live session holds it; once, never again (schema 8).
+CREATE OR REPLACE FUNCTION dlq.replay_finish(p_id TEXT, p_epoch BIGINT, p_state TEXT, p_outcome TEXT, p_client TEXT)
+RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_outcome pg_catalog.jsonb := p_outcome::pg_catalog.jsonb; v_state TEXT;
+BEGIN
+  PERFORM dlq_private.require('operator', 'ending a replay');
+  IF p_state NOT IN ('completed', 'auto-stopped', 'killed', 'failed', 'abandoned', 'interrupted') THEN
+    RAISE EXCEPTION 'a replay does not end `%`', p_state;
+  END IF;
+  SELECT r.state INTO v_state FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
+  END IF;
+  -- A finished replay stays finished: ending it again (as `failed`, say) would make it
+  -- resumable and its letters sendable once more.
+  IF v_state IN ('completed', 'abandoned') THEN
+    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = pg_catalog.format(
+      'replay %s is %s already: a finished replay is not ended again', p_id, v_state);
+  END IF;
+  IF p_epoch IS NOT NULL THEN
+    PERFORM dlq_private.lease_check(p_id, p_epoch);
+  ELSIF dlq_private.held(p_id, false) THEN
+    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
+      'replay %s is being sent by a live session: only its sender ends it', p_id);
+  END IF;
+  PERFORM dlq_private.append('replay-stop', p_id, dlq_private.detail(pg_catalog.jsonb_build_object(
+        'state', p_state, 'outcome', v_outcome), p_client));
+  UPDATE dlq.replays r SET state = p_state, lease_pid = NULL,
+      detail = (r.detail::pg_catalog.jsonb || pg_catalog.jsonb_build_object('outcome', v_outcome))::text
+    WHERE r.id = p_id;
+END
+$f$;
+
+-- One decision per letter, in the table itself, whichever function (or caller) inserts
+-- it: a letter (id and binding, under any source string) carries at most one replay
+-- confirmation, and never a discard beside one.
+CREATE FUNCTION dlq_private.one_decision() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE v_first dlq.decisions;
+BEGIN
+  IF NEW.binding IS NULL THEN
+    RETURN NEW;
+  END IF;
+  SELECT * INTO v_first FROM dlq.decisions d
+   WHERE d.letter_id = NEW.letter_id AND d.binding = NEW.binding
+     AND (d.kind = 'replay' OR NEW.kind = 'replay')
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = pg_catalog.format(
+      '%s was already %s by %s at %s (%s): one decision per letter, nothing written',
+      NEW.letter_id, CASE v_first.kind WHEN 'replay' THEN 'replayed' ELSE 'discarded' END,
+      v_first.actor, v_first.at, v_first.reason);
+  END IF;
+  RETURN NEW;
+END
+$f$;
+CREATE TRIGGER decisions_one_per_letter BEFORE INSERT ON dlq.decisions
+  FOR EACH ROW EXECUTE FUNCTION dlq_private.one_decision();
+
 -- A letter of a replay moves only forward: it is journaled `sending` only from a state a
--- letter is sent from, `confirmed` or `settled` only once it was `sending` (or is back
--- failed again), and a `withdrawn` letter stays withdrawn — whichever function, or
--- caller, writes it.
+-- letter is sent from, `confirmed` or `settled` only once it was `sending`, back
+-- `failed-again` only once it was sent, and a `withdrawn` letter stays withdrawn —
+-- whichever function, or caller, writes it.
 CREATE FUNCTION dlq_private.item_moves() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
   IF NEW.state IS DISTINCT FROM OLD.state AND (
        OLD.state = 'withdrawn'
     OR (NEW.state = 'sending' AND OLD.state NOT IN ('planned', 'held-back', 'refused'))
+    OR (NEW.state = 'failed-again' AND OLD.state NOT IN ('sending', 'confirmed', 'settled'))
     OR (NEW.state IN ('confirmed', 'settled') AND OLD.state NOT IN ('sending', 'confirmed'))) THEN
     RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = pg_catalog.format(
       'replay %s letter %s cannot go from `%s` to `%s`: nothing written', OLD.replay_id, OLD.seq, OLD.state, NEW.state);
@@ -237,7 +301,7 @@ END
 $f$;
 CREATE TRIGGER replay_items_move BEFORE UPDATE OF state ON dlq.replay_items
   FOR EACH ROW EXECUTE FUNCTION dlq_private.item_moves();
-REVOKE ALL ON FUNCTION dlq_private.may_follow(TEXT, TEXT), dlq_private.refusal(TEXT, TEXT, TEXT, TEXT), dlq_private.item_moves() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dlq_private.may_follow(TEXT, TEXT), dlq_private.refusal(TEXT, TEXT, TEXT, TEXT), dlq_private.item_moves(), dlq_private.one_decision() FROM PUBLIC;
 "#;
 
 #[cfg(test)]

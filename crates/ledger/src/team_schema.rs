@@ -92,7 +92,10 @@ pub(crate) fn schema_v7(home: &str, crypto: &str) -> String {
     sql
 }
 
-/// Every function of the ledger. `{crypto}` is pgcrypto's schema.
+/// Every function of the ledger as of version 7 — but for `dlq.discard`, `dlq.revise`,
+/// `dlq.take_lease`, `dlq.replay_resume`, `dlq.replay_send` and `dlq.replay_finish`, which version 8
+/// (`team_follows`, applied right after on every path) defines. `{crypto}` is pgcrypto's
+/// schema.
 const FUNCTIONS: &str = r#"
 -- ---------------------------------------------------------------- internal (dlq_private)
 -- Only the owner's SECURITY DEFINER functions below call these (no other role may name
@@ -344,50 +347,6 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f
     AND a.hash <> dlq_private.link(a.prev_hash, dlq_private.canonical(a.seq, a.at, a.actor, a.action, a.target, a.detail))
 $f$;
 
--- A discard decision and its entry; the first decider's row when the letter was
--- discarded already (o_fresh false, nothing written).
-CREATE FUNCTION dlq.discard(p_source TEXT, p_letter TEXT, p_binding TEXT, p_coords TEXT, p_reason TEXT, p_client TEXT)
-RETURNS TABLE (o_id BIGINT, o_seq BIGINT, o_at TEXT, o_actor TEXT, o_reason TEXT, o_fresh BOOLEAN)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE e dlq.audit; v_id BIGINT;
-BEGIN
-  PERFORM dlq_private.require('operator', 'a discard');
-  RETURN QUERY SELECT d.id, d.audit_seq, d.at, d.actor, d.reason, false FROM dlq.decisions d
-    WHERE d.source = p_source AND d.letter_id = p_letter AND d.binding = p_binding AND d.kind = 'discard';
-  IF FOUND THEN RETURN; END IF;
-  e := dlq_private.append('discard', p_letter, dlq_private.detail(pg_catalog.jsonb_build_object(
-        'source', p_source, 'binding', p_binding, 'coords', p_coords, 'reason', p_reason), p_client));
-  INSERT INTO dlq.decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq)
-    VALUES (p_source, p_letter, p_binding, p_coords, 'discard', p_reason, e.actor, e.at, e.seq)
-    RETURNING id INTO v_id;
-  RETURN QUERY SELECT v_id, e.seq, e.at, e.actor, p_reason, true;
-END
-$f$;
-
--- The next revision of a letter (the original is never touched); its digest is the
--- server's.
-CREATE FUNCTION dlq.revise(p_source TEXT, p_letter TEXT, p_reason TEXT, p_changed TEXT, p_sha_before TEXT,
-                           p_payload BYTEA, p_program TEXT, p_client TEXT)
-RETURNS BIGINT LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE e dlq.audit; v_number BIGINT; v_after TEXT; v_detail pg_catalog.jsonb;
-BEGIN
-  PERFORM dlq_private.require('operator', 'a revision');
-  SELECT coalesce(max(r.number), 0) + 1 INTO v_number FROM dlq.revisions r
-    WHERE r.source = p_source AND r.letter_id = p_letter;
-  v_after := pg_catalog.encode(pg_catalog.sha256(p_payload), 'hex');
-  v_detail := pg_catalog.jsonb_build_object('source', p_source, 'revision', v_number, 'reason', p_reason,
-      'changed', p_changed::pg_catalog.jsonb, 'sha256_before', p_sha_before, 'sha256_after', v_after);
-  IF p_program IS NOT NULL THEN
-    v_detail := v_detail || pg_catalog.jsonb_build_object('program', p_program,
-      'program_sha256', pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(p_program, 'UTF8')), 'hex'));
-  END IF;
-  e := dlq_private.append('edit', p_letter, dlq_private.detail(v_detail, p_client));
-  INSERT INTO dlq.revisions (source, letter_id, number, actor, at, reason, changed_paths, sha256_before, sha256_after, payload, audit_seq)
-    VALUES (p_source, p_letter, v_number, e.actor, e.at, p_reason, p_changed, p_sha_before, v_after, p_payload, e.seq);
-  RETURN v_number;
-END
-$f$;
-
 -- The broker confirmed (or settled) a decision: it is applied. A replay's own step
 -- (p_epoch set) needs its lease; a reconciliation after a crash (p_epoch null) does not.
 CREATE FUNCTION dlq.applied(p_decision BIGINT, p_how TEXT, p_epoch BIGINT, p_seq INT4, p_client TEXT)
@@ -457,62 +416,6 @@ BEGIN
   INSERT INTO dlq.replays (id, source, target, actor, started_at, state, detail)
     VALUES (p_id, p_source, p_target, e.actor, e.at, 'running', p_detail);
   RETURN e;
-END
-$f$;
-
--- Take replay p_id's lease for this session: its holder lock (a session advisory lock,
--- which the server drops with the connection), then the epoch bumped. Null when another
--- live session holds it.
-CREATE FUNCTION dlq.take_lease(p_id TEXT, p_pid BIGINT, p_host TEXT) RETURNS BIGINT
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v_epoch BIGINT;
-BEGIN
-  PERFORM dlq_private.require('operator', 'sending a replay');
-  SELECT r.lease_epoch INTO v_epoch FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
-  END IF;
-  IF NOT dlq_private.held(p_id, true)
-     AND NOT pg_catalog.pg_try_advisory_lock(7337003, dlq_private.replay_key(p_id)) THEN
-    RETURN NULL;
-  END IF;
-  UPDATE dlq.replays r SET lease_pid = p_pid, lease_host = p_host, heartbeat_at = dlq_private.now_text(),
-         lease_epoch = v_epoch + 1 WHERE r.id = p_id;
-  RETURN v_epoch + 1;
-END
-$f$;
-
--- `--resume`: letters new to it added, the entry (with the new digest), the row's
--- options kept up to date. After `take_lease` in the same transaction.
-CREATE FUNCTION dlq.replay_resume(p_id TEXT, p_epoch BIGINT, p_detail TEXT,
-    p_seqs INT4[], p_letters TEXT[], p_bindings TEXT[], p_locations TEXT[], p_client TEXT)
-RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v_detail pg_catalog.jsonb := p_detail::pg_catalog.jsonb;
-BEGIN
-  PERFORM dlq_private.require('operator', 'a replay');
-  UPDATE dlq.replays r SET state = 'running' WHERE r.id = p_id;
-  PERFORM dlq_private.lease_check(p_id, p_epoch);
-  INSERT INTO dlq.replay_items (replay_id, seq, letter_id, binding, location, state)
-    SELECT p_id, u.s, u.l, u.b, u.loc, 'planned' FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_letters), pg_catalog.unnest(p_bindings), pg_catalog.unnest(p_locations)) AS u(s, l, b, loc)
-    ON CONFLICT DO NOTHING;
-  PERFORM dlq_private.append('replay-resume', p_id, dlq_private.detail(
-    v_detail || pg_catalog.jsonb_build_object('items_sha256', dlq_private.items_digest(p_id)), p_client));
-  UPDATE dlq.replays r SET detail = (r.detail::pg_catalog.jsonb
-      || pg_catalog.jsonb_build_object('options', v_detail -> 'options', 'pid', v_detail -> 'pid'))::text
-    WHERE r.id = p_id;
-END
-$f$;
-
--- Letters about to be published.
-CREATE FUNCTION dlq.replay_send(p_id TEXT, p_epoch BIGINT, p_seqs INT4[], p_client TEXT)
-RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE e dlq.audit;
-BEGIN
-  PERFORM dlq_private.lease_check(p_id, p_epoch);
-  e := dlq_private.append('replay-send', p_id, dlq_private.detail(
-         pg_catalog.jsonb_build_object('seqs', pg_catalog.to_jsonb(p_seqs)), p_client));
-  UPDATE dlq.replay_items i SET state = 'sending', at = e.at
-    WHERE i.replay_id = p_id AND i.seq = ANY (p_seqs);
 END
 $f$;
 
@@ -609,33 +512,6 @@ BEGIN
 END
 $f$;
 
--- The replay ended: by its holder (p_epoch: its lease), or — abandoned, interrupted — by
--- anyone while no live session holds it.
-CREATE FUNCTION dlq.replay_finish(p_id TEXT, p_epoch BIGINT, p_state TEXT, p_outcome TEXT, p_client TEXT)
-RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v_outcome pg_catalog.jsonb := p_outcome::pg_catalog.jsonb;
-BEGIN
-  PERFORM dlq_private.require('operator', 'ending a replay');
-  IF p_state NOT IN ('completed', 'auto-stopped', 'killed', 'failed', 'abandoned', 'interrupted') THEN
-    RAISE EXCEPTION 'a replay does not end `%`', p_state;
-  END IF;
-  PERFORM 1 FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
-  END IF;
-  IF p_epoch IS NOT NULL THEN
-    PERFORM dlq_private.lease_check(p_id, p_epoch);
-  ELSIF dlq_private.held(p_id, false) THEN
-    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
-      'replay %s is being sent by a live session: only its sender ends it', p_id);
-  END IF;
-  PERFORM dlq_private.append('replay-stop', p_id, dlq_private.detail(pg_catalog.jsonb_build_object(
-        'state', p_state, 'outcome', v_outcome), p_client));
-  UPDATE dlq.replays r SET state = p_state, lease_pid = NULL,
-      detail = (r.detail::pg_catalog.jsonb || pg_catalog.jsonb_build_object('outcome', v_outcome))::text
-    WHERE r.id = p_id;
-END
-$f$;
 
 -- The holder says it is alive (for the messages: who, since when). False when it no
 -- longer holds the lease.

@@ -876,3 +876,15 @@ fn a_value_less_letter_with_an_origin_is_left_out_as_no_payload() {
     assert_eq!(p.excluded.len(), 1);
     assert_eq!(p.excluded[0].1, Why::NoPayload);
 }
+
+/// #68: a byte-identical copy of a letter (the same id and binding twice in the DLQ) is
+/// one letter: planned and sent once, the copy left out as `duplicate`.
+#[test]
+fn a_byte_identical_copy_is_planned_once() {
+    let a = cand(share_group_letter(4, br#"{"payment":4}"#));
+    let b = cand(share_group_letter(4, br#"{"payment":4}"#));
+    let p = build(vec![a, b], &Options::default(), None);
+    assert_eq!(p.items.len(), 1);
+    assert_eq!(p.excluded.len(), 1);
+    assert_eq!(p.excluded[0].1, Why::Duplicate);
+}

@@ -216,7 +216,12 @@ fn screen(
     let (mut replayed_before, mut over_limit) = (Vec::new(), Vec::new());
     let mut held: Vec<(String, String)> = Vec::new();
     let mut shared: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
     for c in cands {
+        if !seen.insert((c.letter.id.value.0.clone(), c.binding.clone())) {
+            excluded.push((c.letter.id.value.0.clone(), Why::Duplicate));
+            continue;
+        }
         if let Some(by) = &c.held_by {
             held.push((c.letter.id.value.0.clone(), by.clone()));
             excluded.push((c.letter.id.value.0.clone(), Why::Held));

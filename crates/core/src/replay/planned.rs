@@ -69,6 +69,9 @@ pub enum Why {
     /// The DLQ record has no value to send: a Kafka share group's broker-written DLQ
     /// copies none by default (KIP-1191); the payload is the source record.
     NoPayload,
+    /// A byte-identical copy of a letter already in the plan (the same id and binding):
+    /// one letter, decided and sent once.
+    Duplicate,
 }
 
 impl Why {
@@ -83,6 +86,7 @@ impl Why {
             Why::MayHaveBeenSent => "may-have-been-sent",
             Why::FoundInTarget => "found-in-target",
             Why::NoPayload => "no-payload",
+            Why::Duplicate => "duplicate",
         }
     }
 
@@ -97,6 +101,7 @@ impl Why {
             Why::MayHaveBeenSent => "may have been sent: in flight when the replay stopped, and the target cannot be read back (--resend-unconfirmed to send again)",
             Why::FoundInTarget => "already delivered: found in its target with this replay's id (recorded as confirmed, not sent again)",
             Why::NoPayload => "no payload: the DLQ record has no value to send (a share group's copy made without its record — errors.deadletterqueue.copy.record.enable=false — whose source record could not be read; a tombstone; an empty body), and an empty record is never sent; discard it, or give it a revision",
+            Why::Duplicate => "a byte-identical copy of a letter already in the plan (same id and binding): one letter, sent once",
         }
     }
 }
