@@ -1040,22 +1040,16 @@ fn on_host(cmd: &Command, host: &str) -> Option<Command> {
     if !ok {
         return None;
     }
-    let mut u = Command::new("unshare");
-    u.args([
-        "--uts",
-        "sh",
-        "-c",
-        &format!("hostname {host} && exec \"$0\" \"$@\""),
-    ])
-    .arg(cmd.get_program())
-    .args(cmd.get_args());
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => u.env(k, v),
-            None => u.env_remove(k),
-        };
-    }
-    Some(u)
+    Some(wrapped(
+        cmd,
+        &[
+            "unshare",
+            "--uts",
+            "sh",
+            "-c",
+            &format!("hostname {host} && exec \"$0\" \"$@\""),
+        ],
+    ))
 }
 
 /// `discard` of the `other` group (see [`other_group`]) by `run`.
@@ -2051,27 +2045,18 @@ fn as_user(cmd: &Command, uid: u32, gid: u32) -> Option<Command> {
         eprintln!("SKIPPED: changing users needs root");
         return None;
     }
-    let mut u = Command::new("setpriv");
-    u.args([
-        &format!("--reuid={uid}"),
-        &format!("--regid={gid}"),
-        "--clear-groups",
-        "sh",
-        "-c",
-        "umask 022 && exec \"$0\" \"$@\"",
-    ])
-    .arg(cmd.get_program())
-    .args(cmd.get_args());
-    if let Some(dir) = cmd.get_current_dir() {
-        u.current_dir(dir);
-    }
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => u.env(k, v),
-            None => u.env_remove(k),
-        };
-    }
-    Some(u)
+    Some(wrapped(
+        cmd,
+        &[
+            "setpriv",
+            &format!("--reuid={uid}"),
+            &format!("--regid={gid}"),
+            "--clear-groups",
+            "sh",
+            "-c",
+            "umask 022 && exec \"$0\" \"$@\"",
+        ],
+    ))
 }
 
 /// #68, 2: one file ledger in a group's setgid folder, two OS users with umask 022. Alice
@@ -2226,18 +2211,28 @@ fn on_other_bastion(cmd: &Command, host: &str) -> Option<Command> {
         eprintln!("SKIPPED: namespaces cannot be made here");
         return None;
     }
-    let mut u = Command::new("unshare");
-    u.args([
-        "--uts",
-        "--pid",
-        "--fork",
-        "--mount-proc",
-        "sh",
-        "-c",
-        &format!("hostname {host} && exec \"$0\" \"$@\""),
-    ])
-    .arg(cmd.get_program())
-    .args(cmd.get_args());
+    Some(wrapped(
+        cmd,
+        &[
+            "unshare",
+            "--uts",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "sh",
+            "-c",
+            &format!("hostname {host} && exec \"$0\" \"$@\""),
+        ],
+    ))
+}
+
+/// `cmd` run under `prefix` (a program and its arguments that end by exec'ing the rest,
+/// as `sh -c '… exec "$0" "$@"'`), with `cmd`'s environment and directory.
+fn wrapped(cmd: &Command, prefix: &[&str]) -> Command {
+    let mut u = Command::new(prefix[0]);
+    u.args(&prefix[1..])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
     if let Some(dir) = cmd.get_current_dir() {
         u.current_dir(dir);
     }
@@ -2247,7 +2242,7 @@ fn on_other_bastion(cmd: &Command, host: &str) -> Option<Command> {
             None => u.env_remove(k),
         };
     }
-    Some(u)
+    u
 }
 
 /// #68, 3: who sends a replay comes from the ledger's lock, never from `/proc`. A replay
