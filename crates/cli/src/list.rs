@@ -81,15 +81,6 @@ pub fn run(ctx: &Launch, a: &ListArgs) -> anyhow::Result<()> {
 }
 
 /// One letter of `list --json`; the preview only for those who may see payloads.
-/// A row's state as shown: `unknown` when the ledger could not be read.
-fn state_word(r: &Row, unknown: bool) -> &'static str {
-    if unknown {
-        "unknown"
-    } else {
-        r.state.as_str()
-    }
-}
-
 /// `(may_view, unknown)`: payloads may be shown; the ledger's states are unknown.
 fn letter_json(
     store: &LetterStore,
@@ -116,7 +107,7 @@ fn letter_json(
         "origin": opt(store.sym(r.origin)),
         "attempt": (r.attempt > 0).then_some(r.attempt),
         "replay_count": r.replay_count,
-        "state": state_word(r, unknown),
+        "state": dlq_core::prepared::state_word(r.state, unknown),
         "body": r.body.as_str(),
         "preview": if may_view { Some(store.preview(r)) } else { None },
     })
@@ -152,7 +143,7 @@ fn table<'a>(
             } else {
                 "-".into()
             },
-            state_word(r, unknown).to_string(),
+            dlq_core::prepared::state_word(r.state, unknown).to_string(),
             store.sym(r.reason).to_string(),
             if may_view {
                 store.preview(r).to_string()

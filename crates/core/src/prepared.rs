@@ -90,11 +90,7 @@ impl LetterState {
 
     /// The state's word as shown: `unknown` where the ledger could not be read.
     pub fn word(&self) -> &'static str {
-        if self.unknown {
-            "unknown"
-        } else {
-            self.state.as_str()
-        }
+        state_word(self.state, self.unknown)
     }
 
     /// One line: `discarded by alice at … (reason: …)`, or `open`.
@@ -127,6 +123,16 @@ impl LetterState {
                 "applied_at": d.applied_at, "audit_seq": d.audit_seq,
             })),
         })
+    }
+}
+
+/// A state as every view shows it: `unknown` when the ledger could not be read (the
+/// stored `state` is then a stand-in), else its own word.
+pub fn state_word(state: TriageState, unknown: bool) -> &'static str {
+    if unknown {
+        "unknown"
+    } else {
+        state.as_str()
     }
 }
 

@@ -28,9 +28,9 @@ impl Ledger {
         binding: Option<&str>,
         step: Step,
     ) -> Result<Option<Conflict>, JournalError> {
-        let holds: Vec<(String, String, String, String, i64, Lease)> = tx
+        let holds: Vec<(String, String, String, String, Lease)> = tx
             .map(
-                "SELECT r.id, r.state, r.actor, i.state, i.seq, r.lease_pid, r.lease_host, r.heartbeat_at \
+                "SELECT r.id, r.state, r.actor, i.state, r.lease_pid, r.lease_host, r.heartbeat_at \
                  FROM replay_items i JOIN replays r ON r.id = i.replay_id \
                  WHERE i.letter_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR i.binding = CAST(?2 AS TEXT)) \
                  AND i.state IN ('planned', 'sending')",
@@ -41,14 +41,13 @@ impl Ledger {
                         r.get(1)?,
                         r.get(2)?,
                         r.get(3)?,
-                        r.get(4)?,
-                        Lease::from_row(&r, 5)?,
+                        Lease::from_row(&r, 4)?,
                     ))
                 },
             )
             .map_err(|e| self.err(e))?;
         let now = self.lease_clock(tx)?;
-        for (replay, state, actor, item, _seq, lease) in holds {
+        for (replay, state, actor, item, lease) in holds {
             let live = state == "running" && self.alive(tx, &replay, &lease)?;
             // In doubt while a resume can still find out (Kafka reads its target back);
             // once its replay is abandoned or completed without finding out (RabbitMQ's
@@ -66,7 +65,10 @@ impl Ledger {
             }
             let (by, then) = if live {
                 (
-                    format!("replay {replay} ({})", lease.running_words(&actor, now)),
+                    format!(
+                        "replay {replay} ({})",
+                        lease.running_words(&actor, Some(now))
+                    ),
                     "stop it first (K in its TUI, Ctrl-C in its CLI) or wait for it to end; \
                      the letters it has not sent go back to open"
                         .to_string(),
@@ -107,6 +109,38 @@ impl Ledger {
         Ok(None)
     }
 
+    /// Why a discard of (`letter_id`, `binding`) may not be recorded: discarded already,
+    /// under any source string (`AlreadyDecided`, naming who first), or what `conflict`
+    /// finds (`Decided`). The file ledger's check, and the team ledger client's own
+    /// before the server's.
+    pub(crate) fn refuse_discard(
+        &self,
+        tx: &Db,
+        letter_id: &str,
+        binding: &str,
+    ) -> Result<(), JournalError> {
+        let first: Option<(String, String, String)> = tx
+            .opt(
+                "SELECT actor, at, reason FROM decisions WHERE letter_id = ?1 AND binding = ?2 AND kind = 'discard' LIMIT 1",
+                p![letter_id, binding],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(|e| self.err(e))?;
+        if let Some((actor, at, reason)) = first {
+            return Err(JournalError::AlreadyDecided {
+                letter_id: letter_id.into(),
+                kind: dlq_core::journal::DecisionKind::Discard,
+                actor,
+                at,
+                reason,
+            });
+        }
+        match self.conflict(tx, letter_id, Some(binding), Step::Discard)? {
+            Some(c) => Err(JournalError::Decided { conflicts: vec![c] }),
+            None => Ok(()),
+        }
+    }
+
     /// A batch of revisions is recorded whole or not at all: `Decided`, naming every
     /// letter a live replay holds or a stopped one may have sent (it would send what its
     /// plan chose, not the new revision).
@@ -127,85 +161,100 @@ impl Ledger {
         }
     }
 
-    /// Of replay `id`'s batch `seqs`, the letters in a state a letter is sent from
-    /// (planned, in doubt, held back or refused before), and the others — unknown, or
-    /// already confirmed, withdrawn — as not to be sent.
-    pub(crate) fn sendable(
+    /// Replay `id`'s batch `seqs` screened in one read, in the transaction that journals
+    /// it `sending`: the seqs to send; those withdrawn — discarded, or replayed by another
+    /// replay, since the plan (journaled `withdrawn` there, never published); and those
+    /// skipped — unknown, or no longer in a state a letter is sent from (not journaled).
+    pub(crate) fn screen_batch(
         &self,
         tx: &Db,
         id: &str,
         seqs: &[u32],
-    ) -> Result<(Vec<u32>, Vec<Withdrawn>), JournalError> {
+    ) -> Result<Screened, JournalError> {
+        type Rowed = (
+            u32,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
         let list = serde_json::to_string(seqs).unwrap_or_else(|_| "[]".into());
-        let states: std::collections::HashMap<u32, String> = tx
+        let rows: Vec<Rowed> = tx
             .map(
-                "SELECT seq, state FROM replay_items WHERE replay_id = ?1 AND seq IN (SELECT value FROM json_each(?2))",
+                "SELECT i.seq, i.state, d.kind, d.actor, d.at, d.reason FROM replay_items i \
+                 LEFT JOIN decisions d ON d.letter_id = i.letter_id AND d.binding = i.binding \
+                 AND (d.kind = 'discard' OR d.reason != 'replay ' || ?1) \
+                 WHERE i.replay_id = ?1 AND i.seq IN (SELECT value FROM json_each(?2)) ORDER BY i.seq, d.id",
                 p![id, list],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(|e| self.err(e))?
-            .into_iter()
-            .collect();
-        let mut ok = Vec::new();
-        let mut not = Vec::new();
-        for &seq in seqs {
-            match states.get(&seq).map(String::as_str) {
-                Some("planned" | "sending" | "held-back" | "refused") => ok.push(seq),
-                Some(state) => not.push(Withdrawn {
-                    seq,
-                    why: format!("already {state} in this replay: not sent again"),
-                }),
-                None => not.push(Withdrawn {
-                    seq,
-                    why: "not in this replay's plan".into(),
-                }),
-            }
-        }
-        Ok((ok, not))
-    }
-
-    /// The letters of replay `id`'s batch `seqs` that were decided since its plan —
-    /// discarded, or replayed by another replay — read in the transaction that journals
-    /// the batch `sending`: they are journaled `withdrawn` there instead, and the engine
-    /// never publishes them.
-    pub(crate) fn withdrawn_at_send(
-        &self,
-        tx: &Db,
-        id: &str,
-        seqs: &[u32],
-    ) -> Result<Vec<Withdrawn>, JournalError> {
-        let list = serde_json::to_string(seqs).unwrap_or_else(|_| "[]".into());
-        let decided: Vec<(u32, String, String, String, String)> = tx
-            .map(
-                "SELECT i.seq, d.kind, d.actor, d.at, d.reason FROM replay_items i \
-                 JOIN decisions d ON d.letter_id = i.letter_id AND d.binding = i.binding \
-                 WHERE i.replay_id = ?1 AND i.seq IN (SELECT value FROM json_each(?2)) \
-                 AND (d.kind = 'discard' OR d.reason != 'replay ' || ?1) ORDER BY i.seq, d.id",
-                p![id, list],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
             )
             .map_err(|e| self.err(e))?;
-        let mut out: Vec<Withdrawn> = Vec::new();
-        for (seq, kind, actor, at, reason) in decided {
-            let standing = if kind == "discard" {
-                Standing::Discarded
+        // Each seq's fate, from its first row: its state first, then its letter's first
+        // decision (a letter with none is sent).
+        let mut fate: std::collections::HashMap<u32, Fate> = std::collections::HashMap::new();
+        for (seq, state, kind, actor, at, reason) in rows {
+            let f = if !matches!(
+                state.as_str(),
+                "planned" | "sending" | "held-back" | "refused"
+            ) {
+                Fate::Skip(format!("already {state} in this replay: not sent again"))
             } else {
-                Standing::Replayed
-            };
-            if may_follow(standing, Step::Send) || out.last().is_some_and(|w| w.seq == seq) {
-                continue;
-            }
-            let why = match standing {
-                Standing::Discarded => {
-                    format!("discarded by {actor} at {at} since the plan (reason: {reason})")
+                match kind.as_deref() {
+                    None => Fate::Send,
+                    Some("discard") if !may_follow(Standing::Discarded, Step::Send) => {
+                        Fate::Withdraw(format!(
+                            "discarded by {} at {} since the plan (reason: {})",
+                            actor.as_deref().unwrap_or("?"),
+                            at.as_deref().unwrap_or("?"),
+                            reason.as_deref().unwrap_or("")
+                        ))
+                    }
+                    Some(k) if k != "discard" && !may_follow(Standing::Replayed, Step::Send) => {
+                        Fate::Withdraw(format!(
+                            "replayed since the plan ({}, confirmed at {})",
+                            reason.as_deref().unwrap_or("?"),
+                            at.as_deref().unwrap_or("?")
+                        ))
+                    }
+                    Some(_) => Fate::Send,
                 }
-                _ => format!("replayed since the plan ({reason}, confirmed at {at})"),
             };
-            out.push(Withdrawn {
+            fate.entry(seq).or_insert(f);
+        }
+        let (mut sent, mut withdrawn, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+        for &seq in seqs {
+            let w = |why: String| Withdrawn {
                 seq,
                 why: dlq_core::sanitize::clean(&why),
-            });
+            };
+            match fate.remove(&seq) {
+                Some(Fate::Send) => sent.push(seq),
+                Some(Fate::Withdraw(why)) => withdrawn.push(w(why)),
+                Some(Fate::Skip(why)) => skipped.push(w(why)),
+                None => skipped.push(w("not in this replay's plan".into())),
+            }
         }
-        Ok(out)
+        Ok(Screened {
+            sent,
+            withdrawn,
+            skipped,
+        })
     }
+}
+
+/// A batch about to be journaled `sending`, screened (see `Ledger::screen_batch`).
+pub(crate) struct Screened {
+    pub sent: Vec<u32>,
+    pub withdrawn: Vec<Withdrawn>,
+    pub skipped: Vec<Withdrawn>,
+}
+
+/// What becomes of one letter of a batch about to be journaled `sending`.
+enum Fate {
+    Send,
+    /// Decided since the plan: journaled `withdrawn`, never published.
+    Withdraw(String),
+    /// Not in a state a letter is sent from (or not in the plan): neither.
+    Skip(String),
 }

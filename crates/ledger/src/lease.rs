@@ -49,8 +49,7 @@ impl Lease {
         match self.pid {
             Some(pid) => {
                 let host = self.host.as_deref().unwrap_or("?");
-                let here = self.host.as_deref() == Some(this_host().as_str());
-                match here.then(|| crate::host::state_words(pid)).flatten() {
+                match self.local_state() {
                     Some(state) => format!("pid {pid} on {host}, {state}"),
                     None => format!("pid {pid} on {host}"),
                 }
@@ -59,21 +58,30 @@ impl Lease {
         }
     }
 
+    /// What the holder is doing, only where this host can see it and only when it is
+    /// stopped or stuck (see `host::state_words`).
+    fn local_state(&self) -> Option<String> {
+        let pid = self.pid?;
+        (self.host.as_deref() == Some(this_host().as_str()))
+            .then(|| crate::host::state_words(pid))
+            .flatten()
+    }
+
     /// `running on HOST (pid N) by USER, heartbeat 3 s ago`: who holds a live replay,
-    /// from the ledger alone (the lease's columns and the ledger's clock `now`), true on
-    /// every host that reads the ledger — never from this host's process table.
-    pub fn running_words(&self, actor: &str, now: DateTime<Utc>) -> String {
+    /// from the ledger alone (the lease's columns and the ledger's clock `now`; without
+    /// it, the heartbeat's time), true on every host that reads the ledger — never from
+    /// this host's process table.
+    pub fn running_words(&self, actor: &str, now: Option<DateTime<Utc>>) -> String {
         let host = self.host.as_deref().unwrap_or("?");
         let pid = self.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
-        let beat = self
-            .heartbeat_at
-            .as_deref()
-            .and_then(|h| DateTime::parse_from_rfc3339(h).ok())
-            .map(|h| {
+        let at = self.heartbeat_at.as_deref();
+        let beat = match (at.and_then(|h| DateTime::parse_from_rfc3339(h).ok()), now) {
+            (Some(h), Some(now)) => {
                 let ago = (now - h.with_timezone(&Utc)).num_seconds().max(0);
                 format!(", heartbeat {ago} s ago")
-            })
-            .unwrap_or_default();
+            }
+            _ => at.map(|h| format!(", heartbeat {h}")).unwrap_or_default(),
+        };
         dlq_core::sanitize::clean(&format!("running on {host}{pid} by {actor}{beat}"))
     }
 
@@ -81,23 +89,14 @@ impl Lease {
     /// ago` from the ledger, and — only where this host can see that process, and only
     /// when it is stopped or stuck — what it is doing and what lets it go on.
     pub fn sender_words(&self, actor: &str, now: Option<DateTime<Utc>>) -> String {
-        let Some(pid) = self.pid else {
+        if self.pid.is_none() {
             return "not being sent by anyone (its lease was given up)".into();
-        };
-        let mut said = match now {
-            Some(now) => self.running_words(actor, now),
-            None => dlq_core::sanitize::clean(&format!(
-                "running on {} (pid {pid}) by {actor}, heartbeat {}",
-                self.host.as_deref().unwrap_or("?"),
-                self.heartbeat_at.as_deref().unwrap_or("?")
-            )),
-        };
-        if self.host.as_deref() == Some(this_host().as_str()) {
-            if let Some(state) = crate::host::state_words(pid) {
-                said.push_str(&format!(", {state}"));
-            }
         }
-        said
+        let said = self.running_words(actor, now);
+        match self.local_state() {
+            Some(state) => format!("{said}, {state}"),
+            None => said,
+        }
     }
 }
 

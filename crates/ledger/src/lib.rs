@@ -19,7 +19,6 @@
 
 use chrono::{SecondsFormat, Utc};
 use db::{Db, DbError};
-use dlq_core::journal::follows::Step;
 use dlq_core::journal::{
     AuditEntry, Decision, DecisionKind, Head, JournalError, NewRevision, Verification,
 };
@@ -313,26 +312,7 @@ impl Ledger {
             return self.pg_record_discard(source, letter_id, binding, coords, reason);
         }
         self.write(|l, tx| {
-            let first: Option<(String, String, String)> = tx
-                .opt(
-                    // Under any source string that named it (see `follows`).
-                    "SELECT actor, at, reason FROM decisions WHERE letter_id = ?1 AND binding = ?2 AND kind = 'discard' LIMIT 1",
-                    p![letter_id, binding],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .map_err(|e| l.err(e))?;
-            if let Some((actor, at, reason)) = first {
-                return Err(JournalError::AlreadyDecided {
-                    letter_id: letter_id.into(),
-                    kind: DecisionKind::Discard,
-                    actor,
-                    at,
-                    reason,
-                });
-            }
-            if let Some(c) = l.conflict(tx, letter_id, Some(binding), Step::Discard)? {
-                return Err(JournalError::Decided { conflicts: vec![c] });
-            }
+            l.refuse_discard(tx, letter_id, binding)?;
             let detail = serde_json::json!({"source": source, "binding": binding, "coords": coords, "reason": reason}).to_string();
             let entry = l
                 .audit_in(tx, "discard", letter_id, &detail)

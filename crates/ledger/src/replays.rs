@@ -169,10 +169,11 @@ impl Ledger {
         }
         let withdrawn = self.write(|l, tx| {
             l.fence(tx, id)?;
-            let (sendable, mut skipped) = l.sendable(tx, id, seqs)?;
-            let withdrawn = l.withdrawn_at_send(tx, id, &sendable)?;
-            let gone: std::collections::HashSet<u32> = withdrawn.iter().map(|w| w.seq).collect();
-            let sent: Vec<u32> = sendable.iter().copied().filter(|s| !gone.contains(s)).collect();
+            let crate::follows::Screened {
+                sent,
+                withdrawn,
+                mut skipped,
+            } = l.screen_batch(tx, id, seqs)?;
             let mut detail = serde_json::json!({"seqs": sent});
             if !withdrawn.is_empty() {
                 detail["withdrawn"] = withdrawn.iter().map(|w| serde_json::json!([w.seq, w.why])).collect();
@@ -365,8 +366,9 @@ impl Ledger {
             return self.pg_replay_finish(id, state, outcome);
         }
         self.write(|l, tx| {
+            let row = Self::lease_of(tx, id).map_err(|e| l.err(e))?;
             // A finished replay stays finished (ended again, it would be resumable).
-            if let Some((_, _, stored, _)) = Self::lease_of(tx, id).map_err(|e| l.err(e))? {
+            if let Some((_, _, stored, _)) = &row {
                 if matches!(stored.as_str(), "completed" | "abandoned") {
                     return Err(l.other(format!(
                         "replay {id} is {stored} already: a finished replay is not ended again"
@@ -378,9 +380,7 @@ impl Ledger {
             // Our own run ends only while its lease is still ours.
             if l.held_epoch(id).is_some() {
                 l.fence(tx, id)?;
-            } else if let Some((lease, actor, _, _)) =
-                Self::lease_of(tx, id).map_err(|e| l.err(e))?
-            {
+            } else if let Some((lease, actor, _, _)) = row {
                 if l.held_by_another(tx, id, &lease)? {
                     return Err(l.lease_refusal(tx, lease, id, actor));
                 }
@@ -440,7 +440,7 @@ impl Ledger {
         let ours = self.held_epoch(&row.id).is_some();
         if ours || self.alive(&self.db, &row.id, &lease)? {
             let now = self.lease_clock(&self.db)?;
-            row.running_on = Some(lease.running_words(&row.actor, now));
+            row.running_on = Some(lease.running_words(&row.actor, Some(now)));
             if !ours {
                 row.held_by = Some(lease.sender_words(&row.actor, Some(now)));
             }

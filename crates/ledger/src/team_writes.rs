@@ -8,7 +8,6 @@
 use super::*;
 use crate::db::{Row, Value};
 use crate::p;
-use dlq_core::journal::follows::Step;
 use dlq_core::journal::{
     Approval, ApprovalState, ConfirmedLetter, ItemState, PlannedItem, ReplayState, Withdrawn,
 };
@@ -53,20 +52,7 @@ impl Ledger {
         self.write(|l, tx| {
             // The client's check first, for the message (the server's is the one `psql`
             // cannot skip: `dlq.discard` refuses the same under its lock).
-            let first_discard: bool = tx
-                .one(
-                    "SELECT EXISTS (SELECT 1 FROM decisions WHERE letter_id = ?1 AND binding = ?2 AND kind = 'discard')",
-                    p![letter_id, binding],
-                    |r| r.get(0),
-                )
-                .map_err(|e| l.err(e))?;
-            if !first_discard {
-                if let Some(c) =
-                    l.conflict(tx, letter_id, Some(binding), Step::Discard)?
-                {
-                    return Err(JournalError::Decided { conflicts: vec![c] });
-                }
-            }
+            l.refuse_discard(tx, letter_id, binding)?;
             let (id, seq, at, actor, first_reason, fresh): (i64, i64, String, String, String, bool) = tx
                 .one(
                     "SELECT o_id, o_seq, o_at, o_actor, o_reason, o_fresh FROM dlq.discard(?1, ?2, ?3, ?4, ?5, ?6)",

@@ -80,14 +80,16 @@ impl Principal {
     /// Check a permission; a refusal names the role it needs and is audited (except
     /// under --read-only, which writes nothing). `target` must already be redacted.
     pub fn require(&self, p: Permission, target: &str) -> Result<(), SessionError> {
-        access::check(self.role, p).map_err(|denied| match &self.ledger_unreachable {
-            Some(why) => SessionError::Unreachable(why.clone()),
-            None => self.refused(denied, target),
-        })
+        access::check(self.role, p).map_err(|denied| self.refused(denied, target))
     }
 
     /// A refusal, audited (except under --read-only, which writes nothing).
+    /// With the team ledger unreachable the role is a stand-in: the refusal is that,
+    /// not the role (and nothing can be audited anyway).
     fn refused(&self, denied: access::Denied, target: &str) -> SessionError {
+        if let Some(why) = &self.ledger_unreachable {
+            return SessionError::Unreachable(why.clone());
+        }
         if !self.read_only {
             // Not into a ledger that fails verification either (best effort: a refusal
             // is refused all the same).
@@ -111,9 +113,6 @@ impl Principal {
         match access::may_write(self.role, self.read_only, w) {
             Ok(()) => Ok(()),
             Err(r @ access::Refusal::ReadOnly(_)) => Err(SessionError::ReadOnly(r)),
-            Err(access::Refusal::Role(_)) if self.ledger_unreachable.is_some() => Err(
-                SessionError::Unreachable(self.ledger_unreachable.clone().unwrap_or_default()),
-            ),
             Err(access::Refusal::Role(denied)) => Err(self.refused(denied, target)),
         }
     }

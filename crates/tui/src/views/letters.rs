@@ -177,14 +177,13 @@ fn row_text(s: &AppState, r: &dlq_core::store::Row, c: &Cols) -> String {
         &age,
         &key,
         &attempt,
-        if matches!(
-            s.ledger_alert,
-            Some(crate::state::LedgerAlert::Unreachable(_))
-        ) {
-            "unknown"
-        } else {
-            r.state.as_str()
-        },
+        dlq_core::prepared::state_word(
+            r.state,
+            matches!(
+                s.ledger_alert,
+                Some(crate::state::LedgerAlert::Unreachable(_))
+            ),
+        ),
         &preview,
     ]);
     fit(&text, c.w.saturating_sub(2))
