@@ -272,22 +272,25 @@ fn an_approval_edited_in_the_table_lets_nothing_start() {
     let request = Approval::request(
         "r-big".into(),
         SOURCE.into(),
-        "d1".into(),
+        "d1".repeat(32),
         900,
         "Replay plan r-big".into(),
-    );
+    )
+    .with_facts(facts("orders", &planned(900)));
     let a = l.request_approval(&request).expect("request");
     assert_eq!(a.author, "postgres");
     let own = l.decide_approval("r-big", true, "mine").expect_err("own");
     assert!(own.to_string().contains("cannot approve it"), "{own}");
     assert_eq!(
-        l.approval_for("d1").expect("read").map(|a| a.state),
+        l.approval_for(&"d1".repeat(32))
+            .expect("read")
+            .map(|a| a.state),
         Some(ApprovalState::Awaiting)
     );
     db.client()
         .batch_execute("UPDATE approvals SET state = 'approved', approver = 'mallory'")
         .expect("tamper");
-    let err = l.approval_for("d1").expect_err("tampered");
+    let err = l.approval_for(&"d1".repeat(32)).expect_err("tampered");
     assert!(err.to_string().contains("does not match"), "{err}");
     let v = l.verify(None).expect("verify");
     assert!(!v.ok && v.problem.unwrap_or_default().contains("approval r-big"));
@@ -309,7 +312,7 @@ fn a_lock_wait_in_vain_names_the_holder_and_neither_it_nor_a_cut_poisons_the_con
     let mut holder = db.client();
     holder
         .batch_execute(
-            "SET application_name = 'psql of bob'; SET idle_in_transaction_session_timeout = 0;              BEGIN; SELECT pg_advisory_xact_lock(7337002)",
+            "SET application_name = 'psql of bob'; SET idle_in_transaction_session_timeout = 0;              BEGIN; SELECT dlq.write_lock()",
         )
         .expect("hold the lock");
     let refused = l
@@ -320,6 +323,7 @@ fn a_lock_wait_in_vain_names_the_holder_and_neither_it_nor_a_cut_poisons_the_con
     for words in [
         "the team ledger is busy",
         "`psql of bob`",
+        "database role postgres",
         "has held its write lock",
         "nothing was recorded",
     ] {
@@ -356,6 +360,11 @@ fn refused(c: &mut postgres::Client, sql: &str) -> (String, String) {
     let err = c.batch_execute(sql).expect_err(sql);
     let db = err.as_db_error().unwrap_or_else(|| panic!("{sql}: {err}"));
     (db.code().code().to_string(), db.message().to_string())
+}
+
+/// What a client sends the server with an approval request: the plan's facts.
+fn facts(target: &str, named: &[(String, String)]) -> serde_json::Value {
+    serde_json::json!({"kind": "replay", "target": target, "letters": named.iter().map(|(l, b)| [l, b]).collect::<Vec<_>>()})
 }
 
 fn planned(n: u32) -> Vec<(String, String)> {
@@ -395,7 +404,10 @@ fn an_engineer_with_psql_cannot_lock_the_team_out() {
             &format!("SELECT dlq.audit('{action}', 'x', '{{}}')"),
         );
         assert_eq!(code, "42501", "{action}: {message}");
-        assert!(message.contains("written only with it"), "{message}");
+        assert!(
+            message.contains("written only by the function"),
+            "{message}"
+        );
     }
     // The old entry point is gone; the internal one is out of reach.
     let (_, gone) = refused(&mut c, "SELECT dlq_append('discard', 'x', '{}')");
@@ -409,7 +421,7 @@ fn an_engineer_with_psql_cannot_lock_the_team_out() {
         &mut c,
         "SELECT dlq.replay_item('r-1', 1, 0, 'refused', 'x', '')",
     );
-    assert!(message.contains("does not hold its lease"), "{message}");
+    assert!(message.contains("is not its sender"), "{message}");
     drop(c);
     let v = l.verify(None).expect("verify");
     assert!(v.ok, "{v:?}");
@@ -441,10 +453,11 @@ fn the_author_cannot_approve_her_own_replay_nor_skip_the_teams_threshold() {
     let request = Approval::request(
         "r-big".into(),
         SOURCE.into(),
-        "d45".into(),
+        "d4".repeat(32),
         30,
         "plan".into(),
-    );
+    )
+    .with_facts(facts("orders", &named));
     let a = alice.request_approval(&request).expect("request");
     // Her own approval: refused by the client and, through psql, by the server; the
     // table is not hers to write.
@@ -594,7 +607,7 @@ fn leases_checkpoints_and_roles_are_the_servers() {
         .get(0);
     assert_eq!(taken, None);
     let (_, message) = refused(&mut m, "SELECT dlq.replay_send('r-live', 1, ARRAY[0], '')");
-    assert!(message.contains("does not hold its lease"), "{message}");
+    assert!(message.contains("is not its sender"), "{message}");
     // A checkpoint past a hash the chain does not have is not kept; a forged one in
     // the table cannot be written.
     let head = owner.head().expect("head").expect("some");
@@ -702,7 +715,7 @@ fn a_version_6_ledger_is_upgraded_in_place_and_verifies_before_and_after() {
     let entries = l.audit_entries().expect("entries");
     assert_eq!(entries.len(), 3, "{entries:?}");
     assert_eq!(entries[2].action, "ledger-upgraded");
-    assert!(entries[2].detail.contains("\"to\":8"), "{entries:?}");
+    assert!(entries[2].detail.contains("\"to\":9"), "{entries:?}");
     let v = l.verify(None).expect("verify after");
     assert!(v.ok, "{v:?}");
     assert_eq!(l.decisions(SOURCE).expect("decisions").len(), 1);

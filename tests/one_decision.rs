@@ -219,7 +219,7 @@ fn on_the_team_ledger_psql_cannot_confirm_what_was_not_sent_nor_reopen_a_replay(
         let err = psql
             .query(
                 &format!("SELECT * FROM dlq.replay_confirmed('r-evil', $1, $2, '{{{seq}}}', '{{orders/0/9}}', '{{true}}', NULL)"),
-                &[&epoch, &SOURCE],
+                &[&epoch, &SPELLED_OTHERWISE],
             )
             .expect_err("confirming what was not sent");
         let e = err.as_db_error().expect("server error");

@@ -8,6 +8,9 @@ use dlq_core::journal::{Approval, JournalError};
 use dlq_core::ledger_location::Location;
 use dlq_ledger::{Ledger, Migrated};
 
+/// Seconds without a heartbeat after which `--take-over` may end a sender.
+pub const TAKE_OVER_AFTER_S: u32 = dlq_ledger::TAKE_OVER_AFTER_S;
+
 /// Copy the file ledger `from` into the server ledger `to` (see `Ledger::migrate_to`);
 /// what happened, in a line.
 pub fn migrate(from: &Location, to: &Location, actor: &str) -> Result<String, JournalError> {
@@ -60,6 +63,32 @@ pub fn approve(
     match decide {
         None => Ok(a),
         Some((yes, note)) => Ok(ledger.decide_approval(id, yes, note)?),
+    }
+}
+
+/// `replay --resume ID --take-over`: end replay `id`'s sender once its heartbeat, on the
+/// server's clock, is older than the lease allows — frozen by Ctrl-Z, its network cut,
+/// its bastion gone — so the resume that follows takes it over (the server ends the
+/// sender's session and voids its lease; an entry names both). While the heartbeat is
+/// fresh this waits, asking the server once a second and saying so through `waiting`,
+/// up to a few seconds past the lease; a sender that goes on renewing is `LeaseHeld`.
+pub fn take_over(
+    principal: &Principal,
+    id: &str,
+    mut waiting: impl FnMut(&str),
+) -> Result<String, SessionError> {
+    principal.require_write(dlq_core::access::WriteOp::Resume, id)?;
+    let mut ledger = principal.ledger_to_write()?;
+    let patience = std::time::Duration::from_secs(u64::from(TAKE_OVER_AFTER_S) + 5);
+    let until = std::time::Instant::now() + patience;
+    loop {
+        match ledger.replay_take_over(id) {
+            Err(JournalError::LeaseHeld { holder, .. }) if std::time::Instant::now() < until => {
+                waiting(&holder);
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+            other => return Ok(other?),
+        }
     }
 }
 

@@ -180,6 +180,11 @@ pub struct ReplayArgs {
     /// it was sending when it stopped are looked up in their Kafka target first.
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// With --resume on a team ledger: end the replay's sender first when its heartbeat,
+    /// on the server's clock, is older than 10 s (frozen, cut off, its bastion gone),
+    /// waiting that long if it has to. The server ends its session; an entry names both.
+    #[arg(long, requires = "resume")]
+    pub take_over: bool,
     /// On RabbitMQ (whose target cannot be read back): send again the letters that were
     /// in flight when a replay stopped and may have been sent — that replay's with
     /// --resume, any stopped replay's in a new one. A consumer may see them twice.

@@ -29,6 +29,18 @@ pub fn run(ctx: &Launch, a: &ReplayArgs) -> anyhow::Result<()> {
     if let Err(e) = ctx.require_write(write, &a.source) {
         return refused(&e.to_string());
     }
+    if let (Some(id), true) = (&a.resume, a.take_over) {
+        // Before anything is read back or planned: the stale sender is ended first.
+        let mut said_once = false;
+        let said = dlq_app::team_ledger::take_over(&ctx.principal(), id, |holder| {
+            if !said_once {
+                eprintln!("waiting for the sender's heartbeat to age: {holder}");
+                said_once = true;
+            }
+        })
+        .map_err(held_or)?;
+        eprintln!("{said}");
+    }
     let opts = options(a)?;
     let (picked, mut loaded) = select(ctx, a)?;
     let session = &mut loaded.session;
@@ -245,7 +257,10 @@ fn held_or(e: SessionError) -> anyhow::Error {
     match &e {
         SessionError::Held(_) | SessionError::Ledger(JournalError::LeaseHeld { .. }) => Exit {
             code: 6,
-            message: format!("error: {e}"),
+            message: format!(
+                "error: {e}\n(a sender frozen or cut off on another bastion: `--resume ID --take-over` ends it once its heartbeat is older than {} s, on a team ledger)",
+                dlq_app::team_ledger::TAKE_OVER_AFTER_S
+            ),
         }
         .into(),
         SessionError::AwaitingApproval(_) => Exit {

@@ -346,6 +346,11 @@ pub trait Journal: Send {
     /// The running replay is alive: renew its lease. `LeaseHeld` when another process
     /// took the lease over (this one was taken for dead): stop sending at once.
     fn replay_heartbeat(&mut self, id: &str) -> Result<(), JournalError>;
+    /// `--take-over`: end replay `id`'s sender once its heartbeat, on the ledger's clock,
+    /// is older than the lease allows (frozen, cut off, its bastion gone), so that a
+    /// resume takes it as from a dead one; what was done, in words. `LeaseHeld` while
+    /// the heartbeat is fresh. A team ledger's (the server ends the sender's session).
+    fn replay_take_over(&mut self, id: &str) -> Result<String, JournalError>;
     /// Letters of `source` held by live replays (see [`Claim`]).
     fn claims(&self, source: &str) -> Result<Vec<Claim>, JournalError>;
     /// Letters of `source` in doubt in replays that are not live (see [`InDoubt`]).

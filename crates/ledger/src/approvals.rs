@@ -25,6 +25,7 @@ fn approval_row(r: Row) -> Result<Approval, DbError> {
         approver: r.get(8)?,
         decided_at: r.get(9)?,
         note: r.get(10)?,
+        facts: None,
     })
 }
 

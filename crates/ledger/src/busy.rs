@@ -12,7 +12,7 @@
 //! as their application name).
 
 use super::Ledger;
-use crate::db::{Db, DbError, WRITE_LOCK};
+use crate::db::{Db, DbError};
 use crate::host::state_words;
 use crate::p;
 use dlq_core::journal::JournalError;
@@ -110,37 +110,38 @@ impl Ledger {
         )
     }
 
-    /// The session holding a team ledger's write lock, as the server reports it.
+    /// The session holding a team ledger's write lock (the audit table's), as the server
+    /// reports it: its database role — who it is, whatever it calls itself — its server
+    /// pid, and the name its client gave.
     fn server_writer(&self) -> String {
         // The failed write was rolled back: this connection can ask.
         let row = self.db.opt(
-            &format!(
-                "SELECT a.pid::int8, COALESCE(a.application_name, ''), COALESCE(a.state, ''), \
-                 COALESCE(EXTRACT(EPOCH FROM (pg_catalog.clock_timestamp() - a.xact_start))::int8, -1) \
-                 FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
-                 WHERE l.locktype = 'advisory' AND l.classid = 0::oid AND l.objid = {WRITE_LOCK}::oid \
-                 AND l.objsubid = 1 AND l.granted AND l.database = \
-                 (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())"
-            ),
+            "SELECT a.pid::int8, COALESCE(a.usename::text, ''), COALESCE(a.application_name, ''), \
+             COALESCE(a.state, ''), \
+             COALESCE(EXTRACT(EPOCH FROM (pg_catalog.clock_timestamp() - a.xact_start))::int8, -1) \
+             FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'relation' AND l.relation = 'dlq.audit'::pg_catalog.regclass \
+             AND l.granted AND l.mode = 'ShareRowExclusiveLock' LIMIT 1",
             p![],
             |r| {
                 Ok((
                     r.get::<i64>(0)?,
                     r.get::<String>(1)?,
                     r.get::<String>(2)?,
-                    r.get::<i64>(3)?,
+                    r.get::<String>(3)?,
+                    r.get::<i64>(4)?,
                 ))
             },
         );
-        let Ok(Some((server_pid, app, state, held_s))) = row else {
+        let Ok(Some((server_pid, role, app, state, held_s))) = row else {
             return "another session held its write lock past `lock_timeout` and has let it go; \
                     nothing was recorded — try again"
                 .into();
         };
-        let who = if app.is_empty() {
-            format!("server pid {server_pid}")
+        let app = if app.is_empty() {
+            String::new()
         } else {
-            format!("`{}` (server pid {server_pid})", clean(&app))
+            format!(", client `{}`", clean(&app))
         };
         let how_long = if held_s >= 0 {
             format!(" for {held_s} s")
@@ -153,11 +154,13 @@ impl Ledger {
             format!(", {}", clean(&state))
         };
         format!(
-            "the team ledger is busy: {who} has held its write lock{how_long}{state}; nothing was \
-             recorded. The server ends a session stopped inside a transaction after \
-             idle_in_transaction_session_timeout ({} s for this tool's sessions); a session of \
-             another client holds it until it commits — try again, or ask the server's admin \
-             (`SELECT pg_terminate_backend({server_pid})`)",
+            "the team ledger is busy: database role {} (server pid {server_pid}{app}) has held its \
+             write lock{how_long}{state}; nothing was recorded. A session idle in its transaction \
+             for more than {} s is ended by the next writer (where the ledger's owner holds \
+             pg_signal_backend and pg_read_all_stats), and this tool's own sessions by the server \
+             after {} s — try again, or ask the server's admin (`SELECT pg_terminate_backend({server_pid})`)",
+            clean(&role),
+            crate::team_fences::STALLED_AFTER_S,
             crate::IDLE_IN_TRANSACTION.as_secs()
         )
     }

@@ -71,9 +71,6 @@ fn pg_message(e: &postgres::Error) -> String {
     }
 }
 
-/// The advisory lock (one bigint key) every write of a team ledger takes first.
-pub const WRITE_LOCK: i64 = 7_337_002;
-
 impl DbError {
     /// Another writer holds the lock past the wait: SQLite's `SQLITE_BUSY`/`LOCKED`, a
     /// server's `lock_timeout` (55P03).
@@ -86,6 +83,12 @@ impl DbError {
             DbError::Pg(e) => e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE),
             _ => false,
         }
+    }
+
+    /// The server refused because something is in use (55006): a replay's sender still
+    /// renewing its lease.
+    pub fn is_in_use(&self) -> bool {
+        matches!(self, DbError::Pg(e) if e.code() == Some(&postgres::error::SqlState::OBJECT_IN_USE))
     }
 
     /// A unique or exclusion constraint refused the write (another writer was first).
@@ -409,13 +412,12 @@ impl Db {
     pub fn begin_write(&self) -> Result<(), DbError> {
         match self {
             Db::Sqlite(_) => self.begin_with("BEGIN IMMEDIATE"),
-            // An advisory lock (no table privilege needed: the team's role may not touch
-            // the audit table but through `dlq_append`). Taken with `lock_timeout`; a
-            // holder that stops mid-transaction loses it to the server's
-            // `idle_in_transaction_session_timeout` (see `server::session_settings`).
-            Db::Pg(_) => self.begin_with(&format!(
-                "BEGIN; SELECT pg_catalog.pg_advisory_xact_lock({WRITE_LOCK})"
-            )),
+            // The audit table's write lock, taken by the server's `dlq.write_lock()` (no
+            // team role can take it any other way: an advisory lock anyone could hold
+            // would stall everyone). Waited for up to `lock_timeout`; a holder that stops
+            // mid-transaction loses it to the server's `idle_in_transaction_session_timeout`
+            // (see `server::session_settings`), or to the next writer (`team_fences`).
+            Db::Pg(_) => self.begin_with("BEGIN; SELECT dlq.write_lock()"),
         }
     }
 

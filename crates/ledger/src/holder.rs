@@ -1,8 +1,9 @@
 //! The lock that says a replay's sender is alive, held by the engine that outlives the
 //! sender's good behaviour: on a file ledger an OS file lock (`flock`) on
 //! `<ledger>.locks/<replay>.lock`, which the kernel drops when the process dies; on a
-//! team ledger a session-level advisory lock held by the sender's own connection, which
-//! the server drops when that connection ends. Neither depends on anyone's clock: a
+//! team ledger the backend that took the lease, holding a lock on a key the server drew
+//! for it (`team_fences`), which the server drops when that connection ends — and which
+//! no other session can hold first or pass for. Neither depends on anyone's clock: a
 //! frozen but connected holder is never taken for dead, a dead one is at once.
 
 use super::Ledger;
@@ -11,9 +12,6 @@ use crate::p;
 use dlq_core::journal::JournalError;
 use std::fs::File;
 use std::path::PathBuf;
-
-/// The advisory-lock namespace (first key) of replay holders on a team ledger.
-const PG_HOLDERS: i64 = 7_337_003;
 
 /// What this process holds of a replay it sends: the lease epoch it took (every
 /// journal write checks it) and, on a file ledger, the locked file.
@@ -24,12 +22,6 @@ pub(crate) struct Holding {
     generation: u64,
     /// Taken by a transaction that has not committed yet: given up if it rolls back.
     committed: bool,
-}
-
-/// The second advisory-lock key of replay `id` (31 bits of its SHA-256).
-fn pg_key(id: &str) -> i64 {
-    let h = crate::sha256_hex(id.as_bytes());
-    i64::from_str_radix(&h[..8], 16).unwrap_or_default() & 0x7fff_ffff
 }
 
 impl Ledger {
@@ -60,18 +52,11 @@ impl Ledger {
             }
         }
         let file = match tx {
+            // The server takes a team ledger's lease itself (`dlq.take_lease`).
             Db::Pg(_) => {
-                let got: bool = tx
-                    .one(
-                        "SELECT pg_catalog.pg_try_advisory_lock(?1::int4, ?2::int4)",
-                        p![PG_HOLDERS, pg_key(id)],
-                        |r| r.get(0),
-                    )
-                    .map_err(|e| self.err(e))?;
-                if !got {
-                    return Ok(false);
-                }
-                None
+                return Err(self.other(format!(
+                    "replay {id}: a team ledger's lease is taken by the server"
+                )))
             }
             Db::Sqlite(_) => {
                 let path = self.lock_path(id);
@@ -132,14 +117,10 @@ impl Ledger {
             return Ok(true);
         }
         match tx {
+            // The server's answer: the backend that took the lease holds the lock on the
+            // key drawn for it (`team_fences`).
             Db::Pg(_) => tx
-                .one(
-                    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' \
-                     AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()) \
-                     AND classid = (?1::int4)::oid AND objid = (?2::int4)::oid AND objsubid = 2 AND granted)",
-                    p![PG_HOLDERS, pg_key(id)],
-                    |r| r.get(0),
-                )
+                .one("SELECT dlq.replay_live(?1)", p![id], |r| r.get(0))
                 .map_err(|e| self.err(e)),
             Db::Sqlite(_) => {
                 // Read-only is enough for `flock`, so another user's lock file (0644 under
@@ -194,12 +175,12 @@ impl Ledger {
             return;
         }
         match tx {
+            // Every holder lock this session keeps for no replay it sends (this one
+            // ended, or its take rolled back).
             Db::Pg(_) => {
-                let _ = tx.one(
-                    "SELECT pg_catalog.pg_advisory_unlock(?1::int4, ?2::int4)",
-                    p![PG_HOLDERS, pg_key(id)],
-                    |r| r.get::<bool>(0),
-                );
+                let _ = tx.one("SELECT dlq.replay_release()::int8", p![], |r| {
+                    r.get::<i64>(0)
+                });
             }
             // Unlocked as the file closes. The file stays: removing it would let a
             // process that opened it just before lock an inode nobody else can see.

@@ -109,6 +109,9 @@ impl Journal for Ledger {
     ) -> R<()> {
         Ledger::replay_resume(self, id, detail, added)
     }
+    fn replay_take_over(&mut self, id: &str) -> R<String> {
+        Ledger::replay_take_over(self, id)
+    }
     fn replay_sending(&mut self, id: &str, seqs: &[u32]) -> R<Vec<Withdrawn>> {
         Ledger::replay_sending(self, id, seqs)
     }

@@ -86,6 +86,7 @@ mod schema;
 mod server;
 mod server_migrate;
 mod shared;
+mod team_fences;
 mod team_follows;
 mod team_schema;
 mod team_writes;
@@ -98,6 +99,7 @@ pub use checkpoint::FULL_WALK_UP_TO;
 pub use schema::SCHEMA_VERSION;
 pub use server::{Location, Migrated};
 pub use server_migrate::server_schema_v6_for_tests;
+pub use team_fences::{STALLED_AFTER_S, TAKE_OVER_AFTER_S};
 use verify::*;
 
 impl Ledger {

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 /// The server schema this build writes (its own numbering: the SQLite file's versions
 /// count a history the server never had).
-pub const SERVER_SCHEMA_VERSION: i64 = 8;
+pub const SERVER_SCHEMA_VERSION: i64 = 9;
 
 impl Ledger {
     /// Open the ledger at `at`: a file (created and migrated as needed) or a server

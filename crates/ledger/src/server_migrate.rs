@@ -275,6 +275,11 @@ pub fn server_schema_v6_for_tests() -> String {
 /// advisory lock), in one transaction: an upgrade that fails leaves the old schema.
 pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
     let db = &l.db;
+    // Up to date (every open but the first and an upgrade): nothing to lock. A lock any
+    // session can take (an advisory one) is taken only to create or upgrade.
+    if current_version(l)? == Some(SERVER_SCHEMA_VERSION) {
+        return Ok(());
+    }
     db.begin_with("BEGIN; SELECT pg_catalog.pg_advisory_xact_lock(7337001);")
         .map_err(|e| l.busy_or(e))?;
     let done = (|| {
@@ -303,6 +308,9 @@ pub(crate) fn migrate(l: &Ledger) -> Result<(), JournalError> {
         }
         if version < 8 {
             to_v8(l)?;
+        }
+        if version < 9 {
+            to_v9(l)?;
         }
         if version > 0 && version < SERVER_SCHEMA_VERSION {
             // One entry for the whole upgrade, whatever steps it took.
@@ -389,8 +397,19 @@ fn may_upgrade(l: &Ledger, h: &str, version: i64) -> Result<(), JournalError> {
 /// tables by a search path of their time (not checked now: version 7 replaces them all).
 fn old_steps(l: &Ledger, h: &str, version: i64) -> Result<(), JournalError> {
     let db = &l.db;
+    // pgcrypto wherever the cluster has it (`public` when an admin created it first).
+    let crypto: String = db
+        .opt(
+            "SELECT n.nspname::text FROM pg_catalog.pg_extension e \
+             JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pgcrypto'",
+            p![],
+            |r| r.get(0),
+        )
+        .map_err(|e| l.err(e))?
+        .unwrap_or_else(|| "dlq_private".into());
     db.batch(&format!(
-        "SET LOCAL search_path = {h}, dlq_private; SET LOCAL check_function_bodies = off"
+        "SET LOCAL search_path = {h}, dlq_private, {}; SET LOCAL check_function_bodies = off",
+        crate::team_schema::ident(&crypto)
     ))
     .map_err(|e| l.err(e))?;
     for (i, step) in SERVER_MIGRATIONS
@@ -422,6 +441,35 @@ fn to_team_schema(l: &Ledger, home: &str) -> Result<(), JournalError> {
     db.batch(&crate::team_schema::schema_v7(home, &crypto))
         .map_err(|e| l.err(e))?;
     db.execute("INSERT INTO dlq.dlq_schema VALUES (7)", p![])
+        .map_err(|e| l.err(e))?;
+    Ok(())
+}
+
+/// The version of a ledger in `dlq` (`None`: none there yet, or an older one elsewhere),
+/// read without a lock.
+fn current_version(l: &Ledger) -> Result<Option<i64>, JournalError> {
+    let there: bool =
+        l.db.one(
+            "SELECT pg_catalog.to_regclass('dlq.dlq_schema') IS NOT NULL",
+            p![],
+            |r| r.get(0),
+        )
+        .map_err(|e| l.err(e))?;
+    if !there {
+        return Ok(None);
+    }
+    l.db.one("SELECT max(version) FROM dlq.dlq_schema", p![], |r| {
+        r.get(0)
+    })
+    .map_err(|e| l.err(e))
+}
+
+/// Version 9, every argument and lock the server's (`team_fences`).
+fn to_v9(l: &Ledger) -> Result<(), JournalError> {
+    let db = &l.db;
+    db.batch(&crate::team_fences::schema_v9())
+        .map_err(|e| l.err(e))?;
+    db.execute("INSERT INTO dlq.dlq_schema VALUES (9)", p![])
         .map_err(|e| l.err(e))?;
     Ok(())
 }

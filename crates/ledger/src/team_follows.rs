@@ -13,6 +13,8 @@
 //! - `dlq.revise` refuses a revision of a letter a live replay holds or may have sent.
 //!
 //! Each is `CREATE OR REPLACE` with the same signature, so the team's grants stay.
+//! `dlq.discard`, the lease and a replay's resume and end are version 9's
+//! (`team_fences`), which binds them to the server's lease and checks their arguments.
 
 /// Version 8, over a version-7 ledger (in `dlq`).
 pub(crate) fn schema_v8() -> String {
@@ -65,33 +67,6 @@ BEGIN
     RETURN pg_catalog.format('%s was replayed already', p_letter);
   END IF;
   RETURN NULL;
-END
-$f$;
-
-CREATE OR REPLACE FUNCTION dlq.discard(p_source TEXT, p_letter TEXT, p_binding TEXT, p_coords TEXT, p_reason TEXT, p_client TEXT)
-RETURNS TABLE (o_id BIGINT, o_seq BIGINT, o_at TEXT, o_actor TEXT, o_reason TEXT, o_fresh BOOLEAN)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE e dlq.audit; v_id BIGINT; v_why TEXT;
-BEGIN
-  PERFORM dlq_private.require('operator', 'a discard');
-  IF p_binding IS NULL OR p_binding = '' OR p_letter IS NULL OR p_letter = '' THEN
-    RAISE EXCEPTION 'a discard names its exact letter (its id and binding): nothing written';
-  END IF;
-  -- Under the audit lock from here: no replay's send can come between check and record.
-  PERFORM dlq_private.head_locked();
-  RETURN QUERY SELECT d.id, d.audit_seq, d.at, d.actor, d.reason, false FROM dlq.decisions d
-    WHERE d.letter_id = p_letter AND d.binding = p_binding AND d.kind = 'discard' LIMIT 1;
-  IF FOUND THEN RETURN; END IF;
-  v_why := dlq_private.refusal(p_source, p_letter, p_binding, 'discard');
-  IF v_why IS NOT NULL THEN
-    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = v_why || ': nothing was discarded';
-  END IF;
-  e := dlq_private.append('discard', p_letter, dlq_private.detail(pg_catalog.jsonb_build_object(
-        'source', p_source, 'binding', p_binding, 'coords', p_coords, 'reason', p_reason), p_client));
-  INSERT INTO dlq.decisions (source, letter_id, binding, coords, kind, reason, actor, at, audit_seq)
-    VALUES (p_source, p_letter, p_binding, p_coords, 'discard', p_reason, e.actor, e.at, e.seq)
-    RETURNING id INTO v_id;
-  RETURN QUERY SELECT v_id, e.seq, e.at, e.actor, p_reason, true;
 END
 $f$;
 
@@ -168,90 +143,6 @@ BEGIN
   UPDATE dlq.replay_items i SET state = 'withdrawn', at = e.at, error = g.w
     FROM ROWS FROM (pg_catalog.unnest(v_gone), pg_catalog.unnest(v_why)) AS g(s, w)
     WHERE i.replay_id = p_id AND i.seq = g.s AND i.state IN ('planned', 'sending', 'held-back', 'refused');
-END
-$f$;
-
--- A finished replay is never taken again (nor, through `--resume`, reopened).
-CREATE OR REPLACE FUNCTION dlq.take_lease(p_id TEXT, p_pid BIGINT, p_host TEXT) RETURNS BIGINT
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v_epoch BIGINT; v_state TEXT;
-BEGIN
-  PERFORM dlq_private.require('operator', 'sending a replay');
-  SELECT r.lease_epoch, r.state INTO v_epoch, v_state FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
-  END IF;
-  IF v_state NOT IN ('running', 'killed', 'auto-stopped', 'failed') THEN
-    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = pg_catalog.format(
-      'replay %s is %s: a finished replay is never resumed; plan a new one', p_id, v_state);
-  END IF;
-  IF NOT dlq_private.held(p_id, true)
-     AND NOT pg_catalog.pg_try_advisory_lock(7337003, dlq_private.replay_key(p_id)) THEN
-    RETURN NULL;
-  END IF;
-  UPDATE dlq.replays r SET lease_pid = p_pid, lease_host = p_host, heartbeat_at = dlq_private.now_text(),
-         lease_epoch = v_epoch + 1 WHERE r.id = p_id;
-  RETURN v_epoch + 1;
-END
-$f$;
-
--- `--resume` of a finished replay is refused before anything is written (it never
--- reopens one); otherwise as in version 7.
-CREATE OR REPLACE FUNCTION dlq.replay_resume(p_id TEXT, p_epoch BIGINT, p_detail TEXT,
-    p_seqs INT4[], p_letters TEXT[], p_bindings TEXT[], p_locations TEXT[], p_client TEXT)
-RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v_detail pg_catalog.jsonb := p_detail::pg_catalog.jsonb; v_state TEXT;
-BEGIN
-  PERFORM dlq_private.require('operator', 'a replay');
-  SELECT r.state INTO v_state FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
-  IF v_state IS NULL OR v_state NOT IN ('running', 'killed', 'auto-stopped', 'failed') THEN
-    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = pg_catalog.format(
-      'replay %s is %s: a finished replay is never resumed; plan a new one', p_id, coalesce(v_state, 'not in the ledger'));
-  END IF;
-  UPDATE dlq.replays r SET state = 'running' WHERE r.id = p_id;
-  PERFORM dlq_private.lease_check(p_id, p_epoch);
-  INSERT INTO dlq.replay_items (replay_id, seq, letter_id, binding, location, state)
-    SELECT p_id, u.s, u.l, u.b, u.loc, 'planned' FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_letters), pg_catalog.unnest(p_bindings), pg_catalog.unnest(p_locations)) AS u(s, l, b, loc)
-    ON CONFLICT DO NOTHING;
-  PERFORM dlq_private.append('replay-resume', p_id, dlq_private.detail(
-    v_detail || pg_catalog.jsonb_build_object('items_sha256', dlq_private.items_digest(p_id)), p_client));
-  UPDATE dlq.replays r SET detail = (r.detail::pg_catalog.jsonb
-      || pg_catalog.jsonb_build_object('options', v_detail -> 'options', 'pid', v_detail -> 'pid'))::text
-    WHERE r.id = p_id;
-END
-$f$;
-
--- The replay ended: by its holder (p_epoch: its lease), or — abandoned, interrupted — by
--- anyone while no live session holds it; once, never again (schema 8).
-CREATE OR REPLACE FUNCTION dlq.replay_finish(p_id TEXT, p_epoch BIGINT, p_state TEXT, p_outcome TEXT, p_client TEXT)
-RETURNS VOID LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v_outcome pg_catalog.jsonb := p_outcome::pg_catalog.jsonb; v_state TEXT;
-BEGIN
-  PERFORM dlq_private.require('operator', 'ending a replay');
-  IF p_state NOT IN ('completed', 'auto-stopped', 'killed', 'failed', 'abandoned', 'interrupted') THEN
-    RAISE EXCEPTION 'a replay does not end `%`', p_state;
-  END IF;
-  SELECT r.state INTO v_state FROM dlq.replays r WHERE r.id = p_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
-  END IF;
-  -- A finished replay stays finished: ending it again (as `failed`, say) would make it
-  -- resumable and its letters sendable once more.
-  IF v_state IN ('completed', 'abandoned') THEN
-    RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = pg_catalog.format(
-      'replay %s is %s already: a finished replay is not ended again', p_id, v_state);
-  END IF;
-  IF p_epoch IS NOT NULL THEN
-    PERFORM dlq_private.lease_check(p_id, p_epoch);
-  ELSIF dlq_private.held(p_id, false) THEN
-    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
-      'replay %s is being sent by a live session: only its sender ends it', p_id);
-  END IF;
-  PERFORM dlq_private.append('replay-stop', p_id, dlq_private.detail(pg_catalog.jsonb_build_object(
-        'state', p_state, 'outcome', v_outcome), p_client));
-  UPDATE dlq.replays r SET state = p_state, lease_pid = NULL,
-      detail = (r.detail::pg_catalog.jsonb || pg_catalog.jsonb_build_object('outcome', v_outcome))::text
-    WHERE r.id = p_id;
 END
 $f$;
 

@@ -92,10 +92,10 @@ pub(crate) fn schema_v7(home: &str, crypto: &str) -> String {
     sql
 }
 
-/// Every function of the ledger as of version 7 — but for `dlq.discard`, `dlq.revise`,
-/// `dlq.take_lease`, `dlq.replay_resume`, `dlq.replay_send` and `dlq.replay_finish`, which version 8
-/// (`team_follows`, applied right after on every path) defines. `{crypto}` is pgcrypto's
-/// schema.
+/// The functions of version 7 that later versions keep. Versions 8 (`team_follows`) and 9
+/// (`team_fences`), applied right after on every path, define the rest: the append and
+/// its lock, the lease, `dlq.audit`, the replay's start, resume, send and end, the
+/// discard, the approval request, the checkpoint's store. `{crypto}` is pgcrypto's schema.
 const FUNCTIONS: &str = r#"
 -- ---------------------------------------------------------------- internal (dlq_private)
 -- Only the owner's SECURITY DEFINER functions below call these (no other role may name
@@ -138,36 +138,6 @@ CREATE FUNCTION dlq_private.mac(p_label TEXT, p_text TEXT) RETURNS TEXT
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
   SELECT pg_catalog.encode({crypto}.hmac(pg_catalog.convert_to('dlq-triage ' || p_label || E'\n' || p_text, 'UTF8'),
          (SELECT k.key FROM dlq_private.dlq_chain_key k LIMIT 1), 'sha256'::text), 'hex')
-$f$;
-
--- The chain's head under the audit lock (held to the end of the caller's transaction):
--- the last entry's seq and hash (0 and the genesis before the first).
-CREATE FUNCTION dlq_private.head_locked(OUT o_seq BIGINT, OUT o_hash TEXT)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-BEGIN
-  LOCK TABLE dlq.audit IN SHARE ROW EXCLUSIVE MODE;
-  SELECT a.seq, a.hash INTO o_seq, o_hash FROM dlq.audit a ORDER BY a.seq DESC LIMIT 1;
-  IF o_seq IS NULL THEN
-    o_seq := 0; o_hash := pg_catalog.repeat('0', 64);
-  END IF;
-END
-$f$;
-
--- The entry after (p_seq, p_prev) — the caller holds the audit lock and keeps the head
--- (a batch appends many without reading it again): time, actor and link are the server's.
-CREATE FUNCTION dlq_private.append_after(p_seq BIGINT, p_prev TEXT, p_action TEXT, p_target TEXT, p_detail TEXT)
-RETURNS dlq.audit LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v dlq.audit;
-BEGIN
-  v.seq := p_seq + 1; v.prev_hash := p_prev;
-  v.at := dlq_private.now_text();
-  v.actor := session_user;
-  v.action := p_action; v.target := p_target; v.detail := p_detail;
-  v.hash := dlq_private.link(v.prev_hash, dlq_private.canonical(v.seq, v.at, v.actor, v.action, v.target, v.detail));
-  INSERT INTO dlq.audit (seq, at, actor, action, target, detail, prev_hash, hash)
-    VALUES (v.seq, v.at, v.actor, v.action, v.target, v.detail, v.prev_hash, v.hash);
-  RETURN v;
-END
 $f$;
 
 -- Append one entry. Only the functions below call it.
@@ -214,41 +184,6 @@ BEGIN
 END
 $f$;
 
--- The second advisory-lock key of a replay's holder lock (31 bits of SHA-256 of its
--- id: the client's `holder::pg_key`).
-CREATE FUNCTION dlq_private.replay_key(p_id TEXT) RETURNS INT4
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
-  SELECT (('x' || pg_catalog.substr(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(p_id, 'UTF8')), 'hex'), 1, 8))::bit(32)::int4) & 2147483647
-$f$;
-
--- Whether a session (this one: `mine`) holds replay p_id's holder lock.
-CREATE FUNCTION dlq_private.held(p_id TEXT, mine BOOLEAN) RETURNS BOOLEAN
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-  SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
-    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-      AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
-      AND l.classid = (7337003)::oid AND l.objid = (dlq_private.replay_key(p_id))::oid
-      AND (NOT mine OR l.pid = pg_catalog.pg_backend_pid()))
-$f$;
-
--- A replay step's lease token: this session holds the replay's lock, under the epoch
--- it took, and the replay runs. Anything else is refused before a row is written.
-CREATE FUNCTION dlq_private.lease_check(p_id TEXT, p_epoch BIGINT) RETURNS VOID
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v_state TEXT; v_epoch BIGINT;
-BEGIN
-  SELECT r.state, r.lease_epoch INTO v_state, v_epoch FROM dlq.replays r WHERE r.id = p_id;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'replay % is not in the ledger', p_id;
-  END IF;
-  IF v_state <> 'running' OR v_epoch IS DISTINCT FROM p_epoch OR NOT dlq_private.held(p_id, true) THEN
-    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
-      'replay %s: this session does not hold its lease (epoch %s, the ledger''s %s, state %s): nothing written',
-      p_id, p_epoch, v_epoch, v_state);
-  END IF;
-END
-$f$;
-
 -- The digest of a replay's planned letters (the client's `items_digest`).
 CREATE FUNCTION dlq_private.items_digest(p_id TEXT) RETURNS TEXT
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
@@ -259,14 +194,6 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f
    || pg_catalog.int8send(pg_catalog.octet_length(i.location)::int8) || pg_catalog.convert_to(i.location, 'UTF8'),
       ''::bytea ORDER BY i.seq), ''::bytea)), 'hex')
   FROM dlq.replay_items i WHERE i.replay_id = p_id
-$f$;
-
--- Actions whose entries bind a row: only their own functions write them.
-CREATE FUNCTION dlq_private.binds_rows(p_action TEXT) RETURNS BOOLEAN
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
-  SELECT p_action IN ('discard', 'replay', 'edit', 'role-set', 'policy-set', 'ledger-migrated')
-      OR p_action LIKE '%-applied' OR p_action LIKE 'approval-%'
-      OR (p_action LIKE 'replay-%' AND p_action NOT IN ('replay-suspend', 'replay-continue', 'replay-pause', 'replay-unpause'))
 $f$;
 
 -- A detail object with the client (the OS user and host, as the client says) beside it.
@@ -327,18 +254,6 @@ CREATE TRIGGER replays_notify AFTER INSERT OR UPDATE OF state, detail ON dlq.rep
 
 -- ---------------------------------------------------------------- the team's (dlq)
 
--- An entry that binds no row (an unmask, an export, a refusal, a suspend).
-CREATE FUNCTION dlq.audit(p_action TEXT, p_target TEXT, p_detail TEXT) RETURNS dlq.audit
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-BEGIN
-  IF dlq_private.binds_rows(p_action) THEN
-    RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
-      '`%s` entries record a row and are written only with it (by the function that writes the row)', p_action);
-  END IF;
-  RETURN dlq_private.append(p_action, p_target, p_detail);
-END
-$f$;
-
 -- The first entry between two seqs whose stored hash is not its MAC.
 CREATE FUNCTION dlq.first_bad_mac(p_from BIGINT, p_to BIGINT) RETURNS BIGINT
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
@@ -380,43 +295,6 @@ $f$;
 CREATE FUNCTION dlq_private.policy_number(p_key TEXT) RETURNS BIGINT
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
   SELECT p.value::int8 FROM dlq.policy p WHERE p.key = p_key
-$f$;
-
--- A replay's start: its planned letters, row and entry (with the digest of its letters,
--- the server's), in the caller's transaction — whose next call takes the lease. Over the
--- team's approval_above it needs an approval granted by another operator and spent by
--- this author for this many letters of this source; this start binds it.
-CREATE FUNCTION dlq.replay_start(p_id TEXT, p_source TEXT, p_target TEXT, p_detail TEXT,
-    p_seqs INT4[], p_letters TEXT[], p_bindings TEXT[], p_locations TEXT[], p_client TEXT)
-RETURNS dlq.audit LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE e dlq.audit; v_n BIGINT := coalesce(pg_catalog.cardinality(p_seqs), 0); v_above BIGINT; v_approval TEXT;
-        v_detail pg_catalog.jsonb := p_detail::pg_catalog.jsonb;
-BEGIN
-  PERFORM dlq_private.require('operator', 'a replay');
-  INSERT INTO dlq.replay_items (replay_id, seq, letter_id, binding, location, state)
-    SELECT p_id, u.s, u.l, u.b, u.loc, 'planned' FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_letters), pg_catalog.unnest(p_bindings), pg_catalog.unnest(p_locations)) AS u(s, l, b, loc);
-  v_above := dlq_private.policy_number('approval_above');
-  IF v_above IS NOT NULL AND v_n > v_above THEN
-    UPDATE dlq.approvals a SET spent_by = p_id WHERE a.id = (
-      SELECT x.id FROM dlq.approvals x
-       WHERE x.state = 'used' AND x.spent_by IS NULL AND x.author = session_user
-         AND x.approver IS NOT NULL AND x.approver <> session_user
-         AND x.source = p_source AND x.letters = v_n
-       ORDER BY x.requested_at DESC LIMIT 1)
-    RETURNING a.id INTO v_approval;
-    IF v_approval IS NULL THEN
-      RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
-        '%s letters is more than the team''s approval_above (%s): a replay this big needs a plan approved by a second operator (dlq-triage approve); nothing was sent',
-        v_n, v_above);
-    END IF;
-    v_detail := v_detail || pg_catalog.jsonb_build_object('approval', v_approval);
-  END IF;
-  v_detail := v_detail || pg_catalog.jsonb_build_object('items_sha256', dlq_private.items_digest(p_id));
-  e := dlq_private.append('replay-start', p_id, dlq_private.detail(v_detail, p_client));
-  INSERT INTO dlq.replays (id, source, target, actor, started_at, state, detail)
-    VALUES (p_id, p_source, p_target, e.actor, e.at, 'running', p_detail);
-  RETURN e;
-END
 $f$;
 
 -- Letters the broker confirmed, a batch in one call: each its `replay` decision and
@@ -513,34 +391,6 @@ END
 $f$;
 
 
--- The holder says it is alive (for the messages: who, since when). False when it no
--- longer holds the lease.
-CREATE FUNCTION dlq.replay_heartbeat(p_id TEXT, p_epoch BIGINT) RETURNS BOOLEAN
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-BEGIN
-  IF NOT dlq_private.held(p_id, true) THEN
-    RETURN false;
-  END IF;
-  UPDATE dlq.replays r SET heartbeat_at = dlq_private.now_text()
-    WHERE r.id = p_id AND r.lease_epoch = p_epoch AND r.state = 'running';
-  RETURN FOUND;
-END
-$f$;
-
--- Four eyes: a plan recorded for a second operator.
-CREATE FUNCTION dlq.approval_request(p_id TEXT, p_source TEXT, p_digest TEXT, p_letters BIGINT, p_plan TEXT, p_client TEXT)
-RETURNS dlq.audit LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE e dlq.audit;
-BEGIN
-  PERFORM dlq_private.require('operator', 'asking for an approval');
-  e := dlq_private.append('approval-requested', p_id, dlq_private.detail(pg_catalog.jsonb_build_object(
-        'source', p_source, 'digest', p_digest, 'letters', p_letters), p_client));
-  INSERT INTO dlq.approvals (id, source, digest, letters, plan, author, requested_at, state)
-    VALUES (p_id, p_source, p_digest, p_letters, p_plan, e.actor, e.at, 'awaiting');
-  RETURN e;
-END
-$f$;
-
 -- Approved or rejected, by an operator who is not its author.
 CREATE FUNCTION dlq.approval_decide(p_id TEXT, p_approve BOOLEAN, p_note TEXT, p_client TEXT)
 RETURNS dlq.audit LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
@@ -625,35 +475,6 @@ $f$;
 CREATE FUNCTION dlq.checkpoint_holds(p_unsigned TEXT, p_mac TEXT) RETURNS BOOLEAN
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
   SELECT dlq_private.mac('verified checkpoint', p_unsigned) = p_mac
-$f$;
-
--- Keep a verified checkpoint — after the server has checked, itself, that the chain
--- holds (every MAC and link) from the last one to it. False (nothing kept) when it does
--- not, or a newer one is kept already.
-CREATE FUNCTION dlq.store_checkpoint(p_unsigned TEXT) RETURNS BOOLEAN
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE v_seq BIGINT := (p_unsigned::pg_catalog.json ->> 'seq')::int8; v_hash TEXT := p_unsigned::pg_catalog.json ->> 'hash';
-        v_prev BIGINT;
-BEGIN
-  SELECT ((m.value::pg_catalog.json) ->> 'seq')::int8 INTO v_prev FROM dlq.meta m WHERE m.key = 'verified';
-  v_prev := coalesce(v_prev, 0);
-  IF v_seq IS NULL OR v_prev >= v_seq OR (v_prev > 0 AND NOT EXISTS (SELECT 1 FROM dlq.audit a WHERE a.seq = v_prev)) THEN
-    RETURN false;
-  END IF;
-  IF NOT EXISTS (SELECT 1 FROM dlq.audit a WHERE a.seq = v_seq AND a.hash = v_hash)
-     OR (SELECT count(*) FROM dlq.audit a WHERE a.seq BETWEEN v_prev AND v_seq) <> v_seq - v_prev + (CASE WHEN v_prev > 0 THEN 1 ELSE 0 END)
-     OR dlq.first_bad_mac(v_prev + 1, v_seq) IS NOT NULL
-     OR EXISTS (SELECT 1 FROM (SELECT a.seq, a.prev_hash,
-                   pg_catalog.lag(a.hash, 1, pg_catalog.repeat('0', 64)) OVER (ORDER BY a.seq) AS before
-                 FROM dlq.audit a WHERE a.seq BETWEEN GREATEST(v_prev, 1) AND v_seq) x
-                WHERE x.seq > v_prev AND x.prev_hash <> x.before) THEN
-    RETURN false;
-  END IF;
-  INSERT INTO dlq.meta (key, value) VALUES ('verified',
-      (p_unsigned::pg_catalog.jsonb || pg_catalog.jsonb_build_object('mac', dlq_private.mac('verified checkpoint', p_unsigned)))::text)
-    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
-  RETURN true;
-END
 $f$;
 
 -- A full walk failed at p_seq: no write trusts the checkpoint until one passes.

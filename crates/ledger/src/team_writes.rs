@@ -221,6 +221,45 @@ impl Ledger {
         }
     }
 
+    /// `--take-over` (see [`dlq_core::journal::Journal::replay_take_over`]): the server
+    /// decides, on its clock, and ends the stale sender's session itself.
+    pub fn replay_take_over(&mut self, id: &str) -> Result<String, JournalError> {
+        if !self.db.is_pg() {
+            return Err(self.other(format!(
+                "--take-over is for a team ledger, whose sender may be on another bastion; a file \
+                 ledger's sender runs on this host: `dlq-triage replays show {}` names its pid — \
+                 `kill -CONT PID` lets it go on, `kill PID` ends it, and then --resume takes over",
+                dlq_core::sanitize::clean(id)
+            )));
+        }
+        let said = self.write(|l, tx| {
+            tx.one(
+                "SELECT dlq.replay_take_over(?1, ?2)",
+                p![id, l.client],
+                |r| r.get::<String>(0),
+            )
+            .map_err(|e| l.err(e))
+        });
+        match said {
+            Err(JournalError::Storage { source, path }) => {
+                let fresh = source
+                    .downcast_ref::<DbError>()
+                    .is_some_and(DbError::is_in_use);
+                if fresh {
+                    Err(JournalError::LeaseHeld {
+                        replay_id: id.to_string(),
+                        holder: dlq_core::sanitize::clean(&source.to_string()),
+                        actor: String::new(),
+                        heartbeat_at: String::new(),
+                    })
+                } else {
+                    Err(JournalError::Storage { source, path })
+                }
+            }
+            other => other.map(|s| dlq_core::sanitize::clean(&s)),
+        }
+    }
+
     /// The server withdraws letters decided since the plan in the same call (schema 8):
     /// read back, in the same transaction, which.
     pub(crate) fn pg_replay_sending(
@@ -365,7 +404,16 @@ impl Ledger {
             let entry = tx
                 .one(
                     &format!("SELECT {ENTRY} FROM dlq.approval_request(?1, ?2, ?3, ?4, ?5, ?6)"),
-                    p![a.id, a.source, a.digest, a.letters as i64, a.plan, l.client],
+                    // The facts, which the server binds and renders for the approver;
+                    // the author's text is not what anyone approves.
+                    p![
+                        a.id,
+                        a.source,
+                        a.digest,
+                        a.letters as i64,
+                        a.facts.as_deref().unwrap_or(&a.plan),
+                        l.client
+                    ],
                     entry_row,
                 )
                 .map_err(|e| l.err(e))?;

@@ -13,6 +13,8 @@ use dlq_core::sanitize::clean;
 struct Proposal {
     /// `replay`, `discard`.
     what: &'static str,
+    /// What a team ledger binds (see `Approval::facts`).
+    facts: serde_json::Value,
     id: String,
     digest: String,
     letters: usize,
@@ -32,6 +34,12 @@ impl Session {
             digest: plan.digest(),
             letters: plan.items.len(),
             above: self.settings.approval_above,
+            facts: serde_json::json!({
+                "kind": "replay",
+                "target": super::replaying::run::targets(plan),
+                "options": plan.options.to_json(),
+                "letters": plan.items.iter().map(|i| [&i.letter_id, &i.binding]).collect::<Vec<_>>(),
+            }),
         };
         self.gate(ledger, p, || {
             describe::plan_lines(plan, &self.info().label, false, "Ctrl-C").join("\n")
@@ -65,6 +73,11 @@ impl Session {
             digest,
             letters: targets.len(),
             above: self.settings.discard_approval_above,
+            facts: serde_json::json!({
+                "kind": "discard",
+                "reason": reason,
+                "letters": targets.iter().map(|t| [&t.letter_id, &t.binding]).collect::<Vec<_>>(),
+            }),
         };
         self.gate(ledger, p, || {
             let mut lines = vec![format!(
@@ -112,13 +125,16 @@ impl Session {
                 clean(&a.author)
             ))),
             None => {
-                let a = ledger.request_approval(&Approval::request(
-                    p.id,
-                    self.settings.source_key.clone(),
-                    p.digest,
-                    n as u64,
-                    text(),
-                ))?;
+                let a = ledger.request_approval(
+                    &Approval::request(
+                        p.id,
+                        self.settings.source_key.clone(),
+                        p.digest,
+                        n as u64,
+                        text(),
+                    )
+                    .with_facts(p.facts),
+                )?;
                 Err(SessionError::AwaitingApproval(format!(
                     "{n} letters is more than the {what} approval_above ({above}): recorded for a second operator — `dlq-triage approve {}` (or :approve in the TUI); do it again once approved. Nothing was done",
                     clean(&a.id)

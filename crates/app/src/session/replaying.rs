@@ -18,7 +18,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
-mod run;
+pub(in crate::session) mod run;
 
 /// What a replay run did.
 #[derive(Debug, Clone)]

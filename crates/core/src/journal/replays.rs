@@ -209,6 +209,11 @@ pub struct Approval {
     pub approver: Option<String>,
     pub decided_at: Option<String>,
     pub note: Option<String>,
+    /// What a team ledger binds and renders itself (JSON: `kind`, `target`, `options`,
+    /// `letters` as `[id, binding]` pairs, a discard's `reason`): sent with a request,
+    /// never read back — the approver reads the server's rendering in `plan`.
+    #[serde(skip)]
+    pub facts: Option<String>,
 }
 
 impl Approval {
@@ -227,7 +232,14 @@ impl Approval {
             approver: None,
             decided_at: None,
             note: None,
+            facts: None,
         }
+    }
+
+    /// The request with the facts a team ledger binds (see [`Approval::facts`]).
+    pub fn with_facts(mut self, facts: serde_json::Value) -> Self {
+        self.facts = Some(facts.to_string());
+        self
     }
 }
 

@@ -361,7 +361,7 @@ fn record_found(
 }
 
 /// The plan's targets in one line (`kafka topic invoices` or `3 targets`).
-fn targets(plan: &Plan) -> String {
+pub(in crate::session) fn targets(plan: &Plan) -> String {
     let t: std::collections::BTreeSet<&str> =
         plan.breakdown.keys().map(|(_, t)| t.as_str()).collect();
     match t.len() {
