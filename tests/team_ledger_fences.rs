@@ -531,3 +531,39 @@ fn every_function_with_hostile_arguments_leaves_the_ledger_whole() {
     assert_eq!(decisions, 1, "{d:?}");
     team_still_works(&db, "after hostile calls");
 }
+
+/// #69, 1 (the reader): a ledger an older server let a caller write into — a letter
+/// numbered −1 — is read by every command; `audit verify` names the row.
+#[test]
+fn a_letter_no_plan_numbers_is_named_not_fatal() {
+    let Some(db) = TempDb::create() else { return };
+    let mut owner = open(&db);
+    let named = planned("old", 1);
+    owner
+        .replay_start(
+            "r-old",
+            SOURCE,
+            "orders",
+            &serde_json::json!({}),
+            &items(&named),
+        )
+        .expect("start");
+    owner
+        .replay_finish("r-old", ReplayState::Killed, &serde_json::json!({}))
+        .expect("end");
+    connect_to_ledger(&db.url)
+        .batch_execute(
+            "ALTER TABLE replay_items DROP CONSTRAINT replay_items_fields_bounded; \
+             INSERT INTO replay_items (replay_id, seq, letter_id, binding, location, state) \
+             VALUES ('r-old', -1, 'm', 'b', 'l', 'confirmed')",
+        )
+        .expect("as a version-8 server let a caller do");
+    let l = open(&db);
+    let (_, letters) = l.replay("r-old").expect("read").expect("there");
+    assert_eq!(letters.len(), 1);
+    l.replays().expect("the list reads");
+    let v = l.verify(None).expect("verify runs");
+    assert!(!v.ok);
+    let problem = v.problem.unwrap_or_default();
+    assert!(problem.contains("numbered -1"), "{problem}");
+}

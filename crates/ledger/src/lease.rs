@@ -366,7 +366,8 @@ impl Ledger {
             .map(
                 "SELECT i.letter_id, i.binding, r.id, i.seq, r.actor, r.detail, r.state, r.lease_pid, r.lease_host, r.heartbeat_at \
                  FROM replays r JOIN replay_items i ON i.replay_id = r.id \
-                 WHERE (CAST(?1 AS TEXT) IS NULL OR r.source = CAST(?1 AS TEXT)) AND i.state = 'sending'",
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR r.source = CAST(?1 AS TEXT)) AND i.state = 'sending' \
+                 AND i.seq BETWEEN 0 AND 4294967295",
                 p![source],
                 |r| {
                     let detail: String = r.get(5)?;

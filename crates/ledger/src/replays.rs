@@ -475,7 +475,7 @@ impl Ledger {
         let row = self.with_holder(row)?;
         let items = self
             .db
-            .map("SELECT seq, letter_id, binding, location, state, at, published, error FROM replay_items WHERE replay_id = ?1 ORDER BY seq", p![id], |r| {
+            .map("SELECT seq, letter_id, binding, location, state, at, published, error FROM replay_items WHERE replay_id = ?1 AND seq BETWEEN 0 AND 4294967295 ORDER BY seq", p![id], |r| {
                 Ok(ReplayItemRow {
                     seq: r.get(0)?,
                     letter_id: r.get(1)?,
@@ -528,6 +528,30 @@ impl Ledger {
             .collect()
     }
 
+    /// A replay letter numbered outside a plan's range (−1: an older server took any
+    /// value from a caller): named here, skipped by every other read, so one such row
+    /// fails `audit verify` with its name instead of every command with a parse error.
+    pub(super) fn check_item_numbers(&self) -> Result<Option<RowProblem>, JournalError> {
+        self.db
+            .opt(
+                "SELECT replay_id, seq FROM replay_items WHERE seq NOT BETWEEN 0 AND 4294967295 LIMIT 1",
+                p![],
+                |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)),
+            )
+            .map(|bad| {
+                bad.map(|(replay, seq)| {
+                    RowProblem(
+                        0,
+                        format!(
+                            "replay {} has a letter numbered {seq}, which no plan numbers (written by a caller outside the tool); every other read skips it",
+                            dlq_core::sanitize::clean(&replay)
+                        ),
+                    )
+                })
+            })
+            .map_err(|e| self.err(e))
+    }
+
     /// Every journaled letter past `sending` must have the audit entry that recorded it
     /// (of the replays in `only`, else of all).
     pub(super) fn check_replay_items(
@@ -536,7 +560,9 @@ impl Ledger {
         details: &HashMap<i64, serde_json::Value>,
         only: Option<&std::collections::HashSet<String>>,
     ) -> Result<Option<RowProblem>, JournalError> {
-        let sql = "SELECT replay_id, seq, letter_id, state FROM replay_items WHERE state IN ('confirmed', 'settled', 'failed-again')";
+        // A letter no plan can number (an older server let a caller write one) is named by
+        // `check_item_numbers`, and read by nothing else.
+        let sql = "SELECT replay_id, seq, letter_id, state FROM replay_items WHERE state IN ('confirmed', 'settled', 'failed-again') AND seq BETWEEN 0 AND 4294967295";
         type Item = (String, u32, String, String);
         let read = |sql: &str, p: &[&dyn crate::db::ToValue]| -> Result<Vec<Item>, DbError> {
             self.db

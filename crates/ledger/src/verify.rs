@@ -188,6 +188,9 @@ impl Ledger {
         if let Some(p) = self.check_revisions(&log, scope.since)? {
             return Ok(Some(p));
         }
+        if let Some(p) = self.check_item_numbers()? {
+            return Ok(Some(p));
+        }
         if scope.replays.is_none() {
             if let Some(p) = self.check_replay_rows(entries)? {
                 return Ok(Some(p));
