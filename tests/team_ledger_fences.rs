@@ -4,7 +4,7 @@
 //! holds, the client reads every table, and the next discard goes through.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test may stop on a broken fixture
 
-use dlq_core::journal::{Approval, ReplayState};
+use dlq_core::journal::{Approval, Journal, ReplayState};
 use dlq_ledger::{Ledger, Location};
 use dlq_testkit::pg::{connect_to_ledger, TempDb};
 
@@ -566,4 +566,77 @@ fn a_letter_no_plan_numbers_is_named_not_fatal() {
     assert!(!v.ok);
     let problem = v.problem.unwrap_or_default();
     assert!(problem.contains("numbered -1"), "{problem}");
+}
+
+/// #69, 6: a revision another engineer wrote is not sent on an operator's word alone: a
+/// replay of it needs this exact plan approved by a privileged engineer (who may see its
+/// stored bytes), whatever its size; the approver reads which revisions, by whom.
+#[test]
+fn a_replay_of_anothers_revision_needs_a_privileged_approver() {
+    let Some(db) = TempDb::create() else { return };
+    let mut owner = open(&db);
+    let (_, mallory_role, mut mallory) = engineer(&db, "mallory69w");
+    let (_, bob_role, mut bob) = engineer(&db, "bob69w");
+    let (_, carol_role, mut carol) = engineer(&db, "carol69w");
+    let (_, pat_role, mut pat) = engineer(&db, "pat69w");
+    for (r, role) in [
+        (&mallory_role, "operator"),
+        (&bob_role, "operator"),
+        (&carol_role, "operator"),
+        (&pat_role, "privileged"),
+    ] {
+        owner.set_team_role(r, role).expect("role");
+    }
+    // mallory's revision: a swapped IBAN, whatever program it claims.
+    mallory
+        .record_revision(
+            SOURCE,
+            "pay-m0",
+            "fix amount",
+            &["/amount".into()],
+            b"{\"amount\":1,\"iban\":\"DE00\"}",
+            b"{\"amount\":2,\"iban\":\"XX99\"}",
+        )
+        .expect("a revision");
+    let named = vec![("pay-m0".to_string(), "at:orders.dlq/0/77".to_string())];
+    let detail = serde_json::json!({"options": {"use_revisions": true}});
+    let err = bob
+        .replay_start("r-rev", SOURCE, "payments", &detail, &items(&named))
+        .expect_err("another's revision, no approval");
+    assert!(
+        err.to_string()
+            .contains(&format!("written by {mallory_role}")),
+        "{err}"
+    );
+    let facts = serde_json::json!({"kind": "replay", "target": "payments", "options": {"use_revisions": true},
+        "letters": named.iter().map(|(l, b)| [l, b]).collect::<Vec<_>>()});
+    let request = |id: &str| {
+        Approval::request(id.into(), SOURCE.into(), "ef".repeat(32), 1, "x".into())
+            .with_facts(facts.clone())
+    };
+    // An operator's approval is not enough.
+    let a = bob.request_approval(&request("r-rev")).expect("request");
+    let shown = carol.approval(&a.id).expect("read").expect("there").plan;
+    assert!(
+        shown.contains(&format!("revision 1 by {mallory_role}")),
+        "{shown}"
+    );
+    carol
+        .decide_approval(&a.id, true, "ok")
+        .expect("carol approves");
+    bob.use_approval(&a.id).expect("spent");
+    let err = bob
+        .replay_start("r-rev", SOURCE, "payments", &detail, &items(&named))
+        .expect_err("approved by an operator");
+    assert!(err.to_string().contains("privileged engineer"), "{err}");
+    // A privileged engineer's approval of the same plan lets it start.
+    let b = bob.request_approval(&request("r-rev-2")).expect("request");
+    pat.decide_approval(&b.id, true, "seen the diff")
+        .expect("pat approves");
+    bob.use_approval(&b.id).expect("spent");
+    bob.replay_start("r-rev-2", SOURCE, "payments", &detail, &items(&named))
+        .expect("approved by a privileged engineer");
+    bob.replay_finish("r-rev-2", ReplayState::Killed, &serde_json::json!({}))
+        .expect("end");
+    team_still_works(&db, "after a reviewed revision");
 }

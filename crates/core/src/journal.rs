@@ -389,6 +389,9 @@ pub struct LatestRevision {
     pub payload: Vec<u8>,
     /// `sha256_hex` of the transform program that made it, if a transform did.
     pub program_sha256: Option<String>,
+    /// Who wrote it (a replay of another engineer's revisions needs an approver who
+    /// may see them: see the team ledger's four eyes).
+    pub actor: String,
 }
 
 #[cfg(test)]

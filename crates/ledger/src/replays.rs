@@ -505,12 +505,13 @@ impl Ledger {
         &self,
         source: &str,
     ) -> Result<HashMap<String, LatestRevision>, JournalError> {
-        let rows: Vec<(String, i64, Vec<u8>, Option<i64>)> = self
+        type Read = (String, i64, Vec<u8>, Option<i64>, String);
+        let rows: Vec<Read> = self
             .db
-            .map("SELECT letter_id, number, payload, audit_seq FROM revisions r WHERE source = ?1 AND number = (SELECT MAX(number) FROM revisions WHERE source = r.source AND letter_id = r.letter_id)", p![source], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .map("SELECT letter_id, number, payload, audit_seq, actor FROM revisions r WHERE source = ?1 AND number = (SELECT MAX(number) FROM revisions WHERE source = r.source AND letter_id = r.letter_id)", p![source], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
             .map_err(|e| self.err(e))?;
         rows.into_iter()
-            .map(|(id, n, payload, seq)| {
+            .map(|(id, n, payload, seq, actor)| {
                 let detail = self.check_revision_read(source, &id, n, &payload, seq)?;
                 let program_sha256 = detail
                     .get("program_sha256")
@@ -522,6 +523,7 @@ impl Ledger {
                         number: n,
                         payload,
                         program_sha256,
+                        actor,
                     },
                 ))
             })

@@ -555,7 +555,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f
       dlq_private.field(p_kind) || dlq_private.field(p_source) || dlq_private.field(coalesce(p_target, ''))
    || dlq_private.field(coalesce(p_options, 'null'::pg_catalog.jsonb)::text)
    || coalesce((SELECT pg_catalog.string_agg(dlq_private.field(u.l) || dlq_private.field(u.b)
-          || dlq_private.field(coalesce((SELECT v.sha256_after FROM dlq.revisions v WHERE v.letter_id = u.l
+          || dlq_private.field(coalesce((SELECT v.sha256_after FROM dlq.revisions v WHERE v.source = p_source AND v.letter_id = u.l
                                           ORDER BY v.number DESC, v.id DESC LIMIT 1), '')), ''::bytea ORDER BY u.l, u.b)
         FROM ROWS FROM (pg_catalog.unnest(p_letters), pg_catalog.unnest(p_bindings)) AS u(l, b)), ''::bytea)), 'hex')
 $f$;
@@ -572,7 +572,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f
         pg_catalog.cardinality(p_letters), p_source, coalesce(p_facts ->> 'reason', '?')) END
     || coalesce((SELECT E'\n' || pg_catalog.string_agg(pg_catalog.format('  %s  %s%s', u.l, pg_catalog.left(u.b, 16),
           coalesce((SELECT pg_catalog.format('  revision %s by %s (sha256 %s…)', v.number, v.actor, pg_catalog.left(v.sha256_after, 12))
-                      FROM dlq.revisions v WHERE v.letter_id = u.l ORDER BY v.number DESC, v.id DESC LIMIT 1), '')), E'\n' ORDER BY u.o)
+                      FROM dlq.revisions v WHERE v.source = p_source AND v.letter_id = u.l ORDER BY v.number DESC, v.id DESC LIMIT 1), '')), E'\n' ORDER BY u.o)
         FROM ROWS FROM (pg_catalog.unnest(p_letters), pg_catalog.unnest(p_bindings)) WITH ORDINALITY AS u(l, b, o)
         WHERE u.o <= 50), '')
     || CASE WHEN pg_catalog.cardinality(p_letters) > 50
@@ -627,7 +627,7 @@ CREATE OR REPLACE FUNCTION dlq.replay_start(p_id TEXT, p_source TEXT, p_target T
     p_seqs INT4[], p_letters TEXT[], p_bindings TEXT[], p_locations TEXT[], p_client TEXT)
 RETURNS dlq.audit LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE e dlq.audit; v_n BIGINT := coalesce(pg_catalog.cardinality(p_seqs), 0); v_above BIGINT; v_approval TEXT;
-        v_detail pg_catalog.jsonb := p_detail::pg_catalog.jsonb; v_sha TEXT;
+        v_detail pg_catalog.jsonb := p_detail::pg_catalog.jsonb; v_sha TEXT; v_foreign TEXT;
 BEGIN
   PERFORM dlq_private.require('operator', 'a replay');
   IF pg_catalog.jsonb_typeof(v_detail) IS DISTINCT FROM 'object' THEN
@@ -645,16 +645,31 @@ BEGIN
   INSERT INTO dlq.replay_items (replay_id, seq, letter_id, binding, location, state)
     SELECT p_id, u.s, u.l, u.b, u.loc, 'planned' FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_letters), pg_catalog.unnest(p_bindings), pg_catalog.unnest(p_locations)) AS u(s, l, b, loc);
   v_above := dlq_private.policy_number('approval_above');
-  IF v_above IS NOT NULL AND v_n > v_above THEN
+  -- Revisions another engineer wrote, about to be sent: an approver who may see them
+  -- (a privileged role: `diff --revision` shows it the stored bytes, masked) must have
+  -- approved this exact plan — whatever its size.
+  IF coalesce((v_detail -> 'options' ->> 'use_revisions')::boolean, false) THEN
+    SELECT pg_catalog.string_agg(DISTINCT w.actor, ', ') INTO v_foreign FROM pg_catalog.unnest(p_letters) AS u(l)
+      CROSS JOIN LATERAL (SELECT v.actor FROM dlq.revisions v WHERE v.source = p_source AND v.letter_id = u.l
+                          ORDER BY v.number DESC, v.id DESC LIMIT 1) w
+     WHERE w.actor <> session_user;
+  END IF;
+  IF (v_above IS NOT NULL AND v_n > v_above) OR v_foreign IS NOT NULL THEN
     v_sha := dlq_private.plan_sha256('replay', p_source, p_target, v_detail -> 'options', p_letters, p_bindings);
     UPDATE dlq.approvals a SET spent_by = p_id WHERE a.id = (
       SELECT x.id FROM dlq.approvals x
        WHERE x.state = 'used' AND x.spent_by IS NULL AND x.author = session_user
          AND x.approver IS NOT NULL AND x.approver <> session_user
          AND x.kind = 'replay' AND x.plan_sha256 = v_sha
+         AND (v_foreign IS NULL OR dlq_private.role_of(x.approver) = 'privileged'
+              OR NOT EXISTS (SELECT 1 FROM dlq.dlq_roles))
        ORDER BY x.requested_at DESC LIMIT 1)
     RETURNING a.id INTO v_approval;
-    IF v_approval IS NULL THEN
+    IF v_approval IS NULL AND v_foreign IS NOT NULL THEN
+      RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
+        'this replay sends revisions written by %s: it needs this exact plan approved by a privileged engineer, who may see what they changed (dlq-triage approve; diff --revision); nothing was sent',
+        v_foreign);
+    ELSIF v_approval IS NULL THEN
       RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = pg_catalog.format(
         '%s letters is more than the team''s approval_above (%s): a replay this big needs this exact plan (its letters, target, options and revisions) approved by a second operator (dlq-triage approve); nothing was sent',
         v_n, v_above);

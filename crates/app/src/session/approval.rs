@@ -19,6 +19,9 @@ struct Proposal {
     digest: String,
     letters: usize,
     above: Option<usize>,
+    /// Who wrote the revisions it would send, when not its author (a team ledger): a
+    /// privileged approver must see them, whatever the size.
+    others_revisions: Option<String>,
 }
 
 impl Session {
@@ -34,6 +37,7 @@ impl Session {
             digest: plan.digest(),
             letters: plan.items.len(),
             above: self.settings.approval_above,
+            others_revisions: self.others_revisions(ledger, plan)?,
             facts: serde_json::json!({
                 "kind": "replay",
                 "target": super::replaying::run::targets(plan),
@@ -73,6 +77,7 @@ impl Session {
             digest,
             letters: targets.len(),
             above: self.settings.discard_approval_above,
+            others_revisions: None,
             facts: serde_json::json!({
                 "kind": "discard",
                 "reason": reason,
@@ -99,27 +104,57 @@ impl Session {
         })
     }
 
+    /// On a team ledger, the engineers other than this one whose revisions `plan` would
+    /// send (the server refuses such a start without a privileged approver's approval).
+    fn others_revisions(
+        &self,
+        ledger: &dyn Journal,
+        plan: &Plan,
+    ) -> Result<Option<String>, SessionError> {
+        let team = matches!(
+            self.settings.principal.ledger,
+            Some(dlq_core::ledger_location::Location::Server(_))
+        );
+        if !team || !plan.options.use_revisions || plan.items.iter().all(|i| i.revision.is_none()) {
+            return Ok(None);
+        }
+        let latest = ledger.latest_revisions(&self.settings.source_key)?;
+        let others: std::collections::BTreeSet<&str> = plan
+            .items
+            .iter()
+            .filter(|i| i.revision.is_some())
+            .filter_map(|i| latest.get(&i.letter_id))
+            .map(|r| r.actor.as_str())
+            .filter(|a| *a != ledger.actor())
+            .collect();
+        Ok((!others.is_empty())
+            .then(|| others.into_iter().map(clean).collect::<Vec<_>>().join(", ")))
+    }
+
     fn gate(
         &self,
         ledger: &mut dyn Journal,
         p: Proposal,
         text: impl FnOnce() -> String,
     ) -> Result<(), SessionError> {
-        let Some(above) = p.above else {
-            return Ok(());
-        };
         let n = p.letters;
-        if n <= above {
-            return Ok(());
-        }
         let what = p.what;
+        let why = match (&p.others_revisions, p.above) {
+            (Some(who), _) => format!(
+                "it sends revisions written by {who}, which a privileged engineer must see and approve"
+            ),
+            (None, Some(above)) if n > above => {
+                format!("{n} letters is more than the {what} approval_above ({above})")
+            }
+            _ => return Ok(()),
+        };
         match ledger.approval_for(&p.digest)? {
             Some(a) if a.state == ApprovalState::Approved && a.author == ledger.actor() => {
                 ledger.use_approval(&a.id)?;
                 Ok(())
             }
             Some(a) => Err(SessionError::AwaitingApproval(format!(
-                "{n} letters is more than the {what} approval_above ({above}): it awaits approval by a second operator since {} (`dlq-triage approve {}`; requested by {}); nothing was done",
+                "{why}: it awaits approval by a second operator since {} (`dlq-triage approve {}`; requested by {}); nothing was done",
                 clean(&a.requested_at),
                 clean(&a.id),
                 clean(&a.author)
@@ -136,7 +171,7 @@ impl Session {
                     .with_facts(p.facts),
                 )?;
                 Err(SessionError::AwaitingApproval(format!(
-                    "{n} letters is more than the {what} approval_above ({above}): recorded for a second operator — `dlq-triage approve {}` (or :approve in the TUI); do it again once approved. Nothing was done",
+                    "{why}: recorded for a second operator — `dlq-triage approve {}` (or :approve in the TUI); do it again once approved. Nothing was done",
                     clean(&a.id)
                 )))
             }
